@@ -1,0 +1,410 @@
+"""Rules a reassignment plan must pass before anything is sent to the cluster (pure).
+
+Two layers, both reporting *every* problem at once, each naming the partition and the rule:
+
+- ``parse_plan(text, source)``: the structural rules of the JSON file (the format of
+  ``kafka-reassign-partitions``). Used by ``Plan.from_json`` / ``Plan.read``.
+- ``validate_plan(plan, cluster)``: the rules that need to know the cluster (brokers, topics,
+  partition counts, log dirs, current replicas for the KIP-860 replication-factor guard).
+  ``cluster`` is a ``ClusterView``, a small pure value, so the Spark planner can build one from
+  a snapshot and reuse the very same rules and messages (``move_problems`` checks one move).
+
+Rule names (``Problem.rule``) are stable identifiers; tests and other modules may match on them.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import InvalidPlanError
+from .model import ANY_LOG_DIR, Move, PartitionState, Plan, TopicPartition
+
+# Structural rules (parse_plan).
+MALFORMED_JSON = "malformed-json"
+NOT_AN_OBJECT = "not-an-object"
+DUPLICATE_KEY = "duplicate-key"
+UNKNOWN_FIELD = "unknown-field"
+MISSING_FIELD = "missing-field"
+WRONG_TYPE = "wrong-type"
+WRONG_VERSION = "wrong-version"
+EMPTY_PLAN = "empty-plan"
+EMPTY_TOPIC = "empty-topic"
+NEGATIVE_PARTITION = "negative-partition"
+DUPLICATE_PARTITION = "duplicate-partition"
+EMPTY_REPLICAS = "empty-replicas"
+DUPLICATE_BROKER = "duplicate-broker"
+NEGATIVE_BROKER = "negative-broker"
+LOG_DIRS_LENGTH = "log-dirs-length"
+LOG_DIR_NOT_ABSOLUTE = "log-dir-not-absolute"
+# Cluster rules (validate_plan).
+UNKNOWN_BROKER = "unknown-broker"
+UNKNOWN_TOPIC = "unknown-topic"
+PARTITION_OUT_OF_RANGE = "partition-out-of-range"
+UNKNOWN_LOG_DIR = "unknown-log-dir"
+REPLICATION_FACTOR_CHANGE = "replication-factor-change"
+
+_TOP_FIELDS = {"version", "partitions"}
+_ENTRY_FIELDS = {"topic", "partition", "replicas", "log_dirs"}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One violated rule: ``where`` names the entry (partition, or file position), ``rule`` is a
+    stable identifier, ``detail`` says what is wrong in words an SRE can act on."""
+
+    where: str
+    rule: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: [{self.rule}] {self.detail}"
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """What the cluster-dependent rules need to know, as plain values.
+
+    ``states`` (current replicas, and adding/removing for partitions already reassigning) is only
+    needed for the replication-factor guard; ``log_dirs`` (broker -> its log dirs) only for the
+    log-dir rule, and a broker missing from it is not checked."""
+
+    brokers: frozenset[int]
+    partition_counts: Mapping[str, int]
+    states: Mapping[TopicPartition, PartitionState] = field(default_factory=dict)
+    log_dirs: Mapping[int, Iterable[str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        brokers: Iterable[int],
+        partition_counts: Mapping[str, int],
+        states: Mapping[TopicPartition, PartitionState] | None = None,
+        log_dirs: Mapping[int, Iterable[str]] | None = None,
+    ) -> ClusterView:
+        return cls(
+            frozenset(brokers),
+            dict(partition_counts),
+            dict(states or {}),
+            {b: tuple(d) for b, d in (log_dirs or {}).items()},
+        )
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+class _Obj(dict):
+    """A JSON object that remembers keys it saw more than once (json keeps the last silently)."""
+
+    dup_keys: list[str]
+
+
+def _pairs_hook(pairs: list[tuple[str, Any]]) -> _Obj:
+    obj = _Obj()
+    obj.dup_keys = []
+    for k, v in pairs:
+        if k in obj and k not in obj.dup_keys:
+            obj.dup_keys.append(k)
+        obj[k] = v
+    return obj
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _type_name(v: Any) -> str:
+    if v is None:
+        return "null"
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array"}.get(
+        type(v), "object" if isinstance(v, dict) else type(v).__name__
+    )
+
+
+def parse_plan(text: str, source: str = "plan") -> Plan:
+    """Parse the reassignment JSON strictly; raise ``InvalidPlanError`` listing every problem."""
+    problems: list[Problem] = []
+    try:
+        doc = json.loads(text, object_pairs_hook=_pairs_hook, parse_constant=_reject_constant)
+    except json.JSONDecodeError as e:
+        raise InvalidPlanError(
+            [Problem(f"{source}:{e.lineno}:{e.colno}", MALFORMED_JSON, f"not valid JSON: {e.msg}")],
+            header=f"{source} is not a valid reassignment plan",
+        ) from None
+    except ValueError as e:  # NaN / Infinity
+        raise InvalidPlanError(
+            [Problem(source, MALFORMED_JSON, str(e))],
+            header=f"{source} is not a valid reassignment plan",
+        ) from None
+
+    moves = _parse_doc(doc, problems)
+    if problems:
+        raise InvalidPlanError(problems, header=f"{source} is not a valid reassignment plan")
+    return Plan.of(moves)
+
+
+def _parse_doc(doc: Any, problems: list[Problem]) -> list[Move]:
+    where = "plan"
+    if not isinstance(doc, dict):
+        problems.append(
+            Problem(
+                where, NOT_AN_OBJECT, f"the top level must be a JSON object, not {_type_name(doc)}"
+            )
+        )
+        return []
+    for k in getattr(doc, "dup_keys", []):
+        problems.append(Problem(where, DUPLICATE_KEY, f"key '{k}' appears more than once"))
+    for k in sorted(set(doc) - _TOP_FIELDS):
+        problems.append(
+            Problem(
+                where, UNKNOWN_FIELD, f"unknown field '{k}' (expected 'version' and 'partitions')"
+            )
+        )
+    if "version" not in doc:
+        problems.append(Problem(where, MISSING_FIELD, "field 'version' is missing (it must be 1)"))
+    elif not _is_int(doc["version"]) or doc["version"] != 1:
+        problems.append(
+            Problem(
+                where,
+                WRONG_VERSION,
+                f"unsupported version {json.dumps(doc['version'])}; only 1 is known",
+            )
+        )
+    if "partitions" not in doc:
+        problems.append(Problem(where, MISSING_FIELD, "field 'partitions' is missing"))
+        return []
+    entries = doc["partitions"]
+    if not isinstance(entries, list):
+        problems.append(
+            Problem(where, WRONG_TYPE, f"'partitions' must be an array, not {_type_name(entries)}")
+        )
+        return []
+    if not entries:
+        problems.append(
+            Problem(where, EMPTY_PLAN, "'partitions' is empty: there is nothing to reassign")
+        )
+        return []
+
+    moves: list[Move] = []
+    first_seen: dict[TopicPartition, int] = {}
+    for i, entry in enumerate(entries):
+        tp, move = _parse_entry(i, entry, problems)
+        if tp is not None and tp in first_seen:
+            problems.append(
+                Problem(
+                    _where(i, tp),
+                    DUPLICATE_PARTITION,
+                    f"partition {tp} is already listed at partitions[{first_seen[tp]}]",
+                )
+            )
+            continue
+        if tp is not None:
+            first_seen[tp] = i
+        if move is not None:
+            moves.append(move)
+    return moves
+
+
+def _where(i: int, tp: TopicPartition | None = None) -> str:
+    return f"partitions[{i}] ({tp})" if tp is not None else f"partitions[{i}]"
+
+
+def _parse_entry(
+    i: int, entry: Any, problems: list[Problem]
+) -> tuple[TopicPartition | None, Move | None]:
+    """The entry's partition (when topic and partition are usable) and its move (when valid)."""
+    if not isinstance(entry, dict):
+        problems.append(
+            Problem(_where(i), WRONG_TYPE, f"each entry must be an object, not {_type_name(entry)}")
+        )
+        return None, None
+    n0 = len(problems)
+    topic, partition = entry.get("topic"), entry.get("partition")
+    tp = TopicPartition(topic, partition) if isinstance(topic, str) and _is_int(partition) else None
+    where = _where(i, tp)
+
+    def bad(rule: str, detail: str) -> None:
+        problems.append(Problem(where, rule, detail))
+
+    for k in getattr(entry, "dup_keys", []):
+        bad(DUPLICATE_KEY, f"key '{k}' appears more than once")
+    for k in sorted(set(entry) - _ENTRY_FIELDS):
+        bad(UNKNOWN_FIELD, f"unknown field '{k}' (expected topic, partition, replicas, log_dirs)")
+    for k in ("topic", "partition", "replicas"):
+        if k not in entry:
+            bad(MISSING_FIELD, f"field '{k}' is missing")
+
+    if "topic" in entry:
+        if not isinstance(topic, str):
+            bad(WRONG_TYPE, f"'topic' must be a string, not {_type_name(topic)}")
+        elif not topic:
+            bad(EMPTY_TOPIC, "'topic' is an empty string")
+    if "partition" in entry:
+        if not _is_int(partition):
+            bad(WRONG_TYPE, f"'partition' must be an integer, not {_type_name(partition)}")
+        elif partition < 0:
+            bad(NEGATIVE_PARTITION, f"partition {partition} is negative")
+
+    replicas = entry.get("replicas")
+    if "replicas" in entry:
+        if not isinstance(replicas, list):
+            bad(
+                WRONG_TYPE, f"'replicas' must be an array of broker ids, not {_type_name(replicas)}"
+            )
+            replicas = None
+        elif not all(_is_int(r) for r in replicas):
+            wrong = [json.dumps(r) for r in replicas if not _is_int(r)]
+            bad(
+                WRONG_TYPE,
+                f"'replicas' must hold integer broker ids; not integers: {', '.join(wrong)}",
+            )
+            replicas = None
+        elif not replicas:
+            bad(EMPTY_REPLICAS, "'replicas' is empty: a partition needs at least one replica")
+        else:
+            dups = sorted({r for r in replicas if replicas.count(r) > 1})
+            if dups:
+                bad(DUPLICATE_BROKER, f"replicas {replicas} name broker(s) {dups} more than once")
+            neg = [r for r in replicas if r < 0]
+            if neg:
+                bad(NEGATIVE_BROKER, f"replicas {replicas} hold negative broker id(s) {neg}")
+
+    log_dirs = entry.get("log_dirs")
+    if "log_dirs" in entry:
+        if not isinstance(log_dirs, list) or not all(isinstance(d, str) for d in log_dirs):
+            bad(WRONG_TYPE, "'log_dirs' must be an array of strings (absolute paths or \"any\")")
+            log_dirs = None
+        else:
+            if isinstance(replicas, list) and len(log_dirs) != len(replicas):
+                bad(
+                    LOG_DIRS_LENGTH,
+                    f"'log_dirs' has {len(log_dirs)} entries but 'replicas' has {len(replicas)}; "
+                    'give one log dir (or "any") per replica',
+                )
+            for d in log_dirs:
+                if d != ANY_LOG_DIR and not posixpath.isabs(d):
+                    bad(
+                        LOG_DIR_NOT_ABSOLUTE, f'log dir {d!r} is neither an absolute path nor "any"'
+                    )
+
+    if len(problems) > n0 or tp is None or not isinstance(replicas, list):
+        return tp, None
+    return tp, Move(tp, tuple(replicas), tuple(log_dirs) if isinstance(log_dirs, list) else None)
+
+
+# ----------------------------------------------------------------------------- cluster rules
+
+
+def current_replication_factor(state: PartitionState) -> int:
+    """The RF the broker compares against for KIP-860: the size of the target set when the
+    partition is already reassigning, else the size of its replica list."""
+    return len(state.target) if state.reassigning else len(state.replicas)
+
+
+def move_problems(
+    move: Move,
+    cluster: ClusterView,
+    *,
+    disallow_replication_factor_change: bool = False,
+) -> list[Problem]:
+    """Every cluster-dependent problem of one move (pure; the Spark planner calls this too)."""
+    out: list[Problem] = []
+    where = str(move.tp)
+    count = cluster.partition_counts.get(move.topic)
+    if count is None:
+        out.append(
+            Problem(where, UNKNOWN_TOPIC, f"topic '{move.topic}' does not exist in the cluster")
+        )
+    elif move.partition >= count:
+        out.append(
+            Problem(
+                where,
+                PARTITION_OUT_OF_RANGE,
+                f"topic '{move.topic}' has {count} partition(s) (0..{count - 1}); "
+                f"partition {move.partition} does not exist",
+            )
+        )
+    unknown = [r for r in move.replicas if r not in cluster.brokers]
+    if unknown:
+        out.append(
+            Problem(
+                where,
+                UNKNOWN_BROKER,
+                f"broker(s) {unknown} are not in the cluster (brokers: {sorted(cluster.brokers)})",
+            )
+        )
+    if move.log_dirs is not None:
+        for broker, d in zip(move.replicas, move.log_dirs, strict=False):
+            dirs = cluster.log_dirs.get(broker)
+            if d != ANY_LOG_DIR and dirs is not None and d not in dirs:
+                out.append(
+                    Problem(
+                        where,
+                        UNKNOWN_LOG_DIR,
+                        f"broker {broker} has no log dir {d!r} (it has {sorted(dirs)})",
+                    )
+                )
+    if disallow_replication_factor_change:
+        state = cluster.states.get(move.tp)
+        if state is not None:
+            rf = current_replication_factor(state)
+            if len(move.replicas) != rf:
+                what = (
+                    f"the target {list(state.target)} of its reassignment in flight"
+                    if state.reassigning
+                    else f"its current replicas {list(state.replicas)}"
+                )
+                out.append(
+                    Problem(
+                        where,
+                        REPLICATION_FACTOR_CHANGE,
+                        f"replicas {list(move.replicas)} would change the replication factor from "
+                        f"{rf} ({what}) to {len(move.replicas)}, and "
+                        "--disallow-replication-factor-change is set",
+                    )
+                )
+    return out
+
+
+def plan_problems(
+    plan: Plan,
+    cluster: ClusterView,
+    *,
+    disallow_replication_factor_change: bool = False,
+) -> list[Problem]:
+    """Every cluster-dependent problem of the plan, in plan order."""
+    out: list[Problem] = []
+    for move in plan:
+        out += move_problems(
+            move, cluster, disallow_replication_factor_change=disallow_replication_factor_change
+        )
+    return out
+
+
+def validate_plan(
+    plan: Plan,
+    cluster: ClusterView,
+    *,
+    disallow_replication_factor_change: bool = False,
+    source: str = "the plan",
+) -> Plan:
+    """Check the plan against the cluster; raise ``InvalidPlanError`` listing every problem,
+    else return the plan unchanged (so calls can be chained)."""
+    if not len(plan):
+        raise InvalidPlanError(
+            [Problem("plan", EMPTY_PLAN, "there is nothing to reassign")],
+            header=f"{source} is not valid for this cluster",
+        )
+    problems = plan_problems(
+        plan, cluster, disallow_replication_factor_change=disallow_replication_factor_change
+    )
+    if problems:
+        raise InvalidPlanError(problems, header=f"{source} is not valid for this cluster")
+    return plan
