@@ -1,0 +1,113 @@
+"""The Plotly figure of the panel and of the notebooks' standalone HTML charts.
+
+One figure, three panes: plan progress over time (done / moving / pending / cancelled), bytes in
+and out per broker, and a Gantt-like timeline of partition moves. Data comes from
+``figures`` already bounded; this module only maps it onto traces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .figures import MoveBar, ProgressSeries
+
+COLORS = {
+    "done": "#2ca02c",
+    "moving": "#1f77b4",
+    "pending": "#c7c7c7",
+    "cancelled": "#d62728",
+    "stuck": "#ff7f0e",
+    "bytes_in": "#17becf",
+    "bytes_out": "#9467bd",
+}
+
+# trace indexes, fixed at construction so updates never add or remove traces
+T_DONE, T_MOVING, T_PENDING, T_CANCELLED, T_IN, T_OUT, T_GANTT = range(7)
+
+
+@dataclass
+class ChartData:
+    """Everything one redraw needs (already bounded by ``figures``)."""
+
+    progress: ProgressSeries = field(default_factory=ProgressSeries)
+    brokers: Mapping[int, Mapping[str, float]] = field(default_factory=dict)
+    brokers_title: str = "bytes per broker"
+    bars: Sequence[MoveBar] = ()
+    bars_hidden: int = 0
+
+
+def _layout_title(data: ChartData) -> str:
+    p = data.progress
+    done = p.done[-1] if p.done else 0
+    moving = p.moving[-1] if p.moving else 0
+    return f"plan progress: {p.percent_done:.0f}% done ({done}/{p.total} moves, {moving} moving)"
+
+
+def new_figure(widget: bool = True) -> go.Figure:
+    """An empty figure with every trace in place; a FigureWidget for the live panel."""
+    base = make_subplots(
+        rows=3,
+        cols=1,
+        row_heights=[0.34, 0.22, 0.44],
+        vertical_spacing=0.09,
+        subplot_titles=("moves over time", "bytes per broker", "partition moves"),
+    )
+    fig = go.FigureWidget(base) if widget else go.Figure(base)
+    for name in ("done", "moving", "pending", "cancelled"):
+        fig.add_trace(
+            go.Scatter(
+                x=[], y=[], name=name, mode="lines", stackgroup="moves",
+                line={"color": COLORS[name], "width": 1}, legendgroup="moves",
+            ),
+            row=1, col=1,
+        )
+    fig.add_trace(go.Bar(x=[], y=[], name="bytes in", marker_color=COLORS["bytes_in"]), row=2, col=1)
+    fig.add_trace(go.Bar(x=[], y=[], name="bytes out", marker_color=COLORS["bytes_out"]), row=2, col=1)
+    fig.add_trace(
+        go.Bar(
+            x=[], y=[], base=[], orientation="h", name="moves", showlegend=False,
+            marker={"color": []}, hovertemplate="%{y}: %{base:.1f}s + %{x:.1f}s<extra>%{customdata}</extra>",
+        ),
+        row=3, col=1,
+    )
+    fig.update_layout(
+        height=720, barmode="group", margin={"l": 90, "r": 20, "t": 70, "b": 40},
+        title={"text": "plan progress: not started"}, legend={"orientation": "h", "y": 1.08},
+        template="plotly_white",
+    )
+    fig.update_xaxes(title_text="seconds since start", row=1, col=1)
+    fig.update_xaxes(title_text="broker", type="category", row=2, col=1)
+    fig.update_yaxes(title_text="bytes", row=2, col=1)
+    fig.update_xaxes(title_text="seconds since start", row=3, col=1)
+    fig.update_yaxes(autorange="reversed", type="category", row=3, col=1)
+    return fig
+
+
+def apply(fig: go.Figure, data: ChartData) -> None:
+    """Redraw ``fig`` from ``data`` in one batched update (one message to the browser)."""
+    p = data.progress
+    brokers = list(data.brokers)
+    bars = list(data.bars)
+    with fig.batch_update():
+        for idx, ys in ((T_DONE, p.done), (T_MOVING, p.moving), (T_PENDING, p.pending), (T_CANCELLED, p.cancelled)):
+            fig.data[idx].x = list(p.t)
+            fig.data[idx].y = list(ys)
+        fig.data[T_IN].x = [str(b) for b in brokers]
+        fig.data[T_IN].y = [data.brokers[b].get("bytes_in", 0.0) for b in brokers]
+        fig.data[T_OUT].x = [str(b) for b in brokers]
+        fig.data[T_OUT].y = [data.brokers[b].get("bytes_out", 0.0) for b in brokers]
+        g = fig.data[T_GANTT]
+        g.y = [b.label for b in bars]
+        g.base = [b.start for b in bars]
+        g.x = [max(b.end - b.start, 0.05) for b in bars]
+        g.marker.color = [COLORS.get(b.state, COLORS["moving"]) for b in bars]
+        g.customdata = [b.state + (f", {b.steps} steps" if b.steps > 1 else "") for b in bars]
+        fig.layout.title.text = _layout_title(data)
+        title = "partition moves" + (f" ({data.bars_hidden} more not shown)" if data.bars_hidden else "")
+        fig.layout.annotations[2].text = title
+        fig.layout.annotations[1].text = data.brokers_title
+        fig.layout.height = max(720, 480 + 14 * len(bars))

@@ -1,0 +1,379 @@
+"""Journal events and run status -> the data the panel draws (pure: values in, values out).
+
+Kept apart from the widgets so that the shaping is unit-testable and, above all, *bounded*: a
+10,000-partition plan produces tens of thousands of events, and the browser must receive a few
+hundred points per trace, a few hundred Gantt bars and a short table, never the whole history.
+
+Events follow the journal contract in docs/architecture.md (``ts``, ``event``, ``run_id`` and
+event-specific fields). The partition(s) an event is about are read leniently (``topic`` +
+``partition``, ``tp`` as ``"t-0"`` or ``["t", 0]``, or a ``partitions`` list of either form), so
+a batch submission that lists many partitions in one event is understood as well as one event
+per partition.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import TopicPartition
+
+# How many points / rows / lines at most reach the browser, whatever the plan's size.
+MAX_POINTS = 400
+MAX_BARS = 150
+MAX_TABLE_ROWS = 15
+MAX_LOG_LINES = 200
+
+MOVING_EVENTS = frozenset({"submitted", "step_submitted", "adopted"})
+DONE_EVENTS = frozenset({"completed"})
+CANCELLED_EVENTS = frozenset({"cancelled"})
+
+
+def _as_tp(obj: Any) -> TopicPartition | None:
+    if isinstance(obj, TopicPartition):
+        return obj
+    if isinstance(obj, Mapping):
+        if "topic" in obj and "partition" in obj:
+            return TopicPartition(str(obj["topic"]), int(obj["partition"]))
+        if "tp" in obj:
+            return _as_tp(obj["tp"])
+        return None
+    if isinstance(obj, str) and "-" in obj:
+        topic, _, part = obj.rpartition("-")
+        if part.isdigit():
+            return TopicPartition(topic, int(part))
+        return None
+    if isinstance(obj, Sequence) and len(obj) == 2 and not isinstance(obj, str | bytes):
+        try:
+            return TopicPartition(str(obj[0]), int(obj[1]))
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def event_tps(event: Mapping[str, Any]) -> list[TopicPartition]:
+    """The partitions one journal event is about (empty for run-level events)."""
+    if "topic" in event and "partition" in event and event.get("partition") is not None:
+        tp = _as_tp(event)
+        return [tp] if tp else []
+    if "tp" in event:
+        tp = _as_tp(event["tp"])
+        return [tp] if tp else []
+    out: list[TopicPartition] = []
+    for item in event.get("partitions") or ():
+        tp = _as_tp(item)
+        if tp is not None:
+            out.append(tp)
+    return out
+
+
+def _is_final(event: Mapping[str, Any]) -> bool:
+    """A ``completed`` event of an intermediate replica-level step does not finish the move."""
+    if event.get("final") is False:
+        return False
+    step, steps = event.get("step"), event.get("steps")
+    if isinstance(step, int) and isinstance(steps, int) and step < steps:
+        return False
+    return True
+
+
+def sorted_events(events: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Events in time order (stable, so same-ts events keep the journal's order)."""
+    return sorted(events, key=lambda e: float(e.get("ts") or 0.0))
+
+
+def plan_total(events: Sequence[Mapping[str, Any]], default: int | None = None) -> int | None:
+    """Number of moves in the plan, as the ``run_started`` event states it."""
+    for ev in events:
+        if ev.get("event") == "run_started":
+            for key in ("moves", "total", "plan_size", "partitions_total", "n_moves"):
+                val = ev.get(key)
+                if isinstance(val, int) and not isinstance(val, bool):
+                    return val
+                if isinstance(val, list):
+                    return len(val)
+    return default
+
+
+# ---------------------------------------------------------------- progress over time
+
+
+@dataclass(frozen=True)
+class ProgressSeries:
+    """Counts of the plan's moves over time; ``t`` is seconds since the first event."""
+
+    t: list[float] = field(default_factory=list)
+    done: list[int] = field(default_factory=list)
+    moving: list[int] = field(default_factory=list)
+    pending: list[int] = field(default_factory=list)
+    cancelled: list[int] = field(default_factory=list)
+    total: int = 0
+    t0: float | None = None
+
+    @property
+    def percent_done(self) -> float:
+        if not self.total:
+            return 0.0
+        return 100.0 * (self.done[-1] if self.done else 0) / self.total
+
+
+def progress_series(
+    events: Iterable[Mapping[str, Any]],
+    total: int | None = None,
+    max_points: int = MAX_POINTS,
+) -> ProgressSeries:
+    """done / moving / pending after every state change, downsampled to ``max_points``."""
+    evs = sorted_events(events)
+    total = plan_total(evs, total)
+    state: dict[TopicPartition, str] = {}
+    t0 = float(evs[0]["ts"]) if evs else None
+    pts: list[tuple[float, int, int, int]] = []
+    counts = {"moving": 0, "done": 0, "cancelled": 0}
+
+    def setstate(tp: TopicPartition, new: str) -> None:
+        old = state.get(tp)
+        if old == new:
+            return
+        if old is not None:
+            counts[old] -= 1
+        counts[new] += 1
+        state[tp] = new
+
+    for ev in evs:
+        kind = ev.get("event")
+        tps = event_tps(ev)
+        if kind in MOVING_EVENTS:
+            for tp in tps:
+                if state.get(tp) != "done":
+                    setstate(tp, "moving")
+        elif kind in DONE_EVENTS and _is_final(ev):
+            for tp in tps:
+                setstate(tp, "done")
+        elif kind in CANCELLED_EVENTS:
+            for tp in tps:
+                if state.get(tp) != "done":
+                    setstate(tp, "cancelled")
+        elif kind not in ("run_started", "run_finished"):
+            continue
+        pts.append((float(ev["ts"]) - (t0 or 0.0), counts["done"], counts["moving"], counts["cancelled"]))
+    n = total if total is not None else len(state)
+    n = max(n, len(state))
+    pts = downsample(pts, max_points)
+    return ProgressSeries(
+        t=[p[0] for p in pts],
+        done=[p[1] for p in pts],
+        moving=[p[2] for p in pts],
+        pending=[max(0, n - p[1] - p[2] - p[3]) for p in pts],
+        cancelled=[p[3] for p in pts],
+        total=n,
+        t0=t0,
+    )
+
+
+def downsample(points: Sequence[tuple], max_points: int) -> list[tuple]:
+    """Keep at most ``max_points`` points: the last point of each of equal time buckets, plus the
+    first and last point, so the curve's start, end and steps stay where they were."""
+    if len(points) <= max_points:
+        return list(points)
+    if max_points < 2:
+        return [points[-1]]
+    t_first, t_last = points[0][0], points[-1][0]
+    span = (t_last - t_first) or 1.0
+    buckets = max_points - 1
+    kept: dict[int, tuple] = {}
+    for p in points[1:]:
+        kept[min(buckets - 1, int((p[0] - t_first) / span * buckets))] = p
+    out = [points[0]] + [kept[k] for k in sorted(kept)]
+    if out[-1] is not points[-1]:
+        out[-1] = points[-1]
+    return out[:max_points]
+
+
+# ---------------------------------------------------------------- Gantt timeline
+
+
+@dataclass(frozen=True)
+class MoveBar:
+    tp: TopicPartition
+    start: float  # seconds since t0
+    end: float  # seconds since t0 (``now`` for moves still running)
+    state: str  # moving | done | cancelled | stuck
+    steps: int = 1
+
+    @property
+    def label(self) -> str:
+        return str(self.tp)
+
+
+def move_bars(
+    events: Iterable[Mapping[str, Any]],
+    now: float | None = None,
+    max_bars: int = MAX_BARS,
+) -> tuple[list[MoveBar], int]:
+    """One bar per partition move (first submission to completion / cancellation), at most
+    ``max_bars``: moves still running and stuck ones first (longest first), then cancelled, then
+    the most recently finished. Returns the bars (in start order) and how many were left out."""
+    evs = sorted_events(events)
+    if not evs:
+        return [], 0
+    t0 = float(evs[0]["ts"])
+    start: dict[TopicPartition, float] = {}
+    end: dict[TopicPartition, float] = {}
+    st: dict[TopicPartition, str] = {}
+    steps: dict[TopicPartition, int] = {}
+    for ev in evs:
+        kind, ts = ev.get("event"), float(ev["ts"]) - t0
+        for tp in event_tps(ev):
+            if kind in MOVING_EVENTS:
+                start.setdefault(tp, ts)
+                if kind == "step_submitted":
+                    steps[tp] = steps.get(tp, 0) + 1
+                if st.get(tp) not in ("done",):
+                    st[tp] = "moving"
+                    end.pop(tp, None)
+            elif kind in DONE_EVENTS and _is_final(ev) and tp in start:
+                st[tp], end[tp] = "done", ts
+            elif kind in CANCELLED_EVENTS and tp in start and st.get(tp) != "done":
+                st[tp], end[tp] = "cancelled", ts
+            elif kind == "stuck" and st.get(tp) == "moving":
+                st[tp] = "stuck"
+    t_now = (now - t0) if now is not None else float(evs[-1]["ts"]) - t0
+    bars = [
+        MoveBar(tp, start[tp], end.get(tp, max(t_now, start[tp])), st[tp], max(1, steps.get(tp, 1)))
+        for tp in start
+    ]
+    rank = {"stuck": 0, "moving": 1, "cancelled": 2, "done": 3}
+
+    def priority(b: MoveBar) -> tuple:
+        if b.state in ("stuck", "moving"):
+            return (rank[b.state], b.start, b.tp)  # oldest (longest running) first
+        return (rank[b.state], -b.end, b.tp)  # most recently finished first
+
+    chosen = sorted(bars, key=priority)[:max_bars]
+    chosen.sort(key=lambda b: (b.start, b.tp))
+    return chosen, len(bars) - len(chosen)
+
+
+# ---------------------------------------------------------------- bytes per broker
+
+
+def _num(val: Any) -> float | None:
+    if isinstance(val, bool) or val is None:
+        return None
+    if isinstance(val, int | float):
+        return float(val)
+    return None
+
+
+def broker_bytes(events: Iterable[Mapping[str, Any]]) -> dict[int, dict[str, float]]:
+    """Bytes in / out per broker from the latest ``sample`` event that carries them.
+
+    A sample may give ``brokers`` as a list of ``{broker|id, bytes_in, bytes_out, ...}`` or as a
+    mapping broker -> such a dict."""
+    latest: Any = None
+    for ev in sorted_events(events):
+        if ev.get("event") == "sample" and ev.get("brokers"):
+            latest = ev["brokers"]
+    if latest is None:
+        return {}
+    rows: list[tuple[Any, Mapping[str, Any]]]
+    if isinstance(latest, Mapping):
+        rows = list(latest.items())
+    else:
+        rows = [(r.get("broker", r.get("id")), r) for r in latest if isinstance(r, Mapping)]
+    out: dict[int, dict[str, float]] = {}
+    for bid, r in rows:
+        try:
+            b = int(bid)
+        except (TypeError, ValueError):
+            continue
+        bin_ = next((_num(r.get(k)) for k in ("bytes_in", "in_bytes", "copied_in") if _num(r.get(k)) is not None), None)
+        bout = next((_num(r.get(k)) for k in ("bytes_out", "out_bytes", "copied_out") if _num(r.get(k)) is not None), None)
+        out[b] = {"bytes_in": bin_ or 0.0, "bytes_out": bout or 0.0}
+    return dict(sorted(out.items()))
+
+
+def planned_broker_bytes(
+    moves: Iterable[tuple[Sequence[int], Sequence[int], int]],
+) -> dict[int, dict[str, float]]:
+    """Bytes each broker must receive / give up: for each (current, target, size) a new replica
+    receives ``size`` and a dropped replica gives up ``size``. The plan-summary view."""
+    out: dict[int, dict[str, float]] = {}
+    for current, target, size in moves:
+        cur, tgt = set(current), set(target)
+        for b in tgt - cur:
+            out.setdefault(b, {"bytes_in": 0.0, "bytes_out": 0.0})["bytes_in"] += size
+        for b in cur - tgt:
+            out.setdefault(b, {"bytes_in": 0.0, "bytes_out": 0.0})["bytes_out"] += size
+    return dict(sorted(out.items()))
+
+
+# ---------------------------------------------------------------- partitions furthest behind
+
+
+_BEHIND_KEYS = ("behind_bytes", "bytes_behind", "remaining_bytes", "lag_bytes")
+
+
+def _field(row: Any, name: str, default: Any = None) -> Any:
+    if isinstance(row, Mapping):
+        return row.get(name, default)
+    return getattr(row, name, default)
+
+
+def behind_rows(rows: Iterable[Any], limit: int = MAX_TABLE_ROWS) -> list[dict[str, Any]]:
+    """The ``limit`` partitions furthest behind, from status / progress rows (mappings or
+    objects). Rows with a measured byte lag come first (largest first), then moving rows with no
+    measure; done and pending rows are left out."""
+    picked: list[tuple[tuple, dict[str, Any]]] = []
+    for r in rows:
+        state = str(_field(r, "state", _field(r, "status", "")) or "")
+        if state.lower().startswith(("done", "pending", "complete")):
+            continue
+        behind = next((_num(_field(r, k)) for k in _BEHIND_KEYS if _num(_field(r, k)) is not None), None)
+        tp = _as_tp(r) or _as_tp(_field(r, "tp"))
+        if tp is None:
+            continue
+        pct = _num(_field(r, "percent", _field(r, "percent_done")))
+        row = {
+            "partition": str(tp),
+            "state": state,
+            "behind_bytes": behind,
+            "percent": pct,
+            "detail": _field(r, "detail", _field(r, "message", "")) or "",
+        }
+        key = (0 if behind is not None else 1, -(behind or 0.0), pct if pct is not None else 101.0, tp)
+        picked.append((key, row))
+    picked.sort(key=lambda kr: kr[0])
+    return [r for _, r in picked[:limit]]
+
+
+# ---------------------------------------------------------------- event log
+
+
+_QUIET = frozenset({"sample"})
+_LOG_FIELDS = ("replicas", "step", "steps", "brokers", "rate", "message", "reason", "state", "error")
+
+
+def format_event(event: Mapping[str, Any]) -> str:
+    """One human line per event: time, kind, the partitions (at most 3 named) and key fields."""
+    ts = _num(event.get("ts"))
+    clock = _dt.datetime.fromtimestamp(ts).strftime("%H:%M:%S") if ts is not None else "--:--:--"
+    tps = event_tps(event)
+    parts = [clock, str(event.get("event", "?"))]
+    if tps:
+        named = ", ".join(str(tp) for tp in tps[:3])
+        parts.append(named + (f" (+{len(tps) - 3} more)" if len(tps) > 3 else ""))
+    for k in _LOG_FIELDS:
+        if k in event and event[k] not in (None, "", [], {}):
+            val = event[k]
+            text = val if isinstance(val, str) else repr(val)
+            parts.append(f"{k}={text[:120]}")
+    return "  ".join(parts)
+
+
+def log_lines(events: Iterable[Mapping[str, Any]], limit: int = MAX_LOG_LINES) -> list[str]:
+    """The last ``limit`` events worth reading (samples left out), newest last."""
+    evs = [e for e in events if e.get("event") not in _QUIET]
+    return [format_event(e) for e in evs[-limit:]]

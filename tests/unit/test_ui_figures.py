@@ -1,0 +1,132 @@
+"""The panel's data shaping: journal events -> bounded figure data (no widgets, no browser)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reassign_kit.model import TopicPartition
+from reassign_kit.ui import charts, controls, figures
+
+T0 = 1_700_000_000.0
+
+
+def ev(dt: float, kind: str, **kw) -> dict:
+    return {"ts": T0 + dt, "event": kind, "run_id": "r1", **kw}
+
+
+def test_event_tps_accepts_every_documented_shape():
+    assert figures.event_tps({"topic": "a", "partition": 3}) == [TopicPartition("a", 3)]
+    assert figures.event_tps({"tp": "my-topic-12"}) == [TopicPartition("my-topic", 12)]
+    assert figures.event_tps({"tp": ["a", 1]}) == [TopicPartition("a", 1)]
+    many = {"partitions": [{"topic": "a", "partition": 0}, "b-1", ["c", 2]]}
+    assert figures.event_tps(many) == [TopicPartition("a", 0), TopicPartition("b", 1), TopicPartition("c", 2)]
+    assert figures.event_tps({"event": "run_started"}) == []
+
+
+def test_progress_counts_moves_through_their_life():
+    evs = [
+        ev(0, "run_started", moves=3),
+        ev(1, "submitted", partitions=["a-0", "a-1"]),
+        ev(2, "completed", topic="a", partition=0),
+        ev(3, "cancelled", topic="a", partition=1),
+        ev(4, "run_finished", state="cancelled"),
+    ]
+    p = figures.progress_series(evs)
+    assert p.total == 3
+    assert p.t == [0, 1, 2, 3, 4]
+    assert p.done == [0, 0, 1, 1, 1]
+    assert p.moving == [0, 2, 1, 0, 0]
+    assert p.cancelled == [0, 0, 0, 1, 1]
+    assert p.pending == [3, 1, 1, 1, 1]
+    assert round(p.percent_done) == 33
+
+
+def test_intermediate_step_completion_is_not_done():
+    evs = [
+        ev(0, "run_started", moves=1),
+        ev(1, "step_submitted", topic="a", partition=0, step=1, steps=2),
+        ev(2, "completed", topic="a", partition=0, step=1, steps=2),
+        ev(3, "step_submitted", topic="a", partition=0, step=2, steps=2),
+        ev(4, "completed", topic="a", partition=0, step=2, steps=2),
+    ]
+    p = figures.progress_series(evs)
+    assert p.done == [0, 0, 0, 1]  # the intermediate completion changes nothing
+    bars, hidden = figures.move_bars(evs)
+    assert hidden == 0 and bars[0].steps == 2 and bars[0].state == "done"
+    assert (bars[0].start, bars[0].end) == (1.0, 4.0)
+
+
+def test_ten_thousand_partitions_stay_bounded():
+    n = 10_000
+    evs = [ev(0, "run_started", moves=n)]
+    for i in range(n):
+        evs.append(ev(1 + i * 0.01, "submitted", topic="big", partition=i))
+        if i < n - 300:
+            evs.append(ev(5 + i * 0.01, "completed", topic="big", partition=i))
+    p = figures.progress_series(evs)
+    assert len(p.t) <= figures.MAX_POINTS
+    assert p.done[-1] == n - 300 and p.moving[-1] == 300 and p.pending[-1] == 0
+    bars, hidden = figures.move_bars(evs)
+    assert len(bars) == figures.MAX_BARS and hidden == n - figures.MAX_BARS
+    assert all(b.state == "moving" for b in bars)  # moves still running come first
+    assert len(figures.log_lines(evs)) == figures.MAX_LOG_LINES
+    fig = charts.new_figure(widget=False)
+    charts.apply(fig, charts.ChartData(progress=p, bars=bars, bars_hidden=hidden))
+    assert len(fig.data[charts.T_GANTT].y) == figures.MAX_BARS
+    assert "97% done" in fig.layout.title.text
+
+
+def test_broker_bytes_reads_latest_sample_in_either_shape():
+    evs = [
+        ev(1, "sample", brokers=[{"broker": 2, "bytes_in": 5, "bytes_out": 1}]),
+        ev(2, "sample", brokers={"1": {"bytes_in": 7}, "3": {"bytes_out": 9}}),
+    ]
+    assert figures.broker_bytes(evs) == {1: {"bytes_in": 7.0, "bytes_out": 0.0}, 3: {"bytes_in": 0.0, "bytes_out": 9.0}}
+    assert figures.broker_bytes([ev(1, "run_started")]) == {}
+
+
+def test_planned_broker_bytes():
+    got = figures.planned_broker_bytes([((1, 2), (2, 3), 100), ((1, 2), (1, 2), 50)])
+    assert got == {1: {"bytes_in": 0.0, "bytes_out": 100.0}, 3: {"bytes_in": 100.0, "bytes_out": 0.0}}
+
+
+def test_behind_rows_orders_and_bounds():
+    rows = [{"topic": "t", "partition": i, "state": "moving", "behind_bytes": i * 10} for i in range(40)]
+    rows += [{"topic": "t", "partition": 99, "state": "done", "behind_bytes": 10**9}]
+    rows += [{"tp": "u-0", "state": "moving"}]
+    got = figures.behind_rows(rows, limit=5)
+    assert [r["partition"] for r in got] == ["t-39", "t-38", "t-37", "t-36", "t-35"]
+    got_all = figures.behind_rows(rows, limit=100)
+    assert got_all[-1]["partition"] == "u-0" and all(r["state"] != "done" for r in got_all)
+
+
+def test_button_states():
+    assert controls.enabled_buttons("ready") == {"execute", "verify"}
+    assert controls.enabled_buttons("running") == {"pause", "cancel"}
+    assert controls.enabled_buttons("paused") == {"resume", "cancel"}
+    assert controls.enabled_buttons("invalid") == frozenset()
+    assert controls.enabled_buttons("nonsense") == frozenset()
+    assert controls.phase_after_run("done") == "done"
+    assert controls.phase_after_run("cancelled") == "cancelled"
+    assert controls.phase_after_run("error") == "failed"
+
+
+_kinds = st.sampled_from(["submitted", "step_submitted", "completed", "cancelled", "sample", "stuck"])
+_events = st.lists(st.tuples(st.floats(0, 1000), _kinds, st.integers(0, 30)), max_size=300)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_events, st.integers(2, 50))
+def test_progress_invariants(raw, max_points):
+    evs = [ev(0, "run_started", moves=31)] + [ev(t, k, topic="p", partition=i) for t, k, i in raw]
+    p = figures.progress_series(evs, max_points=max_points)
+    assert len(p.t) <= max_points
+    assert p.t == sorted(p.t)
+    for d, m, q, c in zip(p.done, p.moving, p.pending, p.cancelled, strict=True):
+        assert d + m + q + c == p.total == 31
+        assert min(d, m, q, c) >= 0
+    assert p.done == sorted(p.done)  # a finished move never un-finishes
+    bars, hidden = figures.move_bars(evs, max_bars=10)
+    assert len(bars) <= 10 and hidden >= 0
+    assert all(b.end >= b.start for b in bars)
