@@ -1,0 +1,611 @@
+"""A real Apache Kafka (KRaft) cluster on loopback, for demos, rehearsal and tests.
+
+The jars come from Maven Central through ``mvn`` (``tools/kafka-pom.xml``) and are cached under
+``.cache/kafka/<version>/libs``. A cluster is one controller process plus N broker processes,
+each broker with its own two log dirs (so intra-broker moves can be tested), small heaps and
+free ports on 127.0.0.1. The cluster's state (ports, pids, racks) lives in ``<dir>/sandbox.json``
+so every command (and another process) can find it again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import SandboxError
+
+KAFKA_VERSION = "4.3.1"
+CONTROLLER_ID = 1000
+STATE_FILE = "sandbox.json"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+HEAP = os.environ.get("RK_SANDBOX_HEAP", "-Xms128m -Xmx512m")
+# Small JVMs on a 2-core machine: few GC/compiler threads, fast start-up.
+JVM_FLAGS = [
+    "-XX:+UseSerialGC",
+    "-XX:CICompilerCount=2",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+    "-Djava.net.preferIPv4Stack=true",
+]
+LOG4J2 = """\
+status = warn
+appender.console.type = Console
+appender.console.name = STDOUT
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.kafka.name = kafka
+logger.kafka.level = INFO
+logger.state.name = state.change.logger
+logger.state.level = WARN
+logger.server.name = org.apache.kafka.server
+logger.server.level = INFO
+logger.controller.name = org.apache.kafka.controller
+logger.controller.level = INFO
+"""
+
+
+# --------------------------------------------------------------------------- jars
+
+
+def kafka_home(version: str = KAFKA_VERSION) -> Path:
+    base = Path(os.environ.get("RK_KAFKA_CACHE", REPO_ROOT / ".cache" / "kafka"))
+    return base / version
+
+
+def _require(tool: str, why: str) -> str:
+    path = shutil.which(tool)
+    if not path:
+        raise SandboxError(f"{tool} not found on PATH: {why}")
+    return path
+
+
+def fetch_kafka(version: str = KAFKA_VERSION, quiet: bool = True) -> Path:
+    """Resolve the broker and the official tools from Maven Central once; later calls are free."""
+    libs = kafka_home(version) / "libs"
+    marker = libs / ".complete"
+    if marker.exists():
+        return libs
+    mvn = _require("mvn", "Maven is needed to fetch Apache Kafka from Maven Central")
+    _require("java", "a Java 17+ runtime is needed to run Apache Kafka")
+    pom = REPO_ROOT / "tools" / "kafka-pom.xml"
+    if not pom.exists():
+        raise SandboxError(f"{pom} is missing: cannot fetch Kafka outside the source checkout")
+    libs.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        mvn, "-B", "-f", str(pom), "dependency:copy-dependencies",
+        f"-Dkafka.version={version}", f"-DoutputDirectory={libs}", "-DincludeScope=runtime",
+    ]
+    if quiet:
+        cmd.insert(1, "-q")
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise SandboxError(f"mvn could not fetch Apache Kafka {version}:\n{tail}")
+    marker.write_text(version + "\n")
+    return libs
+
+
+def kafka_classpath(version: str = KAFKA_VERSION) -> str:
+    libs = kafka_home(version) / "libs"
+    if not (libs / ".complete").exists():
+        raise SandboxError(
+            f"Apache Kafka {version} jars are not fetched yet ({libs}); run `make setup` "
+            "or `reassign-kit sandbox fetch`"
+        )
+    return str(libs / "*")
+
+
+def java_binary() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").exists():
+        return str(Path(home) / "bin" / "java")
+    return _require("java", "a Java 17+ runtime is needed to run Apache Kafka")
+
+
+def run_kafka_class(
+    main_class: str, args: Sequence[str], timeout: float = 300, check: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Run a Kafka main class (e.g. the official ReassignPartitionsCommand) from the fetched jars."""
+    cmd = [java_binary(), "-Xmx256m", *JVM_FLAGS, "-cp", kafka_classpath(), main_class, *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise SandboxError(f"{main_class} exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
+    return proc
+
+
+def info() -> dict[str, Any]:
+    libs = kafka_home() / "libs"
+    return {
+        "kafka_version": KAFKA_VERSION,
+        "libs": str(libs),
+        "fetched": (libs / ".complete").exists(),
+        "classpath": str(libs / "*"),
+        "reassign_partitions_class": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+        "example": (
+            f"java -cp '{libs}/*' org.apache.kafka.tools.reassign.ReassignPartitionsCommand "
+            "--bootstrap-server <bootstrap_servers> --list"
+        ),
+    }
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (exited child not yet reaped) is not alive.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        if not pid_alive(pid):
+            return True
+        time.sleep(0.1)
+    return not pid_alive(pid)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@dataclass
+class Node:
+    id: int
+    role: str  # "controller" | "broker"
+    port: int
+    rack: str | None
+    log_dirs: list[str]
+    config: str
+    log: str
+    pid: int | None = None
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "rack": self.rack, "port": self.port, "pid": self.pid,
+            "log_dirs": self.log_dirs, "alive": pid_alive(self.pid),
+        }
+
+
+class Sandbox:
+    """A handle on one sandbox cluster, identified by its directory."""
+
+    def __init__(self, dir: str | os.PathLike[str]):
+        self.dir = Path(dir).resolve()
+        state = self.dir / STATE_FILE
+        if not state.exists():
+            raise SandboxError(f"no sandbox in {self.dir} (no {STATE_FILE}); start one with `sandbox up --dir {dir}`")
+        data = json.loads(state.read_text())
+        self.cluster_id: str = data["cluster_id"]
+        self.version: str = data["kafka_version"]
+        self.controller = Node(**data["controller"])
+        self.nodes: dict[int, Node] = {b["id"]: Node(**b) for b in data["brokers"]}
+
+    # ---------------------------------------------------------------- creation
+
+    @classmethod
+    def create(
+        cls, dir: str | os.PathLike[str], brokers: int = 4, racks: int = 0,
+        configs: dict[str, str] | None = None,
+    ) -> Sandbox:
+        """Write configs and format storage for a new cluster (does not start it)."""
+        if brokers < 1:
+            raise SandboxError(f"--brokers must be at least 1, got {brokers}")
+        if racks < 0 or racks > brokers:
+            raise SandboxError(f"--racks must be between 0 and the broker count ({brokers}), got {racks}")
+        d = Path(dir).resolve()
+        if (d / STATE_FILE).exists():
+            existing = cls(d)
+            if existing.running():
+                raise SandboxError(f"a sandbox is already running in {d}; `sandbox down --dir {dir}` first")
+            shutil.rmtree(d)
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "logs").mkdir(exist_ok=True)
+        (d / "log4j2.properties").write_text(LOG4J2)
+        cluster_id = _random_cluster_id()
+        cport = free_port()
+        voters = f"{CONTROLLER_ID}@127.0.0.1:{cport}"
+        rf = min(3, brokers)
+        common = {
+            "controller.quorum.voters": voters,
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "num.network.threads": "2",
+            "num.io.threads": "2",
+            "background.threads": "2",
+            "num.replica.fetchers": "1",
+            "log.cleaner.threads": "1",
+            "num.recovery.threads.per.data.dir": "1",
+        }
+        controller = Node(
+            id=CONTROLLER_ID, role="controller", port=cport, rack=None,
+            log_dirs=[str(d / "controller" / "meta")], config=str(d / "controller.properties"),
+            log=str(d / "logs" / "controller.log"),
+        )
+        _write_props(controller.config, {
+            **common,
+            "process.roles": "controller",
+            "node.id": str(CONTROLLER_ID),
+            "listeners": f"CONTROLLER://127.0.0.1:{cport}",
+            "log.dirs": controller.log_dirs[0],
+        })
+        nodes = {}
+        for i in range(1, brokers + 1):
+            port = free_port()
+            rack = f"rack-{(i - 1) % racks}" if racks else None
+            bdir = d / f"broker-{i}"
+            node = Node(
+                id=i, role="broker", port=port, rack=rack,
+                log_dirs=[str(bdir / "data-0"), str(bdir / "data-1")],
+                config=str(d / f"broker-{i}.properties"), log=str(d / "logs" / f"broker-{i}.log"),
+            )
+            props = {
+                **common,
+                "process.roles": "broker",
+                "node.id": str(i),
+                "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                "inter.broker.listener.name": "PLAINTEXT",
+                "log.dirs": ",".join(node.log_dirs),
+                "offsets.topic.replication.factor": str(rf),
+                "offsets.topic.num.partitions": "4",
+                "transaction.state.log.replication.factor": str(rf),
+                "transaction.state.log.min.isr": "1",
+                "share.coordinator.state.topic.replication.factor": str(rf),
+                "share.coordinator.state.topic.min.isr": "1",
+                "group.initial.rebalance.delay.ms": "0",
+                "auto.create.topics.enable": "false",
+                "log.segment.bytes": str(16 * 1024 * 1024),
+                "replica.lag.time.max.ms": "10000",
+                **(configs or {}),
+            }
+            if rack:
+                props["broker.rack"] = rack
+            _write_props(node.config, props)
+            nodes[i] = node
+        for node in [controller, *nodes.values()]:
+            proc = run_kafka_class(
+                "kafka.tools.StorageTool",
+                ["format", "-t", cluster_id, "-c", node.config, "--ignore-formatted"],
+                timeout=120,
+            )
+            if proc.returncode != 0:
+                raise SandboxError(f"formatting storage of node {node.id} failed: {proc.stderr.strip()[-1500:]}")
+        state = {
+            "cluster_id": cluster_id,
+            "kafka_version": KAFKA_VERSION,
+            "controller": controller.__dict__,
+            "brokers": [n.__dict__ for n in nodes.values()],
+        }
+        (d / STATE_FILE).write_text(json.dumps(state, indent=2))
+        return cls(d)
+
+    @classmethod
+    def up(
+        cls, dir: str | os.PathLike[str], brokers: int = 4, racks: int = 0,
+        timeout: float = 120, configs: dict[str, str] | None = None,
+    ) -> Sandbox:
+        fetch_kafka()
+        sb = cls.create(dir, brokers=brokers, racks=racks, configs=configs)
+        try:
+            sb._launch(sb.controller)
+            for node in sb.nodes.values():
+                sb._launch(node)
+            sb.wait_ready(timeout=timeout)
+        except BaseException:
+            sb.down()
+            raise
+        return sb
+
+    @classmethod
+    @contextmanager
+    def start(
+        cls, brokers: int = 4, racks: int = 0, dir: str | os.PathLike[str] | None = None,
+        configs: dict[str, str] | None = None,
+    ) -> Iterator[Sandbox]:
+        """Context manager: a running cluster that is torn down (no process left) on exit."""
+        import tempfile
+
+        d = dir or tempfile.mkdtemp(prefix="rk-sandbox-")
+        sb = cls.up(d, brokers=brokers, racks=racks, configs=configs)
+        try:
+            yield sb
+        finally:
+            sb.down()
+
+    # ---------------------------------------------------------------- state
+
+    def _save(self) -> None:
+        path = self.dir / STATE_FILE
+        data = json.loads(path.read_text())
+        data["controller"] = self.controller.__dict__
+        data["brokers"] = [n.__dict__ for n in self.nodes.values()]
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=2))
+        os.replace(tmp, path)
+
+    def _launch(self, node: Node) -> None:
+        if pid_alive(node.pid) and "kafka.Kafka" in _cmdline(node.pid or 0):
+            raise SandboxError(f"{node.role} {node.id} is already running (pid {node.pid})")
+        cmd = [
+            java_binary(), *HEAP.split(), *JVM_FLAGS,
+            f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
+            f"-Dkafka.logs.dir={self.dir / 'logs'}",
+            "-cp", kafka_classpath(self.version), "kafka.Kafka", node.config,
+        ]
+        log = open(node.log, "ab")
+        try:
+            proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True, cwd=self.dir,
+            )
+        finally:
+            log.close()
+        node.pid = proc.pid
+        self._save()
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes.values())
+
+    @property
+    def brokers(self) -> list[dict[str, Any]]:
+        return [n.public() for n in self.nodes.values()]
+
+    def running(self) -> bool:
+        return any(pid_alive(n.pid) for n in [self.controller, *self.nodes.values()])
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "dir": str(self.dir),
+            "cluster_id": self.cluster_id,
+            "kafka_version": self.version,
+            "bootstrap_servers": self.bootstrap_servers,
+            "controller": self.controller.public(),
+            "brokers": self.brokers,
+            "running": self.running(),
+        }
+
+    def node(self, broker_id: int) -> Node:
+        try:
+            return self.nodes[int(broker_id)]
+        except (KeyError, ValueError):
+            known = ", ".join(str(i) for i in sorted(self.nodes))
+            raise SandboxError(f"broker {broker_id} does not exist in {self.dir} (brokers: {known})") from None
+
+    def registered_brokers(self, timeout: float = 5.0) -> set[int]:
+        from confluent_kafka.admin import AdminClient
+
+        alive = [n for n in self.nodes.values() if pid_alive(n.pid)]
+        if not alive:
+            return set()
+        admin = AdminClient({
+            "bootstrap.servers": ",".join(f"127.0.0.1:{n.port}" for n in alive),
+            "socket.connection.setup.timeout.ms": 2000,
+            "log_level": 0,
+            "logger": _QuietLogger(),
+        })
+        try:
+            md = admin.list_topics(timeout=timeout)
+            return set(md.brokers)
+        except Exception:
+            return set()
+
+    def wait_ready(self, timeout: float = 120, brokers: set[int] | None = None) -> None:
+        """Return once every (given) broker is registered with the controller."""
+        want = set(brokers) if brokers is not None else set(self.nodes)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for node in [self.controller, *self.nodes.values()]:
+                if node.pid and not pid_alive(node.pid) and (node.role == "controller" or node.id in want):
+                    raise SandboxError(
+                        f"{node.role} {node.id} exited during start-up; see {node.log}:\n{_tail(node.log)}"
+                    )
+            if want <= self.registered_brokers():
+                return
+            time.sleep(0.5)
+        raise SandboxError(f"brokers {sorted(want)} not all registered within {timeout:.0f}s; see {self.dir / 'logs'}")
+
+    # ---------------------------------------------------------------- control
+
+    def stop_broker(self, broker_id: int, timeout: float = 60) -> None:
+        """Graceful: SIGTERM (controlled shutdown), SIGKILL only if it does not stop in time."""
+        node = self.node(broker_id)
+        self._signal(node, signal.SIGTERM)
+        if node.pid and not _wait_gone(node.pid, timeout):
+            self._signal(node, signal.SIGKILL)
+            _wait_gone(node.pid, 10)
+
+    def kill_broker(self, broker_id: int) -> None:
+        node = self.node(broker_id)
+        self._signal(node, signal.SIGKILL)
+        if node.pid:
+            _wait_gone(node.pid, 10)
+
+    def start_broker(self, broker_id: int, timeout: float = 120) -> None:
+        node = self.node(broker_id)
+        if pid_alive(node.pid):
+            raise SandboxError(f"broker {broker_id} is already running (pid {node.pid})")
+        self._launch(node)
+        self.wait_ready(timeout=timeout, brokers={node.id})
+
+    def _signal(self, node: Node, sig: int) -> None:
+        if not pid_alive(node.pid):
+            return
+        # Only signal a process that is still the Kafka JVM we started (pids get reused).
+        if "kafka.Kafka" not in _cmdline(node.pid or 0):
+            return
+        try:
+            os.kill(node.pid or 0, sig)
+        except ProcessLookupError:
+            pass
+
+    def down(self, timeout: float = 30) -> None:
+        """Stop every process of this cluster: brokers first (graceful), then the controller."""
+        brokers = [n for n in self.nodes.values() if pid_alive(n.pid)]
+        for n in brokers:
+            self._signal(n, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for n in brokers:
+            if n.pid and not _wait_gone(n.pid, max(0.5, deadline - time.monotonic())):
+                self._signal(n, signal.SIGKILL)
+                _wait_gone(n.pid, 10)
+        c = self.controller
+        if pid_alive(c.pid):
+            self._signal(c, signal.SIGTERM)
+            if c.pid and not _wait_gone(c.pid, 15):
+                self._signal(c, signal.SIGKILL)
+                _wait_gone(c.pid, 10)
+
+    # ---------------------------------------------------------------- data
+
+    def admin(self):  # -> confluent_kafka.admin.AdminClient
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient({"bootstrap.servers": self.bootstrap_servers})
+
+    def create_topic(
+        self, name: str, partitions: int = 1, rf: int = 3,
+        assignment: Sequence[Sequence[int]] | None = None, configs: dict[str, str] | None = None,
+        timeout: float = 60,
+    ) -> None:
+        from confluent_kafka.admin import NewTopic
+
+        if assignment is not None:
+            topic = NewTopic(name, replica_assignment=[list(r) for r in assignment], config=configs or {})
+        else:
+            topic = NewTopic(name, num_partitions=partitions, replication_factor=rf, config=configs or {})
+        admin = self.admin()  # keep a reference: the futures die with their client
+        futures = admin.create_topics([topic], operation_timeout=timeout)
+        try:
+            futures[name].result(timeout)
+        except Exception as e:
+            raise SandboxError(f"creating topic {name} failed: {e}") from e
+        self._wait_topic(admin, name, timeout)
+
+    def _wait_topic(self, admin: Any, name: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            md = admin.list_topics(topic=name, timeout=10).topics.get(name)
+            if md is not None and md.error is None and md.partitions and all(
+                p.leader >= 0 for p in md.partitions.values()
+            ):
+                return
+            time.sleep(0.2)
+        raise SandboxError(f"topic {name} has no leader for every partition after {timeout:.0f}s")
+
+    def load(self, topic: str, mb_per_partition: float, message_bytes: int = 10_000) -> int:
+        """Fill every partition of ``topic`` with incompressible data, acks=all. Returns messages sent."""
+        from confluent_kafka import Producer
+
+        admin = self.admin()
+        md = admin.list_topics(topic=topic, timeout=10).topics.get(topic)
+        if md is None or md.error is not None:
+            raise SandboxError(f"unknown topic {topic}")
+        per_partition = max(1, int(mb_per_partition * 1024 * 1024 / message_bytes))
+        producer = Producer({
+            "bootstrap.servers": self.bootstrap_servers, "acks": "all", "linger.ms": 20,
+            "compression.type": "none", "enable.idempotence": True,
+            "queue.buffering.max.kbytes": 65536,
+        })
+        errors: list[str] = []
+
+        def on_delivery(err, _msg):
+            if err is not None:
+                errors.append(str(err))
+
+        sent = 0
+        block = os.urandom(message_bytes * 16)
+        for p in sorted(md.partitions):
+            for i in range(per_partition):
+                off = (i * 7919) % (len(block) - message_bytes)
+                while True:
+                    try:
+                        producer.produce(topic, block[off:off + message_bytes], partition=p, on_delivery=on_delivery)
+                        break
+                    except BufferError:
+                        producer.poll(0.1)
+                sent += 1
+                producer.poll(0)
+        remaining = producer.flush(120)
+        if remaining or errors:
+            raise SandboxError(f"loading {topic}: {remaining} undelivered, errors: {errors[:3]}")
+        return sent
+
+
+class _QuietLogger:
+    """librdkafka logs connection refusals while brokers start; they are expected here."""
+
+    def log(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        return self.log
+
+
+def _write_props(path: str, props: dict[str, str]) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+
+def _random_cluster_id() -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _tail(path: str, lines: int = 20) -> str:
+    try:
+        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def default_dir() -> Path:
+    return Path(os.environ.get("RK_SANDBOX_DIR", REPO_ROOT / ".cache" / "sandbox"))
+
+
+if __name__ == "__main__":  # pragma: no cover - convenience for `python -m reassign_kit.sandbox`
+    from .sandbox_cli import main
+
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,96 @@
+"""`reassign-kit sandbox ...`: start and control the local Kafka cluster; every command prints JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from . import sandbox as sbx
+from .errors import SandboxError
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="reassign-kit sandbox",
+        description="A real Apache Kafka (KRaft) cluster on 127.0.0.1 for demos, rehearsal and tests.",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def with_dir(sp: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        sp.add_argument("--dir", default=str(sbx.default_dir()),
+                        help="the cluster's directory (default: %(default)s, or $RK_SANDBOX_DIR)")
+        return sp
+
+    up = with_dir(sub.add_parser("up", help="start a cluster and wait until every broker is registered"))
+    up.add_argument("--brokers", type=int, default=4)
+    up.add_argument("--racks", type=int, default=0, help="spread brokers over R racks (broker.rack)")
+    up.add_argument("--timeout", type=float, default=120)
+    with_dir(sub.add_parser("down", help="stop every process of the cluster"))
+    with_dir(sub.add_parser("status", help="brokers, pids and whether they are alive"))
+    sub.add_parser("info", help="Kafka version and where its jars are")
+    sub.add_parser("fetch", help="fetch the Kafka jars from Maven Central (once)")
+    for name, text in [("stop-broker", "graceful stop (SIGTERM)"), ("kill-broker", "SIGKILL"),
+                       ("start-broker", "start a stopped broker and wait until registered")]:
+        sp = with_dir(sub.add_parser(name, help=text))
+        sp.add_argument("broker_id", type=int, metavar="ID")
+    load = with_dir(sub.add_parser("load", help="create topics and fill them with data (acks=all)"))
+    load.add_argument("--topics", default="load", help="a count (topics named load-0..) or a comma list of names")
+    load.add_argument("--partitions", type=int, default=4)
+    load.add_argument("--replication-factor", type=int, default=3)
+    load.add_argument("--mb-per-partition", type=float, default=1.0)
+    return p
+
+
+def _topic_names(spec: str) -> list[str]:
+    if spec.isdigit():
+        return [f"load-{i}" for i in range(int(spec))]
+    names = [t.strip() for t in spec.split(",") if t.strip()]
+    if not names:
+        raise SandboxError("--topics needs a count or a comma-separated list of topic names")
+    return names
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    c = args.command
+    if c == "info":
+        return sbx.info()
+    if c == "fetch":
+        return {"libs": str(sbx.fetch_kafka()), "kafka_version": sbx.KAFKA_VERSION}
+    if c == "up":
+        sb = sbx.Sandbox.up(args.dir, brokers=args.brokers, racks=args.racks, timeout=args.timeout)
+        return sb.status()
+    sb = sbx.Sandbox(args.dir)
+    if c == "down":
+        sb.down()
+    elif c == "stop-broker":
+        sb.stop_broker(args.broker_id)
+    elif c == "kill-broker":
+        sb.kill_broker(args.broker_id)
+    elif c == "start-broker":
+        sb.start_broker(args.broker_id)
+    elif c == "load":
+        if args.partitions < 1 or args.replication_factor < 1 or args.mb_per_partition < 0:
+            raise SandboxError("--partitions and --replication-factor must be >= 1, --mb-per-partition >= 0")
+        if args.replication_factor > len(sb.nodes):
+            raise SandboxError(
+                f"--replication-factor {args.replication_factor} exceeds the {len(sb.nodes)} brokers of {sb.dir}"
+            )
+        loaded = {}
+        for t in _topic_names(args.topics):
+            sb.create_topic(t, args.partitions, args.replication_factor)
+            loaded[t] = sb.load(t, args.mb_per_partition)
+        return {**sb.status(), "loaded_messages": loaded}
+    return sb.status()
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        out = run(args)
+    except SandboxError as e:
+        print(f"reassign-kit sandbox {args.command}: {e}", file=sys.stderr)
+        return e.exit_code
+    print(json.dumps(out, indent=2))
+    return 0
