@@ -1,0 +1,564 @@
+"""The ONE module that talks to Kafka.
+
+confluent-kafka (librdkafka) serves metadata, configs and offsets; kafka-python 3.x serves what
+confluent-kafka's Python API lacks: Alter/ListPartitionReassignments, DescribeLogDirs and
+AlterReplicaLogDirs. AlterPartitionReassignments is built here as a request (v1 when
+``allow_replication_factor_change`` is False, KIP-860) and sent to the controller through
+kafka-python's admin client, because its public method does not expose that field.
+
+Security settings come as one dict of Java-style client properties (what ``--command-config``
+holds: ``security.protocol``, ``sasl.mechanism``, ``sasl.jaas.config``, ``ssl.*``) and are
+mapped to each client's own option names. No setting ever reaches a log line or ``repr``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .errors import KafkaOperationError, UsageError
+from .gateway import BrokerInfo, ReplicaLogInfo
+from .model import PartitionState, TopicPartition
+
+# Per-broker throttle rates (bytes/s) and per-topic throttled-replica lists, as the official tool.
+LEADER_RATE = "leader.replication.throttled.rate"
+FOLLOWER_RATE = "follower.replication.throttled.rate"
+LOG_DIR_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
+LEADER_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
+BROKER_THROTTLE_KEYS = (LEADER_RATE, FOLLOWER_RATE, LOG_DIR_RATE)
+TOPIC_THROTTLE_KEYS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
+
+# ----------------------------------------------------------------------------- client config
+
+# Java property -> (librdkafka property, kafka-python option). None = not applicable to one side.
+_PASSTHROUGH: dict[str, tuple[str | None, str | None]] = {
+    "security.protocol": ("security.protocol", "security_protocol"),
+    "sasl.mechanism": ("sasl.mechanism", "sasl_mechanism"),
+    "sasl.kerberos.service.name": ("sasl.kerberos.service.name", "sasl_kerberos_service_name"),
+    "client.id": ("client.id", "client_id"),
+    "request.timeout.ms": ("socket.timeout.ms", "request_timeout_ms"),
+    # librdkafka / kafka-python native names, for users who give PEM files directly.
+    "ssl.ca.location": ("ssl.ca.location", "ssl_cafile"),
+    "ssl.certificate.location": ("ssl.certificate.location", "ssl_certfile"),
+    "ssl.key.location": ("ssl.key.location", "ssl_keyfile"),
+    "ssl.key.password": ("ssl.key.password", "ssl_password"),
+    "sasl.username": ("sasl.username", "sasl_plain_username"),
+    "sasl.password": ("sasl.password", "sasl_plain_password"),
+}
+# Java settings that carry no meaning for the Python clients: accepted and ignored.
+_IGNORED = {
+    "ssl.enabled.protocols",
+    "ssl.protocol",
+    "ssl.truststore.type",
+    "ssl.keystore.type",
+    "sasl.login.callback.handler.class",
+    "default.api.timeout.ms",
+    "retries",
+    "retry.backoff.ms",
+}
+_JAAS_KV = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+def client_configs(config: Mapping[str, str] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Map Java-style client properties to (librdkafka config, kafka-python config).
+
+    Raises UsageError naming the property when it cannot be honoured (e.g. a JKS truststore,
+    which neither Python client reads: give ``ssl.ca.location`` with a PEM file instead)."""
+    ck: dict[str, Any] = {}
+    kp: dict[str, Any] = {}
+    for key, value in (config or {}).items():
+        value = str(value).strip()
+        if key in _PASSTHROUGH:
+            c, k = _PASSTHROUGH[key]
+            if c:
+                ck[c] = value
+            if k:
+                kp[k] = int(value) if k == "request_timeout_ms" else value
+        elif key == "sasl.jaas.config":
+            kv = dict(_JAAS_KV.findall(value))
+            if "username" in kv:
+                ck["sasl.username"] = kp["sasl_plain_username"] = kv["username"]
+            if "password" in kv:
+                ck["sasl.password"] = kp["sasl_plain_password"] = kv["password"]
+            if not kv:
+                raise UsageError(
+                    'command config: sasl.jaas.config has no username="…" password="…"; only '
+                    "PLAIN and SCRAM login modules are supported"
+                )
+        elif key == "ssl.endpoint.identification.algorithm":
+            on = value.lower() == "https"
+            ck["ssl.endpoint.identification.algorithm"] = "https" if on else "none"
+            kp["ssl_check_hostname"] = on
+        elif key in ("ssl.truststore.location", "ssl.keystore.location"):
+            if value.lower().endswith((".pem", ".crt")):
+                if key == "ssl.truststore.location":
+                    ck["ssl.ca.location"] = kp["ssl_cafile"] = value
+                else:
+                    ck["ssl.certificate.location"] = kp["ssl_certfile"] = value
+            else:
+                raise UsageError(
+                    f"command config: {key} points at a Java keystore, which the Python Kafka "
+                    "clients cannot read; export it to PEM and give ssl.ca.location / "
+                    "ssl.certificate.location / ssl.key.location instead"
+                )
+        elif key in ("ssl.truststore.password", "ssl.keystore.password"):
+            continue  # only meaningful for JKS, refused above
+        elif key in _IGNORED or key == "bootstrap.servers":
+            continue
+        else:
+            raise UsageError(
+                f"command config: unsupported property {key!r} (supported: "
+                f"{', '.join(sorted([*_PASSTHROUGH, 'sasl.jaas.config', 'ssl.truststore.location']))})"
+            )
+    if "sasl_mechanism" in kp and kp["sasl_mechanism"].upper() not in (
+        "PLAIN",
+        "SCRAM-SHA-256",
+        "SCRAM-SHA-512",
+        "GSSAPI",
+        "OAUTHBEARER",
+    ):
+        raise UsageError(
+            f"command config: sasl.mechanism {kp['sasl_mechanism']!r} is not supported"
+        )
+    return ck, kp
+
+
+def _err_text(err: Any) -> str:
+    """Readable text of a confluent KafkaError / exception, without a stack trace."""
+    inner = err.args[0] if getattr(err, "args", None) else err
+    if hasattr(inner, "str") and callable(inner.str):
+        return inner.str()
+    return str(inner)
+
+
+def _check_name(e: Any) -> str:
+    return getattr(e, "__name__", None) or type(e).__name__
+
+
+class AdminGateway:
+    """Real-Kafka implementation of ``gateway.Gateway`` plus the config calls throttles need.
+
+    Both clients are created lazily, so a command that needs only one pays for one."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        config: Mapping[str, str] | None = None,
+        timeout_s: float = 30.0,
+    ):
+        if not bootstrap_servers or not bootstrap_servers.strip():
+            raise UsageError("--bootstrap-server is required")
+        self.bootstrap_servers = bootstrap_servers.strip()
+        self.timeout_s = float(timeout_s)
+        self._ck_conf, self._kp_conf = client_configs(config)
+        self._ck: Any = None
+        self._kp: Any = None
+
+    def __repr__(self) -> str:  # never show the config: it may hold secrets
+        return f"AdminGateway({self.bootstrap_servers!r})"
+
+    # -- clients ----------------------------------------------------------------------------
+
+    @property
+    def ck(self) -> Any:
+        if self._ck is None:
+            from confluent_kafka.admin import AdminClient
+
+            conf = {"bootstrap.servers": self.bootstrap_servers, "log_level": 3, **self._ck_conf}
+            self._ck = AdminClient(conf)
+        return self._ck
+
+    @property
+    def kp(self) -> Any:
+        if self._kp is None:
+            import logging
+
+            from kafka import KafkaAdminClient
+            from kafka.errors import KafkaError
+
+            logging.getLogger("kafka").setLevel(logging.CRITICAL)  # no config dumps, no noise
+            try:
+                self._kp = KafkaAdminClient(
+                    bootstrap_servers=self.bootstrap_servers.split(","),
+                    request_timeout_ms=int(self.timeout_s * 1000),
+                    bootstrap_timeout_ms=int(self.timeout_s * 1000),
+                    client_id="reassign-kit",
+                    **self._kp_conf,
+                )
+            except KafkaError as e:
+                raise KafkaOperationError(
+                    f"cannot connect to {self.bootstrap_servers}: {_check_name(e)} {e}"
+                ) from None
+        return self._kp
+
+    def close(self) -> None:
+        if self._kp is not None:
+            try:
+                self._kp.close()
+            finally:
+                self._kp = None
+        self._ck = None
+
+    def __enter__(self) -> AdminGateway:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _wait(self, future: Any, what: str) -> Any:
+        try:
+            return future.result(timeout=self.timeout_s)
+        except TimeoutError:
+            raise KafkaOperationError(
+                f"{what}: no answer from {self.bootstrap_servers} within {self.timeout_s:g}s"
+            ) from None
+        except Exception as e:  # confluent KafkaException carries a KafkaError
+            raise KafkaOperationError(f"{what}: {_err_text(e)}") from None
+
+    def _kp_call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        from kafka.errors import KafkaError
+
+        try:
+            return fn(*args, **kwargs)
+        except KafkaError as e:
+            raise KafkaOperationError(f"{what}: {_check_name(e)} {e}") from None
+
+    # -- metadata ---------------------------------------------------------------------------
+
+    def brokers(self) -> list[BrokerInfo]:
+        desc = self._wait(
+            self.ck.describe_cluster(request_timeout=self.timeout_s), "describe cluster"
+        )
+        return sorted(
+            (BrokerInfo(n.id, n.host, n.port, n.rack) for n in desc.nodes), key=lambda b: b.id
+        )
+
+    def _metadata(self, topics: Iterable[str] | None) -> dict[str, Any]:
+        """Topic metadata: one call for one topic, else one call for all topics."""
+        wanted = None if topics is None else sorted(set(topics))
+        try:
+            if wanted is not None and len(wanted) == 1:
+                md = self.ck.list_topics(topic=wanted[0], timeout=self.timeout_s)
+            else:
+                md = self.ck.list_topics(timeout=self.timeout_s)
+        except Exception as e:
+            raise KafkaOperationError(
+                f"cannot read metadata from {self.bootstrap_servers}: {_err_text(e)}"
+            ) from None
+        out = {}
+        for name, t in md.topics.items():
+            if wanted is not None and name not in wanted:
+                continue
+            if t.error is not None:  # unknown topic (auto-create is off) or not ready
+                continue
+            out[name] = t
+        return out
+
+    def topic_partition_counts(self, topics: Iterable[str] | None = None) -> dict[str, int]:
+        return {name: len(t.partitions) for name, t in self._metadata(topics).items()}
+
+    def describe_partitions(
+        self, tps: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, PartitionState]:
+        """Replicas / ISR / leader from metadata; adding / removing (and the replica list of a
+        reassigning partition) from the controller, which is authoritative (KIP-860's race)."""
+        tps = set(tps)
+        if not tps:
+            return {}
+        md = self._metadata({tp.topic for tp in tps})
+        moving = self.list_reassignments(tps)
+        out: dict[TopicPartition, PartitionState] = {}
+        for tp in tps:
+            t = md.get(tp.topic)
+            p = t.partitions.get(tp.partition) if t is not None else None
+            if p is None:
+                continue
+            leader = p.leader if p.leader is not None and p.leader >= 0 else None
+            m = moving.get(tp)
+            out[tp] = PartitionState(
+                tp,
+                tuple(m.replicas if m else p.replicas),
+                tuple(p.isrs),
+                leader,
+                m.adding if m else (),
+                m.removing if m else (),
+            )
+        return out
+
+    def list_reassignments(
+        self, tps: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, PartitionState]:
+        from kafka.structs import TopicPartition as KTP
+
+        arg = None if tps is None else [KTP(tp.topic, tp.partition) for tp in tps]
+        if arg is not None and not arg:
+            return {}
+        raw = self._kp_call(
+            "list partition reassignments",
+            self.kp.list_partition_reassignments,
+            arg,
+            timeout_ms=int(self.timeout_s * 1000),
+        )
+        out = {}
+        for ktp, r in raw.items():
+            tp = TopicPartition(ktp.topic, ktp.partition)
+            out[tp] = PartitionState(
+                tp,
+                tuple(r["replicas"]),
+                adding=tuple(r["adding_replicas"]),
+                removing=tuple(r["removing_replicas"]),
+            )
+        return out
+
+    # -- reassignments ----------------------------------------------------------------------
+
+    def alter_reassignments(
+        self,
+        targets: Mapping[TopicPartition, Sequence[int] | None],
+        allow_replication_factor_change: bool = True,
+    ) -> dict[TopicPartition, str | None]:
+        """One AlterPartitionReassignments request to the controller. Per partition: None when
+        accepted, else the broker's error name and message. ``allow_replication_factor_change``
+        False needs request v1 (KIP-860); a broker without it gets a clear error, nothing sent."""
+        if not targets:
+            return {}
+        import kafka.errors as Errors
+        from kafka.protocol.admin import AlterPartitionReassignmentsRequest as Req
+
+        by_topic: dict[str, list[Any]] = defaultdict(list)
+        for tp, replicas in sorted(targets.items()):
+            by_topic[tp.topic].append(
+                Req.ReassignableTopic.ReassignablePartition(
+                    partition_index=tp.partition,
+                    replicas=None if replicas is None else [int(r) for r in replicas],
+                )
+            )
+        kwargs: dict[str, Any] = {
+            "timeout_ms": int(self.timeout_s * 1000),
+            "topics": [Req.ReassignableTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
+        }
+        if not allow_replication_factor_change:
+            kwargs["allow_replication_factor_change"] = False
+            kwargs["min_version"] = 1
+        request = Req(**kwargs)
+        admin = self.kp
+
+        def top_level(r: Any) -> Any:
+            yield Errors.for_code(r.error_code)
+
+        try:
+            response = admin._manager.run(
+                admin._send_request_to_controller, request, top_level, False
+            )
+        except Errors.IncompatibleBrokerVersion:
+            raise KafkaOperationError(
+                "the controller does not support AlterPartitionReassignments v1 "
+                "(AllowReplicationFactorChange, KIP-860, Kafka 3.9+): it cannot honour "
+                "--disallow-replication-factor-change. Nothing was submitted; run again without "
+                "--disallow-replication-factor-change (the client-side check still applies) or "
+                "upgrade the cluster"
+            ) from None
+        except Errors.KafkaError as e:
+            raise KafkaOperationError(
+                f"alter partition reassignments: {_check_name(e)} {e}"
+            ) from None
+        if response.error_code:
+            err = Errors.for_code(response.error_code)
+            raise KafkaOperationError(
+                f"the controller refused the reassignment request: {err.__name__}"
+                f"{': ' + response.error_message if response.error_message else ''}"
+            )
+        out: dict[TopicPartition, str | None] = {}
+        for t in response.responses:
+            for p in t.partitions:
+                tp = TopicPartition(t.name, p.partition_index)
+                if p.error_code:
+                    name = Errors.for_code(p.error_code).__name__.removesuffix("Error")
+                    out[tp] = f"{name}: {p.error_message}" if p.error_message else name
+                else:
+                    out[tp] = None
+        return out
+
+    # -- log dirs ---------------------------------------------------------------------------
+
+    def _describe_log_dirs_raw(
+        self, brokers: Iterable[int] | None, tps: Iterable[TopicPartition] | None
+    ) -> list[dict[str, Any]]:
+        topic_parts: dict[str, list[int]] | None = None
+        if tps is not None:
+            topic_parts = defaultdict(list)
+            for tp in tps:
+                topic_parts[tp.topic].append(tp.partition)
+            topic_parts = dict(topic_parts)
+        return self._kp_call(
+            "describe log dirs",
+            self.kp.describe_log_dirs,
+            topic_partitions=topic_parts,
+            brokers=None if brokers is None else list(brokers),
+        )
+
+    def describe_log_dirs(
+        self, brokers: Iterable[int], tps: Iterable[TopicPartition] | None = None
+    ) -> list[ReplicaLogInfo]:
+        """Every replica log (current and future) on the given brokers, optionally only for
+        the given partitions (one request per broker)."""
+        out = []
+        for b in self._describe_log_dirs_raw(brokers, tps):
+            for d in b["log_dirs"]:
+                if d.get("error_code"):
+                    continue  # an offline log dir holds nothing we can move
+                for t in d.get("topics", ()):
+                    for p in t.get("partitions", ()):
+                        out.append(
+                            ReplicaLogInfo(
+                                broker=b["broker"],
+                                tp=TopicPartition(t["name"], p["partition_index"]),
+                                log_dir=d["log_dir"],
+                                size_bytes=p["partition_size"],
+                                offset_lag=p["offset_lag"],
+                                is_future=p["is_future_key"],
+                            )
+                        )
+        return out
+
+    def broker_log_dirs(self, brokers: Iterable[int] | None = None) -> dict[int, list[str]]:
+        """Broker -> its online log dirs (for ``validate.ClusterView.log_dirs``)."""
+        out: dict[int, list[str]] = {}
+        raw = self._describe_log_dirs_raw(brokers, [])
+        for b in raw:
+            out[b["broker"]] = sorted(
+                d["log_dir"] for d in b["log_dirs"] if not d.get("error_code")
+            )
+        return out
+
+    def alter_replica_log_dirs(
+        self, assignments: Mapping[tuple[TopicPartition, int], str]
+    ) -> dict[tuple[TopicPartition, int], str | None]:
+        """(partition, broker) -> absolute log dir; per replica None or the broker's error."""
+        if not assignments:
+            return {}
+        import kafka.errors as Errors
+        from kafka.structs import TopicPartitionReplica
+
+        raw = self._kp_call(
+            "alter replica log dirs",
+            self.kp.alter_replica_log_dirs,
+            {
+                TopicPartitionReplica(tp.topic, tp.partition, broker): d
+                for (tp, broker), d in assignments.items()
+            },
+        )
+        out: dict[tuple[TopicPartition, int], str | None] = {}
+        for tpr, err in raw.items():
+            key = (TopicPartition(tpr.topic, tpr.partition), tpr.broker_id)
+            out[key] = None if err is Errors.NoError else err.__name__.removesuffix("Error")
+        return out
+
+    # -- configs ----------------------------------------------------------------------------
+
+    def _describe_configs(self, rtype: Any, names: Iterable[str]) -> dict[str, dict[str, str]]:
+        from confluent_kafka.admin import ConfigResource
+
+        names = sorted(set(names))
+        if not names:
+            return {}
+        futures = self.ck.describe_configs(
+            [ConfigResource(rtype, n) for n in names], request_timeout=self.timeout_s
+        )
+        out: dict[str, dict[str, str]] = {}
+        for res, fut in futures.items():
+            entries = self._wait(fut, f"describe configs of {res.name}")
+            out[res.name] = {k: e.value for k, e in entries.items() if e.value is not None}
+        return out
+
+    def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str]]:
+        """Effective topic configs (topic overrides, else broker defaults)."""
+        from confluent_kafka.admin import ResourceType
+
+        return self._describe_configs(ResourceType.TOPIC, topics)
+
+    def broker_configs(self, brokers: Iterable[int]) -> dict[int, dict[str, str]]:
+        from confluent_kafka.admin import ResourceType
+
+        raw = self._describe_configs(ResourceType.BROKER, [str(b) for b in brokers])
+        return {int(k): v for k, v in raw.items()}
+
+    def min_insync_replicas(self, topics: Iterable[str]) -> dict[str, int]:
+        """The effective min.insync.replicas of each topic (its override, else the broker's)."""
+        return {
+            t: int(c.get("min.insync.replicas", "1")) for t, c in self.topic_configs(topics).items()
+        }
+
+    def _alter_configs(self, rtype: Any, changes: Mapping[str, Mapping[str, str | None]]) -> None:
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+        resources = []
+        for name, kv in sorted(changes.items()):
+            entries = [
+                ConfigEntry(
+                    k,
+                    v,
+                    incremental_operation=(
+                        AlterConfigOpType.DELETE if v is None else AlterConfigOpType.SET
+                    ),
+                )
+                for k, v in sorted(kv.items())
+            ]
+            if entries:
+                resources.append(ConfigResource(rtype, name, incremental_configs=entries))
+        if not resources:
+            return
+        futures = self.ck.incremental_alter_configs(resources, request_timeout=self.timeout_s)
+        for res, fut in futures.items():
+            self._wait(fut, f"alter configs of {res.name}")
+
+    def alter_topic_configs(self, changes: Mapping[str, Mapping[str, str | None]]) -> None:
+        """Incrementally SET (value) or DELETE (None) topic configs."""
+        from confluent_kafka.admin import ResourceType
+
+        self._alter_configs(ResourceType.TOPIC, changes)
+
+    def alter_broker_configs(self, changes: Mapping[int, Mapping[str, str | None]]) -> None:
+        """Incrementally SET (value) or DELETE (None) dynamic per-broker configs."""
+        from confluent_kafka.admin import ResourceType
+
+        self._alter_configs(ResourceType.BROKER, {str(b): kv for b, kv in changes.items()})
+
+    def set_throttles(
+        self,
+        topic_replicas: Mapping[str, Mapping[str, str]],
+        broker_rates: Mapping[int, Mapping[str, str]],
+    ) -> None:
+        """Set throttled-replica lists per topic and rates per broker (incremental: other
+        configs are left alone)."""
+        self.alter_topic_configs(topic_replicas)
+        self.alter_broker_configs(broker_rates)
+
+    def clear_throttles(self, topics: Iterable[str], brokers: Iterable[int]) -> None:
+        """Delete the throttle configs of the given topics and brokers."""
+        self.alter_topic_configs({t: dict.fromkeys(TOPIC_THROTTLE_KEYS) for t in topics})
+        self.alter_broker_configs({b: dict.fromkeys(BROKER_THROTTLE_KEYS) for b in brokers})
+
+    # -- offsets ----------------------------------------------------------------------------
+
+    def end_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """Log end offsets (latest) of the given partitions, one ListOffsets round."""
+        from confluent_kafka import TopicPartition as CTP
+        from confluent_kafka.admin import OffsetSpec
+
+        tps = list(tps)
+        if not tps:
+            return {}
+        futures = self.ck.list_offsets(
+            {CTP(tp.topic, tp.partition): OffsetSpec.latest() for tp in tps},
+            request_timeout=self.timeout_s,
+        )
+        out = {}
+        for ctp, fut in futures.items():
+            out[TopicPartition(ctp.topic, ctp.partition)] = self._wait(
+                fut, f"list offsets of {ctp.topic}-{ctp.partition}"
+            ).offset
+        return out
