@@ -1,0 +1,177 @@
+"""Append-only run journal: one JSON object per line, fsynced, so that a run killed at any
+moment leaves a record that, with the cluster's state, is enough to resume it and to write
+its postmortem.
+
+Every event carries ``ts`` (epoch seconds), ``event`` and ``run_id``. A redaction guard runs
+on every write: values under secret-looking keys and any registered secret string (e.g. the
+values of ``--command-config``) are replaced before anything touches the disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+REDACTED = "***"
+_SECRET_KEY = re.compile(
+    r"(passw|secret|token|credential|sasl\.jaas|jaas|private|api[._-]?key|keystore\.key|ssl\.key)",
+    re.IGNORECASE,
+)
+_registered: set[str] = set()
+_reg_lock = threading.Lock()
+
+
+def register_secrets(values: Iterable[str]) -> None:
+    """Remember secret strings (process-wide) so no journal ever writes them, anywhere."""
+    with _reg_lock:
+        _registered.update(v for v in values if isinstance(v, str) and len(v) >= 3)
+
+
+def register_config_secrets(config: Mapping[str, Any]) -> None:
+    """Register every value of a client config whose key looks secret (``--command-config``)."""
+    register_secrets(str(v) for k, v in config.items() if _SECRET_KEY.search(str(k)))
+
+
+def redact(obj: Any, secrets: Iterable[str] = ()) -> Any:
+    """A copy of ``obj`` with secret-looking keys' values and registered secrets masked."""
+    with _reg_lock:
+        words = sorted(set(secrets) | _registered, key=len, reverse=True)
+
+    def walk(o: Any) -> Any:
+        if isinstance(o, Mapping):
+            return {
+                str(k): (REDACTED if _SECRET_KEY.search(str(k)) and v not in (None, "") else walk(v))
+                for k, v in o.items()
+            }
+        if isinstance(o, list | tuple | set | frozenset):
+            return [walk(v) for v in o]
+        if isinstance(o, str):
+            for w in words:
+                if w and w in o:
+                    o = o.replace(w, REDACTED)
+            return o
+        return o
+
+    return walk(obj)
+
+
+class Journal:
+    """Append events to a JSON-lines file; each line is flushed and fsynced before returning."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        run_id: str,
+        clock: Callable[[], float] = time.time,
+        secrets: Iterable[str] = (),
+    ):
+        self.path = os.fspath(path)
+        self.run_id = run_id
+        self._clock = clock
+        self._secrets = tuple(secrets)
+        self._lock = threading.Lock()
+        d = os.path.dirname(os.path.abspath(self.path))
+        os.makedirs(d, exist_ok=True)
+        self._f = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - lives with the run
+
+    def write(self, event: str, **fields: Any) -> dict[str, Any]:
+        """Append one event; returns the (redacted) dict that was written."""
+        rec = {"ts": round(self._clock(), 6), "event": event, "run_id": self.run_id}
+        rec.update(fields)
+        rec = redact(rec, self._secrets)
+        line = json.dumps(rec, default=_default, separators=(",", ":"))
+        with self._lock:
+            if self._f.closed:
+                return rec
+            self._f.write(line + "\n")
+            self._f.flush()
+            os.fsync(self._f.fileno())
+        return rec
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._f.closed:
+                self._f.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _default(o: Any) -> Any:
+    if isinstance(o, set | frozenset | tuple):
+        return list(o)
+    return str(o)
+
+
+def read_events(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Every complete event in the file; a torn last line (the process died mid-write) is skipped."""
+    out: list[dict[str, Any]] = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return out
+
+
+def to_pandas(paths: str | os.PathLike | Iterable[str | os.PathLike]):
+    """One DataFrame of the events of one or many journals (column ``journal`` = source file),
+    with ``time`` as a UTC timestamp; nested values stay as Python objects."""
+    import pandas as pd
+
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    rows: list[dict[str, Any]] = []
+    for p in paths:
+        for e in read_events(p):
+            rows.append({**e, "journal": os.fspath(p)})
+    df = pd.DataFrame(rows)
+    if not df.empty:
+        df["time"] = pd.to_datetime(df["ts"], unit="s", utc=True)
+    return df
+
+
+def to_spark(spark, paths: str | Iterable[str]):
+    """The events of one or many journals as a Spark DataFrame (schema inferred from JSON)."""
+    if isinstance(paths, str):
+        paths = [paths]
+    return spark.read.json(list(paths))
+
+
+def concurrency(events: Iterable[Mapping[str, Any]], run_id: str | None = None) -> list[tuple[float, int]]:
+    """(ts, moves of the run in flight) after each submission / completion / cancellation.
+
+    A partition is in flight from its ``submitted`` (or ``adopted``) event until its
+    ``completed``, ``cancelled`` or ``failed`` event; steps of one move keep one slot."""
+    inflight: set[tuple[str, int]] = set()
+    out: list[tuple[float, int]] = []
+    for e in events:
+        if run_id is not None and e.get("run_id") != run_id:
+            continue
+        ev = e.get("event")
+        if ev in ("submitted", "adopted"):
+            tps = [(e["topic"], e["partition"])] if "topic" in e else []
+            inflight.update(tps)
+        elif ev in ("completed", "cancelled", "failed"):
+            if "topic" in e:
+                inflight.discard((e["topic"], e["partition"]))
+        else:
+            continue
+        out.append((e["ts"], len(inflight)))
+    return out
+
+
+def peak_concurrency(events: Iterable[Mapping[str, Any]], run_id: str | None = None) -> int:
+    return max((n for _, n in concurrency(events, run_id)), default=0)

@@ -1,0 +1,229 @@
+"""Pacing policies: which partition moves to submit next (pure: values in, decisions out).
+
+KIP-1335 gives two policies beside the legacy single request: contiguous *batches* of N moves
+(batch k+1 only after every move of batch k is complete) and *incremental* (at most N of this
+run's moves in flight, refilled as slots free). reassign_kit adds caps that the KIP leaves
+open: moves in or out of any one broker, leader movements, and a cluster-wide cap that counts
+every reassignment in flight (other runs' too). Caps are passed to every decision, so a change
+takes effect at the next one. No clocks, no I/O: the executor and the simulator drive this.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from .errors import UsageError
+from .model import TopicPartition
+
+ORDERS = ("topic-partition", "largest-first", "smallest-first", "under-replicated-last")
+MODES = ("legacy", "batch", "incremental")
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Everything that bounds concurrency. ``batch_size`` is KIP-1335's N (0 = legacy)."""
+
+    batch_size: int = 0
+    incremental: bool = False
+    max_moves_per_broker: int | None = None
+    max_leader_moves: int | None = None
+    cluster_max_reassignments: int | None = None
+    # KIP-435 "collecting a batch": leadership-moving steps first, up to the leader cap
+    prefer_leader_moves: bool = False
+
+    @property
+    def mode(self) -> str:
+        if self.batch_size == 0:
+            return "legacy"
+        return "incremental" if self.incremental else "batch"
+
+    def validate(self) -> Caps:
+        """Raise UsageError naming the option at fault; return self so it chains."""
+        if not isinstance(self.batch_size, int) or self.batch_size < 0:
+            raise UsageError(f"--reassignment-batch-size must be >= 0, got {self.batch_size}")
+        if self.incremental and self.batch_size <= 0:
+            raise UsageError("--incremental requires --reassignment-batch-size > 0")
+        for name, v in (
+            ("--max-moves-per-broker", self.max_moves_per_broker),
+            ("--max-leader-moves", self.max_leader_moves),
+            ("--cluster-max-reassignments", self.cluster_max_reassignments),
+        ):
+            if v is not None and (not isinstance(v, int) or v < 1):
+                raise UsageError(f"{name} must be a positive integer, got {v}")
+        return self
+
+    def with_changes(self, **changes) -> Caps:
+        """A copy with some caps changed (None keeps, explicit values replace); validated."""
+        return replace(self, **changes).validate()
+
+
+@dataclass(frozen=True)
+class Item:
+    """One schedulable unit: a partition move, or the next step of one already holding a slot.
+
+    ``brokers`` are the brokers that the move adds a replica to or removes one from (the ones
+    a per-broker cap counts); ``moves_leader`` says the preferred leader changes."""
+
+    tp: TopicPartition
+    brokers: frozenset[int] = frozenset()
+    moves_leader: bool = False
+    size_bytes: int = 0
+    under_replicated: bool = False
+    batch: int = 0
+
+
+def item_for(
+    tp: TopicPartition,
+    current: Sequence[int],
+    target: Sequence[int],
+    leader: int | None = None,
+    size_bytes: int = 0,
+    under_replicated: bool = False,
+) -> Item:
+    """Describe moving ``tp`` from ``current`` to ``target`` for the scheduler."""
+    brokers = frozenset(set(current) ^ set(target))
+    now_leader = leader if leader is not None else (current[0] if current else None)
+    moves_leader = bool(target) and now_leader != target[0]
+    return Item(tp, brokers, moves_leader, size_bytes, under_replicated)
+
+
+def order_items(items: Iterable[Item], strategy: str = "topic-partition") -> list[Item]:
+    """Deterministic order: ties always fall back to (topic, partition), never file order."""
+    items = list(items)
+    if strategy == "topic-partition":
+        key = lambda i: (i.tp,)  # noqa: E731
+    elif strategy == "largest-first":
+        key = lambda i: (-i.size_bytes, i.tp)  # noqa: E731
+    elif strategy == "smallest-first":
+        key = lambda i: (i.size_bytes, i.tp)  # noqa: E731
+    elif strategy == "under-replicated-last":
+        key = lambda i: (i.under_replicated, i.tp)  # noqa: E731
+    else:
+        raise UsageError(f"--order must be one of {', '.join(ORDERS)}, got {strategy!r}")
+    return sorted(items, key=key)
+
+
+def assign_batches(ordered: Sequence[Item], caps: Caps) -> list[Item]:
+    """Number contiguous batches of ``caps.batch_size`` in batch mode (0 for every item otherwise)."""
+    if caps.mode != "batch":
+        return [replace(i, batch=0) for i in ordered]
+    n = caps.batch_size
+    return [replace(it, batch=k // n) for k, it in enumerate(ordered)]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to submit now, in order, and why the first waiting move is waiting."""
+
+    submit: tuple[TopicPartition, ...] = ()
+    waiting_reason: str | None = None
+    batch: int | None = None
+    cluster_cap_reached: bool = False
+    blocked: dict[TopicPartition, str] = field(default_factory=dict)
+
+
+def decide(
+    pending: Sequence[Item],
+    inflight: Sequence[Item],
+    caps: Caps,
+    *,
+    ready: Sequence[Item] = (),
+    cluster_inflight: int = 0,
+) -> Decision:
+    """Pick what to submit now.
+
+    ``pending``: moves not yet submitted, in run order (with batch numbers).
+    ``inflight``: this run's moves reassigning now (they hold slots and broker load).
+    ``ready``: this run's moves between two steps: they hold a slot, their next step needs
+    broker / leader / cluster room but no new slot; they go before any new move.
+    ``cluster_inflight``: every reassignment in flight on the cluster (ours included).
+
+    A move is skipped only when a broker or leader cap blocks it; later moves may then go
+    ahead of it (the partition-count cap and batch boundaries never let them).
+    """
+    n_cap = caps.batch_size if caps.mode == "incremental" else None
+    slots_used = len(inflight) + len(ready)
+    broker_load: Counter[int] = Counter()
+    leaders = 0
+    for it in inflight:
+        broker_load.update(it.brokers)
+        leaders += it.moves_leader
+    cluster_room = (
+        caps.cluster_max_reassignments - cluster_inflight
+        if caps.cluster_max_reassignments is not None
+        else None
+    )
+
+    chosen: list[TopicPartition] = []
+    blocked: dict[TopicPartition, str] = {}
+    reason: str | None = None
+
+    def fits(it: Item) -> str | None:
+        if cluster_room is not None and cluster_room - len(chosen) <= 0:
+            return "cluster-wide cap reached"
+        if caps.max_moves_per_broker is not None:
+            busy = [b for b in sorted(it.brokers) if broker_load[b] >= caps.max_moves_per_broker]
+            if busy:
+                return f"broker {busy[0]} at its cap of {caps.max_moves_per_broker} moves"
+        if it.moves_leader and caps.max_leader_moves is not None and leaders >= caps.max_leader_moves:
+            return f"leader-movement cap of {caps.max_leader_moves} reached"
+        return None
+
+    def take(it: Item) -> None:
+        nonlocal leaders
+        chosen.append(it.tp)
+        broker_load.update(it.brokers)
+        leaders += it.moves_leader
+
+    def prefer(items: Sequence[Item]) -> list[Item]:
+        if not caps.prefer_leader_moves:
+            return list(items)
+        return [i for i in items if i.moves_leader] + [i for i in items if not i.moves_leader]
+
+    for it in prefer(ready):
+        why = fits(it)
+        if why is None:
+            take(it)
+        else:
+            blocked[it.tp] = why
+
+    batch = None
+    candidates: list[Item] = list(pending)
+    if caps.mode == "batch" and (pending or inflight or ready):
+        batch = min(i.batch for i in (*pending, *inflight, *ready))
+        candidates = [i for i in pending if i.batch == batch]
+        if pending and not candidates:
+            reason = f"waiting for batch {batch} to complete"
+
+    new_taken = 0
+    for it in prefer(candidates):
+        if n_cap is not None and slots_used + new_taken >= n_cap:
+            reason = reason or f"{n_cap} moves in flight (the incremental cap)"
+            break
+        why = fits(it)
+        if why is not None:
+            blocked[it.tp] = why
+            reason = reason or why
+            if why == "cluster-wide cap reached":
+                break
+            continue
+        take(it)
+        new_taken += 1
+
+    cluster_full = cluster_room is not None and cluster_room - len(chosen) <= 0
+    if reason is None and blocked:
+        reason = next(iter(blocked.values()))
+    return Decision(tuple(chosen), reason, batch, cluster_full, blocked)
+
+
+def plan_batches(ordered: Sequence[Item], caps: Caps) -> list[list[TopicPartition]]:
+    """The batches a batch-mode run will submit (one batch in legacy mode): for display."""
+    numbered = assign_batches(ordered, caps)
+    out: list[list[TopicPartition]] = []
+    for it in numbered:
+        if it.batch >= len(out):
+            out.append([])
+        out[it.batch].append(it.tp)
+    return out

@@ -1,0 +1,260 @@
+"""A replication model behind the ``Gateway`` interface: reassignments copy bytes per tick at
+the throttle rate, so the executor's pacing, caps, deadlines and throttle bookkeeping can be
+unit-tested in milliseconds and rehearsed at scales no sandbox holds.
+
+The model follows KRaft's semantics where they matter to the executor: during a reassignment
+``replicas`` = target followed by the original replicas leaving, ``adding`` / ``removing`` are
+set; a new target replaces one in flight; a cancel reverts to the original replicas; the move
+completes once every adding replica has caught up. Time is the model's own: ``sleep(dt)``
+advances it, so a run driven with ``clock=sim.now, sleep=sim.sleep`` never waits for real.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .gateway import BrokerInfo, ReplicaLogInfo
+from .model import PartitionState, TopicPartition
+
+MB = 1024 * 1024
+
+
+@dataclass
+class SimPartition:
+    tp: TopicPartition
+    replicas: list[int]
+    size_bytes: int = 0
+    leader: int | None = None
+    isr: list[int] = field(default_factory=list)
+    original: list[int] | None = None  # set while reassigning
+    target: list[int] | None = None
+    copied: dict[int, float] = field(default_factory=dict)
+    stalled: bool = False
+
+    def state(self) -> PartitionState:
+        if self.target is None:
+            return PartitionState(self.tp, tuple(self.replicas), tuple(self.isr), self.leader)
+        orig = self.original or []
+        adding = tuple(b for b in self.target if b not in orig)
+        removing = tuple(b for b in orig if b not in self.target)
+        return PartitionState(
+            self.tp, tuple(self.replicas), tuple(self.isr), self.leader, adding, removing
+        )
+
+
+@dataclass(frozen=True)
+class ThrottleState:
+    """Throttles as Kafka stores them: per-topic throttled replica lists, per-broker rates."""
+
+    leader_replicas: Mapping[str, frozenset[tuple[int, int]]] = field(default_factory=dict)
+    follower_replicas: Mapping[str, frozenset[tuple[int, int]]] = field(default_factory=dict)
+    broker_rates: Mapping[int, int] = field(default_factory=dict)
+
+    def is_empty(self) -> bool:
+        return not (
+            any(self.leader_replicas.values())
+            or any(self.follower_replicas.values())
+            or self.broker_rates
+        )
+
+
+class SimCluster:
+    """The model cluster. ``bandwidth`` is a broker's unthrottled inbound replication rate."""
+
+    def __init__(
+        self,
+        brokers: Sequence[int] | int = 4,
+        racks: Mapping[int, str] | None = None,
+        bandwidth: float = 100 * MB,
+        tick: float = 0.1,
+    ):
+        ids = list(range(brokers)) if isinstance(brokers, int) else list(brokers)
+        self.broker_ids = ids
+        self.racks = dict(racks or {})
+        self.down: set[int] = set()
+        self.bandwidth = float(bandwidth)
+        self.tick = tick
+        self.t = 0.0
+        self.partitions: dict[TopicPartition, SimPartition] = {}
+        self.fail_on: dict[TopicPartition, str] = {}
+        self.calls: Counter[str] = Counter()
+        self.throttles = ThrottleState()
+        self.throttle_history: list[tuple[float, ThrottleState]] = []
+
+    # ---- building the model -------------------------------------------------------------
+
+    def add_topic(
+        self,
+        topic: str,
+        assignment: Sequence[Sequence[int]],
+        size_bytes: int | Sequence[int] = 0,
+    ) -> None:
+        for p, reps in enumerate(assignment):
+            size = size_bytes if isinstance(size_bytes, int) else size_bytes[p]
+            tp = TopicPartition(topic, p)
+            self.partitions[tp] = SimPartition(tp, list(reps), size, reps[0], list(reps))
+
+    def stall(self, tp: TopicPartition, stalled: bool = True) -> None:
+        """Make a partition stop copying (a stuck move)."""
+        self.partitions[tp].stalled = stalled
+
+    # ---- clock --------------------------------------------------------------------------
+
+    def now(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        """Advance model time by ``seconds`` in ticks, copying bytes as it goes."""
+        remaining = max(0.0, seconds)
+        while remaining > 1e-12:
+            dt = min(self.tick, remaining)
+            self._advance(dt)
+            remaining -= dt
+
+    def _advance(self, dt: float) -> None:
+        self.t += dt
+        # inbound replication of each broker is shared by the replicas it is catching up
+        per_broker: dict[int, list[SimPartition]] = {}
+        for sp in self.partitions.values():
+            if sp.target is None or sp.stalled:
+                continue
+            for b in sp.target:
+                if b not in sp.isr and b not in self.down:
+                    per_broker.setdefault(b, []).append(sp)
+        for b, sps in per_broker.items():
+            rate = self._rate_into(b, sps)
+            for sp in sps:
+                sp.copied[b] = sp.copied.get(b, 0.0) + rate * dt
+                if sp.copied[b] >= sp.size_bytes:
+                    sp.copied[b] = float(sp.size_bytes)
+                    sp.isr.append(b)
+        for sp in self.partitions.values():
+            if sp.target is not None and all(b in sp.isr for b in sp.target):
+                self._finish(sp)
+
+    def _rate_into(self, broker: int, sps: list[SimPartition]) -> float:
+        rate = self.throttles.broker_rates.get(broker)
+        throttled = [
+            sp for sp in sps
+            if (sp.tp.partition, broker) in self.throttles.follower_replicas.get(sp.tp.topic, ())
+        ]
+        if rate is not None and throttled:
+            return min(rate, self.bandwidth) / len(sps)
+        return self.bandwidth / len(sps)
+
+    def _finish(self, sp: SimPartition) -> None:
+        target = list(sp.target or [])
+        sp.replicas = target
+        sp.isr = [b for b in target if b in sp.isr]
+        if sp.leader not in target:
+            sp.leader = next((b for b in target if b in sp.isr), None)
+        sp.target = None
+        sp.original = None
+        sp.copied = {}
+
+    # ---- Gateway ------------------------------------------------------------------------
+
+    def brokers(self) -> list[BrokerInfo]:
+        self.calls["brokers"] += 1
+        return [
+            BrokerInfo(b, "127.0.0.1", 9092 + b, self.racks.get(b))
+            for b in self.broker_ids
+            if b not in self.down
+        ]
+
+    def topic_partition_counts(self, topics: Iterable[str] | None = None) -> dict[str, int]:
+        self.calls["topic_partition_counts"] += 1
+        counts: Counter[str] = Counter(tp.topic for tp in self.partitions)
+        if topics is None:
+            return dict(counts)
+        return {t: counts[t] for t in topics if t in counts}
+
+    def describe_partitions(
+        self, tps: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, PartitionState]:
+        self.calls["describe_partitions"] += 1
+        return {tp: self.partitions[tp].state() for tp in tps if tp in self.partitions}
+
+    def list_reassignments(self) -> dict[TopicPartition, PartitionState]:
+        self.calls["list_reassignments"] += 1
+        return {tp: sp.state() for tp, sp in self.partitions.items() if sp.target is not None}
+
+    def alter_reassignments(
+        self,
+        targets: Mapping[TopicPartition, Sequence[int] | None],
+        allow_replication_factor_change: bool = True,
+    ) -> dict[TopicPartition, str | None]:
+        self.calls["alter_reassignments"] += 1
+        out: dict[TopicPartition, str | None] = {}
+        for tp, target in targets.items():
+            sp = self.partitions.get(tp)
+            if sp is None:
+                out[tp] = "UNKNOWN_TOPIC_OR_PARTITION"
+            elif tp in self.fail_on:
+                out[tp] = self.fail_on[tp]
+            elif target is None:
+                out[tp] = self._cancel(sp)
+            else:
+                out[tp] = self._submit(sp, list(target), allow_replication_factor_change)
+        return out
+
+    def _submit(self, sp: SimPartition, target: list[int], allow_rf: bool) -> str | None:
+        if not target or len(set(target)) != len(target):
+            return "INVALID_REPLICA_ASSIGNMENT: empty or duplicate replicas"
+        unknown = [b for b in target if b not in self.broker_ids]
+        if unknown:
+            return f"INVALID_REPLICA_ASSIGNMENT: unknown broker {unknown[0]}"
+        original = sp.original if sp.target is not None else list(sp.replicas)
+        if not allow_rf and len(target) != len(sp.target or sp.replicas):
+            return "INVALID_REPLICATION_FACTOR: replication factor change not allowed"
+        if sp.target is None and target == sp.replicas:
+            return None
+        sp.original = list(original or [])
+        sp.target = target
+        sp.replicas = target + [b for b in sp.original if b not in target]
+        sp.copied = {b: sp.copied.get(b, 0.0) for b in target if b not in sp.original}
+        if all(b in sp.isr for b in target):
+            self._finish(sp)
+        return None
+
+    def _cancel(self, sp: SimPartition) -> str | None:
+        if sp.target is None:
+            return "NO_REASSIGNMENT_IN_PROGRESS"
+        orig = list(sp.original or sp.replicas)
+        sp.replicas = orig
+        sp.isr = [b for b in orig if b in sp.isr]
+        if sp.leader not in orig:
+            sp.leader = next((b for b in orig if b in sp.isr), orig[0])
+        sp.target = None
+        sp.original = None
+        sp.copied = {}
+        return None
+
+    def describe_log_dirs(self, brokers: Iterable[int]) -> list[ReplicaLogInfo]:
+        self.calls["describe_log_dirs"] += 1
+        want = set(brokers)
+        out: list[ReplicaLogInfo] = []
+        for sp in self.partitions.values():
+            for b in sp.replicas:
+                if b not in want or b in self.down:
+                    continue
+                size = int(sp.copied.get(b, sp.size_bytes)) if sp.target else sp.size_bytes
+                out.append(ReplicaLogInfo(b, sp.tp, f"/sim/{b}/d0", size, 0, False))
+        return out
+
+    # ---- throttles (what throttle.py writes as configs on a real cluster) ----------------
+
+    def set_throttles(self, state: ThrottleState) -> None:
+        self.calls["set_throttles"] += 1
+        self.throttles = state
+        self.throttle_history.append((self.t, state))
+
+    def current_throttles(self) -> ThrottleState:
+        return self.throttles
+
+    # ---- observation --------------------------------------------------------------------
+
+    def assignment(self) -> dict[TopicPartition, tuple[int, ...]]:
+        return {tp: tuple(sp.replicas) for tp, sp in self.partitions.items()}
