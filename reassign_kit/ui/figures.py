@@ -28,7 +28,7 @@ MAX_LOG_LINES = 200
 
 MOVING_EVENTS = frozenset({"submitted", "step_submitted", "adopted"})
 DONE_EVENTS = frozenset({"completed"})
-CANCELLED_EVENTS = frozenset({"cancelled"})
+CANCELLED_EVENTS = frozenset({"cancelled", "failed"})
 
 
 def _as_tp(obj: Any) -> TopicPartition | None:
@@ -377,3 +377,62 @@ def log_lines(events: Iterable[Mapping[str, Any]], limit: int = MAX_LOG_LINES) -
     """The last ``limit`` events worth reading (samples left out), newest last."""
     evs = [e for e in events if e.get("event") not in _QUIET]
     return [format_event(e) for e in evs[-limit:]]
+
+
+# ---------------------------------------------------------------- plan summary
+
+
+@dataclass(frozen=True)
+class PlanSummary:
+    moves: int
+    replica_moves: int  # replicas added somewhere (data to copy)
+    leader_changes: int
+    bytes_to_move: int
+    brokers_touched: tuple[int, ...]
+    per_broker: dict[int, dict[str, float]]
+    problems: tuple[str, ...] = ()
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems
+
+
+def plan_summary(
+    moves: Iterable[tuple[TopicPartition, Sequence[int], Sequence[int]]],
+    sizes: Mapping[TopicPartition, int],
+    problems: Iterable[str] = (),
+) -> PlanSummary:
+    """Moves, bytes to copy, brokers touched, from (tp, current replicas, target replicas) and
+    each partition's size (bytes of its leader's log); ``problems`` is the validation result."""
+    rows = list(moves)
+    added = 0
+    leaders = 0
+    nbytes = 0
+    touched: set[int] = set()
+    for tp, cur, tgt in rows:
+        new = set(tgt) - set(cur)
+        gone = set(cur) - set(tgt)
+        added += len(new)
+        nbytes += len(new) * int(sizes.get(tp, 0))
+        touched |= new | gone
+        if cur and tgt and cur[0] != tgt[0]:
+            leaders += 1
+            touched |= {cur[0], tgt[0]}
+    per_broker = planned_broker_bytes((cur, tgt, int(sizes.get(tp, 0))) for tp, cur, tgt in rows)
+    return PlanSummary(
+        moves=len(rows),
+        replica_moves=added,
+        leader_changes=leaders,
+        bytes_to_move=nbytes,
+        brokers_touched=tuple(sorted(touched)),
+        per_broker=per_broker,
+        problems=tuple(str(p) for p in problems),
+    )
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"

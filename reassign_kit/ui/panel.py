@@ -1,0 +1,472 @@
+"""The notebook panel: one call in a cell shows a plan, its pacing controls, Execute / Pause /
+Resume / Cancel / Verify buttons, a live Plotly chart, the partitions furthest behind and a log.
+
+No logic of its own: the run is ``execute.Run`` (the CLI's controller) in its worker thread,
+Verify is ``ops.verify``; this module only wires widgets to them. The run's events arrive on
+the worker thread and are only appended to a list there; a refresher thread redraws at most
+once per ``refresh_s`` from the pure, bounded shaping in ``figures``, so the kernel stays
+responsive and a 10,000-partition plan does not flood the browser.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import ipywidgets as W
+
+from ..errors import ReassignKitError
+from ..model import Plan, TopicPartition
+from . import charts, controls, figures
+
+# --------------------------------------------------------------------------- pacing controls
+
+
+@dataclass(frozen=True)
+class Option:
+    """One pacing control: the ExecuteOptions field it sets, its label and kind. For numeric
+    controls, ``unset`` is the widget value meaning "no limit" (sent as None)."""
+
+    name: str
+    label: str
+    kind: str  # int | float | bool | choice
+    default: Any
+    unset: Any = None
+    choices: tuple[str, ...] = ()
+    help: str = ""
+
+
+PACING: tuple[Option, ...] = (
+    Option("batch_size", "batch size", "int", 0, None, help="KIP-1335 N; 0 = one request (legacy)"),
+    Option("incremental", "incremental", "bool", False, help="keep N in flight, refill as moves finish"),
+    Option("max_moves_per_broker", "max moves / broker", "int", 0, 0, help="0 = no cap"),
+    Option("max_leader_moves", "max leader moves", "int", 0, 0, help="0 = no cap"),
+    Option("cluster_max_reassignments", "cluster-wide cap", "int", 0, 0, help="0 = no cap"),
+    Option("parallel_replica_count", "parallel replicas (steps)", "int", 0, 0, help="KIP-435 R; 0 = whole move at once"),
+    Option("throttle", "throttle (B/s)", "int", -1, -1, help="-1 = no throttle"),
+    Option("poll_interval_ms", "poll interval (ms)", "int", 1000),
+    Option("order", "order", "choice", "topic-partition",
+           choices=("topic-partition", "largest-first", "smallest-first", "under-replicated-last")),
+    Option("move_deadline_s", "deadline per move (s)", "float", 0.0, 0.0, help="0 = none"),
+    Option("run_deadline_s", "deadline for the run (s)", "float", 0.0, 0.0, help="0 = none"),
+    Option("stuck_after_s", "stuck after (s)", "float", 0.0, 0.0, help="no bytes copied for this long; 0 = off"),
+    Option("on_deadline", "on deadline", "choice", "wait", choices=("wait", "stop", "cancel")),
+)
+
+
+def _make_control(opt: Option, value: Any) -> W.Widget:
+    style = {"description_width": "170px"}
+    layout = W.Layout(width="330px")
+    if opt.kind == "bool":
+        return W.Checkbox(value=bool(value), description=opt.label, tooltip=opt.help, style=style, indent=True)
+    if opt.kind == "choice":
+        return W.Dropdown(options=list(opt.choices), value=value, description=opt.label, style=style, layout=layout)
+    cls = W.IntText if opt.kind == "int" else W.FloatText
+    return cls(value=value, description=opt.label, tooltip=opt.help, style=style, layout=layout)
+
+
+def _widget_value(opt: Option, value: Any) -> Any:
+    """Widget value -> ExecuteOptions value ("no limit" sentinels become None)."""
+    if opt.unset is not None and value == opt.unset:
+        return None
+    return value
+
+
+def _from_option_value(opt: Option, value: Any) -> Any:
+    return opt.unset if value is None and opt.unset is not None else value
+
+
+# --------------------------------------------------------------------------- the panel
+
+
+def _default_run_factory(gateway: Any, plan: Plan, options: Mapping[str, Any], journal_path: str | None) -> Any:
+    from ..execute import ExecuteOptions, Run
+
+    known = {f.name for f in dataclasses.fields(ExecuteOptions)}
+    unknown = sorted(k for k in options if k not in known)
+    if unknown:
+        raise ReassignKitError(f"this version of execute does not know the option(s) {', '.join(unknown)}")
+    return Run(gateway, plan, ExecuteOptions(**options), journal_path=journal_path)
+
+
+def _default_verify(gateway: Any, plan: Plan) -> Any:
+    from .. import ops
+
+    return ops.verify(gateway, plan)
+
+
+class Panel:
+    """The widget tree plus its state; display it by leaving it last in a cell."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        gateway: Any,
+        *,
+        journal_path: str | None = None,
+        refresh_s: float = 1.0,
+        run_factory: Callable[..., Any] | None = None,
+        verify_fn: Callable[[Any, Plan], Any] | None = None,
+        clock: Callable[[], float] = time.time,
+        **defaults: Any,
+    ):
+        self.plan = plan
+        self.gateway = gateway
+        self.journal_path = journal_path
+        self.refresh_s = float(refresh_s)
+        self._run_factory = run_factory or _default_run_factory
+        self._verify_fn = verify_fn or _default_verify
+        self._clock = clock
+        self.run: Any = None
+        self.result: Any = None
+        self.verify_result: Any = None
+        self.events: list[dict[str, Any]] = []
+        self.errors: list[str] = []
+        self._lock = threading.Lock()
+        self._dirty = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self.phase = "ready"
+
+        known = {o.name for o in PACING}
+        bad = sorted(k for k in defaults if k not in known)
+        if bad:
+            raise ReassignKitError(
+                f"unknown panel option(s) {', '.join(bad)}; known: {', '.join(sorted(known))}"
+            )
+        self.controls: dict[str, W.Widget] = {
+            o.name: _make_control(o, _from_option_value(o, defaults.get(o.name, o.default))) for o in PACING
+        }
+        self.buttons: dict[str, W.Button] = {
+            "execute": W.Button(description="Execute", button_style="primary", icon="play"),
+            "pause": W.Button(description="Pause", icon="pause"),
+            "resume": W.Button(description="Resume", icon="play"),
+            "cancel": W.Button(description="Cancel", button_style="danger", icon="stop"),
+            "verify": W.Button(description="Verify", button_style="info", icon="check"),
+        }
+        for name, b in self.buttons.items():
+            b.on_click(getattr(self, f"_on_{name}"))
+        self.status = W.HTML()
+        self.message = W.HTML()
+        self.summary_html = W.HTML()
+        self.behind_html = W.HTML()
+        self.log_html = W.HTML()
+        self.figure = charts.new_figure(widget=True)
+
+        self.summary = self._summarise()
+        if not self.summary.valid:
+            self._set_phase("invalid")
+        self._render_summary()
+        self.widget = W.VBox(
+            [
+                self.summary_html,
+                W.HBox(
+                    [W.GridBox(list(self.controls.values()),
+                               layout=W.Layout(grid_template_columns="repeat(2, 340px)"))]
+                ),
+                W.HBox(list(self.buttons.values())),
+                self.status,
+                self.message,
+                self.figure,
+                W.HTML("<b>partitions furthest behind</b>"),
+                self.behind_html,
+                W.HTML("<b>events</b>"),
+                self.log_html,
+            ]
+        )
+        self._set_phase(self.phase)
+        self.refresh()
+
+    # ---------------------------------------------------------------- display / state
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+
+    def enabled(self) -> frozenset[str]:
+        return frozenset(n for n, b in self.buttons.items() if not b.disabled)
+
+    def options(self) -> dict[str, Any]:
+        """The ExecuteOptions values the controls hold now."""
+        return {o.name: _widget_value(o, self.controls[o.name].value) for o in PACING}
+
+    def _set_phase(self, phase: str) -> None:
+        self.phase = phase
+        on = controls.enabled_buttons(phase)
+        for name, b in self.buttons.items():
+            b.disabled = name not in on
+        editable = phase in ("ready", "cancelled", "failed")
+        for w in self.controls.values():
+            w.disabled = not editable
+        self.status.value = f"<b>state:</b> {html.escape(phase)}"
+
+    def _say(self, text: str, error: bool = False) -> None:
+        color = "#b00020" if error else "#1b5e20"
+        self.message.value = f'<pre style="color:{color};white-space:pre-wrap;margin:0">{html.escape(text)}</pre>'
+        if error:
+            self.errors.append(text)
+
+    # ---------------------------------------------------------------- plan summary
+
+    def _summarise(self) -> figures.PlanSummary:
+        """Current replicas and sizes from the gateway, validated with the CLI's rules."""
+        from ..validate import ClusterView, plan_problems
+
+        tps = [m.tp for m in self.plan]
+        problems: list[str] = []
+        try:
+            states = self.gateway.describe_partitions(tps)
+            brokers = [b.id for b in self.gateway.brokers()]
+            counts = self.gateway.topic_partition_counts(self.plan.topics())
+            sizes: dict[TopicPartition, int] = {}
+            leaders = {tp: s.leader for tp, s in states.items()}
+            for r in self.gateway.describe_log_dirs(brokers):
+                if r.tp in leaders and r.broker == leaders[r.tp] and not r.is_future:
+                    sizes[r.tp] = max(sizes.get(r.tp, 0), r.size_bytes)
+            view = ClusterView.of(brokers, counts, states)
+            problems = [str(p) for p in plan_problems(self.plan, view)]
+        except ReassignKitError as e:
+            states, sizes, problems = {}, {}, [f"cannot read the cluster: {e}"]
+        rows = [(m.tp, states[m.tp].replicas if m.tp in states else (), m.replicas) for m in self.plan]
+        return figures.plan_summary(rows, sizes, problems)
+
+    def _render_summary(self) -> None:
+        s = self.summary
+        verdict = (
+            '<span style="color:#1b5e20">valid</span>'
+            if s.valid
+            else '<span style="color:#b00020">INVALID: nothing will be sent</span>'
+        )
+        probs = "".join(f"<li>{html.escape(p)}</li>" for p in s.problems[:20])
+        more = f"<li>… {len(s.problems) - 20} more</li>" if len(s.problems) > 20 else ""
+        self.summary_html.value = (
+            f"<b>plan</b> {s.moves} partition moves, {s.replica_moves} replicas to copy "
+            f"({figures.human_bytes(s.bytes_to_move)}), {s.leader_changes} leader changes, "
+            f"brokers touched: {', '.join(map(str, s.brokers_touched)) or 'none'}; validation: {verdict}"
+            + (f"<ul>{probs}{more}</ul>" if probs else "")
+        )
+
+    # ---------------------------------------------------------------- buttons
+
+    def _on_execute(self, _b: Any = None) -> None:
+        if "execute" not in controls.enabled_buttons(self.phase):
+            return
+        try:
+            run = self._run_factory(self.gateway, self.plan, self.options(), self.journal_path)
+        except ReassignKitError as e:
+            self._say(str(e), error=True)
+            return
+        with self._lock:
+            self.events = []
+        self.run, self.result, self.verify_result = run, None, None
+        run.subscribe(self._on_event)
+        self._say("")
+        self._set_phase("running")
+        try:
+            run.start()
+        except ReassignKitError as e:
+            self._say(str(e), error=True)
+            self._set_phase("failed")
+            return
+        self._watcher = threading.Thread(target=self._watch, name="reassign-kit-panel", daemon=True)
+        self._watcher.start()
+
+    def _on_pause(self, _b: Any = None) -> None:
+        if self.run is not None and self.phase == "running":
+            self.run.pause()
+            self._set_phase("paused")
+            self._say("paused: no new move is submitted; moves in flight go on (throttled)")
+
+    def _on_resume(self, _b: Any = None) -> None:
+        if self.run is not None and self.phase == "paused":
+            self.run.resume()
+            self._set_phase("running")
+            self._say("")
+
+    def _on_cancel(self, _b: Any = None) -> None:
+        if self.run is not None and self.phase in ("running", "paused"):
+            self._set_phase("stopping")
+            self._say("cancelling: the moves in flight are being cancelled (a cancelled move may "
+                      "leave a partition with extra replicas; the rollback file restores it)")
+            self.run.stop(cancel_inflight=True)
+
+    def _on_verify(self, _b: Any = None) -> None:
+        if "verify" not in controls.enabled_buttons(self.phase):
+            return
+        before = self.phase
+        self._set_phase("verifying")
+        try:
+            self.verify_result = self._verify_fn(self.gateway, self.plan)
+            self._say(_describe_verify(self.verify_result))
+        except ReassignKitError as e:
+            self._say(str(e), error=True)
+        except Exception as e:  # noqa: BLE001 - shown to the user, never a silent stop
+            self._say(f"verify failed: {type(e).__name__}: {e}", error=True)
+        finally:
+            self._set_phase(before)
+
+    # ---------------------------------------------------------------- run wiring
+
+    def _on_event(self, event: Mapping[str, Any]) -> None:
+        """Called on the run's worker thread: record and mark dirty, nothing more."""
+        with self._lock:
+            self.events.append(dict(event))
+        self._dirty.set()
+
+    def _watch(self) -> None:
+        run = self.run
+        done = threading.Event()
+        outcome: dict[str, Any] = {}
+
+        def waiter() -> None:
+            try:
+                outcome["result"] = run.wait()
+            except BaseException as e:  # noqa: BLE001 - reported in the panel
+                outcome["error"] = e
+            finally:
+                done.set()
+                self._dirty.set()
+
+        threading.Thread(target=waiter, name="reassign-kit-panel-wait", daemon=True).start()
+        while not done.is_set():
+            self._dirty.wait(self.refresh_s)
+            if done.is_set():
+                break
+            self._dirty.clear()
+            self._safe_refresh()
+            time.sleep(self.refresh_s)  # bound the redraw rate
+        self.result = outcome.get("result")
+        err = outcome.get("error") or _result_error(self.result)
+        if err is not None:
+            msg = str(err) if isinstance(err, ReassignKitError | str) else f"{type(err).__name__}: {err}"
+            self._say(f"the run stopped with an error: {msg}", error=True)
+            self._set_phase("failed")
+        else:
+            self._set_phase(controls.phase_after_run(_result_state(self.result)))
+            self._say(_describe_result(self.result))
+        self._safe_refresh()
+
+    def wait(self, timeout: float | None = None) -> Any:
+        """Block until the current run has finished and the panel shows its outcome."""
+        if self._watcher is not None:
+            self._watcher.join(timeout)
+        return self.result
+
+    def _safe_refresh(self) -> None:
+        try:
+            self.refresh()
+        except Exception:  # noqa: BLE001 - a drawing bug must not kill the watcher
+            self._say("could not redraw the chart:\n" + traceback.format_exc(limit=3), error=True)
+
+    def chart_data(self) -> charts.ChartData:
+        with self._lock:
+            evs = list(self.events)
+        total = self.summary.moves
+        progress = figures.progress_series(evs, total=total)
+        live = figures.broker_bytes(evs)
+        bars, hidden = figures.move_bars(evs, now=self._clock() if self.phase in ("running", "paused") else None)
+        if live:
+            brokers, title = live, "bytes copied per broker (latest sample)"
+        else:
+            brokers, title = self.summary.per_broker, "bytes to move per broker (plan)"
+        return charts.ChartData(progress, brokers, title, bars, hidden)
+
+    def refresh(self) -> None:
+        """Redraw chart, table and log from the events so far (bounded data only)."""
+        data = self.chart_data()
+        charts.apply(self.figure, data)
+        rows = self._status_rows()
+        self.behind_html.value = _table_html(figures.behind_rows(rows))
+        with self._lock:
+            lines = figures.log_lines(self.events, limit=figures.MAX_LOG_LINES)
+        self.log_html.value = (
+            '<pre style="max-height:14em;overflow:auto;font-size:11px;margin:0">'
+            + html.escape("\n".join(reversed(lines)) or "(no events yet)")
+            + "</pre>"
+        )
+
+    def _status_rows(self) -> list[Any]:
+        if self.run is None:
+            return []
+        try:
+            st = self.run.status()
+        except Exception:  # noqa: BLE001 - status is best effort while the run moves on
+            return []
+        for attr in ("partitions", "rows", "per_partition"):
+            rows = getattr(st, attr, None)
+            if rows is not None:
+                return list(rows.values()) if isinstance(rows, Mapping) else list(rows)
+        return []
+
+
+def _table_html(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "<i>no partition is behind</i>"
+    head = "<tr><th>partition</th><th>state</th><th>behind</th><th>%</th><th>detail</th></tr>"
+    body = "".join(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>".format(
+            html.escape(r["partition"]),
+            html.escape(r["state"]),
+            figures.human_bytes(r["behind_bytes"]) if r["behind_bytes"] is not None else "?",
+            f"{r['percent']:.0f}" if r["percent"] is not None else "",
+            html.escape(str(r["detail"])[:80]),
+        )
+        for r in rows
+    )
+    return f'<table style="font-size:12px">{head}{body}</table>'
+
+
+def _result_state(result: Any) -> str:
+    if result is None:
+        return "failed"
+    for attr in ("state", "status", "outcome"):
+        v = getattr(result, attr, None)
+        if isinstance(v, str):
+            return v
+    return "failed"
+
+
+def _result_error(result: Any) -> Any:
+    return getattr(result, "error", None) if result is not None else None
+
+
+def _describe_result(result: Any) -> str:
+    state = _result_state(result)
+    msg = getattr(result, "message", None) or getattr(result, "summary", None)
+    return f"run {state}" + (f": {msg}" if isinstance(msg, str) and msg else "")
+
+
+def _describe_verify(result: Any) -> str:
+    for attr in ("message", "summary", "text"):
+        v = getattr(result, attr, None)
+        if isinstance(v, str) and v:
+            return v
+    return str(result)
+
+
+def panel(
+    plan: Plan | str,
+    bootstrap_servers: str | None = None,
+    *,
+    gateway: Any = None,
+    command_config: Mapping[str, str] | None = None,
+    journal_path: str | None = None,
+    **defaults: Any,
+) -> Panel:
+    """Show ``plan`` (a Plan or the path of a reassignment JSON file) with pacing controls
+    pre-set from ``defaults`` (the ExecuteOptions names: batch_size, incremental, ...)."""
+    if isinstance(plan, str):
+        plan = Plan.read(plan)
+    if gateway is None:
+        if not bootstrap_servers:
+            raise ReassignKitError("panel() needs bootstrap_servers=... (or gateway=...)")
+        from ..admin import AdminGateway
+
+        gateway = AdminGateway(bootstrap_servers, config=command_config)
+    return Panel(plan, gateway, journal_path=journal_path, **defaults)
