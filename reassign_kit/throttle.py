@@ -1,0 +1,255 @@
+"""Replication throttles: exactly what the moves in flight need, no more, no less.
+
+The pure core computes them the way Apache Kafka's ``kafka-reassign-partitions`` does:
+
+- sources of a move = the partition's current replicas (for a partition already reassigning,
+  its original replicas: replicas minus adding) → ``leader.replication.throttled.replicas``
+  of the topic, as ``partition:broker`` entries;
+- destinations = target minus sources → ``follower.replication.throttled.replicas``;
+- brokers that are a source or destination of any move get ``leader.`` and
+  ``follower.replication.throttled.rate``; brokers that receive a replica in a given log dir get
+  ``replica.alter.log.dirs.io.max.bytes.per.second``.
+
+Because the throttled-replica lists are per *topic*, setting one for a move would overwrite what
+another in-flight move of the same topic needs: callers pass the other reassignments in flight
+and they are included (as the official tool does). Clearing likewise only removes what no
+remaining in-flight move needs (the official tool clears every broker's rate unconditionally).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .admin import (
+    BROKER_THROTTLE_KEYS,
+    FOLLOWER_RATE,
+    FOLLOWER_REPLICAS,
+    LEADER_RATE,
+    LEADER_REPLICAS,
+    LOG_DIR_RATE,
+)
+from .errors import UsageError
+from .model import ANY_LOG_DIR, Move, PartitionState, TopicPartition
+
+ConfigChanges = dict[Any, dict[str, str | None]]  # resource -> {key: value, or None = delete}
+
+
+@dataclass(frozen=True)
+class PartitionMove:
+    sources: frozenset[int]
+    destinations: frozenset[int]
+
+
+@dataclass(frozen=True)
+class Throttles:
+    """Per-topic throttled-replica lists and the brokers that need a rate."""
+
+    leader: Mapping[str, str] = field(default_factory=dict)  # topic -> "0:1,0:2,1:3"
+    follower: Mapping[str, str] = field(default_factory=dict)
+    brokers: frozenset[int] = frozenset()
+
+    @property
+    def topics(self) -> list[str]:
+        return sorted(set(self.leader) | set(self.follower))
+
+    def topic_configs(self) -> dict[str, dict[str, str]]:
+        out: dict[str, dict[str, str]] = {}
+        for t in self.topics:
+            kv = {}
+            if self.leader.get(t):
+                kv[LEADER_REPLICAS] = self.leader[t]
+            if self.follower.get(t):
+                kv[FOLLOWER_REPLICAS] = self.follower[t]
+            out[t] = kv
+        return out
+
+
+def partition_move(target: Sequence[int], state: PartitionState) -> PartitionMove:
+    """Sources and destinations of one move, given what the cluster says now."""
+    sources = set(state.replicas) - set(state.adding) if state.reassigning else set(state.replicas)
+    return PartitionMove(frozenset(sources), frozenset(set(target) - sources))
+
+
+def move_map(
+    targets: Mapping[TopicPartition, Sequence[int]],
+    current_states: Mapping[TopicPartition, PartitionState],
+    other_in_flight: Mapping[TopicPartition, PartitionState] | None = None,
+) -> dict[TopicPartition, PartitionMove]:
+    """Every move whose replicas must be throttled: the given targets, plus the reassignments
+    already in flight (``other_in_flight``, e.g. from ``list_reassignments``) not among them."""
+    out: dict[TopicPartition, PartitionMove] = {}
+    for tp, st in (other_in_flight or {}).items():
+        if tp not in targets and st.reassigning:
+            out[tp] = PartitionMove(
+                frozenset(set(st.replicas) - set(st.adding)), frozenset(st.adding)
+            )
+    for tp, target in targets.items():
+        st = current_states.get(tp) or (other_in_flight or {}).get(tp)
+        if st is None:
+            raise UsageError(f"cannot compute throttles for {tp}: the cluster does not report it")
+        out[tp] = partition_move(target, st)
+    return out
+
+
+def _entries(parts: Iterable[tuple[int, Iterable[int]]]) -> str:
+    # Sorted as strings, like the official tool's TreeSet, so both write the same bytes.
+    return ",".join(sorted({f"{p}:{b}" for p, bs in parts for b in bs}))
+
+
+def throttles_for(moves: Mapping[TopicPartition, PartitionMove]) -> Throttles:
+    by_topic: dict[str, list[tuple[TopicPartition, PartitionMove]]] = {}
+    for tp, m in moves.items():
+        by_topic.setdefault(tp.topic, []).append((tp, m))
+    leader = {t: _entries((tp.partition, m.sources) for tp, m in ms) for t, ms in by_topic.items()}
+    follower = {
+        t: _entries((tp.partition, m.destinations) for tp, m in ms) for t, ms in by_topic.items()
+    }
+    brokers = frozenset(b for m in moves.values() for b in (*m.sources, *m.destinations))
+    return Throttles(
+        {t: v for t, v in leader.items() if v}, {t: v for t, v in follower.items() if v}, brokers
+    )
+
+
+def required_throttles(
+    moves_in_flight: Mapping[TopicPartition, Sequence[int]],
+    current_states: Mapping[TopicPartition, PartitionState],
+    other_in_flight: Mapping[TopicPartition, PartitionState] | None = None,
+) -> Throttles:
+    """The throttled-replica lists and rate brokers these moves (plus other in-flight
+    reassignments, so that none loses its throttle) need. Pure."""
+    return throttles_for(move_map(moves_in_flight, current_states, other_in_flight))
+
+
+def log_dir_brokers(moves: Iterable[Move]) -> frozenset[int]:
+    """Brokers that are asked to place a replica in a specific log dir."""
+    return frozenset(
+        b
+        for m in moves
+        if m.log_dirs is not None
+        for b, d in zip(m.replicas, m.log_dirs, strict=False)
+        if d != ANY_LOG_DIR
+    )
+
+
+def apply_changes(
+    required: Throttles,
+    rate: int | None,
+    log_dir_rate: int | None = None,
+    log_dir_brokers_: Iterable[int] = (),
+) -> tuple[ConfigChanges, ConfigChanges]:
+    """(topic changes, broker changes) that set the required throttles. Pure.
+
+    With ``rate`` None the inter-broker throttle is not touched (no ``--throttle``)."""
+    topic_changes: ConfigChanges = {}
+    broker_changes: ConfigChanges = {}
+    if rate is not None:
+        if rate < 0:
+            raise UsageError(f"--throttle must be a positive number of bytes/s, not {rate}")
+        topic_changes.update(required.topic_configs())
+        for b in sorted(required.brokers):
+            broker_changes.setdefault(b, {}).update(
+                {LEADER_RATE: str(rate), FOLLOWER_RATE: str(rate)}
+            )
+    if log_dir_rate is not None:
+        if log_dir_rate < 0:
+            raise UsageError(
+                f"--replica-alter-log-dirs-throttle must be a positive number of bytes/s, not {log_dir_rate}"
+            )
+        for b in sorted(set(log_dir_brokers_)):
+            broker_changes.setdefault(b, {})[LOG_DIR_RATE] = str(log_dir_rate)
+    return topic_changes, broker_changes
+
+
+def clear_changes(
+    topics: Iterable[str],
+    brokers: Iterable[int],
+    remaining_in_flight: Mapping[TopicPartition, PartitionState],
+    keep_log_dir_brokers: Iterable[int] = (),
+) -> tuple[ConfigChanges, ConfigChanges]:
+    """(topic changes, broker changes) that remove the throttles of ``topics`` and ``brokers``
+    except what the reassignments still in flight need: a topic with partitions still moving
+    gets its lists narrowed to those moves, a broker still a source or destination keeps its
+    rates, a broker still moving a replica between log dirs keeps its log-dir rate. Pure."""
+    still = throttles_for(move_map({}, {}, remaining_in_flight))
+    keep_ld = set(keep_log_dir_brokers)
+    topic_changes: ConfigChanges = {}
+    for t in sorted(set(topics)):
+        topic_changes[t] = {
+            LEADER_REPLICAS: still.leader.get(t) or None,
+            FOLLOWER_REPLICAS: still.follower.get(t) or None,
+        }
+    broker_changes: ConfigChanges = {}
+    for b in sorted(set(brokers)):
+        kv: dict[str, str | None] = {}
+        if b not in still.brokers:
+            kv[LEADER_RATE] = None
+            kv[FOLLOWER_RATE] = None
+        if b not in keep_ld:
+            kv[LOG_DIR_RATE] = None
+        if kv:
+            broker_changes[b] = kv
+    return topic_changes, broker_changes
+
+
+# ----------------------------------------------------------------------------- I/O through admin
+
+
+def apply_throttles(
+    gateway: Any,
+    required: Throttles,
+    rate: int | None,
+    log_dir_rate: int | None = None,
+    log_dir_brokers_: Iterable[int] = (),
+) -> tuple[ConfigChanges, ConfigChanges]:
+    """Set what ``required`` needs (incremental_alter_configs); returns the changes made."""
+    topic_changes, broker_changes = apply_changes(required, rate, log_dir_rate, log_dir_brokers_)
+    gateway.alter_topic_configs(topic_changes)
+    gateway.alter_broker_configs(broker_changes)
+    return topic_changes, broker_changes
+
+
+def clear_throttles(
+    gateway: Any,
+    topics: Iterable[str],
+    brokers: Iterable[int] | None = None,
+    remaining_in_flight: Mapping[TopicPartition, PartitionState] | None = None,
+    keep_log_dir_brokers: Iterable[int] | None = None,
+) -> tuple[ConfigChanges, ConfigChanges]:
+    """Remove throttles no remaining in-flight move needs. ``brokers`` None = every broker (as
+    the official tool); ``remaining_in_flight`` None = ask the cluster; ``keep_log_dir_brokers``
+    None = brokers with a future replica (a log-dir move still running)."""
+    if brokers is None:
+        brokers = [b.id for b in gateway.brokers()]
+    brokers = list(brokers)
+    if remaining_in_flight is None:
+        remaining_in_flight = gateway.list_reassignments()
+    if keep_log_dir_brokers is None:
+        keep_log_dir_brokers = {r.broker for r in gateway.describe_log_dirs(brokers) if r.is_future}
+    topic_changes, broker_changes = clear_changes(
+        topics, brokers, remaining_in_flight, keep_log_dir_brokers
+    )
+    gateway.alter_topic_configs(topic_changes)
+    gateway.alter_broker_configs(broker_changes)
+    return topic_changes, broker_changes
+
+
+def current_throttles(
+    gateway: Any, topics: Iterable[str], brokers: Iterable[int]
+) -> dict[str, Any]:
+    """The throttle configs now set on these topics and brokers (empty values omitted)."""
+    tc = gateway.topic_configs(topics)
+    bc = gateway.broker_configs(brokers)
+    return {
+        "topics": {
+            t: {k: c[k] for k in (LEADER_REPLICAS, FOLLOWER_REPLICAS) if c.get(k)}
+            for t, c in tc.items()
+            if any(c.get(k) for k in (LEADER_REPLICAS, FOLLOWER_REPLICAS))
+        },
+        "brokers": {
+            b: {k: c[k] for k in BROKER_THROTTLE_KEYS if c.get(k)}
+            for b, c in bc.items()
+            if any(c.get(k) for k in BROKER_THROTTLE_KEYS)
+        },
+    }
