@@ -1,0 +1,58 @@
+# reassign_kit: `make demo` and `make test` are the two commands; both start with `make setup`.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SANDBOX_DIR ?= $(CURDIR)/.cache/sandbox
+DEMO_OUT ?= $(CURDIR)/demo-out
+PYTEST_ARGS ?=
+
+.PHONY: setup venv kafka chromium test demo bench lint sandbox-up sandbox-down clean
+
+setup: venv kafka chromium
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@command -v $(PY) >/dev/null || { echo "setup: $(PY) not found (Python 3.11+ is needed)" >&2; exit 1; }
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+kafka: venv
+	@command -v java >/dev/null || { echo "setup: java not found: install OpenJDK 17+ (apt-get install openjdk-17-jre-headless)" >&2; exit 1; }
+	@command -v mvn >/dev/null || { echo "setup: mvn not found: install Maven (apt-get install maven)" >&2; exit 1; }
+	$(BIN)/reassign-kit sandbox fetch >/dev/null
+
+# Debian's Chromium for the browser test (Playwright cannot download its own browser here).
+chromium:
+	@if ! command -v chromium >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null || { echo "setup: apt-get install chromium failed" >&2; exit 1; }; \
+	  else echo "setup: chromium not found and cannot apt-get it (not root); browser tests will be skipped" >&2; fi; \
+	fi
+
+test: setup
+	$(BIN)/ruff check reassign_kit tests bench
+	$(BIN)/pytest -q -ra --strict-markers --durations=15 $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/ruff check reassign_kit tests bench
+
+bench: setup
+	@set -e; for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f; done
+
+sandbox-up: setup
+	@if $(BIN)/reassign-kit sandbox status --dir $(SANDBOX_DIR) 2>/dev/null | grep -q '"running": true'; then \
+	  echo "sandbox already running in $(SANDBOX_DIR)"; \
+	else $(BIN)/reassign-kit sandbox up --brokers 4 --racks 2 --dir $(SANDBOX_DIR) >/dev/null && echo "sandbox up in $(SANDBOX_DIR)"; fi
+
+sandbox-down: venv
+	-$(BIN)/reassign-kit sandbox down --dir $(SANDBOX_DIR) >/dev/null
+
+demo: setup sandbox-up
+	$(BIN)/python -m reassign_kit.demo --sandbox-dir $(SANDBOX_DIR) --output-dir $(DEMO_OUT)
+
+clean: sandbox-down
+	rm -rf $(DEMO_OUT) tests/out bench/out

@@ -1,0 +1,49 @@
+"""Shared fixtures: one real Kafka sandbox per test session (or the one in $RK_SANDBOX_DIR)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+OUT = Path(__file__).parent / "out"
+
+
+@pytest.fixture(scope="session")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    from reassign_kit.sandbox import Sandbox
+
+    reuse = os.environ.get("RK_SANDBOX_DIR")
+    if reuse:
+        sb = Sandbox(reuse)
+        if sb.running():
+            yield sb
+            return
+    with Sandbox.start(brokers=4, racks=2, dir=tmp_path_factory.mktemp("sandbox")) as sb:
+        yield sb
+
+
+@pytest.fixture(scope="session")
+def bootstrap(sandbox) -> str:
+    return sandbox.bootstrap_servers
+
+
+@pytest.fixture
+def topic_name() -> Callable[[str], str]:
+    """Unique topic names, so tests sharing one cluster never collide."""
+
+    def make(prefix: str = "t") -> str:
+        return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+    return make
+
+
+@pytest.fixture
+def out_dir(request: pytest.FixtureRequest) -> Path:
+    """A per-test folder under tests/out/ for artefacts a person may want to look at."""
+    d = OUT / request.node.name.replace("/", "_").replace("[", "_").replace("]", "")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
