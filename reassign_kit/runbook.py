@@ -1,0 +1,278 @@
+"""Run the notebooks headless as runbooks (papermill): plan -> execute -> verify -> postmortem.
+
+Papermill gets a ``kernel_name`` and an ``execution_timeout``, so a hung cell fails the run
+instead of hanging a CI job. Papermill 2.7 has no ``store_widget_state`` switch, so the widget
+state (a live FigureWidget's is megabytes) is stripped from every output notebook here, and the
+output is checked to stay small. A failing cell raises ``RunbookError`` naming the notebook, the
+cell's error and the output notebook that holds the details; ``main`` turns it into a message
+and a non-zero exit.
+
+    python -m reassign_kit.runbook demo --output-dir DIR [--sandbox-dir D | --bootstrap-server B]
+    python -m reassign_kit.runbook run 02_execute --output-dir DIR -p plan_path plan.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import ReassignKitError, UsageError
+
+NOTEBOOKS = ("01_plan", "02_execute", "03_verify", "04_postmortem")
+MAX_OUTPUT_BYTES = 3 * 1024 * 1024  # an output notebook bigger than this carries a bug
+DEFAULT_TIMEOUT_S = 900
+
+
+class RunbookError(ReassignKitError):
+    """A notebook cell failed, timed out, or the output notebook is unreasonably large."""
+
+    exit_code = 6
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def notebooks_dir() -> Path:
+    return repo_root() / "notebooks"
+
+
+def default_sandbox_dir() -> str:
+    """The shared dev sandbox's dir, as the lead leaves it in .cache/dev-sandbox-dir."""
+    marker = repo_root() / ".cache" / "dev-sandbox-dir"
+    env = os.environ.get("RK_SANDBOX_DIR")
+    if env:
+        return env
+    if marker.exists():
+        return marker.read_text().strip()
+    return str(repo_root() / ".cache" / "dev-sandbox")
+
+
+def resolve_bootstrap(bootstrap_servers: str = "", sandbox_dir: str = "") -> str:
+    """The bootstrap string a notebook should use: the one given, else the sandbox's."""
+    if bootstrap_servers:
+        return bootstrap_servers
+    from .sandbox import Sandbox
+
+    d = sandbox_dir or default_sandbox_dir()
+    try:
+        sb = Sandbox(d)
+        if not sb.running():
+            raise RunbookError(f"the sandbox in {d} is not running; start it with "
+                               f"`reassign-kit sandbox up --dir {d}` or pass bootstrap_servers")
+        return sb.bootstrap_servers
+    except RunbookError:
+        raise
+    except ReassignKitError as e:
+        raise RunbookError(f"no bootstrap_servers given and the sandbox in {d} is unusable: {e}") from e
+
+
+def demo_topic_and_plan(
+    sandbox_dir: str,
+    output_dir: str,
+    topic: str,
+    partitions: int = 6,
+    mb_per_partition: float = 2.0,
+) -> str:
+    """Create (once) a topic crowded on the sandbox's first brokers, with data, and write a
+    plan spreading it over the others; return the plan's path. Used when no plan is given, so
+    02_execute runs on its own (demo, tests, the browser test)."""
+    from .model import Move, Plan, TopicPartition
+    from .sandbox import Sandbox
+
+    sb = Sandbox(sandbox_dir or default_sandbox_dir())
+    ids = sorted(int(b["id"]) for b in sb.brokers)
+    if len(ids) < 3:
+        raise RunbookError(f"the demo needs a sandbox with 3+ brokers, found {ids}")
+    n = len(ids)
+    current = [[ids[p % 2], ids[(p + 1) % 2]] for p in range(partitions)]
+    target = [[ids[(p + 2) % n], ids[(p + 3) % n] if (p + 3) % n != (p + 2) % n else ids[0]] for p in range(partitions)]
+    admin = sb.admin()
+    if topic not in admin.list_topics(timeout=10).topics:
+        sb.create_topic(topic, assignment=current)
+        sb.load(topic, mb_per_partition)
+    plan = Plan.of(Move(TopicPartition(topic, p), tuple(t)) for p, t in enumerate(target))
+    os.makedirs(output_dir, exist_ok=True)
+    path = os.path.join(output_dir, "plan.json")
+    plan.write(path)
+    return path
+
+
+def strip_widget_state(path: str | os.PathLike) -> int:
+    """Remove stored widget state from a notebook file; return its size in bytes afterwards."""
+    import nbformat
+
+    nb = nbformat.read(os.fspath(path), as_version=4)
+    if "widgets" in nb.metadata:
+        del nb.metadata["widgets"]
+    nbformat.write(nb, os.fspath(path))
+    return os.path.getsize(path)
+
+
+def _cell_error(output_nb: str) -> str:
+    """The first error a cell recorded in the output notebook, for the message."""
+    try:
+        import nbformat
+
+        nb = nbformat.read(output_nb, as_version=4)
+        for cell in nb.cells:
+            for out in cell.get("outputs", ()):
+                if out.get("output_type") == "error":
+                    return f"{out.get('ename')}: {out.get('evalue')}"
+    except Exception:  # noqa: BLE001 - best effort, the caller has a message anyway
+        pass
+    return ""
+
+
+def run_notebook(
+    name: str,
+    output_dir: str,
+    parameters: Mapping[str, Any] | None = None,
+    *,
+    kernel_name: str = "python3",
+    execution_timeout: int = DEFAULT_TIMEOUT_S,
+    max_output_bytes: int = MAX_OUTPUT_BYTES,
+    log_output: bool = False,
+) -> str:
+    """Execute notebooks/<name>.ipynb with papermill; return the output notebook's path."""
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
+    src = notebooks_dir() / (name if name.endswith(".ipynb") else f"{name}.ipynb")
+    if not src.exists():
+        raise UsageError(f"no notebook {src}")
+    os.makedirs(output_dir, exist_ok=True)
+    out = os.path.join(os.path.abspath(output_dir), src.stem + ".out.ipynb")
+    params = {"output_dir": os.path.abspath(output_dir), **(parameters or {})}
+    try:
+        pm.execute_notebook(
+            str(src), out, parameters=params, kernel_name=kernel_name,
+            execution_timeout=execution_timeout, progress_bar=False, log_output=log_output,
+            cwd=str(notebooks_dir()),
+        )
+    except PapermillExecutionError as e:
+        raise RunbookError(
+            f"{src.name} failed in cell {e.exec_count}: {e.ename}: {e.evalue}\n"
+            f"  details: {out}"
+        ) from None
+    except Exception as e:  # timeouts, dead kernels: still a clear message, never a traceback
+        detail = _cell_error(out) if os.path.exists(out) else ""
+        raise RunbookError(f"{src.name} did not finish: {type(e).__name__}: {e} {detail}\n  details: {out}") from None
+    finally:
+        if os.path.exists(out):
+            size = strip_widget_state(out)
+    if size > max_output_bytes:
+        raise RunbookError(f"{out} is {size} bytes (> {max_output_bytes}): a cell stores too much output")
+    return out
+
+
+def demo(
+    output_dir: str,
+    *,
+    sandbox_dir: str = "",
+    bootstrap_servers: str = "",
+    kernel_name: str = "python3",
+    execution_timeout: int = DEFAULT_TIMEOUT_S,
+    extra: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, str]:
+    """plan -> execute -> verify -> postmortem on the sandbox; return the artefacts' paths."""
+    extra = extra or {}
+    out = os.path.abspath(output_dir)
+    sandbox_dir = sandbox_dir or ("" if bootstrap_servers else default_sandbox_dir())
+    bootstrap = resolve_bootstrap(bootstrap_servers, sandbox_dir)
+    common = {"bootstrap_servers": bootstrap}
+    dirs = {n: os.path.join(out, n) for n in NOTEBOOKS}
+    done: dict[str, str] = {}
+
+    plan_path = ""
+    if (notebooks_dir() / "01_plan.ipynb").exists():
+        done["01_plan"] = run_notebook("01_plan", dirs["01_plan"], {**common, **extra.get("01_plan", {})},
+                                       kernel_name=kernel_name, execution_timeout=execution_timeout)
+        candidate = os.path.join(dirs["01_plan"], "plan.json")
+        if os.path.exists(candidate) and _plan_has_moves(candidate):
+            plan_path = candidate
+    p02 = {**common, "sandbox_dir": sandbox_dir, "plan_path": plan_path, "auto_execute": True,
+           **extra.get("02_execute", {})}
+    done["02_execute"] = run_notebook("02_execute", dirs["02_execute"], p02,
+                                      kernel_name=kernel_name, execution_timeout=execution_timeout)
+    executed_plan = os.path.join(dirs["02_execute"], "plan.json")
+    journal = os.path.join(dirs["02_execute"], "journal.jsonl")
+    done["03_verify"] = run_notebook(
+        "03_verify", dirs["03_verify"],
+        {**common, "plan_path": executed_plan, **extra.get("03_verify", {})},
+        kernel_name=kernel_name, execution_timeout=execution_timeout,
+    )
+    done["04_postmortem"] = run_notebook(
+        "04_postmortem", dirs["04_postmortem"],
+        {"journal_paths": journal, **extra.get("04_postmortem", {})},
+        kernel_name=kernel_name, execution_timeout=execution_timeout,
+    )
+    return {**done, "output_dir": out}
+
+
+def _plan_has_moves(path: str) -> bool:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return bool(json.load(f).get("partitions"))
+    except (OSError, ValueError):
+        return False
+
+
+def _artefacts(output_dir: str) -> list[str]:
+    found = []
+    for root, _dirs, files in os.walk(output_dir):
+        for f in sorted(files):
+            if f.endswith((".html", ".json", ".jsonl")):
+                found.append(os.path.join(root, f))
+    return sorted(found)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m reassign_kit.runbook", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("demo", help="run 01 -> 02 -> 03 -> 04 on the sandbox")
+    r = sub.add_parser("run", help="run one notebook")
+    r.add_argument("notebook", choices=NOTEBOOKS)
+    r.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "JSON_OR_TEXT"))
+    for p in (d, r):
+        p.add_argument("--output-dir", required=True)
+        p.add_argument("--kernel-name", default="python3")
+        p.add_argument("--execution-timeout", type=int, default=DEFAULT_TIMEOUT_S)
+    d.add_argument("--sandbox-dir", default="")
+    d.add_argument("--bootstrap-server", default="")
+    args = ap.parse_args(argv)
+    try:
+        if args.cmd == "demo":
+            res = demo(args.output_dir, sandbox_dir=args.sandbox_dir, bootstrap_servers=args.bootstrap_server,
+                       kernel_name=args.kernel_name, execution_timeout=args.execution_timeout)
+            print("demo done: plan -> execute -> verify -> postmortem")
+            for n in NOTEBOOKS:
+                if n in res:
+                    print(f"  {n}: {res[n]}")
+            print("artefacts (reports, journals, charts):")
+            for f in _artefacts(res["output_dir"]):
+                print(f"  {f}")
+        else:
+            params = {k: _param(v) for k, v in args.parameter}
+            print(run_notebook(args.notebook, args.output_dir, params, kernel_name=args.kernel_name,
+                               execution_timeout=args.execution_timeout))
+    except ReassignKitError as e:
+        print(f"reassign-kit runbook: {e}", file=sys.stderr)
+        return e.exit_code
+    return 0
+
+
+def _param(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+if __name__ == "__main__":
+    sys.exit(main())
