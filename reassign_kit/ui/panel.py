@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import json
+import os
 import threading
 import time
 import traceback
@@ -110,6 +112,7 @@ class Panel:
         gateway: Any,
         *,
         journal_path: str | None = None,
+        output_dir: str | None = None,
         refresh_s: float = 1.0,
         run_factory: Callable[..., Any] | None = None,
         verify_fn: Callable[[Any, Plan], Any] | None = None,
@@ -118,7 +121,11 @@ class Panel:
     ):
         self.plan = plan
         self.gateway = gateway
-        self.journal_path = journal_path
+        self.output_dir = output_dir
+        if output_dir:
+            os.makedirs(output_dir, exist_ok=True)
+        self.journal_path = journal_path or (os.path.join(output_dir, "journal.jsonl") if output_dir else None)
+        self.artefacts: dict[str, str] = {}
         self.refresh_s = float(refresh_s)
         self._run_factory = run_factory or _default_run_factory
         self._verify_fn = verify_fn or _default_verify
@@ -233,6 +240,7 @@ class Panel:
             problems = [str(p) for p in plan_problems(self.plan, view)]
         except ReassignKitError as e:
             states, sizes, problems = {}, {}, [f"cannot read the cluster: {e}"]
+        self.current = {tp: tuple(s.replicas) for tp, s in states.items()}
         rows = [(m.tp, states[m.tp].replicas if m.tp in states else (), m.replicas) for m in self.plan]
         return figures.plan_summary(rows, sizes, problems)
 
@@ -265,6 +273,7 @@ class Panel:
         with self._lock:
             self.events = []
         self.run, self.result, self.verify_result = run, None, None
+        self._save_start_artefacts()
         run.subscribe(self._on_event)
         self._say("")
         self._set_phase("running")
@@ -304,6 +313,7 @@ class Panel:
         try:
             self.verify_result = self._verify_fn(self.gateway, self.plan)
             self._say(_describe_verify(self.verify_result))
+            self.save_artefacts()
         except ReassignKitError as e:
             self._say(str(e), error=True)
         except Exception as e:  # noqa: BLE001 - shown to the user, never a silent stop
@@ -351,6 +361,62 @@ class Panel:
             self._set_phase(controls.phase_after_run(_result_state(self.result)))
             self._say(_describe_result(self.result))
         self._safe_refresh()
+        self.save_artefacts()
+
+    # ---------------------------------------------------------------- artefacts
+
+    def _save_start_artefacts(self) -> None:
+        """plan.json and the rollback file (replicas before the run) before anything moves."""
+        if not self.output_dir:
+            return
+        from ..model import Move
+
+        path = os.path.join(self.output_dir, "plan.json")
+        self.plan.write(path)
+        self.artefacts["plan"] = path
+        rollback = Plan.of(Move(tp, reps) for tp, reps in self.current.items() if reps)
+        if len(rollback):
+            path = os.path.join(self.output_dir, "rollback.json")
+            rollback.write(path)
+            self.artefacts["rollback"] = path
+        if self.journal_path:
+            self.artefacts["journal"] = self.journal_path
+
+    def report(self) -> dict[str, Any]:
+        """What the run did, as plain JSON values (no client config, so no secret)."""
+        data = self.chart_data()
+        s = self.summary
+        return {
+            "phase": self.phase,
+            "plan": {"moves": s.moves, "replica_moves": s.replica_moves, "bytes_to_move": s.bytes_to_move,
+                     "leader_changes": s.leader_changes, "brokers_touched": list(s.brokers_touched),
+                     "problems": list(s.problems)},
+            "options": self.options(),
+            "progress": {"total": data.progress.total,
+                         "done": data.progress.done[-1] if data.progress.done else 0,
+                         "cancelled": data.progress.cancelled[-1] if data.progress.cancelled else 0,
+                         "percent_done": data.progress.percent_done,
+                         "seconds": data.progress.t[-1] if data.progress.t else 0.0},
+            "run": _describe_result(self.result) if self.result is not None else None,
+            "verify": _describe_verify(self.verify_result) if self.verify_result is not None else None,
+            "verify_complete": verify_complete(self.verify_result),
+            "errors": list(self.errors),
+            "artefacts": dict(self.artefacts),
+        }
+
+    def save_artefacts(self) -> dict[str, str]:
+        """report.json and the chart as standalone HTML in ``output_dir`` (if one was given)."""
+        if not self.output_dir:
+            return {}
+        fig = charts.new_figure(widget=False)
+        charts.apply(fig, self.chart_data())
+        chart = os.path.join(self.output_dir, "execute_chart.html")
+        fig.write_html(chart, include_plotlyjs=True, full_html=True)
+        self.artefacts["chart"] = chart
+        self.artefacts["report"] = os.path.join(self.output_dir, "execute_report.json")
+        with open(self.artefacts["report"], "w", encoding="utf-8") as f:
+            json.dump(self.report(), f, indent=2, default=str)
+        return dict(self.artefacts)
 
     def wait(self, timeout: float | None = None) -> Any:
         """Block until the current run has finished and the panel shows its outcome."""
@@ -450,6 +516,25 @@ def _describe_verify(result: Any) -> str:
     return str(result)
 
 
+def verify_complete(result: Any) -> bool | None:
+    """Whether a verify result says every move of the plan is complete (None: not verified)."""
+    if result is None:
+        return None
+    for attr in ("complete", "done", "ok", "is_complete"):
+        v = getattr(result, attr, None)
+        if isinstance(v, bool):
+            return v
+        if callable(v):
+            try:
+                out = v()
+            except TypeError:
+                continue
+            if isinstance(out, bool):
+                return out
+    code = getattr(result, "exit_code", None)
+    return code == 0 if isinstance(code, int) else None
+
+
 def panel(
     plan: Plan | str,
     bootstrap_servers: str | None = None,
@@ -457,6 +542,7 @@ def panel(
     gateway: Any = None,
     command_config: Mapping[str, str] | None = None,
     journal_path: str | None = None,
+    output_dir: str | None = None,
     **defaults: Any,
 ) -> Panel:
     """Show ``plan`` (a Plan or the path of a reassignment JSON file) with pacing controls
@@ -469,4 +555,4 @@ def panel(
         from ..admin import AdminGateway
 
         gateway = AdminGateway(bootstrap_servers, config=command_config)
-    return Panel(plan, gateway, journal_path=journal_path, **defaults)
+    return Panel(plan, gateway, journal_path=journal_path, output_dir=output_dir, **defaults)
