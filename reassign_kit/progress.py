@@ -1,0 +1,720 @@
+"""KIP-179 progress report: per partition and broker of a plan, how far along, how fast, when done.
+
+Per (partition, target broker) one of KIP-179's statuses: ``In sync``, ``Behind: …``,
+``Unknown topic``, ``Unknown partition``, ``Unknown broker``, ``Broker does not host this
+partition``; per partition ``Done`` / ``Pending`` / ``Moving (step i of n)``; and the plan as
+a whole.
+
+What "behind" is based on — only what the Admin API can tell honestly:
+
+- ISR membership (Metadata): a replica in the ISR is ``In sync``; one outside it is behind.
+- Bytes (DescribeLogDirs): a follower's log size against the leader's log size gives bytes
+  still to copy and a percentage. Segment sizes of a follower and its leader can differ a
+  little (different roll times), so this is an estimate, exact only in direction.
+- Messages: a follower's message lag is known only to its leader (KIP-179's ReplicaStatus was
+  never built), so it is not reported; a replica moving between log dirs of one broker is the
+  exception: DescribeLogDirs gives its future log's offset lag, reported as messages.
+
+Rates and ETAs come from samples (remaining bytes over time): the journal's ``sample`` events
+and/or successive observations; rate = drop of remaining bytes over a sliding window, ETA =
+remaining / rate. Pending moves count their whole size, so the plan's ETA assumes the current
+throughput goes on. Pure core (``Observation`` → ``ProgressReport``) + ``observe`` (one round
+of Admin calls through the gateway) + ``watch`` (a terminal view that refreshes in place).
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .gateway import Gateway, ReplicaLogInfo
+from .model import PartitionState, Plan, TopicPartition, is_complete
+
+IN_SYNC = "In sync"
+BEHIND = "Behind"
+UNKNOWN_TOPIC = "Unknown topic"
+UNKNOWN_PARTITION = "Unknown partition"
+UNKNOWN_BROKER = "Unknown broker"
+NOT_HOSTED = "Broker does not host this partition"
+DONE = "Done"
+PENDING = "Pending"
+MOVING = "Moving"
+
+ReplicaKey = tuple[str, int, int]  # topic, partition, broker
+
+
+@dataclass(frozen=True)
+class Observation:
+    """Everything the report needs, gathered at one instant (``observe`` fills it)."""
+
+    ts: float
+    plan: Plan
+    partition_counts: Mapping[str, int]
+    brokers: frozenset[int]
+    states: Mapping[TopicPartition, PartitionState]
+    logs: Sequence[ReplicaLogInfo] = ()
+    step_info: Mapping[TopicPartition, tuple[int, int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Bytes still to copy per (topic, partition, broker) at ``ts`` (0 = in sync)."""
+
+    ts: float
+    remaining: Mapping[ReplicaKey, int]
+
+
+@dataclass(frozen=True)
+class ReplicaRow:
+    topic: str
+    partition: int
+    broker: int
+    status: str
+    kind: str  # in_sync | behind | not_hosted | unknown_topic | unknown_partition | unknown_broker
+    basis: str = ""  # what the status is based on
+    size_bytes: int | None = None
+    leader_bytes: int | None = None
+    bytes_behind: int | None = None
+    messages_behind: int | None = None
+    pct: float | None = None
+    rate_bps: float | None = None
+    eta_s: float | None = None
+
+
+@dataclass(frozen=True)
+class PartitionRow:
+    topic: str
+    partition: int
+    status: str
+    replicas: tuple[int, ...]
+    target: tuple[int, ...]
+    step: int | None = None
+    steps: int | None = None
+    bytes_remaining: int = 0
+    pct: float | None = None
+    rate_bps: float | None = None
+    eta_s: float | None = None
+
+
+@dataclass(frozen=True)
+class BrokerRow:
+    broker: int
+    replicas: int
+    in_sync: int
+    behind: int
+    not_hosted: int
+    unknown: int
+    bytes_remaining: int
+    rate_bps: float | None = None
+    eta_s: float | None = None
+
+
+@dataclass(frozen=True)
+class ProgressReport:
+    """One report; ``to_pandas()`` is KIP-179's table (one row per partition and broker)."""
+
+    ts: float
+    status: str
+    replicas: tuple[ReplicaRow, ...]
+    partitions: tuple[PartitionRow, ...]
+    brokers: tuple[BrokerRow, ...]
+    bytes_remaining: int = 0
+    bytes_total: int = 0
+    pct: float | None = None
+    rate_bps: float | None = None
+    eta_s: float | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.status == DONE
+
+    def to_pandas(self):
+        import pandas as pd
+
+        return pd.DataFrame([r.__dict__ for r in self.replicas], columns=_cols(ReplicaRow))
+
+    def partitions_pandas(self):
+        import pandas as pd
+
+        return pd.DataFrame([r.__dict__ for r in self.partitions], columns=_cols(PartitionRow))
+
+    def brokers_pandas(self):
+        import pandas as pd
+
+        return pd.DataFrame([r.__dict__ for r in self.brokers], columns=_cols(BrokerRow))
+
+    def series(self) -> list[dict[str, Any]]:
+        """Long-format points for the charts: one per plan / partition / broker at ``ts``
+        (``level``, ``key``, ``pct``, ``bytes_remaining``, ``rate_bps``, ``eta_s``)."""
+        pts = [
+            _pt(self.ts, "plan", "plan", self.pct, self.bytes_remaining, self.rate_bps, self.eta_s)
+        ]
+        for p in self.partitions:
+            key = f"{p.topic}-{p.partition}"
+            pts.append(
+                _pt(self.ts, "partition", key, p.pct, p.bytes_remaining, p.rate_bps, p.eta_s)
+            )
+        for b in self.brokers:
+            pts.append(
+                _pt(self.ts, "broker", str(b.broker), None, b.bytes_remaining, b.rate_bps, b.eta_s)
+            )
+        return pts
+
+    def sample(self) -> Sample:
+        return Sample(self.ts, _remaining_of(self.replicas))
+
+    def sample_event(self) -> dict[str, Any]:
+        """Fields of a journal ``sample`` event that ``samples_from_events`` reads back."""
+        rem = _remaining_of(self.replicas)
+        return {"remaining": [[t, p, b, n] for (t, p, b), n in sorted(rem.items())]}
+
+    def to_json_obj(self) -> dict[str, Any]:
+        return {
+            "ts": self.ts,
+            "status": self.status,
+            "pct": self.pct,
+            "bytes_remaining": self.bytes_remaining,
+            "bytes_total": self.bytes_total,
+            "rate_bps": self.rate_bps,
+            "eta_s": self.eta_s,
+            "replicas": [r.__dict__ for r in self.replicas],
+            "partitions": [{**p.__dict__, "replicas": list(p.replicas)} for p in self.partitions],
+            "brokers": [b.__dict__ for b in self.brokers],
+        }
+
+    def render_text(self) -> str:
+        """KIP-179's table, then one line per partition and the plan's summary."""
+        rows = [("Topic", "Partition", "Broker", "Status")]
+        rows += [(r.topic, str(r.partition), str(r.broker), r.status) for r in self.replicas]
+        w = [max(len(r[i]) for r in rows) for i in range(3)]
+        lines = [f"{a:<{w[0]}}  {b:<{w[1]}}  {c:<{w[2]}}  {d}" for a, b, c, d in rows]
+        lines.append("")
+        for p in self.partitions:
+            lines.append(
+                f"{p.topic}-{p.partition}: {p.status}  {_fmt_pct(p.pct)}  "
+                f"{_fmt_bytes(p.bytes_remaining)} to copy  {_fmt_rate(p.rate_bps)}  "
+                f"ETA {_fmt_eta(p.eta_s)}"
+            )
+        lines.append(self.summary())
+        return "\n".join(lines)
+
+    def summary(self) -> str:
+        return (
+            f"plan: {self.status}  {_fmt_pct(self.pct)}  {_fmt_bytes(self.bytes_remaining)} "
+            f"of {_fmt_bytes(self.bytes_total)} to copy  {_fmt_rate(self.rate_bps)}  "
+            f"ETA {_fmt_eta(self.eta_s)}"
+        )
+
+    def to_rich(self, max_rows: int = 40):
+        """A rich renderable (table + summary) for the terminal view."""
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        t = Table(title="reassignment progress (KIP-179)", expand=False)
+        for c in ("Topic", "Partition", "Broker", "Status", "Rate", "ETA"):
+            t.add_column(c)
+        style = {"in_sync": "green", "behind": "yellow", "not_hosted": "cyan"}
+        rows = sorted(self.replicas, key=lambda r: (r.kind == "in_sync", r.topic, r.partition))
+        for r in rows[:max_rows]:
+            t.add_row(
+                r.topic,
+                str(r.partition),
+                str(r.broker),
+                Text(r.status, style=style.get(r.kind, "red")),
+                _fmt_rate(r.rate_bps) if r.kind == "behind" else "",
+                _fmt_eta(r.eta_s) if r.kind == "behind" else "",
+            )
+        more = len(rows) - max_rows
+        parts: list[Any] = [t]
+        if more > 0:
+            parts.append(Text(f"… {more} more rows (in sync last)"))
+        parts.append(Text(self.summary(), style="bold"))
+        return Group(*parts)
+
+
+def _cols(cls: type) -> list[str]:
+    return list(cls.__dataclass_fields__)
+
+
+def _pt(ts, level, key, pct, rem, rate, eta) -> dict[str, Any]:
+    return {
+        "ts": ts,
+        "level": level,
+        "key": key,
+        "pct": pct,
+        "bytes_remaining": rem,
+        "rate_bps": rate,
+        "eta_s": eta,
+    }
+
+
+def _remaining_of(rows: Iterable[ReplicaRow]) -> dict[ReplicaKey, int]:
+    out = {}
+    for r in rows:
+        if r.kind == "in_sync":
+            out[(r.topic, r.partition, r.broker)] = 0
+        elif r.bytes_behind is not None:
+            out[(r.topic, r.partition, r.broker)] = r.bytes_behind
+    return out
+
+
+# ------------------------------------------------------------------------------ pure core
+
+
+def _logs_by_replica(
+    logs: Iterable[ReplicaLogInfo],
+) -> tuple[
+    dict[tuple[TopicPartition, int], ReplicaLogInfo],
+    dict[tuple[TopicPartition, int], ReplicaLogInfo],
+]:
+    current: dict[tuple[TopicPartition, int], ReplicaLogInfo] = {}
+    future: dict[tuple[TopicPartition, int], ReplicaLogInfo] = {}
+    for li in logs:
+        (future if li.is_future else current)[(TopicPartition(*li.tp), li.broker)] = li
+    return current, future
+
+
+def replica_status(obs: Observation) -> list[ReplicaRow]:
+    """KIP-179's per (partition, target broker) status, rates left empty."""
+    current, future = _logs_by_replica(obs.logs)
+    rows: list[ReplicaRow] = []
+    for mv in obs.plan:
+        tp = mv.tp
+        st = obs.states.get(tp)
+        n_parts = obs.partition_counts.get(tp.topic)
+        leader_log = None
+        if st is not None and st.leader is not None:
+            leader_log = current.get((tp, st.leader))
+        leader_bytes = leader_log.size_bytes if leader_log is not None else None
+        for b in mv.replicas:
+            base = {"topic": tp.topic, "partition": tp.partition, "broker": b}
+            if n_parts is None:
+                rows.append(ReplicaRow(**base, status=UNKNOWN_TOPIC, kind="unknown_topic"))
+            elif not 0 <= tp.partition < n_parts or st is None:
+                rows.append(ReplicaRow(**base, status=UNKNOWN_PARTITION, kind="unknown_partition"))
+            elif b not in obs.brokers:
+                rows.append(ReplicaRow(**base, status=UNKNOWN_BROKER, kind="unknown_broker"))
+            elif b not in st.replicas:
+                rows.append(
+                    ReplicaRow(
+                        **base,
+                        status=NOT_HOSTED,
+                        kind="not_hosted",
+                        basis="replica list",
+                        size_bytes=0,
+                        leader_bytes=leader_bytes,
+                        bytes_behind=leader_bytes,
+                        pct=0.0,
+                    )
+                )
+            elif (tp, b) in future:
+                fut = future[(tp, b)]
+                cur = current.get((tp, b))
+                pct = _pct(fut.size_bytes, cur.size_bytes if cur else None)
+                rows.append(
+                    ReplicaRow(
+                        **base,
+                        status=f"{BEHIND}: {fut.offset_lag} messages behind (moving to log dir "
+                        f"{fut.log_dir}; offset lag from DescribeLogDirs)",
+                        kind="behind",
+                        basis="DescribeLogDirs future-log offset lag",
+                        size_bytes=fut.size_bytes,
+                        leader_bytes=cur.size_bytes if cur else None,
+                        bytes_behind=max(0, cur.size_bytes - fut.size_bytes) if cur else None,
+                        messages_behind=fut.offset_lag,
+                        pct=pct,
+                    )
+                )
+            elif b in st.isr:
+                mine = current.get((tp, b))
+                rows.append(
+                    ReplicaRow(
+                        **base,
+                        status=IN_SYNC,
+                        kind="in_sync",
+                        basis="ISR",
+                        size_bytes=mine.size_bytes if mine else None,
+                        leader_bytes=leader_bytes,
+                        bytes_behind=0,
+                        pct=100.0,
+                    )
+                )
+            else:
+                mine = current.get((tp, b))
+                if mine is not None and leader_bytes is not None:
+                    gap = max(0, leader_bytes - mine.size_bytes)
+                    pct = _pct(mine.size_bytes, leader_bytes)
+                    status = (
+                        f"{BEHIND}: {gap} bytes ({_fmt_pct(pct)} of leader's log, "
+                        "from DescribeLogDirs; not in ISR)"
+                    )
+                    rows.append(
+                        ReplicaRow(
+                            **base,
+                            status=status,
+                            kind="behind",
+                            basis="ISR + DescribeLogDirs sizes",
+                            size_bytes=mine.size_bytes,
+                            leader_bytes=leader_bytes,
+                            bytes_behind=gap,
+                            pct=pct,
+                        )
+                    )
+                else:
+                    why = "no leader" if st.leader is None else "log size unknown"
+                    rows.append(
+                        ReplicaRow(
+                            **base,
+                            status=f"{BEHIND}: not in ISR ({why})",
+                            kind="behind",
+                            basis="ISR",
+                            size_bytes=mine.size_bytes if mine else None,
+                            leader_bytes=leader_bytes,
+                        )
+                    )
+    return rows
+
+
+def _pct(have: int | None, of: int | None) -> float | None:
+    if have is None or of is None:
+        return None
+    if of <= 0:
+        return 100.0
+    return max(0.0, min(100.0, 100.0 * have / of))
+
+
+def _rate(
+    history: Sequence[Sample], key_of: Callable[[Sample], int | None], now: Sample, window_s: float
+) -> float | None:
+    """Bytes/s by which the remaining amount dropped since the oldest sample in the window."""
+    rem_now = key_of(now)
+    if rem_now is None:
+        return None
+    ref = None
+    for s in history:
+        if s.ts < now.ts and now.ts - s.ts <= window_s and key_of(s) is not None:
+            ref = s
+            break
+    if ref is None:
+        return None
+    dt = now.ts - ref.ts
+    if dt <= 0:
+        return None
+    return (key_of(ref) - rem_now) / dt  # type: ignore[operator]
+
+
+def _eta(remaining: int, rate: float | None) -> float | None:
+    if remaining <= 0:
+        return 0.0
+    if rate is None or rate <= 0:
+        return None
+    return remaining / rate
+
+
+def build_report(
+    obs: Observation, history: Sequence[Sample] = (), window_s: float = 60.0
+) -> ProgressReport:
+    """The report for ``obs``; ``history`` (oldest first) gives rates and ETAs."""
+    rows = replica_status(obs)
+    now = Sample(obs.ts, _remaining_of(rows))
+    hist = sorted((s for s in history if s.ts < obs.ts), key=lambda s: s.ts)
+
+    def summed(keys: list[ReplicaKey]) -> Callable[[Sample], int | None]:
+        def f(s: Sample) -> int | None:
+            vals = [s.remaining.get(k) for k in keys]
+            if any(v is None for v in vals):
+                return None
+            return sum(vals)  # type: ignore[arg-type]
+
+        return f
+
+    out_rows = []
+    for r in rows:
+        key = (r.topic, r.partition, r.broker)
+        if r.kind == "behind" and r.bytes_behind is not None:
+            rate = _rate(hist, summed([key]), now, window_s)
+            r = _replace(r, rate_bps=rate, eta_s=_eta(r.bytes_behind, rate))
+        out_rows.append(r)
+    rows = out_rows
+
+    # bytes that this plan copies: replicas behind now or at any earlier sample (a replica
+    # already in sync when first seen copies nothing and does not dilute the percentages)
+    moving = {k for k, v in now.remaining.items() if v > 0}
+    moving |= {k for s in hist for k, v in s.remaining.items() if v > 0}
+
+    def size_of(r: ReplicaRow) -> int:
+        return (r.leader_bytes or 0) if (r.topic, r.partition, r.broker) in moving else 0
+
+    parts: list[PartitionRow] = []
+    total_remaining = total_bytes = 0
+    for mv in obs.plan:
+        tp = mv.tp
+        mine = [r for r in rows if (r.topic, r.partition) == tp]
+        st = obs.states.get(tp)
+        unknown = [r for r in mine if r.kind.startswith("unknown")]
+        if any(r.kind in ("unknown_topic", "unknown_partition") for r in unknown):
+            parts.append(PartitionRow(tp.topic, tp.partition, unknown[0].status, (), mv.replicas))
+            continue
+        step = obs.step_info.get(tp)
+        if is_complete(mv.replicas, st):
+            status = DONE
+        elif step is not None:
+            status = f"{MOVING} (step {step[0]} of {step[1]})"
+        elif st is not None and st.reassigning:
+            status = f"{MOVING} (step 1 of 1)" if st.target == tuple(mv.replicas) else MOVING
+        else:
+            status = PENDING
+        keys = [(r.topic, r.partition, r.broker) for r in mine if r.bytes_behind is not None]
+        rem = sum(r.bytes_behind or 0 for r in mine)
+        size = sum(size_of(r) for r in mine)
+        if status == DONE:
+            rem = 0
+        total_remaining += rem
+        total_bytes += size
+        rate = _rate(hist, summed(keys), now, window_s) if keys else None
+        parts.append(
+            PartitionRow(
+                tp.topic,
+                tp.partition,
+                status,
+                st.replicas if st else (),
+                mv.replicas,
+                step[0] if step else None,
+                step[1] if step else None,
+                rem,
+                100.0 if status == DONE else _pct(size - rem, size),
+                rate,
+                _eta(rem, rate),
+            )
+        )
+
+    brokers: list[BrokerRow] = []
+    for b in sorted({r.broker for r in rows}):
+        mine = [r for r in rows if r.broker == b]
+        keys = [(r.topic, r.partition, r.broker) for r in mine if r.bytes_behind is not None]
+        rem = sum(r.bytes_behind or 0 for r in mine)
+        rate = _rate(hist, summed(keys), now, window_s) if keys else None
+        brokers.append(
+            BrokerRow(
+                b,
+                len(mine),
+                sum(r.kind == "in_sync" for r in mine),
+                sum(r.kind == "behind" for r in mine),
+                sum(r.kind == "not_hosted" for r in mine),
+                sum(r.kind.startswith("unknown") for r in mine),
+                rem,
+                rate,
+                _eta(rem, rate),
+            )
+        )
+
+    all_keys = list(now.remaining)
+    rate = _rate(hist, summed(all_keys), now, window_s) if all_keys else None
+    n_done = sum(p.status == DONE for p in parts)
+    if parts and n_done == len(parts):
+        status = DONE
+    elif len(parts) == 1:
+        status = parts[0].status
+    elif any(p.status.startswith(MOVING) for p in parts) or n_done:
+        status = f"{MOVING} ({n_done} of {len(parts)} partitions done)"
+    else:
+        status = PENDING
+    return ProgressReport(
+        obs.ts,
+        status,
+        tuple(rows),
+        tuple(parts),
+        tuple(brokers),
+        total_remaining,
+        total_bytes,
+        100.0 if status == DONE else _pct(total_bytes - total_remaining, total_bytes),
+        rate,
+        _eta(total_remaining, rate),
+    )
+
+
+def _replace(r: ReplicaRow, **kw: Any) -> ReplicaRow:
+    from dataclasses import replace
+
+    return replace(r, **kw)
+
+
+# ------------------------------------------------------------------------------ journal
+
+
+def samples_from_events(events: Iterable[Mapping[str, Any]]) -> list[Sample]:
+    """The journal's ``sample`` events (as ``ProgressReport.sample_event`` writes them)."""
+    out = []
+    for e in events:
+        if e.get("event") != "sample" or "remaining" not in e:
+            continue
+        rem = {}
+        for item in e["remaining"]:
+            try:
+                t, p, b, n = item
+                rem[(str(t), int(p), int(b))] = int(n)
+            except (TypeError, ValueError):
+                continue
+        out.append(Sample(float(e["ts"]), rem))
+    return out
+
+
+def steps_from_events(events: Iterable[Mapping[str, Any]]) -> dict[TopicPartition, tuple[int, int]]:
+    """Latest (step, of steps) per partition from ``step_submitted`` events; a partition's
+    later plain ``submitted``/``completed`` without step fields does not erase it."""
+    out: dict[TopicPartition, tuple[int, int]] = {}
+    for e in events:
+        if e.get("event") != "step_submitted" or "topic" not in e:
+            continue
+        i = e.get("step", e.get("index"))
+        n = e.get("steps", e.get("total"))
+        if isinstance(i, int) and isinstance(n, int):
+            out[TopicPartition(e["topic"], int(e["partition"]))] = (i, n)
+    return out
+
+
+# ------------------------------------------------------------------------------ I/O
+
+
+def observe(
+    gateway: Gateway,
+    plan: Plan,
+    events: Iterable[Mapping[str, Any]] = (),
+    clock: Callable[[], float] = time.time,
+) -> Observation:
+    """One round of Admin calls (metadata, reassignments, DescribeLogDirs) for ``plan``."""
+    counts = gateway.topic_partition_counts(plan.topics())
+    live = frozenset(b.id for b in gateway.brokers())
+    known = [
+        m.tp for m in plan if m.tp.topic in counts and 0 <= m.tp.partition < counts[m.tp.topic]
+    ]
+    states = gateway.describe_partitions(known) if known else {}
+    involved = set()
+    for tp in known:
+        st = states.get(tp)
+        involved.update(plan.by_tp()[tp].replicas)
+        if st is not None:
+            involved.update(st.replicas)
+            if st.leader is not None:
+                involved.add(st.leader)
+    involved &= live
+    logs: list[ReplicaLogInfo] = []
+    if involved and known:
+        if "tps" in inspect.signature(gateway.describe_log_dirs).parameters:
+            logs = gateway.describe_log_dirs(sorted(involved), tps=known)  # type: ignore[call-arg]
+        else:
+            wanted = set(known)
+            logs = [
+                li
+                for li in gateway.describe_log_dirs(sorted(involved))
+                if TopicPartition(*li.tp) in wanted
+            ]
+    return Observation(clock(), plan, counts, live, states, logs, steps_from_events(events))
+
+
+class ProgressTracker:
+    """Keeps the samples between reports so rates and ETAs have a history (no I/O)."""
+
+    def __init__(self, plan: Plan, window_s: float = 60.0, samples: Iterable[Sample] = ()):
+        self.plan = plan
+        self.window_s = window_s
+        self.samples: list[Sample] = sorted(samples, key=lambda s: s.ts)
+        self.reports: list[ProgressReport] = []
+
+    def update(self, obs: Observation) -> ProgressReport:
+        rep = build_report(obs, self.samples, self.window_s)
+        self.samples.append(rep.sample())
+        cutoff = obs.ts - 2 * self.window_s
+        self.samples = [s for s in self.samples if s.ts >= cutoff]
+        self.reports.append(rep)
+        return rep
+
+    def series_pandas(self):
+        """Every report's chart points (``ProgressReport.series``) as one long DataFrame."""
+        import pandas as pd
+
+        return pd.DataFrame([pt for r in self.reports for pt in r.series()])
+
+
+def progress(
+    gateway: Gateway,
+    plan: Plan,
+    events: Iterable[Mapping[str, Any]] = (),
+    window_s: float = 60.0,
+    clock: Callable[[], float] = time.time,
+) -> ProgressReport:
+    """One report now; rates and ETAs from the journal's ``sample`` events, if any."""
+    events = list(events)
+    tracker = ProgressTracker(plan, window_s, samples_from_events(events))
+    return tracker.update(observe(gateway, plan, events, clock))
+
+
+def watch(
+    gateway: Gateway,
+    plan: Plan,
+    interval_s: float = 2.0,
+    events: Callable[[], Iterable[Mapping[str, Any]]] | None = None,
+    until_done: bool = True,
+    max_reports: int | None = None,
+    console: Any = None,
+    on_report: Callable[[ProgressReport], None] | None = None,
+    tracker: ProgressTracker | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ProgressTracker:
+    """A terminal view that refreshes in place (rich Live) until the plan is done (or
+    ``max_reports``); Ctrl-C stops watching, never the reassignment."""
+    from rich.live import Live
+
+    tracker = tracker or ProgressTracker(plan)
+    n = 0
+    try:
+        with Live(console=console, auto_refresh=False, transient=False) as live:
+            while True:
+                evs = list(events()) if events is not None else []
+                if not tracker.samples and evs:
+                    tracker.samples = samples_from_events(evs)
+                rep = tracker.update(observe(gateway, plan, evs))
+                live.update(rep.to_rich(), refresh=True)
+                if on_report is not None:
+                    on_report(rep)
+                n += 1
+                if (until_done and rep.done) or (max_reports is not None and n >= max_reports):
+                    break
+                sleep(interval_s)
+    except KeyboardInterrupt:
+        pass
+    return tracker
+
+
+# ------------------------------------------------------------------------------ formatting
+
+
+def _fmt_pct(p: float | None) -> str:
+    return "?%" if p is None else f"{p:.1f}%"
+
+
+def _fmt_bytes(n: int | None) -> str:
+    if n is None:
+        return "? B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"
+
+
+def _fmt_rate(r: float | None) -> str:
+    return "rate ?" if r is None else f"{_fmt_bytes(int(r))}/s"
+
+
+def _fmt_eta(s: float | None) -> str:
+    if s is None:
+        return "?"
+    s = int(round(s))
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h}h{m:02d}m{sec:02d}s" if h else f"{m}m{sec:02d}s"
