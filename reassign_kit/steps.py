@@ -41,13 +41,14 @@ def _check(current: Sequence[int], target: Sequence[int], r: int, min_isr: int, 
         raise UsageError(f"--parallel-replica-count must be a positive integer, got {r!r}")
     if not isinstance(min_isr, int) or min_isr < 1:
         raise UsageError(f"min.insync.replicas must be >= 1{where}, got {min_isr!r}")
+    label = where.removeprefix(" for ") or "partition"
     problems = []
     if not target:
-        problems.append(f"{where.strip(' ,') or 'partition'}: the target replica list is empty")
+        problems.append(f"{label}: the target replica list is empty")
     for name, reps in (("target", target), ("current", current)):
         dup = sorted({b for b in reps if list(reps).count(b) > 1})
         if dup:
-            problems.append(f"{where.strip(' ,') or 'partition'}: {name} replicas repeat broker(s) {dup}")
+            problems.append(f"{label}: {name} replicas repeat broker(s) {dup}")
     if problems:
         raise InvalidPlanError(problems, header="cannot plan replica-level steps")
 
