@@ -267,17 +267,59 @@ def _num(val: Any) -> float | None:
     return None
 
 
-def broker_bytes(events: Iterable[Mapping[str, Any]]) -> dict[int, dict[str, float]]:
-    """Bytes in / out per broker from the latest ``sample`` event that carries them.
+def _remaining(ev: Mapping[str, Any]) -> dict[tuple[str, int, int], float]:
+    """A ``sample`` event's bytes still to copy per (topic, partition, broker), as
+    ``progress.ProgressReport.sample_event`` writes them (``remaining: [[t, p, b, n], ...]``)."""
+    out: dict[tuple[str, int, int], float] = {}
+    for item in ev.get("remaining") or ():
+        try:
+            t, p, b, n = item
+            out[(str(t), int(p), int(b))] = float(n)
+        except (TypeError, ValueError):
+            continue
+    return out
 
-    A sample may give ``brokers`` as a list of ``{broker|id, bytes_in, bytes_out, ...}`` or as a
-    mapping broker -> such a dict."""
-    latest: Any = None
+
+def broker_bytes(
+    events: Iterable[Mapping[str, Any]],
+    leaders: Mapping[TopicPartition, int] | None = None,
+) -> dict[int, dict[str, float]]:
+    """Bytes copied in / out per broker so far, from the journal's ``sample`` events.
+
+    In: for each replica being built, the most it ever had left to copy minus what it has left
+    now (a replica that leaves the samples counts as fully copied). Out: the same bytes,
+    credited to the partition's leader (followers fetch from it), when ``leaders`` is given.
+    A sample may instead carry ``brokers`` (list of ``{broker, bytes_in, bytes_out}`` or a
+    mapping broker -> such a dict): the latest one is then taken as is."""
+    peak: dict[tuple[str, int, int], float] = {}
+    last: dict[tuple[str, int, int], float] = {}
+    direct: Any = None
     for ev in sorted_events(events):
-        if ev.get("event") == "sample" and ev.get("brokers"):
-            latest = ev["brokers"]
-    if latest is None:
-        return {}
+        if ev.get("event") != "sample":
+            continue
+        if ev.get("brokers"):
+            direct = ev["brokers"]
+        if "remaining" in ev:
+            rem = _remaining(ev)
+            for k in last:
+                if k not in rem:
+                    rem.setdefault(k, 0.0)
+            for k, n in rem.items():
+                peak[k] = max(peak.get(k, 0.0), n)
+            last = rem
+    if direct is not None and not peak:
+        return _direct_broker_bytes(direct)
+    out: dict[int, dict[str, float]] = {}
+    for (t, p, b), top in peak.items():
+        copied = max(0.0, top - last.get((t, p, b), 0.0))
+        out.setdefault(b, {"bytes_in": 0.0, "bytes_out": 0.0})["bytes_in"] += copied
+        src = (leaders or {}).get(TopicPartition(t, p))
+        if src is not None:
+            out.setdefault(src, {"bytes_in": 0.0, "bytes_out": 0.0})["bytes_out"] += copied
+    return dict(sorted(out.items()))
+
+
+def _direct_broker_bytes(latest: Any) -> dict[int, dict[str, float]]:
     rows: list[tuple[Any, Mapping[str, Any]]]
     if isinstance(latest, Mapping):
         rows = list(latest.items())
@@ -293,6 +335,41 @@ def broker_bytes(events: Iterable[Mapping[str, Any]]) -> dict[int, dict[str, flo
         bout = next((_num(r.get(k)) for k in ("bytes_out", "out_bytes", "copied_out") if _num(r.get(k)) is not None), None)
         out[b] = {"bytes_in": bin_ or 0.0, "bytes_out": bout or 0.0}
     return dict(sorted(out.items()))
+
+
+def behind_from_samples(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Rows for ``behind_rows`` from the latest sample: bytes each moving partition still has to
+    copy (summed over its new replicas) and the percentage copied so far."""
+    peak: dict[TopicPartition, float] = {}
+    latest: dict[tuple[str, int, int], float] = {}
+    finished: set[TopicPartition] = set()
+    for ev in sorted_events(events):
+        kind = ev.get("event")
+        if kind == "sample" and "remaining" in ev:
+            latest = _remaining(ev)
+            per: dict[TopicPartition, float] = {}
+            for (t, p, _b), n in latest.items():
+                per[TopicPartition(t, p)] = per.get(TopicPartition(t, p), 0.0) + n
+            for tp, n in per.items():
+                peak[tp] = max(peak.get(tp, 0.0), n)
+        elif kind in DONE_EVENTS and _is_final(ev) or kind in CANCELLED_EVENTS:
+            finished.update(event_tps(ev))
+    per_tp: dict[TopicPartition, list[tuple[int, float]]] = {}
+    for (t, p, b), n in latest.items():
+        per_tp.setdefault(TopicPartition(t, p), []).append((b, n))
+    rows = []
+    for tp, reps in per_tp.items():
+        if tp in finished:
+            continue
+        left = sum(n for _, n in reps)
+        top = peak.get(tp, 0.0)
+        behind = sorted(b for b, n in reps if n > 0)
+        rows.append({
+            "topic": tp.topic, "partition": tp.partition, "state": "moving" if left else "catching up",
+            "behind_bytes": left, "percent": (100.0 * (1 - left / top)) if top else None,
+            "detail": f"new replica(s) on broker(s) {behind} behind" if behind else "",
+        })
+    return rows
 
 
 def planned_broker_bytes(

@@ -241,6 +241,7 @@ class Panel:
         except ReassignKitError as e:
             states, sizes, problems = {}, {}, [f"cannot read the cluster: {e}"]
         self.current = {tp: tuple(s.replicas) for tp, s in states.items()}
+        self.leaders = {tp: s.leader for tp, s in states.items() if s.leader is not None}
         rows = [(m.tp, states[m.tp].replicas if m.tp in states else (), m.replicas) for m in self.plan]
         return figures.plan_summary(rows, sizes, problems)
 
@@ -435,7 +436,7 @@ class Panel:
             evs = list(self.events)
         total = self.summary.moves
         progress = figures.progress_series(evs, total=total)
-        live = figures.broker_bytes(evs)
+        live = figures.broker_bytes(evs, self.leaders)
         bars, hidden = figures.move_bars(evs, now=self._clock() if self.phase in ("running", "paused") else None)
         if live:
             brokers, title = live, "bytes copied per broker (latest sample)"
@@ -447,7 +448,9 @@ class Panel:
         """Redraw chart, table and log from the events so far (bounded data only)."""
         data = self.chart_data()
         charts.apply(self.figure, data)
-        rows = self._status_rows()
+        with self._lock:
+            evs = list(self.events)
+        rows = figures.behind_from_samples(evs) or self._status_rows()
         self.behind_html.value = _table_html(figures.behind_rows(rows))
         with self._lock:
             lines = figures.log_lines(self.events, limit=figures.MAX_LOG_LINES)

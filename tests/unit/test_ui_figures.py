@@ -130,3 +130,24 @@ def test_progress_invariants(raw, max_points):
     bars, hidden = figures.move_bars(evs, max_bars=10)
     assert len(bars) <= 10 and hidden >= 0
     assert all(b.end >= b.start for b in bars)
+
+
+def test_broker_bytes_and_behind_from_progress_samples():
+    # progress.ProgressReport.sample_event(): remaining bytes per (topic, partition, broker)
+    evs = [
+        ev(0, "submitted", topic="a", partition=0),
+        ev(1, "sample", remaining=[["a", 0, 3, 100], ["a", 0, 4, 100], ["b", 0, 3, 40]]),
+        ev(2, "sample", remaining=[["a", 0, 3, 30], ["a", 0, 4, 100], ["b", 0, 3, 10]]),
+        ev(3, "sample", remaining=[["a", 0, 3, 0], ["a", 0, 4, 50]]),  # b-0 left the samples
+    ]
+    got = figures.broker_bytes(evs, leaders={TopicPartition("a", 0): 1, TopicPartition("b", 0): 2})
+    assert got == {
+        1: {"bytes_in": 0.0, "bytes_out": 150.0},
+        2: {"bytes_in": 0.0, "bytes_out": 40.0},
+        3: {"bytes_in": 140.0, "bytes_out": 0.0},
+        4: {"bytes_in": 50.0, "bytes_out": 0.0},
+    }
+    rows = figures.behind_rows(figures.behind_from_samples(evs))
+    assert [(r["partition"], r["behind_bytes"], round(r["percent"])) for r in rows] == [("a-0", 50.0, 75)]
+    done = evs + [ev(4, "completed", topic="a", partition=0)]
+    assert figures.behind_from_samples(done) == []
