@@ -1,0 +1,689 @@
+"""The Python API: execute (legacy single request), verify, cancel, list_reassignments.
+
+Usable from a notebook, a script and the CLI alike: every function takes a gateway (``connect``
+builds the real one) and returns a result object with ``lines()`` (what the CLI prints),
+``exit_code`` where it means something, and ``to_pandas()``. Nothing is sent before the whole
+plan validates; throttles are set before a move and removed only when no move needs them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from . import throttle as thr
+from .errors import KafkaOperationError, ReassignKitError, UsageError
+from .model import ANY_LOG_DIR, Move, PartitionState, Plan, TopicPartition, is_complete
+from .validate import ClusterView, validate_plan
+
+# Exit codes of --verify (0 = complete); errors keep errors.py's codes 1..5.
+EXIT_IN_PROGRESS = 10
+EXIT_MISMATCH = 11
+
+
+class ReassignmentInProgressError(ReassignKitError):
+    """--execute while other reassignments are in flight, without --additional."""
+
+    exit_code = 6
+
+
+# ----------------------------------------------------------------------------- setup
+
+
+def load_command_config(path: str) -> dict[str, str]:
+    """Read a Java-style .properties file (``--command-config``): ``key=value`` / ``key: value``,
+    ``#``/``!`` comments, ``\\`` line continuations. Values are secrets: never print them."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            raw = f.read().splitlines()
+    except OSError as e:
+        raise UsageError(f"--command-config {path}: cannot read it: {e.strerror}") from None
+    props: dict[str, str] = {}
+    logical: list[str] = []
+    buf = ""
+    for line in raw:
+        s = line.lstrip()
+        if not buf and (not s or s[0] in "#!"):
+            continue
+        if s.endswith("\\") and not s.endswith("\\\\"):
+            buf += s[:-1]
+            continue
+        logical.append(buf + s)
+        buf = ""
+    if buf:
+        logical.append(buf)
+    for n, line in enumerate(logical, 1):
+        idx = [i for i in (line.find("="), line.find(":")) if i >= 0]
+        if not idx:
+            raise UsageError(f"--command-config {path}: entry {n} is not key=value (value hidden)")
+        i = min(idx)
+        key, value = line[:i].strip(), line[i + 1 :].strip()
+        if not key:
+            raise UsageError(f"--command-config {path}: entry {n} has an empty key")
+        props[key] = value
+    return props
+
+
+def connect(
+    bootstrap_servers: str,
+    command_config: Mapping[str, str] | str | None = None,
+    timeout_s: float = 30,
+) -> Any:
+    """An ``admin.AdminGateway``; ``command_config`` is a dict or a .properties path."""
+    from .admin import AdminGateway
+
+    if isinstance(command_config, str):
+        command_config = load_command_config(command_config)
+    return AdminGateway(bootstrap_servers, command_config, timeout_s=timeout_s)
+
+
+def cluster_view(gateway: Any, plan: Plan, with_log_dirs: bool | None = None) -> ClusterView:
+    """What validate needs about the plan's topics, brokers, partitions and (when the plan names
+    log dirs) the brokers' log dirs: a few Admin calls whatever the plan's size."""
+    brokers = [b.id for b in gateway.brokers()]
+    counts = gateway.topic_partition_counts(plan.topics())
+    known = [m.tp for m in plan if m.topic in counts and m.partition < counts[m.topic]]
+    states = gateway.describe_partitions(known)
+    if with_log_dirs is None:
+        with_log_dirs = any(m.log_dirs is not None for m in plan)
+    log_dirs = gateway.broker_log_dirs(brokers) if with_log_dirs else {}
+    return ClusterView.of(brokers, counts, states, log_dirs)
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str]) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _fmt(rs: Iterable[int]) -> str:
+    return ",".join(str(r) for r in rs)
+
+
+# ----------------------------------------------------------------------------- execute
+
+
+@dataclass
+class ExecuteResult:
+    rows: list[dict[str, Any]]
+    rollback: Plan
+    rollback_path: str | None
+    throttle_changes: tuple[dict, dict] = ({}, {})
+    log_dir_rows: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r["error"]]
+
+    @property
+    def exit_code(self) -> int:
+        failed_ld = [r for r in self.log_dir_rows if r["error"]]
+        return KafkaOperationError.exit_code if (self.failed or failed_ld) else 0
+
+    def to_pandas(self) -> Any:
+        return _table(self.rows, ["topic", "partition", "current", "target", "replaces", "error"])
+
+    def lines(self) -> list[str]:
+        out = []
+        ok = [r for r in self.rows if not r["error"]]
+        for r in self.rows:
+            if r["replaces"] is not None and not r["error"]:
+                out.append(
+                    f"{r['topic']}-{r['partition']}: the new target [{_fmt(r['target'])}] replaces "
+                    f"the reassignment in flight to [{_fmt(r['replaces'])}]"
+                )
+        if ok:
+            out.append(
+                f"Successfully started partition reassignment{'s' if len(ok) > 1 else ''} for "
+                + ",".join(f"{r['topic']}-{r['partition']}" for r in ok)
+            )
+        if self.failed:
+            out.append(
+                f"Error reassigning {len(self.failed)} partition(s) (the other "
+                f"{len(ok)} in the same request stand):"
+            )
+            out += [f"  {r['topic']}-{r['partition']}: {r['error']}" for r in self.failed]
+        for r in self.log_dir_rows:
+            if r["error"]:
+                out.append(
+                    f"Replica {r['topic']}-{r['partition']} on broker {r['broker']}: move to "
+                    f"{r['log_dir']} not started: {r['error']}"
+                )
+            else:
+                out.append(
+                    f"Started moving replica {r['topic']}-{r['partition']} on broker "
+                    f"{r['broker']} to log dir {r['log_dir']}"
+                )
+        return out + self.notes
+
+
+def rollback_plan(
+    plan: Plan,
+    states: Mapping[TopicPartition, PartitionState],
+    replica_dirs: Mapping[tuple[TopicPartition, int], str] | None = None,
+) -> Plan:
+    """The plan that puts the plan's partitions back where they are now (for a partition in
+    flight: its original replicas), with the current log dir of each replica (or "any")."""
+    moves = []
+    for m in plan:
+        st = states.get(m.tp)
+        if st is None:
+            continue
+        reps = (
+            tuple(r for r in st.replicas if r not in st.adding) if st.reassigning else st.replicas
+        )
+        dirs = None
+        if any(m.log_dirs is not None for m in plan) and replica_dirs is not None:
+            dirs = tuple(replica_dirs.get((m.tp, r), ANY_LOG_DIR) for r in reps)
+        moves.append(Move(m.tp, reps, dirs))
+    return Plan.of(moves)
+
+
+def default_rollback_path() -> str:
+    return f"reassign-rollback-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
+
+
+def replica_log_dirs(gateway: Any, tps: Iterable[TopicPartition], brokers: Iterable[int]):
+    """(partition, broker) -> current log dir, and -> future log dir for moves between dirs."""
+    cur: dict[tuple[TopicPartition, int], str] = {}
+    fut: dict[tuple[TopicPartition, int], str] = {}
+    for r in gateway.describe_log_dirs(sorted(set(brokers)), list(tps)):
+        (fut if r.is_future else cur)[(r.tp, r.broker)] = r.log_dir
+    return cur, fut
+
+
+def execute(
+    gateway: Any,
+    plan: Plan,
+    *,
+    additional: bool = False,
+    throttle: int | None = None,
+    log_dir_throttle: int | None = None,
+    disallow_replication_factor_change: bool = False,
+    timeout_s: float = 10.0,
+    rollback_path: str | None = "",
+    source: str = "the plan",
+) -> ExecuteResult:
+    """Legacy execution, as ``kafka-reassign-partitions --execute``: validate the whole plan,
+    refuse when other reassignments are in flight unless ``additional``, write the rollback
+    JSON, set the throttles the moves need, submit every move in one request, then start the
+    moves between log dirs. ``rollback_path`` "" = a timestamped file in the working dir,
+    None = do not write one. Pacing lives in ``execute.py``."""
+    view = cluster_view(gateway, plan)
+    validate_plan(
+        plan,
+        view,
+        disallow_replication_factor_change=disallow_replication_factor_change,
+        source=source,
+    )
+    in_flight = gateway.list_reassignments()
+    if in_flight and not additional:
+        raise ReassignmentInProgressError(
+            f"cannot execute: {len(in_flight)} partition reassignment(s) are already in progress "
+            f"({', '.join(str(tp) for tp in sorted(in_flight)[:5])}"
+            f"{', …' if len(in_flight) > 5 else ''}). Use --additional to submit this plan on "
+            "top of them (it replaces their target for partitions in both), or --cancel them"
+        )
+    states = {tp: in_flight.get(tp, st) for tp, st in view.states.items()}
+    with_dirs = any(m.log_dirs is not None for m in plan)
+    brokers_of_plan = {r for m in plan for r in m.replicas} | {
+        r for m in plan for r in states[m.tp].replicas
+    }
+    cur_dirs = (
+        replica_log_dirs(gateway, [m.tp for m in plan], brokers_of_plan)[0] if with_dirs else None
+    )
+    rollback = rollback_plan(plan, states, cur_dirs)
+    path = None
+    if rollback_path is not None:
+        path = rollback_path or default_rollback_path()
+        try:
+            rollback.write(path)
+        except OSError as e:
+            raise UsageError(f"--rollback-file {path}: cannot write it: {e.strerror}") from None
+
+    targets = {m.tp: m.replicas for m in plan}
+    notes: list[str] = []
+    changes: tuple[dict, dict] = ({}, {})
+    if throttle is not None or log_dir_throttle is not None:
+        required = thr.required_throttles(targets, states, in_flight)
+        changes = thr.apply_throttles(
+            gateway, required, throttle, log_dir_throttle, thr.log_dir_brokers(plan)
+        )
+        if throttle is not None:
+            notes.append(
+                f"The inter-broker throttle limit was set to {throttle} B/s on brokers "
+                f"{_fmt(sorted(required.brokers))}"
+            )
+        if log_dir_throttle is not None:
+            notes.append(f"The replica-alter-dir throttle limit was set to {log_dir_throttle} B/s")
+        notes.append(
+            "Warning: run --verify periodically until the reassignment completes, so that the "
+            "throttle is removed."
+        )
+
+    results = gateway.alter_reassignments(
+        targets, allow_replication_factor_change=not disallow_replication_factor_change
+    )
+    rows = []
+    for m in plan:
+        prev = in_flight.get(m.tp)
+        rows.append(
+            {
+                "topic": m.topic,
+                "partition": m.partition,
+                "current": list(states[m.tp].replicas),
+                "target": list(m.replicas),
+                "replaces": list(prev.target) if prev is not None else None,
+                "error": results[m.tp]
+                if m.tp in results
+                else "no answer from the controller for this partition",
+            }
+        )
+
+    ok = {TopicPartition(r["topic"], r["partition"]) for r in rows if not r["error"]}
+    log_dir_rows = []
+    if with_dirs:
+        wanted = {
+            (m.tp, b): d
+            for m in plan
+            if m.log_dirs is not None and m.tp in ok
+            for b, d in zip(m.replicas, m.log_dirs, strict=False)
+            if d != ANY_LOG_DIR
+        }
+        log_dir_rows = _start_log_dir_moves(gateway, wanted, timeout_s)
+    if path:
+        notes.insert(0, f"The rollback plan (the current assignment) was saved to {path}")
+    return ExecuteResult(rows, rollback, path, changes, log_dir_rows, notes)
+
+
+def _start_log_dir_moves(
+    gateway: Any, wanted: Mapping[tuple[TopicPartition, int], str], timeout_s: float
+) -> list[dict[str, Any]]:
+    """AlterReplicaLogDirs until each replica exists on its broker (a new replica appears only
+    once the reassignment creates it), as the official tool; give up after ``timeout_s``."""
+    pending = dict(wanted)
+    errors: dict[tuple[TopicPartition, int], str | None] = {}
+    deadline = time.monotonic() + timeout_s
+    while pending:
+        res = gateway.alter_replica_log_dirs(pending)
+        for key in list(pending):
+            err = res.get(key, "no answer")
+            if err is None:
+                errors[key] = None
+                del pending[key]
+            elif err not in ("ReplicaNotAvailable", "KafkaStorage", "no answer"):
+                errors[key] = err
+                del pending[key]
+        if not pending or time.monotonic() >= deadline:
+            break
+        time.sleep(0.2)
+    for key in pending:
+        errors[key] = (
+            f"timed out after {timeout_s:g}s waiting for the replica to appear (--timeout)"
+        )
+    return [
+        {
+            "topic": tp.topic,
+            "partition": tp.partition,
+            "broker": b,
+            "log_dir": wanted[(tp, b)],
+            "error": e,
+        }
+        for (tp, b), e in sorted(errors.items())
+    ]
+
+
+# ----------------------------------------------------------------------------- verify
+
+COMPLETE = "complete"
+IN_PROGRESS = "in progress"
+MISMATCH = "mismatch"
+MISSING = "missing"
+
+
+@dataclass
+class VerifyResult:
+    rows: list[dict[str, Any]]
+    log_dir_rows: list[dict[str, Any]]
+    cleared: tuple[dict, dict] | None
+    notes: list[str] = field(default_factory=list)
+
+    def _statuses(self) -> set[str]:
+        return {r["status"] for r in self.rows} | {r["status"] for r in self.log_dir_rows}
+
+    @property
+    def complete(self) -> bool:
+        return self._statuses() <= {COMPLETE}
+
+    @property
+    def exit_code(self) -> int:
+        s = self._statuses()
+        if s & {MISMATCH, MISSING}:
+            return EXIT_MISMATCH
+        if IN_PROGRESS in s:
+            return EXIT_IN_PROGRESS
+        return 0
+
+    def to_pandas(self) -> Any:
+        return _table(
+            self.rows, ["topic", "partition", "status", "target", "replicas", "adding", "removing"]
+        )
+
+    def lines(self) -> list[str]:
+        out = ["Status of partition reassignment:"]
+        for r in self.rows:
+            tp = f"{r['topic']}-{r['partition']}"
+            if r["status"] == COMPLETE:
+                out.append(f"Reassignment of partition {tp} is completed.")
+            elif r["status"] == IN_PROGRESS:
+                out.append(
+                    f"Reassignment of partition {tp} is still in progress "
+                    f"(replicas {_fmt(r['replicas'])}, adding {_fmt(r['adding'])}, "
+                    f"removing {_fmt(r['removing'])})."
+                )
+            elif r["status"] == MISSING:
+                out.append(f"Partition {tp} does not exist in the cluster.")
+            else:
+                other = r.get("other_target")
+                out.append(
+                    f"There is an active reassignment of partition {tp} to "
+                    f"[{_fmt(other)}], not to the plan's [{_fmt(r['target'])}]."
+                    if other
+                    else f"There is no active reassignment of partition {tp}, but replica set "
+                    f"is [{_fmt(r['replicas'])}] rather than [{_fmt(r['target'])}]."
+                )
+        if self.log_dir_rows:
+            out.append("")
+            out.append("Reassignment of replicas between log dirs:")
+            for r in self.log_dir_rows:
+                rep = f"{r['topic']}-{r['partition']} on broker {r['broker']}"
+                if r["status"] == COMPLETE:
+                    out.append(f"Reassignment of replica {rep} to {r['log_dir']} is completed.")
+                elif r["status"] == IN_PROGRESS:
+                    out.append(
+                        f"Reassignment of replica {rep} to {r['log_dir']} is still in progress."
+                    )
+                else:
+                    out.append(
+                        f"Replica {rep} is in {r['current'] or 'no live log dir'}, "
+                        f"not in {r['log_dir']}."
+                    )
+        return out + self.notes
+
+
+def _classify(target: tuple[int, ...], st: PartitionState | None) -> str:
+    if st is None:
+        return MISSING
+    if is_complete(target, st):
+        return COMPLETE
+    if st.reassigning:
+        # Moving toward the plan's target (same set): in progress; elsewhere: a mismatch.
+        return IN_PROGRESS if set(st.target) == set(target) else MISMATCH
+    return MISMATCH
+
+
+def verify(gateway: Any, plan: Plan, *, preserve_throttles: bool = False) -> VerifyResult:
+    """Is every move of the plan complete (``model.is_complete``), its replicas in the asked log
+    dirs? Once nothing of the plan is in progress, clear the throttles of the plan's topics and
+    every broker, except what reassignments still in flight elsewhere need."""
+    tps = [m.tp for m in plan]
+    states = gateway.describe_partitions(tps)
+    rows = []
+    for m in plan:
+        st = states.get(m.tp)
+        status = _classify(m.replicas, st)
+        rows.append(
+            {
+                "topic": m.topic,
+                "partition": m.partition,
+                "status": status,
+                "target": list(m.replicas),
+                "replicas": list(st.replicas) if st else [],
+                "adding": list(st.adding) if st else [],
+                "removing": list(st.removing) if st else [],
+                "other_target": list(st.target)
+                if st is not None and st.reassigning and status == MISMATCH
+                else None,
+            }
+        )
+    log_dir_rows = []
+    wanted = {
+        (m.tp, b): d
+        for m in plan
+        if m.log_dirs is not None
+        for b, d in zip(m.replicas, m.log_dirs, strict=False)
+        if d != ANY_LOG_DIR
+    }
+    if wanted:
+        cur, fut = replica_log_dirs(gateway, tps, {b for _, b in wanted})
+        for (tp, b), d in sorted(wanted.items()):
+            if cur.get((tp, b)) == d and (tp, b) not in fut:
+                status = COMPLETE
+            elif fut.get((tp, b)) == d or states.get(tp) is not None and states[tp].reassigning:
+                status = IN_PROGRESS
+            else:
+                status = MISMATCH
+            log_dir_rows.append(
+                {
+                    "topic": tp.topic,
+                    "partition": tp.partition,
+                    "broker": b,
+                    "log_dir": d,
+                    "current": cur.get((tp, b)),
+                    "future": fut.get((tp, b)),
+                    "status": status,
+                }
+            )
+    result = VerifyResult(rows, log_dir_rows, None)
+    if IN_PROGRESS not in result._statuses() and not preserve_throttles:
+        result.cleared = thr.clear_throttles(gateway, plan.topics())
+        kept = {
+            t: kv for t, kv in result.cleared[0].items() if any(v is not None for v in kv.values())
+        }
+        result.notes.append(
+            "Throttles removed from topics "
+            + ",".join(plan.topics())
+            + " and from brokers no other reassignment in flight needs"
+            + (f" (kept for moves still in flight: {', '.join(sorted(kept))})" if kept else "")
+            + "."
+        )
+    elif preserve_throttles:
+        result.notes.append("Throttles preserved (--preserve-throttles).")
+    return result
+
+
+# ----------------------------------------------------------------------------- cancel
+
+
+@dataclass
+class CancelResult:
+    cancelled: list[TopicPartition]
+    not_moving: list[TopicPartition]
+    errors: dict[TopicPartition, str]
+    grown: dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]]]
+    log_dir_cancelled: list[tuple[TopicPartition, int]]
+    cleared: tuple[dict, dict] | None
+    rollback_file: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return KafkaOperationError.exit_code if self.errors else 0
+
+    def to_pandas(self) -> Any:
+        rows = [
+            {"topic": tp.topic, "partition": tp.partition, "result": "cancelled"}
+            for tp in self.cancelled
+        ]
+        rows += [
+            {"topic": tp.topic, "partition": tp.partition, "result": "not moving"}
+            for tp in self.not_moving
+        ]
+        rows += [
+            {"topic": tp.topic, "partition": tp.partition, "result": e}
+            for tp, e in self.errors.items()
+        ]
+        return _table(rows, ["topic", "partition", "result"])
+
+    def lines(self) -> list[str]:
+        out = []
+        if self.cancelled:
+            out.append(
+                "Successfully cancelled reassignment of partitions "
+                + ",".join(str(tp) for tp in self.cancelled)
+            )
+        if self.log_dir_cancelled:
+            out.append(
+                "Successfully cancelled movement of replicas between log dirs: "
+                + ",".join(f"{tp}@{b}" for tp, b in self.log_dir_cancelled)
+            )
+        if self.not_moving:
+            out.append(
+                "Not moving, nothing to cancel: " + ",".join(str(tp) for tp in self.not_moving)
+            )
+        if not self.cancelled and not self.log_dir_cancelled and not self.errors:
+            out.append("None of the specified partition reassignments are active.")
+        for tp, e in self.errors.items():
+            out.append(f"Could not cancel {tp}: {e}")
+        if self.grown:
+            out.append(
+                "Note: a cancelled reassignment keeps the new replicas that already joined the "
+                "ISR (KIP-455), so these partitions now have more replicas than before:"
+            )
+            for tp, (before, after) in self.grown.items():
+                out.append(f"  {tp}: was [{_fmt(before)}], now [{_fmt(after)}]")
+            out.append(
+                "  Run the rollback plan to return them to their original replicas"
+                + (
+                    f": {self.rollback_file}"
+                    if self.rollback_file
+                    else " (the file --execute saved)."
+                )
+            )
+        if self.cleared is not None:
+            out.append("Throttles no remaining reassignment needs were removed.")
+        return out
+
+
+def cancel(
+    gateway: Any,
+    plan: Plan | None = None,
+    *,
+    topics: Iterable[str] | None = None,
+    all: bool = False,
+    preserve_throttles: bool = False,
+    rollback_file: str | None = None,
+) -> CancelResult:
+    """Cancel the reassignments of the plan's partitions, of every partition of ``topics``, or
+    ``all`` of them (KIP-455's three levels). Only partitions actually moving are sent."""
+    chosen = [plan is not None, topics is not None, all]
+    if sum(chosen) != 1:
+        raise UsageError("cancel needs exactly one of a plan, topics, or all")
+    in_flight = gateway.list_reassignments()
+    if plan is not None:
+        wanted = [m.tp for m in plan]
+    elif topics is not None:
+        ts = set(topics)
+        wanted = sorted(tp for tp in in_flight if tp.topic in ts)
+    else:
+        wanted = sorted(in_flight)
+    moving = [tp for tp in wanted if tp in in_flight]
+    not_moving = [tp for tp in wanted if tp not in in_flight]
+    results = gateway.alter_reassignments(dict.fromkeys(moving)) if moving else {}
+    cancelled = [tp for tp in moving if results.get(tp) is None and tp in results]
+    errors = {
+        tp: (results.get(tp) or "no answer from the controller")
+        for tp in moving
+        if tp not in cancelled
+    }
+    # NoReassignmentInProgress: it finished between list and cancel; not an error.
+    for tp in [tp for tp, e in errors.items() if e.startswith("NoReassignmentInProgress")]:
+        del errors[tp]
+        not_moving.append(tp)
+
+    log_dir_cancelled: list[tuple[TopicPartition, int]] = []
+    if plan is not None and any(m.log_dirs is not None for m in plan):
+        brokers = {b for m in plan if m.log_dirs is not None for b in m.replicas}
+        cur, fut = replica_log_dirs(gateway, [m.tp for m in plan], brokers)
+        back = {key: cur[key] for key in fut if key in cur}
+        if back:
+            res = gateway.alter_replica_log_dirs(back)
+            log_dir_cancelled = sorted(k for k, e in res.items() if e is None)
+
+    grown = {}
+    if cancelled:
+        after = gateway.describe_partitions(cancelled)
+        for tp in cancelled:
+            st0 = in_flight[tp]
+            before = tuple(r for r in st0.replicas if r not in st0.adding)
+            now = after.get(tp)
+            if now is not None and len(now.replicas) > len(before):
+                grown[tp] = (before, now.replicas)
+
+    cleared = None
+    if not preserve_throttles and (cancelled or log_dir_cancelled):
+        cleared = thr.clear_throttles(
+            gateway,
+            sorted({tp.topic for tp in cancelled} | {tp.topic for tp, _ in log_dir_cancelled}),
+        )
+    return CancelResult(
+        cancelled, sorted(not_moving), errors, grown, log_dir_cancelled, cleared, rollback_file
+    )
+
+
+# ----------------------------------------------------------------------------- list
+
+
+@dataclass
+class ListResult:
+    states: dict[TopicPartition, PartitionState]
+
+    def plan(self) -> Plan:
+        """The in-flight reassignments in the input format: each partition's target."""
+        return Plan.of(Move(tp, st.target) for tp, st in self.states.items())
+
+    def to_json(self, indent: int | None = None) -> str:
+        return self.plan().to_json(indent) if self.states else "{}"
+
+    def to_pandas(self) -> Any:
+        rows = [
+            {
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "replicas": list(st.replicas),
+                "adding": list(st.adding),
+                "removing": list(st.removing),
+                "target": list(st.target),
+            }
+            for tp, st in sorted(self.states.items())
+        ]
+        return _table(rows, ["topic", "partition", "replicas", "adding", "removing", "target"])
+
+    def lines(self) -> list[str]:
+        if not self.states:
+            return ["No partition reassignments found."]
+        out = ["Current partition reassignments:"]
+        for tp, st in sorted(self.states.items()):
+            out.append(
+                f"{tp}: replicas: {_fmt(st.replicas)}. adding: {_fmt(st.adding)}. "
+                f"removing: {_fmt(st.removing)}."
+            )
+        return out
+
+
+def list_reassignments(gateway: Any) -> ListResult:
+    """Every reassignment in flight on the cluster (from the controller)."""
+    return ListResult(dict(sorted(gateway.list_reassignments().items())))
+
+
+def write_json(path: str, obj: Any) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)

@@ -1,0 +1,333 @@
+"""The drop-in CLI: the actions and flags of Apache Kafka's ``kafka-reassign-partitions`` with the
+same meaning, so a runbook written for it works with ``reassign-kit`` in its place, plus exit
+codes that mean something. ``reassign_kit.cli`` dispatches here; ``main(argv) -> int``.
+
+Options are declared in groups by ``build_parser`` and checked per action by ``ACTION_OPTIONS``:
+a module adding flags (e.g. pacing) adds them to a group and lists them for its action.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import ops
+from .errors import ReassignKitError, UsageError
+from .model import Plan
+
+PROG = "reassign-kit"
+
+EXIT_CODES = f"""\
+exit codes:
+  0   done: the action succeeded; for --verify every move (and log-dir move) is complete
+  1   unexpected error
+  2   usage error: bad options or option combinations
+  3   invalid plan: the reassignment JSON failed validation (every problem is listed;
+      nothing was sent to the cluster)
+  4   the cluster refused or failed an operation (for --execute / --cancel: some
+      partitions failed; the others in the same request stand, as reported)
+  6   --execute refused: other reassignments are in progress and --additional is not set
+  {ops.EXIT_IN_PROGRESS}  --verify: some moves are still in progress
+  {ops.EXIT_MISMATCH}  --verify: some partitions are neither complete nor moving toward the
+      plan (other replicas, another reassignment, or a missing partition)
+"""
+
+ACTIONS = ("generate", "execute", "verify", "cancel", "list")
+
+# Which options (argparse dest) each action accepts, besides the connection options.
+# Other modules extend these sets when they add flags for an action.
+ACTION_OPTIONS: dict[str, set[str]] = {
+    "execute": {
+        "reassignment_json_file",
+        "throttle",
+        "replica_alter_log_dirs_throttle",
+        "additional",
+        "disallow_replication_factor_change",
+        "timeout",
+        "rollback_file",
+    },
+    "verify": {"reassignment_json_file", "preserve_throttles"},
+    "cancel": {
+        "reassignment_json_file",
+        "preserve_throttles",
+        "all",
+        "topics",
+        "timeout",
+        "rollback_file",
+    },
+    "list": {"output"},
+    "generate": {"topics_to_move_json_file", "broker_list", "disable_rack_aware"},
+}
+COMMON = {"bootstrap_server", "command_config", "help"}
+
+# Hooks: other modules (paced execution) register a handler for --execute when their flags are
+# set: fn(args) -> bool says "mine", and run(args, gateway, plan) -> int does it.
+EXECUTE_HANDLERS: list[tuple[Callable[[argparse.Namespace], bool], Callable[..., int]]] = []
+PARSER_EXTENSIONS: list[Callable[[argparse.ArgumentParser], None]] = []
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # usage + message, exit 2 (as argparse) but catchable
+        raise UsageError(message)
+
+
+def _nonneg_int(name: str) -> Callable[[str], int]:
+    def conv(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, not {s!r}") from None
+        if v < 0:
+            raise argparse.ArgumentTypeError(f"{name} must be >= 0, not {v}")
+        return v
+
+    return conv
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=PROG,
+        description=(
+            "Move Kafka partitions between brokers and log dirs. Drop-in for "
+            "kafka-reassign-partitions: same actions, flags and JSON files, plus meaningful exit "
+            "codes, cancel by topic or --all, and a rollback file."
+        ),
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    a = p.add_argument_group("actions (exactly one)")
+    a.add_argument(
+        "--execute", action="store_true", help="Start the reassignment in --reassignment-json-file."
+    )
+    a.add_argument(
+        "--verify",
+        action="store_true",
+        help="Check whether the reassignment is complete; once nothing of it is in progress, "
+        "remove the throttles (unless --preserve-throttles).",
+    )
+    a.add_argument(
+        "--cancel",
+        action="store_true",
+        help="Cancel the reassignments of the plan's partitions (or --topics, or --all); "
+        "already-moved replicas in the ISR stay (KIP-455).",
+    )
+    a.add_argument(
+        "--list", action="store_true", help="List the reassignments in progress (table, then JSON)."
+    )
+    a.add_argument(
+        "--generate",
+        action="store_true",
+        help="Generate a candidate plan (handled by `reassign-kit plan`).",
+    )
+
+    c = p.add_argument_group("connection")
+    c.add_argument(
+        "--bootstrap-server", metavar="HOST:PORT[,…]", help="REQUIRED: the brokers to connect to."
+    )
+    c.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="Admin client properties (security.protocol, sasl.*, ssl.*). Never echoed.",
+    )
+
+    o = p.add_argument_group("options")
+    o.add_argument(
+        "--reassignment-json-file", metavar="FILE", help='The plan: {"version":1,"partitions":[…]}.'
+    )
+    o.add_argument(
+        "--throttle",
+        type=_nonneg_int("--throttle"),
+        metavar="BYTES/S",
+        help="Inter-broker replication throttle for the moves (execute). Default: none.",
+    )
+    o.add_argument(
+        "--replica-alter-log-dirs-throttle",
+        type=_nonneg_int("--replica-alter-log-dirs-throttle"),
+        metavar="BYTES/S",
+        help="Throttle for moves between log dirs on the same broker (execute).",
+    )
+    o.add_argument(
+        "--additional",
+        action="store_true",
+        help="Execute even though other reassignments are in progress (a partition in both gets the new target).",
+    )
+    o.add_argument(
+        "--preserve-throttles",
+        action="store_true",
+        help="Do not remove throttles (verify, cancel).",
+    )
+    o.add_argument(
+        "--disallow-replication-factor-change",
+        action="store_true",
+        help="Refuse moves that change a partition's replication factor, client- and broker-side (KIP-860).",
+    )
+    o.add_argument(
+        "--timeout",
+        type=_nonneg_int("--timeout"),
+        default=10000,
+        metavar="MS",
+        help="How long to wait for a move between log dirs to begin (default 10000).",
+    )
+    o.add_argument(
+        "--all", action="store_true", help="Cancel every reassignment in progress (cancel)."
+    )
+    o.add_argument(
+        "--topics",
+        metavar="T1,T2",
+        help="Cancel every reassignment in progress of these topics (cancel).",
+    )
+    o.add_argument(
+        "--rollback-file",
+        metavar="FILE",
+        help="Where --execute saves the current assignment (default: "
+        "reassign-rollback-<UTC time>.json); with --cancel, named in the advice printed.",
+    )
+    o.add_argument(
+        "--output", choices=("text", "json"), default="text", help="--list output format."
+    )
+    g = p.add_argument_group("generate (see `reassign-kit plan`)")
+    g.add_argument("--topics-to-move-json-file", metavar="FILE")
+    g.add_argument("--broker-list", metavar="1,2,3")
+    g.add_argument("--disable-rack-aware", action="store_true")
+    for ext in PARSER_EXTENSIONS:
+        ext(p)
+    return p
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    """The action, after the official tool's combination rules (exactly one action, the
+    options each action accepts, what each needs)."""
+    chosen = [a for a in ACTIONS if getattr(args, a)]
+    if len(chosen) != 1:
+        raise UsageError(
+            "Command must include exactly one action: --generate, --execute, --verify, --cancel, or --list"
+            + (f" (got {', '.join(_flag(a) for a in chosen)})" if chosen else "")
+        )
+    action = chosen[0]
+    allowed = ACTION_OPTIONS.get(action, set()) | COMMON | set(ACTIONS)
+    for dest, value in vars(args).items():
+        if dest in allowed or value == p.get_default(dest):
+            continue
+        raise UsageError(f"Option {_flag(dest)} can't be used with action --{action}")
+    if not args.bootstrap_server:
+        raise UsageError("--bootstrap-server is required")
+    if action in ("execute", "verify") and not args.reassignment_json_file:
+        raise UsageError(f"--{action} needs --reassignment-json-file")
+    if action == "cancel":
+        n = sum([bool(args.reassignment_json_file), bool(args.topics), bool(args.all)])
+        if n != 1:
+            raise UsageError(
+                "--cancel needs exactly one of --reassignment-json-file, --topics or --all"
+            )
+    return action
+
+
+def _print(lines: Sequence[str]) -> None:
+    for line in lines:
+        print(line)
+
+
+def _run(args: argparse.Namespace, action: str) -> int:
+    if action == "generate":
+        raise UsageError(
+            "--generate: use `reassign-kit plan` to generate a plan from a cluster snapshot"
+        )
+    plan = Plan.read(args.reassignment_json_file) if args.reassignment_json_file else None
+    gateway = ops.connect(args.bootstrap_server, args.command_config)
+    try:
+        if action == "execute":
+            assert plan is not None
+            for mine, run in EXECUTE_HANDLERS:
+                if mine(args):
+                    return run(args, gateway, plan)
+            rollback_path = args.rollback_file or ops.default_rollback_path()
+            res = ops.execute(
+                gateway,
+                plan,
+                additional=args.additional,
+                throttle=args.throttle,
+                log_dir_throttle=args.replica_alter_log_dirs_throttle,
+                disallow_replication_factor_change=args.disallow_replication_factor_change,
+                timeout_s=args.timeout / 1000,
+                rollback_path=rollback_path,
+                source=args.reassignment_json_file,
+            )
+            print("Current partition replica assignment\n")
+            print(res.rollback.to_json())
+            print(
+                f"\nSave this to use as the --reassignment-json-file option during rollback "
+                f"(saved to {res.rollback_path})"
+            )
+            _print([line for line in res.lines() if not line.startswith("The rollback plan")])
+            return res.exit_code
+        if action == "verify":
+            assert plan is not None
+            vres = ops.verify(gateway, plan, preserve_throttles=args.preserve_throttles)
+            _print(vres.lines())
+            return vres.exit_code
+        if action == "cancel":
+            topics = (
+                [t.strip() for t in args.topics.split(",") if t.strip()] if args.topics else None
+            )
+            if args.topics is not None and not topics:
+                raise UsageError("--topics needs at least one topic name")
+            cres = ops.cancel(
+                gateway,
+                plan,
+                topics=topics,
+                all=args.all,
+                preserve_throttles=args.preserve_throttles,
+                rollback_file=args.rollback_file,
+            )
+            _print(cres.lines())
+            return cres.exit_code
+        if action == "list":
+            lres = ops.list_reassignments(gateway)
+            if args.output == "json":
+                print(lres.to_json())
+            else:
+                _print(lres.lines())
+                if lres.states:
+                    print("\nAs a reassignment JSON (the targets):")
+                    print(lres.to_json())
+            return 0
+        raise UsageError(f"unknown action {action}")
+    finally:
+        gateway.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = build_parser()
+    try:
+        args = p.parse_args(argv)
+        action = check_args(p, args)
+    except UsageError as e:
+        p.print_usage(sys.stderr)
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return UsageError.exit_code
+    except SystemExit as e:  # --help
+        return int(e.code or 0)
+    try:
+        return _run(args, action)
+    except ReassignKitError as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("Interrupted.", file=sys.stderr)
+        return 130
+
+
+def dump_json(obj: Any) -> str:
+    return json.dumps(obj, indent=2)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
