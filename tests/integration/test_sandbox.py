@@ -115,3 +115,21 @@ def test_missing_java_and_maven_are_named(monkeypatch, tmp_path):
     monkeypatch.setenv("RK_KAFKA_CACHE", str(tmp_path))
     with pytest.raises(SandboxError, match="mvn not found"):
         sbx.fetch_kafka()
+
+
+def test_cli_up_stop_start_down_leaves_no_process(tmp_path):
+    d = str(tmp_path / "one")
+    up = _cli("sandbox", "up", "--brokers", "1", "--dir", d)
+    assert up.returncode == 0, up.stderr
+    data = json.loads(up.stdout)
+    assert data["dir"] == d and data["bootstrap_servers"].startswith("127.0.0.1:")
+    pids = [data["controller"]["pid"]] + [b["pid"] for b in data["brokers"]]
+    try:
+        assert _cli("sandbox", "stop-broker", "1", "--dir", d).returncode == 0
+        assert not sbx.pid_alive(pids[1])
+        restarted = _cli("sandbox", "start-broker", "1", "--dir", d)
+        assert restarted.returncode == 0, restarted.stderr
+        pids.append(json.loads(restarted.stdout)["brokers"][0]["pid"])
+    finally:
+        assert _cli("sandbox", "down", "--dir", d).returncode == 0
+    assert not any(sbx.pid_alive(p) for p in pids)
