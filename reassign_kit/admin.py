@@ -459,14 +459,28 @@ class AdminGateway:
 
     # -- configs ----------------------------------------------------------------------------
 
+    def _per_resource(self, call: Any, resources: list[Any]) -> dict[Any, Any]:
+        """librdkafka takes one BROKER resource per call: send those one by one (all in flight
+        at once), and every topic in a single call."""
+        from confluent_kafka.admin import ResourceType
+
+        futures: dict[Any, Any] = {}
+        topics = [r for r in resources if r.restype != ResourceType.BROKER]
+        if topics:
+            futures.update(call(topics, request_timeout=self.timeout_s))
+        for r in resources:
+            if r.restype == ResourceType.BROKER:
+                futures.update(call([r], request_timeout=self.timeout_s))
+        return futures
+
     def _describe_configs(self, rtype: Any, names: Iterable[str]) -> dict[str, dict[str, str]]:
         from confluent_kafka.admin import ConfigResource
 
         names = sorted(set(names))
         if not names:
             return {}
-        futures = self.ck.describe_configs(
-            [ConfigResource(rtype, n) for n in names], request_timeout=self.timeout_s
+        futures = self._per_resource(
+            self.ck.describe_configs, [ConfigResource(rtype, n) for n in names]
         )
         out: dict[str, dict[str, str]] = {}
         for res, fut in futures.items():
@@ -511,7 +525,7 @@ class AdminGateway:
                 resources.append(ConfigResource(rtype, name, incremental_configs=entries))
         if not resources:
             return
-        futures = self.ck.incremental_alter_configs(resources, request_timeout=self.timeout_s)
+        futures = self._per_resource(self.ck.incremental_alter_configs, resources)
         for res, fut in futures.items():
             self._wait(fut, f"alter configs of {res.name}")
 
