@@ -1,0 +1,116 @@
+"""KIP-435 steps and the KIP-179 progress report on the real sandbox cluster.
+
+The steps are driven through AdminGateway by ``steps_scenarios.drive_steps`` (the executor's
+step mode does the same loop). The RF=3 move to three new brokers needs six brokers: it is
+``bench/bench_steps.py``; here the shared four-broker sandbox moves RF=2 to two new brokers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from steps_scenarios import (
+    AckedProducer,
+    consume_all,
+    create_topic,
+    drive_steps,
+    watch_throttled_move,
+)
+
+from reassign_kit.admin import AdminGateway
+from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.progress import (
+    IN_SYNC,
+    NOT_HOSTED,
+    UNKNOWN_BROKER,
+    UNKNOWN_PARTITION,
+    UNKNOWN_TOPIC,
+    progress,
+)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def gw(bootstrap):
+    g = AdminGateway(bootstrap)
+    yield g
+    g.close()
+
+
+def test_steps_keep_min_isr_and_lose_no_acked_message(sandbox, bootstrap, gw, topic_name, out_dir):
+    topic = topic_name("steps")
+    tp = TopicPartition(topic, 0)
+    create_topic(sandbox, topic, [[1, 2]], {"min.insync.replicas": "2"})
+    assert gw.min_insync_replicas([topic]) == {topic: 2}
+    producer = AckedProducer(bootstrap, topic)
+    producer.start()
+    try:
+        run = drive_steps(gw, tp, (3, 4), 1, 2, str(out_dir / "journal.jsonl"))
+    finally:
+        producer.stop()
+    (out_dir / "steps.txt").write_text("\n".join(run.printed) + "\n")
+    # the intermediate sets the planner printed beforehand, each journalled and reached
+    assert run.planned == [(3, 1, 2), (3, 2), (3, 4)]
+    assert run.journal_steps == run.planned
+    assert run.observed_sets == run.planned
+    assert run.min_isr_seen >= 2, f"ISR fell to {run.min_isr_seen} during the steps"
+    assert producer.errors == []
+    got = consume_all(bootstrap, topic, 0, len(producer.acked))
+    lost = producer.acked - got
+    assert producer.acked and not lost, f"{len(lost)} acknowledged messages lost"
+
+
+def test_progress_behind_in_sync_done_with_eta(sandbox, bootstrap, gw, topic_name, out_dir):
+    topic = topic_name("progress")
+    tp = TopicPartition(topic, 0)
+    create_topic(sandbox, topic, [[1]])
+    sandbox.load(topic, mb_per_partition=6)
+    reports, submitted, done_ts = watch_throttled_move(gw, tp, (2,), rate_bps=1024 * 1024)
+    rows = [
+        (
+            r.ts - submitted,
+            r.status,
+            [x.status for x in r.replicas if x.broker == 2][0],
+            r.pct,
+            r.eta_s,
+        )
+        for r in reports
+    ]
+    (out_dir / "progress.json").write_text(json.dumps(rows, indent=1))
+    first_status = rows[0][2]
+    broker2 = [s for _, _, s, _, _ in rows[1:]]
+    assert first_status == NOT_HOSTED
+    assert any(s.startswith("Behind: ") and "bytes" in s for s in broker2)
+    first_behind = next(i for i, s in enumerate(broker2) if s.startswith("Behind"))
+    first_in_sync = next(i for i, s in enumerate(broker2) if s == IN_SYNC)
+    assert first_behind < first_in_sync
+    assert all(s == IN_SYNC for s in broker2[first_in_sync:])
+    assert reports[-1].status == "Done" and reports[-1].pct == 100.0
+    pcts = [r.pct for r in reports]
+    assert pcts == sorted(pcts), pcts
+    # the ETA converges: the predicted finish of the later reports is nearer the real one
+    preds = [(r.ts, r.ts + r.eta_s) for r in reports if r.eta_s and not r.done]
+    assert len(preds) >= 3, rows
+    errs = [abs(p - done_ts) for _, p in preds]
+    half = len(errs) // 2
+    assert sum(errs[half:]) / len(errs[half:]) <= sum(errs[:half]) / max(1, half) + 1.0, rows
+
+
+def test_progress_names_unknown_topic_partition_and_broker(sandbox, gw, topic_name):
+    topic = topic_name("unknown")
+    create_topic(sandbox, topic, [[1, 2]])
+    plan = Plan.of(
+        [
+            Move(TopicPartition(topic_name("no-such-topic"), 0), (1,)),
+            Move(TopicPartition(topic, 99), (1,)),
+            Move(TopicPartition(topic, 0), (1, 2, 42)),
+        ]
+    )
+    rep = progress(gw, plan)
+    by = {(r.topic, r.partition, r.broker): r.status for r in rep.replicas}
+    assert by[(topic, 99, 1)] == UNKNOWN_PARTITION
+    assert by[(topic, 0, 42)] == UNKNOWN_BROKER
+    assert by[(topic, 0, 1)] == IN_SYNC and by[(topic, 0, 2)] == IN_SYNC
+    assert [s for (t, _, _), s in by.items() if t.startswith("no-such-topic")] == [UNKNOWN_TOPIC]
+    assert not rep.done
