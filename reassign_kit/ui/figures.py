@@ -294,9 +294,33 @@ def broker_bytes(
     peak: dict[tuple[str, int, int], float] = {}
     last: dict[tuple[str, int, int], float] = {}
     direct: Any = None
+    routes: dict[TopicPartition, tuple[list[int], int | None]] = {}  # new brokers, source
+    peak_size: dict[TopicPartition, float] = {}
+    copied: dict[TopicPartition, float] = {}
     for ev in sorted_events(events):
-        if ev.get("event") != "sample":
+        kind = ev.get("event")
+        if kind == "submitted" and "target" in ev:
+            cur = [int(b) for b in ev.get("current") or ()]
+            new = [int(b) for b in ev["target"] if int(b) not in cur]
+            for tp in event_tps(ev):
+                src = (leaders or {}).get(tp, cur[0] if cur else None)
+                routes[tp] = (new, src)
+                size = _num(ev.get("size_bytes"))
+                if size is not None:
+                    peak_size[tp] = size
             continue
+        if kind in DONE_EVENTS and _is_final(ev):
+            for tp in event_tps(ev):
+                if tp in routes and tp in peak_size:
+                    copied[tp] = peak_size[tp] * len(routes[tp][0])
+            continue
+        if kind != "sample":
+            continue
+        for row in ev.get("moves") or ():
+            tp = _as_tp(row)
+            b = _num(row.get("bytes")) if isinstance(row, Mapping) else None
+            if tp is not None and b is not None:
+                copied[tp] = max(copied.get(tp, 0.0), b)
         if ev.get("brokers"):
             direct = ev["brokers"]
         if "remaining" in ev:
@@ -307,9 +331,15 @@ def broker_bytes(
             for k, n in rem.items():
                 peak[k] = max(peak.get(k, 0.0), n)
             last = rem
-    if direct is not None and not peak:
+    if direct is not None and not peak and not copied:
         return _direct_broker_bytes(direct)
     out: dict[int, dict[str, float]] = {}
+    for tp, nbytes in copied.items():
+        new, src = routes.get(tp, ([], None))
+        for b in new:
+            out.setdefault(b, {"bytes_in": 0.0, "bytes_out": 0.0})["bytes_in"] += nbytes / len(new)
+        if src is not None and new:
+            out.setdefault(src, {"bytes_in": 0.0, "bytes_out": 0.0})["bytes_out"] += nbytes
     for (t, p, b), top in peak.items():
         copied = max(0.0, top - last.get((t, p, b), 0.0))
         out.setdefault(b, {"bytes_in": 0.0, "bytes_out": 0.0})["bytes_in"] += copied
@@ -343,8 +373,20 @@ def behind_from_samples(events: Iterable[Mapping[str, Any]]) -> list[dict[str, A
     peak: dict[TopicPartition, float] = {}
     latest: dict[tuple[str, int, int], float] = {}
     finished: set[TopicPartition] = set()
+    moves_rows: dict[TopicPartition, dict[str, Any]] = {}
+    n_new: dict[TopicPartition, int] = {}
     for ev in sorted_events(events):
         kind = ev.get("event")
+        if kind == "submitted" and "target" in ev:
+            cur = set(ev.get("current") or ())
+            for tp in event_tps(ev):
+                n_new[tp] = max(1, len([b for b in ev["target"] if b not in cur]))
+        if kind == "sample" and "moves" in ev:
+            moves_rows = {}
+            for row in ev.get("moves") or ():
+                tp = _as_tp(row)
+                if tp is not None and isinstance(row, Mapping):
+                    moves_rows[tp] = row
         if kind == "sample" and "remaining" in ev:
             latest = _remaining(ev)
             per: dict[TopicPartition, float] = {}
@@ -358,6 +400,19 @@ def behind_from_samples(events: Iterable[Mapping[str, Any]]) -> list[dict[str, A
     for (t, p, b), n in latest.items():
         per_tp.setdefault(TopicPartition(t, p), []).append((b, n))
     rows = []
+    for tp, row in moves_rows.items():
+        if tp in finished or tp in per_tp:
+            continue
+        size, got = _num(row.get("size")), _num(row.get("bytes"))
+        if size is None or got is None:
+            continue
+        want = size * n_new.get(tp, 1)
+        step = row.get("step")
+        rows.append({
+            "topic": tp.topic, "partition": tp.partition, "state": "moving",
+            "behind_bytes": max(0.0, want - got), "percent": 100.0 * got / want if want else None,
+            "detail": f"step {step}" if step else "",
+        })
     for tp, reps in per_tp.items():
         if tp in finished:
             continue

@@ -55,9 +55,9 @@ PACING: tuple[Option, ...] = (
     Option("poll_interval_ms", "poll interval (ms)", "int", 1000),
     Option("order", "order", "choice", "topic-partition",
            choices=("topic-partition", "largest-first", "smallest-first", "under-replicated-last")),
-    Option("move_deadline_s", "deadline per move (s)", "float", 0.0, 0.0, help="0 = none"),
-    Option("run_deadline_s", "deadline for the run (s)", "float", 0.0, 0.0, help="0 = none"),
-    Option("stuck_after_s", "stuck after (s)", "float", 0.0, 0.0, help="no bytes copied for this long; 0 = off"),
+    Option("move_deadline", "deadline per move (s)", "float", 0.0, 0.0, help="0 = none"),
+    Option("run_deadline", "deadline for the run (s)", "float", 0.0, 0.0, help="0 = none"),
+    Option("stuck_after", "stuck after (s)", "float", 0.0, 0.0, help="no bytes copied for this long; 0 = off"),
     Option("on_deadline", "on deadline", "choice", "wait", choices=("wait", "stop", "cancel")),
 )
 
@@ -94,7 +94,10 @@ def _default_run_factory(gateway: Any, plan: Plan, options: Mapping[str, Any], j
     unknown = sorted(k for k in options if k not in known)
     if unknown:
         raise ReassignKitError(f"this version of execute does not know the option(s) {', '.join(unknown)}")
-    return Run(gateway, plan, ExecuteOptions(**options), journal_path=journal_path)
+    # The panel stays until every move is complete (the CLI's --wait), so the chart reaches the
+    # end and the throttles are cleared by the run itself.
+    opts = ExecuteOptions(**{"wait": True, **options})
+    return Run(gateway, plan, opts, journal_path=journal_path)
 
 
 def _default_verify(gateway: Any, plan: Plan) -> Any:
@@ -223,23 +226,25 @@ class Panel:
 
     def _summarise(self) -> figures.PlanSummary:
         """Current replicas and sizes from the gateway, validated with the CLI's rules."""
-        from ..validate import ClusterView, plan_problems
+        from ..validate import plan_problems
 
         tps = [m.tp for m in self.plan]
         problems: list[str] = []
         try:
-            states = self.gateway.describe_partitions(tps)
-            brokers = [b.id for b in self.gateway.brokers()]
-            counts = self.gateway.topic_partition_counts(self.plan.topics())
+            from ..ops import cluster_view
+
+            view = cluster_view(self.gateway, self.plan)
+            states = dict(view.states)
             sizes: dict[TopicPartition, int] = {}
             leaders = {tp: s.leader for tp, s in states.items()}
-            for r in self.gateway.describe_log_dirs(brokers):
-                if r.tp in leaders and r.broker == leaders[r.tp] and not r.is_future:
+            wanted = set(tps)
+            for r in self.gateway.describe_log_dirs(sorted(view.brokers)):
+                if r.tp in wanted and r.broker == leaders.get(r.tp) and not r.is_future:
                     sizes[r.tp] = max(sizes.get(r.tp, 0), r.size_bytes)
-            view = ClusterView.of(brokers, counts, states)
             problems = [str(p) for p in plan_problems(self.plan, view)]
         except ReassignKitError as e:
             states, sizes, problems = {}, {}, [f"cannot read the cluster: {e}"]
+        self.states = states
         self.current = {tp: tuple(s.replicas) for tp, s in states.items()}
         self.leaders = {tp: s.leader for tp, s in states.items() if s.leader is not None}
         rows = [(m.tp, states[m.tp].replicas if m.tp in states else (), m.replicas) for m in self.plan]
@@ -370,12 +375,16 @@ class Panel:
         """plan.json and the rollback file (replicas before the run) before anything moves."""
         if not self.output_dir:
             return
-        from ..model import Move
+        from ..ops import rollback_plan
 
         path = os.path.join(self.output_dir, "plan.json")
         self.plan.write(path)
         self.artefacts["plan"] = path
-        rollback = Plan.of(Move(tp, reps) for tp, reps in self.current.items() if reps)
+        try:  # the replicas as they are now, read again: the summary may be minutes old
+            states = self.gateway.describe_partitions([m.tp for m in self.plan])
+        except ReassignKitError:
+            states = self.states
+        rollback = rollback_plan(self.plan, states)
         if len(rollback):
             path = os.path.join(self.output_dir, "rollback.json")
             rollback.write(path)
@@ -512,6 +521,12 @@ def _describe_result(result: Any) -> str:
 
 
 def _describe_verify(result: Any) -> str:
+    lines = getattr(result, "lines", None)
+    if callable(lines):
+        text = list(lines())
+        verdict = {True: "verify: done, every move of the plan is complete",
+                   False: "verify: NOT complete"}.get(verify_complete(result), "verify:")
+        return "\n".join([verdict, *text[:30], *([f"... {len(text) - 30} more lines"] if len(text) > 30 else [])])
     for attr in ("message", "summary", "text"):
         v = getattr(result, attr, None)
         if isinstance(v, str) and v:
@@ -543,7 +558,7 @@ def panel(
     bootstrap_servers: str | None = None,
     *,
     gateway: Any = None,
-    command_config: Mapping[str, str] | None = None,
+    command_config: Mapping[str, str] | str | None = None,
     journal_path: str | None = None,
     output_dir: str | None = None,
     **defaults: Any,
@@ -555,7 +570,12 @@ def panel(
     if gateway is None:
         if not bootstrap_servers:
             raise ReassignKitError("panel() needs bootstrap_servers=... (or gateway=...)")
-        from ..admin import AdminGateway
+        from ..journal import register_config_secrets
+        from ..ops import connect, load_command_config
 
-        gateway = AdminGateway(bootstrap_servers, config=command_config)
+        if isinstance(command_config, str):
+            command_config = load_command_config(command_config)
+        if command_config:  # no journal, log or output of this process may show them
+            register_config_secrets(command_config)
+        gateway = connect(bootstrap_servers, command_config)
     return Panel(plan, gateway, journal_path=journal_path, output_dir=output_dir, **defaults)

@@ -151,3 +151,23 @@ def test_broker_bytes_and_behind_from_progress_samples():
     assert [(r["partition"], r["behind_bytes"], round(r["percent"])) for r in rows] == [("a-0", 50.0, 75)]
     done = evs + [ev(4, "completed", topic="a", partition=0)]
     assert figures.behind_from_samples(done) == []
+
+
+def test_broker_bytes_and_behind_from_execute_samples():
+    # execute.Run journals: submitted (current, target, size_bytes), sample (moves: bytes, size)
+    evs = [
+        ev(0, "submitted", topic="a", partition=0, current=[1, 2], target=[3, 4], size_bytes=100),
+        ev(0, "submitted", topic="a", partition=1, current=[2, 1], target=[2, 3], size_bytes=50),
+        ev(1, "sample", moves=[{"topic": "a", "partition": 0, "bytes": 60, "size": 100, "step": 1},
+                               {"topic": "a", "partition": 1, "bytes": 10, "size": 50, "step": 1}]),
+        ev(2, "completed", topic="a", partition=1),
+    ]
+    got = figures.broker_bytes(evs)
+    assert got == {
+        1: {"bytes_in": 0.0, "bytes_out": 60.0},
+        2: {"bytes_in": 0.0, "bytes_out": 50.0},
+        3: {"bytes_in": 30.0 + 50.0, "bytes_out": 0.0},
+        4: {"bytes_in": 30.0, "bytes_out": 0.0},
+    }
+    rows = figures.behind_rows(figures.behind_from_samples(evs))
+    assert [(r["partition"], r["behind_bytes"], round(r["percent"])) for r in rows] == [("a-0", 140.0, 30)]
