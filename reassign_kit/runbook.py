@@ -78,25 +78,34 @@ def demo_topic_and_plan(
     topic: str,
     partitions: int = 6,
     mb_per_partition: float = 2.0,
+    rf: int = 2,
 ) -> str:
-    """Create (once) a topic crowded on the sandbox's first brokers, with data, and write a
-    plan spreading it over the others; return the plan's path. Used when no plan is given, so
-    02_execute runs on its own (demo, tests, the browser test)."""
+    """Create (once) a topic with data on the sandbox and write a plan that moves every replica
+    to other brokers (each replica shifted by ``rf`` broker positions); return the plan's path.
+    Used when no plan is given, so 02_execute runs on its own (demo, tests, the browser test)."""
     from .model import Move, Plan, TopicPartition
+    from .ops import connect
     from .sandbox import Sandbox
 
     sb = Sandbox(sandbox_dir or default_sandbox_dir())
-    ids = sorted(int(b["id"]) for b in sb.brokers)
-    if len(ids) < 3:
-        raise RunbookError(f"the demo needs a sandbox with 3+ brokers, found {ids}")
-    n = len(ids)
-    current = [[ids[p % 2], ids[(p + 1) % 2]] for p in range(partitions)]
-    target = [[ids[(p + 2) % n], ids[(p + 3) % n] if (p + 3) % n != (p + 2) % n else ids[0]] for p in range(partitions)]
-    admin = sb.admin()
-    if topic not in admin.list_topics(timeout=10).topics:
-        sb.create_topic(topic, assignment=current)
+    if topic not in sb.admin().list_topics(timeout=10).topics:
+        sb.create_topic(topic, partitions, rf=rf)
         sb.load(topic, mb_per_partition)
-    plan = Plan.of(Move(TopicPartition(topic, p), tuple(t)) for p, t in enumerate(target))
+    gw = connect(sb.bootstrap_servers)
+    try:
+        ids = sorted(b.id for b in gw.brokers())
+        states = gw.describe_partitions([TopicPartition(topic, p) for p in range(partitions)])
+    finally:
+        gw.close()
+    n = len(ids)
+    shift = rf if n >= 2 * rf else 1
+    if n <= rf:
+        raise RunbookError(f"the demo needs more than {rf} brokers, the sandbox has {ids}")
+    moves = []
+    for tp, st in sorted(states.items()):
+        target = tuple(ids[(ids.index(b) + shift) % n] for b in st.replicas)
+        moves.append(Move(tp, target))
+    plan = Plan.of(moves)
     os.makedirs(output_dir, exist_ok=True)
     path = os.path.join(output_dir, "plan.json")
     plan.write(path)

@@ -319,13 +319,13 @@ class Panel:
         try:
             self.verify_result = self._verify_fn(self.gateway, self.plan)
             self._say(_describe_verify(self.verify_result))
-            self.save_artefacts()
         except ReassignKitError as e:
             self._say(str(e), error=True)
         except Exception as e:  # noqa: BLE001 - shown to the user, never a silent stop
             self._say(f"verify failed: {type(e).__name__}: {e}", error=True)
         finally:
             self._set_phase(before)
+        self.save_artefacts()
 
     # ---------------------------------------------------------------- run wiring
 
