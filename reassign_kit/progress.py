@@ -416,12 +416,26 @@ def _eta(remaining: int, rate: float | None) -> float | None:
 
 
 def build_report(
-    obs: Observation, history: Sequence[Sample] = (), window_s: float = 60.0
+    obs: Observation,
+    history: Sequence[Sample] = (),
+    window_s: float = 60.0,
+    history_only: bool = False,
 ) -> ProgressReport:
-    """The report for ``obs``; ``history`` (oldest first) gives rates and ETAs."""
+    """The report for ``obs``; ``history`` (oldest first) gives rates and ETAs.
+
+    ``history_only``: the samples come from elsewhere (the journal), on another basis than
+    this observation, so rates are measured between samples only (the newest one standing
+    for "now", if it is within the window) and applied to the remaining bytes seen now."""
     rows = replica_status(obs)
     now = Sample(obs.ts, _remaining_of(rows))
-    hist = sorted((s for s in history if s.ts < obs.ts), key=lambda s: s.ts)
+    hist = sorted((s for s in history if s.ts <= obs.ts), key=lambda s: s.ts)
+    if history_only:
+        fresh = bool(hist) and obs.ts - hist[-1].ts <= window_s
+        rate_now = hist[-1] if fresh else Sample(obs.ts, {})
+        hist = hist[:-1] if fresh else []
+    else:
+        rate_now = now
+        hist = [s for s in hist if s.ts < obs.ts]
 
     def summed(keys: list[ReplicaKey]) -> Callable[[Sample], int | None]:
         def f(s: Sample) -> int | None:
@@ -436,7 +450,7 @@ def build_report(
     for r in rows:
         key = (r.topic, r.partition, r.broker)
         if r.kind == "behind" and r.bytes_behind is not None:
-            rate = _rate(hist, summed([key]), now, window_s)
+            rate = _rate(hist, summed([key]), rate_now, window_s)
             r = _replace(r, rate_bps=rate, eta_s=_eta(r.bytes_behind, rate))
         out_rows.append(r)
     rows = out_rows
@@ -450,6 +464,7 @@ def build_report(
         return (r.leader_bytes or 0) if (r.topic, r.partition, r.broker) in moving else 0
 
     parts: list[PartitionRow] = []
+    part_rates: list[float] = []
     total_remaining = total_bytes = 0
     for mv in obs.plan:
         tp = mv.tp
@@ -475,7 +490,12 @@ def build_report(
             rem = 0
         total_remaining += rem
         total_bytes += size
-        rate = _rate(hist, summed(keys), now, window_s) if keys else None
+        rate = _rate(hist, summed(keys), rate_now, window_s) if keys else None
+        if rate is None:  # partition-level samples (the executor's): bytes copied per step
+            pk = [k for k in rate_now.remaining if k[:2] == tuple(tp) and k[2] < 0]
+            rate = _rate(hist, summed(pk), rate_now, window_s) if pk else None
+        if rate is not None:
+            part_rates.append(rate)
         parts.append(
             PartitionRow(
                 tp.topic,
@@ -497,7 +517,7 @@ def build_report(
         mine = [r for r in rows if r.broker == b]
         keys = [(r.topic, r.partition, r.broker) for r in mine if r.bytes_behind is not None]
         rem = sum(r.bytes_behind or 0 for r in mine)
-        rate = _rate(hist, summed(keys), now, window_s) if keys else None
+        rate = _rate(hist, summed(keys), rate_now, window_s) if keys else None
         brokers.append(
             BrokerRow(
                 b,
@@ -512,8 +532,10 @@ def build_report(
             )
         )
 
-    all_keys = list(now.remaining)
-    rate = _rate(hist, summed(all_keys), now, window_s) if all_keys else None
+    all_keys = [k for k in rate_now.remaining if k[2] >= 0]
+    rate = _rate(hist, summed(all_keys), rate_now, window_s) if all_keys else None
+    if rate is None and part_rates:
+        rate = sum(part_rates)
     n_done = sum(p.status == DONE for p in parts)
     if parts and n_done == len(parts):
         status = DONE
@@ -547,19 +569,32 @@ def _replace(r: ReplicaRow, **kw: Any) -> ReplicaRow:
 
 
 def samples_from_events(events: Iterable[Mapping[str, Any]]) -> list[Sample]:
-    """The journal's ``sample`` events (as ``ProgressReport.sample_event`` writes them)."""
+    """The journal's ``sample`` events, in either of two forms:
+
+    - ``remaining: [[topic, partition, broker, bytes], ...]`` (``ProgressReport.sample_event``):
+      bytes still to copy per replica;
+    - ``moves: [{topic, partition, bytes, step, ...}, ...]`` (``execute.Run``): bytes copied so
+      far by the step in flight; kept as (topic, partition, -step) -> -bytes, so that a drop of
+      "remaining" is bytes copied and a new step starts a new series."""
     out = []
     for e in events:
-        if e.get("event") != "sample" or "remaining" not in e:
+        if e.get("event") != "sample" or "ts" not in e:
             continue
-        rem = {}
-        for item in e["remaining"]:
+        rem: dict[ReplicaKey, int] = {}
+        for item in e.get("remaining") or ():
             try:
                 t, p, b, n = item
                 rem[(str(t), int(p), int(b))] = int(n)
             except (TypeError, ValueError):
                 continue
-        out.append(Sample(float(e["ts"]), rem))
+        for m in e.get("moves") or ():
+            try:
+                step = int(m.get("step") or 1)
+                rem[(str(m["topic"]), int(m["partition"]), -max(1, step))] = -int(m["bytes"] or 0)
+            except (TypeError, ValueError, KeyError, AttributeError):
+                continue
+        if rem:
+            out.append(Sample(float(e["ts"]), rem))
     return out
 
 
@@ -649,8 +684,8 @@ def progress(
 ) -> ProgressReport:
     """One report now; rates and ETAs from the journal's ``sample`` events, if any."""
     events = list(events)
-    tracker = ProgressTracker(plan, window_s, samples_from_events(events))
-    return tracker.update(observe(gateway, plan, events, clock))
+    obs = observe(gateway, plan, events, clock)
+    return build_report(obs, samples_from_events(events), window_s, history_only=True)
 
 
 def watch(
@@ -675,8 +710,6 @@ def watch(
         with Live(console=console, auto_refresh=False, transient=False) as live:
             while True:
                 evs = list(events()) if events is not None else []
-                if not tracker.samples and evs:
-                    tracker.samples = samples_from_events(evs)
                 rep = tracker.update(observe(gateway, plan, evs))
                 live.update(rep.to_rich(), refresh=True)
                 if on_report is not None:

@@ -25,12 +25,12 @@ min.insync.replicas satisfiable throughout. Pure: values in, values out.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
 from .errors import InvalidPlanError, UsageError
-from .model import TopicPartition
+from .model import Move, PartitionState, TopicPartition
 
 Replicas = tuple[int, ...]
 T = TypeVar("T")
@@ -248,3 +248,39 @@ def describe_steps(current: Sequence[int], steps: Sequence[Sequence[int]]) -> li
         lines.append(f"{s}   // {' '.join(note)}")
         prev = s
     return lines
+
+
+def make_steps_for(
+    parallel_replica_count: int,
+    min_isr: Mapping[str, int] | Callable[[str], int] | int = 1,
+) -> Callable[[Move, PartitionState, tuple[int, ...]], list[Replicas]]:
+    """A ``steps_for`` hook for ``execute.Run``: KIP-435 steps with each topic's own
+    min.insync.replicas (a mapping topic -> value, a function, or one value for all; topics
+    missing from a mapping get 1). The partition's ISR at planning time is taken into account,
+    so an under-replicated partition gets enough replicas in its first step."""
+    if not isinstance(parallel_replica_count, int) or parallel_replica_count < 1:
+        raise UsageError(
+            f"--parallel-replica-count must be a positive integer, got {parallel_replica_count!r}"
+        )
+    if isinstance(min_isr, int):
+        lookup: Callable[[str], int] = lambda _t: min_isr  # noqa: E731
+    elif callable(min_isr):
+        lookup = min_isr
+    else:
+        table = dict(min_isr)
+        lookup = lambda t: table.get(t, 1)  # noqa: E731
+
+    def steps_for_move(
+        move: Move, state: PartitionState, original: tuple[int, ...]
+    ) -> list[Replicas]:
+        isr = state.isr if state.isr else None
+        return plan_steps(
+            state.replicas,
+            move.replicas,
+            parallel_replica_count,
+            lookup(move.tp.topic),
+            isr,
+            move.tp,
+        ) or [tuple(move.replicas)]
+
+    return steps_for_move

@@ -213,3 +213,25 @@ def test_watch_refreshes_until_done():
     )
     assert len(seen) == 1 and seen[0].done and tr.reports == seen
     assert "plan: Done" in buf.getvalue()
+
+
+def test_rates_from_the_executors_journal_samples():
+    """execute.Run journals bytes copied per move and step; progress() turns that into rates."""
+    moving = PartitionState(TP, (3, 0, 1), (0, 1), 0, adding=(3,), removing=(1,))
+    gw = FakeGateway({TP: moving}, [log(0, 10 * MB), log(1, 10 * MB), log(3, 5 * MB)])
+    plan = Plan.of([Move(TP, (3, 0))])
+
+    def sample(ts, copied, step=1):
+        mv = {"topic": TP.topic, "partition": 0, "bytes": copied, "size": 10 * MB, "step": step}
+        return {"ts": ts, "event": "sample", "run_id": "r", "moves": [mv]}
+
+    evs = [sample(0.0, 1 * MB), sample(2.0, 3 * MB), sample(4.0, 5 * MB)]
+    rep = progress(gw, plan, evs, clock=lambda: 4.5)
+    p = rep.partitions[0]
+    assert p.rate_bps == MB and p.eta_s == 5.0
+    assert rep.rate_bps == MB and rep.eta_s == 5.0
+    # a new step starts a new series: no rate across steps
+    evs2 = [sample(0.0, 9 * MB, step=1), sample(2.0, 1 * MB, step=2)]
+    assert progress(gw, plan, evs2, clock=lambda: 2.5).partitions[0].rate_bps is None
+    # stale samples (older than the window) give no rate
+    assert progress(gw, plan, evs, clock=lambda: 500.0).rate_bps is None

@@ -13,6 +13,7 @@ from reassign_kit.steps import (
     collect_batch,
     describe_steps,
     leader_moves,
+    make_steps_for,
     next_step,
     plan_steps,
     steps_for,
@@ -171,3 +172,20 @@ def test_resume_from_any_step_gives_the_same_rest(mv):
     steps = plan_steps(cur, tgt, r, m)
     for i, s in enumerate(steps):
         assert plan_steps(s, tgt, r, m) == steps[i + 1 :]
+
+
+def test_make_steps_for_uses_each_topics_min_isr_and_isr():
+    from reassign_kit.model import Move, PartitionState
+
+    hook = make_steps_for(1, {"a": 3})
+    a, b = TopicPartition("a", 0), TopicPartition("b", 0)
+    # topic a: min ISR 3 and only broker 0 in sync: the first step adds two at once
+    got = hook(Move(a, (3, 4, 5)), PartitionState(a, (0, 1, 2), (0,), 0), (0, 1, 2))
+    assert got[0] == (3, 4, 0, 1, 2) and got[-1] == (3, 4, 5)
+    got = hook(Move(b, (3, 4, 5)), PartitionState(b, (0, 1, 2), (0, 1, 2), 0), (0, 1, 2))
+    assert got == plan_steps((0, 1, 2), (3, 4, 5), 1, 1)
+    assert make_steps_for(2, lambda t: 2)(Move(b, (0, 1)), PartitionState(b, (0, 1)), (0, 1)) == [
+        (0, 1)
+    ]
+    with pytest.raises(UsageError):
+        make_steps_for(0)
