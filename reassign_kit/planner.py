@@ -1,0 +1,873 @@
+"""Minimal-movement, balanced, rack-aware plan generation (the pure core).
+
+Shape of the computation, so that it runs the same in one process and in Spark executors:
+
+1. per-(chunk, broker) aggregates of the snapshot (counts, leaders, bytes) — small;
+2. on the driver, from those aggregates only: per-broker targets (spread <= 1 within each rack,
+   and globally where racks allow), the lower bound on moved replicas, and per-chunk quotas
+   (how many replicas each chunk must give up from each broker, receive on each broker, and move
+   between each pair of racks) that add up exactly to the global targets;
+3. each chunk (a deterministic hash bucket of partitions) is planned independently by a greedy
+   pass that honours its quotas and every hard constraint — in Spark, inside executors.
+
+Only replicas that must leave (removed brokers, over-full brokers) move, each exactly once, so
+moved replicas equal the lower bound unless a constraint forces a detour. Leadership is balanced
+by reordering replicas, which copies no data. Chunks are buckets of crc32(topic-partition), so
+the plan does not depend on where it runs.
+"""
+
+from __future__ import annotations
+
+import heapq
+import zlib
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .errors import UsageError
+from .model import Move, Plan, TopicPartition
+from .plan_rules import RuleContext, required_racks
+
+VIRTUAL = -1  # counts stand-in for replicas an RF increase adds (placeholders are -1, -2, ...)
+GOALS = ("replicas", "leaders", "bytes")
+DEFAULT_CHUNKS = 8
+
+
+@dataclass(frozen=True)
+class PlanParams:
+    remove_brokers: tuple[int, ...] = ()
+    balance: tuple[str, ...] = ("replicas", "leaders")
+    replication_factor: int | None = None
+    rf_topics: tuple[str, ...] = ()
+    chunks: int = DEFAULT_CHUNKS
+
+    def rf_change(self) -> dict[str, int]:
+        if self.replication_factor is None:
+            return {}
+        return {t: self.replication_factor for t in self.rf_topics}
+
+
+def parse_balance(text: str | Iterable[str] | None) -> tuple[str, ...]:
+    if text is None:
+        return ("replicas", "leaders")
+    items = [s.strip() for s in (text.split(",") if isinstance(text, str) else text)]
+    items = [s for s in items if s]
+    bad = [s for s in items if s not in GOALS]
+    if bad:
+        raise UsageError(f"--balance: unknown goal(s) {bad}; choose from {', '.join(GOALS)}")
+    return tuple(g for g in GOALS if g in items)
+
+
+def chunk_key(topic: str, partition: int) -> int:
+    """crc32 of 'topic-partition' (Spark's crc32 of the same string gives the same number)."""
+    return zlib.crc32(f"{topic}-{partition}".encode())
+
+
+def apply_rf(topic: str, replicas: Sequence[int], rf_change: Mapping[str, int]) -> list[int]:
+    """An RF decrease drops replicas from the end (the leader stays); an increase appends
+    placeholders -1, -2, ... that the planner places like replicas leaving a removed broker."""
+    want = rf_change.get(topic)
+    reps = list(replicas)
+    if want is None or want == len(reps):
+        return reps
+    if want < len(reps):
+        return reps[:want]
+    return reps + [-(i + 1) for i in range(want - len(reps))]
+
+
+# -- aggregates -----------------------------------------------------------------------------
+@dataclass
+class Aggregates:
+    """Per-(chunk, broker) facts about the snapshot after the RF change; small whatever the size."""
+
+    replicas: dict[tuple[int, int], int] = field(default_factory=dict)
+    leaders: dict[tuple[int, int], int] = field(default_factory=dict)
+    bytes: dict[int, int] = field(default_factory=dict)
+    partitions: dict[int, int] = field(default_factory=dict)
+    rf_hist: dict[int, int] = field(default_factory=dict)
+    # (chunk, source rack key, dest rack) -> replicas that rack-awareness pins to that rack
+    forced: dict[tuple, int] = field(default_factory=dict)
+
+    # (chunk, source rack key, racks the replica may go to) -> replicas that must move
+    classes: dict[tuple, int] = field(default_factory=dict)
+
+    def forced_by_rack(self) -> dict[str, int]:
+        out: dict[str, int] = defaultdict(int)
+        for (_, _, rk), n in self.forced.items():
+            out[rk] += n
+        return dict(out)
+
+    def per_broker(self, table: dict[tuple[int, int], int]) -> dict[int, int]:
+        out: dict[int, int] = defaultdict(int)
+        for (_, b), n in table.items():
+            out[b] += n
+        return dict(out)
+
+
+def forced_racks(reps: Sequence[int], ctx: RuleContext) -> list[tuple]:
+    """(source rack key, dest rack) for each replica of this partition that rack-awareness pins
+    to one rack, given the replicas that must go (removed brokers, RF-increase placeholders)."""
+    n_racks = ctx.rack_count
+    if n_racks <= 1:
+        return []
+    going = [b for b in reps if b < 0 or b in ctx.removed]
+    if not going:
+        return []
+    kept = {ctx.racks[b] for b in reps if b >= 0 and b not in ctx.removed}
+    unused = sorted(ctx.rack_set - kept)
+    if not (len(unused) <= len(going) if len(reps) >= n_racks else len(unused) == len(going)):
+        return []
+    srcs = [_rack_key(ctx, b) for b in going]
+    out = []
+    for rk in unused:  # attribute to a source in the same rack when there is one
+        k = rk if rk in srcs else srcs[0]
+        srcs.remove(k)
+        out.append((k, rk))
+    return out
+
+
+def replica_options(reps: Sequence[int], pos: int, ctx: RuleContext) -> tuple:
+    """Racks the replica at ``pos`` may move to without breaking rack-awareness (None when the
+    cluster is not rack-aware)."""
+    n = ctx.rack_count
+    if n <= 1:
+        return (None,)
+    need = required_racks(len(reps), n)
+    others = [b for j, b in enumerate(reps) if j != pos]
+    real = {ctx.racks[b] for b in others if b >= 0 and b not in ctx.removed}
+    holes = sum(1 for b in others if b < 0 or b in ctx.removed)
+    before = min(need, len(real | ({ctx.racks[reps[pos]]} if reps[pos] >= 0 and reps[pos] not in ctx.removed else set())) + holes + (1 if reps[pos] < 0 or reps[pos] in ctx.removed else 0))
+    out = []
+    for rk in sorted(ctx.rack_set):
+        if min(need, len(real | {rk}) + holes) >= before:
+            out.append(rk)
+    return tuple(out)
+
+
+def aggregate_rows(
+    rows: Iterable[tuple[str, int, Sequence[int], int]], params: PlanParams, ctx: RuleContext | None = None
+) -> Aggregates:
+    """The in-process twin of the Spark aggregation."""
+    agg = Aggregates()
+    rf_change = params.rf_change()
+    reps_t: dict[tuple[int, int], int] = defaultdict(int)
+    lead_t: dict[tuple[int, int], int] = defaultdict(int)
+    byts: dict[int, int] = defaultdict(int)
+    parts: dict[int, int] = defaultdict(int)
+    rfh: dict[int, int] = defaultdict(int)
+    forced: dict[tuple, int] = defaultdict(int)
+    classes: dict[tuple, int] = defaultdict(int)
+    n = params.chunks
+    for topic, part, replicas, size in rows:
+        c = chunk_key(topic, part) % n
+        reps = apply_rf(topic, replicas, rf_change)
+        parts[c] += 1
+        rfh[len(reps)] += 1
+        if ctx is not None:
+            for k, rk in forced_racks(reps, ctx):
+                forced[(c, k, rk)] += 1
+            for pos, b in enumerate(reps):
+                if b < 0 or b in ctx.removed:
+                    classes[(c, _rack_key(ctx, b), replica_options(reps, pos, ctx))] += 1
+        for i, b in enumerate(reps):
+            b = b if b >= 0 else VIRTUAL
+            reps_t[(c, b)] += 1
+            byts[b] += size
+            if i == 0:
+                lead_t[(c, b)] += 1
+    agg.replicas, agg.leaders, agg.bytes = dict(reps_t), dict(lead_t), dict(byts)
+    agg.partitions, agg.rf_hist, agg.forced = dict(parts), dict(rfh), dict(forced)
+    agg.classes = dict(classes)
+    return agg
+
+
+# -- apportionment --------------------------------------------------------------------------
+def apportion(total: int, weights: Sequence[int]) -> list[int]:
+    """Largest remainder, ties to the lower index: integer shares of ``total`` by weight."""
+    w = sum(weights)
+    if total == 0 or w == 0:
+        return [0] * len(weights)
+    base = [total * x // w for x in weights]
+    rem = total - sum(base)
+    order = sorted(range(len(weights)), key=lambda i: (-((total * weights[i]) % w), i))
+    for i in order[:rem]:
+        base[i] += 1
+    return base
+
+
+def apportion_2d(row_sums: Sequence[int], col_sums: Sequence[int]) -> list[list[int]]:
+    """A non-negative integer matrix with exactly these row and column sums, spread in
+    proportion (Webster seat by seat over the cumulative rows; with integer quotas no column
+    ever exceeds its sum, and house monotonicity keeps every cell >= 0)."""
+    assert sum(row_sums) == sum(col_sums), (row_sums, col_sums)
+    out = [[0] * len(col_sums) for _ in row_sums]
+    seats = [0] * len(col_sums)
+    heap = [(-c / 0.5, j) for j, c in enumerate(col_sums) if c > 0]
+    heapq.heapify(heap)
+    for i, r in enumerate(row_sums):
+        row = out[i]
+        for _ in range(r):
+            _, j = heapq.heappop(heap)
+            row[j] += 1
+            seats[j] += 1
+            if seats[j] < col_sums[j]:
+                heapq.heappush(heap, (-col_sums[j] / (seats[j] + 0.5), j))
+    return out
+
+
+# -- targets --------------------------------------------------------------------------------
+def _rack_bounds(rf_hist: Mapping[int, int], n_racks: int, brokers_in_rack: int) -> tuple[int, int]:
+    lo = hi = 0
+    for rf, n in rf_hist.items():
+        per_hi = 1 if rf <= n_racks else rf - (n_racks - 1)
+        hi += n * min(per_hi, brokers_in_rack)
+        lo += n * (1 if rf >= n_racks else 0)
+    return lo, hi
+
+
+def _round_shares(shares: dict, total: int, tiebreak: Mapping) -> dict:
+    """Floors plus largest remainders; ties go to the larger ``tiebreak`` (fewer moves)."""
+    base = {k: int(v) for k, v in shares.items()}
+    rem = total - sum(base.values())
+    order = sorted(shares, key=lambda k: (-(shares[k] - base[k]), -tiebreak.get(k, 0), str(k)))
+    for k in order[:rem]:
+        base[k] += 1
+    return base
+
+
+def _waterfill(levels: dict[int, int], amount: int) -> dict[int, int]:
+    """Raise the lowest levels first by ``amount`` units (ties to the lower broker id)."""
+    out = dict(levels)
+    heap = [(v, b) for b, v in out.items()]
+    heapq.heapify(heap)
+    for _ in range(amount):
+        v, b = heapq.heappop(heap)
+        out[b] = v + 1
+        heapq.heappush(heap, (v + 1, b))
+    return out
+
+
+def broker_targets(ctx: RuleContext, cur: Mapping[int, int], rf_hist: Mapping[int, int], balance: bool) -> dict[int, int]:
+    """Replica count each broker should end with (0 for removed brokers)."""
+    allowed = ctx.allowed
+    total = sum(cur.values())
+    n_racks = ctx.rack_count
+    groups: dict[str | None, list[int]] = defaultdict(list)
+    for b in allowed:
+        groups[ctx.racks[b] if n_racks > 1 else None].append(b)
+    targets = {b: 0 for b in set(cur) | set(ctx.racks)}
+    if not balance:
+        # keep everyone where they are; what must leave fills the emptiest brokers of its rack
+        levels = {b: cur.get(b, 0) for b in allowed}
+        spill = 0
+        by_rack: dict[str | None, int] = defaultdict(int)
+        for b, n in cur.items():
+            if b in ctx.removed or b == VIRTUAL or b not in ctx.racks:
+                key = ctx.racks.get(b) if n_racks > 1 else None
+                if key in groups:
+                    by_rack[key] += n
+                else:
+                    spill += n
+        for key, n in sorted(by_rack.items(), key=lambda kv: str(kv[0])):
+            levels.update(_waterfill({b: levels[b] for b in groups[key]}, n))
+        levels = _waterfill(levels, spill)
+        targets.update(levels)
+        return targets
+    cur_group = {k: sum(cur.get(b, 0) for b in bs) for k, bs in groups.items()}
+    if len(groups) == 1:
+        group_total = {next(iter(groups)): total}
+    else:
+        bounds = {k: _rack_bounds(rf_hist, n_racks, len(bs)) for k, bs in groups.items()}
+        lo_l, hi_l = 0.0, float(total) + 1.0
+        for _ in range(100):  # water level so that clamped shares add up to the total
+            mid = (lo_l + hi_l) / 2
+            s = sum(min(max(mid * len(bs), bounds[k][0]), bounds[k][1]) for k, bs in groups.items())
+            lo_l, hi_l = (mid, hi_l) if s < total else (lo_l, mid)
+        shares = {k: min(max(hi_l * len(bs), bounds[k][0]), bounds[k][1]) for k, bs in groups.items()}
+        scale = total / sum(shares.values()) if sum(shares.values()) else 0
+        shares = {k: v * scale for k, v in shares.items()}
+        group_total = _round_shares(shares, total, cur_group)
+    for k, bs in groups.items():
+        n = group_total[k]
+        base, extra = divmod(n, len(bs))
+        ranked = sorted(bs, key=lambda b: (-cur.get(b, 0), b))
+        for i, b in enumerate(ranked):
+            targets[b] = base + (1 if i < extra else 0)
+    return targets
+
+
+def leader_targets(allowed: Sequence[int], cur_leaders: Mapping[int, int], partitions: int) -> dict[int, int]:
+    base, extra = divmod(partitions, len(allowed))
+    ranked = sorted(allowed, key=lambda b: (-cur_leaders.get(b, 0), b))
+    return {b: base + (1 if i < extra else 0) for i, b in enumerate(ranked)}
+
+
+def lower_bound(
+    cur: Mapping[int, int],
+    targets: Mapping[int, int],
+    ctx: RuleContext | None = None,
+    forced: Mapping[str, int] | None = None,
+) -> int:
+    """Replicas that must leave removed / over-full brokers, or arrive on under-full ones.
+
+    With racks it is tighter: a rack whose remaining brokers must take ``forced`` pinned
+    replicas (rack-awareness leaves them no other rack) must also send that many elsewhere
+    beyond its target."""
+    keys = set(cur) | set(targets)
+    out_ = sum(max(0, cur.get(b, 0) - targets.get(b, 0)) for b in keys)
+    in_ = sum(max(0, targets.get(b, 0) - cur.get(b, 0)) for b in keys)
+    lb = max(out_, in_)
+    if ctx is None or not forced or ctx.rack_count <= 1:
+        return lb
+    must = sum(n for b, n in cur.items() if b < 0 or b in ctx.removed or b not in ctx.racks)
+    racked = must
+    for rk in sorted(ctx.rack_set):
+        bs = [b for b in ctx.allowed if ctx.racks[b] == rk]
+        excess = sum(max(0, cur.get(b, 0) - targets.get(b, 0)) for b in bs)
+        held = sum(cur.get(b, 0) for b in bs)
+        final = sum(targets.get(b, 0) for b in bs)
+        racked += max(excess, held + forced.get(rk, 0) - final, 0)
+    return max(lb, racked)
+
+
+def _sum_by(pairs: Iterable[tuple]) -> dict:
+    out: dict = defaultdict(int)
+    for k, n in pairs:
+        out[k] += n
+    return dict(out)
+
+
+def _max_flow(supply: Mapping[tuple, int], demand: Mapping, ) -> dict[tuple, int]:
+    """Max flow from (chunk, class) supplies to racks (class = the racks allowed); returns
+    (chunk, class, rack) -> replicas. Tiny graph, Edmonds-Karp, deterministic order."""
+    src, sink = ("S",), ("T",)
+    cap: dict = defaultdict(lambda: defaultdict(int))
+    for (c, cls), n in sorted(supply.items(), key=lambda kv: (kv[0][0], sorted(map(str, kv[0][1])))):
+        u = ("C", c, cls)
+        cap[src][u] += n
+        for l in sorted(cls, key=str):
+            v = ("R", c, l)
+            cap[u][v] += n
+            cap[v][("L", l)] += n
+            cap[v].setdefault(u, 0)
+            cap[("L", l)].setdefault(v, 0)
+        cap[u].setdefault(src, 0)
+    for l, n in demand.items():
+        cap[("L", l)][sink] += n
+        cap[sink].setdefault(("L", l), 0)
+    cap = {u: dict(vs) for u, vs in cap.items()}
+    for u in list(cap):
+        for v in list(cap[u]):
+            cap.setdefault(v, {}).setdefault(u, 0)
+    orig = {u: dict(vs) for u, vs in cap.items()}
+    while True:
+        parent = {src: None}
+        queue = [src]
+        for u in queue:
+            if u == sink:
+                break
+            for v, r in cap[u].items():
+                if r > 0 and v not in parent:
+                    parent[v] = u
+                    queue.append(v)
+        if sink not in parent:
+            break
+        path, v = [], sink
+        while parent[v] is not None:
+            path.append((parent[v], v))
+            v = parent[v]
+        f = min(cap[u][v] for u, v in path)
+        for u, v in path:
+            cap[u][v] -= f
+            cap[v][u] += f
+    out: dict[tuple, int] = {}
+    for u, vs in orig.items():
+        if u[0] != "C":
+            continue
+        for v, c0 in vs.items():
+            if v[0] == "R" and c0 > 0 and c0 - cap[u][v] > 0:
+                out[(u[1], u[2], v[2])] = c0 - cap[u][v]
+    return out
+
+
+# -- quotas ---------------------------------------------------------------------------------
+@dataclass
+class ChunkQuota:
+    give: dict[int, int] = field(default_factory=dict)
+    take: dict[int, int] = field(default_factory=dict)
+    flows: dict[tuple, int] = field(default_factory=dict)  # (source rack, dest rack) -> replicas
+    lead: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
+class Prepared:
+    """Everything the driver decides from the aggregates; shipped to every chunk."""
+
+    ctx: RuleContext
+    params: PlanParams
+    targets: dict[int, int]
+    leader_targets: dict[int, int]
+    lower_bound: int
+    quotas: dict[int, ChunkQuota]
+    bytes_heavy: frozenset[int]
+    agg: Aggregates
+    dst_racks: frozenset = frozenset()
+
+
+def _rack_key(ctx: RuleContext, b: int):
+    if b < 0 or ctx.rack_count <= 1:
+        return "__virtual__" if b < 0 else None
+    return ctx.racks.get(b)
+
+
+def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
+    allowed = ctx.allowed
+    if not allowed:
+        raise UsageError("--remove-brokers: no broker would be left to place replicas on")
+    max_rf = max(agg.rf_hist, default=0)
+    if max_rf > len(allowed):
+        raise UsageError(
+            f"replication factor {max_rf} needs {max_rf} brokers, only {len(allowed)} would remain ({allowed})"
+        )
+    chunks = list(range(params.chunks))
+    cur = agg.per_broker(agg.replicas)
+    targets = broker_targets(ctx, cur, agg.rf_hist, "replicas" in params.balance)
+    lb = lower_bound(cur, targets, ctx, agg.forced_by_rack())
+    total_parts = sum(agg.partitions.values())
+    cur_lead = agg.per_broker(agg.leaders)
+    ltargets = leader_targets(allowed, cur_lead, total_parts)
+    quotas = {c: ChunkQuota() for c in chunks}
+    # give: removed / virtual give everything; over-full brokers give their surplus, by share
+    for b, n in cur.items():
+        per = [agg.replicas.get((c, b), 0) for c in chunks]
+        surplus = n if (b < 0 or b in ctx.removed) else max(0, n - targets.get(b, 0))
+        shares = per if surplus == n else apportion(surplus, per)
+        for c, s in zip(chunks, shares, strict=True):
+            if s:
+                quotas[c].give[b] = s
+    deficit = {b: targets[b] - cur.get(b, 0) for b in allowed if targets[b] > cur.get(b, 0)}
+    # which rack each chunk's leaving replicas go to: a small max-flow over (chunk, option
+    # class) -> (chunk, rack) -> rack, so that replicas rack-awareness pins get room first
+    dst_racks = sorted({_rack_key(ctx, b) for b in deficit}, key=str)
+    demand = {l: sum(n for b, n in deficit.items() if _rack_key(ctx, b) == l) for l in dst_racks}
+    all_racks = frozenset(dst_racks)
+    free_surplus = ctx.rack_count <= 1 or min(agg.rf_hist, default=0) < ctx.rack_count
+    supply_cls: dict[tuple, int] = defaultdict(int)  # (chunk, class) -> replicas
+    must_given: dict[tuple, int] = defaultdict(int)
+    for (c, k, opts), n in agg.classes.items():
+        supply_cls[(c, frozenset(opts) & all_racks)] += n
+        must_given[(c, k)] += n
+    for c, q in quotas.items():
+        for b, n in q.give.items():
+            if b >= 0 and b not in ctx.removed:  # surplus of an over-full broker
+                k = _rack_key(ctx, b)
+                supply_cls[(c, all_racks if free_surplus else frozenset([k]) & all_racks)] += n
+    flow = _max_flow(supply_cls, demand)
+    take_rack: dict[tuple, int] = defaultdict(int)  # (chunk, rack) -> replicas
+    for (c, cls, l), n in flow.items():
+        quotas[c].flows[(tuple(sorted(cls, key=str)), l)] = quotas[c].flows.get((tuple(sorted(cls, key=str)), l), 0) + n
+        take_rack[(c, l)] += n
+    short_rows = [sum(n for (c2, _), n in supply_cls.items() if c2 == c) - sum(take_rack[(c, l)] for l in dst_racks) for c in chunks]
+    short_cols = [demand[l] - sum(take_rack[(c, l)] for c in chunks) for l in dst_racks]
+    extra = apportion_2d(short_rows, short_cols)  # what no rule-abiding flow places: chains
+    for ci, c in enumerate(chunks):
+        for j, l in enumerate(dst_racks):
+            take_rack[(c, l)] += extra[ci][j]
+    for l in dst_racks:
+        bs = sorted(b for b in deficit if _rack_key(ctx, b) == l)
+        m = apportion_2d([take_rack[(c, l)] for c in chunks], [deficit[b] for b in bs])
+        for ci, c in enumerate(chunks):
+            for j, b in enumerate(bs):
+                if m[ci][j]:
+                    quotas[c].take[b] = m[ci][j]
+    # leaders: every chunk leads as many partitions as it has, split by the leader targets
+    lcols = sorted(ltargets)
+    lm = apportion_2d([agg.partitions.get(c, 0) for c in chunks], [ltargets[b] for b in lcols])
+    for ci, c in enumerate(chunks):
+        quotas[c].lead = {b: lm[ci][j] for j, b in enumerate(lcols) if lm[ci][j]}
+    heavy: frozenset[int] = frozenset()
+    if "bytes" in params.balance and allowed:
+        real = {b: agg.bytes.get(b, 0) for b in allowed}
+        avg = sum(agg.bytes.get(b, 0) for b in agg.bytes) / len(allowed)
+        heavy = frozenset(b for b, v in real.items() if v > avg)
+    # no plan can avoid a detour for replicas the racks with room cannot take
+    must_flow = _max_flow(
+        _sum_by(((0, frozenset(o) & all_racks), n) for (_, _, o), n in agg.classes.items()),
+        {l: max(0, sum(targets[b] - cur.get(b, 0) for b in allowed if _rack_key(ctx, b) == l)) for l in dst_racks},
+    )
+    must = sum(agg.classes.values())
+    short = must - sum(must_flow.values())
+    lb = max(lb, must + short)
+    return Prepared(ctx, params, targets, ltargets, lb, quotas, heavy, agg, all_racks)
+
+
+# -- one chunk ------------------------------------------------------------------------------
+Row = tuple[str, int, Sequence[int], int]
+Changed = tuple[str, int, list[int], list[int], int]
+
+
+class _Chunk:
+    """The greedy pass over one chunk: mandatory moves, surplus moves, rack fix-up, leaders."""
+
+    def __init__(self, rows: Sequence[Row], prep: Prepared, quota: ChunkQuota):
+        self.prep, self.ctx = prep, prep.ctx
+        self.racks = prep.ctx.racks
+        self.n_racks = prep.ctx.rack_count
+        self.allowed = prep.ctx.allowed
+        self.allowed_set = set(self.allowed)
+        self.removed = prep.ctx.removed
+        rf_change = prep.params.rf_change()
+        keyed = sorted((chunk_key(t, p), t, p, r, s) for t, p, r, s in rows)
+        self.topic = [k[1] for k in keyed]
+        self.part = [k[2] for k in keyed]
+        self.old = [list(k[3]) for k in keyed]
+        self.size = [k[4] for k in keyed]
+        self.new = [apply_rf(t, r, rf_change) for t, r in zip(self.topic, self.old, strict=True)]
+        self.give = dict(quota.give)
+        self.take = {b: n for b, n in quota.take.items() if n > 0}
+        self.flows = dict(quota.flows)
+        self.lead = dict(quota.lead)
+        self.count: dict[int, int] = defaultdict(int)
+        for reps in self.new:
+            for b in reps:
+                self.count[b] += 1
+        self.ring: dict = defaultdict(list)
+        for b in sorted(self.take):
+            self.ring[_rack_key(self.ctx, b)].append(b)
+        self.ptr: dict = defaultdict(int)
+        self.rack_take: dict = defaultdict(int)
+        for b, n in self.take.items():
+            self.rack_take[_rack_key(self.ctx, b)] += n
+
+    # rack-awareness: a move may not lower the rack spread the partition can still reach
+    def _spread(self, reps: Sequence[int]) -> int:
+        real = {self.racks[b] for b in reps if b >= 0}
+        return min(required_racks(len(reps), self.n_racks), len(real) + sum(1 for b in reps if b < 0))
+
+    def _rack_ok(self, reps: list[int], pos: int, dest: int) -> bool:
+        return self._rack_ok_rack(reps, pos, _rack_key(self.ctx, dest))
+
+    def _rack_ok_rack(self, reps: list[int], pos: int, rack) -> bool:
+        if self.n_racks <= 1:
+            return True
+        src = reps[pos]
+        if src >= 0 and self.racks[src] == rack:
+            return True
+        before = self._spread(reps)
+        real = {self.racks[b] for j, b in enumerate(reps) if b >= 0 and j != pos}
+        real.add(rack)
+        after = min(required_racks(len(reps), self.n_racks),
+                    len(real) + sum(1 for j, b in enumerate(reps) if b < 0 and j != pos))
+        return after >= before
+
+    def _place(self, i: int, pos: int, dest: int) -> None:
+        reps = self.new[i]
+        src = reps[pos]
+        self.count[src] -= 1
+        self.count[dest] += 1
+        reps[pos] = dest
+
+    def _from_ring(self, i: int, pos: int, rack) -> int | None:
+        ring = self.ring.get(rack)
+        if not ring:
+            return None
+        reps = self.new[i]
+        members = set(reps)
+        n = len(ring)
+        start = self.ptr[rack] % n
+        for step in range(n):
+            d = ring[(start + step) % n]
+            if self.take.get(d, 0) > 0 and d not in members:
+                self.ptr[rack] = (start + step + 1) % n
+                return d
+        return None
+
+    def _options(self, i: int, pos: int) -> list:
+        """Racks with quota left that this replica may move to."""
+        reps = self.new[i]
+        return [l for l in self.ring if self.rack_take[l] > 0 and self._rack_ok_rack(reps, pos, l)]
+
+    def _by_class(self, i: int, pos: int, cls: tuple) -> int | None:
+        """Follow the driver's max-flow: a rack this replica's class was given room in."""
+        src = self.new[i][pos]
+        k = _rack_key(self.ctx, src)
+        reps = self.new[i]
+        racks = [l for l in cls if self.flows.get((cls, l), 0) > 0]
+        for l in sorted(racks, key=lambda l: (-self.flows[(cls, l)], l != k, str(l))):
+            if not self._rack_ok_rack(reps, pos, l):
+                continue
+            d = self._from_ring(i, pos, l)
+            if d is not None:
+                self.flows[(cls, l)] -= 1
+                self.rack_take[l] -= 1
+                return self._take(d)
+        return None
+
+    def _choose(self, i: int, pos: int, mandatory: bool) -> int | None:
+        src = self.new[i][pos]
+        k = _rack_key(self.ctx, src)
+        # the rack with the most quota left first (so constrained replicas later still find
+        # room), its own rack on ties
+        for l in sorted(self._options(i, pos), key=lambda l: (-self.rack_take[l], l != k, str(l))):
+            d = self._from_ring(i, pos, l)
+            if d is not None:
+                self.rack_take[l] -= 1
+                return self._take(d)
+        if not mandatory:
+            return None
+        # no quota fits (rack-awareness pins this replica): overfill the emptiest allowed
+        # broker, its own rack first, and let that broker shed one more in the surplus pass
+        reps = self.new[i]
+        members = set(reps)
+        cands = [d for d in self.allowed if d not in members]
+        ok = [d for d in cands if self._rack_ok(reps, pos, d)]
+        pool = ok or cands
+        if not pool:
+            return None
+        same = [d for d in pool if src >= 0 and _rack_key(self.ctx, d) == k]
+        d = min(same or pool, key=lambda d: (self.count[d] - self.prep.targets.get(d, 0), d))
+        self.give[d] = self.give.get(d, 0) + 1
+        return d
+
+    def _take(self, d: int) -> int:
+        self.take[d] -= 1
+        return d
+
+    def mandatory(self) -> None:
+        # partitions that rack-awareness pins go first, so that the in-rack quota is theirs
+        must = [i for i, reps in enumerate(self.new) if any(b < 0 or b in self.removed or b not in self.racks for b in reps)]
+        todo = []
+        for i in must:
+            for pos, b in enumerate(self.new[i]):
+                if b < 0 or b in self.removed or b not in self.racks:
+                    opts = replica_options(self.new[i], pos, self.ctx)
+                    cls = tuple(sorted(set(opts) & self.prep.dst_racks, key=str))
+                    todo.append((len(cls), i, pos, cls))
+        todo.sort(key=lambda t: t[:3])  # the most constrained first
+        for _, i, pos, cls in todo:
+            reps = self.new[i]
+            if True:
+                b = reps[pos]
+                if True:
+                    d = self._by_class(i, pos, cls)
+                    if d is None:
+                        d = self._choose(i, pos, mandatory=True)
+                    if d is None:
+                        raise UsageError(f"partition {self.topic[i]}-{self.part[i]}: no broker can take a replica")
+                    self.give[b if b >= 0 else VIRTUAL] = self.give.get(b if b >= 0 else VIRTUAL, 0) - 1
+                    self._place(i, pos, d)
+
+    def surplus(self) -> None:
+        over = sorted(b for b, n in self.give.items() if n > 0 and b >= 0 and b in self.allowed_set)
+        if not over:
+            return
+        over_set = set(over)
+        cands: dict[int, list[int]] = defaultdict(list)
+        tcount: dict[tuple[str, int], int] = defaultdict(int)
+        ttotal: dict[str, int] = defaultdict(int)
+        for i, reps in enumerate(self.new):
+            t = self.topic[i]
+            ttotal[t] += len(reps)
+            for b in reps:
+                tcount[(t, b)] += 1
+                if b in over_set:
+                    cands[b].append(i)
+        nb = len(self.allowed)
+        for b in over:
+            heavy = b in self.prep.bytes_heavy
+
+            def key(i: int, b: int = b, heavy: bool = heavy) -> tuple:
+                t = self.topic[i]
+                crowded = tcount[(t, b)] * nb > ttotal[t]  # topic over-represented here
+                return (not crowded, -self.size[i] if heavy else self.size[i], i)
+
+            for i in sorted(cands[b], key=key):
+                if self.give[b] <= 0:
+                    break
+                reps = self.new[i]
+                if b not in reps:
+                    continue
+                pos = reps.index(b)
+                d = self._choose(i, pos, mandatory=False)
+                if d is not None:
+                    self.give[b] -= 1
+                    self._place(i, pos, d)
+
+    def fix_racks(self) -> None:
+        if self.n_racks <= 1:
+            return
+        for i, reps in enumerate(self.new):
+            if reps == self.old[i]:
+                continue
+            for _ in range(len(reps)):
+                need = required_racks(len(reps), self.n_racks)
+                if len({self.racks[b] for b in reps}) >= need:
+                    break
+                seen: dict = {}
+                pos = None
+                for j in range(len(reps) - 1, -1, -1):  # a duplicated rack, leader last
+                    rk = self.racks[reps[j]]
+                    if sum(1 for b in reps if self.racks[b] == rk) > 1:
+                        pos = j
+                        break
+                    seen[rk] = j
+                used = {self.racks[b] for b in reps}
+                cands = [d for d in self.allowed if self.racks[d] not in used]
+                if pos is None or not cands:
+                    break
+                d = min(cands, key=lambda d: (self.take.get(d, 0) <= 0, self.count[d] - self.prep.targets.get(d, 0), d))
+                if self.take.get(d, 0) > 0:
+                    self.take[d] -= 1
+                self._place(i, pos, d)
+
+    def leaders(self) -> None:
+        lc: dict[int, int] = defaultdict(int)
+        for reps in self.new:
+            lc[reps[0]] += 1
+        q = self.lead
+        # first straight to brokers below their quota, then chains: hand leadership to a
+        # follower whose excess is at least 2 lower, until nothing improves
+        for strict in (True, False, False, False):
+            changed = False
+            for reps in self.new:
+                b0 = reps[0]
+                ex0 = lc[b0] - q.get(b0, 0)
+                if ex0 <= 0 and strict:
+                    continue
+                best, best_ex = None, (0 if strict else ex0 - 1)
+                for j in range(1, len(reps)):
+                    ex = lc[reps[j]] - q.get(reps[j], 0)
+                    if ex < best_ex:
+                        best, best_ex = j, ex
+                if best is not None:
+                    b = reps.pop(best)
+                    reps.insert(0, b)
+                    lc[b0] -= 1
+                    lc[b] += 1
+                    changed = True
+            if not changed and not strict:
+                break
+
+    def run(self) -> list[Changed]:
+        self.mandatory()
+        if "replicas" in self.prep.params.balance:
+            self.surplus()
+        if "leaders" in self.prep.params.balance:
+            self.leaders()
+        self.fix_racks()
+        return [
+            (self.topic[i], self.part[i], self.old[i], self.new[i], self.size[i])
+            for i in range(len(self.new))
+            if self.new[i] != self.old[i]
+        ]
+
+
+def plan_chunk(rows: Sequence[Row], prep: Prepared, chunk: int) -> list[Changed]:
+    """Plan one chunk: the unit of work of a Spark task (or of the in-process loop)."""
+    return _Chunk(rows, prep, prep.quotas.get(chunk, ChunkQuota())).run()
+
+
+# -- results --------------------------------------------------------------------------------
+@dataclass
+class PlanResult:
+    """A plan, the current assignment of the same partitions (the rollback file), and the
+    numbers the report needs."""
+
+    plan: Plan
+    current: Plan
+    prepared: Prepared
+    moved_replicas: int
+    moved_bytes: int
+    leadership_changes: int
+    changed: list[Changed]
+
+    @property
+    def lower_bound(self) -> int:
+        return self.prepared.lower_bound
+
+    def report(self) -> dict:
+        from .plan_report import build_report
+
+        return build_report(self)
+
+
+def finish(changed: list[Changed], prep: Prepared) -> PlanResult:
+    moves, current = [], []
+    moved = moved_bytes = lead = 0
+    for topic, part, old, new, size in sorted(changed, key=lambda c: (c[0], c[1])):
+        tp = TopicPartition(topic, part)
+        moves.append(Move(tp, tuple(new)))
+        current.append(Move(tp, tuple(old)))
+        arrived = len(set(new) - set(old))
+        moved += arrived
+        moved_bytes += arrived * size
+        lead += int(new[0] != old[0])
+    return PlanResult(Plan(tuple(moves)), Plan(tuple(current)), prep, moved, moved_bytes, lead, changed)
+
+
+def rule_context(snapshot, params: PlanParams) -> RuleContext:
+    racks = snapshot.racks()
+    unknown = sorted(set(params.remove_brokers) - set(racks))
+    if unknown:
+        raise UsageError(f"--remove-brokers: broker(s) {unknown} are not in the snapshot")
+    topics = {t.name for t in snapshot.topics}
+    missing = sorted(set(params.rf_topics) - topics)
+    if missing:
+        raise UsageError(f"--topics: topic(s) {missing} are not in the snapshot")
+    if params.replication_factor is not None:
+        if params.replication_factor < 1:
+            raise UsageError(f"--replication-factor must be >= 1, got {params.replication_factor}")
+        if not params.rf_topics:
+            raise UsageError("--replication-factor needs --topics")
+    elif params.rf_topics:
+        raise UsageError("--topics needs --replication-factor")
+    if params.chunks < 1:
+        raise UsageError(f"chunks must be >= 1, got {params.chunks}")
+    return RuleContext(racks, frozenset(params.remove_brokers), params.rf_change())
+
+
+def plan_in_process(snapshot, params: PlanParams | None = None) -> PlanResult:
+    """The plain, single-process planner: the same chunks and the same plan as on Spark."""
+    params = params or PlanParams()
+    ctx = rule_context(snapshot, params)
+    rows = [(p.topic, p.partition, p.replicas, p.size_bytes) for p in snapshot.partitions]
+    agg = aggregate_rows(rows, params, ctx)
+    prep = prepare(agg, ctx, params)
+    by_chunk: dict[int, list[Row]] = defaultdict(list)
+    for r in rows:
+        by_chunk[chunk_key(r[0], r[1]) % params.chunks].append(r)
+    changed: list[Changed] = []
+    for c in sorted(by_chunk):
+        changed += plan_chunk(by_chunk[c], prep, c)
+    return finish(changed, prep)
+
+
+def generate(snapshot, topics: Iterable[str], broker_list: Iterable[int]) -> tuple[Plan, Plan]:
+    """``--generate``: place the partitions of ``topics`` on ``broker_list`` with this planner.
+
+    Returns (current assignment, proposed assignment) for every partition of those topics."""
+    from .snapshot import Snapshot
+
+    topics = sorted(set(topics))
+    brokers = sorted(set(broker_list))
+    known_t = {t.name for t in snapshot.topics}
+    missing = [t for t in topics if t not in known_t]
+    if missing:
+        raise UsageError(f"--topics-to-move-json-file: topic(s) {missing} do not exist")
+    known_b = set(snapshot.broker_ids())
+    unknown = [b for b in brokers if b not in known_b]
+    if unknown:
+        raise UsageError(f"--broker-list: broker(s) {unknown} are not in the cluster")
+    if not brokers:
+        raise UsageError("--broker-list is empty")
+    sub = Snapshot.of(
+        snapshot.brokers,
+        [t for t in snapshot.topics if t.name in set(topics)],
+        [p for p in snapshot.partitions if p.topic in set(topics)],
+    )
+    remove = tuple(b for b in sorted(known_b) if b not in set(brokers))
+    result = plan_in_process(sub, PlanParams(remove_brokers=remove))
+    proposed = {m.tp: m for m in result.plan}
+    cur = [Move(p.tp, tuple(p.replicas)) for p in sub.partitions]
+    prop = [proposed.get(p.tp, Move(p.tp, tuple(p.replicas))) for p in sub.partitions]
+    return Plan.of(cur), Plan.of(prop)

@@ -1,0 +1,367 @@
+"""Cluster snapshot: what the planner and the offline validator need to know about a cluster.
+
+The JSON form is a contract (``version`` 1)::
+
+    {"version": 1,
+     "brokers": [{"id": 1, "rack": "a"}],
+     "topics": [{"name": "t", "min_insync_replicas": 2}],
+     "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2, 3], "size_bytes": 123}]}
+
+A broker listed with no replicas is a new, empty broker. Reading is strict (every problem at
+once, each naming the entry at fault); writing is canonical (sorted, fixed key order) so the same
+cluster state always gives the same bytes. Big clusters may use the Parquet form instead: a
+directory with ``brokers.parquet``, ``topics.parquet`` and ``partitions.parquet`` holding the
+same fields, which Spark reads without going through the driver.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import InvalidPlanError
+from .model import TopicPartition
+
+VERSION = 1
+_BROKER_KEYS = {"id", "rack"}
+_TOPIC_KEYS = {"name", "min_insync_replicas"}
+_PARTITION_KEYS = {"topic", "partition", "replicas", "size_bytes"}
+_TOP_KEYS = {"version", "brokers", "topics", "partitions"}
+
+
+@dataclass(frozen=True)
+class BrokerEntry:
+    id: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True)
+class TopicEntry:
+    name: str
+    min_insync_replicas: int | None = None
+
+
+@dataclass(frozen=True)
+class PartitionEntry:
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    size_bytes: int = 0
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A cluster at one moment: brokers (with racks), topics, partitions (replicas in order)."""
+
+    brokers: tuple[BrokerEntry, ...]
+    topics: tuple[TopicEntry, ...]
+    partitions: tuple[PartitionEntry, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def of(
+        cls,
+        brokers: Iterable[BrokerEntry],
+        topics: Iterable[TopicEntry],
+        partitions: Iterable[PartitionEntry],
+    ) -> Snapshot:
+        """Build in canonical order (brokers by id, topics by name, partitions by topic/partition)."""
+        return cls(
+            tuple(sorted(brokers, key=lambda b: b.id)),
+            tuple(sorted(topics, key=lambda t: t.name)),
+            tuple(sorted(partitions, key=lambda p: (p.topic, p.partition))),
+        )
+
+    # -- views -----------------------------------------------------------------------------
+    def broker_ids(self) -> list[int]:
+        return [b.id for b in self.brokers]
+
+    def racks(self) -> dict[int, str | None]:
+        return {b.id: b.rack for b in self.brokers}
+
+    def by_tp(self) -> dict[TopicPartition, PartitionEntry]:
+        return {p.tp: p for p in self.partitions}
+
+    def replica_count(self) -> int:
+        return sum(len(p.replicas) for p in self.partitions)
+
+    def to_pandas(self):
+        """Partitions as a pandas DataFrame (topic, partition, replicas, size_bytes)."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            {
+                "topic": [p.topic for p in self.partitions],
+                "partition": [p.partition for p in self.partitions],
+                "replicas": [list(p.replicas) for p in self.partitions],
+                "size_bytes": [p.size_bytes for p in self.partitions],
+            }
+        )
+
+    # -- JSON ------------------------------------------------------------------------------
+    def to_json_obj(self) -> dict[str, Any]:
+        return {
+            "version": VERSION,
+            "brokers": [{"id": b.id, "rack": b.rack} for b in sorted(self.brokers, key=lambda b: b.id)],
+            "topics": [
+                {"name": t.name, "min_insync_replicas": t.min_insync_replicas}
+                for t in sorted(self.topics, key=lambda t: t.name)
+            ],
+            "partitions": [
+                {
+                    "topic": p.topic,
+                    "partition": p.partition,
+                    "replicas": list(p.replicas),
+                    "size_bytes": p.size_bytes,
+                }
+                for p in sorted(self.partitions, key=lambda p: (p.topic, p.partition))
+            ],
+        }
+
+    def to_json(self) -> str:
+        """Canonical JSON: one partition per line keeps diffs of big snapshots readable."""
+        obj = self.to_json_obj()
+        head = {k: obj[k] for k in ("version", "brokers", "topics")}
+        lines = [json.dumps(p, separators=(", ", ": ")) for p in obj["partitions"]]
+        text = json.dumps(head, separators=(", ", ": "))[:-1]
+        if not lines:
+            return text + ', "partitions": []}\n'
+        return text + ', "partitions": [\n' + ",\n".join(lines) + "\n]}\n"
+
+    def write(self, path: str) -> None:
+        """Write JSON, or the Parquet directory form when ``path`` ends with ``.parquet``."""
+        if _is_parquet_path(path):
+            write_parquet(self, path)
+            return
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(self.to_json())
+        os.replace(tmp, path)
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "snapshot") -> Snapshot:
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise InvalidPlanError([f"not valid JSON: {e}"], header=f"{source} is not a snapshot") from e
+        return cls.from_json_obj(obj, source)
+
+    @classmethod
+    def from_json_obj(cls, obj: Any, source: str = "snapshot") -> Snapshot:
+        problems: list[str] = []
+        if not isinstance(obj, dict):
+            raise InvalidPlanError(["the top level must be a JSON object"], header=f"{source} is not a snapshot")
+        for k in sorted(set(obj) - _TOP_KEYS):
+            problems.append(f"unknown top-level key {k!r}")
+        if obj.get("version") != VERSION:
+            problems.append(f"version must be {VERSION}, got {obj.get('version')!r}")
+        brokers = _read_brokers(obj.get("brokers"), problems)
+        topics = _read_topics(obj.get("topics"), problems)
+        partitions = _read_partitions(obj.get("partitions"), problems, brokers, topics)
+        if problems:
+            raise InvalidPlanError(problems, header=f"{source} is not a valid snapshot")
+        return cls.of(brokers.values(), topics.values(), partitions)
+
+    @classmethod
+    def read(cls, path: str) -> Snapshot:
+        if _is_parquet_path(path):
+            return read_parquet(path)
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise InvalidPlanError([f"cannot read {path}: {e.strerror}"], header=f"snapshot {path}") from e
+        return cls.from_json(text, source=path)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _read_brokers(raw: Any, problems: list[str]) -> dict[int, BrokerEntry]:
+    out: dict[int, BrokerEntry] = {}
+    if not isinstance(raw, list):
+        problems.append("'brokers' must be a list")
+        return out
+    for i, b in enumerate(raw):
+        where = f"brokers[{i}]"
+        if not isinstance(b, dict):
+            problems.append(f"{where} must be an object")
+            continue
+        for k in sorted(set(b) - _BROKER_KEYS):
+            problems.append(f"{where}: unknown key {k!r}")
+        bid, rack = b.get("id"), b.get("rack")
+        if not _is_int(bid) or bid < 0:
+            problems.append(f"{where}: 'id' must be a non-negative integer, got {bid!r}")
+            continue
+        if rack is not None and (not isinstance(rack, str) or not rack):
+            problems.append(f"broker {bid}: 'rack' must be a non-empty string or null, got {rack!r}")
+            continue
+        if bid in out:
+            problems.append(f"broker {bid} is listed twice")
+            continue
+        out[bid] = BrokerEntry(bid, rack)
+    return out
+
+
+def _read_topics(raw: Any, problems: list[str]) -> dict[str, TopicEntry]:
+    out: dict[str, TopicEntry] = {}
+    if not isinstance(raw, list):
+        problems.append("'topics' must be a list")
+        return out
+    for i, t in enumerate(raw):
+        where = f"topics[{i}]"
+        if not isinstance(t, dict):
+            problems.append(f"{where} must be an object")
+            continue
+        for k in sorted(set(t) - _TOPIC_KEYS):
+            problems.append(f"{where}: unknown key {k!r}")
+        name, misr = t.get("name"), t.get("min_insync_replicas")
+        if not isinstance(name, str) or not name:
+            problems.append(f"{where}: 'name' must be a non-empty string, got {name!r}")
+            continue
+        if misr is not None and (not _is_int(misr) or misr < 1):
+            problems.append(f"topic {name}: 'min_insync_replicas' must be a positive integer or null, got {misr!r}")
+            continue
+        if name in out:
+            problems.append(f"topic {name} is listed twice")
+            continue
+        out[name] = TopicEntry(name, misr)
+    return out
+
+
+def _read_partitions(
+    raw: Any, problems: list[str], brokers: dict[int, BrokerEntry], topics: dict[str, TopicEntry]
+) -> list[PartitionEntry]:
+    out: list[PartitionEntry] = []
+    seen: set[tuple[str, int]] = set()
+    if not isinstance(raw, list):
+        problems.append("'partitions' must be a list")
+        return out
+    for i, p in enumerate(raw):
+        where = f"partitions[{i}]"
+        if not isinstance(p, dict):
+            problems.append(f"{where} must be an object")
+            continue
+        for k in sorted(set(p) - _PARTITION_KEYS):
+            problems.append(f"{where}: unknown key {k!r}")
+        topic, part, reps, size = p.get("topic"), p.get("partition"), p.get("replicas"), p.get("size_bytes", 0)
+        if not isinstance(topic, str) or not topic:
+            problems.append(f"{where}: 'topic' must be a non-empty string, got {topic!r}")
+            continue
+        if not _is_int(part) or part < 0:
+            problems.append(f"{where} (topic {topic}): 'partition' must be a non-negative integer, got {part!r}")
+            continue
+        name = f"{topic}-{part}"
+        ok = True
+        if topic not in topics:
+            problems.append(f"partition {name}: topic {topic} is not in 'topics'")
+            ok = False
+        if (topic, part) in seen:
+            problems.append(f"partition {name} is listed twice")
+            continue
+        seen.add((topic, part))
+        if not isinstance(reps, list) or not reps or not all(_is_int(r) for r in reps):
+            problems.append(f"partition {name}: 'replicas' must be a non-empty list of broker ids, got {reps!r}")
+            continue
+        if len(set(reps)) != len(reps):
+            problems.append(f"partition {name}: duplicate replicas {reps}")
+            ok = False
+        unknown = sorted({r for r in reps if r not in brokers})
+        if unknown:
+            problems.append(f"partition {name}: replicas on broker(s) {unknown} not in 'brokers'")
+            ok = False
+        if not _is_int(size) or size < 0:
+            problems.append(f"partition {name}: 'size_bytes' must be a non-negative integer, got {size!r}")
+            ok = False
+        if ok:
+            out.append(PartitionEntry(topic, part, tuple(reps), size))
+    return out
+
+
+# -- Parquet ---------------------------------------------------------------------------------
+def _is_parquet_path(path: str) -> bool:
+    return path.endswith(".parquet") or os.path.isdir(path)
+
+
+def write_parquet(snap: Snapshot, path: str) -> None:
+    """The Parquet directory form: three files Spark can read straight into executors."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    os.makedirs(path, exist_ok=True)
+    pq.write_table(
+        pa.table({"id": [b.id for b in snap.brokers], "rack": pa.array([b.rack for b in snap.brokers], pa.string())}),
+        os.path.join(path, "brokers.parquet"),
+    )
+    pq.write_table(
+        pa.table(
+            {
+                "name": pa.array([t.name for t in snap.topics], pa.string()),
+                "min_insync_replicas": pa.array([t.min_insync_replicas for t in snap.topics], pa.int32()),
+            }
+        ),
+        os.path.join(path, "topics.parquet"),
+    )
+    pq.write_table(
+        pa.table(
+            {
+                "topic": pa.array([p.topic for p in snap.partitions], pa.string()),
+                "partition": pa.array([p.partition for p in snap.partitions], pa.int32()),
+                "replicas": pa.array([list(p.replicas) for p in snap.partitions], pa.list_(pa.int32())),
+                "size_bytes": pa.array([p.size_bytes for p in snap.partitions], pa.int64()),
+            }
+        ),
+        os.path.join(path, "partitions.parquet"),
+    )
+    with open(os.path.join(path, "_VERSION"), "w", encoding="utf-8") as f:
+        f.write(f"{VERSION}\n")
+
+
+def read_parquet(path: str) -> Snapshot:
+    """Read the Parquet form into memory, through the same strict checks as the JSON form."""
+    import pyarrow.parquet as pq
+
+    try:
+        brokers = pq.read_table(os.path.join(path, "brokers.parquet")).to_pylist()
+        topics = pq.read_table(os.path.join(path, "topics.parquet")).to_pylist()
+        parts = pq.read_table(os.path.join(path, "partitions.parquet")).to_pylist()
+    except (OSError, ValueError) as e:
+        raise InvalidPlanError([f"cannot read Parquet snapshot {path}: {e}"], header=f"snapshot {path}") from e
+    obj = {"version": VERSION, "brokers": brokers, "topics": topics, "partitions": parts}
+    return Snapshot.from_json_obj(obj, source=path)
+
+
+# -- from a live cluster ---------------------------------------------------------------------
+def take_snapshot(gateway: Any, topics: Iterable[str] | None = None) -> Snapshot:
+    """Record the cluster through the gateway: a handful of Admin calls whatever its size.
+
+    ``size_bytes`` is the leader's log size from DescribeLogDirs (the bytes a new replica must
+    copy); when the leader is unknown, the largest replica's log stands in."""
+    brokers = [BrokerEntry(b.id, b.rack) for b in gateway.brokers()]
+    counts = gateway.topic_partition_counts(list(topics) if topics is not None else None)
+    tps = [TopicPartition(t, p) for t, n in counts.items() for p in range(n)]
+    states = gateway.describe_partitions(tps) if tps else {}
+    misr_fn = getattr(gateway, "min_insync_replicas", None)
+    misr: dict[str, int | None] = dict(misr_fn(sorted(counts))) if (misr_fn and counts) else {}
+    sizes: dict[tuple[int, TopicPartition], int] = {}
+    for info in gateway.describe_log_dirs([b.id for b in brokers]) if brokers else []:
+        if info.is_future:
+            continue
+        key = (info.broker, info.tp)
+        sizes[key] = max(sizes.get(key, 0), info.size_bytes)
+    parts = []
+    for tp, st in states.items():
+        if st.leader is not None and (st.leader, tp) in sizes:
+            size = sizes[(st.leader, tp)]
+        else:
+            size = max((sizes.get((r, tp), 0) for r in st.replicas), default=0)
+        parts.append(PartitionEntry(tp.topic, tp.partition, tuple(st.replicas), int(size)))
+    topic_entries = [TopicEntry(t, misr.get(t)) for t in counts]
+    return Snapshot.of(brokers, topic_entries, parts)
