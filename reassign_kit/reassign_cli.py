@@ -35,7 +35,7 @@ exit codes:
       plan (other replicas, another reassignment, or a missing partition)
 """
 
-ACTIONS = ("generate", "execute", "verify", "cancel", "list")
+ACTIONS = ("generate", "execute", "verify", "cancel", "list", "progress")
 
 # Which options (argparse dest) each action accepts, besides the connection options.
 # Other modules extend these sets when they add flags for an action.
@@ -67,6 +67,8 @@ COMMON = {"bootstrap_server", "command_config", "help"}
 # set: fn(args) -> bool says "mine", and run(args, gateway, plan) -> int does it.
 EXECUTE_HANDLERS: list[tuple[Callable[[argparse.Namespace], bool], Callable[..., int]]] = []
 PARSER_EXTENSIONS: list[Callable[[argparse.ArgumentParser], None]] = []
+# Actions implemented elsewhere (e.g. --progress in progress_cli): fn(args, gateway, plan) -> int.
+ACTION_HANDLERS: dict[str, Callable[..., int]] = {}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -193,6 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--topics-to-move-json-file", metavar="FILE")
     g.add_argument("--broker-list", metavar="1,2,3")
     g.add_argument("--disable-rack-aware", action="store_true")
+    from . import progress_cli  # noqa: F401  registers --progress, --parallel-replica-count
+
     for ext in PARSER_EXTENSIONS:
         ext(p)
     return p
@@ -243,6 +247,8 @@ def _run(args: argparse.Namespace, action: str) -> int:
     plan = Plan.read(args.reassignment_json_file) if args.reassignment_json_file else None
     gateway = ops.connect(args.bootstrap_server, args.command_config)
     try:
+        if action in ACTION_HANDLERS:
+            return ACTION_HANDLERS[action](args, gateway, plan)
         if action == "execute":
             assert plan is not None
             for mine, run in EXECUTE_HANDLERS:
