@@ -14,10 +14,10 @@ from typing import Any
 from confluent_kafka import Consumer, Producer
 
 from reassign_kit.admin import AdminGateway
-from reassign_kit.journal import Journal, read_events
-from reassign_kit.model import Move, Plan, TopicPartition, is_complete
+from reassign_kit.journal import read_events
+from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.progress import ProgressReport, ProgressTracker, observe
-from reassign_kit.steps import Step, describe_steps, plan_steps
+from reassign_kit.steps import describe_steps, plan_steps
 
 
 def create_topic(
@@ -136,55 +136,86 @@ class StepRun:
     seconds: float = 0.0
 
 
-def drive_steps(
-    gw: AdminGateway,
+class IsrWatcher(threading.Thread):
+    """Polls one partition's ISR (its own admin connection) until stopped: the smallest ISR
+    seen while the run moves it. Polling samples the ISR; it cannot see every instant."""
+
+    def __init__(self, bootstrap: str, tp: TopicPartition, poll_s: float = 0.1):
+        super().__init__(daemon=True)
+        self.gw, self.tp, self.poll_s = AdminGateway(bootstrap), tp, poll_s
+        self.stop_evt = threading.Event()
+        self.min_isr = 1 << 30
+        self.polls = 0
+        self.sets: list[tuple[int, ...]] = []
+
+    def run(self) -> None:
+        try:
+            while not self.stop_evt.is_set():
+                st = self.gw.describe_partitions([self.tp]).get(self.tp)
+                if st is not None:
+                    self.polls += 1
+                    self.min_isr = min(self.min_isr, len(st.isr))
+                    if not self.sets or self.sets[-1] != st.replicas:
+                        self.sets.append(st.replicas)
+                time.sleep(self.poll_s)
+        finally:
+            self.gw.close()
+
+    def stop(self) -> None:
+        self.stop_evt.set()
+        self.join(30)
+
+
+def run_steps(
+    bootstrap: str,
     tp: TopicPartition,
     target: Sequence[int],
     parallel_replica_count: int,
-    min_isr: int,
     journal_path: str,
-    timeout_s: float = 120,
-    poll_s: float = 0.1,
 ) -> StepRun:
-    """Submit each planned step as a reassignment, wait for it (``is_complete``), journal it,
-    and poll the ISR all the while. Stands in for the executor's step mode."""
-    start = gw.describe_partitions([tp])[tp]
-    planned = plan_steps(start.replicas, target, parallel_replica_count, min_isr, tp=tp)
-    run = StepRun(planned, describe_steps(start.replicas, planned))
-    t0 = time.monotonic()
-    with Journal(journal_path, run_id=f"steps-{uuid.uuid4().hex[:6]}") as j:
-        cur = start.replicas
-        for i, s in enumerate(planned, 1):
-            step = Step(tp, cur, s, i, len(planned), start.leader)
-            j.write("step_submitted", **step.to_json_obj())
-            err = gw.alter_reassignments({tp: list(s)})
-            if err.get(tp):
-                raise AssertionError(f"step {i} {s} refused: {err[tp]}")
-            deadline = time.monotonic() + timeout_s
-            while True:
-                st = gw.describe_partitions([tp])[tp]
-                run.isr_polls += 1
-                run.min_isr_seen = min(run.min_isr_seen, len(st.isr))
-                if is_complete(s, st):
-                    break
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"step {i} {s} not complete after {timeout_s}s: {st}")
-                time.sleep(poll_s)
-            run.observed_sets.append(st.replicas)
-            j.write(
-                "step_completed",
-                topic=tp.topic,
-                partition=tp.partition,
-                step=i,
-                replicas=list(st.replicas),
-                isr=list(st.isr),
+    """Plan and print the steps, then run the move through ``execute.Run`` in step mode (each
+    topic's own min.insync.replicas) while an ``IsrWatcher`` polls the ISR."""
+    from reassign_kit.execute import ExecuteOptions, Run
+    from reassign_kit.steps import make_steps_for
+
+    gw = AdminGateway(bootstrap)
+    try:
+        start = gw.describe_partitions([tp])[tp]
+        min_isr = gw.min_insync_replicas([tp.topic])
+        planned = plan_steps(
+            start.replicas, target, parallel_replica_count, min_isr[tp.topic], start.isr, tp
+        )
+        out = StepRun(planned, describe_steps(start.replicas, planned))
+        watcher = IsrWatcher(bootstrap, tp)
+        watcher.start()
+        t0 = time.monotonic()
+        try:
+            opts = ExecuteOptions(
+                parallel_replica_count=parallel_replica_count, wait=True, poll_interval_ms=200
             )
-            cur = st.replicas
-    run.seconds = time.monotonic() - t0
-    run.journal_steps = [
-        tuple(e["replicas"]) for e in read_events(journal_path) if e["event"] == "step_submitted"
-    ]
-    return run
+            plan = Plan.of([Move(tp, tuple(target))])
+            result = Run(
+                gw,
+                plan,
+                opts,
+                journal_path,
+                steps_for=make_steps_for(parallel_replica_count, min_isr),
+            ).run()
+        finally:
+            watcher.stop()
+        out.seconds = time.monotonic() - t0
+        if result.state != "done":
+            raise AssertionError(f"run ended {result.state}: {result.error}")
+    finally:
+        gw.close()
+    evs = read_events(journal_path)
+    out.journal_steps = [tuple(e["target"]) for e in evs if e["event"] == "step_submitted"]
+    out.observed_sets = [tuple(e["replicas"]) for e in evs if e["event"] == "step_completed"]
+    done = [tuple(e["replicas"]) for e in evs if e["event"] == "completed"]
+    out.observed_sets += done
+    out.min_isr_seen = watcher.min_isr
+    out.isr_polls = watcher.polls
+    return out
 
 
 def watch_throttled_move(

@@ -1,7 +1,7 @@
 """KIP-435 steps and the KIP-179 progress report on the real sandbox cluster.
 
-The steps are driven through AdminGateway by ``steps_scenarios.drive_steps`` (the executor's
-step mode does the same loop). The RF=3 move to three new brokers needs six brokers: it is
+The steps run through ``execute.Run`` in step mode (``steps.make_steps_for``) while a
+watcher polls the ISR. The RF=3 move to three new brokers needs six brokers: it is
 ``bench/bench_steps.py``; here the shared four-broker sandbox moves RF=2 to two new brokers."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from steps_scenarios import (
     AckedProducer,
     consume_all,
     create_topic,
-    drive_steps,
+    run_steps,
     watch_throttled_move,
 )
 
@@ -46,7 +46,7 @@ def test_steps_keep_min_isr_and_lose_no_acked_message(sandbox, bootstrap, gw, to
     producer = AckedProducer(bootstrap, topic)
     producer.start()
     try:
-        run = drive_steps(gw, tp, (3, 4), 1, 2, str(out_dir / "journal.jsonl"))
+        run = run_steps(bootstrap, tp, (3, 4), 1, str(out_dir / "journal.jsonl"))
     finally:
         producer.stop()
     (out_dir / "steps.txt").write_text("\n".join(run.printed) + "\n")
