@@ -5,7 +5,8 @@ The pure core computes them the way Apache Kafka's ``kafka-reassign-partitions``
 - sources of a move = the partition's current replicas (for a partition already reassigning,
   its original replicas: replicas minus adding) → ``leader.replication.throttled.replicas``
   of the topic, as ``partition:broker`` entries;
-- destinations = target minus sources → ``follower.replication.throttled.replicas``;
+- destinations = target minus sources (plus, for a partition already reassigning, the replicas
+  it is still adding: see ``partition_move``) → ``follower.replication.throttled.replicas``;
 - brokers that are a source or destination of any move get ``leader.`` and
   ``follower.replication.throttled.rate``; brokers that receive a replica in a given log dir get
   ``replica.alter.log.dirs.io.max.bytes.per.second``.
@@ -67,9 +68,20 @@ class Throttles:
 
 
 def partition_move(target: Sequence[int], state: PartitionState) -> PartitionMove:
-    """Sources and destinations of one move, given what the cluster says now."""
-    sources = set(state.replicas) - set(state.adding) if state.reassigning else set(state.replicas)
-    return PartitionMove(frozenset(sources), frozenset(set(target) - sources))
+    """Sources and destinations of one move, given what the cluster says now.
+
+    One deliberate superset of the official tool: for a partition already reassigning, the
+    replicas it is adding stay destinations. A KRaft controller given a new target keeps them
+    as adding *and* removing until they catch up (seen on Kafka 4.3), so they keep copying
+    data; the official tool drops them from the follower list and lets that copy run
+    unthrottled."""
+    if state.reassigning:
+        sources = set(state.replicas) - set(state.adding)
+        destinations = (set(target) - sources) | set(state.adding)
+    else:
+        sources = set(state.replicas)
+        destinations = set(target) - sources
+    return PartitionMove(frozenset(sources), frozenset(destinations))
 
 
 def move_map(

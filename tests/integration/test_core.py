@@ -1,0 +1,360 @@
+"""Core on the real sandbox: execute / verify / list / cancel through the drop-in CLI, the
+KIP-860 guard client- and broker-side, --additional, throttles cleaned up, moves between log dirs.
+
+Every test uses its own topics; cancels name those topics (never --all: the cluster is shared).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from reassign_kit import ops, reassign_cli
+from reassign_kit.admin import AdminGateway
+from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.throttle import current_throttles
+
+pytestmark = pytest.mark.integration
+TP = TopicPartition
+SLOW = 10_000  # B/s: a partition holding 1 MiB needs ~100 s to copy, so it stays in progress
+
+
+@pytest.fixture
+def gw(bootstrap):
+    g = AdminGateway(bootstrap)
+    yield g
+    g.close()
+
+
+@pytest.fixture
+def cli(bootstrap, capsys):
+    def run(*argv: str, alone: bool = False) -> tuple[int, str, str]:
+        # The cluster may be shared with other tests moving their own partitions: --execute
+        # adds to whatever is in flight unless a test checks the refusal itself (alone=True).
+        if "--execute" in argv and "--additional" not in argv and not alone:
+            argv = (*argv, "--additional")
+        code = reassign_cli.main(["--bootstrap-server", bootstrap, *argv])
+        out, err = capsys.readouterr()
+        assert "Traceback" not in err
+        return code, out, err
+
+    return run
+
+
+def wait_until(pred, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while True:
+        got = pred()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.5)
+
+
+def write_plan(path: Path, moves) -> str:
+    Plan.of(moves).write(str(path))
+    return str(path)
+
+
+def away(replicas, brokers=(1, 2, 3, 4)):
+    """A target of the same size on other brokers where possible (leader first changes)."""
+    others = [b for b in brokers if b not in replicas]
+    return tuple((others + list(replicas))[: len(replicas)])
+
+
+def assert_no_throttle_left(gw, topic: str) -> None:
+    """Our topic has no throttled replicas, and no broker has a rate that no move in flight needs
+    (other tests may be moving partitions on the shared cluster)."""
+    now = current_throttles(gw, [topic], [b.id for b in gw.brokers()])
+    in_flight = gw.list_reassignments()
+    needed = {b for st in in_flight.values() for b in st.replicas}
+    assert not now["topics"], now
+    assert not (set(now["brokers"]) - needed), (now, in_flight)
+
+
+def test_plan_with_data_completes_verifies_and_clears_throttles(
+    sandbox, gw, cli, topic_name, tmp_path
+):
+    topic = topic_name("core-data")
+    sandbox.create_topic(topic, partitions=3, rf=2)
+    sandbox.load(topic, mb_per_partition=1)
+    tps = [TP(topic, p) for p in range(3)]
+    before = gw.describe_partitions(tps)
+    ends = gw.end_offsets(tps)
+    plan = write_plan(tmp_path / "plan.json", [Move(tp, away(before[tp].replicas)) for tp in tps])
+    rollback = tmp_path / "rollback.json"
+
+    code, out, _ = cli(
+        "--execute",
+        "--reassignment-json-file",
+        plan,
+        "--throttle",
+        "50000000",
+        "--rollback-file",
+        str(rollback),
+    )
+    assert code == 0, out
+    assert "Successfully started partition reassignments" in out
+    assert Plan.read(str(rollback)) == Plan.of(ops.Move(tp, before[tp].replicas) for tp in tps)
+    assert f"saved to {rollback}" in out
+
+    def verified():
+        code, out, _ = cli("--verify", "--reassignment-json-file", plan)
+        assert code in (0, ops.EXIT_IN_PROGRESS), out
+        return code == 0 and out
+
+    out = wait_until(verified, 120, "the moves to complete")
+    assert out.count("is completed.") == 3 and "Throttles removed" in out
+    after = gw.describe_partitions(tps)
+    assert all(after[tp].replicas == away(before[tp].replicas) for tp in tps)
+    assert gw.end_offsets(tps) == ends  # the data moved with the partitions
+    assert_no_throttle_left(gw, topic)
+
+
+def test_slow_move_is_listed_then_cancelled_and_throttles_cleared(
+    sandbox, gw, cli, topic_name, tmp_path
+):
+    topic = topic_name("core-cancel")
+    sandbox.create_topic(topic, partitions=2, rf=2)
+    sandbox.load(topic, mb_per_partition=1)
+    tps = [TP(topic, p) for p in range(2)]
+    before = gw.describe_partitions(tps)
+    moves = [Move(tp, away(before[tp].replicas)) for tp in tps]
+    plan = write_plan(tmp_path / "plan.json", moves)
+
+    code, out, _ = cli(
+        "--execute",
+        "--reassignment-json-file",
+        plan,
+        "--throttle",
+        str(SLOW),
+        "--rollback-file",
+        str(tmp_path / "rb.json"),
+    )
+    assert code == 0, out
+    now = current_throttles(gw, [topic], [1, 2, 3, 4])
+    assert now["topics"][topic]["follower.replication.throttled.replicas"]
+    assert all(
+        v
+        == {
+            "leader.replication.throttled.rate": str(SLOW),
+            "follower.replication.throttled.rate": str(SLOW),
+        }
+        for v in now["brokers"].values()
+    )
+
+    code, out, _ = cli("--verify", "--reassignment-json-file", plan, "--preserve-throttles")
+    assert code == ops.EXIT_IN_PROGRESS and "still in progress" in out
+
+    code, out, _ = cli("--list", "--output", "json")
+    listed = Plan.from_json(out).by_tp()  # the same format as the input
+    assert all(listed[m.tp].replicas == m.replicas for m in moves)
+    code, out, _ = cli("--list")
+    assert f"{topic}-0: replicas:" in out and "adding:" in out and "removing:" in out
+
+    code, out, _ = cli(
+        "--cancel", "--reassignment-json-file", plan, "--rollback-file", str(tmp_path / "rb.json")
+    )
+    assert code == 0, out
+    assert "Successfully cancelled reassignment of partitions" in out and f"{topic}-0" in out
+    assert not [tp for tp in gw.list_reassignments() if tp.topic == topic]
+    assert_no_throttle_left(gw, topic)
+    # Cancelled before any new replica caught up: back to the original replicas.
+    after = gw.describe_partitions(tps)
+    assert all(set(after[tp].replicas) == set(before[tp].replicas) for tp in tps)
+
+    code, out, _ = cli("--cancel", "--topics", topic)
+    assert code == 0 and "None of the specified partition reassignments are active" in out
+
+
+def test_rf_guard_client_side_and_broker_side(sandbox, gw, cli, topic_name, tmp_path):
+    topic = topic_name("core-rf")
+    sandbox.create_topic(topic, partitions=2, rf=2)
+    tps = [TP(topic, p) for p in range(2)]
+    before = gw.describe_partitions(tps)
+    grow = Move(tps[0], (*before[tps[0]].replicas, away(before[tps[0]].replicas)[0]))
+    plan = write_plan(tmp_path / "plan.json", [grow])
+
+    # Client-side: rejected before anything is sent, naming the partition and the rule.
+    code, _, err = cli(
+        "--execute", "--reassignment-json-file", plan, "--disallow-replication-factor-change"
+    )
+    assert code == 3 and f"{topic}-0" in err and "replication-factor-change" in err
+    assert gw.describe_partitions(tps) == before and not gw.list_reassignments(tps)
+
+    # Broker-side (AllowReplicationFactorChange=false on request v1): the RF change is refused
+    # with the broker's reason, the other partition of the same request stands.
+    keep = Move(tps[1], tuple(reversed(before[tps[1]].replicas)))
+    res = gw.alter_reassignments(
+        {grow.tp: grow.replicas, keep.tp: keep.replicas}, allow_replication_factor_change=False
+    )
+    assert res[keep.tp] is None
+    assert res[grow.tp].startswith("InvalidReplicationFactor")
+    wait_until(
+        lambda: gw.describe_partitions([keep.tp])[keep.tp].replicas == keep.replicas,
+        60,
+        "the reorder",
+    )
+    assert gw.describe_partitions([grow.tp])[grow.tp].replicas == before[grow.tp].replicas
+
+    # Without the flag the same plan changes the RF (the default, as the official tool).
+    code, out, _ = cli(
+        "--execute", "--reassignment-json-file", plan, "--rollback-file", str(tmp_path / "rb.json")
+    )
+    assert code == 0, out
+    wait_until(
+        lambda: (
+            len(gw.describe_partitions([grow.tp])[grow.tp].replicas) == 3
+            and not gw.list_reassignments([grow.tp])
+        ),
+        60,
+        "RF 3",
+    )
+    cli("--verify", "--reassignment-json-file", plan)
+
+
+def test_additional_on_top_of_an_in_flight_run(sandbox, gw, cli, topic_name, tmp_path):
+    topic = topic_name("core-add")
+    sandbox.create_topic(topic, partitions=2, rf=2)
+    sandbox.load(topic, mb_per_partition=1)
+    tps = [TP(topic, p) for p in range(2)]
+    before = gw.describe_partitions(tps)
+    first = write_plan(tmp_path / "first.json", [Move(tps[0], away(before[tps[0]].replicas))])
+    second_moves = [
+        Move(tps[1], away(before[tps[1]].replicas)),
+        Move(tps[0], before[tps[0]].replicas[::-1]),  # re-target the one in flight
+    ]
+    second = write_plan(tmp_path / "second.json", second_moves)
+    rb = ["--rollback-file", str(tmp_path / "rb.json")]
+    try:
+        code, out, _ = cli(
+            "--execute", "--reassignment-json-file", first, "--throttle", str(SLOW), *rb
+        )
+        assert code == 0, out
+
+        code, _, err = cli(
+            "--execute",
+            "--reassignment-json-file",
+            second,
+            "--throttle",
+            str(SLOW),
+            *rb,
+            alone=True,
+        )
+        assert code == 6 and "--additional" in err
+        assert not gw.list_reassignments([tps[1]])  # nothing sent
+
+        code, out, _ = cli(
+            "--execute",
+            "--reassignment-json-file",
+            second,
+            "--throttle",
+            str(SLOW),
+            "--additional",
+            *rb,
+        )
+        assert code == 0, out
+        assert (
+            f"{topic}-0: the new target [{','.join(map(str, before[tps[0]].replicas[::-1]))}] replaces"
+            in out
+        )
+        # Both topics' throttle lists cover every move in flight of the topic.
+        lists = current_throttles(gw, [topic], [])["topics"][topic]
+        moving = gw.list_reassignments(tps)
+        for tp, st in moving.items():
+            for b in st.adding:
+                assert f"{tp.partition}:{b}" in lists["follower.replication.throttled.replicas"]
+        # KRaft keeps the replicas being added by the first run (as adding and removing) until
+        # they catch up: the re-targeted partition is in progress toward the new target.
+        assert moving[tps[0]].target == before[tps[0]].replicas[::-1]
+        code, out, _ = cli("--verify", "--reassignment-json-file", second, "--preserve-throttles")
+        assert (
+            code == ops.EXIT_IN_PROGRESS
+            and f"Reassignment of partition {topic}-0 is still in progress" in out
+        )
+        code, out, _ = cli("--verify", "--reassignment-json-file", first, "--preserve-throttles")
+        assert (
+            code == ops.EXIT_MISMATCH
+            and f"There is an active reassignment of partition {topic}-0 to" in out
+        )
+    finally:
+        code, out, _ = cli("--cancel", "--topics", topic)
+    assert code == 0, out
+    assert "Successfully cancelled" in out, out
+    assert_no_throttle_left(gw, topic)
+
+
+def test_log_dir_moves_within_and_across_brokers(sandbox, gw, cli, topic_name, tmp_path):
+    topic = topic_name("core-dirs")
+    sandbox.create_topic(topic, partitions=2, rf=1)
+    sandbox.load(topic, mb_per_partition=0.5)
+    tps = [TP(topic, p) for p in range(2)]
+    before = gw.describe_partitions(tps)
+    dirs = gw.broker_log_dirs()
+    cur, _ = ops.replica_log_dirs(gw, tps, dirs)
+    # Partition 0: same broker, the other log dir. Partition 1: another broker, its second dir.
+    b0 = before[tps[0]].replicas[0]
+    other_dir = next(d for d in dirs[b0] if d != cur[(tps[0], b0)])
+    b1 = away(before[tps[1]].replicas)[0]
+    moves = [Move(tps[0], (b0,), (other_dir,)), Move(tps[1], (b1,), (dirs[b1][1],))]
+    plan = write_plan(tmp_path / "plan.json", moves)
+
+    code, out, _ = cli(
+        "--execute",
+        "--reassignment-json-file",
+        plan,
+        "--replica-alter-log-dirs-throttle",
+        "100000000",
+        "--timeout",
+        "30000",
+        "--rollback-file",
+        str(tmp_path / "rb.json"),
+    )
+    assert code == 0, out
+    assert f"Started moving replica {topic}-0 on broker {b0} to log dir {other_dir}" in out
+    rollback = json.loads((tmp_path / "rb.json").read_text())
+    assert {p["partition"]: p["log_dirs"] for p in rollback["partitions"]} == {
+        0: [cur[(tps[0], b0)]],
+        1: [cur[(tps[1], before[tps[1]].replicas[0])]],
+    }
+
+    def done():
+        code, out, _ = cli("--verify", "--reassignment-json-file", plan)
+        assert code in (0, ops.EXIT_IN_PROGRESS), out
+        return code == 0 and out
+
+    out = wait_until(done, 120, "the log-dir moves")
+    assert f"Reassignment of replica {topic}-0 on broker {b0} to {other_dir} is completed." in out
+    now, fut = ops.replica_log_dirs(gw, tps, dirs)
+    assert now[(tps[0], b0)] == other_dir and now[(tps[1], b1)] == dirs[b1][1] and not fut
+    assert_no_throttle_left(gw, topic)
+
+
+def test_unknown_topic_partition_broker_rejected_before_sending(
+    gw, cli, tmp_path, topic_name, sandbox
+):
+    topic = topic_name("core-invalid")
+    sandbox.create_topic(topic, partitions=1, rf=1)
+    plan = write_plan(
+        tmp_path / "plan.json",
+        [
+            Move(TP(topic, 0), (99,)),
+            Move(TP(topic, 5), (1,)),
+            Move(TP("no-such-" + topic, 0), (1,)),
+        ],
+    )
+    code, _, err = cli("--execute", "--reassignment-json-file", plan)
+    assert code == 3
+    for needle in (
+        "unknown-broker",
+        "partition-out-of-range",
+        "unknown-topic",
+        f"{topic}-0",
+        f"{topic}-5",
+    ):
+        assert needle in err
+    assert not gw.list_reassignments([TP(topic, 0)])
