@@ -687,3 +687,10 @@ def write_json(path: str, obj: Any) -> None:
         json.dump(obj, f, indent=2)
         f.write("\n")
     os.replace(tmp, path)
+
+
+def progress(gateway: Any, plan: Any, journal: Any = None, **kwargs: Any) -> Any:
+    """KIP-179 progress report of ``plan``: see ``progress.report`` (``.to_pandas()``)."""
+    from .progress import report
+
+    return report(gateway, plan, journal, **kwargs)

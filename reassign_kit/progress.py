@@ -25,7 +25,10 @@ of Admin calls through the gateway) + ``watch`` (a terminal view that refreshes 
 from __future__ import annotations
 
 import inspect
+import os
+import sys
 import time
+import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -751,3 +754,48 @@ def _fmt_eta(s: float | None) -> str:
     h, rem = divmod(s, 3600)
     m, sec = divmod(rem, 60)
     return f"{h}h{m:02d}m{sec:02d}s" if h else f"{m}m{sec:02d}s"
+
+
+# ------------------------------------------------------------------------------ Python API
+
+
+def report(
+    gateway: Gateway | str,
+    plan: Plan | str | os.PathLike,
+    journal: str | os.PathLike | Iterable[Mapping[str, Any]] | None = None,
+    *,
+    command_config: Mapping[str, str] | str | None = None,
+    window_s: float = 60.0,
+) -> ProgressReport:
+    """``reassign_kit.progress(...)``: the report of ``plan`` (a Plan or a JSON file path) on
+    a gateway or a bootstrap string; ``journal`` (path or events) adds steps and rates."""
+    from .journal import read_events
+
+    if isinstance(plan, str | os.PathLike):
+        plan = Plan.read(os.fspath(plan))
+    if journal is None:
+        events: list[Mapping[str, Any]] = []
+    elif isinstance(journal, str | os.PathLike):
+        events = list(read_events(journal))
+    else:
+        events = list(journal)
+    if isinstance(gateway, str):
+        from .ops import connect
+
+        gw = connect(gateway, command_config)
+        try:
+            return progress(gw, plan, events, window_s)
+        finally:
+            gw.close()
+    return progress(gateway, plan, events, window_s)
+
+
+class _CallableModule(types.ModuleType):
+    """Lets ``reassign_kit.progress(...)`` be the API call while ``reassign_kit.progress`` stays
+    this module (a package attribute and a submodule cannot have one name otherwise)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> ProgressReport:
+        return report(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -235,3 +235,14 @@ def test_rates_from_the_executors_journal_samples():
     assert progress(gw, plan, evs2, clock=lambda: 2.5).partitions[0].rate_bps is None
     # stale samples (older than the window) give no rate
     assert progress(gw, plan, evs, clock=lambda: 500.0).rate_bps is None
+
+
+def test_package_level_api_and_ops(tmp_path):
+    import reassign_kit
+    from reassign_kit import ops
+
+    gw = FakeGateway({TP: PartitionState(TP, (0, 1), (0, 1), 0)}, [log(0, MB), log(1, MB)])
+    plan_file = tmp_path / "plan.json"
+    Plan.of([Move(TP, (0, 1))]).write(str(plan_file))
+    assert reassign_kit.progress(gw, str(plan_file)).done
+    assert ops.progress(gw, Plan.of([Move(TP, (0, 3))]), []).status == PENDING
