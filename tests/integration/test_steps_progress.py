@@ -114,3 +114,25 @@ def test_progress_names_unknown_topic_partition_and_broker(sandbox, gw, topic_na
     assert by[(topic, 0, 1)] == IN_SYNC and by[(topic, 0, 2)] == IN_SYNC
     assert [s for (t, _, _), s in by.items() if t.startswith("no-such-topic")] == [UNKNOWN_TOPIC]
     assert not rep.done
+
+
+def test_cli_progress_prints_the_report_and_exits_0(
+    sandbox, bootstrap, topic_name, tmp_path, capsys
+):
+    from reassign_kit.reassign_cli import main
+
+    topic = topic_name("cliprog")
+    create_topic(sandbox, topic, [[1, 2]])
+    f = tmp_path / "plan.json"
+    Plan.of([Move(TopicPartition(topic, 0), (2, 3)), Move(TopicPartition(topic, 7), (1,))]).write(
+        str(f)
+    )
+    argv = ["--progress", "--reassignment-json-file", str(f), "--bootstrap-server", bootstrap]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split() == ["Topic", "Partition", "Broker", "Status"]
+    assert "Broker does not host this partition" in out and UNKNOWN_PARTITION in out
+    assert f"{topic}-0: Pending" in out
+    assert main([*argv, "--output", "json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["status"] == "Pending" and len(rep["replicas"]) == 3
