@@ -1,7 +1,9 @@
-"""The planner's hard constraints, as pure checks with fixed messages.
+"""The planner's hard constraints on top of the Core rules of ``validate``, as pure checks.
 
-The in-process validator and the Spark validator both call :func:`check_target` row by row, so
-the two give the same verdict and the same words by construction.
+``plan_problems_offline`` is the in-process validator of a plan against a snapshot (Core's
+``move_problems`` then these rules, per move, in plan order); the Spark validator calls
+``move_all_problems`` row by row inside executors, so the two give the same verdict and the
+same words by construction.
 """
 
 from __future__ import annotations
@@ -9,6 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+
+from .model import Move, PartitionState, Plan
+from .validate import ClusterView, Problem, move_problems
+
+REMOVED_BROKER = "removed-broker"
+REPLICATION_FACTOR_TARGET = "replication-factor-target"
+RACK_AWARENESS = "rack-awareness"
 
 
 @dataclass(frozen=True)
@@ -18,7 +27,6 @@ class RuleContext:
     racks: Mapping[int, str | None]  # every broker in the snapshot -> rack
     removed: frozenset[int] = frozenset()
     rf_change: Mapping[str, int] = field(default_factory=dict)  # topic -> requested RF
-    allow_rf_change: bool = True
 
     @cached_property
     def allowed(self) -> list[int]:
@@ -43,43 +51,68 @@ def required_racks(rf: int, rack_count: int) -> int:
     return min(rf, rack_count)
 
 
-def check_target(
-    name: str,
-    topic: str,
-    current: Sequence[int] | None,
-    target: Sequence[int],
-    ctx: RuleContext,
-    rack_count: int | None = None,
-) -> list[str]:
-    """Every hard-constraint problem of one partition's target replica list, in a fixed order."""
-    problems: list[str] = []
-    if len(set(target)) != len(target):
-        problems.append(f"partition {name}: replicas {list(target)} are not distinct")
-    unknown = sorted({b for b in target if b not in ctx.racks})
-    if unknown:
-        problems.append(f"partition {name}: broker(s) {unknown} are not in the snapshot")
+def target_problems(move: Move, ctx: RuleContext) -> list[Problem]:
+    """The planner's hard constraints for one target: no removed broker, the requested
+    replication factor, rack-awareness (min(RF, racks) racks spanned)."""
+    out: list[Problem] = []
+    where = str(move.tp)
+    target = list(move.replicas)
     removed = sorted({b for b in target if b in ctx.removed})
     if removed:
-        problems.append(f"partition {name}: broker(s) {removed} are being removed")
-    if current is not None:
-        want = ctx.rf_change.get(topic, len(current))
-        if len(target) != want:
-            if topic in ctx.rf_change:
-                problems.append(
-                    f"partition {name}: replication factor {len(target)}, asked for {want}"
-                )
-            elif not ctx.allow_rf_change:
-                problems.append(
-                    f"partition {name}: replication factor would change from {len(current)} "
-                    f"to {len(target)} (--disallow-replication-factor-change)"
-                )
-    n_racks = ctx.rack_count if rack_count is None else rack_count
-    if n_racks > 1 and not unknown:
-        spanned = len({ctx.racks[b] for b in set(target)})
+        out.append(Problem(where, REMOVED_BROKER, f"replicas {target} use broker(s) {removed}, which are being removed"))
+    want = ctx.rf_change.get(move.topic)
+    if want is not None and len(target) != want:
+        out.append(
+            Problem(where, REPLICATION_FACTOR_TARGET, f"replicas {target} have replication factor {len(target)}, {want} was asked for")
+        )
+    n_racks = ctx.rack_count
+    if n_racks > 1 and all(b in ctx.racks for b in target):
+        spanned = len({ctx.racks[b] for b in target})
         need = required_racks(len(set(target)), n_racks)
         if spanned < need:
-            problems.append(
-                f"partition {name}: replicas {list(target)} span {spanned} rack(s), "
-                f"rack-awareness needs {need}"
+            out.append(
+                Problem(
+                    where,
+                    RACK_AWARENESS,
+                    f"replicas {target} span {spanned} rack(s); rack-awareness needs {need} "
+                    f"(min(replication factor, {n_racks} racks))",
+                )
             )
-    return problems
+    return out
+
+
+def move_all_problems(
+    move: Move, cluster: ClusterView, ctx: RuleContext, disallow_replication_factor_change: bool
+) -> list[Problem]:
+    return move_problems(
+        move, cluster, disallow_replication_factor_change=disallow_replication_factor_change
+    ) + target_problems(move, ctx)
+
+
+def cluster_view(snapshot, states_for: Sequence | None = None) -> ClusterView:
+    """A ``ClusterView`` from a snapshot (current replicas only for ``states_for`` when given)."""
+    counts: dict[str, int] = {t.name: 0 for t in snapshot.topics}
+    for p in snapshot.partitions:
+        counts[p.topic] = max(counts[p.topic], p.partition + 1)
+    want = set(states_for) if states_for is not None else None
+    states = {
+        p.tp: PartitionState(p.tp, tuple(p.replicas))
+        for p in snapshot.partitions
+        if want is None or p.tp in want
+    }
+    return ClusterView.of(snapshot.broker_ids(), counts, states)
+
+
+def plan_problems_offline(
+    plan: Plan,
+    snapshot,
+    ctx: RuleContext | None = None,
+    disallow_replication_factor_change: bool = False,
+) -> list[Problem]:
+    """The in-process validator: every problem of the plan against the snapshot, in plan order."""
+    ctx = ctx or RuleContext(snapshot.racks())
+    cluster = cluster_view(snapshot, [m.tp for m in plan])
+    out: list[Problem] = []
+    for move in plan:
+        out += move_all_problems(move, cluster, ctx, disallow_replication_factor_change)
+    return out

@@ -345,16 +345,16 @@ def _max_flow(supply: Mapping[tuple, int], demand: Mapping, ) -> dict[tuple, int
     for (c, cls), n in sorted(supply.items(), key=lambda kv: (kv[0][0], sorted(map(str, kv[0][1])))):
         u = ("C", c, cls)
         cap[src][u] += n
-        for l in sorted(cls, key=str):
-            v = ("R", c, l)
+        for dr in sorted(cls, key=str):
+            v = ("R", c, dr)
             cap[u][v] += n
-            cap[v][("L", l)] += n
+            cap[v][("L", dr)] += n
             cap[v].setdefault(u, 0)
-            cap[("L", l)].setdefault(v, 0)
+            cap[("L", dr)].setdefault(v, 0)
         cap[u].setdefault(src, 0)
-    for l, n in demand.items():
-        cap[("L", l)][sink] += n
-        cap[sink].setdefault(("L", l), 0)
+    for dr, n in demand.items():
+        cap[("L", dr)][sink] += n
+        cap[sink].setdefault(("L", dr), 0)
     cap = {u: dict(vs) for u, vs in cap.items()}
     for u in list(cap):
         for v in list(cap[u]):
@@ -449,7 +449,7 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
     # which rack each chunk's leaving replicas go to: a small max-flow over (chunk, option
     # class) -> (chunk, rack) -> rack, so that replicas rack-awareness pins get room first
     dst_racks = sorted({_rack_key(ctx, b) for b in deficit}, key=str)
-    demand = {l: sum(n for b, n in deficit.items() if _rack_key(ctx, b) == l) for l in dst_racks}
+    demand = {dr: sum(n for b, n in deficit.items() if _rack_key(ctx, b) == dr) for dr in dst_racks}
     all_racks = frozenset(dst_racks)
     free_surplus = ctx.rack_count <= 1 or min(agg.rf_hist, default=0) < ctx.rack_count
     supply_cls: dict[tuple, int] = defaultdict(int)  # (chunk, class) -> replicas
@@ -464,18 +464,18 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
                 supply_cls[(c, all_racks if free_surplus else frozenset([k]) & all_racks)] += n
     flow = _max_flow(supply_cls, demand)
     take_rack: dict[tuple, int] = defaultdict(int)  # (chunk, rack) -> replicas
-    for (c, cls, l), n in flow.items():
-        quotas[c].flows[(tuple(sorted(cls, key=str)), l)] = quotas[c].flows.get((tuple(sorted(cls, key=str)), l), 0) + n
-        take_rack[(c, l)] += n
-    short_rows = [sum(n for (c2, _), n in supply_cls.items() if c2 == c) - sum(take_rack[(c, l)] for l in dst_racks) for c in chunks]
-    short_cols = [demand[l] - sum(take_rack[(c, l)] for c in chunks) for l in dst_racks]
+    for (c, cls, dr), n in flow.items():
+        quotas[c].flows[(tuple(sorted(cls, key=str)), dr)] = quotas[c].flows.get((tuple(sorted(cls, key=str)), dr), 0) + n
+        take_rack[(c, dr)] += n
+    short_rows = [sum(n for (c2, _), n in supply_cls.items() if c2 == c) - sum(take_rack[(c, dr)] for dr in dst_racks) for c in chunks]
+    short_cols = [demand[dr] - sum(take_rack[(c, dr)] for c in chunks) for dr in dst_racks]
     extra = apportion_2d(short_rows, short_cols)  # what no rule-abiding flow places: chains
     for ci, c in enumerate(chunks):
-        for j, l in enumerate(dst_racks):
-            take_rack[(c, l)] += extra[ci][j]
-    for l in dst_racks:
-        bs = sorted(b for b in deficit if _rack_key(ctx, b) == l)
-        m = apportion_2d([take_rack[(c, l)] for c in chunks], [deficit[b] for b in bs])
+        for j, dr in enumerate(dst_racks):
+            take_rack[(c, dr)] += extra[ci][j]
+    for dr in dst_racks:
+        bs = sorted(b for b in deficit if _rack_key(ctx, b) == dr)
+        m = apportion_2d([take_rack[(c, dr)] for c in chunks], [deficit[b] for b in bs])
         for ci, c in enumerate(chunks):
             for j, b in enumerate(bs):
                 if m[ci][j]:
@@ -493,7 +493,7 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
     # no plan can avoid a detour for replicas the racks with room cannot take
     must_flow = _max_flow(
         _sum_by(((0, frozenset(o) & all_racks), n) for (_, _, o), n in agg.classes.items()),
-        {l: max(0, sum(targets[b] - cur.get(b, 0) for b in allowed if _rack_key(ctx, b) == l)) for l in dst_racks},
+        {dr: max(0, sum(targets[b] - cur.get(b, 0) for b in allowed if _rack_key(ctx, b) == dr)) for dr in dst_racks},
     )
     must = sum(agg.classes.values())
     short = must - sum(must_flow.values())
@@ -585,21 +585,21 @@ class _Chunk:
     def _options(self, i: int, pos: int) -> list:
         """Racks with quota left that this replica may move to."""
         reps = self.new[i]
-        return [l for l in self.ring if self.rack_take[l] > 0 and self._rack_ok_rack(reps, pos, l)]
+        return [dr for dr in self.ring if self.rack_take[dr] > 0 and self._rack_ok_rack(reps, pos, dr)]
 
     def _by_class(self, i: int, pos: int, cls: tuple) -> int | None:
         """Follow the driver's max-flow: a rack this replica's class was given room in."""
         src = self.new[i][pos]
         k = _rack_key(self.ctx, src)
         reps = self.new[i]
-        racks = [l for l in cls if self.flows.get((cls, l), 0) > 0]
-        for l in sorted(racks, key=lambda l: (-self.flows[(cls, l)], l != k, str(l))):
-            if not self._rack_ok_rack(reps, pos, l):
+        racks = [dr for dr in cls if self.flows.get((cls, dr), 0) > 0]
+        for dr in sorted(racks, key=lambda dr: (-self.flows[(cls, dr)], dr != k, str(dr))):
+            if not self._rack_ok_rack(reps, pos, dr):
                 continue
-            d = self._from_ring(i, pos, l)
+            d = self._from_ring(i, pos, dr)
             if d is not None:
-                self.flows[(cls, l)] -= 1
-                self.rack_take[l] -= 1
+                self.flows[(cls, dr)] -= 1
+                self.rack_take[dr] -= 1
                 return self._take(d)
         return None
 
@@ -608,10 +608,10 @@ class _Chunk:
         k = _rack_key(self.ctx, src)
         # the rack with the most quota left first (so constrained replicas later still find
         # room), its own rack on ties
-        for l in sorted(self._options(i, pos), key=lambda l: (-self.rack_take[l], l != k, str(l))):
-            d = self._from_ring(i, pos, l)
+        for dr in sorted(self._options(i, pos), key=lambda dr: (-self.rack_take[dr], dr != k, str(dr))):
+            d = self._from_ring(i, pos, dr)
             if d is not None:
-                self.rack_take[l] -= 1
+                self.rack_take[dr] -= 1
                 return self._take(d)
         if not mandatory:
             return None
@@ -871,3 +871,45 @@ def generate(snapshot, topics: Iterable[str], broker_list: Iterable[int]) -> tup
     cur = [Move(p.tp, tuple(p.replicas)) for p in sub.partitions]
     prop = [proposed.get(p.tp, Move(p.tp, tuple(p.replicas))) for p in sub.partitions]
     return Plan.of(cur), Plan.of(prop)
+
+
+def plan(
+    snapshot,
+    remove_brokers: Iterable[int] = (),
+    balance: str | Iterable[str] | None = None,
+    replication_factor: int | None = None,
+    topics: Iterable[str] = (),
+    spark_master: str | None = None,
+    engine: str = "spark",
+    chunks: int = DEFAULT_CHUNKS,
+) -> PlanResult:
+    """``reassign_kit.plan``: a minimal-movement, balanced, rack-aware plan for a snapshot
+    (a ``Snapshot``, or a path to its JSON / Parquet form). ``engine="spark"`` (the default)
+    runs in Spark (local mode unless ``spark_master``); ``"local"`` runs the same planner in
+    this process. Either way the same snapshot and parameters give the same plan."""
+    from .snapshot import Snapshot
+
+    params = PlanParams(
+        remove_brokers=tuple(sorted(set(remove_brokers))),
+        balance=parse_balance(balance),
+        replication_factor=replication_factor,
+        rf_topics=tuple(sorted(set(topics))),
+        chunks=chunks,
+    )
+    if engine not in ("spark", "local"):
+        raise UsageError(f"engine must be 'spark' or 'local', got {engine!r}")
+    source = snapshot
+    if isinstance(snapshot, str):
+        import os
+
+        is_parquet = os.path.isdir(snapshot) or snapshot.endswith(".parquet")
+        source = snapshot if (engine == "spark" and is_parquet) else Snapshot.read(snapshot)
+    if engine == "local":
+        return plan_in_process(source, params)
+    from .spark.frames import brokers_and_topics
+
+    rule_context(brokers_and_topics(source), params)  # bad input fails before Spark starts
+    from .spark.planner import plan_spark
+    from .spark.session import get_spark
+
+    return plan_spark(get_spark(spark_master), source, params)

@@ -1,0 +1,170 @@
+"""`reassign-kit snapshot | plan | validate`: record a cluster, plan from the record, validate
+a plan against it — offline, with planning and big validations running on Spark.
+
+    reassign-kit snapshot --bootstrap-server B [--command-config F] --output S.json
+    reassign-kit plan --snapshot S.json [--remove-brokers 1,2] [--balance replicas,leaders,bytes]
+        [--replication-factor N --topics t1,t2] [--spark-master URL] --output plan.json
+        [--report report.json] [--rollback rollback.json]
+    reassign-kit validate --snapshot S.json --reassignment-json-file plan.json
+        [--disallow-replication-factor-change] [--remove-brokers 1,2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from .errors import InvalidPlanError, UsageError
+
+SPARK_VALIDATE_MIN_MOVES = 20_000  # below this an in-process pass is faster than Spark start-up
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _int_list(flag: str):
+    def conv(text: str) -> list[int]:
+        try:
+            out = [int(x) for x in text.split(",") if x.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} takes broker ids like 1,2,3, got {text!r}") from None
+        if any(b < 0 for b in out):
+            raise argparse.ArgumentTypeError(f"{flag}: broker ids are non-negative, got {text!r}")
+        return out
+
+    return conv
+
+
+def _topics(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="reassign-kit", description="snapshot, plan and validate")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    s = sub.add_parser("snapshot", help="record brokers, topics, partitions and sizes")
+    s.add_argument("--bootstrap-server", required=True)
+    s.add_argument("--command-config", metavar="FILE")
+    s.add_argument("--topics", type=_topics, help="only these topics (default: all)")
+    s.add_argument("--output", required=True, help="S.json, or a directory ending in .parquet")
+
+    pl = sub.add_parser("plan", help="a minimal-movement, balanced, rack-aware plan")
+    pl.add_argument("--snapshot", required=True)
+    pl.add_argument("--remove-brokers", type=_int_list("--remove-brokers"), default=[])
+    pl.add_argument("--balance", default="replicas,leaders", help="goals: replicas,leaders,bytes")
+    pl.add_argument("--replication-factor", type=int)
+    pl.add_argument("--topics", type=_topics, default=[])
+    pl.add_argument("--spark-master", help="any spark.master (default local[2])")
+    pl.add_argument("--engine", choices=("spark", "local"), default="spark",
+                    help="spark (default) or local: the same planner in this process")
+    pl.add_argument("--chunks", type=int, default=None, help="hash buckets planned independently")
+    pl.add_argument("--output", required=True)
+    pl.add_argument("--report", help="write the plan report (JSON) here")
+    pl.add_argument("--rollback", help="write the current assignment of the planned partitions here")
+    pl.add_argument("--quiet", action="store_true")
+
+    v = sub.add_parser("validate", help="check a plan against a snapshot")
+    v.add_argument("--snapshot", required=True)
+    v.add_argument("--reassignment-json-file", required=True)
+    v.add_argument("--disallow-replication-factor-change", action="store_true")
+    v.add_argument("--remove-brokers", type=_int_list("--remove-brokers"), default=[],
+                   help="also reject targets on these brokers")
+    v.add_argument("--spark-master")
+    v.add_argument("--engine", choices=("auto", "spark", "local"), default="auto",
+                   help=f"auto: Spark from {SPARK_VALIDATE_MIN_MOVES} moves or with --spark-master")
+    return p
+
+
+def _snapshot(args: argparse.Namespace) -> int:
+    from .ops import connect
+    from .snapshot import take_snapshot
+
+    gw = connect(args.bootstrap_server, args.command_config)
+    try:
+        snap = take_snapshot(gw, args.topics)
+    finally:
+        close = getattr(gw, "close", None)
+        if close:
+            close()
+    snap.write(args.output)
+    print(
+        f"snapshot: {len(snap.brokers)} brokers, {len(snap.topics)} topics, "
+        f"{len(snap.partitions)} partitions, {snap.replica_count()} replicas -> {args.output}"
+    )
+    return 0
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from .plan_report import format_report
+    from .planner import DEFAULT_CHUNKS, plan
+
+    if args.topics and args.replication_factor is None:
+        raise UsageError("--topics needs --replication-factor (it names the topics whose RF changes)")
+    result = plan(
+        args.snapshot,
+        remove_brokers=args.remove_brokers,
+        balance=args.balance,
+        replication_factor=args.replication_factor,
+        topics=args.topics,
+        spark_master=args.spark_master,
+        engine=args.engine,
+        chunks=args.chunks or DEFAULT_CHUNKS,
+    )
+    if not len(result.plan):
+        print("plan: nothing to move; the cluster already meets the goals", file=sys.stderr)
+    result.plan.write(args.output)
+    report = result.report()
+    if args.report:
+        with open(args.report, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=2)
+            f.write("\n")
+    if args.rollback:
+        result.current.write(args.rollback)
+    if not args.quiet:
+        print(format_report(report))
+        print(f"plan: {len(result.plan)} partition(s) -> {args.output}")
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from .model import Plan
+    from .plan_rules import RuleContext, plan_problems_offline
+    from .snapshot import Snapshot
+
+    plan_ = Plan.read(args.reassignment_json_file)
+    snap = Snapshot.read(args.snapshot)
+    unknown = sorted(set(args.remove_brokers) - set(snap.broker_ids()))
+    if unknown:
+        raise UsageError(f"--remove-brokers: broker(s) {unknown} are not in the snapshot")
+    ctx = RuleContext(snap.racks(), frozenset(args.remove_brokers))
+    engine = args.engine
+    if engine == "auto":
+        engine = "spark" if (args.spark_master or len(plan_) >= SPARK_VALIDATE_MIN_MOVES) else "local"
+    if engine == "spark":
+        from .spark.session import get_spark
+        from .spark.validate import validate_spark
+
+        problems = validate_spark(
+            get_spark(args.spark_master), snap, plan_, ctx, args.disallow_replication_factor_change
+        )
+    else:
+        problems = plan_problems_offline(plan_, snap, ctx, args.disallow_replication_factor_change)
+    if problems:
+        raise InvalidPlanError(problems, header=f"{args.reassignment_json_file} is not valid for {args.snapshot}")
+    print(f"{args.reassignment_json_file}: valid ({len(plan_)} partition(s), checked on {engine})")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    return {"snapshot": _snapshot, "plan": _plan, "validate": _validate}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    from .cli import main as cli_main
+
+    sys.exit(cli_main(sys.argv[1:]))

@@ -1,0 +1,130 @@
+"""The plan report: what a plan moves and what it buys — moves, bytes in and out per broker,
+leadership changes, replica / leader / byte balance before and after, and the lower bound on
+moved replicas the plan is measured against. Pure: built from a ``PlanResult``."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from .planner import VIRTUAL, PlanResult, apply_rf
+
+
+def _spread(values: dict[int, int], keys) -> int:
+    vals = [values.get(b, 0) for b in keys]
+    return max(vals) - min(vals) if vals else 0
+
+
+def build_report(result: PlanResult) -> dict[str, Any]:
+    prep = result.prepared
+    ctx, agg = prep.ctx, prep.agg
+    rf_change = prep.params.rf_change()
+    before = {b: n for b, n in agg.per_broker(agg.replicas).items() if b != VIRTUAL}
+    lead_before = {b: n for b, n in agg.per_broker(agg.leaders).items() if b != VIRTUAL}
+    bytes_before = {b: n for b, n in agg.bytes.items() if b != VIRTUAL}
+    after, lead_after, bytes_after = dict(before), dict(lead_before), dict(bytes_before)
+    rin: dict[int, int] = defaultdict(int)
+    rout: dict[int, int] = defaultdict(int)
+    bin_: dict[int, int] = defaultdict(int)
+    bout: dict[int, int] = defaultdict(int)
+    for topic, _, old, new, size in result.changed:
+        shaped = [b for b in apply_rf(topic, old, rf_change) if b >= 0]
+        for b in old:  # the aggregates saw the replica list after an RF decrease
+            if b not in shaped:
+                before[b] = before.get(b, 0) + 1
+                bytes_before[b] = bytes_before.get(b, 0) + size
+        for b in shaped:
+            after[b] = after.get(b, 0) - 1
+            bytes_after[b] = bytes_after.get(b, 0) - size
+        for b in new:
+            after[b] = after.get(b, 0) + 1
+            bytes_after[b] = bytes_after.get(b, 0) + size
+        if old and shaped and old[0] != new[0]:
+            lead_after[old[0]] = lead_after.get(old[0], 0) - 1
+            lead_after[new[0]] = lead_after.get(new[0], 0) + 1
+        for b in set(new) - set(old):
+            rin[b] += 1
+            bin_[b] += size
+        for b in set(old) - set(new):
+            rout[b] += 1
+            bout[b] += size
+    allowed = ctx.allowed
+    brokers = sorted(set(ctx.racks) | set(before))
+    per_broker = [
+        {
+            "broker": b,
+            "rack": ctx.racks.get(b),
+            "removed": b in ctx.removed,
+            "replicas_before": before.get(b, 0),
+            "replicas_after": after.get(b, 0),
+            "replicas_target": prep.targets.get(b, 0),
+            "replicas_in": rin.get(b, 0),
+            "replicas_out": rout.get(b, 0),
+            "leaders_before": lead_before.get(b, 0),
+            "leaders_after": lead_after.get(b, 0),
+            "bytes_before": bytes_before.get(b, 0),
+            "bytes_after": bytes_after.get(b, 0),
+            "bytes_in": bin_.get(b, 0),
+            "bytes_out": bout.get(b, 0),
+        }
+        for b in brokers
+    ]
+    racks = sorted({ctx.racks[b] for b in allowed if ctx.racks.get(b) is not None})
+
+    def balance(values: dict[int, int]) -> dict[str, Any]:
+        out: dict[str, Any] = {"spread": _spread(values, allowed)}
+        if ctx.rack_count > 1:
+            out["spread_within_rack"] = {
+                r: _spread(values, [b for b in allowed if ctx.racks[b] == r]) for r in racks
+            }
+        vals = [values.get(b, 0) for b in allowed]
+        out["min"], out["max"] = (min(vals), max(vals)) if vals else (0, 0)
+        return out
+
+    lb = result.lower_bound
+    return {
+        "summary": {
+            "partitions_in_plan": len(result.plan),
+            "moved_replicas": result.moved_replicas,
+            "lower_bound_moved_replicas": lb,
+            "moved_over_lower_bound": (result.moved_replicas / lb) if lb else None,
+            "moved_bytes": result.moved_bytes,
+            "leadership_changes": result.leadership_changes,
+            "removed_brokers": sorted(ctx.removed),
+            "goals": list(prep.params.balance),
+            "replication_factor_change": dict(rf_change),
+            "rack_aware": ctx.rack_count > 1,
+            "racks": racks,
+            "chunks": prep.params.chunks,
+        },
+        "balance": {
+            "replicas": {"before": balance(before), "after": balance(after)},
+            "leaders": {"before": balance(lead_before), "after": balance(lead_after)},
+            "bytes": {"before": balance(bytes_before), "after": balance(bytes_after)},
+        },
+        "brokers": per_broker,
+    }
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """A few lines for the terminal."""
+    s = report["summary"]
+    b = report["balance"]
+    ratio = s["moved_over_lower_bound"]
+    lines = [
+        f"partitions in plan: {s['partitions_in_plan']}   moved replicas: {s['moved_replicas']} "
+        f"(lower bound {s['lower_bound_moved_replicas']}"
+        + (f", x{ratio:.3f}" if ratio else "")
+        + f")   moved bytes: {s['moved_bytes']}   leadership changes: {s['leadership_changes']}",
+        f"replica spread: {b['replicas']['before']['spread']} -> {b['replicas']['after']['spread']}   "
+        f"leader spread: {b['leaders']['before']['spread']} -> {b['leaders']['after']['spread']}   "
+        f"bytes max/min: {b['bytes']['after']['max']}/{b['bytes']['after']['min']}",
+        f"{'broker':>6} {'rack':>6} {'replicas':>17} {'leaders':>13} {'in':>6} {'out':>6} {'MB in':>9} {'MB out':>9}",
+    ]
+    for r in report["brokers"]:
+        lines.append(
+            f"{r['broker']:>6} {str(r['rack']):>6} {r['replicas_before']:>7}->{r['replicas_after']:<7}"
+            f"{'x' if r['removed'] else ' ':>2} {r['leaders_before']:>5}->{r['leaders_after']:<6} "
+            f"{r['replicas_in']:>6} {r['replicas_out']:>6} {r['bytes_in'] / 1e6:>9.1f} {r['bytes_out'] / 1e6:>9.1f}"
+        )
+    return "\n".join(lines)

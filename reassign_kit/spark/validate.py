@@ -1,0 +1,73 @@
+"""Plan validation on Spark: the plan joined with the snapshot's partitions, every row checked
+in an executor by the very functions the in-process validator uses (``plan_rules``), so the
+verdict and the messages are the same. Only the problems come back to the driver."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..model import Move, PartitionState, Plan, TopicPartition
+from ..plan_rules import RuleContext, move_all_problems
+from ..snapshot import Snapshot
+from ..validate import ClusterView, Problem
+from .frames import brokers_and_topics, partitions_df
+
+PROBLEM_SCHEMA = "topic string, partition int, i int, where string, rule string, detail string"
+
+
+def validate_spark(
+    spark,
+    source: Snapshot | str,
+    plan: Plan,
+    ctx: RuleContext | None = None,
+    disallow_replication_factor_change: bool = False,
+    plan_df=None,
+) -> list[Problem]:
+    """Every problem of ``plan`` against the snapshot, in plan order (topic, partition)."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    small = brokers_and_topics(source)
+    ctx = ctx or RuleContext(small.racks())
+    parts = partitions_df(spark, source)
+    counts = {t.name: 0 for t in small.topics}
+    for r in parts.groupBy("topic").agg(F.max("partition").alias("m")).collect():
+        counts[r.topic] = r.m + 1
+    brokers = small.broker_ids()
+    if plan_df is None:
+        pdf = pd.DataFrame(
+            {
+                "topic": [m.topic for m in plan],
+                "partition": [m.partition for m in plan],
+                "target": [list(m.replicas) for m in plan],
+                "log_dirs": [list(m.log_dirs) if m.log_dirs is not None else None for m in plan],
+            }
+        )
+        plan_df = spark.createDataFrame(
+            pdf, "topic string, partition int, target array<int>, log_dirs array<string>"
+        )
+    joined = plan_df.join(
+        parts.select("topic", "partition", F.col("replicas").alias("current")),
+        ["topic", "partition"],
+        "left",
+    )
+    disallow = disallow_replication_factor_change
+
+    def check(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        base = ClusterView.of(brokers, counts)
+        for b in batches:
+            out: dict[str, list] = {k: [] for k in ("topic", "partition", "i", "where", "rule", "detail")}
+            for t, p, target, dirs, cur in zip(b["topic"], b["partition"], b["target"], b["log_dirs"], b["current"], strict=True):
+                tp = TopicPartition(t, int(p))
+                move = Move(tp, tuple(int(x) for x in target), tuple(dirs) if dirs is not None else None)
+                states = {tp: PartitionState(tp, tuple(int(x) for x in cur))} if cur is not None else {}
+                view = ClusterView(base.brokers, base.partition_counts, states, base.log_dirs)
+                for i, pr in enumerate(move_all_problems(move, view, ctx, disallow)):
+                    for k, v in (("topic", t), ("partition", int(p)), ("i", i), ("where", pr.where), ("rule", pr.rule), ("detail", pr.detail)):
+                        out[k].append(v)
+            if out["topic"]:
+                yield pd.DataFrame(out, columns=list(out))
+
+    rows = joined.mapInPandas(check, PROBLEM_SCHEMA).collect()
+    rows.sort(key=lambda r: (r.topic, r.partition, r.i))
+    return [Problem(r.where, r.rule, r.detail) for r in rows]
