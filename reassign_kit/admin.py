@@ -134,8 +134,22 @@ def _err_text(err: Any) -> str:
     return str(inner)
 
 
-def _check_name(e: Any) -> str:
-    return getattr(e, "__name__", None) or type(e).__name__
+def _kp_text(e: Any) -> str:
+    """kafka-python error text, its class name once."""
+    name, text = type(e).__name__, str(e)
+    return text if text.startswith(name) else f"{name}: {text}" if text else name
+
+
+def _quiet_logger() -> Any:
+    import logging
+
+    log = logging.getLogger("reassign_kit.librdkafka")
+    log.propagate = False
+    log.addHandler(logging.NullHandler())
+    return log
+
+
+_QUIET = _quiet_logger()
 
 
 class AdminGateway:
@@ -167,7 +181,13 @@ class AdminGateway:
         if self._ck is None:
             from confluent_kafka.admin import AdminClient
 
-            conf = {"bootstrap.servers": self.bootstrap_servers, "log_level": 3, **self._ck_conf}
+            # librdkafka logs every refused connection to stderr; the error that matters reaches
+            # the user as a KafkaOperationError instead.
+            conf = {
+                "bootstrap.servers": self.bootstrap_servers,
+                "logger": _QUIET,
+                **self._ck_conf,
+            }
             self._ck = AdminClient(conf)
         return self._ck
 
@@ -190,7 +210,7 @@ class AdminGateway:
                 )
             except KafkaError as e:
                 raise KafkaOperationError(
-                    f"cannot connect to {self.bootstrap_servers}: {_check_name(e)} {e}"
+                    f"cannot connect to {self.bootstrap_servers}: {_kp_text(e)}"
                 ) from None
         return self._kp
 
@@ -224,7 +244,7 @@ class AdminGateway:
         try:
             return fn(*args, **kwargs)
         except KafkaError as e:
-            raise KafkaOperationError(f"{what}: {_check_name(e)} {e}") from None
+            raise KafkaOperationError(f"{what}: {_kp_text(e)}") from None
 
     # -- metadata ---------------------------------------------------------------------------
 
@@ -362,9 +382,7 @@ class AdminGateway:
                 "upgrade the cluster"
             ) from None
         except Errors.KafkaError as e:
-            raise KafkaOperationError(
-                f"alter partition reassignments: {_check_name(e)} {e}"
-            ) from None
+            raise KafkaOperationError(f"alter partition reassignments: {_kp_text(e)}") from None
         if response.error_code:
             err = Errors.for_code(response.error_code)
             raise KafkaOperationError(
