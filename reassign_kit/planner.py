@@ -355,6 +355,7 @@ def _max_flow(supply: Mapping[tuple, int], demand: Mapping, ) -> dict[tuple, int
     for dr, n in demand.items():
         cap[("L", dr)][sink] += n
         cap[sink].setdefault(("L", dr), 0)
+    cap[src], cap[sink]  # noqa: B018 - both ends exist even with nothing to move
     cap = {u: dict(vs) for u, vs in cap.items()}
     for u in list(cap):
         for v in list(cap[u]):
@@ -575,12 +576,18 @@ class _Chunk:
         members = set(reps)
         n = len(ring)
         start = self.ptr[rack] % n
-        for step in range(n):
+        best, best_step, seen = None, 0, 0
+        for step in range(n):  # of the next few that fit, the one with the most room left
             d = ring[(start + step) % n]
             if self.take.get(d, 0) > 0 and d not in members:
-                self.ptr[rack] = (start + step + 1) % n
-                return d
-        return None
+                if best is None or self.take[d] > self.take[best]:
+                    best, best_step = d, step
+                seen += 1
+                if seen >= 8:
+                    break
+        if best is not None:
+            self.ptr[rack] = (start + best_step + 1) % n
+        return best
 
     def _options(self, i: int, pos: int) -> list:
         """Racks with quota left that this replica may move to."""
