@@ -61,7 +61,7 @@ def new_figure(widget: bool = True) -> go.Figure:
         fig.add_trace(
             go.Scatter(
                 x=[], y=[], name=name, mode="lines", stackgroup="moves",
-                line={"color": COLORS[name], "width": 1}, legendgroup="moves",
+                line={"color": COLORS[name], "width": 0 if name == "cancelled" else 1}, legendgroup="moves",
             ),
             row=1, col=1,
         )
@@ -75,8 +75,9 @@ def new_figure(widget: bool = True) -> go.Figure:
         row=3, col=1,
     )
     fig.update_layout(
-        height=720, barmode="group", margin={"l": 90, "r": 20, "t": 70, "b": 40},
-        title={"text": "plan progress: not started"}, legend={"orientation": "h", "y": 1.08},
+        height=720, barmode="group", margin={"l": 90, "r": 20, "t": 60, "b": 40},
+        title={"text": "plan progress: not started", "y": 0.985},
+        legend={"x": 1.02, "y": 1.0, "xanchor": "left", "yanchor": "top"},
         template="plotly_white",
     )
     fig.update_xaxes(title_text="seconds since start", row=1, col=1)

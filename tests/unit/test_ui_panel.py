@@ -145,14 +145,9 @@ def test_pause_resume_cancel(tmp_path):
 
 def test_run_error_is_shown_not_silent(tmp_path):
     sim = cluster()
-
-    def broken(gateway, plan, options, journal_path):
-        raise RuntimeError("should not be reached")
-
     p = Panel(plan(), sim, output_dir=str(tmp_path), run_factory=sim_runs(sim), throttle=-1)
     p.controls["incremental"].value = True  # incremental without a batch size: refused
     p.buttons["execute"].click()
     assert p.phase == "ready" and p.run is None
     assert "--incremental" in p.message.value
     assert p.errors
-    del broken
