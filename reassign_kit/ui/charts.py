@@ -53,7 +53,7 @@ def new_figure(widget: bool = True) -> go.Figure:
         rows=3,
         cols=1,
         row_heights=[0.34, 0.22, 0.44],
-        vertical_spacing=0.09,
+        vertical_spacing=0.12,
         subplot_titles=("moves over time", "bytes per broker", "partition moves"),
     )
     fig = go.FigureWidget(base) if widget else go.Figure(base)
