@@ -201,12 +201,14 @@ class AdminGateway:
 
             logging.getLogger("kafka").setLevel(logging.CRITICAL)  # no config dumps, no noise
             try:
+                conf = {
+                    "request_timeout_ms": int(self.timeout_s * 1000),
+                    "bootstrap_timeout_ms": int(self.timeout_s * 1000),
+                    "client_id": "reassign-kit",
+                    **self._kp_conf,  # the user's settings win
+                }
                 self._kp = KafkaAdminClient(
-                    bootstrap_servers=self.bootstrap_servers.split(","),
-                    request_timeout_ms=int(self.timeout_s * 1000),
-                    bootstrap_timeout_ms=int(self.timeout_s * 1000),
-                    client_id="reassign-kit",
-                    **self._kp_conf,
+                    bootstrap_servers=self.bootstrap_servers.split(","), **conf
                 )
             except KafkaError as e:
                 raise KafkaOperationError(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -329,6 +330,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 130
+    except Exception as e:  # a bug or an unexpected client failure: a message, not a traceback
+        if os.environ.get("RK_DEBUG"):
+            raise
+        print(
+            f"Error: unexpected {type(e).__name__}: {e} (set RK_DEBUG=1 for a traceback)",
+            file=sys.stderr,
+        )
+        return 1
 
 
 def dump_json(obj: Any) -> str:

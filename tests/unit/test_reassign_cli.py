@@ -194,3 +194,20 @@ def test_v0_broker_gives_a_clear_error_naming_the_option():
     assert "--disallow-replication-factor-change" in str(e.value)
     assert "Nothing was submitted" in str(e.value)
     assert gw._kp._manager.sent == []
+
+
+def test_command_config_settings_win_over_defaults(monkeypatch):
+    import kafka
+
+    seen = {}
+
+    class FakeAdmin:
+        def __init__(self, **kw):
+            seen.update(kw)
+
+    monkeypatch.setattr(kafka, "KafkaAdminClient", FakeAdmin)
+    gw = AdminGateway("h:1,h:2", {"request.timeout.ms": "20000", "client.id": "ops-team"})
+    assert isinstance(gw.kp, FakeAdmin)
+    assert seen["request_timeout_ms"] == 20000 and seen["client_id"] == "ops-team"
+    assert seen["bootstrap_servers"] == ["h:1", "h:2"]
+    gw._kp = None
