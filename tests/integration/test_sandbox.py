@@ -40,11 +40,17 @@ def test_kill_broker_no_acked_message_lost_and_rejoin(sandbox, topic_name):
     sandbox.create_topic(topic, partitions=1, rf=3, configs={"min.insync.replicas": "2"})
     bs = sandbox.bootstrap_servers
 
-    producer = Producer({"bootstrap.servers": bs, "acks": "all", "enable.idempotence": True, "linger.ms": 5})
+    producer = Producer(
+        {"bootstrap.servers": bs, "acks": "all", "enable.idempotence": True, "linger.ms": 5}
+    )
     acked: list[int] = []
     for i in range(10_000):
-        producer.produce(topic, value=str(i).encode(), partition=0,
-                         on_delivery=lambda err, msg: acked.append(int(msg.value())) if err is None else None)
+        producer.produce(
+            topic,
+            value=str(i).encode(),
+            partition=0,
+            on_delivery=lambda err, msg: acked.append(int(msg.value())) if err is None else None,
+        )
         if i % 1000 == 0:
             producer.poll(0)
     assert producer.flush(60) == 0
@@ -56,8 +62,14 @@ def test_kill_broker_no_acked_message_lost_and_rejoin(sandbox, topic_name):
     assert not sbx.pid_alive(sandbox.node(victim).pid)
 
     alive = ",".join(f"127.0.0.1:{n.port}" for n in sandbox.nodes.values() if n.id != victim)
-    consumer = Consumer({"bootstrap.servers": alive, "group.id": f"g-{uuid.uuid4().hex[:6]}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": alive,
+            "group.id": f"g-{uuid.uuid4().hex[:6]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     consumer.subscribe([topic])
     seen: set[int] = set()
     deadline = time.monotonic() + 120
@@ -81,8 +93,13 @@ def test_official_list_runs_against_sandbox(sandbox):
 
 
 def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "reassign_kit.cli", *args],
-                          capture_output=True, text=True, timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "reassign_kit.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
 
 
 def test_cli_status_and_info(sandbox):
@@ -102,7 +119,9 @@ def test_bad_input_errors(sandbox, tmp_path):
     assert r.returncode != 0 and "broker 99 does not exist" in r.stderr
     r = _cli("sandbox", "up", "--brokers", "1", "--dir", str(sandbox.dir))
     assert r.returncode != 0 and "already running" in r.stderr
-    r = _cli("sandbox", "up", "--dir", str(tmp_path / "x"), env={**os.environ, "PATH": "/nonexistent"})
+    r = _cli(
+        "sandbox", "up", "--dir", str(tmp_path / "x"), env={**os.environ, "PATH": "/nonexistent"}
+    )
     # with no java/mvn on PATH (and JAVA_HOME unset) the message names the missing tool
     assert r.returncode != 0 and "Traceback" not in r.stderr
 
