@@ -221,7 +221,15 @@ def demo(
         {"journal_paths": journal, **extra.get("04_postmortem", {})},
         kernel_name=kernel_name, execution_timeout=execution_timeout,
     )
-    return {**done, "output_dir": out}
+    found = {
+        "execute_report": os.path.join(dirs["02_execute"], "execute_report.json"),
+        "verify_report": os.path.join(dirs["03_verify"], "verify_report.json"),
+        "postmortem_report": os.path.join(dirs["04_postmortem"], "postmortem_report.json"),
+        "journal": journal,
+    }
+    charts = [f for f in _artefacts(out) if f.endswith(".html")]
+    return {**done, **{k: v for k, v in found.items() if os.path.exists(v)},
+            "charts": ", ".join(charts), "output_dir": out}
 
 
 def _plan_has_moves(path: str) -> bool:
