@@ -512,7 +512,9 @@ class Sandbox:
         from confluent_kafka.admin import NewTopic
 
         if assignment is not None:
-            topic = NewTopic(name, replica_assignment=[list(r) for r in assignment], config=configs or {})
+            # confluent-kafka 2.16 wants the partition count to match the assignment here.
+            topic = NewTopic(name, num_partitions=len(assignment),
+                             replica_assignment=[list(r) for r in assignment], config=configs or {})
         else:
             topic = NewTopic(name, num_partitions=partitions, replication_factor=rf, config=configs or {})
         admin = self.admin()  # keep a reference: the futures die with their client
