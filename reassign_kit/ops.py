@@ -428,12 +428,36 @@ def _classify(target: tuple[int, ...], st: PartitionState | None) -> str:
     return MISMATCH
 
 
+def _settled_states(
+    gateway: Any, plan: Plan, attempts: int = 6, pause_s: float = 0.5
+) -> dict[TopicPartition, PartitionState]:
+    """Partition states, re-reading those that look mismatched while the controller says they
+    are not reassigning: metadata reaches brokers asynchronously, so right after a move ends a
+    broker may still report the intermediate replica set (KIP-860's race; the official tool
+    reports a false mismatch then)."""
+    states = gateway.describe_partitions([m.tp for m in plan])
+    for _ in range(attempts):
+        suspect = [
+            m.tp
+            for m in plan
+            if (st := states.get(m.tp)) is not None
+            and not st.reassigning
+            and not is_complete(m.replicas, st)
+            and set(m.replicas) < set(st.replicas)  # target + the replicas being removed
+        ]
+        if not suspect:
+            break
+        time.sleep(pause_s)
+        states.update(gateway.describe_partitions(suspect))
+    return states
+
+
 def verify(gateway: Any, plan: Plan, *, preserve_throttles: bool = False) -> VerifyResult:
     """Is every move of the plan complete (``model.is_complete``), its replicas in the asked log
     dirs? Once nothing of the plan is in progress, clear the throttles of the plan's topics and
     every broker, except what reassignments still in flight elsewhere need."""
     tps = [m.tp for m in plan]
-    states = gateway.describe_partitions(tps)
+    states = _settled_states(gateway, plan)
     rows = []
     for m in plan:
         st = states.get(m.tp)
