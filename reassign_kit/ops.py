@@ -24,6 +24,7 @@ from .validate import ClusterView, validate_plan
 # Exit codes of --verify (0 = complete); errors keep errors.py's codes 1..5.
 EXIT_IN_PROGRESS = 10
 EXIT_MISMATCH = 11
+SETTLE_PAUSE_S = 0.5  # between re-reads of metadata that may lag the controller (see settle)
 
 
 class ReassignmentInProgressError(ReassignKitError):
@@ -428,28 +429,37 @@ def _classify(target: tuple[int, ...], st: PartitionState | None) -> str:
     return MISMATCH
 
 
-def _settled_states(
-    gateway: Any, plan: Plan, attempts: int = 6, pause_s: float = 0.5
+def settle(
+    gateway: Any,
+    states: dict[TopicPartition, PartitionState],
+    suspect: Any,
+    attempts: int = 6,
+    pause_s: float | None = None,
 ) -> dict[TopicPartition, PartitionState]:
-    """Partition states, re-reading those that look mismatched while the controller says they
-    are not reassigning: metadata reaches brokers asynchronously, so right after a move ends a
-    broker may still report the intermediate replica set (KIP-860's race; the official tool
-    reports a false mismatch then)."""
-    states = gateway.describe_partitions([m.tp for m in plan])
+    """Re-read the partitions for which ``suspect(tp, state)`` holds, a few times: metadata
+    reaches brokers asynchronously, so right after a move ends or is cancelled a broker may
+    still report the intermediate replica set while the controller says it is not reassigning
+    (KIP-860's race, where the official tool reports a false mismatch)."""
     for _ in range(attempts):
-        suspect = [
-            m.tp
-            for m in plan
-            if (st := states.get(m.tp)) is not None
-            and not st.reassigning
-            and not is_complete(m.replicas, st)
-            and set(m.replicas) < set(st.replicas)  # target + the replicas being removed
-        ]
-        if not suspect:
+        again = [tp for tp, st in states.items() if suspect(tp, st)]
+        if not again:
             break
-        time.sleep(pause_s)
-        states.update(gateway.describe_partitions(suspect))
+        time.sleep(SETTLE_PAUSE_S if pause_s is None else pause_s)
+        states.update(gateway.describe_partitions(again))
     return states
+
+
+def _settled_states(gateway: Any, plan: Plan) -> dict[TopicPartition, PartitionState]:
+    targets = {m.tp: m.replicas for m in plan}
+    return settle(
+        gateway,
+        gateway.describe_partitions(list(targets)),
+        lambda tp, st: (
+            not st.reassigning
+            and not is_complete(targets[tp], st)
+            and set(targets[tp]) < set(st.replicas)  # target + the replicas being removed
+        ),
+    )
 
 
 def verify(gateway: Any, plan: Plan, *, preserve_throttles: bool = False) -> VerifyResult:
@@ -641,13 +651,19 @@ def cancel(
 
     grown = {}
     if cancelled:
-        after = gateway.describe_partitions(cancelled)
+        originals = {
+            tp: tuple(r for r in in_flight[tp].replicas if r not in in_flight[tp].adding)
+            for tp in cancelled
+        }
+        after = settle(
+            gateway,
+            gateway.describe_partitions(cancelled),
+            lambda tp, st: st.reassigning or len(st.replicas) > len(originals[tp]),
+        )
         for tp in cancelled:
-            st0 = in_flight[tp]
-            before = tuple(r for r in st0.replicas if r not in st0.adding)
             now = after.get(tp)
-            if now is not None and len(now.replicas) > len(before):
-                grown[tp] = (before, now.replicas)
+            if now is not None and len(now.replicas) > len(originals[tp]):
+                grown[tp] = (originals[tp], now.replicas)
 
     cleared = None
     if not preserve_throttles and (cancelled or log_dir_cancelled):

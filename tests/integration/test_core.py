@@ -109,8 +109,15 @@ def test_plan_with_data_completes_verifies_and_clears_throttles(
 
     out = wait_until(verified, 120, "the moves to complete")
     assert out.count("is completed.") == 3 and "Throttles removed" in out
-    after = gw.describe_partitions(tps)
-    assert all(after[tp].replicas == away(before[tp].replicas) for tp in tps)
+    # Metadata reaches every broker asynchronously: wait until the one we ask agrees.
+    wait_until(
+        lambda: all(
+            st.replicas == away(before[tp].replicas)
+            for tp, st in gw.describe_partitions(tps).items()
+        ),
+        30,
+        "metadata to show the new replicas",
+    )
     assert gw.end_offsets(tps) == ends  # the data moved with the partitions
     assert_no_throttle_left(gw, topic)
 
@@ -164,8 +171,14 @@ def test_slow_move_is_listed_then_cancelled_and_throttles_cleared(
     assert not [tp for tp in gw.list_reassignments() if tp.topic == topic]
     assert_no_throttle_left(gw, topic)
     # Cancelled before any new replica caught up: back to the original replicas.
-    after = gw.describe_partitions(tps)
-    assert all(set(after[tp].replicas) == set(before[tp].replicas) for tp in tps)
+    wait_until(
+        lambda: all(
+            set(st.replicas) == set(before[tp].replicas)
+            for tp, st in gw.describe_partitions(tps).items()
+        ),
+        30,
+        "metadata to show the original replicas",
+    )
 
     code, out, _ = cli("--cancel", "--topics", topic)
     assert code == 0 and "None of the specified partition reassignments are active" in out

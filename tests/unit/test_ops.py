@@ -14,6 +14,11 @@ TP = TopicPartition
 A0, A1 = TP("a", 0), TP("a", 1)
 
 
+@pytest.fixture(autouse=True)
+def no_settle_pause(monkeypatch):
+    monkeypatch.setattr(ops, "SETTLE_PAUSE_S", 0.0)
+
+
 class FakeCluster:
     def __init__(self, states, in_flight=None, reject=None):
         self.states = dict(states)
