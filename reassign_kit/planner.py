@@ -452,7 +452,6 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
     dst_racks = sorted({_rack_key(ctx, b) for b in deficit}, key=str)
     demand = {dr: sum(n for b, n in deficit.items() if _rack_key(ctx, b) == dr) for dr in dst_racks}
     all_racks = frozenset(dst_racks)
-    free_surplus = ctx.rack_count <= 1 or min(agg.rf_hist, default=0) < ctx.rack_count
     supply_cls: dict[tuple, int] = defaultdict(int)  # (chunk, class) -> replicas
     must_given: dict[tuple, int] = defaultdict(int)
     for (c, k, opts), n in agg.classes.items():
@@ -462,18 +461,33 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
         for b, n in q.give.items():
             if b >= 0 and b not in ctx.removed:  # surplus of an over-full broker
                 k = _rack_key(ctx, b)
-                supply_cls[(c, all_racks if free_surplus else frozenset([k]) & all_racks)] += n
-    flow = _max_flow(supply_cls, demand)
-    take_rack: dict[tuple, int] = defaultdict(int)  # (chunk, rack) -> replicas
-    for (c, cls, dr), n in flow.items():
-        quotas[c].flows[(tuple(sorted(cls, key=str)), dr)] = quotas[c].flows.get((tuple(sorted(cls, key=str)), dr), 0) + n
-        take_rack[(c, dr)] += n
-    short_rows = [sum(n for (c2, _), n in supply_cls.items() if c2 == c) - sum(take_rack[(c, dr)] for dr in dst_racks) for c in chunks]
-    short_cols = [demand[dr] - sum(take_rack[(c, dr)] for c in chunks) for dr in dst_racks]
-    extra = apportion_2d(short_rows, short_cols)  # what no rule-abiding flow places: chains
-    for ci, c in enumerate(chunks):
+                # which replicas leave an over-full broker is free, but most can only stay in
+                # their rack (RF >= racks); its own rack first, what does not fit goes anywhere
+                supply_cls[(c, frozenset([k]) & all_racks or all_racks)] += n
+    # route globally, then give every chunk its proportional share of each route
+    classes = sorted({cls for (_, cls) in supply_cls}, key=lambda c: sorted(map(str, c)))
+    total_cls = {cls: sum(n for (_, c2), n in supply_cls.items() if c2 == cls) for cls in classes}
+    routed = _max_flow({(0, cls): n for cls, n in total_cls.items()}, demand)
+    route: dict[tuple, int] = defaultdict(int)
+    for (_, cls, dr), n in routed.items():
+        route[(cls, dr)] += n
+    unrouted = [total_cls[cls] - sum(route[(cls, dr)] for dr in dst_racks) for cls in classes]
+    left = [demand[dr] - sum(route[(cls, dr)] for cls in classes) for dr in dst_racks]
+    extra = apportion_2d(unrouted, left)  # what no rule-abiding route places: detours
+    for ci, cls in enumerate(classes):
         for j, dr in enumerate(dst_racks):
-            take_rack[(c, dr)] += extra[ci][j]
+            route[(cls, dr)] += extra[ci][j]
+    take_rack: dict[tuple, int] = defaultdict(int)  # (chunk, rack) -> replicas
+    for cls in classes:
+        key = tuple(sorted(cls, key=str))
+        m = apportion_2d(
+            [supply_cls.get((c, cls), 0) for c in chunks], [route[(cls, dr)] for dr in dst_racks]
+        )
+        for ci, c in enumerate(chunks):
+            for j, dr in enumerate(dst_racks):
+                if m[ci][j]:
+                    quotas[c].flows[(key, dr)] = quotas[c].flows.get((key, dr), 0) + m[ci][j]
+                    take_rack[(c, dr)] += m[ci][j]
     for dr in dst_racks:
         bs = sorted(b for b in deficit if _rack_key(ctx, b) == dr)
         m = apportion_2d([take_rack[(c, dr)] for c in chunks], [deficit[b] for b in bs])
@@ -610,12 +624,18 @@ class _Chunk:
                 return self._take(d)
         return None
 
-    def _choose(self, i: int, pos: int, mandatory: bool) -> int | None:
+    def _choose(self, i: int, pos: int, mandatory: bool, where: str = "any") -> int | None:
+        """A destination with quota left: ``where`` is "any" (the rack with the most quota
+        left first, so that constrained replicas later still find room), "own" (own rack
+        first) or "cross" (other racks only)."""
         src = self.new[i][pos]
         k = _rack_key(self.ctx, src)
-        # the rack with the most quota left first (so constrained replicas later still find
-        # room), its own rack on ties
-        for dr in sorted(self._options(i, pos), key=lambda dr: (-self.rack_take[dr], dr != k, str(dr))):
+        opts = self._options(i, pos)
+        if where == "cross":
+            opts = [dr for dr in opts if dr != k]
+        order = (lambda dr: (dr != k, -self.rack_take[dr], str(dr))) if where == "own" else (
+            lambda dr: (-self.rack_take[dr], dr != k, str(dr)))
+        for dr in sorted(opts, key=order):
             d = self._from_ring(i, pos, dr)
             if d is not None:
                 self.rack_take[dr] -= 1
@@ -680,25 +700,46 @@ class _Chunk:
                 if b in over_set:
                     cands[b].append(i)
         nb = len(self.allowed)
-        for b in over:
-            heavy = b in self.prep.bytes_heavy
+        # the rack's share of cross-rack routes goes first, spread over its over-full brokers
+        # in proportion, to the replicas that may change rack; then the rest, own rack first
+        cross: dict[int, int] = {}
+        for k in sorted({_rack_key(self.ctx, b) for b in over}, key=str):
+            bs = [b for b in over if _rack_key(self.ctx, b) == k]
+            out_k = sum(n for (cls, dr), n in self.flows.items() if cls == (k,) and dr != k and n > 0)
+            out_k = min(out_k, sum(self.give[b] for b in bs))
+            cross.update(zip(bs, apportion(out_k, [self.give[b] for b in bs]), strict=True))
+        for phase in ("cross", "cross-rest", "own"):
+            for b in over:
+                k = _rack_key(self.ctx, b)
+                if phase == "cross-rest":  # brokers short of rack-changing replicas leave
+                    left = sum(n for (cls, dr), n in self.flows.items() if cls == (k,) and dr != k and n > 0)
+                    if left <= 0:
+                        continue
+                heavy = b in self.prep.bytes_heavy
 
-            def key(i: int, b: int = b, heavy: bool = heavy) -> tuple:
-                t = self.topic[i]
-                crowded = tcount[(t, b)] * nb > ttotal[t]  # topic over-represented here
-                return (not crowded, -self.size[i] if heavy else self.size[i], i)
+                def key(i: int, b: int = b, heavy: bool = heavy) -> tuple:
+                    t = self.topic[i]
+                    crowded = tcount[(t, b)] * nb > ttotal[t]  # topic over-represented here
+                    return (not crowded, -self.size[i] if heavy else self.size[i], i)
 
-            for i in sorted(cands[b], key=key):
-                if self.give[b] <= 0:
-                    break
-                reps = self.new[i]
-                if b not in reps:
-                    continue
-                pos = reps.index(b)
-                d = self._choose(i, pos, mandatory=False)
-                if d is not None:
-                    self.give[b] -= 1
-                    self._place(i, pos, d)
+                budget = cross.get(b, 0) if phase == "cross" else self.give[b]
+                if phase == "cross-rest":
+                    budget = min(budget, left)
+                for i in sorted(cands[b], key=key):
+                    if self.give[b] <= 0 or budget <= 0:
+                        break
+                    reps = self.new[i]
+                    if b not in reps:
+                        continue
+                    pos = reps.index(b)
+                    d = self._choose(i, pos, mandatory=False, where="own" if phase == "own" else "cross")
+                    if d is not None:
+                        dk = _rack_key(self.ctx, d)
+                        if dk != k and self.flows.get(((k,), dk), 0) > 0:
+                            self.flows[((k,), dk)] -= 1
+                        self.give[b] -= 1
+                        budget -= 1
+                        self._place(i, pos, d)
 
     def fix_racks(self) -> None:
         if self.n_racks <= 1:
