@@ -565,6 +565,7 @@ class Run:
             self._stop.set()
             self._end_state = "stopped"
         except ReassignKitError as e:
+            self._exc = e
             self._fail(str(e))
         except Exception as e:  # noqa: BLE001 - recorded, throttles fixed, then re-raised as RunError
             self._fail(f"{type(e).__name__}: {e}")
@@ -574,6 +575,8 @@ class Run:
         if interrupted is not None:
             raise interrupted
         if self._result.state == "failed":
+            if self._exc is not None:
+                raise self._exc
             raise RunError(self._result.error or "the run failed")
         return self._result
 
@@ -761,6 +764,8 @@ class Run:
         return self._finished()
 
     _dirty = False
+    _exc: ReassignKitError | None = None
+    _deadline_hit = False
 
     def _update(self, states: Mapping[TopicPartition, PartitionState], now: float) -> None:
         for tp, ms in self._moves.items():
@@ -921,7 +926,7 @@ class Run:
             self._fail(f"{bad.move.tp}: {bad.error}")
             return True
         if all(s in ("done", "cancelled") for s in statuses):
-            self._end_state = self._end_state or "done"
+            self._end_state = self._end_state or ("deadline" if self._deadline_hit else "done")
             return True
         if self.options.wait:
             return False
@@ -963,6 +968,8 @@ class Run:
             self._emit("deadline", scope="run", after_s=o.run_deadline, policy=o.on_deadline)
         if o.on_deadline == "wait":
             return
+        if expired or run_expired:
+            self._deadline_hit = True
         if o.on_deadline == "stop" and (expired or run_expired):
             self._stop_submitting = True
             self._end_state = "deadline"

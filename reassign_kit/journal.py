@@ -32,9 +32,15 @@ def register_secrets(values: Iterable[str]) -> None:
         _registered.update(v for v in values if isinstance(v, str) and len(v) >= 3)
 
 
+_INLINE_SECRET = re.compile(r"""(?:password|secret|token)\s*=\s*("[^"]*"|'[^']*'|[^\s;]+)""", re.I)
+
+
 def register_config_secrets(config: Mapping[str, Any]) -> None:
-    """Register every value of a client config whose key looks secret (``--command-config``)."""
-    register_secrets(str(v) for k, v in config.items() if _SECRET_KEY.search(str(k)))
+    """Register every value of a client config whose key looks secret (``--command-config``),
+    and the passwords inside a JAAS line on their own (they may be echoed without the line)."""
+    values = [str(v) for k, v in config.items() if _SECRET_KEY.search(str(k))]
+    inline = [m.strip("\"'") for v in values for m in _INLINE_SECRET.findall(v)]
+    register_secrets(values + inline)
 
 
 def redact(obj: Any, secrets: Iterable[str] = ()) -> Any:

@@ -1,0 +1,423 @@
+"""The Run controller against the replication model (simulate.SimCluster): pacing visible in the
+journal, throttles right on every exit path, pause / stop / caps from callbacks, deadlines and
+stuck detection, a killed run resumed, bounded Admin calls per poll, steps."""
+
+from __future__ import annotations
+
+import pytest
+
+from reassign_kit.errors import UsageError
+from reassign_kit.execute import ExecuteOptions, Run, RunError, needed_throttles
+from reassign_kit.journal import (
+    Journal,
+    concurrency,
+    peak_concurrency,
+    read_events,
+    redact,
+    register_config_secrets,
+    to_pandas,
+)
+from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.simulate import MB, SimCluster
+
+RATE = 1 * MB
+
+
+def cluster(partitions: int = 8, size: int | list = 2 * MB, brokers: int = 4) -> SimCluster:
+    sim = SimCluster(brokers, bandwidth=50 * MB)
+    sim.add_topic("a", [[p % brokers, (p + 1) % brokers] for p in range(partitions)], size)
+    return sim
+
+
+def shift_plan(sim: SimCluster, by: int = 2) -> Plan:
+    n = len(sim.broker_ids)
+    return Plan.of(
+        Move(tp, tuple((b + by) % n for b in sp.replicas)) for tp, sp in sim.partitions.items()
+    )
+
+
+def make_run(sim, plan, tmp_path, **opts) -> Run:
+    opts.setdefault("throttle", RATE)
+    return Run(
+        sim, plan, ExecuteOptions(**opts), journal_path=tmp_path / "run.jsonl",
+        clock=sim.now, sleep=sim.sleep,
+    )
+
+
+def exact_throttles(sim: SimCluster) -> bool:
+    """The model's throttles equal what the reassignments in flight need (none when idle)."""
+    need = needed_throttles(sim.list_reassignments().values(), RATE)
+    have = sim.current_throttles()
+    norm = lambda m: {k: frozenset(v) for k, v in m.items() if v}  # noqa: E731
+    return (
+        norm(have.leader_replicas) == norm(need.leader_replicas)
+        and norm(have.follower_replicas) == norm(need.follower_replicas)
+        and dict(have.broker_rates) == dict(need.broker_rates)
+    )
+
+
+def guard_submissions(sim: SimCluster) -> list:
+    """Wrap alter_reassignments: every submitted move must already have its throttle."""
+    real = sim.alter_reassignments
+    seen: list = []
+
+    def checked(targets, allow_replication_factor_change=True):
+        th = sim.current_throttles()
+        for tp, tgt in targets.items():
+            if tgt is None:
+                continue
+            adding = [b for b in tgt if b not in sim.partitions[tp].replicas]
+            for b in adding:
+                assert (tp.partition, b) in th.follower_replicas.get(tp.topic, ()), (tp, b)
+                assert th.broker_rates.get(b) == RATE
+        seen.append(dict(targets))
+        return real(targets, allow_replication_factor_change)
+
+    sim.alter_reassignments = checked
+    return seen
+
+
+def events(tmp_path, name=None):
+    ev = read_events(tmp_path / "run.jsonl")
+    return [e for e in ev if name is None or e["event"] == name]
+
+
+def test_legacy_one_request_then_returns_with_throttles_of_moves_in_flight(tmp_path):
+    sim = cluster()
+    calls = guard_submissions(sim)
+    res = make_run(sim, shift_plan(sim), tmp_path).run()
+    assert len(calls) == 1 and len(calls[0]) == 8
+    assert res.state == "submitted" and len(res.still_moving) == 8
+    assert exact_throttles(sim) and not sim.current_throttles().is_empty()
+    fin = events(tmp_path, "run_finished")[-1]
+    assert fin["still_moving"] == 8 and fin["throttles_left"]["broker_rates"]
+
+
+def test_batch_mode_waves(tmp_path):
+    sim = cluster(10)
+    guard_submissions(sim)
+    res = make_run(sim, shift_plan(sim), tmp_path, batch_size=3, wait=True).run()
+    assert res.state == "done" and sim.assignment() == {m.tp: m.replicas for m in shift_plan(cluster(10))}
+    ev = events(tmp_path)
+    assert peak_concurrency(ev) <= 3
+    sub = {(e["topic"], e["partition"]): e for e in ev if e["event"] == "submitted"}
+    done = {(e["topic"], e["partition"]): e["ts"] for e in ev if e["event"] == "completed"}
+    batches: dict[int, list] = {}
+    for k, e in sub.items():
+        batches.setdefault(e["batch"], []).append(k)
+    assert sorted(len(v) for v in batches.values()) == [1, 3, 3, 3]
+    for b in range(1, 4):
+        assert min(sub[k]["ts"] for k in batches[b]) >= max(done[k] for k in batches[b - 1])
+    assert [k[1] for k in sorted(sub, key=lambda k: (sub[k]["ts"], k))] == list(range(10))
+    assert sim.current_throttles().is_empty()
+
+
+def test_incremental_refills_as_slots_free(tmp_path):
+    sim = SimCluster(6, bandwidth=50 * MB)
+    sizes = [4 * MB, 1 * MB, 3 * MB, 1 * MB, 2 * MB, 1 * MB, 1 * MB, 2 * MB]
+    sim.add_topic("a", [[p % 3, (p + 1) % 3] for p in range(8)], sizes)
+    plan = Plan.of(Move(tp, tuple(b + 3 for b in sp.replicas)) for tp, sp in sim.partitions.items())
+    guard_submissions(sim)
+    res = make_run(sim, plan, tmp_path, batch_size=3, incremental=True, wait=True,
+                   poll_interval_ms=200).run()
+    assert res.state == "done"
+    ev = events(tmp_path)
+    assert peak_concurrency(ev) == 3
+    # a slot freed by a small move is refilled while the big move 0 is still in flight
+    done0 = next(e["ts"] for e in ev if e["event"] == "completed" and e["partition"] == 0)
+    sub3 = next(e["ts"] for e in ev if e["event"] == "submitted" and e["partition"] == 3)
+    assert sub3 < done0
+    assert exact_throttles(sim) and sim.current_throttles().is_empty()
+
+
+def test_per_broker_and_leader_caps_hold_in_the_journal(tmp_path):
+    sim = cluster(12)
+    res = make_run(sim, shift_plan(sim, 1), tmp_path, max_moves_per_broker=1, max_leader_moves=2,
+                   wait=True).run()
+    assert res.state == "done"
+    inflight: dict = {}
+    for e in events(tmp_path):
+        key = (e.get("topic"), e.get("partition"))
+        if e["event"] == "submitted":
+            inflight[key] = e
+            load: dict[int, int] = {}
+            for s in inflight.values():
+                for b in s["brokers"]:
+                    load[b] = load.get(b, 0) + 1
+            assert max(load.values()) <= 1
+            assert sum(s["moves_leader"] for s in inflight.values()) <= 2
+        elif e["event"] == "completed":
+            inflight.pop(key, None)
+
+
+def test_caps_changed_from_a_callback_take_effect(tmp_path):
+    sim = cluster(12)
+    run = make_run(sim, shift_plan(sim), tmp_path, batch_size=4, incremental=True, wait=True)
+    changed = []
+
+    def on(e):
+        if e["event"] == "completed" and not changed:
+            changed.append(run.set_caps(batch_size=1))
+
+    run.subscribe(on)
+    run.run()
+    ev = events(tmp_path)
+    t = next(e["ts"] for e in ev if e["event"] == "caps_changed")
+    after = [(ts, n) for ts, n in concurrency(ev) if ts > t]
+    # once the slots drained below the new cap, never more than 1 again
+    first_low = next(i for i, (_, n) in enumerate(after) if n <= 1)
+    assert all(n <= 1 for _, n in after[first_low:])
+    with pytest.raises(UsageError, match="mode"):
+        run.set_caps(incremental=False)
+
+
+def test_pause_and_resume_from_a_callback(tmp_path):
+    sim = cluster(6)
+    run = make_run(sim, shift_plan(sim), tmp_path, batch_size=1, incremental=True, wait=True)
+    state = {"n": 0, "idle_polls": 0}
+
+    def on(e):
+        if e["event"] == "submitted" and state["n"] == 0:
+            state["n"] = 1
+            run.pause()
+        if e["event"] == "completed" and state["n"] == 1:
+            state["n"] = 2
+            state["paused_at"] = e["ts"]
+
+    def sleep(dt):  # the "user" clicks Resume after five idle polls
+        if state["n"] == 2:
+            state["idle_polls"] += 1
+            if state["idle_polls"] == 5:
+                state["n"] = 3
+                run.resume()
+        sim.sleep(dt)
+
+    run.subscribe(on)
+    run._sleep_fn = sleep
+    res = run.run()
+    assert res.state == "done"
+    ev = events(tmp_path)
+    subs = [e["ts"] for e in ev if e["event"] == "submitted"]
+    resumed = next(e["ts"] for e in ev if e["event"] == "resumed")
+    assert subs[1] >= resumed >= state["paused_at"] + 4
+
+
+@pytest.mark.parametrize("cancel", [False, True])
+def test_stop_leaves_exactly_the_needed_throttles(tmp_path, cancel):
+    sim = cluster(8, size=[MB, 3 * MB, 4 * MB, MB, MB, MB, MB, MB])
+    run = make_run(sim, shift_plan(sim), tmp_path, batch_size=3, incremental=True)
+
+    def on(e):
+        if e["event"] == "completed":
+            run.stop(cancel_inflight=cancel)
+
+    run.subscribe(on)
+    res = run.run()
+    assert res.state == "stopped" and res.exit_code != 0
+    assert exact_throttles(sim)
+    if cancel:
+        assert not sim.list_reassignments() and sim.current_throttles().is_empty()
+        assert res.cancelled and not res.still_moving
+    else:
+        assert set(res.still_moving) == set(sim.list_reassignments())
+    assert res.pending  # nothing more was submitted after the stop
+
+
+def test_failure_in_a_later_batch_stops_with_a_clear_error(tmp_path):
+    sim = cluster(6)
+    sim.fail_on[TopicPartition("a", 4)] = "INVALID_REPLICA_ASSIGNMENT: no"
+    run = make_run(sim, shift_plan(sim), tmp_path, batch_size=3)
+    with pytest.raises(RunError, match="a-4"):
+        run.run()
+    res = run.wait(0)
+    assert res.state == "failed" and TopicPartition("a", 4) in res.failed
+    assert [tp.partition for tp in res.submitted] == [0, 1, 2, 3, 5]
+    assert exact_throttles(sim)
+    assert any(e["event"] == "error" for e in events(tmp_path))
+
+
+def test_stuck_move_cancelled_by_policy(tmp_path):
+    sim = cluster(4)
+    sim.stall(TopicPartition("a", 2))
+    res = make_run(sim, shift_plan(sim), tmp_path, stuck_after=5, on_deadline="cancel",
+                   wait=True).run()
+    assert res.state == "deadline" and res.cancelled == [TopicPartition("a", 2)]
+    assert len(res.completed) == 3
+    stuck = events(tmp_path, "stuck")
+    assert [e["partition"] for e in stuck] == [2]
+    assert exact_throttles(sim) and sim.current_throttles().is_empty()
+
+
+def test_stuck_move_with_wait_policy_is_reported_and_waited_for(tmp_path):
+    sim = cluster(2)
+    sim.stall(TopicPartition("a", 1))
+    run = make_run(sim, shift_plan(sim), tmp_path, stuck_after=3, wait=True)
+    run.subscribe(lambda e: e["event"] == "stuck" and sim.stall(TopicPartition("a", 1), False))
+    res = run.run()
+    assert res.state == "done" and len(events(tmp_path, "stuck")) == 1
+
+
+def test_move_deadline_stop_and_run_deadline_cancel(tmp_path):
+    sim = cluster(4, size=20 * MB)
+    res = make_run(sim, shift_plan(sim), tmp_path, batch_size=1, incremental=True,
+                   move_deadline=2, on_deadline="stop").run()
+    assert res.state == "deadline" and len(res.still_moving) == 1 and exact_throttles(sim)
+    sim2 = cluster(4, size=20 * MB)
+    (tmp_path / "b").mkdir()
+    res = make_run(sim2, shift_plan(sim2), tmp_path / "b", run_deadline=3, on_deadline="cancel",
+                   wait=True).run()
+    assert res.state == "deadline" and len(res.cancelled) == 4
+    assert not sim2.list_reassignments() and sim2.current_throttles().is_empty()
+
+
+class Killed(BaseException):
+    """Stands in for SIGKILL: the run dies without its exit path."""
+
+
+def test_killed_run_resumes_without_resubmitting_and_caps_hold(tmp_path):
+    sim = cluster(10, size=6 * MB)
+    plan = shift_plan(sim)
+    opts = dict(batch_size=3, incremental=True, wait=True)
+    run = make_run(sim, plan, tmp_path, **opts)
+    run._finish = lambda: None  # the exit path never runs after SIGKILL
+    ticks = {"n": 0}
+
+    def sleep(dt):
+        ticks["n"] += 1
+        if ticks["n"] == 16:
+            raise Killed()
+        sim.sleep(dt)
+
+    run._sleep_fn = sleep
+    with pytest.raises(Killed):
+        run.run()
+    before = events(tmp_path)
+    done_before = {e["partition"] for e in before if e["event"] == "completed"}
+    assert done_before and len(done_before) < 10 and sim.list_reassignments()
+    sim.sleep(0.5)  # the cluster goes on while nobody watches
+    res = Run(sim, plan, ExecuteOptions(throttle=RATE, **opts), journal_path=tmp_path / "run.jsonl",
+              resume=True, clock=sim.now, sleep=sim.sleep).run()
+    assert res.state == "done"
+    assert sim.assignment() == {m.tp: m.replicas for m in plan}
+    ev = events(tmp_path)
+    subs = [e["partition"] for e in ev if e["event"] == "submitted"]
+    assert sorted(subs) == list(range(10)), "nothing submitted twice"
+    assert {e["partition"] for e in ev if e["event"] == "adopted"}
+    assert peak_concurrency(ev) <= 3
+    assert len({e["run_id"] for e in ev}) == 1
+    assert sim.current_throttles().is_empty()
+
+
+def test_resume_checks_the_plan(tmp_path):
+    sim = cluster(4)
+    make_run(sim, shift_plan(sim), tmp_path).run()
+    with pytest.raises(UsageError, match="plan differs"):
+        Run(sim, shift_plan(sim, 1), ExecuteOptions(), journal_path=tmp_path / "run.jsonl",
+            resume=True, clock=sim.now, sleep=sim.sleep).run()
+
+
+def test_bad_input_sends_nothing(tmp_path):
+    sim = cluster(2)
+    plan = Plan.of([Move(TopicPartition("nope", 0), (1, 2))])
+    with pytest.raises(UsageError, match="nope-0"):
+        make_run(sim, plan, tmp_path).run()
+    assert sim.calls["alter_reassignments"] == 0
+    for bad, opt in [
+        (dict(batch_size=-1), "--reassignment-batch-size"),
+        (dict(incremental=True), "--incremental"),
+        (dict(poll_interval_ms=0), "--reassignment-poll-interval-ms"),
+        (dict(on_deadline="panic"), "--on-deadline"),
+        (dict(stuck_after=0), "--stuck-after"),
+        (dict(order="random"), "--order"),
+    ]:
+        with pytest.raises(UsageError, match=opt):
+            ExecuteOptions(**bad).validate()
+
+
+def test_foreign_reassignment_needs_additional_and_cluster_cap_counts_it(tmp_path):
+    sim = cluster(8, size=4 * MB)
+    sim.add_topic("other", [[0, 1]], 50 * MB)
+    sim.alter_reassignments({TopicPartition("other", 0): (2, 3)})
+    plan = shift_plan(SimCluster(4)) if False else Plan.of(
+        Move(tp, tuple((b + 2) % 4 for b in sp.replicas))
+        for tp, sp in sim.partitions.items() if tp.topic == "a"
+    )
+    with pytest.raises(UsageError, match="--additional"):
+        make_run(sim, plan, tmp_path).run()
+    assert sim.calls["alter_reassignments"] == 1
+    peak = {"n": 0}
+    real = sim.alter_reassignments
+
+    def counting(targets, allow_replication_factor_change=True):
+        r = real(targets, allow_replication_factor_change)
+        peak["n"] = max(peak["n"], len(sim.list_reassignments()))
+        return r
+
+    sim.alter_reassignments = counting
+    res = make_run(sim, plan, tmp_path, additional=True, cluster_max_reassignments=3,
+                   wait=True).run()
+    assert res.state == "done" and peak["n"] <= 3
+    # the other run's move keeps the throttle it had; ours are gone
+    assert exact_throttles(sim) or not sim.current_throttles().follower_replicas.get("a")
+
+
+def test_one_poll_costs_a_few_admin_calls_whatever_the_plan_size(tmp_path):
+    per_poll = []
+    for n in (10, 400):
+        sim = cluster(n, size=50 * MB)
+        run = make_run(sim, shift_plan(sim), tmp_path, batch_size=5, incremental=True)
+        run._begin()
+        run._step_once()
+        before = sum(sim.calls.values())
+        for _ in range(3):
+            sim.sleep(0.5)
+            run._step_once()
+        per_poll.append((sum(sim.calls.values()) - before) / 3)
+        run._journal.close()
+    assert per_poll[1] == per_poll[0] and per_poll[0] <= 4
+
+
+def test_steps_hook_journals_each_step(tmp_path):
+    sim = SimCluster(6, bandwidth=50 * MB)
+    sim.add_topic("s", [[0, 1, 2]], 1 * MB)
+    plan = Plan.of([Move(TopicPartition("s", 0), (3, 4, 5))])
+
+    def two_steps(move, state, original):
+        return [(3, 0, 1, 2), (3, 4, 5)] if tuple(state.replicas) == (0, 1, 2) else [(3, 4, 5)]
+
+    run = Run(sim, plan, ExecuteOptions(throttle=RATE, wait=True), journal_path=tmp_path / "run.jsonl",
+              clock=sim.now, sleep=sim.sleep, steps_for=two_steps)
+    assert run.run().state == "done"
+    steps = events(tmp_path, "step_submitted")
+    assert [(e["step"], e["steps"], e["target"]) for e in steps] == [
+        (1, 2, [3, 0, 1, 2]), (2, 2, [3, 4, 5])]
+    assert len(events(tmp_path, "submitted")) == 1
+    assert sim.assignment()[TopicPartition("s", 0)] == (3, 4, 5)
+
+
+def test_parallel_replica_count_uses_the_kip435_planner(tmp_path):
+    from reassign_kit.steps import plan_steps
+
+    sim = SimCluster(10, bandwidth=50 * MB)
+    sim.add_topic("k", [[0, 1, 2, 3, 4]], 1 * MB)
+    plan = Plan.of([Move(TopicPartition("k", 0), (5, 6, 7, 8, 9))])
+    res = make_run(sim, plan, tmp_path, parallel_replica_count=2, wait=True).run()
+    assert res.state == "done"
+    got = [tuple(e["target"]) for e in events(tmp_path, "step_submitted")]
+    assert got == plan_steps((0, 1, 2, 3, 4), (5, 6, 7, 8, 9), 2)
+    assert got[-1] == (5, 6, 7, 8, 9) and len(got) > 1
+
+
+def test_journal_redacts_secrets_and_reads_back(tmp_path):
+    register_config_secrets({"sasl.jaas.config": "user=x password=hunter2xyz", "ssl.key.password": "k3ypass"})
+    with Journal(tmp_path / "j.jsonl", "r1") as j:
+        j.write("run_started", options={"sasl.password": "p4ss", "note": "has hunter2xyz inside"},
+                msg="k3ypass")
+    text = (tmp_path / "j.jsonl").read_text()
+    for s in ("p4ss", "hunter2xyz", "k3ypass"):
+        assert s not in text
+    assert redact({"a": ["user=x password=hunter2xyz"]}) != {"a": ["user=x password=hunter2xyz"]}
+    with open(tmp_path / "j.jsonl", "a") as f:
+        f.write('{"ts": 1, "event": "torn')  # a SIGKILL mid-write
+    df = to_pandas(tmp_path / "j.jsonl")
+    assert list(df["event"]) == ["run_started"] and "time" in df
