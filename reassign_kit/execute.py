@@ -46,7 +46,7 @@ LOST_AFTER_POLLS = 3  # a move seen neither reassigning nor at its target this o
 class RunError(ReassignKitError):
     """The run stopped on an error (a rejected submission, a lost move, a deadline)."""
 
-    exit_code = 6
+    exit_code = 7
 
 
 @dataclass

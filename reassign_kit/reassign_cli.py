@@ -31,9 +31,11 @@ exit codes:
   4   the cluster refused or failed an operation (for --execute / --cancel: some
       partitions failed; the others in the same request stand, as reported)
   6   --execute refused: other reassignments are in progress and --additional is not set
+  7   paced --execute ended early: a deadline expired, a move was rejected or lost
   {ops.EXIT_IN_PROGRESS}  --verify: some moves are still in progress
   {ops.EXIT_MISMATCH}  --verify: some partitions are neither complete nor moving toward the
       plan (other replicas, another reassignment, or a missing partition)
+  130 interrupted (Ctrl-C / SIGTERM); a paced run prints how to resume or cancel
 """
 
 ACTIONS = ("generate", "execute", "verify", "cancel", "list", "progress")
@@ -70,6 +72,8 @@ EXECUTE_HANDLERS: list[tuple[Callable[[argparse.Namespace], bool], Callable[...,
 PARSER_EXTENSIONS: list[Callable[[argparse.ArgumentParser], None]] = []
 # Actions implemented elsewhere (e.g. --progress in progress_cli): fn(args, gateway, plan) -> int.
 ACTION_HANDLERS: dict[str, Callable[..., int]] = {}
+# Extra argument rules of other modules: fn(args, action) raises UsageError (before any I/O).
+ARG_CHECKS: list[Callable[[argparse.Namespace, str], None]] = []
 
 
 class _Parser(argparse.ArgumentParser):
@@ -196,7 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--topics-to-move-json-file", metavar="FILE")
     g.add_argument("--broker-list", metavar="1,2,3")
     g.add_argument("--disable-rack-aware", action="store_true")
-    from . import progress_cli  # noqa: F401  registers --progress, --parallel-replica-count
+    # register flags: pacing first (its handler goes before the steps one), then --progress,
+    # --parallel-replica-count
+    from . import paced_cli, progress_cli  # noqa: F401
 
     for ext in PARSER_EXTENSIONS:
         ext(p)
@@ -232,6 +238,8 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> str:
             raise UsageError(
                 "--cancel needs exactly one of --reassignment-json-file, --topics or --all"
             )
+    for chk in ARG_CHECKS:
+        chk(args, action)
     return action
 
 

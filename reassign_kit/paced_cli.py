@@ -1,0 +1,301 @@
+"""Pacing flags of the drop-in CLI (KIP-1335 and reassign_kit's own), registered into
+``reassign_cli``: ``--execute`` with any of them goes through ``execute.Run``.
+
+KIP-1335: ``--reassignment-batch-size N`` (0 = legacy single request), ``--incremental``
+(needs N > 0), ``--reassignment-poll-interval-ms`` (> 0, default 1000), only with --execute.
+Ours: per-broker / leader / cluster caps, ``--order``, deadlines and stuck detection with an
+expiry policy, ``--wait``, ``--journal``, ``--resume``. SIGINT / SIGTERM stop submitting and
+leave the moves in flight with their throttles (or cancel them: ``--on-interrupt cancel``);
+the command that resumes or cancels is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import signal
+import sys
+import time
+from typing import Any
+
+from . import reassign_cli as rc
+from .errors import UsageError
+from .execute import ON_DEADLINE, ExecuteOptions, Run, RunResult
+from .journal import read_events, register_config_secrets
+from .model import Plan
+from .schedule import ORDERS
+
+DESTS = (
+    "reassignment_batch_size",
+    "incremental",
+    "reassignment_poll_interval_ms",
+    "max_moves_per_broker",
+    "max_leader_moves",
+    "cluster_max_reassignments",
+    "order",
+    "move_deadline",
+    "run_deadline",
+    "stuck_after",
+    "on_deadline",
+    "wait",
+    "journal",
+    "resume",
+    "on_interrupt",
+)
+
+
+def _int(name: str, minimum: int):
+    def conv(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, not {s!r}") from None
+        if v < minimum:
+            rule = ">= 0" if minimum == 0 else f">= {minimum}" if minimum > 1 else "> 0"
+            raise argparse.ArgumentTypeError(f"{name} must be {rule}, not {v}")
+        return v
+
+    return conv
+
+
+def _duration(name: str):
+    """Seconds, or a number with s / m / h."""
+
+    def conv(s: str) -> float:
+        mult = {"s": 1, "m": 60, "h": 3600}.get(s[-1:].lower(), None)
+        num = s[:-1] if mult else s
+        try:
+            v = float(num) * (mult or 1)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{name} must be a duration like 90, 90s, 15m or 2h, not {s!r}"
+            ) from None
+        if not v > 0:
+            raise argparse.ArgumentTypeError(f"{name} must be > 0, not {s}")
+        return v
+
+    return conv
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("paced execution (KIP-1335 and beyond; --execute only)")
+    g.add_argument(
+        "--reassignment-batch-size", type=_int("--reassignment-batch-size", 0), default=0,
+        metavar="N",
+        help="0 (default): the whole plan in one request (legacy). N > 0: contiguous batches of "
+        "N partitions in (topic, partition) order, each waited for before the next.",
+    )
+    g.add_argument(
+        "--incremental", action="store_true",
+        help="With --reassignment-batch-size N > 0: keep at most N of this run's moves in "
+        "flight, submitting the next as one completes.",
+    )
+    g.add_argument(
+        "--reassignment-poll-interval-ms", type=_int("--reassignment-poll-interval-ms", 1),
+        default=1000, metavar="MS", help="Milliseconds between polls (default 1000).",
+    )
+    g.add_argument("--max-moves-per-broker", type=_int("--max-moves-per-broker", 1), metavar="K",
+                   help="At most K moves adding to or removing from any one broker at once.")
+    g.add_argument("--max-leader-moves", type=_int("--max-leader-moves", 1), metavar="L",
+                   help="At most L moves that change the partition leader at once.")
+    g.add_argument(
+        "--cluster-max-reassignments", type=_int("--cluster-max-reassignments", 1), metavar="C",
+        help="Submit only while fewer than C reassignments (any run's) are in flight.",
+    )
+    g.add_argument("--order", choices=ORDERS, default="topic-partition",
+                   help="Order of the queue (default topic-partition, as KIP-1335).")
+    g.add_argument("--move-deadline", type=_duration("--move-deadline"), metavar="DURATION",
+                   help="A move still running this long after its submission has expired.")
+    g.add_argument("--run-deadline", type=_duration("--run-deadline"), metavar="DURATION",
+                   help="The whole run has expired after this long.")
+    g.add_argument("--stuck-after", type=_duration("--stuck-after"), metavar="DURATION",
+                   help="A move that copied no bytes for this long is stuck (DescribeLogDirs).")
+    g.add_argument(
+        "--on-deadline", choices=ON_DEADLINE, default="wait",
+        help="On an expired deadline or a stuck move: report and keep waiting (default), stop "
+        "submitting and end the run, or cancel the expired / stuck moves.",
+    )
+    g.add_argument("--wait", action="store_true",
+                   help="Stay until every move is complete, then clear the throttles "
+                   "(KIP-1335 returns once the last move is submitted).")
+    g.add_argument("--journal", metavar="FILE",
+                   help="The run's JSON-lines journal (default reassign-run-<UTC time>.jsonl).")
+    g.add_argument("--resume", action="store_true",
+                   help="Resume the run of --journal (after Ctrl-C, a crash or SIGKILL) with "
+                   "its options: nothing complete is resubmitted, moves in flight are adopted.")
+    g.add_argument("--on-interrupt", choices=("leave", "cancel"), default="leave",
+                   help="On Ctrl-C / SIGTERM: leave the moves in flight running with their "
+                   "throttles (default) or cancel them.")
+
+
+def claims(args: argparse.Namespace) -> bool:
+    """Any pacing flag set (not at its default) makes this a paced run."""
+    p_defaults = {"reassignment_batch_size": 0, "incremental": False,
+                  "reassignment_poll_interval_ms": 1000, "order": "topic-partition",
+                  "on_deadline": "wait", "wait": False, "resume": False, "on_interrupt": "leave"}
+    return any(getattr(args, d, None) not in (p_defaults.get(d), None) for d in DESTS)
+
+
+def options_from_args(args: argparse.Namespace) -> ExecuteOptions:
+    if args.incremental and args.reassignment_batch_size <= 0:
+        raise UsageError("--incremental requires --reassignment-batch-size > 0")
+    return ExecuteOptions(
+        batch_size=args.reassignment_batch_size,
+        incremental=args.incremental,
+        poll_interval_ms=args.reassignment_poll_interval_ms,
+        max_moves_per_broker=args.max_moves_per_broker,
+        max_leader_moves=args.max_leader_moves,
+        cluster_max_reassignments=args.cluster_max_reassignments,
+        order=args.order,
+        throttle=args.throttle or None,
+        move_deadline=args.move_deadline,
+        run_deadline=args.run_deadline,
+        stuck_after=args.stuck_after,
+        on_deadline=args.on_deadline,
+        wait=args.wait,
+        additional=args.additional,
+        allow_replication_factor_change=not args.disallow_replication_factor_change,
+        parallel_replica_count=getattr(args, "parallel_replica_count", None),
+        cancel_on_stop=args.on_interrupt == "cancel",
+    ).validate()
+
+
+def _base_command(args: argparse.Namespace) -> list[str]:
+    cmd = ["reassign-kit", "--bootstrap-server", args.bootstrap_server]
+    if args.command_config:
+        cmd += ["--command-config", args.command_config]
+    return cmd
+
+
+def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
+    from . import ops
+    from .validate import validate_plan
+
+    if args.command_config:
+        register_config_secrets(ops.load_command_config(args.command_config))
+    if args.resume:
+        if not args.journal:
+            raise UsageError("--resume needs --journal (the journal of the run to resume)")
+        if not os.path.exists(args.journal):
+            raise UsageError(f"--journal {args.journal}: no such file to resume")
+        first = next((e for e in read_events(args.journal) if e.get("event") == "run_started"), None)
+        if first is None:
+            raise UsageError(f"--journal {args.journal}: no run_started event; nothing to resume")
+        opts = ExecuteOptions.from_json_obj(first.get("options") or {}).validate()
+        print(f"Resuming run {first['run_id']} from {args.journal} with its options.")
+    else:
+        opts = options_from_args(args)
+    view = ops.cluster_view(gateway, plan)
+    validate_plan(
+        plan, view,
+        disallow_replication_factor_change=not opts.allow_replication_factor_change,
+        source=args.reassignment_json_file,
+    )
+    if not args.resume:
+        in_flight = gateway.list_reassignments()
+        if in_flight and not opts.additional:
+            raise ops.ReassignmentInProgressError(
+                f"cannot execute: {len(in_flight)} partition reassignment(s) are already in "
+                f"progress ({', '.join(str(tp) for tp in sorted(in_flight)[:5])}). Use "
+                "--additional to submit this plan on top of them, or --cancel them"
+            )
+        rollback_path = args.rollback_file or ops.default_rollback_path()
+        states = {tp: in_flight.get(tp, st) for tp, st in view.states.items()}
+        rollback = ops.rollback_plan(plan, states)
+        print("Current partition replica assignment\n")
+        print(rollback.to_json())
+        rollback.write(rollback_path)
+        print(f"\nSave this to use as the --reassignment-json-file option during rollback "
+              f"(saved to {rollback_path})")
+    journal = args.journal or time.strftime("reassign-run-%Y%m%dT%H%M%SZ.jsonl", time.gmtime())
+    steps_for = None
+    if opts.parallel_replica_count is not None:
+        from .steps import make_steps_for
+
+        steps_for = make_steps_for(
+            opts.parallel_replica_count, gateway.min_insync_replicas(plan.topics())
+        )
+    run = Run(gateway, plan, opts, journal, resume=args.resume, steps_for=steps_for,
+              plan_path=os.path.abspath(args.reassignment_json_file))
+    caps = opts.caps()
+    print(f"Paced execution: {caps.mode}"
+          + (f", N={caps.batch_size}" if caps.batch_size else "")
+          + f", order {opts.order}; journal {journal}")
+
+    interrupted: list[int] = []
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        interrupted.append(signum)
+        run.stop(cancel_inflight=opts.cancel_on_stop)
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        try:
+            result = run.run()
+        except Exception:
+            result = run.wait(0)
+            if result is None:
+                raise
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    _report(result, args, journal, bool(interrupted))
+    if interrupted:
+        return 130
+    return result.exit_code
+
+
+def _report(res: RunResult, args: argparse.Namespace, journal: str, interrupted: bool) -> None:
+    print(
+        f"Run {res.run_id}: {res.state}. Submitted {len(res.submitted)}, complete "
+        f"{len(res.completed)}, still moving {len(res.still_moving)}, not submitted "
+        f"{len(res.pending)}, cancelled {len(res.cancelled)}, failed {len(res.failed)}."
+    )
+    for tp, err in list(res.failed.items())[:20]:
+        print(f"  failed: {tp}: {err}")
+    if res.error:
+        print(f"Error: {res.error}", file=sys.stderr)
+    rates = res.throttles_left.get("broker_rates") if res.throttles_left else None
+    if res.still_moving:
+        shown = ", ".join(str(t) for t in res.still_moving[:10])
+        more = " …" if len(res.still_moving) > 10 else ""
+        print(f"Moves still running: {shown}{more}.")
+        if rates:
+            print(f"They keep exactly the throttles they need (rates on brokers "
+                  f"{', '.join(sorted(rates))}); --verify removes them once complete.")
+    elif rates:
+        print(f"Throttles left for other reassignments in flight on brokers {', '.join(sorted(rates))}.")
+    else:
+        print("No throttle left by this run.")
+    if res.state in ("stopped", "deadline", "failed") or interrupted:
+        base = _base_command(args)
+        plan_file = args.reassignment_json_file
+        resume = base + ["--execute", "--reassignment-json-file", plan_file, "--journal", journal,
+                         "--resume"]
+        cancel = base + ["--cancel", "--reassignment-json-file", plan_file]
+        print("To resume:  " + shlex.join(resume))
+        print("To cancel:  " + shlex.join(cancel))
+
+
+def check(args: argparse.Namespace, action: str) -> None:
+    """KIP-1335's argument rules, at argument validation time (nothing read or sent yet)."""
+    if action != "execute":
+        return
+    if args.incremental and args.reassignment_batch_size <= 0:
+        raise UsageError("--incremental requires --reassignment-batch-size > 0")
+    if args.resume and not args.journal:
+        raise UsageError("--resume needs --journal (the journal of the run to resume)")
+
+
+def register() -> None:
+    if add_arguments in rc.PARSER_EXTENSIONS:
+        return
+    rc.PARSER_EXTENSIONS.append(add_arguments)
+    rc.ARG_CHECKS.append(check)
+    rc.ACTION_OPTIONS["execute"].update(DESTS)
+    # first: a paced run with --parallel-replica-count is ours (we pass the steps hook on)
+    rc.EXECUTE_HANDLERS.insert(0, (claims, run_paced))
+
+
+register()
