@@ -22,6 +22,20 @@ TP = TopicPartition
 SLOW = 10_000  # B/s: a partition holding 1 MiB needs ~100 s to copy, so it stays in progress
 
 
+def load(sandbox, topic: str, mb: float) -> None:
+    """sandbox.load, retried while a broker's metadata does not know the new topic yet."""
+    from reassign_kit.errors import SandboxError
+
+    for attempt in range(20):
+        try:
+            sandbox.load(topic, mb_per_partition=mb)
+            return
+        except SandboxError as e:
+            if "unknown topic" not in str(e) or attempt == 19:
+                raise
+            time.sleep(0.5)
+
+
 @pytest.fixture
 def gw(bootstrap):
     g = AdminGateway(bootstrap)
@@ -89,7 +103,7 @@ def test_plan_with_data_completes_verifies_and_clears_throttles(
 ):
     topic = topic_name("core-data")
     sandbox.create_topic(topic, partitions=3, rf=2)
-    sandbox.load(topic, mb_per_partition=1)
+    load(sandbox, topic, 1)
     tps = [TP(topic, p) for p in range(3)]
     before = gw.describe_partitions(tps)
     ends = gw.end_offsets(tps)
@@ -135,7 +149,7 @@ def test_slow_move_is_listed_then_cancelled_and_throttles_cleared(
 ):
     topic = topic_name("core-cancel")
     sandbox.create_topic(topic, partitions=2, rf=2)
-    sandbox.load(topic, mb_per_partition=1)
+    load(sandbox, topic, 1)
     tps = [TP(topic, p) for p in range(2)]
     before = gw.describe_partitions(tps)
     moves = [Move(tp, away(before[tp].replicas)) for tp in tps]
@@ -241,7 +255,7 @@ def test_rf_guard_client_side_and_broker_side(sandbox, gw, cli, topic_name, tmp_
 def test_additional_on_top_of_an_in_flight_run(sandbox, gw, cli, topic_name, tmp_path):
     topic = topic_name("core-add")
     sandbox.create_topic(topic, partitions=2, rf=2)
-    sandbox.load(topic, mb_per_partition=1)
+    load(sandbox, topic, 1)
     tps = [TP(topic, p) for p in range(2)]
     before = gw.describe_partitions(tps)
     first = write_plan(tmp_path / "first.json", [Move(tps[0], away(before[tps[0]].replicas))])
@@ -312,7 +326,7 @@ def test_additional_on_top_of_an_in_flight_run(sandbox, gw, cli, topic_name, tmp
 def test_log_dir_moves_within_and_across_brokers(sandbox, gw, cli, topic_name, tmp_path):
     topic = topic_name("core-dirs")
     sandbox.create_topic(topic, partitions=2, rf=1)
-    sandbox.load(topic, mb_per_partition=0.5)
+    load(sandbox, topic, 0.5)
     tps = [TP(topic, p) for p in range(2)]
     before = gw.describe_partitions(tps)
     dirs = gw.broker_log_dirs()
@@ -379,3 +393,49 @@ def test_unknown_topic_partition_broker_rejected_before_sending(
     ):
         assert needle in err
     assert not gw.list_reassignments([TP(topic, 0)])
+
+
+def test_slow_log_dir_move_in_progress_then_cancelled(sandbox, gw, cli, topic_name, tmp_path):
+    topic = topic_name("core-dirs-cancel")
+    sandbox.create_topic(topic, partitions=1, rf=1)
+    load(sandbox, topic, 2)
+    tp = TP(topic, 0)
+    b = gw.describe_partitions([tp])[tp].replicas[0]
+    dirs = gw.broker_log_dirs([b])[b]
+    cur = ops.replica_log_dirs(gw, [tp], [b])[0][(tp, b)]
+    other = next(d for d in dirs if d != cur)
+    plan = write_plan(tmp_path / "plan.json", [Move(tp, (b,), (other,))])
+    try:
+        code, out, _ = cli(
+            "--execute",
+            "--reassignment-json-file",
+            plan,
+            "--replica-alter-log-dirs-throttle",
+            "10000",
+            "--rollback-file",
+            str(tmp_path / "rb.json"),
+        )
+        assert code == 0, out
+        assert (
+            gw.broker_configs([b])[b]["replica.alter.log.dirs.io.max.bytes.per.second"] == "10000"
+        )
+        code, out, _ = cli("--verify", "--reassignment-json-file", plan, "--preserve-throttles")
+        assert code == ops.EXIT_IN_PROGRESS, out
+        assert (
+            f"Reassignment of replica {topic}-0 on broker {b} to {other} is still in progress."
+            in out
+        )
+    finally:
+        code, out, _ = cli("--cancel", "--reassignment-json-file", plan)
+    assert code == 0 and f"between log dirs: {topic}-0@{b}" in out, out
+    wait_until(
+        lambda: ops.replica_log_dirs(gw, [tp], [b]) == ({(tp, b): cur}, {}),
+        30,
+        "the future replica to go",
+    )
+    assert_no_throttle_left(gw, topic)
+    wait_until(
+        lambda: "replica.alter.log.dirs.io.max.bytes.per.second" not in gw.broker_configs([b])[b],
+        15,
+        "the log-dir throttle to go",
+    )

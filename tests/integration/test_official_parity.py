@@ -20,6 +20,20 @@ TP = TopicPartition
 OFFICIAL = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 
 
+def load(sandbox, topic: str, mb: float) -> None:
+    """sandbox.load, retried while a broker's metadata does not know the new topic yet."""
+    from reassign_kit.errors import SandboxError
+
+    for attempt in range(20):
+        try:
+            sandbox.load(topic, mb_per_partition=mb)
+            return
+        except SandboxError as e:
+            if "unknown topic" not in str(e) or attempt == 19:
+                raise
+            time.sleep(0.5)
+
+
 def official(bootstrap: str, *args: str) -> str:
     proc = run_kafka_class(OFFICIAL, ["--bootstrap-server", bootstrap, *args], timeout=180)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -81,7 +95,7 @@ def test_same_plan_same_result_as_the_official_tool(
     topic = topic_name("parity")
     start = [(1, 2), (2, 3), (3, 4), (4, 1)]
     create_assigned(sandbox, topic, start)
-    sandbox.load(topic, mb_per_partition=0.3)
+    load(sandbox, topic, 0.3)
     tps = [TP(topic, p) for p in range(4)]
     initial = {tp: start[tp.partition] for tp in tps}
     # Moves of every kind: both replicas, one replica, a leader swap only, a growth to RF 3.
@@ -157,7 +171,7 @@ def test_list_output_matches_the_official_tool(sandbox, bootstrap, topic_name, t
     gw = AdminGateway(bootstrap)
     topic = topic_name("parity-list")
     create_assigned(sandbox, topic, [(1, 2), (3, 4)])
-    sandbox.load(topic, mb_per_partition=1)
+    load(sandbox, topic, 1)
     plan = Plan.of([Move(TP(topic, 0), (3, 4)), Move(TP(topic, 1), (1, 2))])
     plan_file = tmp_path / "plan.json"
     plan.write(str(plan_file))
