@@ -13,10 +13,8 @@ deadline, cancelled, failed moves and errors), ``throttle_changes``.
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 TERMINAL = ("completed", "cancelled", "failed")
@@ -24,33 +22,19 @@ STARTS = ("submitted", "adopted")
 TROUBLE = ("stuck", "deadline", "cancelled", "failed", "error", "warning")
 
 
-def session(master: str = "local[2]") -> Any:
-    """The project's Spark session (the Planner's helper in ``reassign_kit.spark``); until that
-    helper exists, a minimal local session with the same settings (UI off, loopback driver,
-    few shuffle partitions, workers on this Python)."""
-    try:  # reuse the planner's helper when present
-        from . import session as helper  # type: ignore[attr-defined]
+def session(master: str | None = None) -> Any:
+    """The process's one Spark session (``spark.session.get_spark``: UI off, loopback driver,
+    workers on this Python). ``master`` only applies when no session exists yet."""
+    from .session import get_spark
 
-        for name in ("get_spark", "spark_session", "get_session", "session"):
-            fn = getattr(helper, name, None)
-            if callable(fn):
-                return fn(master)
-    except ImportError:
-        pass
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+    return get_spark(master)
 
-    return (
-        SparkSession.builder.master(master)
-        .appName("reassign-kit-postmortem")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
+
+def stop_session() -> None:
+    """Stop the process's session (the next ``session()`` starts a new one)."""
+    from .session import stop_spark
+
+    stop_spark()
 
 
 def _col(df: Any, name: str, dtype: str = "string") -> Any:
@@ -63,6 +47,7 @@ def _col(df: Any, name: str, dtype: str = "string") -> Any:
 @dataclass
 class Postmortem:
     events: Any  # Spark DataFrame of every event of every journal
+    _moves: Any = field(default=None, repr=False)  # moves(), computed once: every table uses it
 
     @classmethod
     def of(cls, spark: Any, paths: str | Iterable[str]) -> Postmortem:
@@ -91,6 +76,11 @@ class Postmortem:
 
     def moves(self) -> Any:
         """One row per (run, partition): start, end (null while running), state, batch, size."""
+        if self._moves is None:
+            self._moves = self._compute_moves().cache()
+        return self._moves
+
+    def _compute_moves(self) -> Any:
         from pyspark.sql import functions as F
 
         e = self.events.where(F.col("topic").isNotNull()) if "topic" in self.events.columns else None

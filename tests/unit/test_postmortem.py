@@ -1,0 +1,49 @@
+"""The postmortem's Spark tables on a journal the real executor wrote against the simulator
+(batch size 2, a throttle): one row per move, concurrency within the batch size, batch waits,
+throttle changes; and the session is the project's one (spark.session.get_spark)."""
+
+from __future__ import annotations
+
+import pytest
+
+from reassign_kit.execute import ExecuteOptions, Run
+from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.spark import postmortem as pmx
+
+pytestmark = [pytest.mark.spark]
+TP = TopicPartition
+
+
+@pytest.fixture(scope="module")
+def journal(tmp_path_factory) -> str:
+    sim = SimCluster(4, bandwidth=20 * MB, tick=0.1)
+    sim.add_topic("orders", [[0, 1], [1, 2], [2, 3], [3, 0]], 10 * MB)
+    plan = Plan.of([Move(TP("orders", p), ((p + 2) % 4, (p + 3) % 4)) for p in range(4)])
+    path = str(tmp_path_factory.mktemp("pm") / "journal.jsonl")
+    opts = ExecuteOptions(batch_size=2, throttle=10 * MB, wait=True, sample_interval=1.0)
+    Run(sim, plan, opts, path, clock=sim.now, sleep=sim.sleep).run()
+    return path
+
+
+def test_postmortem_tables_from_a_simulated_run(journal):
+    from reassign_kit.spark.session import get_spark
+
+    spark = pmx.session("local[1]")
+    assert spark is get_spark()  # one session per process, no fallback of its own
+    pm = pmx.Postmortem.of(spark, [journal])
+    moves = pm.moves().toPandas()
+    assert len(moves) == 4 and set(moves["state"]) == {"completed"}
+    assert (moves["duration"] > 0).all() and set(moves["batch"]) == {0, 1}
+    conc = pm.concurrency().toPandas()
+    assert conc["in_flight"].max() == 2 and conc["in_flight"].iloc[-1] == 0
+    batches = pm.batch_waits().toPandas()
+    assert list(batches["moves"]) == [2, 2] and (batches["waiting_for_slowest_s"] >= 0).all()
+    thr = pm.throughput_per_broker().toPandas()
+    assert set(thr["direction"]) == {"in", "out"} and thr["bytes"].sum() > 0
+    throttles = pm.throttle_changes().toPandas()
+    assert list(throttles["event"])[-1] == "throttle_cleared"
+    rep = pmx.report(moves, conc, thr, batches, pm.trouble().toPandas(), throttles, pm.caps_pandas())
+    s = rep["summary"]
+    assert s["moves"] == 4 and s["states"] == {"completed": 4} and s["stuck"] == 0
+    assert s["caps"][0]["batch_size"] == 2
