@@ -119,7 +119,10 @@ def consume_all(
                 continue
             idle = 0
             if m.error() is None:
-                seen.add(int(m.value()))
+                try:
+                    seen.add(int(m.value()))
+                except ValueError:
+                    continue  # filler written by ``Sandbox.load``
     finally:
         c.close()
     return seen
