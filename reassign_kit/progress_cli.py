@@ -105,9 +105,7 @@ def run_progress(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> i
         def events() -> list[dict[str, Any]]:
             return _journal_events(args.progress_journal)
 
-        tracker = pg.watch(gateway, plan, interval_s=args.progress_interval, events=events)
-        if tracker.reports:
-            print(tracker.reports[-1].summary())
+        pg.watch(gateway, plan, interval_s=args.progress_interval, events=events)
         return 0
     report = pg.progress(gateway, plan, _journal_events(args.progress_journal))
     if args.output == "json":
