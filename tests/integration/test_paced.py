@@ -1,0 +1,246 @@
+"""Paced execution on the real sandbox, with data and a throttle low enough that waves show:
+batch boundaries and the incremental cap in the journal, a run SIGKILLed and resumed, and the
+throttles after Ctrl-C, SIGTERM and a deadline being exactly what the moves still running need.
+
+Every test uses its own topics and cleans up what it moved (cancel) and throttled."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from reassign_kit.admin import AdminGateway
+from reassign_kit.execute import (
+    ExecuteOptions,
+    KafkaThrottles,
+    Run,
+    _restrict,
+    _same,
+    needed_throttles,
+)
+from reassign_kit.journal import concurrency, peak_concurrency, read_events
+from reassign_kit.model import Move, Plan, TopicPartition, is_complete
+
+pytestmark = pytest.mark.integration
+KB = 1024
+
+
+@pytest.fixture
+def gw(bootstrap):
+    g = AdminGateway(bootstrap)
+    yield g
+    g.close()
+
+
+def wait_until(pred, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while True:
+        got = pred()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.3)
+
+
+def topic_on(sandbox, name: str, assignment, mb: float) -> list[TopicPartition]:
+    from reassign_kit.errors import SandboxError
+
+    sandbox.create_topic(name, assignment=assignment)
+    for attempt in range(20):  # a broker's metadata may lag the new topic briefly
+        try:
+            if mb:
+                sandbox.load(name, mb)
+            break
+        except SandboxError:
+            if attempt == 19:
+                raise
+            time.sleep(0.5)
+    return [TopicPartition(name, p) for p in range(len(assignment))]
+
+
+def broker_ids(sandbox) -> list[int]:
+    return sorted(b["id"] for b in sandbox.brokers)
+
+
+def throttles_exact(gw, topics: list[str], rate: int) -> bool:
+    """The throttles on ``topics`` and the brokers their in-flight moves touch are exactly what
+    those moves need; brokers with no reassignment in flight carry no rate."""
+    cluster = gw.list_reassignments()
+    ours = [st for tp, st in cluster.items() if tp.topic in topics]
+    need = needed_throttles(ours, rate)
+    busy = {b for st in cluster.values() for b in st.replicas}
+    brokers = [b.id for b in gw.brokers()]
+    have = KafkaThrottles(gw).read(topics, brokers)
+    have_ours = _restrict(have, set(topics), set(need.broker_rates))
+    stray = {b for b in have.broker_rates if b not in busy}
+    return _same(have_ours, need) and not stray
+
+
+def run_cli(bootstrap: str, *argv: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "reassign_kit.cli", "--bootstrap-server", bootstrap, *argv],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )
+
+
+def cleanup(bootstrap: str, plan_path: str) -> None:
+    """Cancel whatever of the plan still moves (Core's cancel also clears its throttles)."""
+    p = run_cli(bootstrap, "--cancel", "--reassignment-json-file", plan_path)
+    p.communicate(timeout=120)
+
+
+def test_batch_waves_and_incremental_refill(sandbox, gw, topic_name, tmp_path):
+    b = broker_ids(sandbox)
+    # "a" partitions are big, "b" ones small: incremental refills around the big one
+    big = topic_name("a-paced")
+    small = topic_name("b-paced")
+    tps = topic_on(sandbox, big, [[b[0]]], 0.6)
+    tps += topic_on(sandbox, small, [[b[p % 2]] for p in range(4)], 0.1)
+    cur = gw.describe_partitions(tps)
+    fwd = Plan.of(Move(tp, (b[2 + b.index(cur[tp].replicas[0])],)) for tp in tps)
+    rate = 150 * KB
+
+    # batch mode, N=2: batch k+1 only after every move of batch k is complete
+    run = Run(gw, fwd, ExecuteOptions(batch_size=2, throttle=rate, wait=True, additional=True,
+                                      poll_interval_ms=300), journal_path=tmp_path / "batch.jsonl")
+    res = run.run()
+    assert res.state == "done", res
+    ev = read_events(tmp_path / "batch.jsonl")
+    assert peak_concurrency(ev) <= 2
+    sub = {(e["topic"], e["partition"]): e for e in ev if e["event"] == "submitted"}
+    done = {(e["topic"], e["partition"]): e["ts"] for e in ev if e["event"] == "completed"}
+    waves: dict[int, list] = {}
+    for k, e in sub.items():
+        waves.setdefault(e["batch"], []).append(k)
+    assert sorted(waves) == [0, 1, 2] and sorted(map(len, waves.values())) == [1, 2, 2]
+    for k in (1, 2):
+        assert min(sub[x]["ts"] for x in waves[k]) >= max(done[x] for x in waves[k - 1])
+    states = gw.describe_partitions(tps)
+    assert all(is_complete(m.replicas, states[m.tp]) for m in fwd)
+    wait_until(lambda: throttles_exact(gw, [big, small], rate), 20, "throttles cleared")
+
+    # incremental, N=2, back again: a slot freed by a small move is refilled while the big
+    # one still copies, and never more than 2 in flight
+    back = Plan.of(Move(tp, (b[b.index(states[tp].replicas[0]) - 2],)) for tp in tps)
+    run = Run(gw, back, ExecuteOptions(batch_size=2, incremental=True, throttle=rate, wait=True,
+                                       additional=True, poll_interval_ms=300),
+              journal_path=tmp_path / "incr.jsonl")
+    assert run.run().state == "done"
+    ev = read_events(tmp_path / "incr.jsonl")
+    assert max(n for _, n in concurrency(ev)) == 2
+    # refill: a move submitted while another of the run was still in flight, right after a
+    # completion freed its slot (not a new wave after everything drained)
+    seq, inflight = [], set()
+    for e in ev:
+        if e["event"] in ("submitted", "completed"):
+            key = (e["topic"], e["partition"])
+            (inflight.add if e["event"] == "submitted" else inflight.discard)(key)
+            seq.append((e["event"], len(inflight)))
+    pairs = zip(seq, seq[1:], strict=False)
+    assert any(a == ("completed", 1) and b[0] == "submitted" for a, b in pairs), seq
+    wait_until(lambda: throttles_exact(gw, [big, small], rate), 20, "throttles cleared")
+
+
+def _slow_setup(sandbox, gw, topic_name, tmp_path, parts=4, mb=0.5):
+    b = broker_ids(sandbox)
+    t = topic_name("paced-slow")
+    tps = topic_on(sandbox, t, [[b[p % 2]] for p in range(parts)], mb)
+    cur = gw.describe_partitions(tps)
+    plan = Plan.of(Move(tp, (b[2 + b.index(cur[tp].replicas[0])],)) for tp in tps)
+    path = str(tmp_path / "plan.json")
+    plan.write(path)
+    return t, tps, plan, path
+
+
+def test_sigkill_mid_run_then_resume_completes_without_throttles(sandbox, gw, topic_name,
+                                                                  tmp_path, bootstrap):
+    rate = 200 * KB
+    t, tps, plan, path = _slow_setup(sandbox, gw, topic_name, tmp_path, parts=5, mb=0.3)
+    journal = str(tmp_path / "run.jsonl")
+    argv = ["--execute", "--reassignment-json-file", path, "--additional", "--throttle", str(rate),
+            "--reassignment-batch-size", "2", "--incremental", "--wait", "--journal", journal,
+            "--reassignment-poll-interval-ms", "300"]
+    p = run_cli(bootstrap, *argv)
+    try:
+        def mid_run() -> bool:  # one move complete, its slot refilled, moves in flight
+            if not os.path.exists(journal):
+                return False
+            ev = read_events(journal)
+            subs = sum(e["event"] == "submitted" for e in ev)
+            done = sum(e["event"] == "completed" for e in ev)
+            return subs >= 3 and done >= 1 and subs > done
+
+        wait_until(mid_run, 120, "a refilled slot")
+        os.kill(p.pid, signal.SIGKILL)
+        p.communicate(timeout=30)
+        before = read_events(journal)
+        assert not any(e["event"] == "run_finished" for e in before)
+        p2 = run_cli(bootstrap, "--execute", "--reassignment-json-file", path,
+                     "--journal", journal, "--resume")
+        out, _ = p2.communicate(timeout=300)
+        assert p2.returncode == 0, out
+        assert "Resuming run" in out and "Traceback" not in out
+        ev = read_events(journal)
+        subs = [(e["topic"], e["partition"]) for e in ev if e["event"] == "submitted"]
+        assert sorted(subs) == sorted(set(subs)) and len(subs) == len(tps), "none resubmitted"
+        assert peak_concurrency(ev) <= 2
+        assert len({e["run_id"] for e in ev}) == 1
+        # what was in flight at the kill was adopted (or found complete), not resubmitted
+        killed_inflight = {(e["topic"], e["partition"]) for e in before if e["event"] == "submitted"}
+        killed_inflight -= {(e["topic"], e["partition"]) for e in before if e["event"] == "completed"}
+        after = ev[len(before):]
+        taken_over = {(e["topic"], e["partition"]) for e in after
+                      if e["event"] == "adopted" or (e["event"] == "completed" and e.get("adopted"))}
+        assert killed_inflight and killed_inflight <= taken_over
+        states = wait_until(
+            lambda: (s := gw.describe_partitions(tps))
+            and all(is_complete(m.replicas, s[m.tp]) for m in plan) and s,
+            30, "plan complete")
+        assert states
+        wait_until(lambda: throttles_exact(gw, [t], rate), 20, "no throttle left")
+    finally:
+        if p.poll() is None:
+            p.kill()
+        cleanup(bootstrap, path)
+
+
+@pytest.mark.parametrize("how", ["sigint", "sigterm", "deadline"])
+def test_every_exit_leaves_exactly_the_throttles_still_needed(sandbox, gw, topic_name, tmp_path,
+                                                              bootstrap, how):
+    rate = 20 * KB  # 0.5 MiB per partition: minutes per move, so they stay in flight
+    t, tps, plan, path = _slow_setup(sandbox, gw, topic_name, tmp_path, parts=4, mb=0.5)
+    journal = str(tmp_path / "run.jsonl")
+    argv = ["--execute", "--reassignment-json-file", path, "--additional", "--throttle", str(rate),
+            "--reassignment-batch-size", "2", "--incremental", "--wait", "--journal", journal,
+            "--reassignment-poll-interval-ms", "300"]
+    if how == "deadline":
+        argv += ["--run-deadline", "4s", "--on-deadline", "stop"]
+    p = run_cli(bootstrap, *argv)
+    try:
+        if how != "deadline":
+            wait_until(lambda: sum(e["event"] == "submitted" for e in read_events(journal)) >= 2
+                       if os.path.exists(journal) else False, 60, "two submissions")
+            p.send_signal(signal.SIGINT if how == "sigint" else signal.SIGTERM)
+        out, _ = p.communicate(timeout=120)
+        assert p.returncode == (7 if how == "deadline" else 130), out
+        assert "To resume:" in out and "--resume" in out and "To cancel:" in out, out
+        assert "Traceback" not in out
+        ev = read_events(journal)
+        assert ev[-1]["event"] == "run_finished"
+        moving = {tp for tp in gw.list_reassignments() if tp.topic == t}
+        assert len(moving) == 2 and ev[-1]["still_moving"] == 2
+        assert throttles_exact(gw, [t], rate)
+        # nothing was submitted after the stop
+        assert sum(e["event"] == "submitted" for e in ev) == 2
+    finally:
+        if p.poll() is None:
+            p.kill()
+        cleanup(bootstrap, path)
+    wait_until(lambda: throttles_exact(gw, [t], rate), 30, "throttles gone after cancel")
