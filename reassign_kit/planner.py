@@ -708,7 +708,10 @@ class _Chunk:
             out_k = sum(n for (cls, dr), n in self.flows.items() if cls == (k,) and dr != k and n > 0)
             out_k = min(out_k, sum(self.give[b] for b in bs))
             cross.update(zip(bs, apportion(out_k, [self.give[b] for b in bs]), strict=True))
-        for phase in ("cross", "cross-rest", "own"):
+        for phase in ("cross", "cross-rest", "relay", "own"):
+            if phase == "relay":
+                self._relay(over, cands)
+                continue
             for b in over:
                 k = _rack_key(self.ctx, b)
                 if phase == "cross-rest":  # brokers short of rack-changing replicas leave
@@ -740,6 +743,44 @@ class _Chunk:
                         self.give[b] -= 1
                         budget -= 1
                         self._place(i, pos, d)
+
+    def _relay(self, over: list[int], cands: dict[int, list[int]]) -> None:
+        """When the over-full brokers of a rack lack replicas that may change rack, a broker of
+        the same rack with such a replica sends it across and takes one of theirs instead
+        (two moves where the bound counts one; only for what the cross-rack routes still need)."""
+        for k in sorted({_rack_key(self.ctx, b) for b in over}, key=str):
+            owe = sum(self.give[b] for b in over if _rack_key(self.ctx, b) == k and self.give[b] > 0)
+            left = sum(n for (cls, dr), n in self.flows.items() if cls == (k,) and dr != k and n > 0)
+            need = min(owe, left)
+            if need <= 0:
+                continue
+            relays = [x for x in self.allowed if _rack_key(self.ctx, x) == k and x not in set(over)]
+            rel_set = set(relays)
+            by_x: dict[int, list[int]] = defaultdict(list)
+            for i, reps in enumerate(self.new):
+                for b in reps:
+                    if b in rel_set:
+                        by_x[b].append(i)
+            for x in relays:
+                for i in by_x[x]:
+                    if need <= 0:
+                        break
+                    reps = self.new[i]
+                    if x not in reps:
+                        continue
+                    pos = reps.index(x)
+                    d = self._choose(i, pos, mandatory=False, where="cross")
+                    if d is None:
+                        continue
+                    dk = _rack_key(self.ctx, d)
+                    if self.flows.get(((k,), dk), 0) > 0:
+                        self.flows[((k,), dk)] -= 1
+                    self._place(i, pos, d)
+                    self.take[x] = self.take.get(x, 0) + 1  # x now has room for a relayed one
+                    self.rack_take[k] += 1
+                    if x not in self.ring[k]:
+                        self.ring[k].append(x)
+                    need -= 1
 
     def fix_racks(self) -> None:
         if self.n_racks <= 1:

@@ -85,7 +85,12 @@ def plan_spark(spark, source: Snapshot | str, params: PlanParams | None = None) 
     params = params or PlanParams()
     small = brokers_and_topics(source)
     ctx = rule_context(small, params)
-    df = with_chunk(partitions_df(spark, source), params.chunks)
+    # one shuffle puts every chunk in one Spark partition; cached, both passes read it there
+    df = (
+        with_chunk(partitions_df(spark, source), params.chunks)
+        .repartition(params.chunks, "chunk")
+        .cache()
+    )
 
     def aggregate(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for pdf in batches:
@@ -97,23 +102,27 @@ def plan_spark(spark, source: Snapshot | str, params: PlanParams | None = None) 
     agg = _agg_from_rows([tuple(r) for r in agg_rows])
     prep = prepare(agg, ctx, params)
 
-    def plan_group(key: tuple, pdf: pd.DataFrame) -> pd.DataFrame:
-        changed = plan_chunk(_rows(pdf), prep, int(key[0]))
-        if not changed:
-            return pd.DataFrame({"topic": pd.Series([], dtype=str), "partition": pd.Series([], dtype="int32"),
-                                 "old": pd.Series([], dtype=object), "new": pd.Series([], dtype=object),
-                                 "size_bytes": pd.Series([], dtype="int64")})
-        return pd.DataFrame(
-            {
-                "topic": [c[0] for c in changed],
-                "partition": [c[1] for c in changed],
-                "old": [list(c[2]) for c in changed],
-                "new": [list(c[3]) for c in changed],
-                "size_bytes": [c[4] for c in changed],
-            },
-            columns=["topic", "partition", "old", "new", "size_bytes"],
-        )
+    def plan_chunks(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        parts = [b for b in batches if len(b)]
+        if not parts:
+            return
+        pdf = pd.concat(parts, ignore_index=True)
+        for c, group in pdf.groupby("chunk", sort=True):
+            changed = plan_chunk(_rows(group), prep, int(c))
+            if changed:
+                yield pd.DataFrame(
+                    {
+                        "topic": [x[0] for x in changed],
+                        "partition": [x[1] for x in changed],
+                        "old": [list(x[2]) for x in changed],
+                        "new": [list(x[3]) for x in changed],
+                        "size_bytes": [x[4] for x in changed],
+                    }
+                )
 
-    out = df.groupBy("chunk").applyInPandas(plan_group, CHANGED_SCHEMA).collect()
+    try:
+        out = df.mapInPandas(plan_chunks, CHANGED_SCHEMA).collect()
+    finally:
+        df.unpersist()
     changed = [(r.topic, r.partition, list(r.old), list(r.new), r.size_bytes) for r in out]
     return finish(changed, prep)

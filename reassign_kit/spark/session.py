@@ -37,6 +37,7 @@ def get_spark(master: str | None = None, shuffle_partitions: int = 4, app_name: 
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
             .config("spark.sql.adaptive.enabled", "false")
             .config("spark.python.worker.reuse", "true")
+            .config("spark.sql.execution.arrow.maxRecordsPerBatch", "50000")
             .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
             .config("spark.driver.memory", os.environ.get("RK_SPARK_DRIVER_MEMORY", "2g"))
         )

@@ -46,11 +46,8 @@ def validate_spark(
         plan_df = spark.createDataFrame(
             pdf, "topic string, partition int, target array<int>, log_dirs array<string>"
         )
-    joined = plan_df.join(
-        parts.select("topic", "partition", F.col("replicas").alias("current")),
-        ["topic", "partition"],
-        "left",
-    )
+    current = parts.select("topic", "partition", F.col("replicas").alias("current"))
+    joined = plan_df.join(current, ["topic", "partition"], "left")
     disallow = disallow_replication_factor_change
 
     def check(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
