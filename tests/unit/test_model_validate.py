@@ -309,3 +309,32 @@ def test_any_text_never_crashes(text):
         v.parse_plan(text)
     except InvalidPlanError:
         pass
+
+
+near_valid_entries = st.fixed_dictionaries(
+    {},
+    optional={
+        "topic": st.sampled_from(["a", "", 3, None]),
+        "partition": st.sampled_from([0, 2, -1, "1", 1.0, True]),
+        "replicas": st.lists(st.sampled_from([1, 2, 3, -1, "2", 2.0]), max_size=4),
+        "log_dirs": st.one_of(
+            st.none(), st.lists(st.sampled_from(["any", "/d", "d", 5]), max_size=4)
+        ),
+        "x": st.just(1),
+    },
+)
+
+
+@given(near_valid_entries)
+@settings(max_examples=500, deadline=None)
+def test_fast_path_agrees_with_the_full_rules(entry):
+    fast = v._fast_entry(entry)
+    full: list[v.Problem] = []
+    # A dict subclass is never taken by the fast path: this runs the full rules.
+    obj = v._Obj(entry)
+    obj.dup_keys = []
+    _, move = v._parse_entry(0, obj, full)
+    if fast is not None:
+        assert not full and move == fast
+    else:  # the fast path declined: the full rules found a problem, or accept it the same way
+        assert full or move is not None
