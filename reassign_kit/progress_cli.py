@@ -125,8 +125,24 @@ def run_steps_execute(args: argparse.Namespace, gateway: Any, plan: Plan) -> int
     from . import ops
     from .execute import ExecuteOptions, Run
     from .steps import describe_steps, make_steps_for, plan_steps
+    from .validate import validate_plan
 
     r = args.parallel_replica_count
+    # nothing is read beyond what validation needs, and nothing sent, before the plan validates
+    view = ops.cluster_view(gateway, plan)
+    validate_plan(
+        plan,
+        view,
+        disallow_replication_factor_change=args.disallow_replication_factor_change,
+        source=args.reassignment_json_file,
+    )
+    in_flight = gateway.list_reassignments()
+    if in_flight and not args.additional:
+        raise ops.ReassignmentInProgressError(
+            f"cannot execute: {len(in_flight)} partition reassignment(s) are already in progress "
+            f"({', '.join(str(tp) for tp in sorted(in_flight)[:5])}). Use --additional to "
+            "submit this plan on top of them, or --cancel them"
+        )
     min_isr = gateway.min_insync_replicas(plan.topics())
     states = gateway.describe_partitions([m.tp for m in plan])
     print(f"Replica-level steps (--parallel-replica-count {r}):")

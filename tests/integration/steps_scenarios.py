@@ -211,7 +211,7 @@ def run_steps(
             raise AssertionError(f"run ended {result.state}: {result.error}")
     finally:
         gw.close()
-    evs = read_events(journal_path)
+    evs = [e for e in read_events(journal_path) if e.get("run_id") == result.run_id]
     out.journal_steps = [tuple(e["target"]) for e in evs if e["event"] == "step_submitted"]
     out.observed_sets = [tuple(e["replicas"]) for e in evs if e["event"] == "step_completed"]
     done = [tuple(e["replicas"]) for e in evs if e["event"] == "completed"]

@@ -136,3 +136,25 @@ def test_cli_progress_prints_the_report_and_exits_0(
     assert main([*argv, "--output", "json"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["status"] == "Pending" and len(rep["replicas"]) == 3
+
+
+def test_cli_steps_refuse_an_invalid_plan_before_sending(
+    sandbox, bootstrap, gw, topic_name, tmp_path, capsys
+):
+    from reassign_kit.reassign_cli import main
+
+    topic = topic_name("clibad")
+    create_topic(sandbox, topic, [[1, 2]])
+    f = tmp_path / "plan.json"
+    Plan.of(
+        [Move(TopicPartition(topic, 0), (42, 2)), Move(TopicPartition(topic_name("gone"), 0), (1,))]
+    ).write(str(f))
+    rb = tmp_path / "rollback.json"
+    argv = ["--execute", "--parallel-replica-count", "1", "--reassignment-json-file", str(f)]
+    code = main([*argv, "--bootstrap-server", bootstrap, "--rollback-file", str(rb)])
+    err = capsys.readouterr().err
+    assert code == 3 and "unknown-broker" in err and "unknown-topic" in err
+    assert not rb.exists()
+    assert gw.describe_partitions([TopicPartition(topic, 0)])[
+        TopicPartition(topic, 0)
+    ].replicas == (1, 2)
