@@ -107,7 +107,13 @@ def test_same_plan_same_result_as_the_official_tool(
 
     # 1. The official tool. Its throttle lists stay until its --verify.
     out = official(
-        bootstrap, "--reassignment-json-file", str(plan_file), "--execute", "--throttle", throttle
+        bootstrap,
+        "--reassignment-json-file",
+        str(plan_file),
+        "--execute",
+        "--additional",
+        "--throttle",
+        throttle,
     )
     official_rollback = rollback_json(out)
     official_lists = topic_lists(gw, topic)
