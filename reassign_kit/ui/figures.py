@@ -492,6 +492,11 @@ def format_event(event: Mapping[str, Any]) -> str:
     """One human line per event: time, kind, the partitions (at most 3 named) and key fields."""
     ts = _num(event.get("ts"))
     clock = _dt.datetime.fromtimestamp(ts).strftime("%H:%M:%S") if ts is not None else "--:--:--"
+    if event.get("event") == "note":  # something the user did in the panel
+        return f"{clock}  panel  {event.get('message', '')}"
+    if event.get("event") == "caps_changed" and isinstance(event.get("caps"), Mapping):
+        caps = ", ".join(f"{k}={'no cap' if v is None else v}" for k, v in event["caps"].items())
+        return f"{clock}  caps_changed  {caps}"
     tps = event_tps(event)
     parts = [clock, str(event.get("event", "?"))]
     if tps:

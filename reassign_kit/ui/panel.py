@@ -1,5 +1,8 @@
 """The notebook panel: one call in a cell shows a plan, its pacing controls, Execute / Pause /
-Resume / Cancel / Verify buttons, a live Plotly chart, the partitions furthest behind and a log.
+Resume / Stop / Cancel / Verify buttons, a live Plotly chart, the partitions furthest behind and a
+log. The caps stay changeable while a run goes on (``Run.set_caps``: effective at the executor's
+next scheduling decision), and a run that was stopped, cancelled or killed is continued with
+"Resume from journal" (``Run(..., resume=True)``: the journal plus the cluster are the state).
 
 No logic of its own: the run is ``execute.Run`` (the CLI's controller) in its worker thread,
 Verify is ``ops.verify``; this module only wires widgets to them. The run's events arrive on
@@ -19,12 +22,13 @@ import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import ipywidgets as W
 
-from ..errors import ReassignKitError
-from ..model import Plan, TopicPartition
+from ..errors import ReassignKitError, UsageError
+from ..model import Move, PartitionState, Plan, TopicPartition
 from . import charts, controls, figures
 
 # --------------------------------------------------------------------------- pacing controls
@@ -84,10 +88,42 @@ def _from_option_value(opt: Option, value: Any) -> Any:
     return opt.unset if value is None and opt.unset is not None else value
 
 
+OPTIONS = {o.name: o for o in PACING}
+
+
+def _show(opt: Option, value: Any) -> str:
+    """A control's value as a person reads it ("no cap" rather than None)."""
+    if value is None:
+        return "whole move at once" if opt.name == "parallel_replica_count" else "no cap"
+    return str(value)
+
+
+class LiveSteps:
+    """The run's ``steps_for`` hook: KIP-435 steps (``steps.make_steps_for``, with each topic's
+    min.insync.replicas, as the CLI plans them) whose replica count R the panel may change while
+    the run goes on. ``execute.Run.set_caps`` has no R, so the hook holds it: a move whose steps
+    are planned after a change uses the new R; a move part-way keeps its planned steps."""
+
+    def __init__(self, parallel_replica_count: int | None, min_isr: Mapping[str, int] | None = None):
+        self.r = parallel_replica_count
+        self.min_isr = dict(min_isr or {})
+
+    def __call__(self, move: Move, state: PartitionState, original: tuple[int, ...]) -> list[tuple[int, ...]]:
+        r = self.r
+        if r is None:
+            return [tuple(move.replicas)]
+        from ..steps import make_steps_for
+
+        return make_steps_for(r, self.min_isr)(move, state, original)
+
+
 # --------------------------------------------------------------------------- the panel
 
 
-def _default_run_factory(gateway: Any, plan: Plan, options: Mapping[str, Any], journal_path: str | None) -> Any:
+def _default_run_factory(
+    gateway: Any, plan: Plan, options: Mapping[str, Any], journal_path: str | None, *,
+    resume: bool = False, steps_for: Callable[..., Any] | None = None,
+) -> Any:
     from ..execute import ExecuteOptions, Run
 
     known = {f.name for f in dataclasses.fields(ExecuteOptions)}
@@ -97,7 +133,7 @@ def _default_run_factory(gateway: Any, plan: Plan, options: Mapping[str, Any], j
     # The panel stays until every move is complete (the CLI's --wait), so the chart reaches the
     # end and the throttles are cleared by the run itself.
     opts = ExecuteOptions(**{"wait": True, **options})
-    return Run(gateway, plan, opts, journal_path=journal_path)
+    return Run(gateway, plan, opts, journal_path=journal_path, resume=resume, steps_for=steps_for)
 
 
 def _default_verify(gateway: Any, plan: Plan) -> Any:
@@ -141,6 +177,9 @@ class Panel:
         self._lock = threading.Lock()
         self._dirty = threading.Event()
         self._watcher: threading.Thread | None = None
+        self._asked: str | None = None  # "stop" | "cancel": the button that ended the run
+        self._reverting = False
+        self.steps = LiveSteps(None)
         self.phase = "ready"
 
         known = {o.name for o in PACING}
@@ -152,15 +191,26 @@ class Panel:
         self.controls: dict[str, W.Widget] = {
             o.name: _make_control(o, _from_option_value(o, defaults.get(o.name, o.default))) for o in PACING
         }
+        for name in controls.LIVE_CONTROLS:
+            self.controls[name].observe(partial(self._on_live_change, name), names="value")
+        wide = W.Layout(width="auto")
         self.buttons: dict[str, W.Button] = {
-            "execute": W.Button(description="Execute", button_style="primary", icon="play"),
-            "pause": W.Button(description="Pause", icon="pause"),
-            "resume": W.Button(description="Resume", icon="play"),
-            "cancel": W.Button(description="Cancel", button_style="danger", icon="stop"),
+            "execute": W.Button(description="Execute", button_style="primary", icon="play",
+                                tooltip="start a new run of the plan"),
+            "resume_run": W.Button(description="Resume from journal", button_style="primary", icon="history",
+                                   layout=wide, tooltip="continue the journaled run: adopt moves in flight, "
+                                   "submit what is left, with the run's own options"),
+            "pause": W.Button(description="Pause", icon="pause", tooltip="submit nothing new; moves in flight go on"),
+            "resume": W.Button(description="Resume", icon="play", tooltip="submit again after a pause"),
+            "stop": W.Button(description="Stop", button_style="warning", icon="hand-paper-o",
+                             tooltip="end the run; moves in flight go on (throttled) and can be resumed"),
+            "cancel": W.Button(description="Cancel", button_style="danger", icon="stop",
+                               tooltip="end the run and cancel the moves in flight"),
             "verify": W.Button(description="Verify", button_style="info", icon="check"),
         }
         for name, b in self.buttons.items():
             b.on_click(getattr(self, f"_on_{name}"))
+        self.resumable = self._resumable_run()
         self.status = W.HTML()
         self.message = W.HTML()
         self.summary_html = W.HTML()
@@ -190,6 +240,10 @@ class Panel:
             ]
         )
         self._set_phase(self.phase)
+        if self.resumable is not None and self.phase == "ready":
+            self._say(f"the journal {self.journal_path} holds an unfinished run of this plan "
+                      f"({self.resumable.get('run_id')}): Resume from journal continues it; "
+                      "Execute starts a new run (the old journal is kept beside it)")
         self.refresh()
 
     # ---------------------------------------------------------------- display / state
@@ -208,13 +262,21 @@ class Panel:
 
     def _set_phase(self, phase: str) -> None:
         self.phase = phase
-        on = controls.enabled_buttons(phase)
+        on = controls.enabled_buttons(phase, resumable=self.resumable is not None)
         for name, b in self.buttons.items():
             b.disabled = name not in on
-        editable = phase in ("ready", "cancelled", "failed")
-        for w in self.controls.values():
-            w.disabled = not editable
-        self.status.value = f"<b>state:</b> {html.escape(phase)}"
+        editable = controls.editable_controls(phase, list(self.controls))
+        for name, w in self.controls.items():
+            w.disabled = name not in editable
+        live = " (caps can be changed while it runs)" if phase in ("running", "paused") else ""
+        self.status.value = f"<b>state:</b> {html.escape(phase)}{live}"
+
+    def _note(self, text: str) -> None:
+        """A line in the event log for something the user did (the journal has the rest)."""
+        with self._lock:
+            ts = float(self.events[-1].get("ts") or 0.0) if self.events else self._clock()
+            self.events.append({"ts": ts, "event": "note", "message": text})
+        self._dirty.set()
 
     def _say(self, text: str, error: bool = False) -> None:
         color = "#b00020" if error else "#1b5e20"
@@ -268,18 +330,54 @@ class Panel:
 
     # ---------------------------------------------------------------- buttons
 
+    def _allowed(self, button: str) -> bool:
+        return button in controls.enabled_buttons(self.phase, resumable=self.resumable is not None)
+
     def _on_execute(self, _b: Any = None) -> None:
-        if "execute" not in controls.enabled_buttons(self.phase):
+        """A new run of the plan; an earlier journal at the same path is kept beside it."""
+        if not self._allowed("execute"):
             return
+        options = self.options()
         try:
-            run = self._run_factory(self.gateway, self.plan, self.options(), self.journal_path)
-        except ReassignKitError as e:
+            self.steps = LiveSteps(options.get("parallel_replica_count"), self._min_isr())
+            run = self._run_factory(self.gateway, self.plan, options, self.journal_path, steps_for=self.steps)
+            self._set_journal_aside()
+        except (ReassignKitError, OSError) as e:
             self._say(str(e), error=True)
             return
         with self._lock:
             self.events = []
-        self.run, self.result, self.verify_result = run, None, None
-        self._save_start_artefacts()
+        self._launch(run, save_start=True)
+
+    def _on_resume_run(self, _b: Any = None) -> None:
+        """Continue the journaled run with its own options (as ``--resume`` does): moves still
+        in flight are adopted, complete ones are not resubmitted, the rest is scheduled."""
+        if not self._allowed("resume_run") or self.resumable is None:
+            return
+        first = self.resumable
+        journaled = {k: v for k, v in (first.get("options") or {}).items() if k != "wait"}
+        for name, opt in OPTIONS.items():
+            if name in journaled:
+                self._set_control(name, _from_option_value(opt, journaled[name]))
+        options = {**journaled, **self.options()}
+        try:
+            self.steps = LiveSteps(options.get("parallel_replica_count"), self._min_isr())
+            run = self._run_factory(self.gateway, self.plan, options, self.journal_path,
+                                    resume=True, steps_for=self.steps)
+        except ReassignKitError as e:
+            self._say(str(e), error=True)
+            return
+        from ..journal import read_events
+
+        with self._lock:  # the chart goes on from where the journal left it
+            self.events = read_events(self.journal_path) if self.journal_path else []
+        self._launch(run, save_start=False)
+        self._note(f"resuming run {first.get('run_id')} from {self.journal_path} with its options")
+
+    def _launch(self, run: Any, save_start: bool) -> None:
+        self.run, self.result, self.verify_result, self._asked = run, None, None, None
+        if save_start:
+            self._save_start_artefacts()
         run.subscribe(self._on_event)
         self._say("")
         self._set_phase("running")
@@ -291,6 +389,89 @@ class Panel:
             return
         self._watcher = threading.Thread(target=self._watch, name="reassign-kit-panel", daemon=True)
         self._watcher.start()
+
+    def _min_isr(self) -> dict[str, int]:
+        """Each topic's min.insync.replicas (the steps keep it satisfiable); {} = 1 for all,
+        for a gateway that cannot tell (the simulator)."""
+        fn = getattr(self.gateway, "min_insync_replicas", None)
+        if fn is None:
+            return {}
+        return dict(fn(self.plan.topics()))
+
+    def _resumable_run(self) -> dict[str, Any] | None:
+        """The ``run_started`` event of an unfinished run of this plan in the panel's journal."""
+        if not self.journal_path or not os.path.exists(self.journal_path):
+            return None
+        from ..journal import read_events
+
+        try:
+            events = read_events(self.journal_path)
+        except OSError:
+            return None
+        first = next((e for e in events if e.get("event") == "run_started"), None)
+        if first is None or first.get("plan_digest") != self.plan.digest():
+            return None
+        last = next((e for e in reversed(events) if e.get("event") == "run_finished"), None)
+        if last is not None and last.get("state") == "done":
+            return None
+        return first
+
+    def _set_journal_aside(self) -> None:
+        """Before a new run: rename an existing journal to journal-<its run id>.jsonl, so the
+        journal path always holds one run (which Resume from journal continues)."""
+        path = self.journal_path
+        if not path or not os.path.exists(path) or os.path.getsize(path) == 0:
+            return
+        from ..journal import read_events
+
+        first = next((e for e in read_events(path) if e.get("event") == "run_started"), None)
+        tag = (first or {}).get("run_id") or time.strftime("%Y%m%dT%H%M%S", time.localtime(os.path.getmtime(path)))
+        stem, ext = os.path.splitext(path)
+        aside = f"{stem}-{tag}{ext}"
+        os.replace(path, aside)
+        self.artefacts["previous_journal"] = aside
+        self.resumable = None
+
+    def _set_control(self, name: str, value: Any) -> None:
+        self._reverting = True
+        try:
+            self.controls[name].value = value
+        finally:
+            self._reverting = False
+
+    def _on_live_change(self, name: str, change: Mapping[str, Any]) -> None:
+        """A cap changed while the run goes on: hand it to the run (effective at its next
+        scheduling decision); a value the run refuses is named and the control put back."""
+        if self._reverting or self.run is None or self.phase not in ("running", "paused"):
+            return
+        opt = OPTIONS[name]
+        old, new = _widget_value(opt, change["old"]), _widget_value(opt, change["new"])
+        try:
+            if name == "parallel_replica_count":
+                if new is not None and (not isinstance(new, int) or new < 1):
+                    raise UsageError(f"parallel replica count must be >= 1 (0 = whole move at once), got {new}")
+                # KIP-435 batch collection (leader-moving steps first) goes with steps
+                self.run.set_caps(prefer_leader_moves=new is not None)
+                self.steps.r = new
+            else:
+                self.run.set_caps(**{name: new})
+        except ReassignKitError as e:
+            self._set_control(name, change["old"])
+            self._say(f"{opt.label}: {e}", error=True)
+            self._note(f"{opt.label} not changed: {e}")
+            return
+        where = ("moves whose steps are planned from now on" if name == "parallel_replica_count"
+                 else "the next scheduling decision")
+        self._note(f"{opt.label}: {_show(opt, old)} -> {_show(opt, new)} (takes effect at {where})")
+        self._say(f"{opt.label} is now {_show(opt, new)}")
+
+    def _on_stop(self, _b: Any = None) -> None:
+        if self.run is not None and self.phase in ("running", "paused"):
+            self._asked = "stop"
+            self._set_phase("stopping")
+            self._say("stopping: nothing new is submitted; the moves in flight go on (throttled). "
+                      "Resume from journal continues the run later")
+            self.run.stop(cancel_inflight=False)
 
     def _on_pause(self, _b: Any = None) -> None:
         if self.run is not None and self.phase == "running":
@@ -306,13 +487,14 @@ class Panel:
 
     def _on_cancel(self, _b: Any = None) -> None:
         if self.run is not None and self.phase in ("running", "paused"):
+            self._asked = "cancel"
             self._set_phase("stopping")
             self._say("cancelling: the moves in flight are being cancelled (a cancelled move may "
                       "leave a partition with extra replicas; the rollback file restores it)")
             self.run.stop(cancel_inflight=True)
 
     def _on_verify(self, _b: Any = None) -> None:
-        if "verify" not in controls.enabled_buttons(self.phase):
+        if not self._allowed("verify"):
             return
         before = self.phase
         self._set_phase("verifying")
@@ -358,14 +540,17 @@ class Panel:
             self._safe_refresh()
             time.sleep(self.refresh_s)  # bound the redraw rate
         self.result = outcome.get("result")
+        self.resumable = self._resumable_run()
         err = outcome.get("error") or _result_error(self.result)
         if err is not None:
             msg = str(err) if isinstance(err, ReassignKitError | str) else f"{type(err).__name__}: {err}"
             self._say(f"the run stopped with an error: {msg}", error=True)
             self._set_phase("failed")
         else:
-            self._set_phase(controls.phase_after_run(_result_state(self.result)))
-            self._say(_describe_result(self.result))
+            self._set_phase(controls.phase_after_run(_result_state(self.result), self._asked))
+            hint = ("; Resume from journal continues it" if self.resumable is not None
+                    and self.phase in ("stopped", "cancelled") else "")
+            self._say(_describe_result(self.result) + hint)
         self._safe_refresh()
         self.save_artefacts()
 

@@ -103,8 +103,20 @@ def test_behind_rows_orders_and_bounds():
 
 def test_button_states():
     assert controls.enabled_buttons("ready") == {"execute", "verify"}
-    assert controls.enabled_buttons("running") == {"pause", "cancel"}
-    assert controls.enabled_buttons("paused") == {"resume", "cancel"}
+    assert controls.enabled_buttons("running") == {"pause", "stop", "cancel"}
+    assert controls.enabled_buttons("paused") == {"resume", "stop", "cancel"}
+    # Resume from journal only where a run may be continued, and only with a journal
+    assert controls.enabled_buttons("stopped", resumable=True) == {"resume_run", "verify"}
+    assert controls.enabled_buttons("stopped") == {"execute", "verify"}
+    assert controls.enabled_buttons("cancelled", resumable=True) == {"execute", "resume_run", "verify"}
+    assert "resume_run" not in controls.enabled_buttons("running", resumable=True)
+    assert "resume_run" not in controls.enabled_buttons("done", resumable=True)
+    assert controls.phase_after_run("stopped", asked="stop") == "stopped"
+    assert controls.phase_after_run("stopped", asked="cancel") == "cancelled"
+    names = ["batch_size", "max_moves_per_broker", "parallel_replica_count", "throttle"]
+    assert controls.editable_controls("running", names) == {"max_moves_per_broker", "parallel_replica_count"}
+    assert controls.editable_controls("ready", names) == set(names)
+    assert controls.editable_controls("stopping", names) == frozenset()
     assert controls.enabled_buttons("invalid") == frozenset()
     assert controls.enabled_buttons("nonsense") == frozenset()
     assert controls.phase_after_run("done") == "done"

@@ -12,7 +12,7 @@ from reassign_kit import ops
 from reassign_kit.execute import ExecuteOptions, Run
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.simulate import MB, SimCluster
-from reassign_kit.ui import charts
+from reassign_kit.ui import charts, controls
 from reassign_kit.ui.panel import PACING, Panel
 
 TP = TopicPartition
@@ -42,9 +42,9 @@ def sim_runs(sim: SimCluster):
         sim.sleep(dt)
         time.sleep(0.01)
 
-    def make(gateway, plan, options, journal_path):
+    def make(gateway, plan, options, journal_path, resume=False, steps_for=None):
         return Run(gateway, plan, ExecuteOptions(**{"wait": True, **options}), journal_path,
-                   clock=sim.now, sleep=sleep)
+                   clock=sim.now, sleep=sleep, resume=resume, steps_for=steps_for)
 
     return make
 
@@ -123,17 +123,18 @@ def test_pause_resume_cancel(tmp_path):
     sim.stall(TP("orders", 0))  # a move that never finishes keeps the run going
     p = make_panel(sim, tmp_path, batch_size=1, throttle=10 * MB)
     p.buttons["execute"].click()
-    assert p.enabled() == {"pause", "cancel"}
+    assert p.enabled() == {"pause", "stop", "cancel"}
     p.buttons["pause"].click()
-    assert p.phase == "paused" and p.enabled() == {"resume", "cancel"}
-    assert all(w.disabled for w in p.controls.values())
+    assert p.phase == "paused" and p.enabled() == {"resume", "stop", "cancel"}
+    # only the caps stay changeable while a run goes on
+    assert {n for n, w in p.controls.items() if not w.disabled} == set(controls.LIVE_CONTROLS)
     p.buttons["resume"].click()
     assert p.phase == "running"
     p.buttons["cancel"].click()
     assert p.enabled() == frozenset()  # stopping: nothing to press until the run has left
     p.wait(60)
     assert p.phase == "cancelled", p.message.value
-    assert p.enabled() == {"execute", "verify"}
+    assert p.enabled() == {"execute", "resume_run", "verify"}  # the journal holds the run
     kinds = [e["event"] for e in p.events]
     assert "paused" in kinds and "resumed" in kinds and kinds[-1] == "run_finished"
     assert TP("orders", 0) not in sim.list_reassignments()
@@ -151,3 +152,169 @@ def test_run_error_is_shown_not_silent(tmp_path):
     assert p.phase == "ready" and p.run is None
     assert "--incremental" in p.message.value
     assert p.errors
+
+
+# ---------------------------------------------------------------- caps changed during a run
+
+
+def wait_for(cond, what: str, timeout: float = 30.0) -> None:
+    """Wait (not a timed assertion: the bound only turns a hang into a failure)."""
+    end = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > end:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.01)
+
+
+def kinds_for(p: Panel, event: str) -> list[dict]:
+    with p._lock:
+        return [e for e in p.events if e["event"] == event]
+
+
+def test_caps_changed_while_running_take_effect_at_the_next_decision(tmp_path):
+    sim = cluster()
+    sim.stall(TP("orders", 0))  # holds the only slot of the cluster-wide cap
+    p = make_panel(sim, tmp_path, batch_size=3, incremental=True, cluster_max_reassignments=1,
+                   throttle=10 * MB)
+    p.buttons["execute"].click()
+    wait_for(lambda: kinds_for(p, "submitted"), "the first submission")
+    live = {n for n, w in p.controls.items() if not w.disabled}
+    assert live == set(controls.LIVE_CONTROLS) and p.controls["batch_size"].disabled
+    time.sleep(0.2)  # several polls: the cap keeps the others waiting
+    assert [e["partition"] for e in kinds_for(p, "submitted")] == [0]
+
+    p.controls["cluster_max_reassignments"].value = 3
+    assert p.run.caps.cluster_max_reassignments == 3
+    wait_for(lambda: len(kinds_for(p, "completed")) == 2, "the other two moves")
+    changed = kinds_for(p, "caps_changed")
+    assert changed and changed[-1]["caps"]["cluster_max_reassignments"] == 3
+    later = [e for e in kinds_for(p, "submitted") if e["ts"] >= changed[-1]["ts"]]
+    assert sorted(e["partition"] for e in later) == [1, 2]
+    p.refresh()
+    assert "cluster-wide cap: no cap" not in p.log_html.value
+    assert "cluster-wide cap: 1 -&gt; 3 (takes effect at the next scheduling decision)" in p.log_html.value
+    assert "caps_changed" in p.log_html.value
+
+    # a value the executor refuses: named, the control put back, the run unchanged
+    p.controls["max_moves_per_broker"].value = -2
+    assert p.controls["max_moves_per_broker"].value == 0 and p.run.caps.max_moves_per_broker is None
+    assert "--max-moves-per-broker" in p.message.value and p.errors
+    # removing a cap (0 = no cap) goes through as None
+    p.controls["cluster_max_reassignments"].value = 0
+    assert p.run.caps.cluster_max_reassignments is None
+
+    sim.stall(TP("orders", 0), False)
+    p.wait(60)
+    assert p.phase == "done", p.message.value
+    assert all(w.disabled for w in p.controls.values())
+    assert p.report()["options"]["cluster_max_reassignments"] is None
+
+
+def test_parallel_replica_count_changed_while_running(tmp_path):
+    sim = cluster()
+    sim.stall(TP("orders", 0))
+    p = make_panel(sim, tmp_path, batch_size=1, incremental=True, throttle=10 * MB)
+    p.buttons["execute"].click()
+    wait_for(lambda: kinds_for(p, "submitted"), "the first submission")
+    assert all(e["steps"] == 1 for e in kinds_for(p, "step_submitted"))  # R = 0: whole move
+    p.controls["parallel_replica_count"].value = 1
+    assert p.run.caps.prefer_leader_moves and p.steps.r == 1
+    sim.stall(TP("orders", 0), False)
+    p.wait(60)
+    assert p.phase == "done", p.message.value
+    steps = {(e["partition"], e["steps"]) for e in kinds_for(p, "step_submitted")}
+    # moves planned after the change go one replica at a time (3 steps for RF 2 -> 2 new);
+    # the move part-way keeps its single step
+    assert {s for s in steps if s[0] != 0} == {(1, 3), (2, 3)}
+    assert {n for part, n in steps if part == 0} <= {1}
+    assert "parallel replicas (steps): whole move at once -&gt; 1" in p.log_html.value
+
+
+# ---------------------------------------------------------------- resume from the journal
+
+
+def test_stop_then_resume_from_journal_adopts_the_move_in_flight(tmp_path):
+    sim = cluster()
+    sim.stall(TP("orders", 0))
+    p = make_panel(sim, tmp_path, batch_size=1, throttle=10 * MB)
+    assert "resume_run" not in p.enabled()  # no journal yet
+    p.buttons["execute"].click()
+    wait_for(lambda: kinds_for(p, "submitted"), "the first submission")
+    p.buttons["stop"].click()
+    p.wait(60)
+    assert p.phase == "stopped", p.message.value
+    assert p.enabled() == {"resume_run", "verify"}  # a new run would collide with the move
+    assert TP("orders", 0) in sim.list_reassignments()  # stop leaves it moving (throttled)
+    assert "Resume from journal" in p.message.value
+    run_id = p.run.run_id
+
+    sim.stall(TP("orders", 0), False)
+    p.buttons["resume_run"].click()
+    p.wait(60)
+    assert p.phase == "done", p.message.value
+    events = [json.loads(line) for line in (tmp_path / "journal.jsonl").read_text().splitlines()]
+    assert {e["run_id"] for e in events} == {run_id}  # one run, continued
+    started = [e for e in events if e["event"] == "run_started"]
+    assert [e["resumed"] for e in started] == [False, True]
+    assert any(e["event"] == "adopted" and e["partition"] == 0 for e in events)
+    assert sum(e["event"] == "submitted" and e["partition"] == 0 for e in events) == 1
+    assert p.chart_data().progress.percent_done == 100
+    assert sim.current_throttles().is_empty()
+    assert "resume_run" not in p.enabled()  # finished: nothing left to resume
+
+
+def test_a_new_panel_offers_to_resume_a_killed_run(tmp_path):
+    sim = cluster()
+    sim.stall(TP("orders", 0))
+    first = make_panel(sim, tmp_path, batch_size=1, throttle=10 * MB)
+    first.buttons["execute"].click()
+    wait_for(lambda: kinds_for(first, "submitted"), "the first submission")
+    first.buttons["stop"].click()
+    first.wait(60)
+    sim.stall(TP("orders", 0), False)
+
+    # a restarted kernel: a new panel on the same output folder, with other pacing values
+    again = make_panel(sim, tmp_path, batch_size=3, throttle=-1)
+    assert again.phase == "ready" and again.enabled() == {"execute", "resume_run", "verify"}
+    assert "unfinished run" in again.message.value
+    again.buttons["resume_run"].click()
+    assert again.controls["batch_size"].value == 1  # the journaled run's own options
+    again.wait(60)
+    assert again.phase == "done", again.message.value
+    assert "resuming run" in again.log_html.value
+
+
+def test_cancel_then_resume_or_start_anew(tmp_path):
+    sim = cluster()
+    sim.stall(TP("orders", 0))
+    p = make_panel(sim, tmp_path, batch_size=1, throttle=10 * MB)
+    p.buttons["execute"].click()
+    wait_for(lambda: kinds_for(p, "submitted"), "the first submission")
+    p.buttons["cancel"].click()
+    p.wait(60)
+    assert p.phase == "cancelled" and p.enabled() == {"execute", "resume_run", "verify"}
+    old_id = p.run.run_id
+    sim.stall(TP("orders", 0), False)
+    # Execute starts a new run: the old journal is set aside, journal.jsonl holds the new one
+    p.buttons["execute"].click()
+    p.wait(60)
+    assert p.phase == "done", p.message.value
+    aside = tmp_path / f"journal-{old_id}.jsonl"
+    assert aside.exists() and p.artefacts["previous_journal"] == str(aside)
+    ids = {json.loads(line)["run_id"] for line in (tmp_path / "journal.jsonl").read_text().splitlines()}
+    assert len(ids) == 1 and old_id not in ids
+
+
+def test_resume_refused_for_another_plan(tmp_path):
+    sim = cluster()
+    sim.stall(TP("orders", 0))
+    p = make_panel(sim, tmp_path, batch_size=1, throttle=10 * MB)
+    p.buttons["execute"].click()
+    wait_for(lambda: kinds_for(p, "submitted"), "the first submission")
+    p.buttons["stop"].click()
+    p.wait(60)
+    other = Panel(Plan.of([Move(TP("orders", 3), (1, 2))]), sim, output_dir=str(tmp_path),
+                  run_factory=sim_runs(sim), verify_fn=sim_verify)
+    assert "resume_run" not in other.enabled()
+    other.buttons["resume_run"].click()  # the handler refuses too
+    assert other.run is None
