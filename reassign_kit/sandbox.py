@@ -541,9 +541,15 @@ class Sandbox:
         from confluent_kafka import Producer
 
         admin = self.admin()
-        md = admin.list_topics(topic=topic, timeout=10).topics.get(topic)
-        if md is None or md.error is not None:
-            raise SandboxError(f"unknown topic {topic}")
+        # A broker's metadata can lag the controller's for a moment after create_topic.
+        deadline = time.monotonic() + 15
+        while True:
+            md = admin.list_topics(topic=topic, timeout=10).topics.get(topic)
+            if md is not None and md.error is None and md.partitions:
+                break
+            if time.monotonic() > deadline:
+                raise SandboxError(f"unknown topic {topic}")
+            time.sleep(0.3)
         per_partition = max(1, int(mb_per_partition * 1024 * 1024 / message_bytes))
         producer = Producer({
             "bootstrap.servers": self.bootstrap_servers, "acks": "all", "linger.ms": 20,
