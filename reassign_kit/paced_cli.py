@@ -223,6 +223,7 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
           + (f", N={caps.batch_size}" if caps.batch_size else "")
           + f", order {opts.order}; journal {journal}")
 
+    run.subscribe(_printer(run))
     interrupted: list[int] = []
 
     def on_signal(signum: int, _frame: Any) -> None:
@@ -244,6 +245,37 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
     if interrupted:
         return 130
     return result.exit_code
+
+
+def _printer(run: Run):
+    """One terminal line per event that matters (the journal has everything)."""
+
+    def tp(e: dict[str, Any]) -> str:
+        return f"{e.get('topic')}-{e.get('partition')}"
+
+    def show(e: dict[str, Any]) -> None:
+        ev = e["event"]
+        stamp = time.strftime("%H:%M:%S", time.localtime(e["ts"]))
+        if ev == "submitted":
+            batch = f" (batch {e['batch'] + 1})" if e.get("batch") is not None else ""
+            line = f"submitted {tp(e)} -> {e['target']}{batch}"
+        elif ev == "step_submitted" and e.get("steps", 1) > 1:
+            line = f"  step {e['step']}/{e['steps']} of {tp(e)} -> {e['target']}"
+        elif ev in ("completed", "adopted", "cancelled", "failed"):
+            extra = e.get("reason") or ""
+            line = f"{ev} {tp(e)}" + (f": {extra}" if extra else "")
+        elif ev in ("stuck", "deadline"):
+            what = tp(e) if "topic" in e else "the run"
+            line = f"{ev.upper()}: {what} (policy: {e.get('policy')})"
+        elif ev in ("warning", "error"):
+            line = f"{ev.upper()}: {e.get('message')}"
+        elif ev in ("paused", "resumed", "caps_changed"):
+            line = ev
+        else:
+            return
+        print(f"[{stamp}] {line}", flush=True)
+
+    return show
 
 
 def _report(res: RunResult, args: argparse.Namespace, journal: str, interrupted: bool) -> None:

@@ -86,7 +86,10 @@ def run_cli(bootstrap: str, *argv: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(
         [sys.executable, "-m", "reassign_kit.cli", "--bootstrap-server", bootstrap, *argv],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
     )
 
 
@@ -108,8 +111,14 @@ def test_batch_waves_and_incremental_refill(sandbox, gw, topic_name, tmp_path):
     rate = 150 * KB
 
     # batch mode, N=2: batch k+1 only after every move of batch k is complete
-    run = Run(gw, fwd, ExecuteOptions(batch_size=2, throttle=rate, wait=True, additional=True,
-                                      poll_interval_ms=300), journal_path=tmp_path / "batch.jsonl")
+    run = Run(
+        gw,
+        fwd,
+        ExecuteOptions(
+            batch_size=2, throttle=rate, wait=True, additional=True, poll_interval_ms=300
+        ),
+        journal_path=tmp_path / "batch.jsonl",
+    )
     res = run.run()
     assert res.state == "done", res
     ev = read_events(tmp_path / "batch.jsonl")
@@ -129,9 +138,19 @@ def test_batch_waves_and_incremental_refill(sandbox, gw, topic_name, tmp_path):
     # incremental, N=2, back again: a slot freed by a small move is refilled while the big
     # one still copies, and never more than 2 in flight
     back = Plan.of(Move(tp, (b[b.index(states[tp].replicas[0]) - 2],)) for tp in tps)
-    run = Run(gw, back, ExecuteOptions(batch_size=2, incremental=True, throttle=rate, wait=True,
-                                       additional=True, poll_interval_ms=300),
-              journal_path=tmp_path / "incr.jsonl")
+    run = Run(
+        gw,
+        back,
+        ExecuteOptions(
+            batch_size=2,
+            incremental=True,
+            throttle=rate,
+            wait=True,
+            additional=True,
+            poll_interval_ms=300,
+        ),
+        journal_path=tmp_path / "incr.jsonl",
+    )
     assert run.run().state == "done"
     ev = read_events(tmp_path / "incr.jsonl")
     assert max(n for _, n in concurrency(ev)) == 2
@@ -159,16 +178,31 @@ def _slow_setup(sandbox, gw, topic_name, tmp_path, parts=4, mb=0.5):
     return t, tps, plan, path
 
 
-def test_sigkill_mid_run_then_resume_completes_without_throttles(sandbox, gw, topic_name,
-                                                                  tmp_path, bootstrap):
+def test_sigkill_mid_run_then_resume_completes_without_throttles(
+    sandbox, gw, topic_name, tmp_path, bootstrap
+):
     rate = 200 * KB
     t, tps, plan, path = _slow_setup(sandbox, gw, topic_name, tmp_path, parts=5, mb=0.3)
     journal = str(tmp_path / "run.jsonl")
-    argv = ["--execute", "--reassignment-json-file", path, "--additional", "--throttle", str(rate),
-            "--reassignment-batch-size", "2", "--incremental", "--wait", "--journal", journal,
-            "--reassignment-poll-interval-ms", "300"]
+    argv = [
+        "--execute",
+        "--reassignment-json-file",
+        path,
+        "--additional",
+        "--throttle",
+        str(rate),
+        "--reassignment-batch-size",
+        "2",
+        "--incremental",
+        "--wait",
+        "--journal",
+        journal,
+        "--reassignment-poll-interval-ms",
+        "300",
+    ]
     p = run_cli(bootstrap, *argv)
     try:
+
         def mid_run() -> bool:  # one move complete, its slot refilled, moves in flight
             if not os.path.exists(journal):
                 return False
@@ -182,8 +216,15 @@ def test_sigkill_mid_run_then_resume_completes_without_throttles(sandbox, gw, to
         p.communicate(timeout=30)
         before = read_events(journal)
         assert not any(e["event"] == "run_finished" for e in before)
-        p2 = run_cli(bootstrap, "--execute", "--reassignment-json-file", path,
-                     "--journal", journal, "--resume")
+        p2 = run_cli(
+            bootstrap,
+            "--execute",
+            "--reassignment-json-file",
+            path,
+            "--journal",
+            journal,
+            "--resume",
+        )
         out, _ = p2.communicate(timeout=300)
         assert p2.returncode == 0, out
         assert "Resuming run" in out and "Traceback" not in out
@@ -193,16 +234,28 @@ def test_sigkill_mid_run_then_resume_completes_without_throttles(sandbox, gw, to
         assert peak_concurrency(ev) <= 2
         assert len({e["run_id"] for e in ev}) == 1
         # what was in flight at the kill was adopted (or found complete), not resubmitted
-        killed_inflight = {(e["topic"], e["partition"]) for e in before if e["event"] == "submitted"}
-        killed_inflight -= {(e["topic"], e["partition"]) for e in before if e["event"] == "completed"}
-        after = ev[len(before):]
-        taken_over = {(e["topic"], e["partition"]) for e in after
-                      if e["event"] == "adopted" or (e["event"] == "completed" and e.get("adopted"))}
+        killed_inflight = {
+            (e["topic"], e["partition"]) for e in before if e["event"] == "submitted"
+        }
+        killed_inflight -= {
+            (e["topic"], e["partition"]) for e in before if e["event"] == "completed"
+        }
+        after = ev[len(before) :]
+        taken_over = {
+            (e["topic"], e["partition"])
+            for e in after
+            if e["event"] == "adopted" or (e["event"] == "completed" and e.get("adopted"))
+        }
         assert killed_inflight and killed_inflight <= taken_over
         states = wait_until(
-            lambda: (s := gw.describe_partitions(tps))
-            and all(is_complete(m.replicas, s[m.tp]) for m in plan) and s,
-            30, "plan complete")
+            lambda: (
+                (s := gw.describe_partitions(tps))
+                and all(is_complete(m.replicas, s[m.tp]) for m in plan)
+                and s
+            ),
+            30,
+            "plan complete",
+        )
         assert states
         wait_until(lambda: throttles_exact(gw, [t], rate), 20, "no throttle left")
     finally:
@@ -212,21 +265,44 @@ def test_sigkill_mid_run_then_resume_completes_without_throttles(sandbox, gw, to
 
 
 @pytest.mark.parametrize("how", ["sigint", "sigterm", "deadline"])
-def test_every_exit_leaves_exactly_the_throttles_still_needed(sandbox, gw, topic_name, tmp_path,
-                                                              bootstrap, how):
-    rate = 20 * KB  # 0.5 MiB per partition: minutes per move, so they stay in flight
-    t, tps, plan, path = _slow_setup(sandbox, gw, topic_name, tmp_path, parts=4, mb=0.5)
+def test_every_exit_leaves_exactly_the_throttles_still_needed(
+    sandbox, gw, topic_name, tmp_path, bootstrap, how
+):
+    # 3 MiB per partition at 20 KiB/s: past the first fetch (up to 1 MiB a partition) and
+    # the quota's ~10 s burst, each move needs minutes, so they stay in flight
+    rate = 20 * KB
+    t, tps, plan, path = _slow_setup(sandbox, gw, topic_name, tmp_path, parts=4, mb=3)
     journal = str(tmp_path / "run.jsonl")
-    argv = ["--execute", "--reassignment-json-file", path, "--additional", "--throttle", str(rate),
-            "--reassignment-batch-size", "2", "--incremental", "--wait", "--journal", journal,
-            "--reassignment-poll-interval-ms", "300"]
+    argv = [
+        "--execute",
+        "--reassignment-json-file",
+        path,
+        "--additional",
+        "--throttle",
+        str(rate),
+        "--reassignment-batch-size",
+        "2",
+        "--incremental",
+        "--wait",
+        "--journal",
+        journal,
+        "--reassignment-poll-interval-ms",
+        "300",
+    ]
     if how == "deadline":
         argv += ["--run-deadline", "4s", "--on-deadline", "stop"]
     p = run_cli(bootstrap, *argv)
     try:
         if how != "deadline":
-            wait_until(lambda: sum(e["event"] == "submitted" for e in read_events(journal)) >= 2
-                       if os.path.exists(journal) else False, 60, "two submissions")
+            wait_until(
+                lambda: (
+                    sum(e["event"] == "submitted" for e in read_events(journal)) >= 2
+                    if os.path.exists(journal)
+                    else False
+                ),
+                60,
+                "two submissions",
+            )
             p.send_signal(signal.SIGINT if how == "sigint" else signal.SIGTERM)
         out, _ = p.communicate(timeout=120)
         assert p.returncode == (7 if how == "deadline" else 130), out

@@ -124,7 +124,7 @@ def drive(its, caps, data, external=0, change_caps=False):
     return submitted, ordered
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(items(), caps_st, st.data())
 def test_caps_order_exactly_once_batches(its, caps, data):
     drive(its, caps, data)
