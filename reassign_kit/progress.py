@@ -484,6 +484,10 @@ def build_report(
             status = f"{MOVING} (step {step[0]} of {step[1]})"
         elif st is not None and st.reassigning:
             status = f"{MOVING} (step 1 of 1)" if st.target == tuple(mv.replicas) else MOVING
+        elif st is not None and set(st.replicas) > set(mv.replicas):
+            # every target replica is there plus old ones: only a reassignment gets here (the
+            # controller may already have finished while metadata still shows the old list)
+            status = MOVING
         else:
             status = PENDING
         keys = [(r.topic, r.partition, r.broker) for r in mine if r.bytes_behind is not None]

@@ -194,7 +194,10 @@ def run_steps(
         t0 = time.monotonic()
         try:
             opts = ExecuteOptions(
-                parallel_replica_count=parallel_replica_count, wait=True, poll_interval_ms=200
+                parallel_replica_count=parallel_replica_count,
+                wait=True,
+                poll_interval_ms=200,
+                additional=True,  # the sandbox is shared: other tests may be moving their topics
             )
             plan = Plan.of([Move(tp, tuple(target))])
             result = Run(
@@ -238,21 +241,20 @@ def watch_throttled_move(
     followers = ",".join(f"{tp.partition}:{b}" for b in target if b not in start.replicas)
     brokers = sorted(set(start.replicas) | set(target))
     tracker = ProgressTracker(plan, window_s=10)
-    gw.set_throttles(
-        {
-            tp.topic: {
-                "leader.replication.throttled.replicas": leaders,
-                "follower.replication.throttled.replicas": followers,
-            }
-        },
-        {
-            b: {
-                "leader.replication.throttled.rate": str(rate_bps),
-                "follower.replication.throttled.rate": str(rate_bps),
-            }
-            for b in brokers
-        },
-    )
+    topic_cfg = {
+        tp.topic: {
+            "leader.replication.throttled.replicas": leaders,
+            "follower.replication.throttled.replicas": followers,
+        }
+    }
+    rates = {
+        b: {
+            "leader.replication.throttled.rate": str(rate_bps),
+            "follower.replication.throttled.rate": str(rate_bps),
+        }
+        for b in brokers
+    }
+    gw.set_throttles(topic_cfg, rates)
     try:
         tracker.update(observe(gw, plan))
         submitted = time.time()
@@ -262,6 +264,8 @@ def watch_throttled_move(
         deadline = time.monotonic() + timeout_s
         while True:
             time.sleep(interval_s)
+            # broker rates are shared: another test's cleanup may have deleted ours meanwhile
+            gw.alter_broker_configs(rates)
             rep = tracker.update(observe(gw, plan))
             if on_report is not None:
                 on_report(rep)

@@ -246,3 +246,11 @@ def test_package_level_api_and_ops(tmp_path):
     Plan.of([Move(TP, (0, 1))]).write(str(plan_file))
     assert reassign_kit.progress(gw, str(plan_file)).done
     assert ops.progress(gw, Plan.of([Move(TP, (0, 3))]), []).status == PENDING
+
+
+def test_superset_of_the_target_is_moving_not_pending():
+    # the controller finished; a broker's metadata still lists the old replica
+    stale = PartitionState(TP, (0, 3, 1), (0, 1), 0)
+    rep = build_report(obs(1.0, stale, [log(0, MB), log(1, MB), log(3, MB)]))
+    assert rep.partitions[0].status == "Moving"
+    assert build_report(obs(1.0, PartitionState(TP, (3, 0), (3, 0), 3), [])).status == PENDING
