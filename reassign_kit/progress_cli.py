@@ -71,7 +71,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--progress-journal",
         metavar="FILE",
-        help="--progress: a run's journal, for step numbers and rates from its samples.",
+        help="--progress: a run's journal, for step numbers and rates from its samples "
+        "(--journal works too).",
     )
     g.add_argument(
         "--parallel-replica-count",
@@ -88,7 +89,7 @@ def _journal_events(path: str | None) -> list[dict[str, Any]]:
     from .journal import read_events
 
     if not os.path.exists(path):
-        raise UsageError(f"--progress-journal {path}: no such file")
+        raise UsageError(f"journal {path}: no such file")
     return read_events(path)
 
 
@@ -98,16 +99,17 @@ def run_progress(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> i
 
     if plan is None:
         raise UsageError("--progress needs --reassignment-json-file")
+    journal = args.progress_journal or getattr(args, "journal", None)  # paced_cli's --journal
     if args.watch:
         if args.output == "json":
             raise UsageError("--watch draws a table; use --output json without --watch")
 
         def events() -> list[dict[str, Any]]:
-            return _journal_events(args.progress_journal)
+            return _journal_events(journal)
 
         pg.watch(gateway, plan, interval_s=args.progress_interval, events=events)
         return 0
-    report = pg.progress(gateway, plan, _journal_events(args.progress_journal))
+    report = pg.progress(gateway, plan, _journal_events(journal))
     if args.output == "json":
         print(json.dumps(report.to_json_obj(), indent=2, default=str))
     else:
@@ -180,7 +182,14 @@ def register() -> None:
         return
     rc.PARSER_EXTENSIONS.append(add_arguments)
     rc.ACTION_OPTIONS.setdefault("progress", set()).update(
-        {"reassignment_json_file", "watch", "progress_interval", "progress_journal", "output"}
+        {
+            "reassignment_json_file",
+            "watch",
+            "progress_interval",
+            "progress_journal",
+            "journal",
+            "output",
+        }
     )
     rc.ACTION_OPTIONS["execute"].add("parallel_replica_count")
     rc.ACTION_HANDLERS["progress"] = run_progress
