@@ -37,8 +37,9 @@ QUOTA_BURST_S = 10
 def produce(bootstrap: str, topic: str, sizes_mb: list[float]) -> None:
     from confluent_kafka import Producer
 
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20,
-                  "compression.type": "none"})
+    p = Producer(
+        {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "compression.type": "none"}
+    )
     block = os.urandom(10_000)
     for part, mb in enumerate(sizes_mb):
         for _ in range(int(mb * MB / 10_000)):
@@ -79,9 +80,14 @@ def run_mode(gw, plan, mode: str, cap: int, rate: int, journal: Path) -> dict:
     res = Run(gw, plan, opts, journal_path=journal).run()
     wall = time.monotonic() - t0
     ev = read_events(journal)
-    return {"mode": mode, "cap": "-" if mode == "legacy" else cap, "state": res.state,
-            "wall_s": wall, "peak_moves": peak_concurrency(ev),
-            "requests": sum(1 for e in ev if e["event"] == "step_submitted")}
+    return {
+        "mode": mode,
+        "cap": "-" if mode == "legacy" else cap,
+        "state": res.state,
+        "wall_s": wall,
+        "peak_moves": peak_concurrency(ev),
+        "requests": sum(1 for e in ev if e["event"] == "step_submitted"),
+    }
 
 
 def main() -> None:
@@ -129,18 +135,26 @@ def main() -> None:
             own.down()
 
     total = sum(sizes.values()) / MB
-    print(f"\nplan: {len(SIZES_MB)} partitions, {total:.1f} MiB (sizes MiB {SIZES_MB}), "
-          f"RF 1, brokers {src} -> {dst}; throttle {args.rate / 1024:.0f} KiB/s; cap N={args.cap}")
-    hdr = f"{'mode':<12} {'N':>3} {'wall s':>8} {'peak moves':>11} {'bound s':>8} " \
-          f"{'bound-burst s':>14} {'wall/bound':>10} {'requests':>9}"
+    print(
+        f"\nplan: {len(SIZES_MB)} partitions, {total:.1f} MiB (sizes MiB {SIZES_MB}), "
+        f"RF 1, brokers {src} -> {dst}; throttle {args.rate / 1024:.0f} KiB/s; cap N={args.cap}"
+    )
+    hdr = (
+        f"{'mode':<12} {'N':>3} {'wall s':>8} {'peak moves':>11} {'bound s':>8} "
+        f"{'bound-burst s':>14} {'wall/bound':>10} {'requests':>9}"
+    )
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
-        print(f"{r['mode']:<12} {r['cap']!s:>3} {r['wall_s']:>8.1f} {r['peak_moves']:>11} "
-              f"{r['bound_s']:>8.1f} {r['bound_net_burst_s']:>14.1f} "
-              f"{r['wall_s'] / r['bound_s']:>10.2f} {r['requests']:>9}")
-    print(f"(bound = max bytes into / out of one broker ÷ throttle; bound-burst subtracts the "
-          f"~{QUOTA_BURST_S} s Kafka's quota window lets through unthrottled)")
+        print(
+            f"{r['mode']:<12} {r['cap']!s:>3} {r['wall_s']:>8.1f} {r['peak_moves']:>11} "
+            f"{r['bound_s']:>8.1f} {r['bound_net_burst_s']:>14.1f} "
+            f"{r['wall_s'] / r['bound_s']:>10.2f} {r['requests']:>9}"
+        )
+    print(
+        f"(bound = max bytes into / out of one broker ÷ throttle; bound-burst subtracts the "
+        f"~{QUOTA_BURST_S} s Kafka's quota window lets through unthrottled)"
+    )
     (out / "pacing.json").write_text(json.dumps(rows, indent=2))
 
 

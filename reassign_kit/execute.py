@@ -104,7 +104,9 @@ class ExecuteOptions:
             if v is not None and not v > 0:
                 raise UsageError(f"{name} must be > 0 seconds, got {v}")
         if self.throttle is not None and self.throttle <= 0:
-            raise UsageError(f"--throttle must be a positive number of bytes/s, got {self.throttle}")
+            raise UsageError(
+                f"--throttle must be a positive number of bytes/s, got {self.throttle}"
+            )
         if self.parallel_replica_count is not None and self.parallel_replica_count < 1:
             raise UsageError(
                 f"--parallel-replica-count must be >= 1, got {self.parallel_replica_count}"
@@ -218,9 +220,18 @@ class SimThrottles:
         brokers = set(old.broker_rates)
         self.sim.set_throttles(
             ThrottleState(
-                {**{t: v for t, v in cur.leader_replicas.items() if t not in topics}, **new.leader_replicas},
-                {**{t: v for t, v in cur.follower_replicas.items() if t not in topics}, **new.follower_replicas},
-                {**{b: r for b, r in cur.broker_rates.items() if b not in brokers}, **new.broker_rates},
+                {
+                    **{t: v for t, v in cur.leader_replicas.items() if t not in topics},
+                    **new.leader_replicas,
+                },
+                {
+                    **{t: v for t, v in cur.follower_replicas.items() if t not in topics},
+                    **new.follower_replicas,
+                },
+                {
+                    **{b: r for b, r in cur.broker_rates.items() if b not in brokers},
+                    **new.broker_rates,
+                },
             )
         )
 
@@ -286,7 +297,9 @@ def throttle_driver_for(gateway: Any) -> ThrottleDriver:
 StepsFor = Callable[[Move, PartitionState, tuple[int, ...]], list[tuple[int, ...]]]
 
 
-def single_step(move: Move, state: PartitionState, original: tuple[int, ...]) -> list[tuple[int, ...]]:
+def single_step(
+    move: Move, state: PartitionState, original: tuple[int, ...]
+) -> list[tuple[int, ...]]:
     """Default: one step, the final target."""
     return [tuple(move.replicas)]
 
@@ -301,7 +314,9 @@ def steps_hook(options: ExecuteOptions) -> StepsFor:
     r = options.parallel_replica_count
     min_isr = options.min_isr or 1
 
-    def steps(move: Move, state: PartitionState, original: tuple[int, ...]) -> list[tuple[int, ...]]:
+    def steps(
+        move: Move, state: PartitionState, original: tuple[int, ...]
+    ) -> list[tuple[int, ...]]:
         return plan_steps(state.replicas, move.replicas, r, min_isr, tp=move.tp) or [
             tuple(move.replicas)
         ]
@@ -385,7 +400,9 @@ class RunResult:
         rows += [{"partition": str(t), "status": "moving"} for t in self.still_moving]
         rows += [{"partition": str(t), "status": "pending"} for t in self.pending]
         rows += [{"partition": str(t), "status": "cancelled"} for t in self.cancelled]
-        rows += [{"partition": str(t), "status": "failed", "error": e} for t, e in self.failed.items()]
+        rows += [
+            {"partition": str(t), "status": "failed", "error": e} for t, e in self.failed.items()
+        ]
         return pd.DataFrame(rows)
 
 
@@ -527,8 +544,16 @@ class Run:
                     }
                 )
             return RunStatus(
-                self.state, self.run_id, counts["done"], counts["moving"], counts["pending"],
-                counts["failed"], counts["cancelled"], len(self._order), self.waiting_reason, rows,
+                self.state,
+                self.run_id,
+                counts["done"],
+                counts["moving"],
+                counts["pending"],
+                counts["failed"],
+                counts["cancelled"],
+                len(self._order),
+                self.waiting_reason,
+                rows,
             )
 
     def wait(self, timeout: float | None = None) -> RunResult | None:
@@ -637,8 +662,10 @@ class Run:
         for m in self.plan:
             st = states[m.tp]
             under = len(st.isr) < len(st.replicas) if st.isr else False
-            base = st.replicas if not st.reassigning else tuple(
-                b for b in st.replicas if b not in st.adding
+            base = (
+                st.replicas
+                if not st.reassigning
+                else tuple(b for b in st.replicas if b not in st.adding)
             )
             items.append(item_for(m.tp, base, m.replicas, st.leader, sizes.get(m.tp, 0), under))
         ordered = assign_batches(order_items(items, self.options.order), self._caps)
@@ -687,8 +714,13 @@ class Run:
                 ms.steps = [st.target, *self._plan_steps(ms, st, adopted_target=st.target)]
                 ms.step = 1
                 ms.progress_at = now
-                self._emit("adopted", **_tpf(it.tp), target=list(st.target), step=ms.step,
-                           steps=len(ms.steps))
+                self._emit(
+                    "adopted",
+                    **_tpf(it.tp),
+                    target=list(st.target),
+                    step=ms.step,
+                    steps=len(ms.steps),
+                )
             elif resuming and j is not None:
                 # submitted before, neither moving nor complete: an earlier step completed
                 # or the move was cancelled; continue from what the cluster shows
@@ -784,13 +816,20 @@ class Run:
                     ms.status = "done"
                     ms.completed_at = now
                     self._emit(
-                        "completed", **_tpf(tp), replicas=list(st.replicas),
+                        "completed",
+                        **_tpf(tp),
+                        replicas=list(st.replicas),
                         duration_s=round(now - (ms.submitted_at or now), 3),
                     )
                 else:
                     ms.status = "ready"
-                    self._emit("step_completed", **_tpf(tp), step=ms.step, steps=len(ms.steps),
-                               replicas=list(st.replicas))
+                    self._emit(
+                        "step_completed",
+                        **_tpf(tp),
+                        step=ms.step,
+                        steps=len(ms.steps),
+                        replicas=list(st.replicas),
+                    )
             elif not st.reassigning:
                 ms.lost_polls += 1
                 if ms.lost_polls >= LOST_AFTER_POLLS:
@@ -804,8 +843,10 @@ class Run:
                 ms.lost_polls = 0
 
     def _schedule(
-        self, cluster: Mapping[TopicPartition, PartitionState],
-        states: Mapping[TopicPartition, PartitionState], now: float,
+        self,
+        cluster: Mapping[TopicPartition, PartitionState],
+        states: Mapping[TopicPartition, PartitionState],
+        now: float,
     ) -> None:
         with self._lock:
             caps = self._caps
@@ -833,12 +874,20 @@ class Run:
                 nxt = ms.steps[ms.step] if ms.step < len(ms.steps) else tuple(ms.move.replicas)
                 ready_states[tp] = st
                 it = item_for(tp, st.replicas, nxt, st.leader, ms.item.size_bytes)
-                ready_items.append(Item(tp, it.brokers, it.moves_leader, ms.item.size_bytes,
-                                        ms.item.under_replicated, ms.item.batch))
-        inflight = [
-            self._inflight_item(ms) for ms in self._moves.values() if ms.status == "moving"
+                ready_items.append(
+                    Item(
+                        tp,
+                        it.brokers,
+                        it.moves_leader,
+                        ms.item.size_bytes,
+                        ms.item.under_replicated,
+                        ms.item.batch,
+                    )
+                )
+        inflight = [self._inflight_item(ms) for ms in self._moves.values() if ms.status == "moving"]
+        pending = [
+            self._moves[tp].item for tp in self._order if self._moves[tp].status == "pending"
         ]
-        pending = [self._moves[tp].item for tp in self._order if self._moves[tp].status == "pending"]
         if not pending and not ready_items:
             self.waiting_reason = None
             return
@@ -887,8 +936,14 @@ class Run:
             if err:
                 ms.status, ms.error = "failed", err
                 errors[tp] = err
-                self._emit("error", **_tpf(tp), message=f"{tp}: submission rejected: {err}",
-                           target=list(tgt), step=i, steps=n)
+                self._emit(
+                    "error",
+                    **_tpf(tp),
+                    message=f"{tp}: submission rejected: {err}",
+                    target=list(tgt),
+                    step=i,
+                    steps=n,
+                )
                 continue
             first = ms.submitted_at is None
             ms.status = "moving"
@@ -900,9 +955,13 @@ class Run:
             if first:
                 ms.submitted_at = now
                 self._emit(
-                    "submitted", **_tpf(tp), target=list(ms.move.replicas),
-                    current=list(ms.original), batch=batch if caps.mode == "batch" else None,
-                    size_bytes=ms.item.size_bytes, moves_leader=ms.item.moves_leader,
+                    "submitted",
+                    **_tpf(tp),
+                    target=list(ms.move.replicas),
+                    current=list(ms.original),
+                    batch=batch if caps.mode == "batch" else None,
+                    size_bytes=ms.item.size_bytes,
+                    moves_leader=ms.item.moves_leader,
                     brokers=sorted(ms.item.brokers),
                 )
             self._emit("step_submitted", **_tpf(tp), step=i, steps=n, target=list(tgt))
@@ -916,8 +975,14 @@ class Run:
 
     def _inflight_item(self, ms: MoveState) -> Item:
         it = item_for(ms.move.tp, _step_from(ms), ms.step_target)
-        return Item(ms.move.tp, it.brokers, it.moves_leader, ms.item.size_bytes,
-                    ms.item.under_replicated, ms.item.batch)
+        return Item(
+            ms.move.tp,
+            it.brokers,
+            it.moves_leader,
+            ms.item.size_bytes,
+            ms.item.under_replicated,
+            ms.item.batch,
+        )
 
     def _finished(self) -> bool:
         statuses = [ms.status for ms in self._moves.values()]
@@ -949,20 +1014,32 @@ class Run:
                 if ms.submitted_at is not None and now - ms.submitted_at > o.move_deadline:
                     if not ms.deadline_reported:
                         ms.deadline_reported = True
-                        self._emit("deadline", **_tpf(ms.move.tp), scope="move",
-                                   after_s=o.move_deadline, policy=o.on_deadline)
+                        self._emit(
+                            "deadline",
+                            **_tpf(ms.move.tp),
+                            scope="move",
+                            after_s=o.move_deadline,
+                            policy=o.on_deadline,
+                        )
                         expired.append((ms, "move deadline"))
         if o.stuck_after is not None:
             for ms in moving:
                 if ms.progress_at is not None and now - ms.progress_at > o.stuck_after:
                     if not ms.stuck_reported:
                         ms.stuck_reported = True
-                        self._emit("stuck", **_tpf(ms.move.tp), no_progress_s=round(now - ms.progress_at, 3),
-                                   bytes_copied=ms.bytes_copied, policy=o.on_deadline)
+                        self._emit(
+                            "stuck",
+                            **_tpf(ms.move.tp),
+                            no_progress_s=round(now - ms.progress_at, 3),
+                            bytes_copied=ms.bytes_copied,
+                            policy=o.on_deadline,
+                        )
                         expired.append((ms, "stuck"))
         run_expired = (
-            o.run_deadline is not None and self._started_at is not None
-            and now - self._started_at > o.run_deadline and self._end_state is None
+            o.run_deadline is not None
+            and self._started_at is not None
+            and now - self._started_at > o.run_deadline
+            and self._end_state is None
         )
         if run_expired:
             self._emit("deadline", scope="run", after_s=o.run_deadline, policy=o.on_deadline)
@@ -1026,13 +1103,23 @@ class Run:
         if due or force:
             self._last_sample = now
             rows = [
-                {**_tpf(ms.move.tp), "bytes": ms.bytes_copied, "size": ms.item.size_bytes,
-                 "step": ms.step}
+                {
+                    **_tpf(ms.move.tp),
+                    "bytes": ms.bytes_copied,
+                    "size": ms.item.size_bytes,
+                    "step": ms.step,
+                }
                 for ms in moving[:200]
             ]
             counts = self.status()
-            self._emit("sample", done=counts.done, moving=counts.moving, pending=counts.pending,
-                       bytes_copied=sum(copied.values()), moves=rows)
+            self._emit(
+                "sample",
+                done=counts.done,
+                moving=counts.moving,
+                pending=counts.pending,
+                bytes_copied=sum(copied.values()),
+                moves=rows,
+            )
 
     # ---- throttles ----------------------------------------------------------------------------
 
@@ -1052,7 +1139,11 @@ class Run:
         brokers = self._managed_brokers | set(want_ours.broker_rates)
         for st in others:
             brokers.update(st.replicas)
-        if self._applied is not None and not extra and self._applied_for == (want_ours, frozenset(others_key(others))):
+        if (
+            self._applied is not None
+            and not extra
+            and self._applied_for == (want_ours, frozenset(others_key(others)))
+        ):
             return
         current = self._throttles.read(topics, brokers)
         current = _restrict(current, topics, brokers)
@@ -1112,17 +1203,26 @@ class Run:
             completed=[tp for tp in self._order if self._moves[tp].status == "done"],
             still_moving=moving,
             pending=[tp for tp in self._order if self._moves[tp].status in ("pending", "ready")],
-            failed={tp: self._moves[tp].error or "" for tp in self._order
-                    if self._moves[tp].status == "failed"},
+            failed={
+                tp: self._moves[tp].error or ""
+                for tp in self._order
+                if self._moves[tp].status == "failed"
+            },
             cancelled=[tp for tp in self._order if self._moves[tp].status == "cancelled"],
             throttles_left=left,
             error=self._error,
         )
         r = self._result
         self._emit(
-            "run_finished", state=state, completed=len(r.completed), still_moving=len(r.still_moving),
-            pending=len(r.pending), failed=len(r.failed), cancelled=len(r.cancelled),
-            throttles_left=left, error=self._error,
+            "run_finished",
+            state=state,
+            completed=len(r.completed),
+            still_moving=len(r.still_moving),
+            pending=len(r.pending),
+            failed=len(r.failed),
+            cancelled=len(r.cancelled),
+            throttles_left=left,
+            error=self._error,
         )
         if self._journal is not None:
             self._journal.close()
@@ -1136,8 +1236,10 @@ class Run:
         else:
             from .journal import redact
 
-            rec = redact({"ts": self._clock(), "event": event, "run_id": self.run_id, **fields_},
-                         self._secrets)
+            rec = redact(
+                {"ts": self._clock(), "event": event, "run_id": self.run_id, **fields_},
+                self._secrets,
+            )
         for fn in list(self._subscribers):
             try:
                 fn(rec)

@@ -51,7 +51,9 @@ def redact(obj: Any, secrets: Iterable[str] = ()) -> Any:
     def walk(o: Any) -> Any:
         if isinstance(o, Mapping):
             return {
-                str(k): (REDACTED if _SECRET_KEY.search(str(k)) and v not in (None, "") else walk(v))
+                str(k): (
+                    REDACTED if _SECRET_KEY.search(str(k)) and v not in (None, "") else walk(v)
+                )
                 for k, v in o.items()
             }
         if isinstance(o, list | tuple | set | frozenset):
@@ -156,7 +158,9 @@ def to_spark(spark, paths: str | Iterable[str]):
     return spark.read.json(list(paths))
 
 
-def concurrency(events: Iterable[Mapping[str, Any]], run_id: str | None = None) -> list[tuple[float, int]]:
+def concurrency(
+    events: Iterable[Mapping[str, Any]], run_id: str | None = None
+) -> list[tuple[float, int]]:
     """(ts, moves of the run in flight) after each submission / completion / cancellation.
 
     A partition is in flight from its ``submitted`` (or ``adopted``) event until its

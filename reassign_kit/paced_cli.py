@@ -21,7 +21,7 @@ from typing import Any
 
 from . import reassign_cli as rc
 from .errors import UsageError
-from .execute import ON_DEADLINE, ExecuteOptions, Run, RunResult
+from .execute import ON_DEADLINE, ExecuteOptions, Run, RunError, RunResult
 from .journal import read_events, register_config_secrets
 from .model import Plan
 from .schedule import ORDERS
@@ -81,59 +81,113 @@ def _duration(name: str):
 def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("paced execution (KIP-1335 and beyond; --execute only)")
     g.add_argument(
-        "--reassignment-batch-size", type=_int("--reassignment-batch-size", 0), default=0,
+        "--reassignment-batch-size",
+        type=_int("--reassignment-batch-size", 0),
+        default=0,
         metavar="N",
         help="0 (default): the whole plan in one request (legacy). N > 0: contiguous batches of "
         "N partitions in (topic, partition) order, each waited for before the next.",
     )
     g.add_argument(
-        "--incremental", action="store_true",
+        "--incremental",
+        action="store_true",
         help="With --reassignment-batch-size N > 0: keep at most N of this run's moves in "
         "flight, submitting the next as one completes.",
     )
     g.add_argument(
-        "--reassignment-poll-interval-ms", type=_int("--reassignment-poll-interval-ms", 1),
-        default=1000, metavar="MS", help="Milliseconds between polls (default 1000).",
+        "--reassignment-poll-interval-ms",
+        type=_int("--reassignment-poll-interval-ms", 1),
+        default=1000,
+        metavar="MS",
+        help="Milliseconds between polls (default 1000).",
     )
-    g.add_argument("--max-moves-per-broker", type=_int("--max-moves-per-broker", 1), metavar="K",
-                   help="At most K moves adding to or removing from any one broker at once.")
-    g.add_argument("--max-leader-moves", type=_int("--max-leader-moves", 1), metavar="L",
-                   help="At most L moves that change the partition leader at once.")
     g.add_argument(
-        "--cluster-max-reassignments", type=_int("--cluster-max-reassignments", 1), metavar="C",
+        "--max-moves-per-broker",
+        type=_int("--max-moves-per-broker", 1),
+        metavar="K",
+        help="At most K moves adding to or removing from any one broker at once.",
+    )
+    g.add_argument(
+        "--max-leader-moves",
+        type=_int("--max-leader-moves", 1),
+        metavar="L",
+        help="At most L moves that change the partition leader at once.",
+    )
+    g.add_argument(
+        "--cluster-max-reassignments",
+        type=_int("--cluster-max-reassignments", 1),
+        metavar="C",
         help="Submit only while fewer than C reassignments (any run's) are in flight.",
     )
-    g.add_argument("--order", choices=ORDERS, default="topic-partition",
-                   help="Order of the queue (default topic-partition, as KIP-1335).")
-    g.add_argument("--move-deadline", type=_duration("--move-deadline"), metavar="DURATION",
-                   help="A move still running this long after its submission has expired.")
-    g.add_argument("--run-deadline", type=_duration("--run-deadline"), metavar="DURATION",
-                   help="The whole run has expired after this long.")
-    g.add_argument("--stuck-after", type=_duration("--stuck-after"), metavar="DURATION",
-                   help="A move that copied no bytes for this long is stuck (DescribeLogDirs).")
     g.add_argument(
-        "--on-deadline", choices=ON_DEADLINE, default="wait",
+        "--order",
+        choices=ORDERS,
+        default="topic-partition",
+        help="Order of the queue (default topic-partition, as KIP-1335).",
+    )
+    g.add_argument(
+        "--move-deadline",
+        type=_duration("--move-deadline"),
+        metavar="DURATION",
+        help="A move still running this long after its submission has expired.",
+    )
+    g.add_argument(
+        "--run-deadline",
+        type=_duration("--run-deadline"),
+        metavar="DURATION",
+        help="The whole run has expired after this long.",
+    )
+    g.add_argument(
+        "--stuck-after",
+        type=_duration("--stuck-after"),
+        metavar="DURATION",
+        help="A move that copied no bytes for this long is stuck (DescribeLogDirs).",
+    )
+    g.add_argument(
+        "--on-deadline",
+        choices=ON_DEADLINE,
+        default="wait",
         help="On an expired deadline or a stuck move: report and keep waiting (default), stop "
         "submitting and end the run, or cancel the expired / stuck moves.",
     )
-    g.add_argument("--wait", action="store_true",
-                   help="Stay until every move is complete, then clear the throttles "
-                   "(KIP-1335 returns once the last move is submitted).")
-    g.add_argument("--journal", metavar="FILE",
-                   help="The run's JSON-lines journal (default reassign-run-<UTC time>.jsonl).")
-    g.add_argument("--resume", action="store_true",
-                   help="Resume the run of --journal (after Ctrl-C, a crash or SIGKILL) with "
-                   "its options: nothing complete is resubmitted, moves in flight are adopted.")
-    g.add_argument("--on-interrupt", choices=("leave", "cancel"), default="leave",
-                   help="On Ctrl-C / SIGTERM: leave the moves in flight running with their "
-                   "throttles (default) or cancel them.")
+    g.add_argument(
+        "--wait",
+        action="store_true",
+        help="Stay until every move is complete, then clear the throttles "
+        "(KIP-1335 returns once the last move is submitted).",
+    )
+    g.add_argument(
+        "--journal",
+        metavar="FILE",
+        help="The run's JSON-lines journal (default reassign-run-<UTC time>.jsonl).",
+    )
+    g.add_argument(
+        "--resume",
+        action="store_true",
+        help="Resume the run of --journal (after Ctrl-C, a crash or SIGKILL) with "
+        "its options: nothing complete is resubmitted, moves in flight are adopted.",
+    )
+    g.add_argument(
+        "--on-interrupt",
+        choices=("leave", "cancel"),
+        default="leave",
+        help="On Ctrl-C / SIGTERM: leave the moves in flight running with their "
+        "throttles (default) or cancel them.",
+    )
 
 
 def claims(args: argparse.Namespace) -> bool:
     """Any pacing flag set (not at its default) makes this a paced run."""
-    p_defaults = {"reassignment_batch_size": 0, "incremental": False,
-                  "reassignment_poll_interval_ms": 1000, "order": "topic-partition",
-                  "on_deadline": "wait", "wait": False, "resume": False, "on_interrupt": "leave"}
+    p_defaults = {
+        "reassignment_batch_size": 0,
+        "incremental": False,
+        "reassignment_poll_interval_ms": 1000,
+        "order": "topic-partition",
+        "on_deadline": "wait",
+        "wait": False,
+        "resume": False,
+        "on_interrupt": "leave",
+    }
     return any(getattr(args, d, None) not in (p_defaults.get(d), None) for d in DESTS)
 
 
@@ -179,7 +233,9 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
             raise UsageError("--resume needs --journal (the journal of the run to resume)")
         if not os.path.exists(args.journal):
             raise UsageError(f"--journal {args.journal}: no such file to resume")
-        first = next((e for e in read_events(args.journal) if e.get("event") == "run_started"), None)
+        first = next(
+            (e for e in read_events(args.journal) if e.get("event") == "run_started"), None
+        )
         if first is None:
             raise UsageError(f"--journal {args.journal}: no run_started event; nothing to resume")
         opts = ExecuteOptions.from_json_obj(first.get("options") or {}).validate()
@@ -188,7 +244,8 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
         opts = options_from_args(args)
     view = ops.cluster_view(gateway, plan)
     validate_plan(
-        plan, view,
+        plan,
+        view,
         disallow_replication_factor_change=not opts.allow_replication_factor_change,
         source=args.reassignment_json_file,
     )
@@ -206,8 +263,10 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
         print("Current partition replica assignment\n")
         print(rollback.to_json())
         rollback.write(rollback_path)
-        print(f"\nSave this to use as the --reassignment-json-file option during rollback "
-              f"(saved to {rollback_path})")
+        print(
+            f"\nSave this to use as the --reassignment-json-file option during rollback "
+            f"(saved to {rollback_path})"
+        )
     journal = args.journal or time.strftime("reassign-run-%Y%m%dT%H%M%SZ.jsonl", time.gmtime())
     steps_for = None
     if opts.parallel_replica_count is not None:
@@ -216,12 +275,21 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
         steps_for = make_steps_for(
             opts.parallel_replica_count, gateway.min_insync_replicas(plan.topics())
         )
-    run = Run(gateway, plan, opts, journal, resume=args.resume, steps_for=steps_for,
-              plan_path=os.path.abspath(args.reassignment_json_file))
+    run = Run(
+        gateway,
+        plan,
+        opts,
+        journal,
+        resume=args.resume,
+        steps_for=steps_for,
+        plan_path=os.path.abspath(args.reassignment_json_file),
+    )
     caps = opts.caps()
-    print(f"Paced execution: {caps.mode}"
-          + (f", N={caps.batch_size}" if caps.batch_size else "")
-          + f", order {opts.order}; journal {journal}")
+    print(
+        f"Paced execution: {caps.mode}"
+        + (f", N={caps.batch_size}" if caps.batch_size else "")
+        + f", order {opts.order}; journal {journal}"
+    )
 
     run.subscribe(_printer(run))
     interrupted: list[int] = []
@@ -234,7 +302,7 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
     try:
         try:
             result = run.run()
-        except Exception:
+        except RunError:  # reported below with what was submitted; other errors propagate
             result = run.wait(0)
             if result is None:
                 raise
@@ -294,17 +362,27 @@ def _report(res: RunResult, args: argparse.Namespace, journal: str, interrupted:
         more = " …" if len(res.still_moving) > 10 else ""
         print(f"Moves still running: {shown}{more}.")
         if rates:
-            print(f"They keep exactly the throttles they need (rates on brokers "
-                  f"{', '.join(sorted(rates))}); --verify removes them once complete.")
+            print(
+                f"They keep exactly the throttles they need (rates on brokers "
+                f"{', '.join(sorted(rates))}); --verify removes them once complete."
+            )
     elif rates:
-        print(f"Throttles left for other reassignments in flight on brokers {', '.join(sorted(rates))}.")
+        print(
+            f"Throttles left for other reassignments in flight on brokers {', '.join(sorted(rates))}."
+        )
     else:
         print("No throttle left by this run.")
     if res.state in ("stopped", "deadline", "failed") or interrupted:
         base = _base_command(args)
         plan_file = args.reassignment_json_file
-        resume = base + ["--execute", "--reassignment-json-file", plan_file, "--journal", journal,
-                         "--resume"]
+        resume = base + [
+            "--execute",
+            "--reassignment-json-file",
+            plan_file,
+            "--journal",
+            journal,
+            "--resume",
+        ]
         cancel = base + ["--cancel", "--reassignment-json-file", plan_file]
         print("To resume:  " + shlex.join(resume))
         print("To cancel:  " + shlex.join(cancel))

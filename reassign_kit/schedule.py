@@ -167,7 +167,11 @@ def decide(
             busy = [b for b in sorted(it.brokers) if broker_load[b] >= caps.max_moves_per_broker]
             if busy:
                 return f"broker {busy[0]} at its cap of {caps.max_moves_per_broker} moves"
-        if it.moves_leader and caps.max_leader_moves is not None and leaders >= caps.max_leader_moves:
+        if (
+            it.moves_leader
+            and caps.max_leader_moves is not None
+            and leaders >= caps.max_leader_moves
+        ):
             return f"leader-movement cap of {caps.max_leader_moves} reached"
         return None
 

@@ -137,7 +137,8 @@ class SimCluster:
     def _rate_into(self, broker: int, sps: list[SimPartition]) -> float:
         rate = self.throttles.broker_rates.get(broker)
         throttled = [
-            sp for sp in sps
+            sp
+            for sp in sps
             if (sp.tp.partition, broker) in self.throttles.follower_replicas.get(sp.tp.topic, ())
         ]
         if rate is not None and throttled:

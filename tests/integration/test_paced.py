@@ -199,6 +199,8 @@ def test_sigkill_mid_run_then_resume_completes_without_throttles(
         journal,
         "--reassignment-poll-interval-ms",
         "300",
+        "--rollback-file",
+        str(tmp_path / "rollback.json"),
     ]
     p = run_cli(bootstrap, *argv)
     try:
@@ -288,6 +290,8 @@ def test_every_exit_leaves_exactly_the_throttles_still_needed(
         journal,
         "--reassignment-poll-interval-ms",
         "300",
+        "--rollback-file",
+        str(tmp_path / "rollback.json"),
     ]
     if how == "deadline":
         argv += ["--run-deadline", "4s", "--on-deadline", "stop"]

@@ -39,8 +39,12 @@ def shift_plan(sim: SimCluster, by: int = 2) -> Plan:
 def make_run(sim, plan, tmp_path, **opts) -> Run:
     opts.setdefault("throttle", RATE)
     return Run(
-        sim, plan, ExecuteOptions(**opts), journal_path=tmp_path / "run.jsonl",
-        clock=sim.now, sleep=sim.sleep,
+        sim,
+        plan,
+        ExecuteOptions(**opts),
+        journal_path=tmp_path / "run.jsonl",
+        clock=sim.now,
+        sleep=sim.sleep,
     )
 
 
@@ -97,7 +101,9 @@ def test_batch_mode_waves(tmp_path):
     sim = cluster(10)
     guard_submissions(sim)
     res = make_run(sim, shift_plan(sim), tmp_path, batch_size=3, wait=True).run()
-    assert res.state == "done" and sim.assignment() == {m.tp: m.replicas for m in shift_plan(cluster(10))}
+    assert res.state == "done" and sim.assignment() == {
+        m.tp: m.replicas for m in shift_plan(cluster(10))
+    }
     ev = events(tmp_path)
     assert peak_concurrency(ev) <= 3
     sub = {(e["topic"], e["partition"]): e for e in ev if e["event"] == "submitted"}
@@ -118,8 +124,9 @@ def test_incremental_refills_as_slots_free(tmp_path):
     sim.add_topic("a", [[p % 3, (p + 1) % 3] for p in range(8)], sizes)
     plan = Plan.of(Move(tp, tuple(b + 3 for b in sp.replicas)) for tp, sp in sim.partitions.items())
     guard_submissions(sim)
-    res = make_run(sim, plan, tmp_path, batch_size=3, incremental=True, wait=True,
-                   poll_interval_ms=200).run()
+    res = make_run(
+        sim, plan, tmp_path, batch_size=3, incremental=True, wait=True, poll_interval_ms=200
+    ).run()
     assert res.state == "done"
     ev = events(tmp_path)
     assert peak_concurrency(ev) == 3
@@ -132,8 +139,9 @@ def test_incremental_refills_as_slots_free(tmp_path):
 
 def test_per_broker_and_leader_caps_hold_in_the_journal(tmp_path):
     sim = cluster(12)
-    res = make_run(sim, shift_plan(sim, 1), tmp_path, max_moves_per_broker=1, max_leader_moves=2,
-                   wait=True).run()
+    res = make_run(
+        sim, shift_plan(sim, 1), tmp_path, max_moves_per_broker=1, max_leader_moves=2, wait=True
+    ).run()
     assert res.state == "done"
     inflight: dict = {}
     for e in events(tmp_path):
@@ -239,8 +247,9 @@ def test_failure_in_a_later_batch_stops_with_a_clear_error(tmp_path):
 def test_stuck_move_cancelled_by_policy(tmp_path):
     sim = cluster(4)
     sim.stall(TopicPartition("a", 2))
-    res = make_run(sim, shift_plan(sim), tmp_path, stuck_after=5, on_deadline="cancel",
-                   wait=True).run()
+    res = make_run(
+        sim, shift_plan(sim), tmp_path, stuck_after=5, on_deadline="cancel", wait=True
+    ).run()
     assert res.state == "deadline" and res.cancelled == [TopicPartition("a", 2)]
     assert len(res.completed) == 3
     stuck = events(tmp_path, "stuck")
@@ -259,13 +268,21 @@ def test_stuck_move_with_wait_policy_is_reported_and_waited_for(tmp_path):
 
 def test_move_deadline_stop_and_run_deadline_cancel(tmp_path):
     sim = cluster(4, size=20 * MB)
-    res = make_run(sim, shift_plan(sim), tmp_path, batch_size=1, incremental=True,
-                   move_deadline=2, on_deadline="stop").run()
+    res = make_run(
+        sim,
+        shift_plan(sim),
+        tmp_path,
+        batch_size=1,
+        incremental=True,
+        move_deadline=2,
+        on_deadline="stop",
+    ).run()
     assert res.state == "deadline" and len(res.still_moving) == 1 and exact_throttles(sim)
     sim2 = cluster(4, size=20 * MB)
     (tmp_path / "b").mkdir()
-    res = make_run(sim2, shift_plan(sim2), tmp_path / "b", run_deadline=3, on_deadline="cancel",
-                   wait=True).run()
+    res = make_run(
+        sim2, shift_plan(sim2), tmp_path / "b", run_deadline=3, on_deadline="cancel", wait=True
+    ).run()
     assert res.state == "deadline" and len(res.cancelled) == 4
     assert not sim2.list_reassignments() and sim2.current_throttles().is_empty()
 
@@ -295,8 +312,15 @@ def test_killed_run_resumes_without_resubmitting_and_caps_hold(tmp_path):
     done_before = {e["partition"] for e in before if e["event"] == "completed"}
     assert done_before and len(done_before) < 10 and sim.list_reassignments()
     sim.sleep(0.5)  # the cluster goes on while nobody watches
-    res = Run(sim, plan, ExecuteOptions(throttle=RATE, **opts), journal_path=tmp_path / "run.jsonl",
-              resume=True, clock=sim.now, sleep=sim.sleep).run()
+    res = Run(
+        sim,
+        plan,
+        ExecuteOptions(throttle=RATE, **opts),
+        journal_path=tmp_path / "run.jsonl",
+        resume=True,
+        clock=sim.now,
+        sleep=sim.sleep,
+    ).run()
     assert res.state == "done"
     assert sim.assignment() == {m.tp: m.replicas for m in plan}
     ev = events(tmp_path)
@@ -312,8 +336,15 @@ def test_resume_checks_the_plan(tmp_path):
     sim = cluster(4)
     make_run(sim, shift_plan(sim), tmp_path).run()
     with pytest.raises(UsageError, match="plan differs"):
-        Run(sim, shift_plan(sim, 1), ExecuteOptions(), journal_path=tmp_path / "run.jsonl",
-            resume=True, clock=sim.now, sleep=sim.sleep).run()
+        Run(
+            sim,
+            shift_plan(sim, 1),
+            ExecuteOptions(),
+            journal_path=tmp_path / "run.jsonl",
+            resume=True,
+            clock=sim.now,
+            sleep=sim.sleep,
+        ).run()
 
 
 def test_bad_input_sends_nothing(tmp_path):
@@ -338,9 +369,10 @@ def test_foreign_reassignment_needs_additional_and_cluster_cap_counts_it(tmp_pat
     sim = cluster(8, size=4 * MB)
     sim.add_topic("other", [[0, 1]], 50 * MB)
     sim.alter_reassignments({TopicPartition("other", 0): (2, 3)})
-    plan = shift_plan(SimCluster(4)) if False else Plan.of(
+    plan = Plan.of(
         Move(tp, tuple((b + 2) % 4 for b in sp.replicas))
-        for tp, sp in sim.partitions.items() if tp.topic == "a"
+        for tp, sp in sim.partitions.items()
+        if tp.topic == "a"
     )
     with pytest.raises(UsageError, match="--additional"):
         make_run(sim, plan, tmp_path).run()
@@ -354,8 +386,9 @@ def test_foreign_reassignment_needs_additional_and_cluster_cap_counts_it(tmp_pat
         return r
 
     sim.alter_reassignments = counting
-    res = make_run(sim, plan, tmp_path, additional=True, cluster_max_reassignments=3,
-                   wait=True).run()
+    res = make_run(
+        sim, plan, tmp_path, additional=True, cluster_max_reassignments=3, wait=True
+    ).run()
     assert res.state == "done" and peak["n"] <= 3
     # the other run's move keeps the throttle it had; ours are gone
     assert exact_throttles(sim) or not sim.current_throttles().follower_replicas.get("a")
@@ -385,12 +418,21 @@ def test_steps_hook_journals_each_step(tmp_path):
     def two_steps(move, state, original):
         return [(3, 0, 1, 2), (3, 4, 5)] if tuple(state.replicas) == (0, 1, 2) else [(3, 4, 5)]
 
-    run = Run(sim, plan, ExecuteOptions(throttle=RATE, wait=True), journal_path=tmp_path / "run.jsonl",
-              clock=sim.now, sleep=sim.sleep, steps_for=two_steps)
+    run = Run(
+        sim,
+        plan,
+        ExecuteOptions(throttle=RATE, wait=True),
+        journal_path=tmp_path / "run.jsonl",
+        clock=sim.now,
+        sleep=sim.sleep,
+        steps_for=two_steps,
+    )
     assert run.run().state == "done"
     steps = events(tmp_path, "step_submitted")
     assert [(e["step"], e["steps"], e["target"]) for e in steps] == [
-        (1, 2, [3, 0, 1, 2]), (2, 2, [3, 4, 5])]
+        (1, 2, [3, 0, 1, 2]),
+        (2, 2, [3, 4, 5]),
+    ]
     assert len(events(tmp_path, "submitted")) == 1
     assert sim.assignment()[TopicPartition("s", 0)] == (3, 4, 5)
 
@@ -409,10 +451,15 @@ def test_parallel_replica_count_uses_the_kip435_planner(tmp_path):
 
 
 def test_journal_redacts_secrets_and_reads_back(tmp_path):
-    register_config_secrets({"sasl.jaas.config": "user=x password=hunter2xyz", "ssl.key.password": "k3ypass"})
+    register_config_secrets(
+        {"sasl.jaas.config": "user=x password=hunter2xyz", "ssl.key.password": "k3ypass"}
+    )
     with Journal(tmp_path / "j.jsonl", "r1") as j:
-        j.write("run_started", options={"sasl.password": "p4ss", "note": "has hunter2xyz inside"},
-                msg="k3ypass")
+        j.write(
+            "run_started",
+            options={"sasl.password": "p4ss", "note": "has hunter2xyz inside"},
+            msg="k3ypass",
+        )
     text = (tmp_path / "j.jsonl").read_text()
     for s in ("p4ss", "hunter2xyz", "k3ypass"):
         assert s not in text

@@ -92,7 +92,9 @@ def drive(its, caps, data, external=0, change_caps=False):
             for b, n in load.items():
                 assert n <= max(caps.max_moves_per_broker, before_load[b])
         if caps.max_leader_moves is not None:
-            assert sum(it.moves_leader for it in after) <= max(caps.max_leader_moves, before_leaders)
+            assert sum(it.moves_leader for it in after) <= max(
+                caps.max_leader_moves, before_leaders
+            )
         if caps.mode == "incremental":
             assert len(after) <= max(caps.batch_size, len(inflight))
         if caps.cluster_max_reassignments is not None and chosen:
@@ -151,8 +153,13 @@ def test_only_count_caps_keep_strict_order(its, n, incremental, data):
 
 
 @settings(max_examples=100, deadline=None)
-@given(items(), st.sampled_from(["topic-partition", "largest-first", "smallest-first",
-                                 "under-replicated-last"]), st.randoms())
+@given(
+    items(),
+    st.sampled_from(
+        ["topic-partition", "largest-first", "smallest-first", "under-replicated-last"]
+    ),
+    st.randoms(),
+)
 def test_order_is_deterministic_whatever_the_input_order(its, strategy, rnd):
     shuffled = list(its)
     rnd.shuffle(shuffled)
