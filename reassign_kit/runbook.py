@@ -205,8 +205,10 @@ def demo(
         candidate = os.path.join(dirs["01_plan"], "plan.json")
         if os.path.exists(candidate) and _plan_has_moves(candidate):
             plan_path = candidate
+    # additional: the demo moves only its own topics, and a shared sandbox may have others' moves
+    # in flight (the run's caps then do not count those)
     p02 = {**common, "sandbox_dir": sandbox_dir, "plan_path": plan_path, "auto_execute": True,
-           **extra.get("02_execute", {})}
+           "additional": True, **extra.get("02_execute", {})}
     done["02_execute"] = run_notebook("02_execute", dirs["02_execute"], p02,
                                       kernel_name=kernel_name, execution_timeout=execution_timeout)
     executed_plan = os.path.join(dirs["02_execute"], "plan.json")

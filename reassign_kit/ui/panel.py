@@ -63,6 +63,8 @@ PACING: tuple[Option, ...] = (
     Option("run_deadline", "deadline for the run (s)", "float", 0.0, 0.0, help="0 = none"),
     Option("stuck_after", "stuck after (s)", "float", 0.0, 0.0, help="no bytes copied for this long; 0 = off"),
     Option("on_deadline", "on deadline", "choice", "wait", choices=("wait", "stop", "cancel")),
+    Option("additional", "on top of moves in progress", "bool", False,
+           help="--additional: submit although other reassignments are in progress (caps do not count them)"),
 )
 
 
@@ -605,13 +607,17 @@ class Panel:
             return {}
         fig = charts.new_figure(widget=False)
         charts.apply(fig, self.chart_data())
-        chart = os.path.join(self.output_dir, "execute_chart.html")
-        fig.write_html(chart, include_plotlyjs=True, full_html=True)
+        chart = charts.write_html(os.path.join(self.output_dir, "execute_chart.html"), {"progress": fig},
+                                  title=self._run_title())
         self.artefacts["chart"] = chart
         self.artefacts["report"] = os.path.join(self.output_dir, "execute_report.json")
         with open(self.artefacts["report"], "w", encoding="utf-8") as f:
             json.dump(self.report(), f, indent=2, default=str)
         return dict(self.artefacts)
+
+    def _run_title(self) -> str:
+        run_id = getattr(self.run, "run_id", "") if self.run is not None else ""
+        return f"reassign_kit run {run_id or '(not started)'}: {self.summary.moves} moves, {self.phase}"
 
     def wait(self, timeout: float | None = None) -> Any:
         """Block until the current run has finished and the panel shows its outcome."""

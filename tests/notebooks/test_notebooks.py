@@ -64,8 +64,12 @@ def test_04_postmortem_reads_the_journal(executed):
     assert s["moves"] == 4 and s["states"] == {"completed": 4}
     assert max(s["peak_in_flight"].values()) <= 2  # batch size 2
     assert s["throttle_changes"] >= 2  # set, then cleared
+    # every chart in one standalone file: plotly.js once, not once per chart
+    page = (out / "04" / "postmortem_charts.html").read_text()
     for chart in ("timeline", "concurrency", "throughput", "batch_waits"):
-        assert (out / "04" / f"postmortem_{chart}.html").exists()
+        assert f'<section id="{chart}">' in page
+    assert page.count("plotly.js v") == 1 and len(page) < 6_000_000
+    assert sorted(p.name for p in (out / "04").glob("*.html")) == ["postmortem_charts.html"]
 
 
 def test_bad_plan_fails_loudly(sandbox, tmp_path):

@@ -183,3 +183,14 @@ def test_broker_bytes_and_behind_from_execute_samples():
     }
     rows = figures.behind_rows(figures.behind_from_samples(evs))
     assert [(r["partition"], r["behind_bytes"], round(r["percent"])) for r in rows] == [("a-0", 140.0, 30)]
+
+
+def test_charts_of_a_run_in_one_standalone_file(tmp_path):
+    import plotly.graph_objects as go
+
+    figs = {"progress": charts.new_figure(widget=False), "other": go.Figure(go.Bar(x=[1], y=[2]))}
+    path = charts.write_html(tmp_path / "run.html", figs, title="run <1>")
+    page = open(path, encoding="utf-8").read()
+    assert page.count("plotly.js v") == 1  # embedded once, offline-viewable
+    assert page.count("Plotly.newPlot") == 2 and "<title>run &lt;1&gt;</title>" in page
+    assert len(page) < 6_000_000
