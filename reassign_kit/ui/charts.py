@@ -55,14 +55,14 @@ def new_figure(widget: bool = True) -> go.Figure:
         rows=3,
         cols=1,
         row_heights=[0.34, 0.22, 0.44],
-        vertical_spacing=0.12,
-        subplot_titles=("moves over time", "bytes per broker", "partition moves"),
+        vertical_spacing=0.13,
+        subplot_titles=("moves over time (seconds since start)", "bytes per broker", "partition moves"),
     )
     fig = go.FigureWidget(base) if widget else go.Figure(base)
     for name in ("done", "moving", "pending", "cancelled"):
         fig.add_trace(
             go.Scatter(
-                x=[], y=[], name=name, mode="lines", stackgroup="moves",
+                x=[], y=[], name=name, mode="lines", stackgroup="moves", line_shape="hv",
                 line={"color": COLORS[name], "width": 0 if name == "cancelled" else 1}, legendgroup="moves",
             ),
             row=1, col=1,
@@ -82,10 +82,12 @@ def new_figure(widget: bool = True) -> go.Figure:
         legend={"x": 1.02, "y": 1.0, "xanchor": "left", "yanchor": "top"},
         template="plotly_white",
     )
-    fig.update_xaxes(title_text="seconds since start", row=1, col=1)
-    fig.update_xaxes(title_text="broker", type="category", row=2, col=1)
-    fig.update_yaxes(title_text="bytes", row=2, col=1)
-    fig.update_xaxes(title_text="seconds since start", row=3, col=1)
+    # counts are whole numbers; bytes read as kB / MB / GB
+    fig.update_yaxes(title_text="moves", tickformat=",d", rangemode="tozero", row=1, col=1)
+    fig.update_xaxes(title_text="broker", title_standoff=4, type="category", row=2, col=1)
+    fig.update_yaxes(title_text="bytes", tickformat=".3~s", ticksuffix="B", rangemode="tozero", row=2, col=1)
+    # the timeline shares the progress pane's time axis (same t0, same scale, zoom together)
+    fig.update_xaxes(title_text="seconds since start", matches="x", rangemode="tozero", row=3, col=1)
     fig.update_yaxes(autorange="reversed", type="category", row=3, col=1)
     return fig
 
@@ -114,6 +116,8 @@ def apply(fig: go.Figure, data: ChartData) -> None:
         fig.layout.annotations[2].text = title
         fig.layout.annotations[1].text = data.brokers_title
         fig.layout.height = max(720, 480 + 14 * len(bars))
+        # whole moves: one tick per move on small plans (no 0.5 ticks), automatic above
+        fig.update_yaxes(dtick=1 if p.total <= 10 else None, row=1, col=1)
 
 
 def write_html(path: str | os.PathLike, figures: Mapping[str, go.Figure], title: str) -> str:
