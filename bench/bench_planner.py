@@ -104,16 +104,13 @@ def run_one(path: str, engine: str) -> dict:
     params = PlanParams(remove_brokers=tuple(meta["remove"]))
     out: dict = {}
     if engine == "spark":
-        from reassign_kit.spark.planner import plan_spark
+        from reassign_kit.spark.planner import plan_and_validate_spark
         from reassign_kit.spark.session import get_spark
-        from reassign_kit.spark.validate import validate_spark
 
         spark = get_spark("local[2]")
         out["startup_s"] = time.time() - t0
-        result = plan_spark(spark, path, params)
-        t1 = time.time()
-        problems = validate_spark(spark, path, result.plan, result.prepared.ctx)
-        out["validate_s"] = time.time() - t1
+        result, problems = plan_and_validate_spark(spark, path, params)
+        out.update(result.timings)
     else:
         import pyarrow.parquet as pq
 
@@ -149,6 +146,7 @@ def run_one(path: str, engine: str) -> dict:
         replica_spread_before=report["balance"]["replicas"]["before"]["spread"],
         leader_spread_after=report["balance"]["leaders"]["after"]["spread"],
         digest=result.plan.digest(),
+        load=os.getloadavg()[0],
     )
     return out
 

@@ -869,6 +869,7 @@ class PlanResult:
     moved_bytes: int
     leadership_changes: int
     changed: list[Changed]
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def lower_bound(self) -> int:

@@ -78,51 +78,127 @@ def _agg_from_rows(rows) -> Aggregates:
     return agg
 
 
+def _shaped(params: PlanParams):
+    """The replica list after the RF change, as a Spark column (see planner.apply_rf)."""
+    from pyspark.sql import functions as F
+
+    reps = F.col("replicas")
+    for topic, want in sorted(params.rf_change().items()):
+        grown = F.concat(reps, F.sequence(F.lit(-1), F.lit(0) - (F.lit(want) - F.size(reps)), F.lit(-1)))
+        shaped = F.when(F.size(reps) >= want, F.slice(reps, 1, want)).otherwise(grown)
+        reps = F.when(F.col("topic") == topic, shaped).otherwise(reps)
+    return reps
+
+
+def aggregate_spark(df, params: PlanParams, ctx) -> Aggregates:
+    """The per-(chunk, broker) aggregates in the JVM (counts, leaders, bytes, RF histogram);
+    only partitions with a replica that must go (removed broker, RF increase) pass through
+    Python, for the rack-awareness classes."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    agg = Aggregates()
+    shaped = df.select("topic", "partition", "chunk", "replicas", "size_bytes", _shaped(params).alias("reps"))
+    ex = shaped.select("chunk", "size_bytes", F.posexplode("reps").alias("pos", "b"))
+    ex = ex.withColumn("b", F.when(F.col("b") < 0, F.lit(-1)).otherwise(F.col("b")))
+    for r in ex.groupBy("chunk", "b").agg(
+        F.count(F.lit(1)).alias("n"),
+        F.sum(F.when(F.col("pos") == 0, 1).otherwise(0)).alias("lead"),
+        F.sum("size_bytes").alias("bytes"),
+    ).collect():
+        agg.replicas[(r.chunk, r.b)] = r.n
+        if r.lead:
+            agg.leaders[(r.chunk, r.b)] = r.lead
+        agg.bytes[r.b] = agg.bytes.get(r.b, 0) + r.bytes
+    for r in shaped.groupBy("chunk", F.size("reps").alias("rf")).count().collect():
+        agg.partitions[r.chunk] = agg.partitions.get(r.chunk, 0) + r["count"]
+        agg.rf_hist[r.rf] = agg.rf_hist.get(r.rf, 0) + r["count"]
+    removed = sorted(ctx.removed)
+    must = F.exists("reps", lambda x: (x < 0) | F.array_contains(F.array(*[F.lit(b) for b in removed] or [F.lit(-1)]), x))
+    if ctx.rack_count > 1 or removed or params.rf_change():
+
+        def pinned(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+            for pdf in batches:
+                a = aggregate_rows(_rows(pdf), params, ctx)
+                e = _agg_entries(Aggregates(forced=a.forced, classes=a.classes))
+                if e["kind"]:
+                    yield pd.DataFrame(e)
+
+        rows = (
+            shaped.filter(must)
+            .select("topic", "partition", "replicas", "size_bytes")
+            .mapInPandas(pinned, AGG_SCHEMA)
+            .groupBy("kind", "c", "key")
+            .sum("n")
+            .collect()
+        )
+        part = _agg_from_rows([tuple(r) for r in rows])
+        agg.forced, agg.classes = part.forced, part.classes
+    return agg
+
+
 def plan_spark(spark, source: Snapshot | str, params: PlanParams | None = None) -> PlanResult:
     """Plan on Spark from a snapshot object or a Parquet snapshot directory."""
+    return plan_and_validate_spark(spark, source, params, validate=False)[0]
+
+
+def plan_and_validate_spark(
+    spark, source: Snapshot | str, params: PlanParams | None = None, validate: bool = True
+) -> tuple[PlanResult, list | None]:
+    """Plan, then (``validate``) run the Spark validator on the plan, reading the snapshot once."""
     import pandas as pd
+
+    from .validate import validate_spark
 
     params = params or PlanParams()
     small = brokers_and_topics(source)
     ctx = rule_context(small, params)
-    # one shuffle puts every chunk in one Spark partition; cached, both passes read it there
+    # one shuffle puts every chunk in one Spark partition; cached, every pass reads it there
     df = (
         with_chunk(partitions_df(spark, source), params.chunks)
         .repartition(params.chunks, "chunk")
         .cache()
     )
+    import time
 
-    def aggregate(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        for pdf in batches:
-            yield pd.DataFrame(_agg_entries(aggregate_rows(_rows(pdf), params, ctx)))
-
-    agg_rows = (
-        df.mapInPandas(aggregate, AGG_SCHEMA).groupBy("kind", "c", "key").sum("n").collect()
-    )
-    agg = _agg_from_rows([tuple(r) for r in agg_rows])
-    prep = prepare(agg, ctx, params)
-
-    def plan_chunks(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        parts = [b for b in batches if len(b)]
-        if not parts:
-            return
-        pdf = pd.concat(parts, ignore_index=True)
-        for c, group in pdf.groupby("chunk", sort=True):
-            changed = plan_chunk(_rows(group), prep, int(c))
-            if changed:
-                yield pd.DataFrame(
-                    {
-                        "topic": [x[0] for x in changed],
-                        "partition": [x[1] for x in changed],
-                        "old": [list(x[2]) for x in changed],
-                        "new": [list(x[3]) for x in changed],
-                        "size_bytes": [x[4] for x in changed],
-                    }
-                )
-
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
     try:
+        agg = aggregate_spark(df, params, ctx)
+        timings["aggregate_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        prep = prepare(agg, ctx, params)
+        timings["prepare_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+
+        def plan_chunks(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+            parts = [b for b in batches if len(b)]
+            if not parts:
+                return
+            pdf = pd.concat(parts, ignore_index=True)
+            for c, group in pdf.groupby("chunk", sort=True):
+                changed = plan_chunk(_rows(group), prep, int(c))
+                if changed:
+                    yield pd.DataFrame(
+                        {
+                            "topic": [x[0] for x in changed],
+                            "partition": [x[1] for x in changed],
+                            "old": [list(x[2]) for x in changed],
+                            "new": [list(x[3]) for x in changed],
+                            "size_bytes": [x[4] for x in changed],
+                        }
+                    )
+
         out = df.mapInPandas(plan_chunks, CHANGED_SCHEMA).collect()
+        changed = [(r.topic, r.partition, list(r.old), list(r.new), r.size_bytes) for r in out]
+        result = finish(changed, prep)
+        timings["plan_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        problems = None
+        if validate:
+            problems = validate_spark(spark, source, result.plan, ctx, parts_df=df)
+            timings["validate_s"] = time.perf_counter() - t
+        result.timings = timings
+        return result, problems
     finally:
         df.unpersist()
-    changed = [(r.topic, r.partition, list(r.old), list(r.new), r.size_bytes) for r in out]
-    return finish(changed, prep)

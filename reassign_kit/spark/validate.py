@@ -22,6 +22,7 @@ def validate_spark(
     ctx: RuleContext | None = None,
     disallow_replication_factor_change: bool = False,
     plan_df=None,
+    parts_df=None,
 ) -> list[Problem]:
     """Every problem of ``plan`` against the snapshot, in plan order (topic, partition)."""
     import pandas as pd
@@ -29,7 +30,7 @@ def validate_spark(
 
     small = brokers_and_topics(source)
     ctx = ctx or RuleContext(small.racks())
-    parts = partitions_df(spark, source)
+    parts = parts_df if parts_df is not None else partitions_df(spark, source)
     counts = {t.name: 0 for t in small.topics}
     for r in parts.groupBy("topic").agg(F.max("partition").alias("m")).collect():
         counts[r.topic] = r.m + 1
