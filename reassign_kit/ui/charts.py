@@ -77,7 +77,7 @@ def new_figure(widget: bool = True) -> go.Figure:
         row=3, col=1,
     )
     fig.update_layout(
-        height=720, barmode="group", margin={"l": 90, "r": 20, "t": 60, "b": 40},
+        height=720, autosize=True, barmode="group",  # autosize: as wide as the notebook cell margin={"l": 90, "r": 20, "t": 60, "b": 40},
         title={"text": "plan progress: not started", "y": 0.985},
         legend={"x": 1.02, "y": 1.0, "xanchor": "left", "yanchor": "top"},
         template="plotly_white",

@@ -510,9 +510,14 @@ def format_event(event: Mapping[str, Any]) -> str:
     return "  ".join(parts)
 
 
+def _single_step(event: Mapping[str, Any]) -> bool:
+    """A move's only step: its ``submitted`` line already says it all."""
+    return event.get("event") == "step_submitted" and event.get("steps") == 1
+
+
 def log_lines(events: Iterable[Mapping[str, Any]], limit: int = MAX_LOG_LINES) -> list[str]:
     """The last ``limit`` events worth reading (samples left out), newest last."""
-    evs = [e for e in events if e.get("event") not in _QUIET]
+    evs = [e for e in events if e.get("event") not in _QUIET and not _single_step(e)]
     return [format_event(e) for e in evs[-limit:]]
 
 

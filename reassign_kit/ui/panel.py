@@ -63,7 +63,7 @@ PACING: tuple[Option, ...] = (
     Option("run_deadline", "deadline for the run (s)", "float", 0.0, 0.0, help="0 = none"),
     Option("stuck_after", "stuck after (s)", "float", 0.0, 0.0, help="no bytes copied for this long; 0 = off"),
     Option("on_deadline", "on deadline", "choice", "wait", choices=("wait", "stop", "cancel")),
-    Option("additional", "on top of moves in progress", "bool", False,
+    Option("additional", "additional (others' moves)", "bool", False,
            help="--additional: submit although other reassignments are in progress (caps do not count them)"),
 )
 
@@ -72,7 +72,8 @@ def _make_control(opt: Option, value: Any) -> W.Widget:
     style = {"description_width": "170px"}
     layout = W.Layout(width="330px")
     if opt.kind == "bool":
-        return W.Checkbox(value=bool(value), description=opt.label, tooltip=opt.help, style=style, indent=True)
+        return W.Checkbox(value=bool(value), description=opt.label, tooltip=opt.help, style=style, indent=True,
+                          layout=layout)
     if opt.kind == "choice":
         return W.Dropdown(options=list(opt.choices), value=value, description=opt.label, style=style, layout=layout)
     cls = W.IntText if opt.kind == "int" else W.FloatText
@@ -195,12 +196,11 @@ class Panel:
         }
         for name in controls.LIVE_CONTROLS:
             self.controls[name].observe(partial(self._on_live_change, name), names="value")
-        wide = W.Layout(width="auto")
         self.buttons: dict[str, W.Button] = {
             "execute": W.Button(description="Execute", button_style="primary", icon="play",
                                 tooltip="start a new run of the plan"),
             "resume_run": W.Button(description="Resume from journal", button_style="primary", icon="history",
-                                   layout=wide, tooltip="continue the journaled run: adopt moves in flight, "
+                                   tooltip="continue the journaled run: adopt moves in flight, "
                                    "submit what is left, with the run's own options"),
             "pause": W.Button(description="Pause", icon="pause", tooltip="submit nothing new; moves in flight go on"),
             "resume": W.Button(description="Resume", icon="play", tooltip="submit again after a pause"),
@@ -211,6 +211,7 @@ class Panel:
             "verify": W.Button(description="Verify", button_style="info", icon="check"),
         }
         for name, b in self.buttons.items():
+            b.layout = W.Layout(width="auto", min_width="96px", padding="0 14px")  # labels never cut
             b.on_click(getattr(self, f"_on_{name}"))
         self.resumable = self._resumable_run()
         self.status = W.HTML()
@@ -231,7 +232,7 @@ class Panel:
                     [W.GridBox(list(self.controls.values()),
                                layout=W.Layout(grid_template_columns="repeat(2, 340px)"))]
                 ),
-                W.HBox(list(self.buttons.values())),
+                W.HBox(list(self.buttons.values()), layout=W.Layout(flex_flow="row wrap")),
                 self.status,
                 self.message,
                 self.figure,

@@ -44,7 +44,12 @@ def lab(tmp_path, sandbox):
         prepare_only=True, kernel_name="python3", progress_bar=False,
     )
     token, port = secrets.token_hex(16), _free_port()
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "jcfg"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "jrt")}
+    # user settings of this lab only: no "get Jupyter news?" toast over the screenshot
+    settings = tmp_path / "jsettings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "jcfg"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "jrt"),
+           "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "jsettings")}
     log = open(tmp_path / "jupyterlab.log", "w")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",

@@ -194,3 +194,18 @@ def test_charts_of_a_run_in_one_standalone_file(tmp_path):
     assert page.count("plotly.js v") == 1  # embedded once, offline-viewable
     assert page.count("Plotly.newPlot") == 2 and "<title>run &lt;1&gt;</title>" in page
     assert len(page) < 6_000_000
+
+
+def test_log_leaves_out_samples_and_single_steps():
+    evs = [
+        {"ts": 1.0, "event": "submitted", "topic": "t", "partition": 0},
+        {"ts": 1.0, "event": "step_submitted", "topic": "t", "partition": 0, "step": 1, "steps": 1},
+        {"ts": 1.5, "event": "sample"},
+        {"ts": 2.0, "event": "step_submitted", "topic": "t", "partition": 1, "step": 1, "steps": 3},
+        {"ts": 2.5, "event": "caps_changed", "caps": {"batch_size": 2, "max_leader_moves": None}},
+        {"ts": 3.0, "event": "note", "message": "max leader moves: 1 -> no cap"},
+    ]
+    lines = figures.log_lines(evs)
+    assert len(lines) == 4
+    assert "steps=3" in lines[1] and "max_leader_moves=no cap" in lines[2]
+    assert lines[3].endswith("panel  max leader moves: 1 -> no cap")
