@@ -1,0 +1,102 @@
+"""The planner against a real Spark standalone cluster: a master and two workers started from
+the pyspark package's ``bin/spark-class`` on loopback, stopped by pid at the end. The plan it
+computes is the one the in-process planner computes."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from spark_snapshots import random_snapshot
+
+from reassign_kit.model import Plan
+from reassign_kit.planner import PlanParams, plan_in_process
+
+pytestmark = pytest.mark.spark
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(path: Path, text: str, proc: subprocess.Popen, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and text in path.read_text(errors="replace"):
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"{path.name}: exited {proc.returncode}:\n{path.read_text(errors='replace')[-2000:]}")
+        time.sleep(0.5)
+    raise AssertionError(f"{path.name}: no {text!r} within {timeout}s:\n{path.read_text(errors='replace')[-2000:]}")
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory):
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    spark_class = home / "bin" / "spark-class"
+    work = tmp_path_factory.mktemp("spark-standalone")
+    env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
+               SPARK_LOG_DIR=str(work), SPARK_WORKER_DIR=str(work / "work"))
+    port = _free_port()
+    url = f"spark://127.0.0.1:{port}"
+    procs: list[subprocess.Popen] = []
+    try:
+        mlog = work / "master.log"
+        master = subprocess.Popen(
+            [str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+             "--port", str(port), "--webui-port", str(_free_port())],
+            stdout=mlog.open("w"), stderr=subprocess.STDOUT, env=env,
+        )
+        procs.append(master)
+        _wait_for(mlog, "I have been elected leader", master)
+        for i in range(2):
+            wlog = work / f"worker{i}.log"
+            w = subprocess.Popen(
+                [str(spark_class), "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                 "--cores", "1", "--memory", "1g", "--webui-port", str(_free_port()),
+                 "--work-dir", str(work / f"w{i}"), url],
+                stdout=wlog.open("w"), stderr=subprocess.STDOUT, env=env,
+            )
+            procs.append(w)
+            _wait_for(wlog, "Successfully registered with master", w)
+        yield url, work
+    finally:
+        for p in reversed(procs):  # by pid, ours only
+            p.terminate()
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def test_plan_on_a_standalone_cluster(standalone, tmp_path):
+    url, work = standalone
+    snap = random_snapshot(21, brokers=9, partitions=400)
+    s = tmp_path / "s.json"
+    snap.write(str(s))
+    out = tmp_path / "plan.json"
+    report = tmp_path / "report.json"
+    cli = Path(sys.executable).parent / "reassign-kit"
+    proc = subprocess.run(
+        [str(cli), "plan", "--snapshot", str(s), "--remove-brokers", "2", "--spark-master", url,
+         "--output", str(out), "--report", str(report)],
+        capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, PYSPARK_PYTHON=sys.executable),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    expected = plan_in_process(snap, PlanParams(remove_brokers=(2,)))
+    assert Plan.read(str(out)) == expected.plan
+    assert '"moved_replicas"' in report.read_text()
+    logs = [(work / f"worker{i}.log").read_text(errors="replace") for i in range(2)]
+    assert any("Asked to launch executor" in log for log in logs), "the workers ran no executor"
