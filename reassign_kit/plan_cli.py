@@ -159,6 +159,95 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- `--generate` of the drop-in CLI (reassign_cli), with this planner ------------------------
+def read_topics_to_move(path: str) -> list[str]:
+    """``{"topics": [{"topic": "t"}], "version": 1}``, read strictly (every problem at once)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise UsageError(f"--topics-to-move-json-file: cannot read {path}: {e.strerror}") from e
+    except json.JSONDecodeError as e:
+        raise InvalidPlanError([f"not valid JSON: {e}"], header=f"{path} is not a topics-to-move file") from e
+    problems: list[str] = []
+    topics: list[str] = []
+    if not isinstance(doc, dict):
+        raise InvalidPlanError(["the top level must be a JSON object"], header=f"{path} is not a topics-to-move file")
+    if doc.get("version", 1) != 1:
+        problems.append(f"unsupported version {doc.get('version')!r}; only 1 is known")
+    for k in sorted(set(doc) - {"topics", "version"}):
+        problems.append(f"unknown field '{k}' (expected 'topics' and 'version')")
+    entries = doc.get("topics")
+    if not isinstance(entries, list) or not entries:
+        problems.append("'topics' must be a non-empty array of {\"topic\": name}")
+        entries = []
+    for i, e in enumerate(entries):
+        name = e.get("topic") if isinstance(e, dict) else None
+        if not isinstance(name, str) or not name:
+            problems.append(f"topics[{i}]: needs a non-empty string 'topic'")
+        elif name in topics:
+            problems.append(f"topics[{i}]: topic {name} is listed twice")
+        else:
+            topics.append(name)
+    if problems:
+        raise InvalidPlanError(problems, header=f"{path} is not a valid topics-to-move file")
+    return topics
+
+
+def check_generate(args: argparse.Namespace, action: str) -> None:
+    """--generate's arguments, checked before anything connects."""
+    if action != "generate":
+        return
+    if not args.topics_to_move_json_file or not args.broker_list:
+        raise UsageError(
+            "--generate needs --topics-to-move-json-file and --broker-list (the partitions are "
+            "placed by the minimal-movement planner of `reassign-kit plan`)"
+        )
+    try:
+        brokers = [int(b) for b in args.broker_list.split(",") if b.strip()]
+    except ValueError:
+        raise UsageError(f"--broker-list takes broker ids like 1,2,3, got {args.broker_list!r}") from None
+    if not brokers or any(b < 0 for b in brokers):
+        raise UsageError(f"--broker-list takes non-negative broker ids like 1,2,3, got {args.broker_list!r}")
+    read_topics_to_move(args.topics_to_move_json_file)
+
+
+def run_generate(args: argparse.Namespace, gateway: Any, _plan: Any = None) -> int:
+    """The official tool's --generate output (current, then proposed assignment), computed by
+    the minimal-movement planner instead of a from-scratch placement."""
+    import dataclasses
+
+    from .planner import generate
+    from .snapshot import take_snapshot
+
+    check_generate(args, "generate")
+    brokers = [int(b) for b in args.broker_list.split(",") if b.strip()]
+    topics = read_topics_to_move(args.topics_to_move_json_file)
+    known = gateway.topic_partition_counts(None)
+    missing = [t for t in topics if t not in known]
+    if missing:
+        raise UsageError(f"--topics-to-move-json-file: topic(s) {missing} do not exist in the cluster")
+    snap = take_snapshot(gateway, topics)
+    if args.disable_rack_aware:
+        snap = dataclasses.replace(snap, brokers=tuple(dataclasses.replace(b, rack=None) for b in snap.brokers))
+    current, proposed = generate(snap, topics, brokers)
+    print("Current partition replica assignment")
+    print(current.to_json())
+    print()
+    print("Proposed partition reassignment configuration")
+    print(proposed.to_json())
+    return 0
+
+
+def register() -> None:
+    """Hook --generate into the drop-in CLI."""
+    from . import reassign_cli as rc
+
+    rc.ACTION_HANDLERS.setdefault("generate", run_generate)
+    if check_generate not in rc.ARG_CHECKS:
+        rc.ARG_CHECKS.append(check_generate)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     return {"snapshot": _snapshot, "plan": _plan, "validate": _validate}[args.cmd](args)

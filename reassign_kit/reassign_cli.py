@@ -203,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     # register flags: pacing first (its handler goes before the steps one), then --progress,
     # --parallel-replica-count
     from . import paced_cli, progress_cli  # noqa: F401
+    from .plan_cli import register as register_generate
+
+    register_generate()  # --generate: the minimal-movement planner (plan_cli)
 
     for ext in PARSER_EXTENSIONS:
         ext(p)
@@ -249,10 +252,6 @@ def _print(lines: Sequence[str]) -> None:
 
 
 def _run(args: argparse.Namespace, action: str) -> int:
-    if action == "generate":
-        raise UsageError(
-            "--generate: use `reassign-kit plan` to generate a plan from a cluster snapshot"
-        )
     plan = Plan.read(args.reassignment_json_file) if args.reassignment_json_file else None
     gateway = ops.connect(args.bootstrap_server, args.command_config)
     try:
