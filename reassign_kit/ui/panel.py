@@ -599,6 +599,7 @@ class Panel:
             "verify": _describe_verify(self.verify_result) if self.verify_result is not None else None,
             "verify_complete": verify_complete(self.verify_result),
             "errors": list(self.errors),
+            "changes": self._notes(),  # caps changed during the run, resumes: what the user did
             "artefacts": dict(self.artefacts),
         }
 
@@ -615,6 +616,10 @@ class Panel:
         with open(self.artefacts["report"], "w", encoding="utf-8") as f:
             json.dump(self.report(), f, indent=2, default=str)
         return dict(self.artefacts)
+
+    def _notes(self) -> list[str]:
+        with self._lock:
+            return [str(e.get("message")) for e in self.events if e.get("event") == "note"]
 
     def _run_title(self) -> str:
         run_id = getattr(self.run, "run_id", "") if self.run is not None else ""

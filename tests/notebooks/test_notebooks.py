@@ -84,3 +84,16 @@ def test_bad_plan_fails_loudly(sandbox, tmp_path):
     msg = str(ei.value)
     assert "02_execute" in msg and "no-such-topic-x" in msg
     assert os.path.exists(tmp_path / "out" / "02_execute.out.ipynb")
+
+
+def test_resume_without_a_journal_fails_loudly(executed, sandbox, tmp_path):
+    """Headless resume=True with no unfinished run of the plan in output_dir: a clear failure."""
+    out, _ = executed
+    with pytest.raises(runbook.RunbookError) as ei:
+        runbook.run_notebook(
+            "02_execute", str(tmp_path / "out"),
+            {"sandbox_dir": str(sandbox.dir), "plan_path": str(out / "02" / "plan.json"),
+             "auto_execute": True, "resume": True},
+            execution_timeout=120,
+        )
+    assert "resume_run" in str(ei.value) and "no unfinished run" in str(ei.value)

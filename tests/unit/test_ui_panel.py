@@ -208,6 +208,8 @@ def test_caps_changed_while_running_take_effect_at_the_next_decision(tmp_path):
     assert p.phase == "done", p.message.value
     assert all(w.disabled for w in p.controls.values())
     assert p.report()["options"]["cluster_max_reassignments"] is None
+    changes = p.report()["changes"]
+    assert changes[0].startswith("cluster-wide cap: 1 -> 3") and "not changed" in changes[1]
 
 
 def test_parallel_replica_count_changed_while_running(tmp_path):
