@@ -146,7 +146,11 @@ def _default_verify(gateway: Any, plan: Plan) -> Any:
 
 
 class Panel:
-    """The widget tree plus its state; display it by leaving it last in a cell."""
+    """The widget tree plus its state; display it by leaving it last in a cell.
+
+    ``run_factory(gateway, plan, options, journal_path, *, resume=False, steps_for=None)`` makes
+    the ``execute.Run`` (tests pass one on the simulator's clock); ``verify_fn(gateway, plan)``
+    is ``ops.verify``."""
 
     def __init__(
         self,
