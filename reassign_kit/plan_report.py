@@ -82,12 +82,16 @@ def build_report(result: PlanResult) -> dict[str, Any]:
         return out
 
     lb = result.lower_bound
+    off_target = sorted(b for b in allowed if after.get(b, 0) != prep.targets.get(b, 0))
     return {
         "summary": {
             "partitions_in_plan": len(result.plan),
             "moved_replicas": result.moved_replicas,
             "lower_bound_moved_replicas": lb,
             "moved_over_lower_bound": (result.moved_replicas / lb) if lb else None,
+            # brokers not at their replica target: the goal could not be met everywhere under
+            # the hard constraints (then moved replicas may also fall below the bound)
+            "brokers_off_target": off_target if "replicas" in prep.params.balance else [],
             "moved_bytes": result.moved_bytes,
             "leadership_changes": result.leadership_changes,
             "removed_brokers": sorted(ctx.removed),

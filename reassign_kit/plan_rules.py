@@ -37,6 +37,13 @@ class RuleContext:
         return frozenset(self.racks[b] for b in self.allowed) if self.rack_count else frozenset()
 
     @cached_property
+    def rack_brokers(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for b in self.allowed:
+            out.setdefault(self.racks[b], []).append(b)
+        return out
+
+    @cached_property
     def rack_count(self) -> int:
         """Racks among the brokers a plan may use; 0 when not every such broker has a rack
         (Kafka is rack-aware only when all brokers are)."""

@@ -137,9 +137,12 @@ def replica_options(reps: Sequence[int], pos: int, ctx: RuleContext) -> tuple:
     real = {ctx.racks[b] for b in others if b >= 0 and b not in ctx.removed}
     holes = sum(1 for b in others if b < 0 or b in ctx.removed)
     before = min(need, len(real | ({ctx.racks[reps[pos]]} if reps[pos] >= 0 and reps[pos] not in ctx.removed else set())) + holes + (1 if reps[pos] < 0 or reps[pos] in ctx.removed else 0))
+    members = set(reps)
     out = []
     for rk in sorted(ctx.rack_set):
-        if min(need, len(real | {rk}) + holes) >= before:
+        if min(need, len(real | {rk}) + holes) >= before and any(
+            b not in members for b in ctx.rack_brokers[rk]
+        ):  # and a broker there that does not hold the partition yet
             out.append(rk)
     return tuple(out)
 

@@ -124,3 +124,35 @@ def test_decommission_official_generate_vs_planner(sandbox, bootstrap, topic_nam
         capture_output=True, text=True, timeout=300,
     )
     assert val.returncode == 0, val.stderr
+
+
+@pytest.mark.spark
+def test_01_plan_notebook_writes_its_artefacts(sandbox, tmp_path):
+    from reassign_kit import runbook
+
+    out = tmp_path / "01"
+    nb = runbook.run_notebook(
+        "01_plan", str(out),
+        {"sandbox_dir": str(sandbox.dir), "remove_brokers": [sorted(b["id"] for b in sandbox.brokers)[-1]],
+         "spark_master": "local[1]"},
+        execution_timeout=600,
+    )
+    for name in ("snapshot.json", "plan.json", "rollback.json", "plan_report.json",
+                 "replicas_before_after.html", "leaders_before_after.html", "bytes_moved.html"):
+        assert (out / name).exists(), name
+    report = json.loads((out / "plan_report.json").read_text())
+    assert report["summary"]["lower_bound_moved_replicas"] > 0
+    assert os.path.getsize(nb) < runbook.MAX_OUTPUT_BYTES
+    Plan.read(str(out / "plan.json"))
+
+
+def test_01_plan_notebook_fails_loudly_on_a_bad_parameter(sandbox, tmp_path):
+    from reassign_kit import runbook
+    from reassign_kit.errors import ReassignKitError
+
+    with pytest.raises(ReassignKitError, match="--remove-brokers"):
+        runbook.run_notebook(
+            "01_plan", str(tmp_path / "bad"),
+            {"sandbox_dir": str(sandbox.dir), "remove_brokers": [4242], "engine": "local"},
+            execution_timeout=300,
+        )
