@@ -195,3 +195,69 @@ def test_generate_places_topics_on_the_broker_list():
     with pytest.raises(UsageError, match="--broker-list"):
         generate(snap, ["t"], [1, 99])
     assert Move(TopicPartition("t", 0), current.by_tp()[TopicPartition("t", 0)].replicas) in current
+
+
+def test_report_adds_up():
+    snap = _cluster(n_brokers=9, racks="abc", parts=90, rf=3)
+    result = plan_in_process(snap, PlanParams(remove_brokers=(3,), replication_factor=2, rf_topics=("t",)))
+    report = result.report()
+    total_after = sum(len(m.replicas) for m in result.plan) + sum(
+        len(p.replicas) for p in snap.partitions if p.tp not in result.plan.by_tp()
+    )
+    assert sum(b["replicas_after"] for b in report["brokers"]) == total_after
+    assert sum(b["replicas_before"] for b in report["brokers"]) == snap.replica_count()
+    for b in report["brokers"]:
+        assert b["replicas_after"] - b["replicas_before"] == b["replicas_in"] - b["replicas_out"]
+    assert report["summary"]["moved_replicas"] == sum(b["replicas_in"] for b in report["brokers"])
+    assert report["summary"]["lower_bound_moved_replicas"] == result.lower_bound
+
+
+def test_plan_cli_writes_plan_report_rollback(tmp_path, capsys):
+    from reassign_kit.cli import main
+
+    snap = _cluster(n_brokers=6, racks="ab", parts=40, rf=2)
+    s = tmp_path / "s.json"
+    snap.write(str(s))
+    out, rep, rb = tmp_path / "p.json", tmp_path / "r.json", tmp_path / "rb.json"
+    rc = main(["plan", "--snapshot", str(s), "--remove-brokers", "6", "--engine", "local",
+               "--output", str(out), "--report", str(rep), "--rollback", str(rb)])
+    assert rc == 0
+    plan = Plan.read(str(out))
+    assert all(6 not in m.replicas for m in plan)
+    assert {m.tp for m in Plan.read(str(rb))} == {m.tp for m in plan}
+    assert "lower bound" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, code, needle",
+    [
+        (["plan", "--snapshot", "S", "--topics", "t", "--output", "o", "--engine", "local"], 2, "--topics needs --replication-factor"),
+        (["plan", "--snapshot", "S", "--remove-brokers", "x", "--output", "o"], 2, "--remove-brokers"),
+        (["plan", "--snapshot", "S", "--remove-brokers", "77", "--output", "o", "--engine", "local"], 2, "broker(s) [77]"),
+        (["plan", "--snapshot", "S", "--balance", "speed", "--output", "o", "--engine", "local"], 2, "--balance"),
+        (["plan", "--snapshot", "missing.json", "--output", "o", "--engine", "local"], 3, "cannot read"),
+        (["validate", "--snapshot", "S", "--reassignment-json-file", "missing.json"], 3, "cannot read"),
+    ],
+)
+def test_plan_cli_bad_input_exits_non_zero_without_traceback(tmp_path, capsys, monkeypatch, argv, code, needle):
+    from reassign_kit.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    _cluster().write(str(tmp_path / "S"))
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_generate_checks_topics_file_before_connecting(tmp_path, capsys):
+    from reassign_kit.cli import main
+
+    f = tmp_path / "topics.json"
+    f.write_text('{"topics": [{"topic": ""}, {"nope": 1}], "version": 2}')
+    rc = main(["--bootstrap-server", "127.0.0.1:1", "--generate",
+                            "--topics-to-move-json-file", str(f), "--broker-list", "1,2"])
+    err = capsys.readouterr().err
+    assert rc == 3 and "topics[0]" in err and "topics[1]" in err and "version" in err
+    assert main(["--bootstrap-server", "127.0.0.1:1", "--generate",
+                              "--topics-to-move-json-file", str(f), "--broker-list", "a,b"]) == 2
