@@ -23,30 +23,8 @@ from reassign_kit.steps import describe_steps, plan_steps
 def create_topic(
     sb: Any, name: str, assignment: Sequence[Sequence[int]], configs: dict[str, str] | None = None
 ) -> None:
-    """Create a topic with an explicit assignment. (confluent-kafka 2.16 refuses
-    ``replica_assignment`` with the default partition count of -1, so pass the real count.)"""
-    from confluent_kafka.admin import NewTopic
-
-    admin = sb.admin()
-    t = NewTopic(
-        name,
-        num_partitions=len(assignment),
-        replica_assignment=[list(r) for r in assignment],
-        config=configs or {},
-    )
-    admin.create_topics([t])[name].result(60)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        md = admin.list_topics(topic=name, timeout=10).topics.get(name)
-        if (
-            md is not None
-            and md.error is None
-            and md.partitions
-            and all(p.leader >= 0 for p in md.partitions.values())
-        ):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"topic {name} has no leader after 60s")
+    """A topic with an explicit assignment, every partition led."""
+    sb.create_topic(name, assignment=assignment, configs=configs)
 
 
 class AckedProducer(threading.Thread):

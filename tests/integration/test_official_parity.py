@@ -48,16 +48,7 @@ def ours(bootstrap: str, capsys, *args: str) -> tuple[int, str]:
 
 
 def create_assigned(sandbox, name: str, assignment: list[tuple[int, ...]]) -> None:
-    """A topic with an explicit assignment. (Sandbox.create_topic(assignment=…) omits
-    num_partitions, which confluent-kafka 2.16 refuses; reported to the sandbox's owner.)"""
-    from confluent_kafka.admin import NewTopic
-
-    admin = sandbox.admin()
-    new = NewTopic(
-        name, num_partitions=len(assignment), replica_assignment=[list(r) for r in assignment]
-    )
-    admin.create_topics([new])[name].result(60)
-    sandbox._wait_topic(admin, name, 60)
+    sandbox.create_topic(name, assignment=assignment)
 
 
 def wait_assignment(

@@ -1,8 +1,8 @@
 """KIP-435 steps and the KIP-179 progress report on the real sandbox cluster.
 
 The steps run through ``execute.Run`` in step mode (``steps.make_steps_for``) while a
-watcher polls the ISR. The RF=3 move to three new brokers needs six brokers: it is
-``bench/bench_steps.py``; here the shared four-broker sandbox moves RF=2 to two new brokers."""
+watcher polls the ISR. The RF=3 move to three new brokers needs six brokers: a six-broker
+sandbox of this module's own; the shared four-broker one moves RF=2 to two new brokers."""
 
 from __future__ import annotations
 
@@ -36,6 +36,37 @@ def gw(bootstrap):
     g = AdminGateway(bootstrap)
     yield g
     g.close()
+
+
+@pytest.fixture(scope="module")
+def sandbox6(tmp_path_factory):
+    from reassign_kit.sandbox import Sandbox
+
+    with Sandbox.start(brokers=6, dir=tmp_path_factory.mktemp("sandbox6")) as sb:
+        yield sb
+
+
+def test_rf3_to_three_new_brokers_one_replica_at_a_time(sandbox6, topic_name, out_dir):
+    bootstrap = sandbox6.bootstrap_servers
+    topic = topic_name("steps-rf3")
+    tp = TopicPartition(topic, 0)
+    create_topic(sandbox6, topic, [[1, 2, 3]], {"min.insync.replicas": "2"})
+    producer = AckedProducer(bootstrap, topic)
+    producer.start()
+    try:
+        run = run_steps(bootstrap, tp, (4, 5, 6), 1, str(out_dir / "journal.jsonl"))
+    finally:
+        producer.stop()
+    (out_dir / "steps.txt").write_text("\n".join(run.printed) + "\n")
+    # new preferred leader first, then one replica at a time, ending at the target in order
+    assert run.planned == [(4, 1, 2, 3), (4, 2, 3), (4, 5, 3), (4, 5, 6)]
+    assert run.journal_steps == run.planned
+    assert run.observed_sets == run.planned
+    assert run.min_isr_seen >= 2, f"ISR fell to {run.min_isr_seen} during the steps"
+    assert producer.errors == []
+    got = consume_all(bootstrap, topic, 0, len(producer.acked))
+    lost = producer.acked - got
+    assert producer.acked and not lost, f"{len(lost)} acknowledged messages lost"
 
 
 def test_steps_keep_min_isr_and_lose_no_acked_message(sandbox, bootstrap, gw, topic_name, out_dir):
