@@ -258,6 +258,38 @@ class AdminGateway:
             (BrokerInfo(n.id, n.host, n.port, n.rack) for n in desc.nodes), key=lambda b: b.id
         )
 
+    def cluster_info(self) -> dict[str, Any]:
+        """Which cluster and which Kafka a run talked to, for journals and reports.
+
+        Kafka has no API that names a broker's release: ``kafka_version`` is kafka-python's
+        inference from each broker's ApiVersions (the newest release whose request versions
+        the broker speaks), exact for releases the client knows and shown as the newest one
+        it knows for a newer broker (``kafka_version_basis`` says so).
+        ``metadata_version_level`` is the finalized ``metadata.version`` feature (KIP-584)."""
+        import kafka
+        from kafka.protocol.broker_version_data import BROKER_API_VERSIONS
+
+        desc = self._wait(
+            self.ck.describe_cluster(request_timeout=self.timeout_s), "describe cluster"
+        )
+        versions = {}
+        for n in desc.nodes:
+            data = self._kp_call("api versions", self.kp.get_broker_version_data, n.id)
+            versions[n.id] = ".".join(map(str, data.broker_version))
+        seen = sorted(set(versions.values()))
+        features = self._kp_call("describe features", self.kp.describe_features)
+        level = (features.get("metadata.version") or {}).get("finalized")
+        newest = ".".join(map(str, max(BROKER_API_VERSIONS)))
+        return {
+            "cluster_id": desc.cluster_id,
+            "brokers": len(desc.nodes),
+            "kafka_version": seen[0] if len(seen) == 1 else "mixed: " + ", ".join(seen),
+            "kafka_version_basis": f"ApiVersions, inferred by kafka-python {kafka.__version__} "
+            f"(a broker newer than {newest} shows as {newest})",
+            "broker_versions": {str(b): v for b, v in sorted(versions.items())},
+            "metadata_version_level": level[1] if level else None,
+        }
+
     def _metadata(self, topics: Iterable[str] | None) -> dict[str, Any]:
         """Topic metadata: one call for one topic, else one call for all topics."""
         wanted = None if topics is None else sorted(set(topics))

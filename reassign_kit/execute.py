@@ -18,28 +18,26 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
+import types
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Protocol
+from typing import Any
 
 from . import __version__
+from . import throttle as thr
 from .errors import ReassignKitError, UsageError
 from .gateway import Gateway
 from .journal import Journal, read_events
 from .model import Move, PartitionState, Plan, TopicPartition, is_complete
 from .schedule import ORDERS, Caps, Item, assign_batches, decide, item_for, order_items
-from .simulate import ThrottleState
 
 log = logging.getLogger(__name__)
 
 ON_DEADLINE = ("wait", "stop", "cancel")
-LEADER_REPLICAS = "leader.replication.throttled.replicas"
-FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
-LEADER_RATE = "leader.replication.throttled.rate"
-FOLLOWER_RATE = "follower.replication.throttled.rate"
 LOST_AFTER_POLLS = 3  # a move seen neither reassigning nor at its target this often is lost
 
 
@@ -120,176 +118,6 @@ class ExecuteOptions:
     def from_json_obj(cls, obj: Mapping[str, Any]) -> ExecuteOptions:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in obj.items() if k in names})
-
-
-# ---------------------------------------------------------------------------- throttles
-
-
-def needed_throttles(moving: Iterable[PartitionState], rate: int | None) -> ThrottleState:
-    """What moves in flight need, as the official tool sets it: leader-throttle the replicas
-    that already hold data (sources), follower-throttle the ones being added, a rate on every
-    broker involved. Nothing when no rate was asked for."""
-    if rate is None:
-        return ThrottleState()
-    leader: dict[str, set[tuple[int, int]]] = {}
-    follower: dict[str, set[tuple[int, int]]] = {}
-    brokers: set[int] = set()
-    for st in moving:
-        p = st.tp.partition
-        sources = [b for b in st.replicas if b not in st.adding]
-        for b in sources:
-            leader.setdefault(st.tp.topic, set()).add((p, b))
-        for b in st.adding:
-            follower.setdefault(st.tp.topic, set()).add((p, b))
-        brokers.update(st.replicas)
-    return ThrottleState(
-        {t: frozenset(v) for t, v in leader.items()},
-        {t: frozenset(v) for t, v in follower.items()},
-        dict.fromkeys(sorted(brokers), int(rate)),
-    )
-
-
-def merge_throttles(
-    current: ThrottleState, ours: ThrottleState, others: Iterable[PartitionState]
-) -> ThrottleState:
-    """The throttles to leave on the cluster: ours, plus whatever of the current ones the
-    other reassignments in flight (another run, ``--additional``) still need — never more."""
-    others = list(others)
-    keep = needed_throttles(others, 1)
-
-    def union(a: Mapping, b: Mapping, kept: Mapping) -> dict[str, frozenset]:
-        out: dict[str, frozenset] = {}
-        for t in set(a) | set(b):
-            v = frozenset(a.get(t, ())) | (frozenset(b.get(t, ())) & frozenset(kept.get(t, ())))
-            if v:
-                out[t] = v
-        return out
-
-    rates = {b: r for b, r in current.broker_rates.items() if b in keep.broker_rates}
-    rates.update(ours.broker_rates)
-    return ThrottleState(
-        union(ours.leader_replicas, current.leader_replicas, keep.leader_replicas),
-        union(ours.follower_replicas, current.follower_replicas, keep.follower_replicas),
-        rates,
-    )
-
-
-def throttle_summary(state: ThrottleState) -> dict[str, Any]:
-    return {
-        "leader_replicas": {t: _fmt(v) for t, v in sorted(state.leader_replicas.items())},
-        "follower_replicas": {t: _fmt(v) for t, v in sorted(state.follower_replicas.items())},
-        "broker_rates": {str(b): r for b, r in sorted(state.broker_rates.items())},
-    }
-
-
-def _fmt(entries: Iterable[tuple[int, int]]) -> str:
-    return ",".join(f"{p}:{b}" for p, b in sorted(entries))
-
-
-def _parse(value: str | None) -> frozenset[tuple[int, int]]:
-    out = set()
-    for part in (value or "").split(","):
-        part = part.strip()
-        if ":" in part:
-            p, b = part.split(":", 1)
-            try:
-                out.add((int(p), int(b)))
-            except ValueError:
-                continue
-    return frozenset(out)
-
-
-class ThrottleDriver(Protocol):
-    def read(self, topics: Iterable[str], brokers: Iterable[int]) -> ThrottleState: ...
-
-    def write(self, old: ThrottleState, new: ThrottleState) -> None: ...
-
-
-class SimThrottles:
-    """Throttles on a ``SimCluster``."""
-
-    def __init__(self, sim: Any):
-        self.sim = sim
-
-    def read(self, topics: Iterable[str], brokers: Iterable[int]) -> ThrottleState:
-        return self.sim.current_throttles()
-
-    def write(self, old: ThrottleState, new: ThrottleState) -> None:
-        cur = self.sim.current_throttles()
-        topics = set(old.leader_replicas) | set(old.follower_replicas)
-        brokers = set(old.broker_rates)
-        self.sim.set_throttles(
-            ThrottleState(
-                {
-                    **{t: v for t, v in cur.leader_replicas.items() if t not in topics},
-                    **new.leader_replicas,
-                },
-                {
-                    **{t: v for t, v in cur.follower_replicas.items() if t not in topics},
-                    **new.follower_replicas,
-                },
-                {
-                    **{b: r for b, r in cur.broker_rates.items() if b not in brokers},
-                    **new.broker_rates,
-                },
-            )
-        )
-
-
-class KafkaThrottles:
-    """Throttles as topic and broker configs, through ``admin.AdminGateway`` (incremental
-    alters: only the throttle keys of the topics / brokers that change are touched)."""
-
-    def __init__(self, admin: Any):
-        self.admin = admin
-
-    def read(self, topics: Iterable[str], brokers: Iterable[int]) -> ThrottleState:
-        tc = self.admin.topic_configs(sorted(set(topics)))
-        bc = self.admin.broker_configs(sorted(set(brokers)))
-        leader = {t: _parse(c.get(LEADER_REPLICAS)) for t, c in tc.items()}
-        follower = {t: _parse(c.get(FOLLOWER_REPLICAS)) for t, c in tc.items()}
-        rates = {}
-        for b, c in bc.items():
-            r = c.get(FOLLOWER_RATE) or c.get(LEADER_RATE)
-            if r:
-                rates[int(b)] = int(float(r))
-        return ThrottleState(
-            {t: v for t, v in leader.items() if v},
-            {t: v for t, v in follower.items() if v},
-            rates,
-        )
-
-    def write(self, old: ThrottleState, new: ThrottleState) -> None:
-        topics = set(old.leader_replicas) | set(old.follower_replicas)
-        topics |= set(new.leader_replicas) | set(new.follower_replicas)
-        tchanges: dict[str, dict[str, str | None]] = {}
-        for t in sorted(topics):
-            ch: dict[str, str | None] = {}
-            for key, o, n in (
-                (LEADER_REPLICAS, old.leader_replicas.get(t), new.leader_replicas.get(t)),
-                (FOLLOWER_REPLICAS, old.follower_replicas.get(t), new.follower_replicas.get(t)),
-            ):
-                if frozenset(o or ()) != frozenset(n or ()):
-                    ch[key] = _fmt(n) if n else None
-            if ch:
-                tchanges[t] = ch
-        bchanges: dict[int, dict[str, str | None]] = {}
-        for b in sorted(set(old.broker_rates) | set(new.broker_rates)):
-            o, n = old.broker_rates.get(b), new.broker_rates.get(b)
-            if o != n:
-                v = None if n is None else str(n)
-                bchanges[b] = {LEADER_RATE: v, FOLLOWER_RATE: v}
-        # rates first when adding (no throttled replica without its rate), lists first when removing
-        if tchanges:
-            self.admin.alter_topic_configs(tchanges)
-        if bchanges:
-            self.admin.alter_broker_configs(bchanges)
-
-
-def throttle_driver_for(gateway: Any) -> ThrottleDriver:
-    if hasattr(gateway, "set_throttles") and hasattr(gateway, "current_throttles"):
-        return SimThrottles(gateway)
-    return KafkaThrottles(gateway)
 
 
 # ---------------------------------------------------------------------------- steps hook
@@ -423,7 +251,6 @@ class Run:
         run_id: str | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] | None = None,
-        throttles: ThrottleDriver | None = None,
         steps_for: StepsFor | None = None,
         plan_path: str | None = None,
         secrets: Sequence[str] = (),
@@ -436,7 +263,6 @@ class Run:
         self.plan_path = plan_path
         self._clock = clock
         self._sleep_fn = sleep
-        self._throttles = throttles if throttles is not None else throttle_driver_for(gateway)
         self._steps_for = steps_for or steps_hook(self.options)
         self._secrets = tuple(secrets)
         self._caps = self.options.caps()
@@ -455,8 +281,10 @@ class Run:
         self._started_at: float | None = None
         self._moves: dict[TopicPartition, MoveState] = {}
         self._order: list[TopicPartition] = []
-        self._applied: ThrottleState | None = None
-        self._managed_brokers: set[int] = set()
+        self._applied: dict[str, Any] | None = None  # throttles in scope after the last sync
+        self._applied_for: Any = None
+        self._managed_brokers: set[int] = set()  # brokers this run set a rate on
+        self._managed_topics: set[str] = set()  # topics whose lists this run wrote
         self._last_sample = -1e18
         self._journal: Journal | None = None
         self._stop_submitting = False
@@ -674,6 +502,7 @@ class Run:
         for it in ordered:
             self._moves[it.tp] = MoveState(plan_by_tp[it.tp], it)
 
+        info = _cluster_info(self.gw)
         self._emit(
             "run_started",
             resumed=resuming,
@@ -685,7 +514,8 @@ class Run:
             mode=self._caps.mode,
             batches=(max((i.batch for i in ordered), default=-1) + 1),
             reassign_kit_version=__version__,
-            kafka_version=_kafka_version(self.gw),
+            kafka_version=info.get("kafka_version"),
+            cluster=info,
             foreign_in_flight=len(foreign),
         )
         if foreign and self._caps.cluster_max_reassignments is None:
@@ -731,7 +561,9 @@ class Run:
             for e in prior:
                 if e.get("event") == "throttle_set":
                     self._managed_brokers.update(int(b) for b in e.get("broker_rates", {}))
-        self._sync_throttles(cluster, extra=())
+                    self._managed_topics.update(e.get("leader_replicas", {}))
+                    self._managed_topics.update(e.get("follower_replicas", {}))
+        self._sync_throttles(cluster)
 
     def _journaled_submissions(self, prior: list[dict[str, Any]]) -> dict[TopicPartition, dict]:
         out: dict[TopicPartition, dict] = {}
@@ -792,7 +624,7 @@ class Run:
             self._schedule(cluster, states, now)
             if self._end_state is not None:
                 return True
-        self._sync_throttles(self.gw.list_reassignments() if self._dirty else cluster, extra=())
+        self._sync_throttles(self.gw.list_reassignments() if self._dirty else cluster)
         return self._finished()
 
     _dirty = False
@@ -917,11 +749,10 @@ class Run:
         if not targets:
             return
         # throttles first: the moves about to start must never run unthrottled
-        future = [
-            _future_state(self._moves[tp], tp, targets[tp], ready_states.get(tp) or new_states[tp])
-            for tp in targets
-        ]
-        self._sync_throttles(cluster, extra=future)
+        self._sync_throttles(
+            cluster,
+            {tp: (tgt, ready_states.get(tp) or new_states[tp]) for tp, tgt in targets.items()},
+        )
         batch = d.batch
         results = self.gw.alter_reassignments(
             targets, allow_replication_factor_change=self.options.allow_replication_factor_change
@@ -1124,42 +955,43 @@ class Run:
     # ---- throttles ----------------------------------------------------------------------------
 
     def _sync_throttles(
-        self, cluster: Mapping[TopicPartition, PartitionState], extra: Sequence[PartitionState]
+        self,
+        cluster: Mapping[TopicPartition, PartitionState],
+        submitting: Mapping[TopicPartition, tuple[tuple[int, ...], PartitionState]] | None = None,
     ) -> None:
-        """Make the cluster's throttles exactly what the moves in flight (plus ``extra``, about
-        to be submitted) need; write only when that changes."""
+        """Make the cluster's throttles exactly what the moves in flight (``cluster``) plus
+        ``submitting`` (target, current state: about to be submitted) need, through
+        ``throttle`` (the rules of the official tool, shared with ``ops.execute``); read and
+        write only when that need changed, and then only the keys that differ."""
         self._dirty = False
         if self.options.throttle is None:
             return
-        ours = [st for tp, st in cluster.items() if tp in self._moves]
-        ours += list(extra)
-        others = [st for tp, st in cluster.items() if tp not in self._moves]
-        want_ours = needed_throttles(ours, self.options.throttle)
-        topics = set(self.plan.topics()) | {st.tp.topic for st in cluster.values()}
-        brokers = self._managed_brokers | set(want_ours.broker_rates)
-        for st in others:
-            brokers.update(st.replicas)
-        if (
-            self._applied is not None
-            and not extra
-            and self._applied_for == (want_ours, frozenset(others_key(others)))
-        ):
+        targets = {tp: st.target for tp, st in cluster.items() if tp in self._moves}
+        states = {tp: st for tp, st in cluster.items() if tp in self._moves}
+        for tp, (tgt, st) in (submitting or {}).items():
+            targets[tp], states[tp] = tuple(tgt), st
+        others = {tp: st for tp, st in cluster.items() if tp not in self._moves}
+        moves = thr.move_map(targets, states, others)
+        required = thr.throttles_for(moves)
+        ours = {b for tp in targets for b in (*moves[tp].sources, *moves[tp].destinations)}
+        keep = required.brokers - ours
+        topics = set(self.plan.topics()) | {tp.topic for tp in cluster} | self._managed_topics
+        brokers = self._managed_brokers | set(required.brokers)
+        key = (required, frozenset(keep), frozenset(topics), frozenset(brokers))
+        if self._applied is not None and not submitting and self._applied_for == key:
             return
-        current = self._throttles.read(topics, brokers)
-        current = _restrict(current, topics, brokers)
-        target = merge_throttles(current, want_ours, others)
-        if _same(current, target):
-            self._applied, self._applied_for = target, (want_ours, frozenset(others_key(others)))
+        before, after, changes = thr.sync_throttles(
+            self.gw, required, self.options.throttle, topics, brokers, keep
+        )
+        self._applied, self._applied_for = after, key
+        if not (changes[0] or changes[1]):
             return
-        self._throttles.write(current, target)
-        self._managed_brokers |= set(target.broker_rates)
-        self._applied, self._applied_for = target, (want_ours, frozenset(others_key(others)))
-        if target.is_empty():
-            self._emit("throttle_cleared", **throttle_summary(current))
+        self._managed_topics |= set(changes[0])
+        self._managed_brokers |= {b for b, kv in changes[1].items() if any(kv.values())}
+        if required.brokers or required.topics:
+            self._emit("throttle_set", rate=self.options.throttle, **thr.summary(after))
         else:
-            self._emit("throttle_set", rate=self.options.throttle, **throttle_summary(target))
-
-    _applied_for: Any = None
+            self._emit("throttle_cleared", **thr.summary(before))
 
     # ---- the end ------------------------------------------------------------------------------
 
@@ -1183,7 +1015,7 @@ class Run:
                         if ms.status == "moving" and st is not None and not st.reassigning:
                             ms.status = "ready"  # between steps or lost: nothing in flight
             self._applied = None
-            self._sync_throttles(cluster, extra=())
+            self._sync_throttles(cluster)
             if state == "submitted" and all(
                 ms.status in ("done", "cancelled") for ms in self._moves.values()
             ):
@@ -1194,7 +1026,7 @@ class Run:
                 self._error = f"while finishing: {e}"
         self.state = state
         moving = [tp for tp in self._order if self._moves[tp].status in ("moving",)]
-        left = throttle_summary(self._applied) if self._applied is not None else {}
+        left = thr.summary(self._applied) if self._applied is not None else {}
         self._result = RunResult(
             state=state,
             run_id=self.run_id,
@@ -1248,39 +1080,6 @@ class Run:
         return rec
 
 
-def others_key(others: Iterable[PartitionState]) -> list[tuple]:
-    return [(st.tp, st.replicas, st.adding) for st in others]
-
-
-def _restrict(state: ThrottleState, topics: set[str], brokers: set[int]) -> ThrottleState:
-    return ThrottleState(
-        {t: v for t, v in state.leader_replicas.items() if t in topics},
-        {t: v for t, v in state.follower_replicas.items() if t in topics},
-        {b: r for b, r in state.broker_rates.items() if b in brokers},
-    )
-
-
-def _same(a: ThrottleState, b: ThrottleState) -> bool:
-    def norm(m: Mapping) -> dict:
-        return {k: frozenset(v) for k, v in m.items() if v}
-
-    return (
-        norm(a.leader_replicas) == norm(b.leader_replicas)
-        and norm(a.follower_replicas) == norm(b.follower_replicas)
-        and dict(a.broker_rates) == dict(b.broker_rates)
-    )
-
-
-def _future_state(
-    ms: MoveState, tp: TopicPartition, target: tuple[int, ...], st: PartitionState
-) -> PartitionState:
-    """The state a partition will be in once ``target`` is submitted (for throttles)."""
-    cur = tuple(b for b in st.replicas if b not in st.adding) if st.reassigning else st.replicas
-    adding = tuple(b for b in target if b not in cur)
-    removing = tuple(b for b in cur if b not in target)
-    return PartitionState(tp, tuple(target) + removing, st.isr, st.leader, adding, removing)
-
-
 def _step_from(ms: MoveState) -> tuple[int, ...]:
     """The replicas the step in flight started from."""
     if ms.step >= 2 and len(ms.steps) >= ms.step - 1:
@@ -1292,9 +1091,214 @@ def _tpf(tp: TopicPartition) -> dict[str, Any]:
     return {"topic": tp.topic, "partition": tp.partition}
 
 
-def _kafka_version(gw: Any) -> str | None:
-    fn = getattr(gw, "kafka_version", None)
+def _cluster_info(gw: Any) -> dict[str, Any]:
+    """The gateway's ``cluster_info()`` (Kafka version and cluster id), {} when it has none;
+    informative only, so a failure is noted rather than fatal."""
+    fn = getattr(gw, "cluster_info", None)
+    if not callable(fn):
+        return {}
     try:
-        return fn() if callable(fn) else None
-    except Exception:  # noqa: BLE001 - informative only
-        return None
+        return dict(fn())
+    except Exception as e:  # noqa: BLE001 - informative only
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+# ---------------------------------------------------------------------------- the Python API
+
+# options of ops.execute (the legacy single request) that are not ExecuteOptions fields
+LEGACY_OPTIONS = frozenset(
+    {
+        "additional",
+        "throttle",
+        "log_dir_throttle",
+        "disallow_replication_factor_change",
+        "timeout_s",
+    }
+)
+_OPTION_NAMES = frozenset(f.name for f in fields(ExecuteOptions))
+
+
+def default_journal_path() -> str:
+    return time.strftime("reassign-run-%Y%m%dT%H%M%SZ.jsonl", time.gmtime())
+
+
+@dataclass
+class Prepared:
+    """A validated paced run, not started: what ``prepare`` checked and wrote."""
+
+    run: Run
+    rollback: Plan | None
+    rollback_path: str | None
+
+
+def prepare(
+    gateway: Any,
+    plan: Plan,
+    options: ExecuteOptions,
+    journal_path: str | None,
+    *,
+    resume: bool = False,
+    rollback_path: str | None = "",
+    source: str = "the plan",
+    plan_path: str | None = None,
+) -> Prepared:
+    """Everything before the first submission of a paced run, shared by the CLI and the API:
+    validate the whole plan against the cluster (nothing is sent otherwise), refuse when
+    other reassignments are in flight unless ``additional``, write the rollback JSON
+    (``rollback_path`` "" = a timestamped file in the working dir, None = none; not on
+    resume), and build the Run with the KIP-435 steps hook (per-topic min ISR) if asked."""
+    from . import ops
+    from .validate import validate_plan
+
+    view = ops.cluster_view(gateway, plan)
+    validate_plan(
+        plan,
+        view,
+        disallow_replication_factor_change=not options.allow_replication_factor_change,
+        source=source,
+    )
+    rollback, path = None, None
+    if not resume:
+        in_flight = ops.in_flight_unless_additional(gateway, options.additional)
+        states = {tp: in_flight.get(tp, st) for tp, st in view.states.items()}
+        rollback = ops.rollback_plan(plan, states)
+        path = ops.write_rollback(rollback, rollback_path)
+    steps_for = None
+    if options.parallel_replica_count is not None:
+        from .steps import make_steps_for
+
+        min_isr = getattr(gateway, "min_insync_replicas", None)
+        steps_for = make_steps_for(
+            options.parallel_replica_count, min_isr(plan.topics()) if min_isr else 1
+        )
+    run = Run(
+        gateway,
+        plan,
+        options,
+        journal_path,
+        resume=resume,
+        steps_for=steps_for,
+        plan_path=plan_path,
+    )
+    return Prepared(run, rollback, path)
+
+
+def options_from_journal(journal_path: str) -> ExecuteOptions:
+    """The options a journaled run was started with (``--resume`` reuses them)."""
+    if not os.path.exists(journal_path):
+        raise UsageError(f"--journal {journal_path}: no such file to resume")
+    first = next((e for e in read_events(journal_path) if e.get("event") == "run_started"), None)
+    if first is None:
+        raise UsageError(f"--journal {journal_path}: no run_started event; nothing to resume")
+    return ExecuteOptions.from_json_obj(first.get("options") or {}).validate()
+
+
+def execute(
+    plan: Plan | str | os.PathLike,
+    bootstrap_servers: str | None = None,
+    *,
+    gateway: Any = None,
+    command_config: Mapping[str, str] | str | None = None,
+    journal: str | os.PathLike | None = "",
+    resume: bool = False,
+    rollback_path: str | os.PathLike | None = "",
+    **options: Any,
+) -> Any:
+    """``reassign_kit.execute(plan, bootstrap_servers=..., **options)``, from a notebook or a
+    script, as the CLI's ``--execute``.
+
+    ``plan`` is a Plan or a JSON file path; the cluster is ``gateway`` (e.g. a simulator) or
+    ``bootstrap_servers`` with ``command_config`` (a dict or a .properties path; its secrets
+    never reach the journal). Options with only the official tool's meaning (``additional``,
+    ``throttle``, ``log_dir_throttle``, ``disallow_replication_factor_change``, ``timeout_s``)
+    make the legacy single request (``ops.execute``, returns ``ops.ExecuteResult``); any
+    pacing option (``ExecuteOptions``' fields: ``batch_size``, ``incremental``, caps,
+    deadlines, ``wait``, ...), ``resume`` or an explicit ``journal`` makes a paced run that
+    blocks until KIP-1335's return point (or the end with ``wait=True``) and returns its
+    ``RunResult``; a failed run raises ``RunError``. Both results have ``.to_pandas()``.
+    ``journal`` / ``rollback_path``: "" = a timestamped file in the working directory (as the
+    CLI), None = none. For a run in the background use ``prepare(...).run.start()``."""
+    unknown = sorted(set(options) - _OPTION_NAMES - LEGACY_OPTIONS)
+    if unknown:
+        raise UsageError(
+            f"execute: unknown option(s) {', '.join(unknown)}; known: "
+            + ", ".join(sorted(_OPTION_NAMES | LEGACY_OPTIONS))
+        )
+    if (gateway is None) == (bootstrap_servers is None):
+        raise UsageError("execute needs exactly one of bootstrap_servers and gateway")
+    if "disallow_replication_factor_change" in options:  # the CLI's name for the same thing
+        disallow = options.pop("disallow_replication_factor_change")
+        options["allow_replication_factor_change"] = not disallow
+    defaults = ExecuteOptions()
+    shared = {"additional", "throttle", "allow_replication_factor_change"}
+    legacy_only = {k: v for k, v in options.items() if k not in _OPTION_NAMES}
+    paced = (
+        resume
+        or bool(journal)
+        or any(
+            k not in shared and v != getattr(defaults, k)
+            for k, v in options.items()
+            if k in _OPTION_NAMES
+        )
+    )
+    if paced and any(v is not None for v in legacy_only.values()):
+        raise UsageError(
+            f"execute: {', '.join(sorted(legacy_only))} only apply to the legacy single request, "
+            "not to a paced run"
+        )
+    source = os.fspath(plan) if isinstance(plan, str | os.PathLike) else "the plan"
+    if isinstance(plan, str | os.PathLike):
+        plan = Plan.read(source)
+    from . import ops
+    from .journal import register_config_secrets
+
+    if isinstance(command_config, str | os.PathLike):
+        command_config = ops.load_command_config(os.fspath(command_config))
+    register_config_secrets(command_config or {})
+    rb = None if rollback_path is None else os.fspath(rollback_path)
+    gw = gateway if gateway is not None else ops.connect(bootstrap_servers, command_config)
+    try:
+        if not paced:
+            return ops.execute(
+                gw,
+                plan,
+                additional=options.get("additional", False),
+                throttle=options.get("throttle"),
+                disallow_replication_factor_change=not options.get(
+                    "allow_replication_factor_change", True
+                ),
+                rollback_path=rb,
+                source=source,
+                **{k: v for k, v in legacy_only.items() if v is not None},
+            )
+        journal_path = os.fspath(journal) if journal else default_journal_path()
+        opts = (
+            options_from_journal(journal_path)
+            if resume
+            else ExecuteOptions(**{k: v for k, v in options.items() if k in _OPTION_NAMES})
+        ).validate()
+        prepared = prepare(
+            gw,
+            plan,
+            opts,
+            journal_path,
+            resume=resume,
+            rollback_path=rb,
+            source=source,
+            plan_path=os.path.abspath(source) if source != "the plan" else None,
+        )
+        return prepared.run.run()
+    finally:
+        if gateway is None:
+            gw.close()
+
+
+class _CallableModule(types.ModuleType):
+    """Lets ``reassign_kit.execute(...)`` be the API call while ``reassign_kit.execute`` stays
+    this module (``from reassign_kit.execute import Run`` keeps working), as ``progress``."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return execute(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

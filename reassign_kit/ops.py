@@ -199,6 +199,35 @@ def replica_log_dirs(gateway: Any, tps: Iterable[TopicPartition], brokers: Itera
     return cur, fut
 
 
+def in_flight_unless_additional(
+    gateway: Any, additional: bool
+) -> dict[TopicPartition, PartitionState]:
+    """The reassignments in flight; refused (nothing sent) when there are some and the user did
+    not ask for ``--additional``, as the official tool."""
+    in_flight = gateway.list_reassignments()
+    if in_flight and not additional:
+        raise ReassignmentInProgressError(
+            f"cannot execute: {len(in_flight)} partition reassignment(s) are already in progress "
+            f"({', '.join(str(tp) for tp in sorted(in_flight)[:5])}"
+            f"{', …' if len(in_flight) > 5 else ''}). Use --additional to submit this plan on "
+            "top of them (it replaces their target for partitions in both), or --cancel them"
+        )
+    return in_flight
+
+
+def write_rollback(rollback: Plan, rollback_path: str | None) -> str | None:
+    """Write the rollback plan: ``rollback_path`` "" = a timestamped file in the working dir,
+    None = none. Returns the path written."""
+    if rollback_path is None:
+        return None
+    path = rollback_path or default_rollback_path()
+    try:
+        rollback.write(path)
+    except OSError as e:
+        raise UsageError(f"--rollback-file {path}: cannot write it: {e.strerror}") from None
+    return path
+
+
 def execute(
     gateway: Any,
     plan: Plan,
@@ -223,14 +252,7 @@ def execute(
         disallow_replication_factor_change=disallow_replication_factor_change,
         source=source,
     )
-    in_flight = gateway.list_reassignments()
-    if in_flight and not additional:
-        raise ReassignmentInProgressError(
-            f"cannot execute: {len(in_flight)} partition reassignment(s) are already in progress "
-            f"({', '.join(str(tp) for tp in sorted(in_flight)[:5])}"
-            f"{', …' if len(in_flight) > 5 else ''}). Use --additional to submit this plan on "
-            "top of them (it replaces their target for partitions in both), or --cancel them"
-        )
+    in_flight = in_flight_unless_additional(gateway, additional)
     states = {tp: in_flight.get(tp, st) for tp, st in view.states.items()}
     with_dirs = any(m.log_dirs is not None for m in plan)
     brokers_of_plan = {r for m in plan for r in m.replicas} | {
@@ -240,13 +262,7 @@ def execute(
         replica_log_dirs(gateway, [m.tp for m in plan], brokers_of_plan)[0] if with_dirs else None
     )
     rollback = rollback_plan(plan, states, cur_dirs)
-    path = None
-    if rollback_path is not None:
-        path = rollback_path or default_rollback_path()
-        try:
-            rollback.write(path)
-        except OSError as e:
-            raise UsageError(f"--rollback-file {path}: cannot write it: {e.strerror}") from None
+    path = write_rollback(rollback, rollback_path)
 
     targets = {m.tp: m.replicas for m in plan}
     notes: list[str] = []

@@ -21,7 +21,16 @@ from typing import Any
 
 from . import reassign_cli as rc
 from .errors import UsageError
-from .execute import ON_DEADLINE, ExecuteOptions, Run, RunError, RunResult
+from .execute import (
+    ON_DEADLINE,
+    ExecuteOptions,
+    Run,
+    RunError,
+    RunResult,
+    default_journal_path,
+    options_from_journal,
+    prepare,
+)
 from .journal import read_events, register_config_secrets
 from .model import Plan
 from .schedule import ORDERS
@@ -224,66 +233,37 @@ def _base_command(args: argparse.Namespace) -> list[str]:
 
 def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
     from . import ops
-    from .validate import validate_plan
 
     if args.command_config:
         register_config_secrets(ops.load_command_config(args.command_config))
     if args.resume:
         if not args.journal:
             raise UsageError("--resume needs --journal (the journal of the run to resume)")
-        if not os.path.exists(args.journal):
-            raise UsageError(f"--journal {args.journal}: no such file to resume")
-        first = next(
-            (e for e in read_events(args.journal) if e.get("event") == "run_started"), None
-        )
-        if first is None:
-            raise UsageError(f"--journal {args.journal}: no run_started event; nothing to resume")
-        opts = ExecuteOptions.from_json_obj(first.get("options") or {}).validate()
-        print(f"Resuming run {first['run_id']} from {args.journal} with its options.")
+        opts = options_from_journal(args.journal)
     else:
         opts = options_from_args(args)
-    view = ops.cluster_view(gateway, plan)
-    validate_plan(
-        plan,
-        view,
-        disallow_replication_factor_change=not opts.allow_replication_factor_change,
-        source=args.reassignment_json_file,
-    )
-    if not args.resume:
-        in_flight = gateway.list_reassignments()
-        if in_flight and not opts.additional:
-            raise ops.ReassignmentInProgressError(
-                f"cannot execute: {len(in_flight)} partition reassignment(s) are already in "
-                f"progress ({', '.join(str(tp) for tp in sorted(in_flight)[:5])}). Use "
-                "--additional to submit this plan on top of them, or --cancel them"
-            )
-        rollback_path = args.rollback_file or ops.default_rollback_path()
-        states = {tp: in_flight.get(tp, st) for tp, st in view.states.items()}
-        rollback = ops.rollback_plan(plan, states)
-        print("Current partition replica assignment\n")
-        print(rollback.to_json())
-        rollback.write(rollback_path)
-        print(
-            f"\nSave this to use as the --reassignment-json-file option during rollback "
-            f"(saved to {rollback_path})"
-        )
-    journal = args.journal or time.strftime("reassign-run-%Y%m%dT%H%M%SZ.jsonl", time.gmtime())
-    steps_for = None
-    if opts.parallel_replica_count is not None:
-        from .steps import make_steps_for
-
-        steps_for = make_steps_for(
-            opts.parallel_replica_count, gateway.min_insync_replicas(plan.topics())
-        )
-    run = Run(
+    journal = args.journal or default_journal_path()
+    prepared = prepare(
         gateway,
         plan,
         opts,
         journal,
         resume=args.resume,
-        steps_for=steps_for,
+        rollback_path=args.rollback_file or "",
+        source=args.reassignment_json_file,
         plan_path=os.path.abspath(args.reassignment_json_file),
     )
+    run = prepared.run
+    if args.resume:
+        first = next(e for e in read_events(args.journal) if e.get("event") == "run_started")
+        print(f"Resuming run {first['run_id']} from {args.journal} with its options.")
+    else:
+        print("Current partition replica assignment\n")
+        print(prepared.rollback.to_json())
+        print(
+            f"\nSave this to use as the --reassignment-json-file option during rollback "
+            f"(saved to {prepared.rollback_path})"
+        )
     caps = opts.caps()
     print(
         f"Paced execution: {caps.mode}"

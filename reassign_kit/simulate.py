@@ -14,9 +14,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from .admin import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
 from .gateway import BrokerInfo, ReplicaLogInfo
 from .model import PartitionState, TopicPartition
+from .throttle import alter_in_place
 
 MB = 1024 * 1024
 
@@ -80,6 +83,8 @@ class SimCluster:
         self.partitions: dict[TopicPartition, SimPartition] = {}
         self.fail_on: dict[TopicPartition, str] = {}
         self.calls: Counter[str] = Counter()
+        self.topic_cfg: dict[str, dict[str, str]] = {}
+        self.broker_cfg: dict[int, dict[str, str]] = {}
         self.throttles = ThrottleState()
         self.throttle_history: list[tuple[float, ThrottleState]] = []
 
@@ -156,6 +161,14 @@ class SimCluster:
         sp.copied = {}
 
     # ---- Gateway ------------------------------------------------------------------------
+
+    def cluster_info(self) -> dict[str, Any]:
+        """As ``AdminGateway.cluster_info``: the model says what it is."""
+        return {
+            "cluster_id": "simulated",
+            "brokers": len(self.broker_ids),
+            "kafka_version": "simulated",
+        }
 
     def brokers(self) -> list[BrokerInfo]:
         self.calls["brokers"] += 1
@@ -245,17 +258,57 @@ class SimCluster:
                 out.append(ReplicaLogInfo(b, sp.tp, f"/sim/{b}/d0", size, 0, False))
         return out
 
-    # ---- throttles (what throttle.py writes as configs on a real cluster) ----------------
+    # ---- configs: throttle.py reads and writes them as on a real cluster ------------------
 
-    def set_throttles(self, state: ThrottleState) -> None:
-        self.calls["set_throttles"] += 1
-        self.throttles = state
-        self.throttle_history.append((self.t, state))
+    def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str]]:
+        self.calls["describe_configs"] += 1
+        known = {tp.topic for tp in self.partitions}
+        return {t: dict(self.topic_cfg.get(t, {})) for t in topics if t in known}
+
+    def broker_configs(self, brokers: Iterable[int]) -> dict[int, dict[str, str]]:
+        self.calls["describe_configs"] += 1
+        return {b: dict(self.broker_cfg.get(b, {})) for b in brokers if b in self.broker_ids}
+
+    def alter_topic_configs(self, changes: Mapping[str, Mapping[str, str | None]]) -> None:
+        self.calls["alter_configs"] += 1
+        alter_in_place(self.topic_cfg, changes)
+        self._throttles_changed()
+
+    def alter_broker_configs(self, changes: Mapping[int, Mapping[str, str | None]]) -> None:
+        self.calls["alter_configs"] += 1
+        alter_in_place(self.broker_cfg, changes)
+        self._throttles_changed()
+
+    def _throttles_changed(self) -> None:
+        self.throttles = ThrottleState(
+            _lists(self.topic_cfg, LEADER_REPLICAS),
+            _lists(self.topic_cfg, FOLLOWER_REPLICAS),
+            {
+                b: int(float(r))
+                for b, c in self.broker_cfg.items()
+                if (r := c.get(FOLLOWER_RATE) or c.get(LEADER_RATE))
+            },
+        )
+        self.throttle_history.append((self.t, self.throttles))
 
     def current_throttles(self) -> ThrottleState:
+        """The throttles the configs amount to, as the replication model applies them."""
         return self.throttles
 
     # ---- observation --------------------------------------------------------------------
 
     def assignment(self) -> dict[TopicPartition, tuple[int, ...]]:
         return {tp: tuple(sp.replicas) for tp, sp in self.partitions.items()}
+
+
+def _lists(topic_cfg: Mapping[str, Mapping[str, str]], key: str) -> dict[str, frozenset]:
+    out: dict[str, frozenset] = {}
+    for t, c in topic_cfg.items():
+        entries = set()
+        for e in (c.get(key) or "").split(","):
+            if ":" in e:
+                p, b = e.split(":", 1)
+                entries.add((int(p), int(b)))
+        if entries:
+            out[t] = frozenset(entries)
+    return out

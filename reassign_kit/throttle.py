@@ -205,6 +205,124 @@ def clear_changes(
     return topic_changes, broker_changes
 
 
+def entry_set(value: str | None) -> frozenset[str]:
+    """A throttled-replica list as a set of ``partition:broker`` entries (order-insensitive:
+    another writer may have written the same list in another order)."""
+    return frozenset(e.strip() for e in (value or "").split(",") if e.strip())
+
+
+def _rate_value(value: str | None) -> int | None:
+    try:
+        return int(float(value)) if value else None
+    except ValueError:
+        return None
+
+
+def sync_changes(
+    required: Throttles,
+    rate: int | None,
+    current: Mapping[str, Any],
+    topics: Iterable[str],
+    brokers: Iterable[int],
+    keep_rates_of: Iterable[int] = (),
+    log_dir_rate: int | None = None,
+    log_dir_brokers_: Iterable[int] = (),
+) -> tuple[ConfigChanges, ConfigChanges]:
+    """(topic changes, broker changes) that turn the throttles now set (``current``, as
+    ``current_throttles`` returns them) on ``topics`` / ``brokers`` into exactly ``required``
+    at ``rate``, touching only the keys whose value changes: a paced run re-syncs at every wave,
+    and rewriting every broker's config each time would be noise in the cluster's config log.
+
+    Brokers in ``keep_rates_of`` (needed only by other runs' moves) keep a rate they already
+    have, which their own run chose; without one they get ``rate``, as the official tool does.
+    ``rate`` None leaves the inter-broker throttle (lists and rates) alone, ``log_dir_rate``
+    None the log-dir rate; a given ``log_dir_rate`` is set on ``log_dir_brokers_`` and removed
+    from the other brokers in scope. Pure."""
+    cur_topics = current.get("topics", {})
+    cur_brokers = current.get("brokers", {})
+    keep = set(keep_rates_of)
+    ld = set(log_dir_brokers_)
+    topic_changes: ConfigChanges = {}
+    for t in sorted(set(topics)) if rate is not None else ():
+        have = cur_topics.get(t, {})
+        kv: dict[str, str | None] = {}
+        for key, want in (
+            (LEADER_REPLICAS, required.leader.get(t)),
+            (FOLLOWER_REPLICAS, required.follower.get(t)),
+        ):
+            if entry_set(have.get(key)) != entry_set(want):
+                kv[key] = want or None
+        if kv:
+            topic_changes[t] = kv
+    broker_changes: ConfigChanges = {}
+    for b in sorted(set(brokers)):
+        have = cur_brokers.get(b, {})
+        kv = {}
+        has_rate = _rate_value(have.get(LEADER_RATE)) or _rate_value(have.get(FOLLOWER_RATE))
+        theirs = b in required.brokers and b in keep and has_rate
+        if rate is not None and not theirs:
+            want = str(int(rate)) if b in required.brokers else None
+            for key in (LEADER_RATE, FOLLOWER_RATE):
+                if _rate_value(have.get(key)) != _rate_value(want):
+                    kv[key] = want
+        if log_dir_rate is not None:
+            want_ld = str(int(log_dir_rate)) if b in ld else None
+            if _rate_value(have.get(LOG_DIR_RATE)) != _rate_value(want_ld):
+                kv[LOG_DIR_RATE] = want_ld
+        if kv:
+            broker_changes[b] = kv
+    return topic_changes, broker_changes
+
+
+def after_changes(
+    current: Mapping[str, Any], changes: tuple[ConfigChanges, ConfigChanges]
+) -> dict[str, Any]:
+    """``current`` (as ``current_throttles`` returns it) once ``changes`` are applied. Pure."""
+    out: dict[str, Any] = {}
+    for part, ch in zip(("topics", "brokers"), changes, strict=True):
+        out[part] = {k: dict(v) for k, v in current.get(part, {}).items()}
+        alter_in_place(out[part], ch)
+    return out
+
+
+def alter_in_place(store: dict[Any, dict[str, str]], changes: ConfigChanges) -> None:
+    """What incremental_alter_configs does to configs (name -> {key: value}): SET a value,
+    DELETE on None; a name left with no key is dropped. Pure model, shared with simulate."""
+    for name, kv in changes.items():
+        cfg = store.setdefault(name, {})
+        for k, v in kv.items():
+            if v is None:
+                cfg.pop(k, None)
+            else:
+                cfg[k] = v
+        if not cfg:
+            del store[name]
+
+
+def summary(current: Mapping[str, Any]) -> dict[str, Any]:
+    """Throttles (as ``current_throttles`` returns them) in the journal's shape: lists per
+    topic, the inter-broker rate and the log-dir rate per broker (string keys, for JSON)."""
+    topics = current.get("topics", {})
+    brokers = current.get("brokers", {})
+    out: dict[str, Any] = {
+        "leader_replicas": {
+            t: c[LEADER_REPLICAS] for t, c in sorted(topics.items()) if c.get(LEADER_REPLICAS)
+        },
+        "follower_replicas": {
+            t: c[FOLLOWER_REPLICAS] for t, c in sorted(topics.items()) if c.get(FOLLOWER_REPLICAS)
+        },
+        "broker_rates": {
+            str(b): r
+            for b, c in sorted(brokers.items())
+            if (r := _rate_value(c.get(FOLLOWER_RATE)) or _rate_value(c.get(LEADER_RATE)))
+        },
+    }
+    ld = {str(b): r for b, c in sorted(brokers.items()) if (r := _rate_value(c.get(LOG_DIR_RATE)))}
+    if ld:
+        out["log_dir_rates"] = ld
+    return out
+
+
 # ----------------------------------------------------------------------------- I/O through admin
 
 
@@ -245,6 +363,31 @@ def clear_throttles(
     gateway.alter_topic_configs(topic_changes)
     gateway.alter_broker_configs(broker_changes)
     return topic_changes, broker_changes
+
+
+def sync_throttles(
+    gateway: Any,
+    required: Throttles,
+    rate: int | None,
+    topics: Iterable[str],
+    brokers: Iterable[int],
+    keep_rates_of: Iterable[int] = (),
+    log_dir_rate: int | None = None,
+    log_dir_brokers_: Iterable[int] = (),
+) -> tuple[dict[str, Any], dict[str, Any], tuple[ConfigChanges, ConfigChanges]]:
+    """Make the throttles on ``topics`` / ``brokers`` exactly ``required`` (see
+    ``sync_changes``): read them (a few Admin calls), write only what differs.
+    Returns (before, after, changes); nothing is written when they agree."""
+    topics, brokers = sorted(set(topics)), sorted(set(brokers))
+    before = current_throttles(gateway, topics, brokers)
+    changes = sync_changes(
+        required, rate, before, topics, brokers, keep_rates_of, log_dir_rate, log_dir_brokers_
+    )
+    if changes[0]:
+        gateway.alter_topic_configs(changes[0])
+    if changes[1]:
+        gateway.alter_broker_configs(changes[1])
+    return before, after_changes(before, changes), changes
 
 
 def current_throttles(

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from reassign_kit import throttle as thr
 from reassign_kit.errors import UsageError
-from reassign_kit.execute import ExecuteOptions, Run, RunError, needed_throttles
+from reassign_kit.execute import ExecuteOptions, Run, RunError
 from reassign_kit.journal import (
     Journal,
     concurrency,
@@ -49,15 +50,12 @@ def make_run(sim, plan, tmp_path, **opts) -> Run:
 
 
 def exact_throttles(sim: SimCluster) -> bool:
-    """The model's throttles equal what the reassignments in flight need (none when idle)."""
-    need = needed_throttles(sim.list_reassignments().values(), RATE)
-    have = sim.current_throttles()
-    norm = lambda m: {k: frozenset(v) for k, v in m.items() if v}  # noqa: E731
-    return (
-        norm(have.leader_replicas) == norm(need.leader_replicas)
-        and norm(have.follower_replicas) == norm(need.follower_replicas)
-        and dict(have.broker_rates) == dict(need.broker_rates)
-    )
+    """The model's throttle configs equal what the reassignments in flight need (none when
+    idle): throttle.py's own diff finds nothing to change."""
+    need = thr.required_throttles({}, {}, sim.list_reassignments())
+    topics = sorted({tp.topic for tp in sim.partitions})
+    current = thr.current_throttles(sim, topics, sim.broker_ids)
+    return thr.sync_changes(need, RATE, current, topics, sim.broker_ids) == ({}, {})
 
 
 def guard_submissions(sim: SimCluster) -> list:
@@ -468,3 +466,12 @@ def test_journal_redacts_secrets_and_reads_back(tmp_path):
         f.write('{"ts": 1, "event": "torn')  # a SIGKILL mid-write
     df = to_pandas(tmp_path / "j.jsonl")
     assert list(df["event"]) == ["run_started"] and "time" in df
+
+
+def test_run_started_records_versions_and_plan_digest(tmp_path):
+    sim = cluster(2)
+    plan = shift_plan(sim)
+    make_run(sim, plan, tmp_path).run()
+    started = events(tmp_path, "run_started")[0]
+    assert started["kafka_version"] == "simulated" and started["cluster"]["brokers"] == 4
+    assert started["reassign_kit_version"] and started["plan_digest"] == plan.digest()

@@ -232,3 +232,74 @@ def test_clear_never_removes_what_remaining_moves_need(sc, brokers):
             assert kv[LEADER_RATE] is None and kv[FOLLOWER_RATE] is None
     if not remaining:
         assert all(v is None for kv in tchanges.values() for v in kv.values())
+
+
+# ----------------------------------------------------------------------------- sync (paced waves)
+
+rate_st = st.sampled_from([None, "1000", "2000", "5000"])
+
+
+@st.composite
+def current_configs(draw):
+    """Whatever throttles happen to be set now (ours from an earlier wave, others', stale)."""
+    entry = st.builds(lambda p, b: f"{p}:{b}", st.integers(0, 5), st.integers(0, 9))
+    lists = st.one_of(st.none(), st.lists(entry, min_size=1, max_size=6).map(",".join))
+    topics = {}
+    for t in "abc":
+        kv = {k: v for k in (LEADER_REPLICAS, FOLLOWER_REPLICAS) if (v := draw(lists))}
+        if kv:
+            topics[t] = kv
+    brokers = {}
+    for b in range(10):
+        kv = {k: v for k in (LEADER_RATE, FOLLOWER_RATE, LOG_DIR_RATE) if (v := draw(rate_st))}
+        if kv:
+            brokers[b] = kv
+    return {"topics": topics, "brokers": brokers}
+
+
+@given(scenario(), current_configs(), st.sets(st.integers(0, 9)), st.sets(st.integers(0, 9)))
+@settings(max_examples=300, deadline=None)
+def test_sync_makes_exactly_the_required_throttles_touching_only_what_differs(
+    sc, current, extra_brokers, ld_brokers
+):
+    targets, states, others = sc
+    req = thr.required_throttles(targets, states, others)
+    topics = ["a", "b", "c"]
+    brokers = sorted(req.brokers | extra_brokers)
+    changes = thr.sync_changes(req, 1000, current, topics, brokers, (), 700, ld_brokers)
+    after = thr.after_changes(current, changes)
+    # exact: a second sync has nothing left to do
+    assert thr.sync_changes(req, 1000, after, topics, brokers, (), 700, ld_brokers) == ({}, {})
+    s = thr.summary(after)
+    for t in topics:
+        assert thr.entry_set(s["leader_replicas"].get(t)) == thr.entry_set(req.leader.get(t))
+        assert thr.entry_set(s["follower_replicas"].get(t)) == thr.entry_set(req.follower.get(t))
+    in_scope = lambda m: {int(b) for b in m if int(b) in brokers}  # noqa: E731
+    assert in_scope(s["broker_rates"]) == set(req.brokers)
+    assert in_scope(s.get("log_dir_rates", {})) == set(ld_brokers) & set(brokers)
+    # minimal: nothing is set to the value it already has, nothing outside the scope is touched
+    for part, ch in zip(("topics", "brokers"), changes, strict=True):
+        for name, kv in ch.items():
+            assert name in (topics if part == "topics" else brokers)
+            for k, v in kv.items():
+                assert current[part].get(name, {}).get(k) != v
+
+
+def test_sync_keeps_another_runs_rate_and_leaves_unmanaged_keys_alone():
+    a0, b0 = TP("a", 0), TP("b", 0)
+    other = {b0: S(b0, [3, 4, 5], adding=[5], removing=[3])}
+    req = thr.required_throttles({a0: [2]}, {a0: S(a0, [1])}, other)
+    current = {
+        "topics": {"a": {LEADER_REPLICAS: "0:1"}},  # already right: left alone
+        "brokers": {4: {LEADER_RATE: "50", FOLLOWER_RATE: "50"}, 9: {LEADER_RATE: "1000"}},
+    }
+    tch, bch = thr.sync_changes(req, 1000, current, ["a", "b"], [1, 2, 3, 4, 5, 9], {3, 4, 5})
+    assert tch == {
+        "a": {FOLLOWER_REPLICAS: "0:2"},
+        "b": {LEADER_REPLICAS: "0:3,0:4", FOLLOWER_REPLICAS: "0:5"},
+    }
+    # 4 keeps the other run's 50 B/s; 3 and 5 had none and get ours; 9 needs none any more
+    assert 4 not in bch and bch[3] == bch[5] == {LEADER_RATE: "1000", FOLLOWER_RATE: "1000"}
+    assert bch[9] == {LEADER_RATE: None}
+    # rate None: the inter-broker throttle is not ours to touch
+    assert thr.sync_changes(req, None, current, ["a", "b"], [1, 9]) == ({}, {})
