@@ -10,8 +10,8 @@ def __getattr__(name: str):
     """``reassign_kit.progress(...)`` etc. without importing everything up front."""
     import importlib
 
-    if name == "progress":  # a callable module: reassign_kit.progress(gateway, plan, journal)
-        return importlib.import_module(".progress", __name__)
+    if name in ("progress", "execute"):  # callable modules: reassign_kit.execute(plan, ...)
+        return importlib.import_module(f".{name}", __name__)
     if name in ("verify", "cancel", "list_reassignments", "rollback_plan"):
         return getattr(importlib.import_module(".ops", __name__), name)
     if name == "plan":  # reassign_kit.plan(snapshot, ...): pyspark is imported only when used

@@ -1146,7 +1146,8 @@ def prepare(
     validate the whole plan against the cluster (nothing is sent otherwise), refuse when
     other reassignments are in flight unless ``additional``, write the rollback JSON
     (``rollback_path`` "" = a timestamped file in the working dir, None = none; not on
-    resume), and build the Run with the KIP-435 steps hook (per-topic min ISR) if asked."""
+    resume), and build the Run with the KIP-435 steps hook (per-topic min ISR) if asked, in
+    the model's own time when the gateway is a simulator."""
     from . import ops
     from .validate import validate_plan
 
@@ -1171,6 +1172,10 @@ def prepare(
         steps_for = make_steps_for(
             options.parallel_replica_count, min_isr(plan.topics()) if min_isr else 1
         )
+    # a model cluster (simulate.SimCluster) brings its own clock: the run goes in model time
+    model_time = {}
+    if callable(getattr(gateway, "now", None)) and callable(getattr(gateway, "sleep", None)):
+        model_time = {"clock": gateway.now, "sleep": gateway.sleep}
     run = Run(
         gateway,
         plan,
@@ -1179,6 +1184,7 @@ def prepare(
         resume=resume,
         steps_for=steps_for,
         plan_path=plan_path,
+        **model_time,
     )
     return Prepared(run, rollback, path)
 
