@@ -7,7 +7,9 @@ the sum of RSS over the whole process tree (driver JVM and Python workers includ
     .venv/bin/python bench/bench_planner.py            # all sizes
     RK_BENCH_SIZES=100000,1000000 .venv/bin/python bench/bench_planner.py
 
-Each run is a fresh process, so Spark start-up is part of every Spark time.
+Each run is a fresh process, so Spark start-up is part of every Spark time. ``load`` is the
+machine's 1-minute load average at the end of the run (the machine may be shared: with 2 cores, a
+load of 6 makes every number about three times slower).
 """
 
 from __future__ import annotations
@@ -192,7 +194,7 @@ def measure(path: str, engine: str) -> dict:
 def main() -> None:
     rows = []
     print(f"{'replicas':>9} {'case':<12} {'engine':<6} {'total s':>8} {'start s':>8} {'valid s':>8} "
-          f"{'moved':>8} {'lower b.':>8} {'ratio':>6} {'spread':>7} {'lead sp':>7} {'probl':>5} {'peak MB':>8}")
+          f"{'moved':>8} {'lower b.':>8} {'ratio':>6} {'spread':>7} {'lead sp':>7} {'probl':>5} {'peak MB':>8} {'load':>5}")
     for size in SIZES:
         for case in CASES:
             path = os.path.join(OUT, f"{size}-{case}")
@@ -209,7 +211,7 @@ def main() -> None:
                 print(
                     f"{size:>9} {case:<12} {engine:<6} {r['total_s']:>8.1f} {r['startup_s']:>8.1f} {r['validate_s']:>8.1f} "
                     f"{r['moved']:>8} {r['lower_bound']:>8} {ratio:>6.3f} {r['replica_spread_before']:>3}->{r['replica_spread_after']:<3} "
-                    f"{r['leader_spread_after']:>7} {r['problems']:>5} {r['peak_mb']:>8.0f}",
+                    f"{r['leader_spread_after']:>7} {r['problems']:>5} {r['peak_mb']:>8.0f} {r['load']:>5.1f}",
                     flush=True,
                 )
             if all(e in by_engine and "error" not in by_engine[e] for e in ("spark", "local")):

@@ -189,8 +189,11 @@ def plan_and_validate_spark(
                         }
                     )
 
-        out = df.mapInPandas(plan_chunks, CHANGED_SCHEMA).collect()
-        changed = [(r.topic, r.partition, list(r.old), list(r.new), r.size_bytes) for r in out]
+        out = df.mapInPandas(plan_chunks, CHANGED_SCHEMA).toPandas()  # Arrow, not pickled rows
+        changed = [
+            (t, int(p), [int(x) for x in o], [int(x) for x in n], int(sz))
+            for t, p, o, n, sz in zip(out["topic"], out["partition"], out["old"], out["new"], out["size_bytes"], strict=True)
+        ]
         result = finish(changed, prep)
         timings["plan_s"] = time.perf_counter() - t
         t = time.perf_counter()
