@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from . import __version__
+from . import __version__, ops
 from . import throttle as thr
 from .errors import ReassignKitError, UsageError
 from .gateway import Gateway
@@ -70,6 +70,8 @@ class ExecuteOptions:
     min_isr: int | None = None
     sample_interval: float = 5.0
     cancel_on_stop: bool = False
+    log_dir_throttle: int | None = None
+    timeout_s: float = 10.0  # --timeout: for a replica to appear before its log-dir move starts
 
     def caps(self) -> Caps:
         return Caps(
@@ -105,6 +107,13 @@ class ExecuteOptions:
             raise UsageError(
                 f"--throttle must be a positive number of bytes/s, got {self.throttle}"
             )
+        if self.log_dir_throttle is not None and self.log_dir_throttle <= 0:
+            raise UsageError(
+                "--replica-alter-log-dirs-throttle must be a positive number of bytes/s, "
+                f"got {self.log_dir_throttle}"
+            )
+        if not self.timeout_s >= 0:
+            raise UsageError(f"--timeout must be >= 0, got {self.timeout_s}")
         if self.parallel_replica_count is not None and self.parallel_replica_count < 1:
             raise UsageError(
                 f"--parallel-replica-count must be >= 1, got {self.parallel_replica_count}"
@@ -290,12 +299,16 @@ class Run:
         self._stop_submitting = False
         self._end_state: str | None = None
         self._error: str | None = None
-        for m in plan:
-            if m.log_dirs is not None and any(d != "any" for d in m.log_dirs):
-                raise UsageError(
-                    f"partition {m.tp}: log_dirs are not supported by paced execution; "
-                    "run it without --reassignment-batch-size (legacy) or drop log_dirs"
-                )
+        # moves between log dirs (the plan's log_dirs): started once a move's final replica set
+        # is submitted, as ops.execute does for the legacy request; a move is complete only
+        # when its replicas are also in the asked dirs
+        self._dirs: dict[TopicPartition, dict[int, str]] = {}
+        for (tp, b), d in ops.log_dir_targets(plan).items():
+            self._dirs.setdefault(tp, {})[b] = d
+        self._dir_pending: dict[tuple[TopicPartition, int], tuple[str, float]] = {}
+        self._dirs_registered: set[TopicPartition] = set()
+        self._dirs_started: set[tuple[TopicPartition, int]] = set()
+        self._dirs_placed: set[TopicPartition] = set()
 
     # ---- control, from any thread ---------------------------------------------------------
 
@@ -525,11 +538,14 @@ class Run:
                 "not count them (set --cluster-max-reassignments to)",
             )
         now = self._clock()
+        self._dirs_placed |= self._placed(
+            [tp for tp in self._dirs if is_complete(self._moves[tp].move.replicas, states[tp])]
+        )
         for it in ordered:
             ms = self._moves[it.tp]
             st = states[it.tp]
             j = journaled.get(it.tp)
-            if is_complete(ms.move.replicas, st):
+            if self._complete(it.tp, st):
                 ms.status = "done"
                 ms.completed_at = now
                 if j is not None and not j.get("completed"):
@@ -612,6 +628,7 @@ class Run:
         states = self.gw.describe_partitions(watch) if watch else {}
         now = self._clock()
         with self._lock:
+            self._drive_log_dirs(now)
             self._update(states, now)
         self._maybe_sample(now, force=False)
         self._check_deadlines(now)
@@ -631,6 +648,88 @@ class Run:
     _exc: ReassignKitError | None = None
     _deadline_hit = False
 
+    # ---- moves between log dirs --------------------------------------------------------------
+
+    def _complete(self, tp: TopicPartition, st: PartitionState | None) -> bool:
+        """``model.is_complete`` plus, for a move with log dirs, its replicas in those dirs."""
+        ok = is_complete(self._moves[tp].move.replicas, st)
+        return ok and (tp not in self._dirs or tp in self._dirs_placed)
+
+    def _placed(self, tps: Sequence[TopicPartition]) -> set[TopicPartition]:
+        """The partitions whose replicas are all in the asked log dirs, no future replica left
+        (one DescribeLogDirs round for them)."""
+        if not tps:
+            return set()
+        brokers = {b for tp in tps for b in self._dirs[tp]}
+        cur, fut = ops.replica_log_dirs(self.gw, tps, brokers)
+        return {
+            tp
+            for tp in tps
+            if all(cur.get((tp, b)) == d and (tp, b) not in fut for b, d in self._dirs[tp].items())
+        }
+
+    def _drive_log_dirs(self, now: float) -> None:
+        """Start the log-dir moves of moves whose final replica set is submitted (one
+        AlterReplicaLogDirs round, retried while a new replica does not exist yet, up to
+        ``timeout_s`` as the official tool's --timeout), and see which have finished."""
+        if not self._dirs:
+            return
+        for tp, ms in self._moves.items():
+            if (
+                ms.status == "moving"
+                and tp in self._dirs
+                and tp not in self._dirs_registered
+                and tuple(ms.step_target) == tuple(ms.move.replicas)
+            ):
+                self._dirs_registered.add(tp)
+                for b, d in self._dirs[tp].items():
+                    self._dir_pending[(tp, b)] = (d, now + self.options.timeout_s)
+        if self._dir_pending:
+            settled = ops.log_dir_round(self.gw, {k: d for k, (d, _) in self._dir_pending.items()})
+            for (tp, b), (d, deadline) in list(self._dir_pending.items()):
+                if (tp, b) in settled:
+                    err = settled[(tp, b)]
+                elif now > deadline:
+                    err = (
+                        f"timed out after {self.options.timeout_s:g}s waiting for the replica "
+                        "to appear (--timeout)"
+                    )
+                else:
+                    continue
+                del self._dir_pending[(tp, b)]
+                if err is None:
+                    self._dirs_started.add((tp, b))
+                    self._emit("log_dir_started", **_tpf(tp), broker=b, log_dir=d)
+                    continue
+                ms = self._moves[tp]
+                ms.status = "failed"
+                ms.error = f"moving the replica on broker {b} to log dir {d}: {err}"
+                self._emit("failed", **_tpf(tp), reason=ms.error)
+        waiting = [
+            tp
+            for tp in self._dirs_registered - self._dirs_placed
+            if self._moves[tp].status == "moving"
+            and all((tp, b) in self._dirs_started for b in self._dirs[tp])
+        ]
+        self._dirs_placed |= self._placed(sorted(waiting))
+
+    def _log_dir_brokers(self, submitting: Mapping[TopicPartition, Any]) -> set[int]:
+        """Brokers that move (or are about to move: ``submitting``, tp -> (target, state)) a
+        replica of this run between log dirs: moves at their final replica set, not placed."""
+        tps = {
+            tp
+            for tp, (tgt, _) in submitting.items()
+            if tp in self._dirs and tuple(tgt) == tuple(self._moves[tp].move.replicas)
+        }
+        tps |= {
+            tp
+            for tp in self._dirs
+            if self._moves[tp].status == "moving"
+            and tuple(self._moves[tp].step_target) == tuple(self._moves[tp].move.replicas)
+            and tp not in self._dirs_placed
+        }
+        return {b for tp in tps for b in self._dirs[tp]}
+
     def _update(self, states: Mapping[TopicPartition, PartitionState], now: float) -> None:
         for tp, ms in self._moves.items():
             if ms.status not in ("moving", "ready"):
@@ -644,7 +743,10 @@ class Run:
                 continue
             if is_complete(ms.step_target, st):
                 ms.lost_polls = 0
-                if ms.step >= len(ms.steps) or tuple(st.replicas) == tuple(ms.move.replicas):
+                final = ms.step >= len(ms.steps) or tuple(st.replicas) == tuple(ms.move.replicas)
+                if final and not self._complete(tp, st):
+                    continue  # replicas in place, still moving between log dirs
+                if final:
                     ms.status = "done"
                     ms.completed_at = now
                     self._emit(
@@ -699,7 +801,7 @@ class Run:
                 if not ms.steps or ms.step == 0 or tuple(st.replicas) != ms.step_target:
                     ms.steps = self._plan_steps(ms, st)
                     ms.step = 0
-                if is_complete(ms.move.replicas, st):
+                if self._complete(tp, st):
                     ms.status, ms.completed_at = "done", now
                     self._emit("completed", **_tpf(tp), replicas=list(st.replicas))
                     continue
@@ -824,7 +926,7 @@ class Run:
         if all(s in ("done", "cancelled") for s in statuses):
             self._end_state = self._end_state or ("deadline" if self._deadline_hit else "done")
             return True
-        if self.options.wait:
+        if self.options.wait or self._dir_pending:  # a log-dir move not begun would be lost
             return False
         # KIP-1335: return once every move is submitted; multi-step moves must be driven on
         if any(s in ("pending", "ready") for s in statuses):
@@ -964,7 +1066,8 @@ class Run:
         ``throttle`` (the rules of the official tool, shared with ``ops.execute``); read and
         write only when that need changed, and then only the keys that differ."""
         self._dirty = False
-        if self.options.throttle is None:
+        rate, ld_rate = self.options.throttle, self.options.log_dir_throttle
+        if rate is None and ld_rate is None:
             return
         targets = {tp: st.target for tp, st in cluster.items() if tp in self._moves}
         states = {tp: st for tp, st in cluster.items() if tp in self._moves}
@@ -976,20 +1079,21 @@ class Run:
         ours = {b for tp in targets for b in (*moves[tp].sources, *moves[tp].destinations)}
         keep = required.brokers - ours
         topics = set(self.plan.topics()) | {tp.topic for tp in cluster} | self._managed_topics
-        brokers = self._managed_brokers | set(required.brokers)
-        key = (required, frozenset(keep), frozenset(topics), frozenset(brokers))
+        ld = self._log_dir_brokers(submitting or {}) if ld_rate is not None else set()
+        brokers = self._managed_brokers | set(required.brokers) | ld
+        key = (required, frozenset(keep), frozenset(topics), frozenset(brokers), frozenset(ld))
         if self._applied is not None and not submitting and self._applied_for == key:
             return
         before, after, changes = thr.sync_throttles(
-            self.gw, required, self.options.throttle, topics, brokers, keep
+            self.gw, required, rate, topics, brokers, keep, ld_rate, ld
         )
         self._applied, self._applied_for = after, key
         if not (changes[0] or changes[1]):
             return
         self._managed_topics |= set(changes[0])
         self._managed_brokers |= {b for b, kv in changes[1].items() if any(kv.values())}
-        if required.brokers or required.topics:
-            self._emit("throttle_set", rate=self.options.throttle, **thr.summary(after))
+        if (rate is not None and (required.brokers or required.topics)) or ld:
+            self._emit("throttle_set", rate=rate, log_dir_rate=ld_rate, **thr.summary(after))
         else:
             self._emit("throttle_cleared", **thr.summary(before))
 
@@ -1105,15 +1209,9 @@ def _cluster_info(gw: Any) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- the Python API
 
-# options of ops.execute (the legacy single request) that are not ExecuteOptions fields
+# ExecuteOptions fields that ops.execute (the legacy single request) honours too
 LEGACY_OPTIONS = frozenset(
-    {
-        "additional",
-        "throttle",
-        "log_dir_throttle",
-        "disallow_replication_factor_change",
-        "timeout_s",
-    }
+    {"additional", "throttle", "allow_replication_factor_change", "log_dir_throttle", "timeout_s"}
 )
 _OPTION_NAMES = frozenset(f.name for f in fields(ExecuteOptions))
 
@@ -1148,7 +1246,7 @@ def prepare(
     (``rollback_path`` "" = a timestamped file in the working dir, None = none; not on
     resume), and build the Run with the KIP-435 steps hook (per-topic min ISR) if asked, in
     the model's own time when the gateway is a simulator."""
-    from . import ops
+
     from .validate import validate_plan
 
     view = ops.cluster_view(gateway, plan)
@@ -1215,47 +1313,40 @@ def execute(
 
     ``plan`` is a Plan or a JSON file path; the cluster is ``gateway`` (e.g. a simulator) or
     ``bootstrap_servers`` with ``command_config`` (a dict or a .properties path; its secrets
-    never reach the journal). Options with only the official tool's meaning (``additional``,
-    ``throttle``, ``log_dir_throttle``, ``disallow_replication_factor_change``, ``timeout_s``)
+    never reach the journal). Options are ``ExecuteOptions``' fields (and the CLI's
+    ``disallow_replication_factor_change``). Those the official tool has too (``additional``,
+    ``throttle``, ``log_dir_throttle``, ``allow_replication_factor_change``, ``timeout_s``)
     make the legacy single request (``ops.execute``, returns ``ops.ExecuteResult``); any
-    pacing option (``ExecuteOptions``' fields: ``batch_size``, ``incremental``, caps,
-    deadlines, ``wait``, ...), ``resume`` or an explicit ``journal`` makes a paced run that
-    blocks until KIP-1335's return point (or the end with ``wait=True``) and returns its
-    ``RunResult``; a failed run raises ``RunError``. Both results have ``.to_pandas()``.
-    ``journal`` / ``rollback_path``: "" = a timestamped file in the working directory (as the
-    CLI), None = none. For a run in the background use ``prepare(...).run.start()``."""
-    unknown = sorted(set(options) - _OPTION_NAMES - LEGACY_OPTIONS)
-    if unknown:
-        raise UsageError(
-            f"execute: unknown option(s) {', '.join(unknown)}; known: "
-            + ", ".join(sorted(_OPTION_NAMES | LEGACY_OPTIONS))
-        )
-    if (gateway is None) == (bootstrap_servers is None):
-        raise UsageError("execute needs exactly one of bootstrap_servers and gateway")
+    pacing option (``batch_size``, ``incremental``, caps, deadlines, ``wait``, ...), ``resume``
+    or an explicit ``journal`` makes a paced run that blocks until KIP-1335's return point (or
+    the end with ``wait=True``) and returns its ``RunResult``; a failed run raises
+    ``RunError``. Both results have ``.to_pandas()``. ``journal`` / ``rollback_path``: "" = a
+    timestamped file in the working directory (as the CLI), None = none. For a run in the
+    background use ``prepare(...).run.start()``."""
     if "disallow_replication_factor_change" in options:  # the CLI's name for the same thing
         disallow = options.pop("disallow_replication_factor_change")
         options["allow_replication_factor_change"] = not disallow
-    defaults = ExecuteOptions()
-    shared = {"additional", "throttle", "allow_replication_factor_change"}
-    legacy_only = {k: v for k, v in options.items() if k not in _OPTION_NAMES}
+    unknown = sorted(set(options) - _OPTION_NAMES)
+    if unknown:
+        raise UsageError(
+            f"execute: unknown option(s) {', '.join(unknown)}; known: "
+            + ", ".join(sorted(_OPTION_NAMES | {"disallow_replication_factor_change"}))
+        )
+    if (gateway is None) == (bootstrap_servers is None):
+        raise UsageError("execute needs exactly one of bootstrap_servers and gateway")
+    opts = ExecuteOptions(**options).validate()  # every option checked before anything is read
     paced = (
         resume
         or bool(journal)
         or any(
-            k not in shared and v != getattr(defaults, k)
+            k not in LEGACY_OPTIONS and v != getattr(ExecuteOptions(), k)
             for k, v in options.items()
-            if k in _OPTION_NAMES
         )
     )
-    if paced and any(v is not None for v in legacy_only.values()):
-        raise UsageError(
-            f"execute: {', '.join(sorted(legacy_only))} only apply to the legacy single request, "
-            "not to a paced run"
-        )
     source = os.fspath(plan) if isinstance(plan, str | os.PathLike) else "the plan"
     if isinstance(plan, str | os.PathLike):
         plan = Plan.read(source)
-    from . import ops
+
     from .journal import register_config_secrets
 
     if isinstance(command_config, str | os.PathLike):
@@ -1268,21 +1359,17 @@ def execute(
             return ops.execute(
                 gw,
                 plan,
-                additional=options.get("additional", False),
-                throttle=options.get("throttle"),
-                disallow_replication_factor_change=not options.get(
-                    "allow_replication_factor_change", True
-                ),
+                additional=opts.additional,
+                throttle=opts.throttle,
+                log_dir_throttle=opts.log_dir_throttle,
+                disallow_replication_factor_change=not opts.allow_replication_factor_change,
+                timeout_s=opts.timeout_s,
                 rollback_path=rb,
                 source=source,
-                **{k: v for k, v in legacy_only.items() if v is not None},
             )
         journal_path = os.fspath(journal) if journal else default_journal_path()
-        opts = (
-            options_from_journal(journal_path)
-            if resume
-            else ExecuteOptions(**{k: v for k, v in options.items() if k in _OPTION_NAMES})
-        ).validate()
+        if resume:
+            opts = options_from_journal(journal_path)
         prepared = prepare(
             gw,
             plan,

@@ -306,17 +306,40 @@ def execute(
     ok = {TopicPartition(r["topic"], r["partition"]) for r in rows if not r["error"]}
     log_dir_rows = []
     if with_dirs:
-        wanted = {
-            (m.tp, b): d
-            for m in plan
-            if m.log_dirs is not None and m.tp in ok
-            for b, d in zip(m.replicas, m.log_dirs, strict=False)
-            if d != ANY_LOG_DIR
-        }
+        wanted = log_dir_targets(m for m in plan if m.tp in ok)
         log_dir_rows = _start_log_dir_moves(gateway, wanted, timeout_s)
     if path:
         notes.insert(0, f"The rollback plan (the current assignment) was saved to {path}")
     return ExecuteResult(rows, rollback, path, changes, log_dir_rows, notes)
+
+
+RETRIABLE_LOG_DIR_ERRORS = ("ReplicaNotAvailable", "KafkaStorage", "no answer")
+
+
+def log_dir_targets(moves: Iterable[Move]) -> dict[tuple[TopicPartition, int], str]:
+    """(partition, broker) -> the log dir the plan asks for (entries with "any" left out)."""
+    return {
+        (m.tp, b): d
+        for m in moves
+        if m.log_dirs is not None
+        for b, d in zip(m.replicas, m.log_dirs, strict=False)
+        if d != ANY_LOG_DIR
+    }
+
+
+def log_dir_round(
+    gateway: Any, pending: Mapping[tuple[TopicPartition, int], str]
+) -> dict[tuple[TopicPartition, int], str | None]:
+    """One AlterReplicaLogDirs for ``pending``: the replicas it settled (None = the move began,
+    else the broker's error). A replica the reassignment has not created yet
+    (ReplicaNotAvailable, ...) is left out, to be asked again, as the official tool does."""
+    res = gateway.alter_replica_log_dirs(pending) if pending else {}
+    out: dict[tuple[TopicPartition, int], str | None] = {}
+    for key in pending:
+        err = res.get(key, "no answer")
+        if err is None or err not in RETRIABLE_LOG_DIR_ERRORS:
+            out[key] = err
+    return out
 
 
 def _start_log_dir_moves(
@@ -328,15 +351,9 @@ def _start_log_dir_moves(
     errors: dict[tuple[TopicPartition, int], str | None] = {}
     deadline = time.monotonic() + timeout_s
     while pending:
-        res = gateway.alter_replica_log_dirs(pending)
-        for key in list(pending):
-            err = res.get(key, "no answer")
-            if err is None:
-                errors[key] = None
-                del pending[key]
-            elif err not in ("ReplicaNotAvailable", "KafkaStorage", "no answer"):
-                errors[key] = err
-                del pending[key]
+        for key, err in log_dir_round(gateway, pending).items():
+            errors[key] = err
+            del pending[key]
         if not pending or time.monotonic() >= deadline:
             break
         time.sleep(0.2)
@@ -503,13 +520,7 @@ def verify(gateway: Any, plan: Plan, *, preserve_throttles: bool = False) -> Ver
             }
         )
     log_dir_rows = []
-    wanted = {
-        (m.tp, b): d
-        for m in plan
-        if m.log_dirs is not None
-        for b, d in zip(m.replicas, m.log_dirs, strict=False)
-        if d != ANY_LOG_DIR
-    }
+    wanted = log_dir_targets(plan)
     if wanted:
         cur, fut = replica_log_dirs(gateway, tps, {b for _, b in wanted})
         for (tp, b), d in sorted(wanted.items()):

@@ -221,6 +221,8 @@ def options_from_args(args: argparse.Namespace) -> ExecuteOptions:
         allow_replication_factor_change=not args.disallow_replication_factor_change,
         parallel_replica_count=getattr(args, "parallel_replica_count", None),
         cancel_on_stop=args.on_interrupt == "cancel",
+        log_dir_throttle=args.replica_alter_log_dirs_throttle,
+        timeout_s=args.timeout / 1000,
     ).validate()
 
 

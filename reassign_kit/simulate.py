@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .admin import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
+from .admin import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS, LOG_DIR_RATE
 from .gateway import BrokerInfo, ReplicaLogInfo
 from .model import PartitionState, TopicPartition
 from .throttle import alter_in_place
@@ -35,6 +35,8 @@ class SimPartition:
     target: list[int] | None = None
     copied: dict[int, float] = field(default_factory=dict)
     stalled: bool = False
+    dirs: dict[int, str] = field(default_factory=dict)  # broker -> log dir (default: its first)
+    future: dict[int, list] = field(default_factory=dict)  # broker -> [log dir, bytes copied]
 
     def state(self) -> PartitionState:
         if self.target is None:
@@ -138,6 +140,15 @@ class SimCluster:
         for sp in self.partitions.values():
             if sp.target is not None and all(b in sp.isr for b in sp.target):
                 self._finish(sp)
+        for sp in self.partitions.values():  # moves between log dirs, at the log-dir rate
+            for b, fut in list(sp.future.items()):
+                if b in self.down:
+                    continue
+                rate = self.broker_cfg.get(b, {}).get(LOG_DIR_RATE)
+                fut[1] += (float(rate) if rate else self.bandwidth) * dt
+                if fut[1] >= sp.size_bytes:
+                    sp.dirs[b] = fut[0]
+                    del sp.future[b]
 
     def _rate_into(self, broker: int, sps: list[SimPartition]) -> float:
         rate = self.throttles.broker_rates.get(broker)
@@ -159,6 +170,10 @@ class SimCluster:
         sp.target = None
         sp.original = None
         sp.copied = {}
+        for b in set(sp.dirs) | set(sp.future):
+            if b not in target:
+                sp.dirs.pop(b, None)
+                sp.future.pop(b, None)
 
     # ---- Gateway ------------------------------------------------------------------------
 
@@ -246,16 +261,56 @@ class SimCluster:
         sp.copied = {}
         return None
 
-    def describe_log_dirs(self, brokers: Iterable[int]) -> list[ReplicaLogInfo]:
+    def log_dirs_of(self, broker: int) -> list[str]:
+        return [f"/sim/{broker}/d0", f"/sim/{broker}/d1"]
+
+    def describe_log_dirs(
+        self, brokers: Iterable[int], tps: Iterable[TopicPartition] | None = None
+    ) -> list[ReplicaLogInfo]:
         self.calls["describe_log_dirs"] += 1
         want = set(brokers)
+        only = None if tps is None else set(tps)
         out: list[ReplicaLogInfo] = []
         for sp in self.partitions.values():
+            if only is not None and sp.tp not in only:
+                continue
             for b in sp.replicas:
                 if b not in want or b in self.down:
                     continue
                 size = int(sp.copied.get(b, sp.size_bytes)) if sp.target else sp.size_bytes
-                out.append(ReplicaLogInfo(b, sp.tp, f"/sim/{b}/d0", size, 0, False))
+                d = sp.dirs.get(b, self.log_dirs_of(b)[0])
+                out.append(ReplicaLogInfo(b, sp.tp, d, size, 0, False))
+                if b in sp.future:
+                    fd, copied = sp.future[b]
+                    out.append(ReplicaLogInfo(b, sp.tp, fd, int(copied), 0, True))
+        return out
+
+    def broker_log_dirs(self, brokers: Iterable[int] | None = None) -> dict[int, list[str]]:
+        self.calls["describe_log_dirs"] += 1
+        ids = self.broker_ids if brokers is None else brokers
+        return {b: self.log_dirs_of(b) for b in ids if b not in self.down}
+
+    def alter_replica_log_dirs(
+        self, assignments: Mapping[tuple[TopicPartition, int], str]
+    ) -> dict[tuple[TopicPartition, int], str | None]:
+        """Start moving replicas between log dirs; a replica not (yet) on its broker is
+        ReplicaNotAvailable, as Kafka answers before a reassignment creates it."""
+        self.calls["alter_replica_log_dirs"] += 1
+        out: dict[tuple[TopicPartition, int], str | None] = {}
+        for (tp, b), d in assignments.items():
+            sp = self.partitions.get(tp)
+            if sp is None:
+                out[(tp, b)] = "UnknownTopicOrPartition"
+            elif b not in sp.replicas or b in self.down:
+                out[(tp, b)] = "ReplicaNotAvailable"
+            elif d not in self.log_dirs_of(b):
+                out[(tp, b)] = "LogDirNotFound"
+            else:
+                out[(tp, b)] = None
+                if sp.dirs.get(b, self.log_dirs_of(b)[0]) == d:
+                    sp.future.pop(b, None)
+                elif sp.future.get(b, [None])[0] != d:
+                    sp.future[b] = [d, 0.0]
         return out
 
     # ---- configs: throttle.py reads and writes them as on a real cluster ------------------

@@ -331,3 +331,73 @@ def test_every_exit_leaves_exactly_the_throttles_still_needed(
             p.kill()
         cleanup(bootstrap, path)
     wait_until(lambda: throttles_exact(gw, [t], rate), 30, "throttles gone after cancel")
+
+
+def test_paced_moves_with_log_dirs(sandbox, gw, topic_name, tmp_path, bootstrap):
+    from reassign_kit import ops
+
+    b = broker_ids(sandbox)
+    t = topic_name("paced-dirs")
+    tps = topic_on(sandbox, t, [[b[0]], [b[1]], [b[0]]], 0.3)
+    cur, _ = ops.replica_log_dirs(gw, tps, b)
+    dirs = gw.broker_log_dirs()
+    other = next(d for d in dirs[b[0]] if d != cur[(tps[0], b[0])])
+    # a-0: between the log dirs of its broker; a-1, a-2: to another broker, its second dir
+    plan = Plan.of(
+        [
+            Move(tps[0], (b[0],), (other,)),
+            Move(tps[1], (b[2],), (dirs[b[2]][1],)),
+            Move(tps[2], (b[3],), (dirs[b[3]][1],)),
+        ]
+    )
+    path = str(tmp_path / "plan.json")
+    plan.write(path)
+    journal = str(tmp_path / "run.jsonl")
+    p = run_cli(
+        bootstrap,
+        "--execute",
+        "--reassignment-json-file",
+        path,
+        "--additional",
+        "--throttle",
+        "50000000",
+        "--replica-alter-log-dirs-throttle",
+        "50000000",
+        "--timeout",
+        "30000",
+        "--reassignment-batch-size",
+        "1",
+        "--wait",
+        "--journal",
+        journal,
+        "--reassignment-poll-interval-ms",
+        "300",
+        "--rollback-file",
+        str(tmp_path / "rollback.json"),
+    )
+    try:
+        out, _ = p.communicate(timeout=180)
+        assert p.returncode == 0, out
+        ev = read_events(journal)
+        started = {
+            (e["partition"], e["broker"], e["log_dir"])
+            for e in ev
+            if e["event"] == "log_dir_started"
+        }
+        assert started == {(m.partition, m.replicas[0], m.log_dirs[0]) for m in plan}
+        sub = {e["partition"]: e["ts"] for e in ev if e["event"] == "submitted"}
+        done = {e["partition"]: e["ts"] for e in ev if e["event"] == "completed"}
+        assert done[0] <= sub[1] and done[1] <= sub[2]  # one batch at a time, log dirs included
+        now, fut = ops.replica_log_dirs(gw, tps, b)
+        assert all(now[(m.tp, m.replicas[0])] == m.log_dirs[0] for m in plan) and not fut
+        assert any(e["event"] == "throttle_set" and e.get("log_dir_rates") for e in ev)
+        left = thr.current_throttles(gw, [t], b)
+        assert not left["topics"] and not any(
+            k == "replica.alter.log.dirs.io.max.bytes.per.second"
+            for kv in left["brokers"].values()
+            for k in kv
+        )
+    finally:
+        if p.poll() is None:
+            p.kill()
+        cleanup(bootstrap, path)

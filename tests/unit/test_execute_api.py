@@ -99,8 +99,8 @@ def test_bad_options_are_named_and_nothing_is_sent(tmp_path):
     sim, plan = sim_and_plan()
     with pytest.raises(UsageError, match="batch_sise"):
         reassign_kit.execute(plan, gateway=sim, batch_sise=2)
-    with pytest.raises(UsageError, match="log_dir_throttle"):
-        reassign_kit.execute(plan, gateway=sim, batch_size=2, log_dir_throttle=100)
+    with pytest.raises(UsageError, match="--timeout"):
+        reassign_kit.execute(plan, gateway=sim, batch_size=2, timeout_s=-1)
     with pytest.raises(UsageError, match="--incremental"):
         reassign_kit.execute(plan, gateway=sim, incremental=True, rollback_path=None)
     with pytest.raises(UsageError, match="exactly one of"):

@@ -475,3 +475,50 @@ def test_run_started_records_versions_and_plan_digest(tmp_path):
     started = events(tmp_path, "run_started")[0]
     assert started["kafka_version"] == "simulated" and started["cluster"]["brokers"] == 4
     assert started["reassign_kit_version"] and started["plan_digest"] == plan.digest()
+
+
+def test_log_dirs_paced_moves_complete_only_in_their_dirs_with_the_log_dir_throttle(tmp_path):
+    from reassign_kit.admin import LOG_DIR_RATE
+
+    sim = cluster(4, size=2 * MB)
+    d1 = lambda b: sim.log_dirs_of(b)[1]  # noqa: E731
+    moves = []
+    for tp, sp in sim.partitions.items():
+        tgt = tuple((b + 2) % 4 for b in sp.replicas) if tp.partition < 3 else tuple(sp.replicas)
+        moves.append(Move(tp, tgt, (d1(tgt[0]), "any")))  # a-3: only between log dirs
+    plan = Plan.of(moves)
+    real = sim.alter_replica_log_dirs
+
+    def guarded(assignments):  # a move between log dirs never starts unthrottled
+        for _tp, b in assignments:
+            assert sim.broker_cfg.get(b, {}).get(LOG_DIR_RATE) == str(MB // 2)
+        return real(assignments)
+
+    sim.alter_replica_log_dirs = guarded
+    res = make_run(sim, plan, tmp_path, batch_size=2, wait=True, log_dir_throttle=MB // 2).run()
+    assert res.state == "done" and sim.assignment() == {m.tp: m.replicas for m in plan}
+    for m in plan:
+        sp = sim.partitions[m.tp]
+        assert sp.dirs[m.replicas[0]] == m.log_dirs[0] and not sp.future
+    ev = events(tmp_path)
+    started = {(e["partition"], e["broker"]) for e in ev if e["event"] == "log_dir_started"}
+    assert started == {(m.partition, m.replicas[0]) for m in plan}
+    # batch 2 starts only once batch 1 is complete, log dirs included
+    first = [e for e in ev if e["event"] == "submitted" and e["batch"] == 1][0]["ts"]
+    assert all(
+        e["ts"] <= first for e in ev if e["event"] == "completed" and e["partition"] in (0, 1)
+    )
+    assert not sim.broker_cfg and exact_throttles(sim)
+
+
+def test_a_log_dir_move_that_cannot_begin_fails_the_run_after_the_timeout(tmp_path):
+    sim = cluster(2)
+    plan = Plan.of(
+        Move(tp, tgt, ("any", sim.log_dirs_of(tgt[1])[1]))
+        for tp, sp in sim.partitions.items()
+        if (tgt := tuple((b + 2) % 4 for b in sp.replicas))
+    )
+    sim.alter_replica_log_dirs = lambda a: dict.fromkeys(a, "ReplicaNotAvailable")
+    with pytest.raises(RunError, match="--timeout"):
+        make_run(sim, plan, tmp_path, timeout_s=2, wait=True).run()
+    assert exact_throttles(sim)
