@@ -47,3 +47,22 @@ def out_dir(request: pytest.FixtureRequest) -> Path:
     d = OUT / request.node.name.replace("/", "_").replace("[", "_").replace("]", "")
     d.mkdir(parents=True, exist_ok=True)
     return d
+
+
+DEFAULT_ARTEFACTS = ("reassign-rollback-*.json", "reassign-run-*.jsonl")
+
+
+@pytest.fixture(autouse=True)
+def no_default_artefacts_left(request: pytest.FixtureRequest) -> Iterator[None]:
+    """--execute writes its rollback file (and a paced run its journal) to the working dir
+    unless told otherwise: a test must pass tmp paths (--rollback-file, --journal), or it
+    litters the repo. The test that leaves one there fails, naming the files."""
+    cwd = Path.cwd()
+    before = {p for g in DEFAULT_ARTEFACTS for p in cwd.glob(g)}
+    yield
+    left = sorted({p for g in DEFAULT_ARTEFACTS for p in cwd.glob(g)} - before)
+    if left:
+        pytest.fail(
+            f"{request.node.nodeid} left {', '.join(p.name for p in left)} in {cwd}: "
+            "give it a tmp --rollback-file / --journal (rollback_path= / journal=)"
+        )

@@ -17,6 +17,12 @@ from reassign_kit.simulate import MB, SimCluster
 RATE = MB
 
 
+@pytest.fixture(autouse=True)
+def in_tmp(tmp_path, monkeypatch):
+    """Default journal / rollback paths (the working dir) land in the test's folder."""
+    monkeypatch.chdir(tmp_path)
+
+
 def sim_and_plan(partitions: int = 6) -> tuple[SimCluster, Plan]:
     sim = SimCluster(4, bandwidth=50 * MB)
     sim.add_topic("a", [[p % 4, (p + 1) % 4] for p in range(partitions)], 2 * MB)
