@@ -553,6 +553,7 @@ class _Chunk:
         for b in sorted(self.take):
             self.ring[_rack_key(self.ctx, b)].append(b)
         self.ptr: dict = defaultdict(int)
+        self.placed: dict[int, list[tuple[int, int]]] = defaultdict(list)  # arrivals per broker
         self.rack_take: dict = defaultdict(int)
         for b, n in self.take.items():
             self.rack_take[_rack_key(self.ctx, b)] += n
@@ -584,6 +585,33 @@ class _Chunk:
         self.count[src] -= 1
         self.count[dest] += 1
         reps[pos] = dest
+        self.placed[dest].append((i, pos))
+
+    def _swap_in(self, i: int, pos: int) -> int | None:
+        """A one-step augmenting path: an earlier arrival on broker x (which would suit this
+        replica) moves on to a broker with quota left that suits it, and this replica takes its
+        place on x — no extra move, the quota is used after all."""
+        free = [d for d, n in self.take.items() if n > 0]
+        if not free:
+            return None
+        reps = self.new[i]
+        members = set(reps)
+        for x in self.allowed:
+            if x in members or not self.placed.get(x) or not self._rack_ok(reps, pos, x):
+                continue
+            for j, pj in self.placed[x]:
+                rj = self.new[j]
+                if j == i or rj[pj] != x:
+                    continue
+                mj = set(rj)
+                for d in free:
+                    if d not in mj and self._rack_ok(rj, pj, d):
+                        self.take[d] -= 1
+                        self.rack_take[_rack_key(self.ctx, d)] -= 1
+                        self.placed[x].remove((j, pj))
+                        self._place(j, pj, d)
+                        return x
+        return None
 
     def _from_ring(self, i: int, pos: int, rack) -> int | None:
         ring = self.ring.get(rack)
@@ -645,6 +673,9 @@ class _Chunk:
                 return self._take(d)
         if not mandatory:
             return None
+        x = self._swap_in(i, pos)
+        if x is not None:
+            return x
         # no quota fits (rack-awareness pins this replica): overfill the emptiest allowed
         # broker, its own rack first, and let that broker shed one more in the surplus pass
         reps = self.new[i]

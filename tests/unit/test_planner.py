@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -82,7 +84,9 @@ def test_replica_counts_balanced_without_racks(case):
     snap, params = case
     if snap.brokers[0].rack is not None or "replicas" not in params.balance or params.replication_factor:
         return
-    result = plan_in_process(snap, params)
+    # one chunk: with a dozen partitions split in 8 buckets the per-bucket quotas are too
+    # small to say anything (balance at scale is measured by the bench)
+    result = plan_in_process(snap, dataclasses.replace(params, chunks=1))
     counts = {b: 0 for b in result.prepared.ctx.allowed}
     for reps in _after(snap, result.plan).values():
         for b in reps:
