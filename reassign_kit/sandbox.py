@@ -555,6 +555,7 @@ class Sandbox:
             "bootstrap.servers": self.bootstrap_servers, "acks": "all", "linger.ms": 20,
             "compression.type": "none", "enable.idempotence": True,
             "queue.buffering.max.kbytes": 65536,
+            "logger": _QuietLogger(),  # "coordinator load in progress" retries are expected here
         })
         errors: list[str] = []
 
