@@ -25,6 +25,19 @@ def ensure_data(sb: Sandbox, mb_per_partition: float = 4.0) -> None:
             sb.load(topic, mb_per_partition)
 
 
+def demo_goal(sb: Sandbox) -> dict[str, object]:
+    """Decommission the last broker when it holds replicas, else rebalance onto it (it is
+    empty after the previous demo), so that every demo moves real data."""
+    last = max(sb.nodes)
+    topics = sb.admin().list_topics(timeout=10).topics
+    hosted = sum(
+        last in p.replicas
+        for name, t in topics.items() if name in DEMO_TOPICS
+        for p in t.partitions.values()
+    )
+    return {"remove_brokers": [last]} if hosted else {"remove_brokers": []}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m reassign_kit.demo")
     p.add_argument("--sandbox-dir", required=True)
@@ -37,8 +50,12 @@ def main(argv: list[str] | None = None) -> int:
         ensure_data(sb)
         from . import runbook
 
+        goal = demo_goal(sb)
+        what = (f"decommission broker {goal['remove_brokers'][0]}" if goal["remove_brokers"]
+                else "rebalance over every broker")
+        print(f"demo: plan → execute → verify → postmortem on {sb.bootstrap_servers} ({what})")
         artefacts = runbook.demo(bootstrap_servers=sb.bootstrap_servers, output_dir=str(out),
-                                 sandbox_dir=str(sb.dir))
+                                 sandbox_dir=str(sb.dir), extra={"01_plan": goal})
     except ReassignKitError as e:
         print(f"demo failed: {e}", file=sys.stderr)
         return e.exit_code

@@ -43,14 +43,10 @@ def notebooks_dir() -> Path:
 
 
 def default_sandbox_dir() -> str:
-    """The shared dev sandbox's dir, as the lead leaves it in .cache/dev-sandbox-dir."""
-    marker = repo_root() / ".cache" / "dev-sandbox-dir"
-    env = os.environ.get("RK_SANDBOX_DIR")
-    if env:
-        return env
-    if marker.exists():
-        return marker.read_text().strip()
-    return str(repo_root() / ".cache" / "dev-sandbox")
+    """The sandbox `make demo` and `reassign-kit sandbox up` use ($RK_SANDBOX_DIR or .cache/sandbox)."""
+    from .sandbox import default_dir
+
+    return str(default_dir())
 
 
 def resolve_bootstrap(bootstrap_servers: str = "", sandbox_dir: str = "") -> str:
