@@ -90,6 +90,8 @@ class Aggregates:
 
     # (chunk, source rack key, racks the replica may go to) -> replicas that must move
     classes: dict[tuple, int] = field(default_factory=dict)
+    # broker -> replicas on it that rack-awareness lets change rack (for the lower bound)
+    capable: dict[int, int] = field(default_factory=dict)
 
     def forced_by_rack(self) -> dict[str, int]:
         out: dict[str, int] = defaultdict(int)
@@ -147,6 +149,16 @@ def replica_options(reps: Sequence[int], pos: int, ctx: RuleContext) -> tuple:
     return tuple(out)
 
 
+def can_change_rack(reps: Sequence[int], pos: int, racks: Mapping[int, str | None], n_racks: int) -> bool:
+    """Whether the replica at ``pos`` may move to another rack without lowering the rack spread:
+    with RF < racks an unused rack is always there; with RF >= racks only a replica sharing its
+    rack with another one may go. (The Spark twin is an SQL expression in spark/planner.py.)"""
+    if len(reps) < n_racks:
+        return True
+    mine = racks.get(reps[pos])
+    return sum(1 for b in reps if racks.get(b) == mine) >= 2
+
+
 def aggregate_rows(
     rows: Iterable[tuple[str, int, Sequence[int], int]], params: PlanParams, ctx: RuleContext | None = None
 ) -> Aggregates:
@@ -160,7 +172,9 @@ def aggregate_rows(
     rfh: dict[int, int] = defaultdict(int)
     forced: dict[tuple, int] = defaultdict(int)
     classes: dict[tuple, int] = defaultdict(int)
+    capable: dict[int, int] = defaultdict(int)
     n = params.chunks
+    n_racks = ctx.rack_count if ctx is not None else 0
     for topic, part, replicas, size in rows:
         c = chunk_key(topic, part) % n
         reps = apply_rf(topic, replicas, rf_change)
@@ -172,6 +186,8 @@ def aggregate_rows(
             for pos, b in enumerate(reps):
                 if b < 0 or b in ctx.removed:
                     classes[(c, _rack_key(ctx, b), replica_options(reps, pos, ctx))] += 1
+                if n_racks > 1 and b >= 0 and can_change_rack(reps, pos, ctx.racks, n_racks):
+                    capable[b] += 1
         for i, b in enumerate(reps):
             b = b if b >= 0 else VIRTUAL
             reps_t[(c, b)] += 1
@@ -181,6 +197,7 @@ def aggregate_rows(
     agg.replicas, agg.leaders, agg.bytes = dict(reps_t), dict(lead_t), dict(byts)
     agg.partitions, agg.rf_hist, agg.forced = dict(parts), dict(rfh), dict(forced)
     agg.classes = dict(classes)
+    agg.capable = dict(capable)
     return agg
 
 
@@ -394,6 +411,24 @@ def _max_flow(supply: Mapping[tuple, int], demand: Mapping, ) -> dict[tuple, int
     return out
 
 
+def relay_bound(
+    ctx: RuleContext, cur: Mapping[int, int], targets: Mapping[int, int], capable: Mapping[int, int], rf_change: bool
+) -> int:
+    """Moves = departures (RF unchanged). A rack that must shrink sends replicas to other racks;
+    only ``min(excess, capable)`` of each broker's leaving replicas may change rack, so every
+    further cross-rack departure leaves a broker below target and costs one more arrival."""
+    if rf_change or ctx.rack_count <= 1:
+        return 0
+    excess = {b: max(0, n - targets.get(b, 0)) for b, n in cur.items()}
+    total = sum(excess.values())
+    for rk in sorted(ctx.rack_set):
+        bs = [b for b in set(cur) | set(targets) if b >= 0 and ctx.racks.get(b) == rk]
+        shrink = max(0, sum(cur.get(b, 0) for b in bs) - sum(targets.get(b, 0) for b in bs))
+        cap = sum(min(excess.get(b, 0), capable.get(b, 0)) for b in bs)
+        total += max(0, shrink - cap)
+    return total
+
+
 # -- quotas ---------------------------------------------------------------------------------
 @dataclass
 class ChunkQuota:
@@ -515,7 +550,7 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
     )
     must = sum(agg.classes.values())
     short = must - sum(must_flow.values())
-    lb = max(lb, must + short)
+    lb = max(lb, must + short, relay_bound(ctx, cur, targets, agg.capable, bool(params.rf_change())))
     return Prepared(ctx, params, targets, ltargets, lb, quotas, heavy, agg, all_racks)
 
 

@@ -113,6 +113,14 @@ def aggregate_spark(df, params: PlanParams, ctx) -> Aggregates:
     for r in shaped.groupBy("chunk", F.size("reps").alias("rf")).count().collect():
         agg.partitions[r.chunk] = agg.partitions.get(r.chunk, 0) + r["count"]
         agg.rf_hist[r.rf] = agg.rf_hist.get(r.rf, 0) + r["count"]
+    if ctx.rack_count > 1:  # replicas that may change rack (planner.can_change_rack), per broker
+        rack_map = F.create_map(*[x for b, r in sorted(ctx.racks.items()) if r is not None for x in (F.lit(b), F.lit(r))])
+        with_racks = shaped.select("reps", F.transform("reps", lambda b: F.element_at(rack_map, b)).alias("rr"))
+        rx = with_racks.select("reps", "rr", F.posexplode("reps").alias("pos", "b")).filter(F.col("b") >= 0)
+        mine = F.element_at(F.col("rr"), F.col("pos") + 1)
+        capable = (F.size("reps") < F.lit(ctx.rack_count)) | (F.size(F.filter("rr", lambda r: r == mine)) >= 2)
+        for r in rx.filter(capable).groupBy("b").count().collect():
+            agg.capable[r.b] = r["count"]
     removed = sorted(ctx.removed)
     must = F.exists("reps", lambda x: (x < 0) | F.array_contains(F.array(*[F.lit(b) for b in removed] or [F.lit(-1)]), x))
     if ctx.rack_count > 1 or removed or params.rf_change():
