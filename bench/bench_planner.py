@@ -219,6 +219,15 @@ def main() -> None:
                 same = "same plan" if s["digest"] == loc["digest"] else "DIFFERENT plans"
                 print(f"{'':>9} {case:<12} spark/local time ratio {s['total_s'] / loc['total_s']:.2f} ({same})")
             rows.append((size, case, by_engine))
+    print("\nscaling: total seconds (seconds per million replicas)")
+    for case in CASES:
+        for engine in ENGINES:
+            cells = []
+            for size, c, by_engine in rows:
+                r = by_engine.get(engine, {})
+                if c == case and "total_s" in r:
+                    cells.append(f"{size / 1e6:g}M: {r['total_s']:.1f} s ({r['total_s'] / (size / 1e6):.1f})")
+            print(f"  {case:<12} {engine:<6} " + "   ".join(cells))
     os.makedirs(OUT, exist_ok=True)
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump(rows, f, indent=1)
