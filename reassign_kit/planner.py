@@ -730,7 +730,6 @@ class _Chunk:
         return d
 
     def mandatory(self) -> None:
-        # partitions that rack-awareness pins go first, so that the in-rack quota is theirs
         must = [i for i, reps in enumerate(self.new) if any(b < 0 or b in self.removed or b not in self.racks for b in reps)]
         todo = []
         for i in must:
@@ -741,17 +740,15 @@ class _Chunk:
                     todo.append((len(cls), i, pos, cls))
         todo.sort(key=lambda t: t[:3])  # the most constrained first
         for _, i, pos, cls in todo:
-            reps = self.new[i]
-            if True:
-                b = reps[pos]
-                if True:
-                    d = self._by_class(i, pos, cls)
-                    if d is None:
-                        d = self._choose(i, pos, mandatory=True)
-                    if d is None:
-                        raise UsageError(f"partition {self.topic[i]}-{self.part[i]}: no broker can take a replica")
-                    self.give[b if b >= 0 else VIRTUAL] = self.give.get(b if b >= 0 else VIRTUAL, 0) - 1
-                    self._place(i, pos, d)
+            b = self.new[i][pos]
+            d = self._by_class(i, pos, cls)
+            if d is None:
+                d = self._choose(i, pos, mandatory=True)
+            if d is None:
+                raise UsageError(f"partition {self.topic[i]}-{self.part[i]}: no broker can take a replica")
+            src = b if b >= 0 else VIRTUAL
+            self.give[src] = self.give.get(src, 0) - 1
+            self._place(i, pos, d)
 
     def surplus(self) -> None:
         over = sorted(b for b, n in self.give.items() if n > 0 and b >= 0 and b in self.allowed_set)
