@@ -76,8 +76,19 @@ def run_mode(gw, plan, mode: str, cap: int, rate: int, journal: Path) -> dict:
         additional=True,
         poll_interval_ms=500,
     )
+    journal.unlink(missing_ok=True)  # a journal appends: keep only this run's events
+    real, requests = gw.alter_reassignments, []
+
+    def counted(targets, **kw):  # AlterPartitionReassignments requests, as sent
+        requests.append(len(targets))
+        return real(targets, **kw)
+
+    gw.alter_reassignments = counted
     t0 = time.monotonic()
-    res = Run(gw, plan, opts, journal_path=journal).run()
+    try:
+        res = Run(gw, plan, opts, journal_path=journal).run()
+    finally:
+        del gw.alter_reassignments
     wall = time.monotonic() - t0
     ev = read_events(journal)
     return {
@@ -86,7 +97,9 @@ def run_mode(gw, plan, mode: str, cap: int, rate: int, journal: Path) -> dict:
         "state": res.state,
         "wall_s": wall,
         "peak_moves": peak_concurrency(ev),
-        "requests": sum(1 for e in ev if e["event"] == "step_submitted"),
+        "requests": len(requests),
+        "throttle_writes": sum(e["event"] in ("throttle_set", "throttle_cleared") for e in ev),
+        "kafka": ev[0].get("kafka_version"),
     }
 
 
@@ -103,7 +116,7 @@ def main() -> None:
     if args.dir:
         sb = Sandbox(args.dir)
     else:
-        own = Sandbox.start(brokers=4, racks=2, dir=tempfile.mkdtemp(prefix="bench-pacing-"))
+        own = Sandbox.up(tempfile.mkdtemp(prefix="bench-pacing-"), brokers=4, racks=2)
         sb = own
     try:
         ids = sorted(b["id"] for b in sb.brokers)
@@ -137,11 +150,12 @@ def main() -> None:
     total = sum(sizes.values()) / MB
     print(
         f"\nplan: {len(SIZES_MB)} partitions, {total:.1f} MiB (sizes MiB {SIZES_MB}), "
-        f"RF 1, brokers {src} -> {dst}; throttle {args.rate / 1024:.0f} KiB/s; cap N={args.cap}"
+        f"RF 1, brokers {src} -> {dst}; throttle {args.rate / 1024:.0f} KiB/s; cap N={args.cap}; "
+        f"Kafka {rows[0]['kafka']}"
     )
     hdr = (
         f"{'mode':<12} {'N':>3} {'wall s':>8} {'peak moves':>11} {'bound s':>8} "
-        f"{'bound-burst s':>14} {'wall/bound':>10} {'requests':>9}"
+        f"{'bound-burst s':>14} {'wall/bound':>10} {'requests':>9} {'throttle writes':>16}"
     )
     print(hdr)
     print("-" * len(hdr))
@@ -149,11 +163,12 @@ def main() -> None:
         print(
             f"{r['mode']:<12} {r['cap']!s:>3} {r['wall_s']:>8.1f} {r['peak_moves']:>11} "
             f"{r['bound_s']:>8.1f} {r['bound_net_burst_s']:>14.1f} "
-            f"{r['wall_s'] / r['bound_s']:>10.2f} {r['requests']:>9}"
+            f"{r['wall_s'] / r['bound_s']:>10.2f} {r['requests']:>9} {r['throttle_writes']:>16}"
         )
     print(
         f"(bound = max bytes into / out of one broker ÷ throttle; bound-burst subtracts the "
-        f"~{QUOTA_BURST_S} s Kafka's quota window lets through unthrottled)"
+        f"~{QUOTA_BURST_S} s Kafka's quota window lets through unthrottled; throttle writes = "
+        "journaled changes of throttle configs, each only the keys that changed)"
     )
     (out / "pacing.json").write_text(json.dumps(rows, indent=2))
 

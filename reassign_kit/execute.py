@@ -674,16 +674,7 @@ class Run:
         ``timeout_s`` as the official tool's --timeout), and see which have finished."""
         if not self._dirs:
             return
-        for tp, ms in self._moves.items():
-            if (
-                ms.status == "moving"
-                and tp in self._dirs
-                and tp not in self._dirs_registered
-                and tuple(ms.step_target) == tuple(ms.move.replicas)
-            ):
-                self._dirs_registered.add(tp)
-                for b, d in self._dirs[tp].items():
-                    self._dir_pending[(tp, b)] = (d, now + self.options.timeout_s)
+        self._register_log_dirs(now)
         if self._dir_pending:
             settled = ops.log_dir_round(self.gw, {k: d for k, (d, _) in self._dir_pending.items()})
             for (tp, b), (d, deadline) in list(self._dir_pending.items()):
@@ -712,6 +703,16 @@ class Run:
             and all((tp, b) in self._dirs_started for b in self._dirs[tp])
         ]
         self._dirs_placed |= self._placed(sorted(waiting))
+
+    def _register_log_dirs(self, now: float) -> None:
+        """Queue the log-dir moves of moves whose final replica set is in flight (right after
+        submission, after an adoption on resume), each with its --timeout deadline."""
+        for tp in self._dirs.keys() - self._dirs_registered:
+            ms = self._moves[tp]
+            if ms.status == "moving" and tuple(ms.step_target) == tuple(ms.move.replicas):
+                self._dirs_registered.add(tp)
+                for b, d in self._dirs[tp].items():
+                    self._dir_pending[(tp, b)] = (d, now + self.options.timeout_s)
 
     def _log_dir_brokers(self, submitting: Mapping[TopicPartition, Any]) -> set[int]:
         """Brokers that move (or are about to move: ``submitting``, tp -> (target, state)) a
@@ -898,6 +899,7 @@ class Run:
                     brokers=sorted(ms.item.brokers),
                 )
             self._emit("step_submitted", **_tpf(tp), step=i, steps=n, target=list(tgt))
+        self._register_log_dirs(now)  # so that the run cannot return before they begin
         if errors:
             tp0, e0 = next(iter(errors.items()))
             submitted = sum(1 for m in self._moves.values() if m.submitted_at is not None)

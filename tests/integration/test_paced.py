@@ -94,6 +94,17 @@ def run_cli(bootstrap: str, *argv: str) -> subprocess.Popen:
     )
 
 
+def paced_argv(plan_path: str, journal: str, tmp_path, *extra: str) -> list[str]:
+    """--execute of a plan on a possibly shared cluster (--additional), waiting to the end,
+    journal and rollback file in the test's folder."""
+    return [
+        *("--execute", "--reassignment-json-file", plan_path, "--additional", "--wait"),
+        *("--journal", journal, "--reassignment-poll-interval-ms", "300"),
+        *("--rollback-file", str(tmp_path / "rollback.json")),
+        *extra,
+    ]
+
+
 def cleanup(bootstrap: str, plan_path: str) -> None:
     """Cancel whatever of the plan still moves (Core's cancel also clears its throttles)."""
     p = run_cli(bootstrap, "--cancel", "--reassignment-json-file", plan_path)
@@ -186,24 +197,8 @@ def test_sigkill_mid_run_then_resume_completes_without_throttles(
     rate = 200 * KB
     t, tps, plan, path = _slow_setup(sandbox, gw, topic_name, tmp_path, parts=5, mb=0.3)
     journal = str(tmp_path / "run.jsonl")
-    argv = [
-        "--execute",
-        "--reassignment-json-file",
-        path,
-        "--additional",
-        "--throttle",
-        str(rate),
-        "--reassignment-batch-size",
-        "2",
-        "--incremental",
-        "--wait",
-        "--journal",
-        journal,
-        "--reassignment-poll-interval-ms",
-        "300",
-        "--rollback-file",
-        str(tmp_path / "rollback.json"),
-    ]
+    argv = paced_argv(path, journal, tmp_path, "--throttle", str(rate))
+    argv += ["--reassignment-batch-size", "2", "--incremental"]
     p = run_cli(bootstrap, *argv)
     try:
 
@@ -277,24 +272,8 @@ def test_every_exit_leaves_exactly_the_throttles_still_needed(
     rate = 20 * KB
     t, tps, plan, path = _slow_setup(sandbox, gw, topic_name, tmp_path, parts=4, mb=3)
     journal = str(tmp_path / "run.jsonl")
-    argv = [
-        "--execute",
-        "--reassignment-json-file",
-        path,
-        "--additional",
-        "--throttle",
-        str(rate),
-        "--reassignment-batch-size",
-        "2",
-        "--incremental",
-        "--wait",
-        "--journal",
-        journal,
-        "--reassignment-poll-interval-ms",
-        "300",
-        "--rollback-file",
-        str(tmp_path / "rollback.json"),
-    ]
+    argv = paced_argv(path, journal, tmp_path, "--throttle", str(rate))
+    argv += ["--reassignment-batch-size", "2", "--incremental"]
     if how == "deadline":
         argv += ["--run-deadline", "4s", "--on-deadline", "stop"]
     p = run_cli(bootstrap, *argv)
@@ -355,25 +334,9 @@ def test_paced_moves_with_log_dirs(sandbox, gw, topic_name, tmp_path, bootstrap)
     journal = str(tmp_path / "run.jsonl")
     p = run_cli(
         bootstrap,
-        "--execute",
-        "--reassignment-json-file",
-        path,
-        "--additional",
-        "--throttle",
-        "50000000",
-        "--replica-alter-log-dirs-throttle",
-        "50000000",
-        "--timeout",
-        "30000",
-        "--reassignment-batch-size",
-        "1",
-        "--wait",
-        "--journal",
-        journal,
-        "--reassignment-poll-interval-ms",
-        "300",
-        "--rollback-file",
-        str(tmp_path / "rollback.json"),
+        *paced_argv(path, journal, tmp_path, "--throttle", "50000000"),
+        *("--replica-alter-log-dirs-throttle", "50000000", "--timeout", "30000"),
+        *("--reassignment-batch-size", "1"),
     )
     try:
         out, _ = p.communicate(timeout=180)

@@ -522,3 +522,25 @@ def test_a_log_dir_move_that_cannot_begin_fails_the_run_after_the_timeout(tmp_pa
     with pytest.raises(RunError, match="--timeout"):
         make_run(sim, plan, tmp_path, timeout_s=2, wait=True).run()
     assert exact_throttles(sim)
+
+
+def test_kip1335_return_point_waits_for_log_dir_moves_to_begin(tmp_path):
+    from reassign_kit import ops
+    from reassign_kit.admin import LOG_DIR_RATE
+
+    sim = cluster(2, size=8 * MB)
+    plan = Plan.of(
+        Move(tp, tgt, (sim.log_dirs_of(tgt[0])[1], "any"))
+        for tp, sp in sim.partitions.items()
+        if (tgt := tuple((b + 2) % 4 for b in sp.replicas))
+    )
+    res = make_run(sim, plan, tmp_path, batch_size=1, log_dir_throttle=MB).run()
+    assert res.state == "submitted" and res.still_moving
+    assert len(events(tmp_path, "log_dir_started")) == 2  # begun before the run returned
+    # exactly the log-dir throttle the move still copying needs: a-1 into broker 3, not a-0's 2
+    assert res.still_moving == [TopicPartition("a", 1)] and res.completed == [
+        TopicPartition("a", 0)
+    ]
+    assert sim.broker_cfg[3].get(LOG_DIR_RATE) and LOG_DIR_RATE not in sim.broker_cfg.get(2, {})
+    sim.sleep(60)
+    assert ops.verify(sim, plan).exit_code == 0 and not sim.broker_cfg
