@@ -388,8 +388,10 @@ def test_foreign_reassignment_needs_additional_and_cluster_cap_counts_it(tmp_pat
         sim, plan, tmp_path, additional=True, cluster_max_reassignments=3, wait=True
     ).run()
     assert res.state == "done" and peak["n"] <= 3
-    # the other run's move keeps the throttle it had; ours are gone
-    assert exact_throttles(sim) or not sim.current_throttles().follower_replicas.get("a")
+    # ours are gone; the other move, still in flight, stays throttled (as the official tool
+    # throttles every reassignment in flight when it submits)
+    assert sim.list_reassignments() and exact_throttles(sim)
+    assert not sim.current_throttles().follower_replicas.get("a")
 
 
 def test_one_poll_costs_a_few_admin_calls_whatever_the_plan_size(tmp_path):
@@ -544,3 +546,24 @@ def test_kip1335_return_point_waits_for_log_dir_moves_to_begin(tmp_path):
     assert sim.broker_cfg[3].get(LOG_DIR_RATE) and LOG_DIR_RATE not in sim.broker_cfg.get(2, {})
     sim.sleep(60)
     assert ops.verify(sim, plan).exit_code == 0 and not sim.broker_cfg
+
+
+def test_another_runs_throttles_are_left_as_they_were(tmp_path):
+    from reassign_kit.admin import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
+
+    sim = SimCluster(6, bandwidth=50 * MB)
+    sim.add_topic("other", [[4, 5]], 500 * MB)
+    sim.add_topic("a", [[1, 2], [2, 1]], 2 * MB)
+    sim.alter_reassignments({TopicPartition("other", 0): (0, 5)})  # another run, 50 B/s
+    theirs_topic = {LEADER_REPLICAS: "0:4,0:5", FOLLOWER_REPLICAS: "0:0"}
+    theirs_rate = {LEADER_RATE: "50", FOLLOWER_RATE: "50"}
+    sim.alter_topic_configs({"other": theirs_topic})
+    sim.alter_broker_configs(dict.fromkeys((0, 4, 5), theirs_rate))
+    touched: set = set()
+    real = sim.alter_broker_configs
+    sim.alter_broker_configs = lambda ch: (touched.update(ch), real(ch))[1]
+    plan = Plan.of(Move(TopicPartition("a", p), (3, 2)) for p in (0, 1))
+    res = make_run(sim, plan, tmp_path, additional=True, wait=True).run()
+    assert res.state == "done" and touched and not touched & {0, 4, 5}
+    assert sim.topic_cfg == {"other": theirs_topic}
+    assert sim.broker_cfg == dict.fromkeys((0, 4, 5), theirs_rate)
