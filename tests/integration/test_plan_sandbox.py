@@ -138,7 +138,7 @@ def test_01_plan_notebook_writes_its_artefacts(sandbox, tmp_path):
         execution_timeout=600,
     )
     for name in ("snapshot.json", "plan.json", "rollback.json", "plan_report.json",
-                 "replicas_before_after.html", "leaders_before_after.html", "bytes_moved.html"):
+                 "plan_charts.html"):
         assert (out / name).exists(), name
     report = json.loads((out / "plan_report.json").read_text())
     assert report["summary"]["lower_bound_moved_replicas"] > 0
