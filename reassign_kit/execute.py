@@ -141,24 +141,16 @@ def single_step(
     return [tuple(move.replicas)]
 
 
-def steps_hook(options: ExecuteOptions) -> StepsFor:
-    """The step planner to use: KIP-435 steps (``steps.plan_steps``) when
-    ``parallel_replica_count`` is set, else one step per move."""
-    if options.parallel_replica_count is None:
+def steps_hook(
+    parallel_replica_count: int | None, min_isr: Mapping[str, int] | Callable[[str], int] | int = 1
+) -> StepsFor:
+    """The step planner for R: KIP-435 steps (``steps.make_steps_for``, each topic's
+    min.insync.replicas) when R is set, else one step per move."""
+    if parallel_replica_count is None:
         return single_step
-    from .steps import plan_steps
+    from .steps import make_steps_for
 
-    r = options.parallel_replica_count
-    min_isr = options.min_isr or 1
-
-    def steps(
-        move: Move, state: PartitionState, original: tuple[int, ...]
-    ) -> list[tuple[int, ...]]:
-        return plan_steps(state.replicas, move.replicas, r, min_isr, tp=move.tp) or [
-            tuple(move.replicas)
-        ]
-
-    return steps
+    return make_steps_for(parallel_replica_count, min_isr)
 
 
 # ---------------------------------------------------------------------------- run state
@@ -181,6 +173,7 @@ class MoveState:
     stuck_reported: bool = False
     deadline_reported: bool = False
     error: str | None = None
+    replan: bool = False  # R changed: plan the steps left again at the next step boundary
 
     @property
     def step_target(self) -> tuple[int, ...]:
@@ -263,6 +256,7 @@ class Run:
         steps_for: StepsFor | None = None,
         plan_path: str | None = None,
         secrets: Sequence[str] = (),
+        min_isr: Mapping[str, int] | int | None = None,
     ):
         self.gw = gateway
         self.plan = plan
@@ -272,7 +266,15 @@ class Run:
         self.plan_path = plan_path
         self._clock = clock
         self._sleep_fn = sleep
-        self._steps_for = steps_for or steps_hook(self.options)
+        # KIP-435 steps: each topic's min.insync.replicas from ``min_isr``, else
+        # options.min_isr, else the gateway's (read once, when the first step is planned)
+        self._min_isr = (
+            (dict(min_isr) if isinstance(min_isr, Mapping) else min_isr)
+            if min_isr is not None
+            else self.options.min_isr
+        )
+        self._r = self.options.parallel_replica_count
+        self._steps_for = steps_for or steps_hook(self._r, self._min_isr_of)
         self._secrets = tuple(secrets)
         self._caps = self.options.caps()
         self._lock = threading.RLock()
@@ -343,17 +345,56 @@ class Run:
 
     def set_caps(self, **changes: Any) -> Caps:
         """Change caps (batch_size, incremental, max_moves_per_broker, max_leader_moves,
-        cluster_max_reassignments); effective at the next decision."""
+        cluster_max_reassignments, parallel_replica_count); effective at the next decision,
+        journaled as ``caps_changed``.
+
+        A new ``parallel_replica_count`` R (None = whole move at once; it also switches
+        KIP-435's leader-moves-first batch collection, unless ``prefer_leader_moves`` is given)
+        applies to moves not yet started, and to moves part-way through their steps from their
+        next step on: the steps left are planned again from the replicas the cluster shows once
+        the step in flight completes (as KIP-435 computes each step from CR and FTR); the step
+        in flight is never touched. A ``steps_for`` given to the constructor is replaced by
+        KIP-435 steps with the new R."""
         with self._lock:
+            r_given = "parallel_replica_count" in changes
+            r = changes.pop("parallel_replica_count", self._r)
+            if r_given:
+                if r is not None and (isinstance(r, bool) or not isinstance(r, int) or r < 1):
+                    raise UsageError(
+                        "--parallel-replica-count must be a positive integer (None = whole move "
+                        f"at once), got {r!r}"
+                    )
+                changes.setdefault("prefer_leader_moves", r is not None)
             new = self._caps.with_changes(**changes)
             if new.mode != self._caps.mode and self.state not in ("created",):
                 raise UsageError(
                     f"cannot switch pacing mode from {self._caps.mode} to {new.mode} during a run"
                 )
             self._caps = new
-            self._emit("caps_changed", caps=asdict(new))
+            if r_given and r != self._r:
+                self._r = r
+                self._steps_for = steps_hook(r, self._min_isr_of)
+                for ms in self._moves.values():
+                    if ms.status in ("moving", "ready"):
+                        ms.replan = True
+            self._emit("caps_changed", caps={**asdict(new), "parallel_replica_count": self._r})
         self._wake.set()
         return new
+
+    @property
+    def parallel_replica_count(self) -> int | None:
+        """KIP-435's R now in force (None = whole move at once)."""
+        return self._r
+
+    def _min_isr_of(self, topic: str) -> int:
+        """A topic's min.insync.replicas for its steps; the gateway is asked once, for the
+        plan's topics (1 for a gateway that cannot tell, e.g. the simulator)."""
+        if self._min_isr is None:
+            fn = getattr(self.gw, "min_insync_replicas", None)
+            self._min_isr = dict(fn(self.plan.topics())) if callable(fn) else 1
+        if isinstance(self._min_isr, int):
+            return self._min_isr
+        return self._min_isr.get(topic, 1)
 
     def subscribe(self, fn: Callable[[dict[str, Any]], None]) -> None:
         """``fn(event)`` for every journal event, called from the loop's thread."""
@@ -802,6 +843,9 @@ class Run:
                 if not ms.steps or ms.step == 0 or tuple(st.replicas) != ms.step_target:
                     ms.steps = self._plan_steps(ms, st)
                     ms.step = 0
+                elif ms.replan:  # R changed: the steps done stay, those left are planned anew
+                    ms.steps = ms.steps[: ms.step] + self._plan_steps(ms, st)
+                ms.replan = False
                 if self._complete(tp, st):
                     ms.status, ms.completed_at = "done", now
                     self._emit("completed", **_tpf(tp), replicas=list(st.replicas))
@@ -1264,14 +1308,10 @@ def prepare(
         states = {tp: in_flight.get(tp, st) for tp, st in view.states.items()}
         rollback = ops.rollback_plan(plan, states)
         path = ops.write_rollback(rollback, rollback_path)
-    steps_for = None
-    if options.parallel_replica_count is not None:
-        from .steps import make_steps_for
-
-        min_isr = getattr(gateway, "min_insync_replicas", None)
-        steps_for = make_steps_for(
-            options.parallel_replica_count, min_isr(plan.topics()) if min_isr else 1
-        )
+    min_isr = None  # read now when steps are asked for (else by the Run if R is set later)
+    fn = getattr(gateway, "min_insync_replicas", None)
+    if options.parallel_replica_count is not None and options.min_isr is None and callable(fn):
+        min_isr = dict(fn(plan.topics()))
     # a model cluster (simulate.SimCluster) brings its own clock: the run goes in model time
     model_time = {}
     if callable(getattr(gateway, "now", None)) and callable(getattr(gateway, "sleep", None)):
@@ -1282,8 +1322,8 @@ def prepare(
         options,
         journal_path,
         resume=resume,
-        steps_for=steps_for,
         plan_path=plan_path,
+        min_isr=min_isr,
         **model_time,
     )
     return Prepared(run, rollback, path)

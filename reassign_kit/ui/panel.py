@@ -28,7 +28,7 @@ from typing import Any
 import ipywidgets as W
 
 from ..errors import ReassignKitError, UsageError
-from ..model import Move, PartitionState, Plan, TopicPartition
+from ..model import Plan, TopicPartition
 from . import charts, controls, figures
 
 # --------------------------------------------------------------------------- pacing controls
@@ -101,25 +101,6 @@ def _show(opt: Option, value: Any) -> str:
     return str(value)
 
 
-class LiveSteps:
-    """The run's ``steps_for`` hook: KIP-435 steps (``steps.make_steps_for``, with each topic's
-    min.insync.replicas, as the CLI plans them) whose replica count R the panel may change while
-    the run goes on. ``execute.Run.set_caps`` has no R, so the hook holds it: a move whose steps
-    are planned after a change uses the new R; a move part-way keeps its planned steps."""
-
-    def __init__(self, parallel_replica_count: int | None, min_isr: Mapping[str, int] | None = None):
-        self.r = parallel_replica_count
-        self.min_isr = dict(min_isr or {})
-
-    def __call__(self, move: Move, state: PartitionState, original: tuple[int, ...]) -> list[tuple[int, ...]]:
-        r = self.r
-        if r is None:
-            return [tuple(move.replicas)]
-        from ..steps import make_steps_for
-
-        return make_steps_for(r, self.min_isr)(move, state, original)
-
-
 # --------------------------------------------------------------------------- the panel
 
 
@@ -148,7 +129,7 @@ def _default_verify(gateway: Any, plan: Plan) -> Any:
 class Panel:
     """The widget tree plus its state; display it by leaving it last in a cell.
 
-    ``run_factory(gateway, plan, options, journal_path, *, resume=False, steps_for=None)`` makes
+    ``run_factory(gateway, plan, options, journal_path, *, resume=False)`` makes
     the ``execute.Run`` (tests pass one on the simulator's clock); ``verify_fn(gateway, plan)``
     is ``ops.verify``."""
 
@@ -186,7 +167,6 @@ class Panel:
         self._watcher: threading.Thread | None = None
         self._asked: str | None = None  # "stop" | "cancel": the button that ended the run
         self._reverting = False
-        self.steps = LiveSteps(None)
         self.phase = "ready"
 
         known = {o.name for o in PACING}
@@ -346,8 +326,7 @@ class Panel:
             return
         options = self.options()
         try:
-            self.steps = LiveSteps(options.get("parallel_replica_count"), self._min_isr())
-            run = self._run_factory(self.gateway, self.plan, options, self.journal_path, steps_for=self.steps)
+            run = self._run_factory(self.gateway, self.plan, options, self.journal_path)
             self._set_journal_aside()
         except (ReassignKitError, OSError) as e:
             self._say(str(e), error=True)
@@ -368,9 +347,7 @@ class Panel:
                 self._set_control(name, _from_option_value(opt, journaled[name]))
         options = {**journaled, **self.options()}
         try:
-            self.steps = LiveSteps(options.get("parallel_replica_count"), self._min_isr())
-            run = self._run_factory(self.gateway, self.plan, options, self.journal_path,
-                                    resume=True, steps_for=self.steps)
+            run = self._run_factory(self.gateway, self.plan, options, self.journal_path, resume=True)
         except ReassignKitError as e:
             self._say(str(e), error=True)
             return
@@ -396,14 +373,6 @@ class Panel:
             return
         self._watcher = threading.Thread(target=self._watch, name="reassign-kit-panel", daemon=True)
         self._watcher.start()
-
-    def _min_isr(self) -> dict[str, int]:
-        """Each topic's min.insync.replicas (the steps keep it satisfiable); {} = 1 for all,
-        for a gateway that cannot tell (the simulator)."""
-        fn = getattr(self.gateway, "min_insync_replicas", None)
-        if fn is None:
-            return {}
-        return dict(fn(self.plan.topics()))
 
     def _resumable_run(self) -> dict[str, Any] | None:
         """The ``run_started`` event of an unfinished run of this plan in the panel's journal."""
@@ -454,20 +423,15 @@ class Panel:
         opt = OPTIONS[name]
         old, new = _widget_value(opt, change["old"]), _widget_value(opt, change["new"])
         try:
-            if name == "parallel_replica_count":
-                if new is not None and (not isinstance(new, int) or new < 1):
-                    raise UsageError(f"parallel replica count must be >= 1 (0 = whole move at once), got {new}")
-                # KIP-435 batch collection (leader-moving steps first) goes with steps
-                self.run.set_caps(prefer_leader_moves=new is not None)
-                self.steps.r = new
-            else:
-                self.run.set_caps(**{name: new})
+            if name == "parallel_replica_count" and new is not None and (not isinstance(new, int) or new < 1):
+                raise UsageError(f"parallel replica count must be >= 1 (0 = whole move at once), got {new}")
+            self.run.set_caps(**{name: new})  # R also switches KIP-435's leader-moves-first batches
         except ReassignKitError as e:
             self._set_control(name, change["old"])
             self._say(f"{opt.label}: {e}", error=True)
             self._note(f"{opt.label} not changed: {e}")
             return
-        where = ("moves whose steps are planned from now on" if name == "parallel_replica_count"
+        where = ("moves not started and the next step of moves part-way" if name == "parallel_replica_count"
                  else "the next scheduling decision")
         self._note(f"{opt.label}: {_show(opt, old)} -> {_show(opt, new)} (takes effect at {where})")
         self._say(f"{opt.label} is now {_show(opt, new)}")

@@ -567,3 +567,62 @@ def test_another_runs_throttles_are_left_as_they_were(tmp_path):
     assert res.state == "done" and touched and not touched & {0, 4, 5}
     assert sim.topic_cfg == {"other": theirs_topic}
     assert sim.broker_cfg == dict.fromkeys((0, 4, 5), theirs_rate)
+
+
+def _stepped_run(tmp_path, r_after, **opts):
+    """Two RF-3 moves (0,1,2) -> (3,4,5), one at a time, R=2; R becomes ``r_after`` once the
+    first step of the first move is complete (from a callback, as the panel does)."""
+    sim = SimCluster(6, bandwidth=50 * MB)
+    sim.add_topic("s", [[0, 1, 2], [0, 1, 2]], 1 * MB)
+    plan = Plan.of(Move(TopicPartition("s", p), (3, 4, 5)) for p in (0, 1))
+    run = make_run(
+        sim, plan, tmp_path, batch_size=1, incremental=True, parallel_replica_count=2, wait=True
+    )
+
+    def on(e):
+        if e["event"] == "step_completed" and run.parallel_replica_count == 2:
+            run.set_caps(parallel_replica_count=r_after)
+
+    run.subscribe(on)
+    assert run.run().state == "done"
+    assert sim.assignment()[TopicPartition("s", 0)] == (3, 4, 5)
+    return {
+        p: [
+            (e["step"], e["steps"], tuple(e["target"]))
+            for e in events(tmp_path, "step_submitted")
+            if e["partition"] == p
+        ]
+        for p in (0, 1)
+    }
+
+
+def test_parallel_replica_count_changed_mid_run_replans_the_steps_left(tmp_path):
+    from reassign_kit.steps import plan_steps
+
+    got = _stepped_run(tmp_path, 1)
+    # the move part-way keeps its completed step and numbering; the steps left use R=1
+    assert [t for _, _, t in got[0]] == [(3, 0, 1, 2), *plan_steps((3, 0, 1, 2), (3, 4, 5), 1)]
+    assert [(i, n) for i, n, _ in got[0]] == [(1, 3), (2, 4), (3, 4), (4, 4)]
+    # a move not started yet goes one replica at a time from its first step
+    assert [t for _, _, t in got[1]] == plan_steps((0, 1, 2), (3, 4, 5), 1)
+    (changed,) = events(tmp_path, "caps_changed")
+    assert changed["caps"]["parallel_replica_count"] == 1
+    assert changed["caps"]["prefer_leader_moves"] is True
+
+
+def test_parallel_replica_count_none_mid_run_moves_the_rest_at_once(tmp_path):
+    got = _stepped_run(tmp_path, None)
+    assert [t for _, _, t in got[0]] == [(3, 0, 1, 2), (3, 4, 5)]
+    assert [t for _, _, t in got[1]] == [(3, 4, 5)]
+    (changed,) = events(tmp_path, "caps_changed")
+    assert changed["caps"]["parallel_replica_count"] is None
+    assert changed["caps"]["prefer_leader_moves"] is False
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_parallel_replica_count_change_refused(tmp_path, bad):
+    sim = cluster(2)
+    run = make_run(sim, shift_plan(sim), tmp_path, parallel_replica_count=2)
+    with pytest.raises(UsageError, match="--parallel-replica-count"):
+        run.set_caps(parallel_replica_count=bad)
+    assert run.parallel_replica_count == 2 and run.caps.prefer_leader_moves

@@ -220,7 +220,7 @@ def test_parallel_replica_count_changed_while_running(tmp_path):
     wait_for(lambda: kinds_for(p, "submitted"), "the first submission")
     assert all(e["steps"] == 1 for e in kinds_for(p, "step_submitted"))  # R = 0: whole move
     p.controls["parallel_replica_count"].value = 1
-    assert p.run.caps.prefer_leader_moves and p.steps.r == 1
+    assert p.run.caps.prefer_leader_moves and p.run.parallel_replica_count == 1
     sim.stall(TP("orders", 0), False)
     p.wait(60)
     assert p.phase == "done", p.message.value
