@@ -590,7 +590,14 @@ class Run:
                 ms.status = "done"
                 ms.completed_at = now
                 if j is not None and not j.get("completed"):
-                    self._emit("completed", **_tpf(it.tp), replicas=list(st.replicas), adopted=True)
+                    ms.submitted_at = float(j.get("submitted_ts", now))
+                    self._emit(
+                        "completed",
+                        **_tpf(it.tp),
+                        replicas=list(st.replicas),
+                        adopted=True,
+                        duration_s=_duration(ms, now),
+                    )
                 elif j is None:
                     self._emit("completed", **_tpf(it.tp), replicas=list(st.replicas), already=True)
             elif resuming and j is not None and st.reassigning:
@@ -795,7 +802,7 @@ class Run:
                         "completed",
                         **_tpf(tp),
                         replicas=list(st.replicas),
-                        duration_s=round(now - (ms.submitted_at or now), 3),
+                        duration_s=_duration(ms, now),
                     )
                 else:
                     ms.status = "ready"
@@ -848,7 +855,12 @@ class Run:
                 ms.replan = False
                 if self._complete(tp, st):
                     ms.status, ms.completed_at = "done", now
-                    self._emit("completed", **_tpf(tp), replicas=list(st.replicas))
+                    self._emit(
+                        "completed",
+                        **_tpf(tp),
+                        replicas=list(st.replicas),
+                        duration_s=_duration(ms, now),
+                    )
                     continue
                 nxt = ms.steps[ms.step] if ms.step < len(ms.steps) else tuple(ms.move.replicas)
                 ready_states[tp] = st
@@ -1235,6 +1247,12 @@ def _step_from(ms: MoveState) -> tuple[int, ...]:
     if ms.step >= 2 and len(ms.steps) >= ms.step - 1:
         return ms.steps[ms.step - 2]
     return ms.original
+
+
+def _duration(ms: MoveState, now: float) -> float | None:
+    """Seconds since the move's first submission (its first step), None if never submitted;
+    ``submitted_at`` may be 0.0 (a model clock starts there), so no truthiness test."""
+    return None if ms.submitted_at is None else round(now - ms.submitted_at, 3)
 
 
 def _tpf(tp: TopicPartition) -> dict[str, Any]:

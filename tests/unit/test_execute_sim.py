@@ -626,3 +626,24 @@ def test_parallel_replica_count_change_refused(tmp_path, bad):
     with pytest.raises(UsageError, match="--parallel-replica-count"):
         run.set_caps(parallel_replica_count=bad)
     assert run.parallel_replica_count == 2 and run.caps.prefer_leader_moves
+
+
+@pytest.mark.parametrize("r", [1, None])
+def test_completed_duration_counts_from_the_first_submission(tmp_path, r):
+    """Model time starts at 0.0: a move submitted then (stepped or not) still reports how long
+    it took, from its first step's submission to its completion."""
+    sim = SimCluster(6, bandwidth=1 * MB)
+    sim.add_topic("d", [[0, 1, 2], [1, 2, 0]], 1 * MB)
+    plan = Plan.of(Move(TopicPartition("d", p), (3, 4, 5)) for p in (0, 1))
+    run = make_run(sim, plan, tmp_path, parallel_replica_count=r, wait=True, throttle=None)
+    assert run.run().state == "done"
+    first = {}
+    for e in events(tmp_path, "submitted"):
+        first.setdefault(e["partition"], e["ts"])
+    done = events(tmp_path, "completed")
+    assert sorted(e["partition"] for e in done) == [0, 1]
+    for e in done:
+        assert e["duration_s"] == round(e["ts"] - first[e["partition"]], 3)
+        assert e["duration_s"] > 0
+    if r == 1:
+        assert min(first.values()) == 0.0 and min(e["duration_s"] for e in done) >= 3
