@@ -6,8 +6,8 @@
   ``--progress-journal J`` takes rates and step numbers from a run's journal.
 - ``--execute --parallel-replica-count R``: each partition move goes in KIP-435 steps of at
   most R replicas, with each topic's min.insync.replicas kept satisfiable. A pacing handler
-  registered before this one (batch size, caps) that claims the arguments must read
-  ``args.parallel_replica_count`` itself and pass ``steps.make_steps_for(...)`` to ``Run``.
+  registered before this one (batch size, caps) that claims the arguments must pass
+  ``args.parallel_replica_count`` in ``ExecuteOptions`` (the ``Run`` plans the steps).
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def run_steps_execute(args: argparse.Namespace, gateway: Any, plan: Plan) -> int
     KIP-435 steps, journaling every step, until every move is complete."""
     from . import ops
     from .execute import ExecuteOptions, Run
-    from .steps import describe_steps, make_steps_for, plan_steps
+    from .steps import describe_steps, plan_steps
     from .validate import validate_plan
 
     r = args.parallel_replica_count
@@ -138,13 +138,7 @@ def run_steps_execute(args: argparse.Namespace, gateway: Any, plan: Plan) -> int
         disallow_replication_factor_change=args.disallow_replication_factor_change,
         source=args.reassignment_json_file,
     )
-    in_flight = gateway.list_reassignments()
-    if in_flight and not args.additional:
-        raise ops.ReassignmentInProgressError(
-            f"cannot execute: {len(in_flight)} partition reassignment(s) are already in progress "
-            f"({', '.join(str(tp) for tp in sorted(in_flight)[:5])}). Use --additional to "
-            "submit this plan on top of them, or --cancel them"
-        )
+    ops.in_flight_unless_additional(gateway, args.additional)  # the official tool's refusal
     min_isr = gateway.min_insync_replicas(plan.topics())
     states = gateway.describe_partitions([m.tp for m in plan])
     print(f"Replica-level steps (--parallel-replica-count {r}):")
@@ -169,7 +163,7 @@ def run_steps_execute(args: argparse.Namespace, gateway: Any, plan: Plan) -> int
         parallel_replica_count=r,
         wait=True,
     )
-    run = Run(gateway, plan, opts, journal, steps_for=make_steps_for(r, min_isr))
+    run = Run(gateway, plan, opts, journal, min_isr=min_isr)
     print(f"Journal: {journal}")
     result = run.run()
     print(f"Run {result.run_id}: {result.state}; {len(result.completed)} move(s) complete")

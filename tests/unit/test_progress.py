@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -254,3 +256,33 @@ def test_superset_of_the_target_is_moving_not_pending():
     rep = build_report(obs(1.0, stale, [log(0, MB), log(1, MB), log(3, MB)]))
     assert rep.partitions[0].status == "Moving"
     assert build_report(obs(1.0, PartitionState(TP, (3, 0), (3, 0), 3), [])).status == PENDING
+
+
+def test_steps_execute_refuses_others_in_flight_without_additional(tmp_path, monkeypatch):
+    """``--execute --parallel-replica-count`` shares the official tool's refusal (ops): other
+    reassignments in flight and no --additional -> an error naming them, nothing sent."""
+    from reassign_kit.ops import ReassignmentInProgressError
+    from reassign_kit.progress_cli import run_steps_execute
+    from reassign_kit.simulate import SimCluster
+
+    monkeypatch.chdir(tmp_path)
+    sim = SimCluster(6, bandwidth=MB)
+    sim.add_topic("busy", [[0, 1, 2]], 4 * MB)
+    sim.add_topic("mine", [[0, 1, 2]], MB)
+    sim.stall(TopicPartition("busy", 0))
+    sim.alter_reassignments({TopicPartition("busy", 0): (3, 1, 2)})
+    sent = []
+    real = sim.alter_reassignments
+    sim.alter_reassignments = lambda t, *a, **k: (sent.append(t), real(t, *a, **k))[1]
+    args = argparse.Namespace(
+        parallel_replica_count=1,
+        reassignment_json_file="plan.json",
+        disallow_replication_factor_change=False,
+        additional=False,
+        rollback_file=None,
+        throttle=None,
+    )
+    plan = Plan.of([Move(TopicPartition("mine", 0), (3, 4, 5))])
+    with pytest.raises(ReassignmentInProgressError, match=r"busy-0.*--additional"):
+        run_steps_execute(args, sim, plan)
+    assert sent == [] and not list(tmp_path.iterdir())
