@@ -7,6 +7,7 @@ sandbox of this module's own; the shared four-broker one moves RF=2 to two new b
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from steps_scenarios import (
@@ -148,6 +149,10 @@ def test_progress_behind_in_sync_done_with_eta(sandbox, bootstrap, gw, topic_nam
 def test_progress_names_unknown_topic_partition_and_broker(sandbox, gw, topic_name):
     topic = topic_name("unknown")
     create_topic(sandbox, topic, [[1, 2]])
+    # the broker gw asks may learn of the new topic a moment after the controller
+    deadline = time.monotonic() + 30
+    while gw.topic_partition_counts([topic]).get(topic) != 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
     plan = Plan.of(
         [
             Move(TopicPartition(topic_name("no-such-topic"), 0), (1,)),
