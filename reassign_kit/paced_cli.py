@@ -54,44 +54,11 @@ DESTS = (
 )
 
 
-def _int(name: str, minimum: int):
-    def conv(s: str) -> int:
-        try:
-            v = int(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, not {s!r}") from None
-        if v < minimum:
-            rule = ">= 0" if minimum == 0 else f">= {minimum}" if minimum > 1 else "> 0"
-            raise argparse.ArgumentTypeError(f"{name} must be {rule}, not {v}")
-        return v
-
-    return conv
-
-
-def _duration(name: str):
-    """Seconds, or a number with s / m / h."""
-
-    def conv(s: str) -> float:
-        mult = {"s": 1, "m": 60, "h": 3600}.get(s[-1:].lower(), None)
-        num = s[:-1] if mult else s
-        try:
-            v = float(num) * (mult or 1)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{name} must be a duration like 90, 90s, 15m or 2h, not {s!r}"
-            ) from None
-        if not v > 0:
-            raise argparse.ArgumentTypeError(f"{name} must be > 0, not {s}")
-        return v
-
-    return conv
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("paced execution (KIP-1335 and beyond; --execute only)")
     g.add_argument(
         "--reassignment-batch-size",
-        type=_int("--reassignment-batch-size", 0),
+        type=rc.int_arg("--reassignment-batch-size", 0),
         default=0,
         metavar="N",
         help="0 (default): the whole plan in one request (legacy). N > 0: contiguous batches of "
@@ -105,26 +72,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--reassignment-poll-interval-ms",
-        type=_int("--reassignment-poll-interval-ms", 1),
+        type=rc.int_arg("--reassignment-poll-interval-ms", 1),
         default=1000,
         metavar="MS",
         help="Milliseconds between polls (default 1000).",
     )
     g.add_argument(
         "--max-moves-per-broker",
-        type=_int("--max-moves-per-broker", 1),
+        type=rc.int_arg("--max-moves-per-broker", 1),
         metavar="K",
         help="At most K moves adding to or removing from any one broker at once.",
     )
     g.add_argument(
         "--max-leader-moves",
-        type=_int("--max-leader-moves", 1),
+        type=rc.int_arg("--max-leader-moves", 1),
         metavar="L",
         help="At most L moves that change the partition leader at once.",
     )
     g.add_argument(
         "--cluster-max-reassignments",
-        type=_int("--cluster-max-reassignments", 1),
+        type=rc.int_arg("--cluster-max-reassignments", 1),
         metavar="C",
         help="Submit only while fewer than C reassignments (any run's) are in flight.",
     )
@@ -136,19 +103,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--move-deadline",
-        type=_duration("--move-deadline"),
+        type=rc.duration_arg("--move-deadline"),
         metavar="DURATION",
         help="A move still running this long after its submission has expired.",
     )
     g.add_argument(
         "--run-deadline",
-        type=_duration("--run-deadline"),
+        type=rc.duration_arg("--run-deadline"),
         metavar="DURATION",
         help="The whole run has expired after this long.",
     )
     g.add_argument(
         "--stuck-after",
-        type=_duration("--stuck-after"),
+        type=rc.duration_arg("--stuck-after"),
         metavar="DURATION",
         help="A move that copied no bytes for this long is stuck (DescribeLogDirs).",
     )

@@ -23,32 +23,6 @@ from .errors import UsageError
 from .model import Plan
 
 
-def _pos_int(name: str):
-    def conv(s: str) -> int:
-        try:
-            v = int(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, not {s!r}") from None
-        if v < 1:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 1, not {v}")
-        return v
-
-    return conv
-
-
-def _pos_float(name: str):
-    def conv(s: str) -> float:
-        try:
-            v = float(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number, not {s!r}") from None
-        if not v > 0:
-            raise argparse.ArgumentTypeError(f"{name} must be > 0, not {s}")
-        return v
-
-    return conv
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("progress (KIP-179) and replica-level steps (KIP-435)")
     g.add_argument(
@@ -63,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--progress-interval",
-        type=_pos_float("--progress-interval"),
+        type=rc.duration_arg("--progress-interval"),
         default=2.0,
         metavar="SECONDS",
         help="--progress --watch: seconds between reports (default 2).",
@@ -76,7 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--parallel-replica-count",
-        type=_pos_int("--parallel-replica-count"),
+        type=rc.int_arg("--parallel-replica-count", 1),
         metavar="R",
         help="--execute: move at most R replicas of a partition at once (KIP-435 steps; the new "
         "preferred leader first; min.insync.replicas kept satisfiable). Waits until done.",

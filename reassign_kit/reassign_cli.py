@@ -81,14 +81,36 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _nonneg_int(name: str) -> Callable[[str], int]:
+def int_arg(name: str, minimum: int = 0) -> Callable[[str], int]:
+    """An argparse type: an integer >= ``minimum``, the error naming the option."""
+
     def conv(s: str) -> int:
         try:
             v = int(s)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name} must be an integer, not {s!r}") from None
-        if v < 0:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 0, not {v}")
+        if v < minimum:
+            rule = ">= 0" if minimum == 0 else f">= {minimum}" if minimum > 1 else "> 0"
+            raise argparse.ArgumentTypeError(f"{name} must be {rule}, not {v}")
+        return v
+
+    return conv
+
+
+def duration_arg(name: str) -> Callable[[str], float]:
+    """An argparse type: seconds > 0, or a number with s / m / h."""
+
+    def conv(s: str) -> float:
+        mult = {"s": 1, "m": 60, "h": 3600}.get(s[-1:].lower(), None)
+        num = s[:-1] if mult else s
+        try:
+            v = float(num) * (mult or 1)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{name} must be a duration like 90, 90s, 15m or 2h, not {s!r}"
+            ) from None
+        if not v > 0:
+            raise argparse.ArgumentTypeError(f"{name} must be > 0, not {s}")
         return v
 
     return conv
@@ -147,13 +169,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     o.add_argument(
         "--throttle",
-        type=_nonneg_int("--throttle"),
+        type=int_arg("--throttle"),
         metavar="BYTES/S",
         help="Inter-broker replication throttle for the moves (execute). Default: none.",
     )
     o.add_argument(
         "--replica-alter-log-dirs-throttle",
-        type=_nonneg_int("--replica-alter-log-dirs-throttle"),
+        type=int_arg("--replica-alter-log-dirs-throttle"),
         metavar="BYTES/S",
         help="Throttle for moves between log dirs on the same broker (execute).",
     )
@@ -174,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     o.add_argument(
         "--timeout",
-        type=_nonneg_int("--timeout"),
+        type=int_arg("--timeout"),
         default=10000,
         metavar="MS",
         help="How long to wait for a move between log dirs to begin (default 10000).",
