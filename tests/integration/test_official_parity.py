@@ -21,17 +21,7 @@ OFFICIAL = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 
 
 def load(sandbox, topic: str, mb: float) -> None:
-    """sandbox.load, retried while a broker's metadata does not know the new topic yet."""
-    from reassign_kit.errors import SandboxError
-
-    for attempt in range(20):
-        try:
-            sandbox.load(topic, mb_per_partition=mb)
-            return
-        except SandboxError as e:
-            if "unknown topic" not in str(e) or attempt == 19:
-                raise
-            time.sleep(0.5)
+    sandbox.load(topic, mb_per_partition=mb)  # waits out a broker's metadata lag itself
 
 
 def official(bootstrap: str, *args: str) -> str:

@@ -43,18 +43,9 @@ def wait_until(pred, timeout: float, what: str):
 
 
 def topic_on(sandbox, name: str, assignment, mb: float) -> list[TopicPartition]:
-    from reassign_kit.errors import SandboxError
-
     sandbox.create_topic(name, assignment=assignment)
-    for attempt in range(20):  # a broker's metadata may lag the new topic briefly
-        try:
-            if mb:
-                sandbox.load(name, mb)
-            break
-        except SandboxError:
-            if attempt == 19:
-                raise
-            time.sleep(0.5)
+    if mb:
+        sandbox.load(name, mb)  # waits out a broker's metadata lag itself
     return [TopicPartition(name, p) for p in range(len(assignment))]
 
 
