@@ -15,8 +15,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import ops
-from .errors import ReassignKitError, UsageError
+from . import ops, validate
+from .errors import InvalidPlanError, ReassignKitError, UsageError
 from .model import Plan
 
 PROG = "reassign-kit"
@@ -273,8 +273,37 @@ def _print(lines: Sequence[str]) -> None:
         print(line)
 
 
+def _read_plan_or_report_all(path: str, args: argparse.Namespace) -> Plan:
+    """Plan.read; when the file has problems, also check its well-formed entries against the
+    cluster (read-only metadata calls) so that every problem is reported at once."""
+    try:
+        return Plan.read(path)
+    except InvalidPlanError as e:
+        try:
+            with open(path, encoding="utf-8") as f:
+                moves, _ = validate.parse_plan_partial(f.read(), path)
+        except (OSError, InvalidPlanError):
+            raise e from None
+        if not moves:
+            raise
+        gateway = None
+        try:  # the cluster is only asked, never told; if it cannot answer, the file's problems stand
+            gateway = ops.connect(args.bootstrap_server, args.command_config)
+            partial = Plan.of(moves)
+            extra = validate.plan_problems(
+                partial, ops.cluster_view(gateway, partial),
+                disallow_replication_factor_change=args.disallow_replication_factor_change,
+            )
+        except Exception:
+            raise e from None
+        finally:
+            if gateway is not None:
+                gateway.close()
+        raise InvalidPlanError(e.problems + extra, header=f"{path} is not a valid reassignment plan") from None
+
+
 def _run(args: argparse.Namespace, action: str) -> int:
-    plan = Plan.read(args.reassignment_json_file) if args.reassignment_json_file else None
+    plan = _read_plan_or_report_all(args.reassignment_json_file, args) if args.reassignment_json_file else None
     gateway = ops.connect(args.bootstrap_server, args.command_config)
     try:
         if action in ACTION_HANDLERS:

@@ -133,6 +133,16 @@ def _type_name(v: Any) -> str:
 
 def parse_plan(text: str, source: str = "plan") -> Plan:
     """Parse the reassignment JSON strictly; raise ``InvalidPlanError`` listing every problem."""
+    moves, problems = parse_plan_partial(text, source)
+    if problems:
+        raise InvalidPlanError(problems, header=f"{source} is not a valid reassignment plan")
+    return Plan.of(moves)
+
+
+def parse_plan_partial(text: str, source: str = "plan") -> tuple[list[Move], list[Problem]]:
+    """The entries that parse and the problems of the others, so that a caller with a cluster
+    at hand can report the file's problems and the cluster's problems in one go. Malformed JSON
+    still raises (there are no entries to go on with)."""
     problems: list[Problem] = []
     try:
         doc = json.loads(text, object_pairs_hook=_pairs_hook, parse_constant=_reject_constant)
@@ -147,10 +157,7 @@ def parse_plan(text: str, source: str = "plan") -> Plan:
             header=f"{source} is not a valid reassignment plan",
         ) from None
 
-    moves = _parse_doc(doc, problems)
-    if problems:
-        raise InvalidPlanError(problems, header=f"{source} is not a valid reassignment plan")
-    return Plan.of(moves)
+    return _parse_doc(doc, problems), problems
 
 
 def _parse_doc(doc: Any, problems: list[Problem]) -> list[Move]:

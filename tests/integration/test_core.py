@@ -385,6 +385,21 @@ def test_unknown_topic_partition_broker_rejected_before_sending(
     assert not gw.list_reassignments([TP(topic, 0)])
 
 
+def test_file_and_cluster_problems_reported_together(gw, cli, tmp_path, topic_name, sandbox):
+    topic = topic_name("core-both")
+    sandbox.create_topic(topic, partitions=1, rf=1)
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": 0, "replicas": [1, 1]},   # in the file: duplicate broker
+        {"topic": topic, "partition": 7, "replicas": [99]},     # against the cluster
+    ]}))
+    code, _, err = cli("--execute", "--reassignment-json-file", str(path))
+    assert code == 3
+    for needle in ("duplicate-broker", "partition-out-of-range", "unknown-broker", "nothing was sent"):
+        assert needle in err
+    assert not gw.list_reassignments([TP(topic, 0)])
+
+
 def test_slow_log_dir_move_in_progress_then_cancelled(sandbox, gw, cli, topic_name, tmp_path):
     topic = topic_name("core-dirs-cancel")
     sandbox.create_topic(topic, partitions=1, rf=1)
