@@ -47,50 +47,40 @@ def sandbox6(tmp_path_factory):
         yield sb
 
 
+def assert_steps_under_load(sb, topic, start, target, expected, out_dir) -> None:
+    """Move one partition (min.insync.replicas=2) with R=1 while an acks=all producer writes:
+    the planner's printed steps are journalled and reached in order, the ISR never drops below
+    2, and no acknowledged message is lost."""
+    bootstrap = sb.bootstrap_servers
+    tp = TopicPartition(topic, 0)
+    create_topic(sb, topic, [list(start)], {"min.insync.replicas": "2"})
+    producer = AckedProducer(bootstrap, topic)
+    producer.start()
+    try:
+        run = run_steps(bootstrap, tp, target, 1, str(out_dir / "journal.jsonl"))
+    finally:
+        producer.stop()
+    (out_dir / "steps.txt").write_text("\n".join(run.printed) + "\n")
+    assert run.planned == expected
+    assert run.journal_steps == run.planned
+    assert run.observed_sets == run.planned
+    assert run.min_isr_seen >= 2, f"ISR fell to {run.min_isr_seen} during the steps"
+    assert producer.errors == []
+    got = consume_all(bootstrap, topic, 0, len(producer.acked))
+    lost = producer.acked - got
+    assert producer.acked and not lost, f"{len(lost)} acknowledged messages lost"
+
+
 def test_rf3_to_three_new_brokers_one_replica_at_a_time(sandbox6, topic_name, out_dir):
-    bootstrap = sandbox6.bootstrap_servers
-    topic = topic_name("steps-rf3")
-    tp = TopicPartition(topic, 0)
-    create_topic(sandbox6, topic, [[1, 2, 3]], {"min.insync.replicas": "2"})
-    producer = AckedProducer(bootstrap, topic)
-    producer.start()
-    try:
-        run = run_steps(bootstrap, tp, (4, 5, 6), 1, str(out_dir / "journal.jsonl"))
-    finally:
-        producer.stop()
-    (out_dir / "steps.txt").write_text("\n".join(run.printed) + "\n")
     # new preferred leader first, then one replica at a time, ending at the target in order
-    assert run.planned == [(4, 1, 2, 3), (4, 2, 3), (4, 5, 3), (4, 5, 6)]
-    assert run.journal_steps == run.planned
-    assert run.observed_sets == run.planned
-    assert run.min_isr_seen >= 2, f"ISR fell to {run.min_isr_seen} during the steps"
-    assert producer.errors == []
-    got = consume_all(bootstrap, topic, 0, len(producer.acked))
-    lost = producer.acked - got
-    assert producer.acked and not lost, f"{len(lost)} acknowledged messages lost"
+    expected = [(4, 1, 2, 3), (4, 2, 3), (4, 5, 3), (4, 5, 6)]
+    assert_steps_under_load(sandbox6, topic_name("steps-rf3"), (1, 2, 3), (4, 5, 6), expected, out_dir)
 
 
-def test_steps_keep_min_isr_and_lose_no_acked_message(sandbox, bootstrap, gw, topic_name, out_dir):
+def test_steps_keep_min_isr_and_lose_no_acked_message(sandbox, gw, topic_name, out_dir):
     topic = topic_name("steps")
-    tp = TopicPartition(topic, 0)
-    create_topic(sandbox, topic, [[1, 2]], {"min.insync.replicas": "2"})
+    assert_steps_under_load(sandbox, topic, (1, 2), (3, 4), [(3, 1, 2), (3, 2), (3, 4)], out_dir)
     assert gw.min_insync_replicas([topic]) == {topic: 2}
-    producer = AckedProducer(bootstrap, topic)
-    producer.start()
-    try:
-        run = run_steps(bootstrap, tp, (3, 4), 1, str(out_dir / "journal.jsonl"))
-    finally:
-        producer.stop()
-    (out_dir / "steps.txt").write_text("\n".join(run.printed) + "\n")
-    # the intermediate sets the planner printed beforehand, each journalled and reached
-    assert run.planned == [(3, 1, 2), (3, 2), (3, 4)]
-    assert run.journal_steps == run.planned
-    assert run.observed_sets == run.planned
-    assert run.min_isr_seen >= 2, f"ISR fell to {run.min_isr_seen} during the steps"
-    assert producer.errors == []
-    got = consume_all(bootstrap, topic, 0, len(producer.acked))
-    lost = producer.acked - got
-    assert producer.acked and not lost, f"{len(lost)} acknowledged messages lost"
 
 
 def test_progress_behind_in_sync_done_with_eta(sandbox, bootstrap, gw, topic_name, out_dir):
