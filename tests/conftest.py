@@ -66,3 +66,13 @@ def no_default_artefacts_left(request: pytest.FixtureRequest) -> Iterator[None]:
             f"{request.node.nodeid} left {', '.join(p.name for p in left)} in {cwd}: "
             "give it a tmp --rollback-file / --journal (rollback_path= / journal=)"
         )
+
+
+@pytest.fixture
+def gw(bootstrap):
+    """An AdminGateway on the session's sandbox (the one module that talks to Kafka)."""
+    from reassign_kit.admin import AdminGateway
+
+    g = AdminGateway(bootstrap)
+    yield g
+    g.close()

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
+from waits import wait_until
 
 from reassign_kit import ops, reassign_cli
-from reassign_kit.admin import AdminGateway
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.throttle import current_throttles
 
@@ -24,13 +24,6 @@ SLOW = 10_000  # B/s: a partition holding 1 MiB needs ~100 s to copy, so it stay
 
 def load(sandbox, topic: str, mb: float) -> None:
     sandbox.load(topic, mb_per_partition=mb)  # waits out a broker's metadata lag itself
-
-
-@pytest.fixture
-def gw(bootstrap):
-    g = AdminGateway(bootstrap)
-    yield g
-    g.close()
 
 
 @pytest.fixture
@@ -46,17 +39,6 @@ def cli(bootstrap, capsys):
         return code, out, err
 
     return run
-
-
-def wait_until(pred, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = pred()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.5)
 
 
 def write_plan(path: Path, moves) -> str:

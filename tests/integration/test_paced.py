@@ -10,36 +10,17 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
+from waits import wait_until
 
 from reassign_kit import throttle as thr
-from reassign_kit.admin import AdminGateway
 from reassign_kit.execute import ExecuteOptions, Run
 from reassign_kit.journal import concurrency, peak_concurrency, read_events
 from reassign_kit.model import Move, Plan, TopicPartition, is_complete
 
 pytestmark = pytest.mark.integration
 KB = 1024
-
-
-@pytest.fixture
-def gw(bootstrap):
-    g = AdminGateway(bootstrap)
-    yield g
-    g.close()
-
-
-def wait_until(pred, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = pred()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.3)
 
 
 def topic_on(sandbox, name: str, assignment, mb: float) -> list[TopicPartition]:

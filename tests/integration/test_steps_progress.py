@@ -18,7 +18,6 @@ from steps_scenarios import (
     watch_throttled_move,
 )
 
-from reassign_kit.admin import AdminGateway
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.progress import (
     IN_SYNC,
@@ -30,13 +29,6 @@ from reassign_kit.progress import (
 )
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def gw(bootstrap):
-    g = AdminGateway(bootstrap)
-    yield g
-    g.close()
 
 
 @pytest.fixture(scope="module")
