@@ -30,7 +30,8 @@ PARTITIONS = int(os.environ.get("RK_BENCH_PARTITIONS", "48"))
 MB = float(os.environ.get("RK_BENCH_MB", "0.25"))
 sys.path.insert(0, ROOT)
 
-from reassign_kit import throttle, validate  # noqa: E402
+from reassign_kit import validate  # noqa: E402
+from reassign_kit.engine import throttle  # noqa: E402
 from reassign_kit.model import Move, PartitionState, Plan, TopicPartition  # noqa: E402
 
 

@@ -24,8 +24,8 @@ from collections import Counter
 from pathlib import Path
 
 from reassign_kit.admin import AdminGateway
-from reassign_kit.execute import ExecuteOptions, Run
-from reassign_kit.journal import peak_concurrency, read_events
+from reassign_kit.engine.journal import peak_concurrency, read_events
+from reassign_kit.engine.run import ExecuteOptions, Run
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.sandbox import Sandbox
 

@@ -1,19 +1,41 @@
 """reassign_kit: plan, execute (paced), watch, verify, cancel and analyse Kafka reassignments.
 
-The Python API (`plan`, `execute`, `verify`, `cancel`, `progress`, `list_reassignments`) is
-loaded lazily so that `import reassign_kit` stays cheap (no pyspark, no Kafka clients)."""
+The Python API (``plan``, ``execute``, ``progress``, ``verify``, ``cancel``,
+``list_reassignments``, ``rollback_plan``, ``Run``) is loaded lazily from the table below so
+that ``import reassign_kit`` stays cheap (no pyspark, no Kafka clients)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
+# public name -> (module relative to this package, attribute)
+_LAZY: dict[str, tuple[str, str]] = {
+    "plan": (".planner", "plan"),
+    "execute": (".api", "execute"),
+    "progress": (".api", "progress"),
+    "verify": (".ops", "verify"),
+    "cancel": (".ops", "cancel"),
+    "list_reassignments": (".ops", "list_reassignments"),
+    "rollback_plan": (".ops", "rollback_plan"),
+    "Run": (".engine.run", "Run"),
+}
 
-def __getattr__(name: str):
-    """``reassign_kit.progress(...)`` etc. without importing everything up front."""
-    import importlib
+__all__ = ["__version__", *_LAZY]
 
-    if name in ("progress", "execute"):  # callable modules: reassign_kit.execute(plan, ...)
-        return importlib.import_module(f".{name}", __name__)
-    if name in ("verify", "cancel", "list_reassignments", "rollback_plan"):
-        return getattr(importlib.import_module(".ops", __name__), name)
-    if name == "plan":  # reassign_kit.plan(snapshot, ...): pyspark is imported only when used
-        return importlib.import_module(".planner", __name__).plan
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __getattr__(name: str) -> Any:
+    """Import a public name on first use (pyspark only when ``plan`` is called, etc.)."""
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module, __name__), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from . import throttle as thr
+from .engine import throttle as thr
 from .errors import KafkaOperationError, ReassignKitError, UsageError
 from .model import ANY_LOG_DIR, Move, PartitionState, Plan, TopicPartition, is_complete
 from .validate import ClusterView, validate_plan
@@ -758,6 +758,6 @@ def write_json(path: str, obj: Any) -> None:
 
 def progress(gateway: Any, plan: Any, journal: Any = None, **kwargs: Any) -> Any:
     """KIP-179 progress report of ``plan``: see ``progress.report`` (``.to_pandas()``)."""
-    from .progress import report
+    from .engine.progress import report
 
     return report(gateway, plan, journal, **kwargs)

@@ -20,8 +20,8 @@ import time
 from typing import Any
 
 from . import reassign_cli as rc
-from .errors import UsageError
-from .execute import (
+from .engine.journal import read_events, register_config_secrets
+from .engine.run import (
     ON_DEADLINE,
     ExecuteOptions,
     Run,
@@ -31,9 +31,9 @@ from .execute import (
     options_from_journal,
     prepare,
 )
-from .journal import read_events, register_config_secrets
+from .engine.schedule import ORDERS
+from .errors import UsageError
 from .model import Plan
-from .schedule import ORDERS
 
 DESTS = (
     "reassignment_batch_size",

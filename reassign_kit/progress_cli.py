@@ -60,7 +60,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _journal_events(path: str | None) -> list[dict[str, Any]]:
     if not path:
         return []
-    from .journal import read_events
+    from .engine.journal import read_events
 
     if not os.path.exists(path):
         raise UsageError(f"journal {path}: no such file")
@@ -69,7 +69,7 @@ def _journal_events(path: str | None) -> list[dict[str, Any]]:
 
 def run_progress(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
     """``--progress``: print the report (or watch it); 0 whatever the plan's state."""
-    from . import progress as pg
+    from .engine import progress as pg
 
     if plan is None:
         raise UsageError("--progress needs --reassignment-json-file")
@@ -99,8 +99,8 @@ def run_steps_execute(args: argparse.Namespace, gateway: Any, plan: Plan) -> int
     """``--execute --parallel-replica-count R``: run the plan through ``execute.Run`` with
     KIP-435 steps, journaling every step, until every move is complete."""
     from . import ops
-    from .execute import ExecuteOptions, Run
-    from .steps import describe_steps, plan_steps
+    from .engine.run import ExecuteOptions, Run
+    from .engine.steps import describe_steps, plan_steps
     from .validate import validate_plan
 
     r = args.parallel_replica_count

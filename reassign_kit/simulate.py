@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .admin import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS, LOG_DIR_RATE
+from .engine.throttle import alter_in_place
 from .gateway import BrokerInfo, ReplicaLogInfo
 from .model import PartitionState, TopicPartition
-from .throttle import alter_in_place
 
 MB = 1024 * 1024
 

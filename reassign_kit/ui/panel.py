@@ -108,7 +108,7 @@ def _default_run_factory(
     gateway: Any, plan: Plan, options: Mapping[str, Any], journal_path: str | None, *,
     resume: bool = False, steps_for: Callable[..., Any] | None = None,
 ) -> Any:
-    from ..execute import ExecuteOptions, Run
+    from ..engine.run import ExecuteOptions, Run
 
     known = {f.name for f in dataclasses.fields(ExecuteOptions)}
     unknown = sorted(k for k in options if k not in known)
@@ -351,7 +351,7 @@ class Panel:
         except ReassignKitError as e:
             self._say(str(e), error=True)
             return
-        from ..journal import read_events
+        from ..engine.journal import read_events
 
         with self._lock:  # the chart goes on from where the journal left it
             self.events = read_events(self.journal_path) if self.journal_path else []
@@ -378,7 +378,7 @@ class Panel:
         """The ``run_started`` event of an unfinished run of this plan in the panel's journal."""
         if not self.journal_path or not os.path.exists(self.journal_path):
             return None
-        from ..journal import read_events
+        from ..engine.journal import read_events
 
         try:
             events = read_events(self.journal_path)
@@ -398,7 +398,7 @@ class Panel:
         path = self.journal_path
         if not path or not os.path.exists(path) or os.path.getsize(path) == 0:
             return
-        from ..journal import read_events
+        from ..engine.journal import read_events
 
         first = next((e for e in read_events(path) if e.get("event") == "run_started"), None)
         tag = (first or {}).get("run_id") or time.strftime("%Y%m%dT%H%M%S", time.localtime(os.path.getmtime(path)))
@@ -735,7 +735,7 @@ def panel(
     if gateway is None:
         if not bootstrap_servers:
             raise ReassignKitError("panel() needs bootstrap_servers=... (or gateway=...)")
-        from ..journal import register_config_secrets
+        from ..engine.journal import register_config_secrets
         from ..ops import connect, load_command_config
 
         if isinstance(command_config, str):

@@ -14,8 +14,8 @@ import pytest
 from waits import wait_until
 
 from reassign_kit import ops, reassign_cli
+from reassign_kit.engine.throttle import current_throttles
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.throttle import current_throttles
 
 pytestmark = pytest.mark.integration
 TP = TopicPartition

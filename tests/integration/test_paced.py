@@ -14,9 +14,9 @@ import sys
 import pytest
 from waits import wait_until
 
-from reassign_kit import throttle as thr
-from reassign_kit.execute import ExecuteOptions, Run
-from reassign_kit.journal import concurrency, peak_concurrency, read_events
+from reassign_kit.engine import throttle as thr
+from reassign_kit.engine.journal import concurrency, peak_concurrency, read_events
+from reassign_kit.engine.run import ExecuteOptions, Run
 from reassign_kit.model import Move, Plan, TopicPartition, is_complete
 
 pytestmark = pytest.mark.integration

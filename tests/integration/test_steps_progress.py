@@ -18,8 +18,7 @@ from steps_scenarios import (
     watch_throttled_move,
 )
 
-from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.progress import (
+from reassign_kit.engine.progress import (
     IN_SYNC,
     NOT_HOSTED,
     UNKNOWN_BROKER,
@@ -27,6 +26,7 @@ from reassign_kit.progress import (
     UNKNOWN_TOPIC,
     progress,
 )
+from reassign_kit.model import Move, Plan, TopicPartition
 
 pytestmark = pytest.mark.integration
 

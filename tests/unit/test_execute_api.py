@@ -1,16 +1,18 @@
-"""``reassign_kit.execute(...)``, the Python API of --execute: a callable module that routes the
-legacy single request to ops.execute and paced runs to execute.Run, on the simulator (and a
+"""``reassign_kit.execute(...)``, the Python API of --execute: a plain function that routes the
+legacy single request to ops.execute and paced runs to engine.run.Run, on the simulator (and a
 stand-in for ``ops.connect`` where a bootstrap string is given)."""
 
 from __future__ import annotations
+
+import sys
 
 import pytest
 
 import reassign_kit
 from reassign_kit import ops
+from reassign_kit.engine.journal import read_events
+from reassign_kit.engine.run import Run, RunError, RunResult
 from reassign_kit.errors import ReassignKitError, UsageError
-from reassign_kit.execute import ExecuteOptions, Run, RunError, RunResult
-from reassign_kit.journal import read_events
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.simulate import MB, SimCluster
 
@@ -32,11 +34,19 @@ def sim_and_plan(partitions: int = 6) -> tuple[SimCluster, Plan]:
     return sim, plan
 
 
-def test_the_package_attribute_is_the_module_and_the_call():
-    import reassign_kit.execute as mod
+def test_the_public_api_is_plain_functions_with_all():
+    """``reassign_kit.execute`` / ``progress`` are plain functions (no module rewritten in
+    ``sys.modules``); ``reassign_kit.Run`` is the engine's Run; ``__all__`` lists them."""
+    import inspect
 
-    assert reassign_kit.execute is mod and callable(reassign_kit.execute)
-    assert reassign_kit.execute.Run is Run and mod.ExecuteOptions is ExecuteOptions
+    from reassign_kit import api
+
+    assert inspect.isfunction(reassign_kit.execute) and reassign_kit.execute is api.execute
+    assert inspect.isfunction(reassign_kit.progress) and reassign_kit.progress is api.progress
+    assert reassign_kit.Run is Run
+    assert {"execute", "progress", "Run", "verify", "cancel", "plan"} <= set(reassign_kit.__all__)
+    assert all(type(m) is type(reassign_kit) for n, m in sys.modules.items()
+               if n.startswith("reassign_kit") and m is not None)
 
 
 def test_legacy_options_make_one_request_through_ops(tmp_path):

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from reassign_kit import throttle as thr
-from reassign_kit.errors import UsageError
-from reassign_kit.execute import ExecuteOptions, Run, RunError
-from reassign_kit.journal import (
+from reassign_kit.engine import throttle as thr
+from reassign_kit.engine.journal import (
     Journal,
     concurrency,
     peak_concurrency,
@@ -18,6 +16,8 @@ from reassign_kit.journal import (
     register_config_secrets,
     to_pandas,
 )
+from reassign_kit.engine.run import ExecuteOptions, Run, RunError
+from reassign_kit.errors import UsageError
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.simulate import MB, SimCluster
 
@@ -438,7 +438,7 @@ def test_steps_hook_journals_each_step(tmp_path):
 
 
 def test_parallel_replica_count_uses_the_kip435_planner(tmp_path):
-    from reassign_kit.steps import plan_steps
+    from reassign_kit.engine.steps import plan_steps
 
     sim = SimCluster(10, bandwidth=50 * MB)
     sim.add_topic("k", [[0, 1, 2, 3, 4]], 1 * MB)
@@ -597,7 +597,7 @@ def _stepped_run(tmp_path, r_after, **opts):
 
 
 def test_parallel_replica_count_changed_mid_run_replans_the_steps_left(tmp_path):
-    from reassign_kit.steps import plan_steps
+    from reassign_kit.engine.steps import plan_steps
 
     got = _stepped_run(tmp_path, 1)
     # the move part-way keeps its completed step and numbering; the steps left use R=1

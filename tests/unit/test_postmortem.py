@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from reassign_kit.execute import ExecuteOptions, Run
+from reassign_kit.engine.run import ExecuteOptions, Run
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.simulate import MB, SimCluster
 from reassign_kit.spark import postmortem as pmx

@@ -9,9 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_kit.gateway import BrokerInfo, ReplicaLogInfo
-from reassign_kit.model import Move, PartitionState, Plan, TopicPartition
-from reassign_kit.progress import (
+from reassign_kit.engine.progress import (
     DONE,
     IN_SYNC,
     NOT_HOSTED,
@@ -28,6 +26,8 @@ from reassign_kit.progress import (
     steps_from_events,
     watch,
 )
+from reassign_kit.gateway import BrokerInfo, ReplicaLogInfo
+from reassign_kit.model import Move, PartitionState, Plan, TopicPartition
 
 TP = TopicPartition("my_topic", 0)
 MB = 1 << 20

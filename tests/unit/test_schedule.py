@@ -9,9 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_kit.errors import UsageError
-from reassign_kit.model import TopicPartition
-from reassign_kit.schedule import (
+from reassign_kit.engine.schedule import (
     Caps,
     Item,
     assign_batches,
@@ -20,6 +18,8 @@ from reassign_kit.schedule import (
     order_items,
     plan_batches,
 )
+from reassign_kit.errors import UsageError
+from reassign_kit.model import TopicPartition
 
 BROKERS = list(range(6))
 

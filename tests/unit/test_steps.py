@@ -6,9 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_kit.errors import InvalidPlanError, ReassignKitError, UsageError
-from reassign_kit.model import TopicPartition
-from reassign_kit.steps import (
+from reassign_kit.engine.steps import (
     Step,
     collect_batch,
     describe_steps,
@@ -18,6 +16,8 @@ from reassign_kit.steps import (
     plan_steps,
     steps_for,
 )
+from reassign_kit.errors import InvalidPlanError, ReassignKitError, UsageError
+from reassign_kit.model import TopicPartition
 
 TP = TopicPartition("t", 0)
 

@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_kit import throttle as thr
 from reassign_kit.admin import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
@@ -15,6 +14,7 @@ from reassign_kit.admin import (
     LEADER_REPLICAS,
     LOG_DIR_RATE,
 )
+from reassign_kit.engine import throttle as thr
 from reassign_kit.errors import UsageError
 from reassign_kit.model import Move, PartitionState, TopicPartition
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from reassign_kit import ops
-from reassign_kit.execute import ExecuteOptions, Run
+from reassign_kit.engine.run import ExecuteOptions, Run
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.simulate import MB, SimCluster
 from reassign_kit.ui import charts, controls

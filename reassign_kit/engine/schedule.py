@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from .errors import UsageError
-from .model import TopicPartition
+from ..errors import UsageError
+from ..model import TopicPartition
 
 ORDERS = ("topic-partition", "largest-first", "smallest-first", "under-replicated-last")
 MODES = ("legacy", "batch", "incremental")

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .admin import (
+from ..admin import (
     BROKER_THROTTLE_KEYS,
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
@@ -31,8 +31,8 @@ from .admin import (
     LEADER_REPLICAS,
     LOG_DIR_RATE,
 )
-from .errors import UsageError
-from .model import ANY_LOG_DIR, Move, PartitionState, TopicPartition
+from ..errors import UsageError
+from ..model import ANY_LOG_DIR, Move, PartitionState, TopicPartition
 
 ConfigChanges = dict[Any, dict[str, str | None]]  # resource -> {key: value, or None = delete}
 

@@ -18,21 +18,19 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import threading
 import time
-import types
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from . import __version__, ops
+from .. import __version__, ops
+from ..errors import ReassignKitError, UsageError
+from ..gateway import Gateway
+from ..model import Move, PartitionState, Plan, TopicPartition, is_complete
 from . import throttle as thr
-from .errors import ReassignKitError, UsageError
-from .gateway import Gateway
 from .journal import Journal, read_events
-from .model import Move, PartitionState, Plan, TopicPartition, is_complete
 from .schedule import ORDERS, Caps, Item, assign_batches, decide, item_for, order_items
 
 log = logging.getLogger(__name__)
@@ -1311,7 +1309,7 @@ def prepare(
     resume), and build the Run with the KIP-435 steps hook (per-topic min ISR) if asked, in
     the model's own time when the gateway is a simulator."""
 
-    from .validate import validate_plan
+    from ..validate import validate_plan
 
     view = ops.cluster_view(gateway, plan)
     validate_plan(
@@ -1445,13 +1443,3 @@ def execute(
         if gateway is None:
             gw.close()
 
-
-class _CallableModule(types.ModuleType):
-    """Lets ``reassign_kit.execute(...)`` be the API call while ``reassign_kit.execute`` stays
-    this module (``from reassign_kit.execute import Run`` keeps working), as ``progress``."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return execute(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from .errors import InvalidPlanError, UsageError
-from .model import Move, PartitionState, TopicPartition
+from ..errors import InvalidPlanError, UsageError
+from ..model import Move, PartitionState, TopicPartition
 
 Replicas = tuple[int, ...]
 T = TypeVar("T")

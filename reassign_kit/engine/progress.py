@@ -26,15 +26,13 @@ from __future__ import annotations
 
 import inspect
 import os
-import sys
 import time
-import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .gateway import Gateway, ReplicaLogInfo
-from .model import PartitionState, Plan, TopicPartition, is_complete
+from ..gateway import Gateway, ReplicaLogInfo
+from ..model import PartitionState, Plan, TopicPartition, is_complete
 
 IN_SYNC = "In sync"
 BEHIND = "Behind"
@@ -784,7 +782,7 @@ def report(
     else:
         events = list(journal)
     if isinstance(gateway, str):
-        from .ops import connect
+        from ..ops import connect
 
         gw = connect(gateway, command_config)
         try:
@@ -793,13 +791,3 @@ def report(
             gw.close()
     return progress(gateway, plan, events, window_s)
 
-
-class _CallableModule(types.ModuleType):
-    """Lets ``reassign_kit.progress(...)`` be the API call while ``reassign_kit.progress`` stays
-    this module (a package attribute and a submodule cannot have one name otherwise)."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> ProgressReport:
-        return report(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
