@@ -31,11 +31,11 @@ from ..gateway import Gateway
 from ..model import Move, PartitionState, Plan, TopicPartition, is_complete
 from . import throttle as thr
 from .journal import Journal, read_events
-from .schedule import ORDERS, Caps, Item, assign_batches, decide, item_for, order_items
+from .options import ON_DEADLINE, ExecuteOptions, cli_options  # noqa: F401 (ON_DEADLINE: re-exported)
+from .schedule import Caps, Item, assign_batches, decide, item_for, order_items
 
 log = logging.getLogger(__name__)
 
-ON_DEADLINE = ("wait", "stop", "cancel")
 LOST_AFTER_POLLS = 3  # a move seen neither reassigning nor at its target this often is lost
 
 
@@ -43,88 +43,6 @@ class RunError(ReassignKitError):
     """The run stopped on an error (a rejected submission, a lost move, a deadline)."""
 
     exit_code = 7
-
-
-@dataclass
-class ExecuteOptions:
-    """Pacing, caps, throttle, deadlines. Durations in seconds; ``throttle`` in bytes/s."""
-
-    batch_size: int = 0
-    incremental: bool = False
-    poll_interval_ms: int = 1000
-    max_moves_per_broker: int | None = None
-    max_leader_moves: int | None = None
-    cluster_max_reassignments: int | None = None
-    order: str = "topic-partition"
-    throttle: int | None = None
-    move_deadline: float | None = None
-    run_deadline: float | None = None
-    stuck_after: float | None = None
-    on_deadline: str = "wait"
-    wait: bool = False
-    additional: bool = False
-    allow_replication_factor_change: bool = True
-    parallel_replica_count: int | None = None
-    min_isr: int | None = None
-    sample_interval: float = 5.0
-    cancel_on_stop: bool = False
-    log_dir_throttle: int | None = None
-    timeout_s: float = 10.0  # --timeout: for a replica to appear before its log-dir move starts
-
-    def caps(self) -> Caps:
-        return Caps(
-            self.batch_size,
-            self.incremental,
-            self.max_moves_per_broker,
-            self.max_leader_moves,
-            self.cluster_max_reassignments,
-            prefer_leader_moves=self.parallel_replica_count is not None,
-        )
-
-    def validate(self) -> ExecuteOptions:
-        """Raise UsageError naming the option at fault (KIP-1335's rules and ours)."""
-        self.caps().validate()
-        if not isinstance(self.poll_interval_ms, int) or self.poll_interval_ms <= 0:
-            raise UsageError(
-                f"--reassignment-poll-interval-ms must be > 0, got {self.poll_interval_ms}"
-            )
-        if self.order not in ORDERS:
-            raise UsageError(f"--order must be one of {', '.join(ORDERS)}, got {self.order!r}")
-        if self.on_deadline not in ON_DEADLINE:
-            raise UsageError(
-                f"--on-deadline must be one of {', '.join(ON_DEADLINE)}, got {self.on_deadline!r}"
-            )
-        for name, v in (
-            ("--move-deadline", self.move_deadline),
-            ("--run-deadline", self.run_deadline),
-            ("--stuck-after", self.stuck_after),
-        ):
-            if v is not None and not v > 0:
-                raise UsageError(f"{name} must be > 0 seconds, got {v}")
-        if self.throttle is not None and self.throttle <= 0:
-            raise UsageError(
-                f"--throttle must be a positive number of bytes/s, got {self.throttle}"
-            )
-        if self.log_dir_throttle is not None and self.log_dir_throttle <= 0:
-            raise UsageError(
-                "--replica-alter-log-dirs-throttle must be a positive number of bytes/s, "
-                f"got {self.log_dir_throttle}"
-            )
-        if not self.timeout_s >= 0:
-            raise UsageError(f"--timeout must be >= 0, got {self.timeout_s}")
-        if self.parallel_replica_count is not None and self.parallel_replica_count < 1:
-            raise UsageError(
-                f"--parallel-replica-count must be >= 1, got {self.parallel_replica_count}"
-            )
-        return self
-
-    def to_json_obj(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json_obj(cls, obj: Mapping[str, Any]) -> ExecuteOptions:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in obj.items() if k in names})
 
 
 # ---------------------------------------------------------------------------- steps hook
@@ -1272,9 +1190,8 @@ def _cluster_info(gw: Any) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- the Python API
 
 # ExecuteOptions fields that ops.execute (the legacy single request) honours too
-LEGACY_OPTIONS = frozenset(
-    {"additional", "throttle", "allow_replication_factor_change", "log_dir_throttle", "timeout_s"}
-)
+# the options kafka-reassign-partitions has too: alone, they make the legacy single request
+LEGACY_OPTIONS = frozenset(d.name for d in cli_options("official"))
 _OPTION_NAMES = frozenset(f.name for f in fields(ExecuteOptions))
 
 
@@ -1442,4 +1359,3 @@ def execute(
     finally:
         if gateway is None:
             gw.close()
-

@@ -7,6 +7,8 @@ nowhere else, so a button can never be clickable in a phase where its action wou
 
 from __future__ import annotations
 
+from ..engine.options import live_options
+
 BUTTONS = ("execute", "resume_run", "pause", "resume", "stop", "cancel", "verify")
 
 # phase -> buttons enabled in it
@@ -30,8 +32,7 @@ _RESUMABLE = frozenset({"ready", "cancelled", "stopped", "failed"})
 
 # controls that stay editable while a run goes on: caps the executor re-reads at its next
 # scheduling decision (``Run.set_caps``), as KIP-435's dynamic configs
-LIVE_CONTROLS = ("max_moves_per_broker", "max_leader_moves", "cluster_max_reassignments",
-                 "parallel_replica_count")
+LIVE_CONTROLS = live_options()  # declared with the options (engine/options.py)
 
 PHASES = tuple(_ENABLED)
 

@@ -21,80 +21,48 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import ipywidgets as W
 
+from ..engine.options import Declared, panel_options
 from ..errors import ReassignKitError, UsageError
 from ..model import Plan, TopicPartition
 from . import charts, controls, figures
 
 # --------------------------------------------------------------------------- pacing controls
 
-
-@dataclass(frozen=True)
-class Option:
-    """One pacing control: the ExecuteOptions field it sets, its label and kind. For numeric
-    controls, ``unset`` is the widget value meaning "no limit" (sent as None)."""
-
-    name: str
-    label: str
-    kind: str  # int | float | bool | choice
-    default: Any
-    unset: Any = None
-    choices: tuple[str, ...] = ()
-    help: str = ""
-
-
-PACING: tuple[Option, ...] = (
-    Option("batch_size", "batch size", "int", 0, None, help="KIP-1335 N; 0 = one request (legacy)"),
-    Option("incremental", "incremental", "bool", False, help="keep N in flight, refill as moves finish"),
-    Option("max_moves_per_broker", "max moves / broker", "int", 0, 0, help="0 = no cap"),
-    Option("max_leader_moves", "max leader moves", "int", 0, 0, help="0 = no cap"),
-    Option("cluster_max_reassignments", "cluster-wide cap", "int", 0, 0, help="0 = no cap"),
-    Option("parallel_replica_count", "parallel replicas (steps)", "int", 0, 0, help="KIP-435 R; 0 = whole move at once"),
-    Option("throttle", "throttle (B/s)", "int", -1, -1, help="-1 = no throttle"),
-    Option("poll_interval_ms", "poll interval (ms)", "int", 1000),
-    Option("order", "order", "choice", "topic-partition",
-           choices=("topic-partition", "largest-first", "smallest-first", "under-replicated-last")),
-    Option("move_deadline", "deadline per move (s)", "float", 0.0, 0.0, help="0 = none"),
-    Option("run_deadline", "deadline for the run (s)", "float", 0.0, 0.0, help="0 = none"),
-    Option("stuck_after", "stuck after (s)", "float", 0.0, 0.0, help="no bytes copied for this long; 0 = off"),
-    Option("on_deadline", "on deadline", "choice", "wait", choices=("wait", "stop", "cancel")),
-    Option("additional", "additional (others' moves)", "bool", False,
-           help="--additional: submit although other reassignments are in progress (caps do not count them)"),
-)
-
-
-def _make_control(opt: Option, value: Any) -> W.Widget:
-    style = {"description_width": "170px"}
-    layout = W.Layout(width="330px")
-    if opt.kind == "bool":
-        return W.Checkbox(value=bool(value), description=opt.label, tooltip=opt.help, style=style, indent=True,
-                          layout=layout)
-    if opt.kind == "choice":
-        return W.Dropdown(options=list(opt.choices), value=value, description=opt.label, style=style, layout=layout)
-    cls = W.IntText if opt.kind == "int" else W.FloatText
-    return cls(value=value, description=opt.label, tooltip=opt.help, style=style, layout=layout)
-
-
-def _widget_value(opt: Option, value: Any) -> Any:
-    """Widget value -> ExecuteOptions value ("no limit" sentinels become None)."""
-    if opt.unset is not None and value == opt.unset:
-        return None
-    return value
-
-
-def _from_option_value(opt: Option, value: Any) -> Any:
-    return opt.unset if value is None and opt.unset is not None else value
-
-
+# The controls come from the one declaration of the execute options (engine/options.py):
+# label, widget kind, the widget value meaning "none", whether it is live-editable.
+PACING: tuple[Declared, ...] = panel_options()
 OPTIONS = {o.name: o for o in PACING}
 
 
-def _show(opt: Option, value: Any) -> str:
+def _make_control(opt: Declared, value: Any) -> W.Widget:
+    style = {"description_width": "170px"}
+    layout = W.Layout(width="330px")
+    o = opt.option
+    tip = o.widget_help or o.help
+    if o.widget == "bool":
+        return W.Checkbox(value=bool(value), description=o.label, tooltip=tip, style=style, indent=True,
+                          layout=layout)
+    if o.widget == "choice":
+        return W.Dropdown(options=list(o.choices), value=value, description=o.label, style=style, layout=layout)
+    cls = W.IntText if o.widget == "int" else W.FloatText
+    return cls(value=value, description=o.label, tooltip=tip, style=style, layout=layout)
+
+
+def _widget_value(opt: Declared, value: Any) -> Any:
+    """Widget value -> ExecuteOptions value ("no limit" sentinels become None)."""
+    return opt.from_widget(value)
+
+
+def _from_option_value(opt: Declared, value: Any) -> Any:
+    return opt.to_widget(value)
+
+
+def _show(opt: Declared, value: Any) -> str:
     """A control's value as a person reads it ("no cap" rather than None)."""
     if value is None:
         return "whole move at once" if opt.name == "parallel_replica_count" else "no cap"
@@ -428,13 +396,13 @@ class Panel:
             self.run.set_caps(**{name: new})  # R also switches KIP-435's leader-moves-first batches
         except ReassignKitError as e:
             self._set_control(name, change["old"])
-            self._say(f"{opt.label}: {e}", error=True)
-            self._note(f"{opt.label} not changed: {e}")
+            self._say(f"{opt.option.label}: {e}", error=True)
+            self._note(f"{opt.option.label} not changed: {e}")
             return
         where = ("moves not started and the next step of moves part-way" if name == "parallel_replica_count"
                  else "the next scheduling decision")
-        self._note(f"{opt.label}: {_show(opt, old)} -> {_show(opt, new)} (takes effect at {where})")
-        self._say(f"{opt.label} is now {_show(opt, new)}")
+        self._note(f"{opt.option.label}: {_show(opt, old)} -> {_show(opt, new)} (takes effect at {where})")
+        self._say(f"{opt.option.label} is now {_show(opt, new)}")
 
     def _on_stop(self, _b: Any = None) -> None:
         if self.run is not None and self.phase in ("running", "paused"):

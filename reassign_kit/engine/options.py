@@ -1,0 +1,494 @@
+"""The execute options, declared once.
+
+``ExecuteOptions`` is what a run is started with (journaled in ``run_started``, reused by
+``--resume``). Each field carries an ``Option`` in its metadata: the CLI flag and how its
+text becomes the field's value, the help, the notebook widget (label, kind, the widget value
+meaning "none") and whether it may change while a run goes on (``Run.set_caps``). The CLI
+builds its flags from ``cli_options()`` and the panel its controls from ``panel_options()``,
+so a new option is added here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from typing import Any
+
+from ..errors import UsageError
+from .schedule import ORDERS, Caps
+
+ON_DEADLINE = ("wait", "stop", "cancel")
+ON_INTERRUPT = ("leave", "cancel")
+
+# ----------------------------------------------------------------------- CLI converters
+
+
+def int_arg(name: str, minimum: int = 0) -> Callable[[str], int]:
+    """An argparse type: an integer >= ``minimum``, the error naming the option."""
+
+    def conv(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, not {s!r}") from None
+        if v < minimum:
+            rule = ">= 0" if minimum == 0 else f">= {minimum}" if minimum > 1 else "> 0"
+            raise argparse.ArgumentTypeError(f"{name} must be {rule}, not {v}")
+        return v
+
+    return conv
+
+
+def duration_arg(name: str) -> Callable[[str], float]:
+    """An argparse type: seconds > 0, or a number with s / m / h."""
+
+    def conv(s: str) -> float:
+        mult = {"s": 1, "m": 60, "h": 3600}.get(s[-1:].lower(), None)
+        num = s[:-1] if mult else s
+        try:
+            v = float(num) * (mult or 1)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{name} must be a duration like 90, 90s, 15m or 2h, not {s!r}"
+            ) from None
+        if not v > 0:
+            raise argparse.ArgumentTypeError(f"{name} must be > 0, not {s}")
+        return v
+
+    return conv
+
+
+# ----------------------------------------------------------------------- the declaration
+
+
+@dataclass(frozen=True)
+class Option:
+    """How one ExecuteOptions field appears to people.
+
+    CLI: ``flag`` (None = not a flag), ``group`` ("official": kafka-reassign-partitions has it
+    too; "paced"; "steps"), argparse ``action`` / ``type`` / ``choices`` / ``metavar`` /
+    ``cli_default``, and ``from_cli`` turning the parsed value into the field's value (e.g.
+    ``--timeout`` milliseconds into seconds). Panel: ``label`` (None = no control), ``widget``
+    (int | float | bool | choice), ``unset`` (the widget value that means None) and
+    ``widget_help``. ``live``: may change while a run goes on (``Run.set_caps``)."""
+
+    help: str
+    flag: str | None = None
+    group: str = "paced"
+    action: str | None = None
+    type: Callable[[str], Any] | None = None
+    choices: tuple[str, ...] = ()
+    metavar: str | None = None
+    cli_default: Any = None
+    from_cli: Callable[[Any], Any] | None = None
+    label: str | None = None
+    widget: str = "int"
+    unset: Any = None
+    widget_help: str = ""
+    live: bool = False
+
+    def argparse_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of ``add_argument(self.flag, **...)``."""
+        kw: dict[str, Any] = {"help": self.help}
+        if self.action:
+            kw["action"] = self.action
+        if self.type is not None:
+            kw["type"] = self.type
+        if self.choices:
+            kw["choices"] = self.choices
+        if self.metavar:
+            kw["metavar"] = self.metavar
+        if self.cli_default is not None:
+            kw["default"] = self.cli_default
+        return kw
+
+
+def _opt(default: Any, option: Option) -> Any:
+    return field(default=default, metadata={"option": option})
+
+
+def _none_if_zero(v: Any) -> Any:
+    return v or None
+
+
+@dataclass
+class ExecuteOptions:
+    """Pacing, caps, throttle, deadlines. Durations in seconds; ``throttle`` in bytes/s."""
+
+    batch_size: int = _opt(
+        0,
+        Option(
+            "0 (default): the whole plan in one request (legacy). N > 0: contiguous batches of "
+            "N partitions in (topic, partition) order, each waited for before the next.",
+            flag="--reassignment-batch-size",
+            type=int_arg("--reassignment-batch-size", 0),
+            metavar="N",
+            cli_default=0,
+            label="batch size",
+            widget="int",
+            widget_help="KIP-1335 N; 0 = one request (legacy)",
+        ),
+    )
+    incremental: bool = _opt(
+        False,
+        Option(
+            "With --reassignment-batch-size N > 0: keep at most N of this run's moves in "
+            "flight, submitting the next as one completes.",
+            flag="--incremental",
+            action="store_true",
+            label="incremental",
+            widget="bool",
+            widget_help="keep N in flight, refill as moves finish",
+        ),
+    )
+    poll_interval_ms: int = _opt(
+        1000,
+        Option(
+            "Milliseconds between polls (default 1000).",
+            flag="--reassignment-poll-interval-ms",
+            type=int_arg("--reassignment-poll-interval-ms", 1),
+            metavar="MS",
+            cli_default=1000,
+            label="poll interval (ms)",
+            widget="int",
+        ),
+    )
+    max_moves_per_broker: int | None = _opt(
+        None,
+        Option(
+            "At most K moves adding to or removing from any one broker at once.",
+            flag="--max-moves-per-broker",
+            type=int_arg("--max-moves-per-broker", 1),
+            metavar="K",
+            label="max moves / broker",
+            widget="int",
+            unset=0,
+            widget_help="0 = no cap",
+            live=True,
+        ),
+    )
+    max_leader_moves: int | None = _opt(
+        None,
+        Option(
+            "At most L moves that change the partition leader at once.",
+            flag="--max-leader-moves",
+            type=int_arg("--max-leader-moves", 1),
+            metavar="L",
+            label="max leader moves",
+            widget="int",
+            unset=0,
+            widget_help="0 = no cap",
+            live=True,
+        ),
+    )
+    cluster_max_reassignments: int | None = _opt(
+        None,
+        Option(
+            "Submit only while fewer than C reassignments (any run's) are in flight.",
+            flag="--cluster-max-reassignments",
+            type=int_arg("--cluster-max-reassignments", 1),
+            metavar="C",
+            label="cluster-wide cap",
+            widget="int",
+            unset=0,
+            widget_help="0 = no cap",
+            live=True,
+        ),
+    )
+    order: str = _opt(
+        "topic-partition",
+        Option(
+            "Order of the queue (default topic-partition, as KIP-1335).",
+            flag="--order",
+            choices=ORDERS,
+            cli_default="topic-partition",
+            label="order",
+            widget="choice",
+        ),
+    )
+    throttle: int | None = _opt(
+        None,
+        Option(
+            "Inter-broker replication throttle for the moves (execute). Default: none.",
+            flag="--throttle",
+            group="official",
+            type=int_arg("--throttle"),
+            metavar="BYTES/S",
+            from_cli=_none_if_zero,
+            label="throttle (B/s)",
+            widget="int",
+            unset=-1,
+            widget_help="-1 = no throttle",
+        ),
+    )
+    move_deadline: float | None = _opt(
+        None,
+        Option(
+            "A move still running this long after its submission has expired.",
+            flag="--move-deadline",
+            type=duration_arg("--move-deadline"),
+            metavar="DURATION",
+            label="deadline per move (s)",
+            widget="float",
+            unset=0.0,
+            widget_help="0 = none",
+        ),
+    )
+    run_deadline: float | None = _opt(
+        None,
+        Option(
+            "The whole run has expired after this long.",
+            flag="--run-deadline",
+            type=duration_arg("--run-deadline"),
+            metavar="DURATION",
+            label="deadline for the run (s)",
+            widget="float",
+            unset=0.0,
+            widget_help="0 = none",
+        ),
+    )
+    stuck_after: float | None = _opt(
+        None,
+        Option(
+            "A move that copied no bytes for this long is stuck (DescribeLogDirs).",
+            flag="--stuck-after",
+            type=duration_arg("--stuck-after"),
+            metavar="DURATION",
+            label="stuck after (s)",
+            widget="float",
+            unset=0.0,
+            widget_help="no bytes copied for this long; 0 = off",
+        ),
+    )
+    on_deadline: str = _opt(
+        "wait",
+        Option(
+            "On an expired deadline or a stuck move: report and keep waiting (default), stop "
+            "submitting and end the run, or cancel the expired / stuck moves.",
+            flag="--on-deadline",
+            choices=ON_DEADLINE,
+            cli_default="wait",
+            label="on deadline",
+            widget="choice",
+        ),
+    )
+    wait: bool = _opt(
+        False,
+        Option(
+            "Stay until every move is complete, then clear the throttles "
+            "(KIP-1335 returns once the last move is submitted).",
+            flag="--wait",
+            action="store_true",
+        ),
+    )
+    additional: bool = _opt(
+        False,
+        Option(
+            "Execute even though other reassignments are in progress (a partition in both gets "
+            "the new target).",
+            flag="--additional",
+            group="official",
+            action="store_true",
+            label="additional (others' moves)",
+            widget="bool",
+            widget_help="--additional: submit although other reassignments are in progress "
+            "(caps do not count them)",
+        ),
+    )
+    allow_replication_factor_change: bool = _opt(
+        True,
+        Option(
+            "Refuse moves that change a partition's replication factor, client- and broker-side "
+            "(KIP-860).",
+            flag="--disallow-replication-factor-change",
+            group="official",
+            action="store_true",
+            from_cli=lambda disallow: not disallow,
+        ),
+    )
+    parallel_replica_count: int | None = _opt(
+        None,
+        Option(
+            "--execute: move at most R replicas of a partition at once (KIP-435 steps; the new "
+            "preferred leader first; min.insync.replicas kept satisfiable). Waits until done.",
+            flag="--parallel-replica-count",
+            group="steps",
+            type=int_arg("--parallel-replica-count", 1),
+            metavar="R",
+            label="parallel replicas (steps)",
+            widget="int",
+            unset=0,
+            widget_help="KIP-435 R; 0 = whole move at once",
+            live=True,
+        ),
+    )
+    min_isr: int | None = _opt(
+        None,
+        Option("min.insync.replicas to keep satisfiable while stepping (None: each topic's own)."),
+    )
+    sample_interval: float = _opt(5.0, Option("Seconds between the journal's progress samples."))
+    cancel_on_stop: bool = _opt(
+        False,
+        Option(
+            "On Ctrl-C / SIGTERM: leave the moves in flight running with their throttles "
+            "(default) or cancel them.",
+            flag="--on-interrupt",
+            choices=ON_INTERRUPT,
+            cli_default="leave",
+            from_cli=lambda v: v == "cancel",
+        ),
+    )
+    log_dir_throttle: int | None = _opt(
+        None,
+        Option(
+            "Throttle for moves between log dirs on the same broker (execute).",
+            flag="--replica-alter-log-dirs-throttle",
+            group="official",
+            type=int_arg("--replica-alter-log-dirs-throttle"),
+            metavar="BYTES/S",
+        ),
+    )
+    timeout_s: float = _opt(
+        10.0,
+        Option(  # for a replica to appear before its log-dir move
+            "How long to wait for a move between log dirs to begin (default 10000).",
+            flag="--timeout",
+            group="official",
+            type=int_arg("--timeout"),
+            metavar="MS",
+            cli_default=10000,
+            from_cli=lambda ms: ms / 1000,
+        ),
+    )
+
+    def caps(self) -> Caps:
+        return Caps(
+            self.batch_size,
+            self.incremental,
+            self.max_moves_per_broker,
+            self.max_leader_moves,
+            self.cluster_max_reassignments,
+            prefer_leader_moves=self.parallel_replica_count is not None,
+        )
+
+    def validate(self) -> ExecuteOptions:
+        """Raise UsageError naming the option at fault (KIP-1335's rules and ours)."""
+        self.caps().validate()
+        if not isinstance(self.poll_interval_ms, int) or self.poll_interval_ms <= 0:
+            raise UsageError(
+                f"--reassignment-poll-interval-ms must be > 0, got {self.poll_interval_ms}"
+            )
+        if self.order not in ORDERS:
+            raise UsageError(f"--order must be one of {', '.join(ORDERS)}, got {self.order!r}")
+        if self.on_deadline not in ON_DEADLINE:
+            raise UsageError(
+                f"--on-deadline must be one of {', '.join(ON_DEADLINE)}, got {self.on_deadline!r}"
+            )
+        for name, v in (
+            ("--move-deadline", self.move_deadline),
+            ("--run-deadline", self.run_deadline),
+            ("--stuck-after", self.stuck_after),
+        ):
+            if v is not None and not v > 0:
+                raise UsageError(f"{name} must be > 0 seconds, got {v}")
+        if self.throttle is not None and self.throttle <= 0:
+            raise UsageError(
+                f"--throttle must be a positive number of bytes/s, got {self.throttle}"
+            )
+        if self.log_dir_throttle is not None and self.log_dir_throttle <= 0:
+            raise UsageError(
+                "--replica-alter-log-dirs-throttle must be a positive number of bytes/s, "
+                f"got {self.log_dir_throttle}"
+            )
+        if not self.timeout_s >= 0:
+            raise UsageError(f"--timeout must be >= 0, got {self.timeout_s}")
+        if self.parallel_replica_count is not None and self.parallel_replica_count < 1:
+            raise UsageError(
+                f"--parallel-replica-count must be >= 1, got {self.parallel_replica_count}"
+            )
+        return self
+
+    def to_json_obj(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json_obj(cls, obj: Mapping[str, Any]) -> ExecuteOptions:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in obj.items() if k in names})
+
+
+# ----------------------------------------------------------------------- readers
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One field with its declaration: ``name`` (the ExecuteOptions field), ``default``."""
+
+    name: str
+    default: Any
+    option: Option
+
+    @property
+    def dest(self) -> str:
+        """The argparse destination of the flag (``--on-interrupt`` → ``on_interrupt``)."""
+        return (self.option.flag or "").lstrip("-").replace("-", "_")
+
+    def from_cli(self, value: Any) -> Any:
+        """The field's value from the parsed flag (None stays None)."""
+        if value is None or self.option.from_cli is None:
+            return value
+        return self.option.from_cli(value)
+
+    def to_widget(self, value: Any) -> Any:
+        """A field value as the panel control holds it (None → the "none" sentinel)."""
+        return self.option.unset if value is None and self.option.unset is not None else value
+
+    def from_widget(self, value: Any) -> Any:
+        """A control's value as the field's value (the "none" sentinel → None)."""
+        if self.option.unset is not None and value == self.option.unset:
+            return None
+        return value
+
+
+def declared() -> tuple[Declared, ...]:
+    """Every ExecuteOptions field with its declaration, in field order."""
+    out = []
+    for f in fields(ExecuteOptions):
+        default = f.default if f.default is not MISSING else None
+        out.append(Declared(f.name, default, f.metadata["option"]))
+    return tuple(out)
+
+
+def cli_options(group: str | None = None) -> tuple[Declared, ...]:
+    """The fields that are CLI flags (of one ``group`` if given)."""
+    return tuple(
+        d for d in declared() if d.option.flag and (group is None or d.option.group == group)
+    )
+
+
+def panel_options() -> tuple[Declared, ...]:
+    """The fields the notebook panel shows as controls, in field order."""
+    return tuple(d for d in declared() if d.option.label)
+
+
+def live_options() -> tuple[str, ...]:
+    """Names of the options that may change while a run goes on (``Run.set_caps``)."""
+    return tuple(d.name for d in declared() if d.option.live)
+
+
+def options_from_cli(args: Any, **overrides: Any) -> ExecuteOptions:
+    """ExecuteOptions from parsed CLI arguments (flags absent from ``args`` keep the default),
+    validated. ``overrides`` win (e.g. a panel's ``wait=True``)."""
+    values: dict[str, Any] = {}
+    for d in cli_options():
+        if hasattr(args, d.dest):
+            values[d.name] = d.from_cli(getattr(args, d.dest))
+    values = {k: v for k, v in values.items() if v is not None or d_default(k) is None}
+    values.update(overrides)
+    return ExecuteOptions(**values).validate()
+
+
+def d_default(name: str) -> Any:
+    """The default of field ``name``."""
+    return next(d.default for d in declared() if d.name == name)
