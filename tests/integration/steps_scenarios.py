@@ -113,6 +113,7 @@ class StepRun:
     observed_sets: list[tuple[int, ...]] = field(default_factory=list)
     min_isr_seen: int = 1 << 30
     isr_polls: int = 0
+    isr_sets: list[tuple[int, ...]] = field(default_factory=list)
     journal_steps: list[tuple[int, ...]] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -199,6 +200,7 @@ def run_steps(
     out.observed_sets += done
     out.min_isr_seen = watcher.min_isr
     out.isr_polls = watcher.polls
+    out.isr_sets = watcher.sets
     return out
 
 

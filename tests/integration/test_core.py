@@ -19,7 +19,7 @@ from reassign_kit.model import Move, Plan, TopicPartition
 
 pytestmark = pytest.mark.integration
 TP = TopicPartition
-SLOW = 10_000  # B/s: a partition holding 1 MiB needs ~100 s to copy, so it stays in progress
+SLOW = 10_000  # B/s: past the first unthrottled fetch (1 MiB), 3 MiB stay in progress for minutes
 
 
 def load(sandbox, topic: str, mb: float) -> None:
@@ -121,7 +121,7 @@ def test_slow_move_is_listed_then_cancelled_and_throttles_cleared(
 ):
     topic = topic_name("core-cancel")
     sandbox.create_topic(topic, partitions=2, rf=2)
-    load(sandbox, topic, 1)
+    load(sandbox, topic, 3)  # past the first unthrottled fetch (up to 1 MiB a partition)
     tps = [TP(topic, p) for p in range(2)]
     before = gw.describe_partitions(tps)
     moves = [Move(tp, away(before[tp].replicas)) for tp in tps]
@@ -227,7 +227,7 @@ def test_rf_guard_client_side_and_broker_side(sandbox, gw, cli, topic_name, tmp_
 def test_additional_on_top_of_an_in_flight_run(sandbox, gw, cli, topic_name, tmp_path):
     topic = topic_name("core-add")
     sandbox.create_topic(topic, partitions=2, rf=2)
-    load(sandbox, topic, 1)
+    load(sandbox, topic, 3)  # past the first unthrottled fetch (up to 1 MiB a partition)
     tps = [TP(topic, p) for p in range(2)]
     before = gw.describe_partitions(tps)
     first = write_plan(tmp_path / "first.json", [Move(tps[0], away(before[tps[0]].replicas))])

@@ -166,8 +166,9 @@ def _slow_setup(sandbox, gw, topic_name, tmp_path, parts=4, mb=0.5):
 def test_sigkill_mid_run_then_resume_completes_without_throttles(
     sandbox, gw, topic_name, tmp_path, bootstrap
 ):
+    # 2 MiB a partition: past the first unthrottled fetch (up to 1 MiB), so moves stay in flight
     rate = 200 * KB
-    t, tps, plan, path = _slow_setup(sandbox, gw, topic_name, tmp_path, parts=5, mb=0.3)
+    t, tps, plan, path = _slow_setup(sandbox, gw, topic_name, tmp_path, parts=5, mb=2)
     journal = str(tmp_path / "run.jsonl")
     argv = paced_argv(path, journal, tmp_path, "--throttle", str(rate))
     argv += ["--reassignment-batch-size", "2", "--incremental"]

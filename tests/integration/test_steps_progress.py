@@ -56,6 +56,9 @@ def assert_steps_under_load(sb, topic, start, target, expected, out_dir) -> None
     assert run.planned == expected
     assert run.journal_steps == run.planned
     assert run.observed_sets == run.planned
+    # the watcher must have watched: it polled, from the start set through at least one change
+    assert run.isr_polls > 0, "the ISR watcher never polled"
+    assert run.isr_sets[0] == tuple(start) and len(run.isr_sets) >= 2, run.isr_sets
     assert run.min_isr_seen >= 2, f"ISR fell to {run.min_isr_seen} during the steps"
     assert producer.errors == []
     got = consume_all(bootstrap, topic, 0, len(producer.acked))
@@ -108,24 +111,10 @@ def test_progress_behind_in_sync_done_with_eta(sandbox, bootstrap, gw, topic_nam
     assert reports[-1].status == "Done" and reports[-1].pct == 100.0
     pcts = [r.pct for r in reports]
     assert pcts == sorted(pcts), pcts
-    # the ETA converges: the predicted finish of the later reports is nearer the real one.
-    # Only meaningful while the throttle paces the copy steadily: the brokers are shared with
-    # other tests (and, on the dev sandbox, other people), whose broker throttle rates can stall
-    # this copy for a while; then the stall is reported and the ETA left unchecked (the
-    # undisturbed measurement is bench/bench_steps.py on a sandbox of its own).
-    preds = [(r.ts, r.ts + r.eta_s) for r in reports if r.eta_s and not r.done]
-    assert preds, rows
+    # ETAs are offered while the copy runs and never negative; how close they come to the
+    # real finish is measured in bench/ (bench_steps.py, bench_eta.py), not asserted here.
+    assert [r for r in reports if r.eta_s and not r.done], rows
     assert all(r.eta_s is None or r.eta_s >= 0 for r in reports)
-    changes = [reports[0].ts] + [
-        b.ts for a, b in zip(reports, reports[1:], strict=False) if b.pct != a.pct
-    ]
-    stall = max((b - a for a, b in zip(changes, changes[1:], strict=False)), default=0.0)
-    if stall <= 4.0 and len(preds) >= 4:
-        errs = [abs(p - done_ts) for _, p in preds]
-        half = len(errs) // 2
-        assert sum(errs[half:]) / len(errs[half:]) <= sum(errs[:half]) / half + 1.0, rows
-    else:
-        print(f"copy stalled for {stall:.1f}s (shared brokers): ETA convergence not checked")
 
 
 def test_progress_names_unknown_topic_partition_and_broker(sandbox, gw, topic_name):
