@@ -24,20 +24,80 @@ def execute(
     rollback_path: str | os.PathLike | None = "",
     **options: Any,
 ) -> Any:
-    """Run ``plan`` as the CLI's ``--execute`` does (legacy single request, or a paced run
-    when a pacing option, ``resume`` or ``journal`` is given): see ``engine.run.execute``."""
-    from .engine.run import execute as _execute
+    """``reassign_kit.execute(plan, bootstrap_servers=..., **options)``, from a notebook or a
+    script, as the CLI's ``--execute``.
 
-    return _execute(
-        plan,
-        bootstrap_servers,
-        gateway=gateway,
-        command_config=command_config,
-        journal=journal,
-        resume=resume,
-        rollback_path=rollback_path,
-        **options,
-    )
+    ``plan`` is a Plan or a JSON file path; the cluster is ``gateway`` (e.g. a simulator) or
+    ``bootstrap_servers`` with ``command_config`` (a dict or a .properties path; its secrets
+    never reach the journal). Options are ``ExecuteOptions``' fields (and the CLI's
+    ``disallow_replication_factor_change``). Those the official tool has too (``additional``,
+    ``throttle``, ``log_dir_throttle``, ``allow_replication_factor_change``, ``timeout_s``)
+    make the legacy single request (``ops.execute``, returns ``ops.ExecuteResult``); any
+    pacing option (``batch_size``, ``incremental``, caps, deadlines, ``wait``, ...), ``resume``
+    or an explicit ``journal`` makes a paced run that blocks until KIP-1335's return point (or
+    the end with ``wait=True``) and returns its ``RunResult``; a failed run raises
+    ``RunError``. Both results have ``.to_pandas()``. ``journal`` / ``rollback_path``: "" = a
+    timestamped file in the working directory (as the CLI), None = none. Both go through
+    ``engine.preflight``; for a run in the background use ``preflight(...).run.start()``."""
+    from . import ops
+    from .engine import preflight as pf
+    from .engine.journal import register_config_secrets
+    from .engine.options import ExecuteOptions
+    from .errors import UsageError
+    from .model import Plan
+
+    if "disallow_replication_factor_change" in options:  # the CLI's name for the same thing
+        disallow = options.pop("disallow_replication_factor_change")
+        options["allow_replication_factor_change"] = not disallow
+    unknown = sorted(set(options) - pf.OPTION_NAMES)
+    if unknown:
+        raise UsageError(
+            f"execute: unknown option(s) {', '.join(unknown)}; known: "
+            + ", ".join(sorted(pf.OPTION_NAMES | {"disallow_replication_factor_change"}))
+        )
+    if (gateway is None) == (bootstrap_servers is None):
+        raise UsageError("execute needs exactly one of bootstrap_servers and gateway")
+    opts = ExecuteOptions(**options).validate()  # every option checked before anything is read
+    paced = pf.is_paced(options, resume=resume, journal=journal)
+    source = os.fspath(plan) if isinstance(plan, str | os.PathLike) else "the plan"
+    if isinstance(plan, str | os.PathLike):
+        plan = Plan.read(source)
+    if isinstance(command_config, str | os.PathLike):
+        command_config = ops.load_command_config(os.fspath(command_config))
+    register_config_secrets(command_config or {})
+    rb = None if rollback_path is None else os.fspath(rollback_path)
+    gw = gateway if gateway is not None else ops.connect(bootstrap_servers, command_config)
+    try:
+        if not paced:
+            return ops.execute(
+                gw,
+                plan,
+                additional=opts.additional,
+                throttle=opts.throttle,
+                log_dir_throttle=opts.log_dir_throttle,
+                disallow_replication_factor_change=not opts.allow_replication_factor_change,
+                timeout_s=opts.timeout_s,
+                rollback_path=rb,
+                source=source,
+            )
+        journal_path = os.fspath(journal) if journal else pf.default_journal_path()
+        if resume:
+            opts = pf.options_from_journal(journal_path)
+        prepared = pf.preflight(
+            gw,
+            plan,
+            opts,
+            journal_path,
+            resume=resume,
+            rollback_path=rb,
+            source=source,
+            plan_path=os.path.abspath(source) if source != "the plan" else None,
+        )
+        assert prepared.run is not None
+        return prepared.run.run()
+    finally:
+        if gateway is None:
+            gw.close()
 
 
 def progress(

@@ -38,3 +38,9 @@ class SandboxError(ReassignKitError):
     """The local sandbox cluster cannot do what was asked (missing Java, unknown dir, ...)."""
 
     exit_code = 5
+
+
+class ReassignmentInProgressError(ReassignKitError):
+    """--execute while other reassignments are in flight, without --additional."""
+
+    exit_code = 6

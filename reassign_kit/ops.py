@@ -13,24 +13,38 @@ import os
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
+# re-exported: these lived here before cluster/views.py and engine/logdirs.py held them
+from .cluster.views import (  # noqa: F401
+    cluster_view,
+    default_rollback_path,
+    in_flight_unless_additional,
+    partition_sizes,
+    replica_log_dirs,
+    rollback_plan,
+)
 from .engine import throttle as thr
-from .errors import KafkaOperationError, ReassignKitError, UsageError
-from .model import ANY_LOG_DIR, Move, PartitionState, Plan, TopicPartition, is_complete
-from .validate import ClusterView, validate_plan
+from .engine.logdirs import (  # noqa: F401
+    RETRIABLE_LOG_DIR_ERRORS,
+    log_dir_round,
+    log_dir_targets,
+    start_log_dir_moves,
+)
+from .engine.options import ExecuteOptions
+from .engine.preflight import preflight, write_rollback  # noqa: F401
+from .errors import (  # noqa: F401 (ReassignmentInProgressError: re-exported)
+    KafkaOperationError,
+    ReassignKitError,
+    ReassignmentInProgressError,
+    UsageError,
+)
+from .model import Move, PartitionState, Plan, TopicPartition, is_complete
 
 # Exit codes of --verify (0 = complete); errors keep errors.py's codes 1..5.
 EXIT_IN_PROGRESS = 10
 EXIT_MISMATCH = 11
 SETTLE_PAUSE_S = 0.5  # between re-reads of metadata that may lag the controller (see settle)
-
-
-class ReassignmentInProgressError(ReassignKitError):
-    """--execute while other reassignments are in flight, without --additional."""
-
-    exit_code = 6
 
 
 # ----------------------------------------------------------------------------- setup
@@ -81,19 +95,6 @@ def connect(
     if isinstance(command_config, str):
         command_config = load_command_config(command_config)
     return AdminGateway(bootstrap_servers, command_config, timeout_s=timeout_s)
-
-
-def cluster_view(gateway: Any, plan: Plan, with_log_dirs: bool | None = None) -> ClusterView:
-    """What validate needs about the plan's topics, brokers, partitions and (when the plan names
-    log dirs) the brokers' log dirs: a few Admin calls whatever the plan's size."""
-    brokers = [b.id for b in gateway.brokers()]
-    counts = gateway.topic_partition_counts(plan.topics())
-    known = [m.tp for m in plan if m.topic in counts and m.partition < counts[m.topic]]
-    states = gateway.describe_partitions(known)
-    if with_log_dirs is None:
-        with_log_dirs = any(m.log_dirs is not None for m in plan)
-    log_dirs = gateway.broker_log_dirs(brokers) if with_log_dirs else {}
-    return ClusterView.of(brokers, counts, states, log_dirs)
 
 
 def _table(rows: list[dict[str, Any]], columns: list[str]) -> Any:
@@ -164,70 +165,6 @@ class ExecuteResult:
         return out + self.notes
 
 
-def rollback_plan(
-    plan: Plan,
-    states: Mapping[TopicPartition, PartitionState],
-    replica_dirs: Mapping[tuple[TopicPartition, int], str] | None = None,
-) -> Plan:
-    """The plan that puts the plan's partitions back where they are now (for a partition in
-    flight: its original replicas), with the current log dir of each replica (or "any")."""
-    moves = []
-    for m in plan:
-        st = states.get(m.tp)
-        if st is None:
-            continue
-        reps = (
-            tuple(r for r in st.replicas if r not in st.adding) if st.reassigning else st.replicas
-        )
-        dirs = None
-        if any(m.log_dirs is not None for m in plan) and replica_dirs is not None:
-            dirs = tuple(replica_dirs.get((m.tp, r), ANY_LOG_DIR) for r in reps)
-        moves.append(Move(m.tp, reps, dirs))
-    return Plan.of(moves)
-
-
-def default_rollback_path() -> str:
-    return f"reassign-rollback-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
-
-
-def replica_log_dirs(gateway: Any, tps: Iterable[TopicPartition], brokers: Iterable[int]):
-    """(partition, broker) -> current log dir, and -> future log dir for moves between dirs."""
-    cur: dict[tuple[TopicPartition, int], str] = {}
-    fut: dict[tuple[TopicPartition, int], str] = {}
-    for r in gateway.describe_log_dirs(sorted(set(brokers)), list(tps)):
-        (fut if r.is_future else cur)[(r.tp, r.broker)] = r.log_dir
-    return cur, fut
-
-
-def in_flight_unless_additional(
-    gateway: Any, additional: bool
-) -> dict[TopicPartition, PartitionState]:
-    """The reassignments in flight; refused (nothing sent) when there are some and the user did
-    not ask for ``--additional``, as the official tool."""
-    in_flight = gateway.list_reassignments()
-    if in_flight and not additional:
-        raise ReassignmentInProgressError(
-            f"cannot execute: {len(in_flight)} partition reassignment(s) are already in progress "
-            f"({', '.join(str(tp) for tp in sorted(in_flight)[:5])}"
-            f"{', …' if len(in_flight) > 5 else ''}). Use --additional to submit this plan on "
-            "top of them (it replaces their target for partitions in both), or --cancel them"
-        )
-    return in_flight
-
-
-def write_rollback(rollback: Plan, rollback_path: str | None) -> str | None:
-    """Write the rollback plan: ``rollback_path`` "" = a timestamped file in the working dir,
-    None = none. Returns the path written."""
-    if rollback_path is None:
-        return None
-    path = rollback_path or default_rollback_path()
-    try:
-        rollback.write(path)
-    except OSError as e:
-        raise UsageError(f"--rollback-file {path}: cannot write it: {e.strerror}") from None
-    return path
-
-
 def execute(
     gateway: Any,
     plan: Plan,
@@ -243,26 +180,26 @@ def execute(
     """Legacy execution, as ``kafka-reassign-partitions --execute``: validate the whole plan,
     refuse when other reassignments are in flight unless ``additional``, write the rollback
     JSON, set the throttles the moves need, submit every move in one request, then start the
-    moves between log dirs. ``rollback_path`` "" = a timestamped file in the working dir,
-    None = do not write one. Pacing lives in ``execute.py``."""
-    view = cluster_view(gateway, plan)
-    validate_plan(
+    moves between log dirs. Everything before the first change is ``engine.preflight`` (as for
+    a paced run). ``rollback_path`` "" = a timestamped file in the working dir, None = do not
+    write one (an existing file is never replaced). Pacing lives in ``engine/run.py``."""
+    p = preflight(
+        gateway,
         plan,
-        view,
-        disallow_replication_factor_change=disallow_replication_factor_change,
+        ExecuteOptions(
+            additional=additional,
+            throttle=throttle or None,
+            log_dir_throttle=log_dir_throttle or None,
+            allow_replication_factor_change=not disallow_replication_factor_change,
+            timeout_s=timeout_s,
+        ),
+        rollback_path=rollback_path,
         source=source,
+        build_run=False,
     )
-    in_flight = in_flight_unless_additional(gateway, additional)
-    states = {tp: in_flight.get(tp, st) for tp, st in view.states.items()}
+    in_flight, states, rollback, path = p.in_flight, p.states, p.rollback, p.rollback_path
+    assert rollback is not None  # not a resume: the preflight wrote (or skipped) it
     with_dirs = any(m.log_dirs is not None for m in plan)
-    brokers_of_plan = {r for m in plan for r in m.replicas} | {
-        r for m in plan for r in states[m.tp].replicas
-    }
-    cur_dirs = (
-        replica_log_dirs(gateway, [m.tp for m in plan], brokers_of_plan)[0] if with_dirs else None
-    )
-    rollback = rollback_plan(plan, states, cur_dirs)
-    path = write_rollback(rollback, rollback_path)
 
     targets = {m.tp: m.replicas for m in plan}
     notes: list[str] = []
@@ -307,70 +244,10 @@ def execute(
     log_dir_rows = []
     if with_dirs:
         wanted = log_dir_targets(m for m in plan if m.tp in ok)
-        log_dir_rows = _start_log_dir_moves(gateway, wanted, timeout_s)
+        log_dir_rows = start_log_dir_moves(gateway, wanted, timeout_s)
     if path:
         notes.insert(0, f"The rollback plan (the current assignment) was saved to {path}")
     return ExecuteResult(rows, rollback, path, changes, log_dir_rows, notes)
-
-
-RETRIABLE_LOG_DIR_ERRORS = ("ReplicaNotAvailable", "KafkaStorage", "no answer")
-
-
-def log_dir_targets(moves: Iterable[Move]) -> dict[tuple[TopicPartition, int], str]:
-    """(partition, broker) -> the log dir the plan asks for (entries with "any" left out)."""
-    return {
-        (m.tp, b): d
-        for m in moves
-        if m.log_dirs is not None
-        for b, d in zip(m.replicas, m.log_dirs, strict=False)
-        if d != ANY_LOG_DIR
-    }
-
-
-def log_dir_round(
-    gateway: Any, pending: Mapping[tuple[TopicPartition, int], str]
-) -> dict[tuple[TopicPartition, int], str | None]:
-    """One AlterReplicaLogDirs for ``pending``: the replicas it settled (None = the move began,
-    else the broker's error). A replica the reassignment has not created yet
-    (ReplicaNotAvailable, ...) is left out, to be asked again, as the official tool does."""
-    res = gateway.alter_replica_log_dirs(pending) if pending else {}
-    out: dict[tuple[TopicPartition, int], str | None] = {}
-    for key in pending:
-        err = res.get(key, "no answer")
-        if err is None or err not in RETRIABLE_LOG_DIR_ERRORS:
-            out[key] = err
-    return out
-
-
-def _start_log_dir_moves(
-    gateway: Any, wanted: Mapping[tuple[TopicPartition, int], str], timeout_s: float
-) -> list[dict[str, Any]]:
-    """AlterReplicaLogDirs until each replica exists on its broker (a new replica appears only
-    once the reassignment creates it), as the official tool; give up after ``timeout_s``."""
-    pending = dict(wanted)
-    errors: dict[tuple[TopicPartition, int], str | None] = {}
-    deadline = time.monotonic() + timeout_s
-    while pending:
-        for key, err in log_dir_round(gateway, pending).items():
-            errors[key] = err
-            del pending[key]
-        if not pending or time.monotonic() >= deadline:
-            break
-        time.sleep(0.2)
-    for key in pending:
-        errors[key] = (
-            f"timed out after {timeout_s:g}s waiting for the replica to appear (--timeout)"
-        )
-    return [
-        {
-            "topic": tp.topic,
-            "partition": tp.partition,
-            "broker": b,
-            "log_dir": wanted[(tp, b)],
-            "error": e,
-        }
-        for (tp, b), e in sorted(errors.items())
-    ]
 
 
 # ----------------------------------------------------------------------------- verify

@@ -21,15 +21,13 @@ from typing import Any
 
 from . import reassign_cli as rc
 from .engine.journal import read_events, register_config_secrets
+from .engine.preflight import default_journal_path, options_from_journal, prepare
 from .engine.run import (
     ON_DEADLINE,
     ExecuteOptions,
     Run,
     RunError,
     RunResult,
-    default_journal_path,
-    options_from_journal,
-    prepare,
 )
 from .engine.schedule import ORDERS
 from .errors import UsageError

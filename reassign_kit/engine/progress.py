@@ -790,4 +790,3 @@ def report(
         finally:
             gw.close()
     return progress(gateway, plan, events, window_s)
-

@@ -22,15 +22,17 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .. import __version__, ops
+from .. import __version__
+from ..cluster.views import partition_sizes, refuse_in_flight, replica_log_dirs
 from ..errors import ReassignKitError, UsageError
 from ..gateway import Gateway
 from ..model import Move, PartitionState, Plan, TopicPartition, is_complete
 from . import throttle as thr
 from .journal import Journal, read_events
+from .logdirs import log_dir_round, log_dir_targets
 from .options import ON_DEADLINE, ExecuteOptions, cli_options  # noqa: F401 (ON_DEADLINE: re-exported)
 from .schedule import Caps, Item, assign_batches, decide, item_for, order_items
 
@@ -221,7 +223,7 @@ class Run:
         # is submitted, as ops.execute does for the legacy request; a move is complete only
         # when its replicas are also in the asked dirs
         self._dirs: dict[TopicPartition, dict[int, str]] = {}
-        for (tp, b), d in ops.log_dir_targets(plan).items():
+        for (tp, b), d in log_dir_targets(plan).items():
             self._dirs.setdefault(tp, {})[b] = d
         self._dir_pending: dict[tuple[TopicPartition, int], tuple[str, float]] = {}
         self._dirs_registered: set[TopicPartition] = set()
@@ -450,11 +452,8 @@ class Run:
             )
         journaled = self._journaled_submissions(prior) if resuming else {}
         foreign = [tp for tp in cluster if tp not in journaled]
-        if foreign and not self.options.additional and not resuming:
-            raise UsageError(
-                f"{len(foreign)} reassignment(s) already in progress on the cluster (e.g. "
-                f"{foreign[0]}); use --additional to add this plan's moves on top of them"
-            )
+        if not resuming:  # the same refusal (message, exit 6) as the preflight's
+            refuse_in_flight(foreign, self.options.additional)
         sizes = self._sizes(tps)
         items = []
         for m in self.plan:
@@ -561,18 +560,12 @@ class Run:
         return out
 
     def _sizes(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
-        """Bytes per partition (largest replica): used to order and to report."""
+        """Bytes per partition (``cluster.views.partition_sizes``): to order and to report."""
         try:
-            infos = self.gw.describe_log_dirs([b.id for b in self.gw.brokers()])
+            return partition_sizes(self.gw, tps)
         except ReassignKitError as e:
             self._emit("warning", message=f"cannot read partition sizes: {e}")
             return {}
-        want = set(tps)
-        sizes: dict[TopicPartition, int] = {}
-        for r in infos:
-            if r.tp in want and not r.is_future:
-                sizes[r.tp] = max(sizes.get(r.tp, 0), r.size_bytes)
-        return sizes
 
     def _plan_steps(
         self, ms: MoveState, st: PartitionState, adopted_target: tuple[int, ...] | None = None
@@ -625,7 +618,7 @@ class Run:
         if not tps:
             return set()
         brokers = {b for tp in tps for b in self._dirs[tp]}
-        cur, fut = ops.replica_log_dirs(self.gw, tps, brokers)
+        cur, fut = replica_log_dirs(self.gw, tps, brokers)
         return {
             tp
             for tp in tps
@@ -640,7 +633,7 @@ class Run:
             return
         self._register_log_dirs(now)
         if self._dir_pending:
-            settled = ops.log_dir_round(self.gw, {k: d for k, (d, _) in self._dir_pending.items()})
+            settled = log_dir_round(self.gw, {k: d for k, (d, _) in self._dir_pending.items()})
             for (tp, b), (d, deadline) in list(self._dir_pending.items()):
                 if (tp, b) in settled:
                     err = settled[(tp, b)]
@@ -1185,177 +1178,3 @@ def _cluster_info(gw: Any) -> dict[str, Any]:
         return dict(fn())
     except Exception as e:  # noqa: BLE001 - informative only
         return {"error": f"{type(e).__name__}: {e}"}
-
-
-# ---------------------------------------------------------------------------- the Python API
-
-# ExecuteOptions fields that ops.execute (the legacy single request) honours too
-# the options kafka-reassign-partitions has too: alone, they make the legacy single request
-LEGACY_OPTIONS = frozenset(d.name for d in cli_options("official"))
-_OPTION_NAMES = frozenset(f.name for f in fields(ExecuteOptions))
-
-
-def default_journal_path() -> str:
-    return time.strftime("reassign-run-%Y%m%dT%H%M%SZ.jsonl", time.gmtime())
-
-
-@dataclass
-class Prepared:
-    """A validated paced run, not started: what ``prepare`` checked and wrote."""
-
-    run: Run
-    rollback: Plan | None
-    rollback_path: str | None
-
-
-def prepare(
-    gateway: Any,
-    plan: Plan,
-    options: ExecuteOptions,
-    journal_path: str | None,
-    *,
-    resume: bool = False,
-    rollback_path: str | None = "",
-    source: str = "the plan",
-    plan_path: str | None = None,
-) -> Prepared:
-    """Everything before the first submission of a paced run, shared by the CLI and the API:
-    validate the whole plan against the cluster (nothing is sent otherwise), refuse when
-    other reassignments are in flight unless ``additional``, write the rollback JSON
-    (``rollback_path`` "" = a timestamped file in the working dir, None = none; not on
-    resume), and build the Run with the KIP-435 steps hook (per-topic min ISR) if asked, in
-    the model's own time when the gateway is a simulator."""
-
-    from ..validate import validate_plan
-
-    view = ops.cluster_view(gateway, plan)
-    validate_plan(
-        plan,
-        view,
-        disallow_replication_factor_change=not options.allow_replication_factor_change,
-        source=source,
-    )
-    rollback, path = None, None
-    if not resume:
-        in_flight = ops.in_flight_unless_additional(gateway, options.additional)
-        states = {tp: in_flight.get(tp, st) for tp, st in view.states.items()}
-        rollback = ops.rollback_plan(plan, states)
-        path = ops.write_rollback(rollback, rollback_path)
-    min_isr = None  # read now when steps are asked for (else by the Run if R is set later)
-    fn = getattr(gateway, "min_insync_replicas", None)
-    if options.parallel_replica_count is not None and options.min_isr is None and callable(fn):
-        min_isr = dict(fn(plan.topics()))
-    # a model cluster (simulate.SimCluster) brings its own clock: the run goes in model time
-    model_time = {}
-    if callable(getattr(gateway, "now", None)) and callable(getattr(gateway, "sleep", None)):
-        model_time = {"clock": gateway.now, "sleep": gateway.sleep}
-    run = Run(
-        gateway,
-        plan,
-        options,
-        journal_path,
-        resume=resume,
-        plan_path=plan_path,
-        min_isr=min_isr,
-        **model_time,
-    )
-    return Prepared(run, rollback, path)
-
-
-def options_from_journal(journal_path: str) -> ExecuteOptions:
-    """The options a journaled run was started with (``--resume`` reuses them)."""
-    if not os.path.exists(journal_path):
-        raise UsageError(f"--journal {journal_path}: no such file to resume")
-    first = next((e for e in read_events(journal_path) if e.get("event") == "run_started"), None)
-    if first is None:
-        raise UsageError(f"--journal {journal_path}: no run_started event; nothing to resume")
-    return ExecuteOptions.from_json_obj(first.get("options") or {}).validate()
-
-
-def execute(
-    plan: Plan | str | os.PathLike,
-    bootstrap_servers: str | None = None,
-    *,
-    gateway: Any = None,
-    command_config: Mapping[str, str] | str | None = None,
-    journal: str | os.PathLike | None = "",
-    resume: bool = False,
-    rollback_path: str | os.PathLike | None = "",
-    **options: Any,
-) -> Any:
-    """``reassign_kit.execute(plan, bootstrap_servers=..., **options)``, from a notebook or a
-    script, as the CLI's ``--execute``.
-
-    ``plan`` is a Plan or a JSON file path; the cluster is ``gateway`` (e.g. a simulator) or
-    ``bootstrap_servers`` with ``command_config`` (a dict or a .properties path; its secrets
-    never reach the journal). Options are ``ExecuteOptions``' fields (and the CLI's
-    ``disallow_replication_factor_change``). Those the official tool has too (``additional``,
-    ``throttle``, ``log_dir_throttle``, ``allow_replication_factor_change``, ``timeout_s``)
-    make the legacy single request (``ops.execute``, returns ``ops.ExecuteResult``); any
-    pacing option (``batch_size``, ``incremental``, caps, deadlines, ``wait``, ...), ``resume``
-    or an explicit ``journal`` makes a paced run that blocks until KIP-1335's return point (or
-    the end with ``wait=True``) and returns its ``RunResult``; a failed run raises
-    ``RunError``. Both results have ``.to_pandas()``. ``journal`` / ``rollback_path``: "" = a
-    timestamped file in the working directory (as the CLI), None = none. For a run in the
-    background use ``prepare(...).run.start()``."""
-    if "disallow_replication_factor_change" in options:  # the CLI's name for the same thing
-        disallow = options.pop("disallow_replication_factor_change")
-        options["allow_replication_factor_change"] = not disallow
-    unknown = sorted(set(options) - _OPTION_NAMES)
-    if unknown:
-        raise UsageError(
-            f"execute: unknown option(s) {', '.join(unknown)}; known: "
-            + ", ".join(sorted(_OPTION_NAMES | {"disallow_replication_factor_change"}))
-        )
-    if (gateway is None) == (bootstrap_servers is None):
-        raise UsageError("execute needs exactly one of bootstrap_servers and gateway")
-    opts = ExecuteOptions(**options).validate()  # every option checked before anything is read
-    paced = (
-        resume
-        or bool(journal)
-        or any(
-            k not in LEGACY_OPTIONS and v != getattr(ExecuteOptions(), k)
-            for k, v in options.items()
-        )
-    )
-    source = os.fspath(plan) if isinstance(plan, str | os.PathLike) else "the plan"
-    if isinstance(plan, str | os.PathLike):
-        plan = Plan.read(source)
-
-    from .journal import register_config_secrets
-
-    if isinstance(command_config, str | os.PathLike):
-        command_config = ops.load_command_config(os.fspath(command_config))
-    register_config_secrets(command_config or {})
-    rb = None if rollback_path is None else os.fspath(rollback_path)
-    gw = gateway if gateway is not None else ops.connect(bootstrap_servers, command_config)
-    try:
-        if not paced:
-            return ops.execute(
-                gw,
-                plan,
-                additional=opts.additional,
-                throttle=opts.throttle,
-                log_dir_throttle=opts.log_dir_throttle,
-                disallow_replication_factor_change=not opts.allow_replication_factor_change,
-                timeout_s=opts.timeout_s,
-                rollback_path=rb,
-                source=source,
-            )
-        journal_path = os.fspath(journal) if journal else default_journal_path()
-        if resume:
-            opts = options_from_journal(journal_path)
-        prepared = prepare(
-            gw,
-            plan,
-            opts,
-            journal_path,
-            resume=resume,
-            rollback_path=rb,
-            source=source,
-            plan_path=os.path.abspath(source) if source != "the plan" else None,
-        )
-        return prepared.run.run()
-    finally:
-        if gateway is None:
-            gw.close()

@@ -13,7 +13,6 @@ responsive and a 10,000-partition plan does not flood the browser.
 
 from __future__ import annotations
 
-import dataclasses
 import html
 import json
 import os
@@ -26,9 +25,13 @@ from typing import Any
 
 import ipywidgets as W
 
-from ..engine.options import Declared, panel_options
+from ..cluster.views import cluster_view, partition_sizes
+from ..engine.journal import read_events
+from ..engine.options import Declared, ExecuteOptions, panel_options
+from ..engine.preflight import preflight
+from ..engine.resume import set_aside, unfinished_run
 from ..errors import ReassignKitError, UsageError
-from ..model import Plan, TopicPartition
+from ..model import Plan
 from . import charts, controls, figures
 
 # --------------------------------------------------------------------------- pacing controls
@@ -72,22 +75,6 @@ def _show(opt: Declared, value: Any) -> str:
 # --------------------------------------------------------------------------- the panel
 
 
-def _default_run_factory(
-    gateway: Any, plan: Plan, options: Mapping[str, Any], journal_path: str | None, *,
-    resume: bool = False, steps_for: Callable[..., Any] | None = None,
-) -> Any:
-    from ..engine.run import ExecuteOptions, Run
-
-    known = {f.name for f in dataclasses.fields(ExecuteOptions)}
-    unknown = sorted(k for k in options if k not in known)
-    if unknown:
-        raise ReassignKitError(f"this version of execute does not know the option(s) {', '.join(unknown)}")
-    # The panel stays until every move is complete (the CLI's --wait), so the chart reaches the
-    # end and the throttles are cleared by the run itself.
-    opts = ExecuteOptions(**{"wait": True, **options})
-    return Run(gateway, plan, opts, journal_path=journal_path, resume=resume, steps_for=steps_for)
-
-
 def _default_verify(gateway: Any, plan: Plan) -> Any:
     from .. import ops
 
@@ -97,9 +84,9 @@ def _default_verify(gateway: Any, plan: Plan) -> Any:
 class Panel:
     """The widget tree plus its state; display it by leaving it last in a cell.
 
-    ``run_factory(gateway, plan, options, journal_path, *, resume=False)`` makes
-    the ``execute.Run`` (tests pass one on the simulator's clock); ``verify_fn(gateway, plan)``
-    is ``ops.verify``."""
+    Execute and Resume go through ``engine.preflight`` (the CLI's checks, messages and rollback
+    file); ``run_kwargs`` go to the ``Run`` it builds (tests pass a ``sleep`` on the
+    simulator's clock); ``verify_fn(gateway, plan)`` is ``ops.verify``."""
 
     def __init__(
         self,
@@ -109,7 +96,7 @@ class Panel:
         journal_path: str | None = None,
         output_dir: str | None = None,
         refresh_s: float = 1.0,
-        run_factory: Callable[..., Any] | None = None,
+        run_kwargs: Mapping[str, Any] | None = None,
         verify_fn: Callable[[Any, Plan], Any] | None = None,
         clock: Callable[[], float] = time.time,
         **defaults: Any,
@@ -122,7 +109,7 @@ class Panel:
         self.journal_path = journal_path or (os.path.join(output_dir, "journal.jsonl") if output_dir else None)
         self.artefacts: dict[str, str] = {}
         self.refresh_s = float(refresh_s)
-        self._run_factory = run_factory or _default_run_factory
+        self._run_kwargs = dict(run_kwargs or {})
         self._verify_fn = verify_fn or _default_verify
         self._clock = clock
         self.run: Any = None
@@ -248,16 +235,9 @@ class Panel:
         tps = [m.tp for m in self.plan]
         problems: list[str] = []
         try:
-            from ..ops import cluster_view
-
             view = cluster_view(self.gateway, self.plan)
             states = dict(view.states)
-            sizes: dict[TopicPartition, int] = {}
-            leaders = {tp: s.leader for tp, s in states.items()}
-            wanted = set(tps)
-            for r in self.gateway.describe_log_dirs(sorted(view.brokers)):
-                if r.tp in wanted and r.broker == leaders.get(r.tp) and not r.is_future:
-                    sizes[r.tp] = max(sizes.get(r.tp, 0), r.size_bytes)
+            sizes = partition_sizes(self.gateway, tps, view.brokers)  # the one definition
             problems = [str(p) for p in plan_problems(self.plan, view)]
         except ReassignKitError as e:
             states, sizes, problems = {}, {}, [f"cannot read the cluster: {e}"]
@@ -289,19 +269,43 @@ class Panel:
         return button in controls.enabled_buttons(self.phase, resumable=self.resumable is not None)
 
     def _on_execute(self, _b: Any = None) -> None:
-        """A new run of the plan; an earlier journal at the same path is kept beside it."""
+        """A new run of the plan, through the one preflight (validation, others' moves refused
+        unless "additional", rollback file that never replaces an earlier one); an earlier
+        journal at the same path is kept beside it."""
         if not self._allowed("execute"):
             return
-        options = self.options()
         try:
-            run = self._run_factory(self.gateway, self.plan, options, self.journal_path)
-            self._set_journal_aside()
+            # the panel stays until every move is complete (the CLI's --wait), so the chart
+            # reaches the end and the throttles are cleared by the run itself
+            opts = ExecuteOptions(**{**self.options(), "wait": True})
+            prepared = preflight(self.gateway, self.plan, opts, self.journal_path,
+                                 rollback_path=self._rollback_target(), **self._run_kwargs)
+            if self.journal_path:
+                aside = set_aside(self.journal_path)
+                if aside:
+                    self.artefacts["previous_journal"] = aside
+                self.resumable = None
         except (ReassignKitError, OSError) as e:
             self._say(str(e), error=True)
             return
+        self._keep_rollback(prepared.rollback_path)
         with self._lock:
             self.events = []
-        self._launch(run, save_start=True)
+        self._launch(prepared.run, save_start=True)
+
+    def _rollback_target(self) -> str | None:
+        return os.path.join(self.output_dir, "rollback.json") if self.output_dir else None
+
+    def _keep_rollback(self, path: str | None) -> None:
+        """The first rollback file of the output folder stays ``rollback``; later ones (a new
+        Execute after a stop, cancel or failure) are listed beside it."""
+        if not path:
+            return
+        if "rollback" not in self.artefacts:
+            self.artefacts["rollback"] = path
+        elif path != self.artefacts["rollback"]:
+            n = sum(k.startswith("rollback") for k in self.artefacts) + 1
+            self.artefacts[f"rollback_{n}"] = path
 
     def _on_resume_run(self, _b: Any = None) -> None:
         """Continue the journaled run with its own options (as ``--resume`` does): moves still
@@ -313,17 +317,16 @@ class Panel:
         for name, opt in OPTIONS.items():
             if name in journaled:
                 self._set_control(name, _from_option_value(opt, journaled[name]))
-        options = {**journaled, **self.options()}
         try:
-            run = self._run_factory(self.gateway, self.plan, options, self.journal_path, resume=True)
+            opts = ExecuteOptions.from_json_obj({**journaled, **self.options(), "wait": True})
+            prepared = preflight(self.gateway, self.plan, opts, self.journal_path, resume=True,
+                                 rollback_path=None, **self._run_kwargs)
         except ReassignKitError as e:
             self._say(str(e), error=True)
             return
-        from ..engine.journal import read_events
-
         with self._lock:  # the chart goes on from where the journal left it
             self.events = read_events(self.journal_path) if self.journal_path else []
-        self._launch(run, save_start=False)
+        self._launch(prepared.run, save_start=False)
         self._note(f"resuming run {first.get('run_id')} from {self.journal_path} with its options")
 
     def _launch(self, run: Any, save_start: bool) -> None:
@@ -344,37 +347,7 @@ class Panel:
 
     def _resumable_run(self) -> dict[str, Any] | None:
         """The ``run_started`` event of an unfinished run of this plan in the panel's journal."""
-        if not self.journal_path or not os.path.exists(self.journal_path):
-            return None
-        from ..engine.journal import read_events
-
-        try:
-            events = read_events(self.journal_path)
-        except OSError:
-            return None
-        first = next((e for e in events if e.get("event") == "run_started"), None)
-        if first is None or first.get("plan_digest") != self.plan.digest():
-            return None
-        last = next((e for e in reversed(events) if e.get("event") == "run_finished"), None)
-        if last is not None and last.get("state") == "done":
-            return None
-        return first
-
-    def _set_journal_aside(self) -> None:
-        """Before a new run: rename an existing journal to journal-<its run id>.jsonl, so the
-        journal path always holds one run (which Resume from journal continues)."""
-        path = self.journal_path
-        if not path or not os.path.exists(path) or os.path.getsize(path) == 0:
-            return
-        from ..engine.journal import read_events
-
-        first = next((e for e in read_events(path) if e.get("event") == "run_started"), None)
-        tag = (first or {}).get("run_id") or time.strftime("%Y%m%dT%H%M%S", time.localtime(os.path.getmtime(path)))
-        stem, ext = os.path.splitext(path)
-        aside = f"{stem}-{tag}{ext}"
-        os.replace(path, aside)
-        self.artefacts["previous_journal"] = aside
-        self.resumable = None
+        return unfinished_run(self.journal_path, self.plan) if self.journal_path else None
 
     def _set_control(self, name: str, value: Any) -> None:
         self._reverting = True
@@ -496,23 +469,12 @@ class Panel:
     # ---------------------------------------------------------------- artefacts
 
     def _save_start_artefacts(self) -> None:
-        """plan.json and the rollback file (replicas before the run) before anything moves."""
+        """plan.json beside the rollback file the preflight wrote, before anything moves."""
         if not self.output_dir:
             return
-        from ..ops import rollback_plan
-
         path = os.path.join(self.output_dir, "plan.json")
         self.plan.write(path)
         self.artefacts["plan"] = path
-        try:  # the replicas as they are now, read again: the summary may be minutes old
-            states = self.gateway.describe_partitions([m.tp for m in self.plan])
-        except ReassignKitError:
-            states = self.states
-        rollback = rollback_plan(self.plan, states)
-        if len(rollback):
-            path = os.path.join(self.output_dir, "rollback.json")
-            rollback.write(path)
-            self.artefacts["rollback"] = path
         if self.journal_path:
             self.artefacts["journal"] = self.journal_path
 

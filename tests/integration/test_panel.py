@@ -72,3 +72,49 @@ def test_live_cap_stop_and_resume_from_journal(sandbox, bootstrap, topic_name, t
             p.wait(120)
         if p.phase != "verifying":
             p._verify_fn(p.gateway, p.plan)  # clears the plan's throttles once nothing moves
+
+
+def test_others_moves_in_flight_refused_like_the_cli_and_no_throttle_changed(
+    sandbox, bootstrap, topic_name, tmp_path, capsys
+):
+    """Someone else moves the plan's partitions (throttled, so it stays in flight): without
+    "additional" the panel's Execute is refused with the CLI's message (the CLI exits 6), and
+    no throttle config changes — the other move keeps the throttles it needs."""
+    from reassign_kit import ops, reassign_cli
+    from reassign_kit.engine.throttle import current_throttles
+    from reassign_kit.model import Plan
+
+    topic = topic_name("panel-foreign")
+    plan_path = runbook.demo_topic_and_plan(str(sandbox.dir), str(tmp_path / "in"), topic,
+                                            partitions=2, mb_per_partition=3.0)
+    plan = Plan.read(plan_path)
+    gw = ops.connect(bootstrap)
+    brokers = [b.id for b in gw.brokers()]
+    try:
+        ops.execute(gw, plan, throttle=10_000, rollback_path=None)  # someone else's run
+        wait_for(lambda: set(gw.list_reassignments()) & {m.tp for m in plan}, "the other move")
+        before = current_throttles(gw, [topic], brokers)
+        assert before["topics"], "the other run's throttles are set"
+
+        code = reassign_cli.main(["--bootstrap-server", bootstrap, "--execute",
+                                  "--reassignment-json-file", plan_path,
+                                  "--reassignment-batch-size", "1",
+                                  "--rollback-file", str(tmp_path / "cli-rollback.json"),
+                                  "--journal", str(tmp_path / "cli.jsonl")])
+        cli_err = capsys.readouterr().err
+        assert code == 6
+
+        p = panel(plan_path, bootstrap, output_dir=str(tmp_path / "out"), batch_size=1,
+                  throttle=500_000)
+        assert p.phase == "ready", p.summary.problems
+        p.buttons["execute"].click()
+        assert p.run is None and p.phase == "ready"
+        assert len(p.errors) == 1 and p.errors[0] in cli_err
+        assert p.errors[0].startswith("cannot execute: ")
+        assert current_throttles(gw, [topic], brokers) == before
+        assert not (tmp_path / "out" / "journal.jsonl").exists()
+    finally:
+        ops.cancel(gw, plan)
+        wait_for(lambda: not set(gw.list_reassignments()) & {m.tp for m in plan}, "the cancel")
+        ops.verify(gw, plan)  # clears the plan's throttles once nothing moves
+        gw.close()

@@ -17,7 +17,7 @@ from reassign_kit.engine.journal import (
     to_pandas,
 )
 from reassign_kit.engine.run import ExecuteOptions, Run, RunError
-from reassign_kit.errors import UsageError
+from reassign_kit.errors import ReassignmentInProgressError, UsageError
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.simulate import MB, SimCluster
 
@@ -372,8 +372,10 @@ def test_foreign_reassignment_needs_additional_and_cluster_cap_counts_it(tmp_pat
         for tp, sp in sim.partitions.items()
         if tp.topic == "a"
     )
-    with pytest.raises(UsageError, match="--additional"):
+    # the preflight's refusal, message and exit code (6), also for a Run started directly
+    with pytest.raises(ReassignmentInProgressError, match="cannot execute: 1 partition") as e:
         make_run(sim, plan, tmp_path).run()
+    assert e.value.exit_code == 6
     assert sim.calls["alter_reassignments"] == 1
     peak = {"n": 0}
     real = sim.alter_reassignments

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from reassign_kit import ops
-from reassign_kit.engine.run import ExecuteOptions, Run
+from reassign_kit.engine.run import ExecuteOptions
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.simulate import MB, SimCluster
 from reassign_kit.ui import charts, controls
@@ -34,19 +34,15 @@ def plan() -> Plan:
     )
 
 
-def sim_runs(sim: SimCluster):
-    """Run factory: the real Run on model time (a short real pause per poll keeps the loop
-    from spinning and gives the test's clicks a chance to land mid-run)."""
+def sim_runs(sim: SimCluster) -> dict:
+    """Run keywords for the panel's preflight: the real Run on model time (a short real pause
+    per poll keeps the loop from spinning and gives the test's clicks a chance to land)."""
 
     def sleep(dt: float) -> None:
         sim.sleep(dt)
         time.sleep(0.01)
 
-    def make(gateway, plan, options, journal_path, resume=False, steps_for=None):
-        return Run(gateway, plan, ExecuteOptions(**{"wait": True, **options}), journal_path,
-                   clock=sim.now, sleep=sleep, resume=resume, steps_for=steps_for)
-
-    return make
+    return {"clock": sim.now, "sleep": sleep}
 
 
 def sim_verify(gateway, plan):
@@ -57,7 +53,7 @@ def sim_verify(gateway, plan):
 
 def make_panel(sim: SimCluster, tmp_path, **defaults) -> Panel:
     return Panel(plan(), sim, output_dir=str(tmp_path), refresh_s=0.02,
-                 run_factory=sim_runs(sim), verify_fn=sim_verify, **defaults)
+                 run_kwargs=sim_runs(sim), verify_fn=sim_verify, **defaults)
 
 
 def test_summary_controls_and_initial_buttons(tmp_path):
@@ -146,7 +142,7 @@ def test_pause_resume_cancel(tmp_path):
 
 def test_run_error_is_shown_not_silent(tmp_path):
     sim = cluster()
-    p = Panel(plan(), sim, output_dir=str(tmp_path), run_factory=sim_runs(sim), throttle=-1)
+    p = Panel(plan(), sim, output_dir=str(tmp_path), run_kwargs=sim_runs(sim), throttle=-1)
     p.controls["incremental"].value = True  # incremental without a batch size: refused
     p.buttons["execute"].click()
     assert p.phase == "ready" and p.run is None
@@ -316,7 +312,59 @@ def test_resume_refused_for_another_plan(tmp_path):
     p.buttons["stop"].click()
     p.wait(60)
     other = Panel(Plan.of([Move(TP("orders", 3), (1, 2))]), sim, output_dir=str(tmp_path),
-                  run_factory=sim_runs(sim), verify_fn=sim_verify)
+                  run_kwargs=sim_runs(sim), verify_fn=sim_verify)
     assert "resume_run" not in other.enabled()
     other.buttons["resume_run"].click()  # the handler refuses too
     assert other.run is None
+
+
+# ---------------------------------------------------------------- one preflight (issue 10)
+
+
+def test_execute_twice_keeps_the_first_rollback_file(tmp_path):
+    """Execute, Cancel after one move completed, Execute again: rollback.json still holds the
+    assignment from before anything moved; the second run's rollback is written beside it."""
+    sim = cluster()
+    sim.stall(TP("orders", 1))  # orders-0 completes, orders-1 stays in flight until cancelled
+    p = make_panel(sim, tmp_path, batch_size=1, throttle=10 * MB)
+    p.buttons["execute"].click()
+    first = (tmp_path / "rollback.json").read_bytes()
+    wait_for(lambda: kinds_for(p, "completed"), "the first move to complete")
+    wait_for(lambda: len(kinds_for(p, "submitted")) == 2, "the stalled move's submission")
+    p.buttons["cancel"].click()
+    p.wait(60)
+    assert p.phase == "cancelled", p.message.value
+    assert sim.describe_partitions([TP("orders", 0)])[TP("orders", 0)].replicas == (2, 3)
+
+    p.buttons["execute"].click()
+    wait_for(lambda: kinds_for(p, "run_started"), "the second run")
+    assert (tmp_path / "rollback.json").read_bytes() == first
+    assert json.loads(first)["partitions"][0]["replicas"] == [0, 1]
+    second = json.loads((tmp_path / "rollback-2.json").read_text())
+    assert second["partitions"][0]["replicas"] == [2, 3]
+    assert p.artefacts["rollback"] == str(tmp_path / "rollback.json")
+    p.buttons["cancel"].click()
+    p.wait(60)
+
+
+def test_others_moves_refused_with_the_preflight_message_and_nothing_changed(tmp_path):
+    """Someone else's reassignment of a plan partition in flight, "additional" off: Execute
+    is refused before any Run exists, with the CLI's message (exit code 6 error)."""
+    from reassign_kit.cluster.views import refuse_in_flight
+    from reassign_kit.errors import ReassignmentInProgressError
+
+    sim = cluster()
+    sim.stall(TP("orders", 2))
+    sim.alter_reassignments({TP("orders", 2): (0, 1)})  # not ours
+    p = make_panel(sim, tmp_path, batch_size=1, throttle=10 * MB)
+    calls = dict(sim.calls)
+    p.buttons["execute"].click()
+    with pytest.raises(ReassignmentInProgressError) as cli:
+        refuse_in_flight(sim.list_reassignments(), additional=False)
+    assert cli.value.exit_code == 6
+    assert p.run is None and p.phase == "ready"
+    assert p.errors == [str(cli.value)]
+    assert {k: v for k, v in sim.calls.items() if v != calls.get(k)}.keys() <= {
+        "brokers", "topic_partition_counts", "describe_partitions", "list_reassignments",
+    }
+    assert not (tmp_path / "rollback.json").exists()

@@ -1,0 +1,1 @@
+"""Cluster access: what the engine and the operations read from the cluster, in one place."""

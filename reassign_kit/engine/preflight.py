@@ -1,0 +1,233 @@
+"""One preflight for every way a run starts: the CLI (legacy, paced and stepped), the Python
+API (``reassign_kit.execute``) and the notebook panel.
+
+Before anything is sent to the cluster: read the plan (the file's problems and the cluster's
+reported together), validate it against the cluster, refuse others' moves in flight unless
+``additional`` (one message, exit code 6, wherever the run starts), write the rollback file
+(never over an earlier one: a taken name gets the next free ``-2``, ``-3``... suffix), resolve
+each topic's min.insync.replicas for KIP-435 steps and build the ``Run``. Everything it found
+comes back in one ``Prepared`` value, so no caller repeats any of it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from ..cluster.views import (
+    cluster_view,
+    default_rollback_path,
+    in_flight_unless_additional,
+    replica_log_dirs,
+    rollback_plan,
+)
+from ..errors import InvalidPlanError, UsageError
+from ..model import PartitionState, Plan, TopicPartition
+from ..validate import ClusterView, parse_plan_partial, plan_problems, validate_plan
+from .options import ExecuteOptions, cli_options
+from .resume import options_from_journal  # noqa: F401 (re-exported for the CLI)
+from .run import Run
+
+# the options kafka-reassign-partitions has too: alone, they make the legacy single request
+LEGACY_OPTIONS = frozenset(d.name for d in cli_options("official"))
+OPTION_NAMES = frozenset(f.name for f in fields(ExecuteOptions))
+
+
+def default_journal_path() -> str:
+    return time.strftime("reassign-run-%Y%m%dT%H%M%SZ.jsonl", time.gmtime())
+
+
+# ----------------------------------------------------------------------- reading the plan
+
+
+def read_plan(path: str, gateway: Any = None, *, allow_rf_change: bool = True) -> Plan:
+    """``Plan.read``; when the file has problems and a gateway is given, its well-formed
+    entries are also checked against the cluster (read-only metadata calls) so that every
+    problem is reported in one ``InvalidPlanError``. If the cluster cannot answer, the file's
+    problems stand alone."""
+    try:
+        return Plan.read(path)
+    except InvalidPlanError as e:
+        if gateway is None:
+            raise
+        try:
+            with open(path, encoding="utf-8") as f:
+                moves, _ = parse_plan_partial(f.read(), path)
+        except (OSError, InvalidPlanError):
+            raise e from None
+        if not moves:
+            raise
+        try:  # the cluster is only asked, never told
+            partial = Plan.of(moves)
+            extra = plan_problems(
+                partial,
+                cluster_view(gateway, partial),
+                disallow_replication_factor_change=not allow_rf_change,
+            )
+        except Exception:  # noqa: BLE001 - the file's problems are the answer then
+            raise e from None
+        raise InvalidPlanError(
+            e.problems + extra, header=f"{path} is not a valid reassignment plan"
+        ) from None
+
+
+# ----------------------------------------------------------------------- the rollback file
+
+
+def write_rollback(rollback: Plan, rollback_path: str | None) -> str | None:
+    """Write the rollback plan without ever replacing an earlier one: ``rollback_path`` ""
+    = a timestamped file in the working dir, None = none; a path that exists already gets
+    the first free ``<stem>-2<ext>``, ``<stem>-3<ext>``... (the first rollback of an output
+    folder holds the assignment before anything moved). Returns the path written."""
+    if rollback_path is None:
+        return None
+    wanted = rollback_path or default_rollback_path()
+    stem, ext = os.path.splitext(wanted)
+    n = 1
+    while True:
+        path = wanted if n == 1 else f"{stem}-{n}{ext}"
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            n += 1
+            continue
+        except OSError as e:
+            raise UsageError(f"--rollback-file {path}: cannot write it: {e.strerror}") from None
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(rollback.to_json(indent=2) + "\n")
+        return path
+
+
+# ----------------------------------------------------------------------- preflight
+
+
+@dataclass
+class Prepared:
+    """What the preflight checked, read and wrote; ``run`` is None when not asked for (the
+    legacy single request builds no Run)."""
+
+    plan: Plan
+    options: ExecuteOptions
+    view: ClusterView
+    in_flight: dict[TopicPartition, PartitionState]
+    states: dict[TopicPartition, PartitionState]  # in-flight partitions at their originals
+    rollback: Plan | None
+    rollback_path: str | None
+    min_isr: dict[str, int] | None = None
+    journal_path: str | None = None
+    run: Run | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def preflight(
+    gateway: Any,
+    plan: Plan | str | os.PathLike,
+    options: ExecuteOptions | None = None,
+    journal_path: str | None = None,
+    *,
+    resume: bool = False,
+    rollback_path: str | None = "",
+    source: str | None = None,
+    plan_path: str | None = None,
+    build_run: bool = True,
+    **run_kwargs: Any,
+) -> Prepared:
+    """Everything before the first submission, whoever starts the run. Raises (nothing sent)
+    ``InvalidPlanError`` (3) for a bad plan, ``ReassignmentInProgressError`` (6) for others'
+    moves in flight without ``additional``, ``UsageError`` (2) for an unwritable rollback.
+
+    ``rollback_path``: "" = a timestamped file in the working dir, None = none; never
+    written on resume. ``run_kwargs`` go to ``Run`` (``clock``, ``sleep``, ``steps_for``);
+    a simulator's own clock is used when none is given."""
+    opts = (options or ExecuteOptions()).validate()
+    if isinstance(plan, str | os.PathLike):
+        path = os.fspath(plan)
+        plan = read_plan(path, gateway, allow_rf_change=opts.allow_replication_factor_change)
+        source = source or path
+        plan_path = plan_path or os.path.abspath(path)
+    source = source or "the plan"
+    view = cluster_view(gateway, plan)
+    validate_plan(
+        plan,
+        view,
+        disallow_replication_factor_change=not opts.allow_replication_factor_change,
+        source=source,
+    )
+    in_flight: dict[TopicPartition, PartitionState] = {}
+    rollback, path_written = None, None
+    states = dict(view.states)
+    if not resume:
+        in_flight = in_flight_unless_additional(gateway, opts.additional)
+        states = {tp: in_flight.get(tp, st) for tp, st in view.states.items()}
+        cur_dirs = None
+        if any(m.log_dirs is not None for m in plan):
+            brokers = {r for m in plan for r in m.replicas} | {
+                r for m in plan for r in states[m.tp].replicas
+            }
+            cur_dirs = replica_log_dirs(gateway, [m.tp for m in plan], brokers)[0]
+        rollback = rollback_plan(plan, states, cur_dirs)
+        path_written = write_rollback(rollback, rollback_path)
+    min_isr = None  # read now when steps are asked for (else by the Run if R is set later)
+    fn = getattr(gateway, "min_insync_replicas", None)
+    if opts.parallel_replica_count is not None and opts.min_isr is None and callable(fn):
+        min_isr = dict(fn(plan.topics()))
+    prepared = Prepared(
+        plan, opts, view, in_flight, states, rollback, path_written, min_isr, journal_path
+    )
+    if path_written:
+        prepared.notes.append(
+            f"The rollback plan (the current assignment) was saved to {path_written}"
+        )
+    if build_run:
+        # a model cluster (simulate.SimCluster) brings its own clock: the run goes in its time
+        if callable(getattr(gateway, "now", None)) and callable(getattr(gateway, "sleep", None)):
+            run_kwargs.setdefault("clock", gateway.now)
+            run_kwargs.setdefault("sleep", gateway.sleep)
+        prepared.run = Run(
+            gateway,
+            plan,
+            opts,
+            journal_path,
+            resume=resume,
+            plan_path=plan_path,
+            min_isr=min_isr,
+            **run_kwargs,
+        )
+    return prepared
+
+
+def prepare(
+    gateway: Any,
+    plan: Plan,
+    options: ExecuteOptions,
+    journal_path: str | None,
+    *,
+    resume: bool = False,
+    rollback_path: str | None = "",
+    source: str = "the plan",
+    plan_path: str | None = None,
+) -> Prepared:
+    """``preflight`` of a paced run (the name the paced CLI calls)."""
+    return preflight(
+        gateway,
+        plan,
+        options,
+        journal_path,
+        resume=resume,
+        rollback_path=rollback_path,
+        source=source,
+        plan_path=plan_path,
+    )
+
+
+def is_paced(options: dict, *, resume: bool = False, journal: object = None) -> bool:
+    """Whether API options make a paced run: ``resume``, an explicit ``journal`` or any option
+    the official tool lacks set to other than its default (else: the legacy request)."""
+    default = ExecuteOptions()
+    return (
+        resume
+        or bool(journal)
+        or any(k not in LEGACY_OPTIONS and v != getattr(default, k) for k, v in options.items())
+    )
