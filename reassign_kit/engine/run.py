@@ -22,136 +22,26 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 from .. import __version__
 from ..cluster.views import partition_sizes, refuse_in_flight, replica_log_dirs
 from ..errors import ReassignKitError, UsageError
 from ..gateway import Gateway
-from ..model import Move, PartitionState, Plan, TopicPartition, is_complete
+from ..model import PartitionState, Plan, TopicPartition, is_complete
 from . import throttle as thr
 from .journal import Journal, read_events
 from .logdirs import log_dir_round, log_dir_targets
+from .moves import MoveState, MoveStatus
 from .options import ON_DEADLINE, ExecuteOptions, cli_options  # noqa: F401 (ON_DEADLINE: re-exported)
+from .results import RunError, RunResult, RunStatus
 from .schedule import Caps, Item, assign_batches, decide, item_for, order_items
+from .steps import StepsFor, steps_hook
 
 log = logging.getLogger(__name__)
 
 LOST_AFTER_POLLS = 3  # a move seen neither reassigning nor at its target this often is lost
-
-
-class RunError(ReassignKitError):
-    """The run stopped on an error (a rejected submission, a lost move, a deadline)."""
-
-    exit_code = 7
-
-
-# ---------------------------------------------------------------------------- steps hook
-
-StepsFor = Callable[[Move, PartitionState, tuple[int, ...]], list[tuple[int, ...]]]
-
-
-def single_step(
-    move: Move, state: PartitionState, original: tuple[int, ...]
-) -> list[tuple[int, ...]]:
-    """Default: one step, the final target."""
-    return [tuple(move.replicas)]
-
-
-def steps_hook(
-    parallel_replica_count: int | None, min_isr: Mapping[str, int] | Callable[[str], int] | int = 1
-) -> StepsFor:
-    """The step planner for R: KIP-435 steps (``steps.make_steps_for``, each topic's
-    min.insync.replicas) when R is set, else one step per move."""
-    if parallel_replica_count is None:
-        return single_step
-    from .steps import make_steps_for
-
-    return make_steps_for(parallel_replica_count, min_isr)
-
-
-# ---------------------------------------------------------------------------- run state
-
-
-@dataclass
-class MoveState:
-    move: Move
-    item: Item
-    status: str = "pending"  # pending | moving | ready | done | cancelled | failed
-    steps: list[tuple[int, ...]] = field(default_factory=list)
-    step: int = 0  # 1-based index of the step in flight (or last completed)
-    original: tuple[int, ...] = ()
-    submitted_at: float | None = None
-    step_submitted_at: float | None = None
-    completed_at: float | None = None
-    bytes_copied: int | None = None
-    progress_at: float | None = None
-    lost_polls: int = 0
-    stuck_reported: bool = False
-    deadline_reported: bool = False
-    error: str | None = None
-    replan: bool = False  # R changed: plan the steps left again at the next step boundary
-
-    @property
-    def step_target(self) -> tuple[int, ...]:
-        if self.steps and 1 <= self.step <= len(self.steps):
-            return self.steps[self.step - 1]
-        return tuple(self.move.replicas)
-
-
-@dataclass
-class RunStatus:
-    state: str
-    run_id: str
-    done: int
-    moving: int
-    pending: int
-    failed: int
-    cancelled: int
-    total: int
-    waiting_reason: str | None
-    rows: list[dict[str, Any]]
-
-    def to_pandas(self):
-        import pandas as pd
-
-        return pd.DataFrame(self.rows)
-
-
-@dataclass
-class RunResult:
-    state: str  # done | submitted | stopped | deadline | failed
-    run_id: str
-    journal_path: str | None
-    submitted: list[TopicPartition]
-    completed: list[TopicPartition]
-    still_moving: list[TopicPartition]
-    pending: list[TopicPartition]
-    failed: dict[TopicPartition, str]
-    cancelled: list[TopicPartition]
-    throttles_left: dict[str, Any]
-    error: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.state in ("done", "submitted")
-
-    @property
-    def exit_code(self) -> int:
-        return 0 if self.ok else (130 if self.state == "stopped" else RunError.exit_code)
-
-    def to_pandas(self):
-        import pandas as pd
-
-        rows = [{"partition": str(t), "status": "completed"} for t in self.completed]
-        rows += [{"partition": str(t), "status": "moving"} for t in self.still_moving]
-        rows += [{"partition": str(t), "status": "pending"} for t in self.pending]
-        rows += [{"partition": str(t), "status": "cancelled"} for t in self.cancelled]
-        rows += [
-            {"partition": str(t), "status": "failed", "error": e} for t, e in self.failed.items()
-        ]
-        return pd.DataFrame(rows)
 
 
 # ---------------------------------------------------------------------------- the Run
@@ -469,7 +359,7 @@ class Run:
         self._order = [i.tp for i in ordered]
         plan_by_tp = self.plan.by_tp()
         for it in ordered:
-            self._moves[it.tp] = MoveState(plan_by_tp[it.tp], it)
+            self._moves[it.tp] = MoveState(plan_by_tp[it.tp], it, emit=self._emit)
 
         info = _cluster_info(self.gw)
         self._emit(
@@ -502,40 +392,25 @@ class Run:
             st = states[it.tp]
             j = journaled.get(it.tp)
             if self._complete(it.tp, st):
-                ms.status = "done"
-                ms.completed_at = now
                 if j is not None and not j.get("completed"):
                     ms.submitted_at = float(j.get("submitted_ts", now))
-                    self._emit(
-                        "completed",
-                        **_tpf(it.tp),
-                        replicas=list(st.replicas),
-                        adopted=True,
-                        duration_s=_duration(ms, now),
-                    )
+                    ms.complete(now, st.replicas, adopted=True)
                 elif j is None:
-                    self._emit("completed", **_tpf(it.tp), replicas=list(st.replicas), already=True)
+                    ms.complete(now, st.replicas, already=True)
+                else:  # journaled complete already
+                    ms.completed_at = now
+                    ms.restore(MoveStatus.DONE)
             elif resuming and j is not None and st.reassigning:
-                ms.status = "moving"
-                ms.original = tuple(j.get("original") or ())
                 ms.submitted_at = float(j.get("submitted_ts", now))
-                ms.step_submitted_at = now
-                ms.steps = [st.target, *self._plan_steps(ms, st, adopted_target=st.target)]
-                ms.step = 1
-                ms.progress_at = now
-                self._emit(
-                    "adopted",
-                    **_tpf(it.tp),
-                    target=list(st.target),
-                    step=ms.step,
-                    steps=len(ms.steps),
-                )
+                ms.original = tuple(j.get("original") or ())
+                steps = [st.target, *self._plan_steps(ms, st, adopted_target=st.target)]
+                ms.adopt(now, st.target, steps, ms.original)
             elif resuming and j is not None:
                 # submitted before, neither moving nor complete: an earlier step completed
                 # or the move was cancelled; continue from what the cluster shows
                 ms.original = tuple(j.get("original") or st.replicas)
                 ms.submitted_at = float(j.get("submitted_ts", now))
-                ms.status = "ready"
+                ms.restore(MoveStatus.READY)
         if resuming:
             for e in prior:
                 if e.get("event") == "throttle_set":
@@ -649,10 +524,7 @@ class Run:
                     self._dirs_started.add((tp, b))
                     self._emit("log_dir_started", **_tpf(tp), broker=b, log_dir=d)
                     continue
-                ms = self._moves[tp]
-                ms.status = "failed"
-                ms.error = f"moving the replica on broker {b} to log dir {d}: {err}"
-                self._emit("failed", **_tpf(tp), reason=ms.error)
+                self._moves[tp].fail(f"moving the replica on broker {b} to log dir {d}: {err}")
         waiting = [
             tp
             for tp in self._dirs_registered - self._dirs_placed
@@ -694,8 +566,7 @@ class Run:
                 continue
             st = states.get(tp)
             if st is None:
-                ms.status, ms.error = "failed", "partition no longer exists"
-                self._emit("failed", **_tpf(tp), reason=ms.error)
+                ms.fail("partition no longer exists")
                 continue
             if ms.status == "ready":
                 continue
@@ -705,32 +576,16 @@ class Run:
                 if final and not self._complete(tp, st):
                     continue  # replicas in place, still moving between log dirs
                 if final:
-                    ms.status = "done"
-                    ms.completed_at = now
-                    self._emit(
-                        "completed",
-                        **_tpf(tp),
-                        replicas=list(st.replicas),
-                        duration_s=_duration(ms, now),
-                    )
+                    ms.complete(now, st.replicas)
                 else:
-                    ms.status = "ready"
-                    self._emit(
-                        "step_completed",
-                        **_tpf(tp),
-                        step=ms.step,
-                        steps=len(ms.steps),
-                        replicas=list(st.replicas),
-                    )
+                    ms.complete_step(st.replicas)
             elif not st.reassigning:
                 ms.lost_polls += 1
                 if ms.lost_polls >= LOST_AFTER_POLLS:
-                    ms.status = "failed"
-                    ms.error = (
+                    ms.fail(
                         f"no longer reassigning and not at its target {list(ms.step_target)} "
                         f"(replicas {list(st.replicas)}): cancelled or replaced outside this run"
                     )
-                    self._emit("failed", **_tpf(tp), reason=ms.error)
             else:
                 ms.lost_polls = 0
 
@@ -763,13 +618,7 @@ class Run:
                     ms.steps = ms.steps[: ms.step] + self._plan_steps(ms, st)
                 ms.replan = False
                 if self._complete(tp, st):
-                    ms.status, ms.completed_at = "done", now
-                    self._emit(
-                        "completed",
-                        **_tpf(tp),
-                        replicas=list(st.replicas),
-                        duration_s=_duration(ms, now),
-                    )
+                    ms.complete(now, st.replicas)
                     continue
                 nxt = ms.steps[ms.step] if ms.step < len(ms.steps) else tuple(ms.move.replicas)
                 ready_states[tp] = st
@@ -803,8 +652,7 @@ class Run:
             ms = self._moves[tp]
             st = ready_states.get(tp) or new_states.get(tp)
             if st is None:
-                ms.status, ms.error = "failed", "partition no longer exists"
-                self._emit("failed", **_tpf(tp), reason=ms.error)
+                ms.fail("partition no longer exists")
                 continue
             if ms.status == "pending":
                 ms.original = tuple(st.replicas)
@@ -833,37 +681,12 @@ class Run:
             err = results.get(tp, "no answer from the controller")
             i, n = steps_info[tp]
             if err:
-                ms.status, ms.error = "failed", err
                 errors[tp] = err
-                self._emit(
-                    "error",
-                    **_tpf(tp),
-                    message=f"{tp}: submission rejected: {err}",
-                    target=list(tgt),
-                    step=i,
-                    steps=n,
-                )
+                ms.reject(err, tgt, i)
                 continue
-            first = ms.submitted_at is None
-            ms.status = "moving"
-            ms.step = i
-            ms.step_submitted_at = now
-            ms.progress_at = now
-            ms.bytes_copied = None
-            ms.stuck_reported = False
-            if first:
-                ms.submitted_at = now
-                self._emit(
-                    "submitted",
-                    **_tpf(tp),
-                    target=list(ms.move.replicas),
-                    current=list(ms.original),
-                    batch=batch if caps.mode == "batch" else None,
-                    size_bytes=ms.item.size_bytes,
-                    moves_leader=ms.item.moves_leader,
-                    brokers=sorted(ms.item.brokers),
-                )
-            self._emit("step_submitted", **_tpf(tp), step=i, steps=n, target=list(tgt))
+            if ms.submitted_at is None:
+                ms.submit(now, batch if caps.mode == "batch" else None)
+            ms.submit_step(now, i, tgt)
         self._register_log_dirs(now)  # so that the run cannot return before they begin
         if errors:
             tp0, e0 = next(iter(errors.items()))
@@ -874,7 +697,7 @@ class Run:
             )
 
     def _inflight_item(self, ms: MoveState) -> Item:
-        it = item_for(ms.move.tp, _step_from(ms), ms.step_target)
+        it = item_for(ms.move.tp, ms.step_from, ms.step_target)
         return Item(
             ms.move.tp,
             it.brokers,
@@ -970,8 +793,7 @@ class Run:
             if err and "NO_REASSIGNMENT" not in str(err).upper().replace(" ", "_"):
                 self._emit("error", **_tpf(tp), message=f"{tp}: cancel failed: {err}")
                 continue
-            ms.status = "cancelled"
-            self._emit("cancelled", **_tpf(tp), reason=reason)
+            ms.cancel(reason)
 
     def _maybe_sample(self, now: float, force: bool) -> None:
         """Bytes copied by the moves in flight (DescribeLogDirs, one call), at a bounded rate
@@ -982,7 +804,7 @@ class Run:
             return
         adding: dict[TopicPartition, set[int]] = {}
         for ms in moving:
-            prev = _step_from(ms)
+            prev = ms.step_from
             adding[ms.move.tp] = {b for b in ms.step_target if b not in prev}
         brokers = sorted(set().union(*adding.values())) if adding else []
         copied: dict[TopicPartition, int] = {}
@@ -1069,6 +891,7 @@ class Run:
     def _finish(self) -> None:
         """Every exit path: cancel if asked, leave exactly the throttles still needed, report."""
         state = self._end_state or ("stopped" if self._stop.is_set() else "failed")
+        idle: set[TopicPartition] = set()
         try:
             if self._cancel_on_stop and state in ("stopped", "deadline", "failed"):
                 self._cancel(
@@ -1080,11 +903,14 @@ class Run:
                 states = self.gw.describe_partitions(watch)
                 with self._lock:
                     self._update(states, self._clock())
-                    for tp in watch:
-                        st = states.get(tp)
-                        ms = self._moves[tp]
-                        if ms.status == "moving" and st is not None and not st.reassigning:
-                            ms.status = "ready"  # between steps or lost: nothing in flight
+                    # between steps or lost: nothing of theirs in flight, reported as pending
+                    idle = {
+                        tp
+                        for tp in watch
+                        if self._moves[tp].status == "moving"
+                        and (st := states.get(tp)) is not None
+                        and not st.reassigning
+                    }
             self._applied = None
             self._sync_throttles(cluster)
             if state == "submitted" and all(
@@ -1096,7 +922,7 @@ class Run:
             if self._error is None:
                 self._error = f"while finishing: {e}"
         self.state = state
-        moving = [tp for tp in self._order if self._moves[tp].status in ("moving",)]
+        moving = [tp for tp in self._order if self._moves[tp].status == "moving" and tp not in idle]
         left = thr.summary(self._applied) if self._applied is not None else {}
         self._result = RunResult(
             state=state,
@@ -1105,7 +931,11 @@ class Run:
             submitted=[tp for tp in self._order if self._moves[tp].submitted_at is not None],
             completed=[tp for tp in self._order if self._moves[tp].status == "done"],
             still_moving=moving,
-            pending=[tp for tp in self._order if self._moves[tp].status in ("pending", "ready")],
+            pending=[
+                tp
+                for tp in self._order
+                if self._moves[tp].status in ("pending", "ready") or tp in idle
+            ],
             failed={
                 tp: self._moves[tp].error or ""
                 for tp in self._order
@@ -1149,19 +979,6 @@ class Run:
             except Exception:  # noqa: BLE001 - a broken subscriber must not stop the run
                 log.exception("subscriber failed on %s", event)
         return rec
-
-
-def _step_from(ms: MoveState) -> tuple[int, ...]:
-    """The replicas the step in flight started from."""
-    if ms.step >= 2 and len(ms.steps) >= ms.step - 1:
-        return ms.steps[ms.step - 2]
-    return ms.original
-
-
-def _duration(ms: MoveState, now: float) -> float | None:
-    """Seconds since the move's first submission (its first step), None if never submitted;
-    ``submitted_at`` may be 0.0 (a model clock starts there), so no truthiness test."""
-    return None if ms.submitted_at is None else round(now - ms.submitted_at, 3)
 
 
 def _tpf(tp: TopicPartition) -> dict[str, Any]:

@@ -284,3 +284,25 @@ def make_steps_for(
         ) or [tuple(move.replicas)]
 
     return steps_for_move
+
+
+# ---------------------------------------------------------------------------- the Run's hook
+
+StepsFor = Callable[[Move, PartitionState, tuple[int, ...]], list[tuple[int, ...]]]
+
+
+def single_step(
+    move: Move, state: PartitionState, original: tuple[int, ...]
+) -> list[tuple[int, ...]]:
+    """Default: one step, the final target."""
+    return [tuple(move.replicas)]
+
+
+def steps_hook(
+    parallel_replica_count: int | None, min_isr: Mapping[str, int] | Callable[[str], int] | int = 1
+) -> StepsFor:
+    """The step planner for R: KIP-435 steps (``steps.make_steps_for``, each topic's
+    min.insync.replicas) when R is set, else one step per move."""
+    if parallel_replica_count is None:
+        return single_step
+    return make_steps_for(parallel_replica_count, min_isr)

@@ -1,0 +1,236 @@
+"""The life of one partition move, as a state machine (the shape of Cruise Control's
+``ExecutionTask`` / ``ExecutionTaskState``): a status enum, one table of the allowed
+transitions, and one method per transition that checks the table, changes the status and
+writes exactly one journal event. So ``completed`` is written in exactly one place, and
+``replay`` turns a journal back into the statuses it recorded.
+
+::
+
+    PENDING --submit (submitted)--> READY --submit_step (step_submitted)--> MOVING
+    MOVING --complete_step (step_completed)--> READY        (KIP-435: the next step waits)
+    PENDING | READY | MOVING --complete (completed)--> DONE
+    PENDING | READY | MOVING --adopt (adopted)--> MOVING    (resume: a move found in flight)
+    MOVING --cancel (cancelled)--> CANCELLED
+    PENDING | READY | MOVING --fail (failed)--> FAILED
+    PENDING | READY --reject (error, with the target)--> FAILED  (the controller refused it)
+
+The one change of status that is not a transition is ``restore``: on resume a move's status
+is read back from its journal and the cluster, and the journal already holds its events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from ..model import Move, TopicPartition
+from .schedule import Item
+
+
+class MoveStatus(StrEnum):
+    """Where a move is; the values are the strings the status rows always showed."""
+
+    PENDING = "pending"  # not submitted yet
+    READY = "ready"  # submitted, no step in flight: its next step may be submitted
+    MOVING = "moving"  # a step (or the whole move) in flight on the cluster
+    DONE = "done"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+
+    @property
+    def final(self) -> bool:
+        return self in (MoveStatus.DONE, MoveStatus.CANCELLED, MoveStatus.FAILED)
+
+
+P, R, M = MoveStatus.PENDING, MoveStatus.READY, MoveStatus.MOVING
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One allowed change: from any of ``sources`` to ``target``, writing ``event``."""
+
+    sources: frozenset[MoveStatus]
+    target: MoveStatus
+    event: str
+
+
+TRANSITIONS: dict[str, Transition] = {
+    "submit": Transition(frozenset({P}), R, "submitted"),
+    "submit_step": Transition(frozenset({R}), M, "step_submitted"),
+    "complete_step": Transition(frozenset({M}), R, "step_completed"),
+    "complete": Transition(frozenset({P, R, M}), MoveStatus.DONE, "completed"),
+    "adopt": Transition(frozenset({P, R, M}), M, "adopted"),
+    "cancel": Transition(frozenset({M}), MoveStatus.CANCELLED, "cancelled"),
+    "fail": Transition(frozenset({P, R, M}), MoveStatus.FAILED, "failed"),
+    "reject": Transition(frozenset({P, R}), MoveStatus.FAILED, "error"),
+}
+
+
+class IllegalTransition(RuntimeError):
+    """A transition asked from a status the table does not allow: a bug in the engine."""
+
+
+def _no_journal(event: str, **fields: Any) -> dict[str, Any]:
+    return {"event": event, **fields}
+
+
+Emit = Callable[..., Any]
+
+
+@dataclass
+class MoveState:
+    """One move of a run: its status (changed only by the transition methods) and what the
+    loop tracks about it (steps, times, bytes copied)."""
+
+    move: Move
+    item: Item
+    emit: Emit = field(default=_no_journal, repr=False, compare=False)
+    status: MoveStatus = MoveStatus.PENDING
+    steps: list[tuple[int, ...]] = field(default_factory=list)
+    step: int = 0  # 1-based index of the step in flight (or last completed)
+    original: tuple[int, ...] = ()
+    submitted_at: float | None = None
+    step_submitted_at: float | None = None
+    completed_at: float | None = None
+    bytes_copied: int | None = None
+    progress_at: float | None = None
+    lost_polls: int = 0
+    stuck_reported: bool = False
+    deadline_reported: bool = False
+    error: str | None = None
+    replan: bool = False  # R changed: plan the steps left again at the next step boundary
+
+    @property
+    def tp(self) -> TopicPartition:
+        return self.move.tp
+
+    @property
+    def step_target(self) -> tuple[int, ...]:
+        if self.steps and 1 <= self.step <= len(self.steps):
+            return self.steps[self.step - 1]
+        return tuple(self.move.replicas)
+
+    @property
+    def step_from(self) -> tuple[int, ...]:
+        """The replicas the step in flight started from."""
+        if self.step >= 2 and len(self.steps) >= self.step - 1:
+            return self.steps[self.step - 2]
+        return self.original
+
+    def duration(self, now: float) -> float | None:
+        """Seconds since the first submission (None if never submitted; ``submitted_at`` may
+        be 0.0 on a model clock, so no truthiness test)."""
+        return None if self.submitted_at is None else round(now - self.submitted_at, 3)
+
+    # ---- the transitions ---------------------------------------------------------------
+
+    def _go(self, name: str, **fields: Any) -> None:
+        t = TRANSITIONS[name]
+        if self.status not in t.sources:
+            raise IllegalTransition(f"{self.tp}: cannot {name} a move that is {self.status}")
+        self.status = t.target
+        self.emit(t.event, topic=self.tp.topic, partition=self.tp.partition, **fields)
+
+    def submit(self, now: float, batch: int | None) -> None:
+        """Its first step was accepted by the controller: the move is under way."""
+        self.submitted_at = now
+        self._go(
+            "submit",
+            target=list(self.move.replicas),
+            current=list(self.original),
+            batch=batch,
+            size_bytes=self.item.size_bytes,
+            moves_leader=self.item.moves_leader,
+            brokers=sorted(self.item.brokers),
+        )
+
+    def submit_step(self, now: float, step: int, target: tuple[int, ...]) -> None:
+        """Step ``step`` (1-based) of ``self.steps`` was accepted; it is in flight now."""
+        self.step = step
+        self.step_submitted_at = now
+        self.progress_at = now
+        self.bytes_copied = None
+        self.stuck_reported = False
+        self._go("submit_step", step=step, steps=len(self.steps), target=list(target))
+
+    def complete_step(self, replicas: Iterable[int]) -> None:
+        self.lost_polls = 0
+        self._go("complete_step", step=self.step, steps=len(self.steps), replicas=list(replicas))
+
+    def complete(self, now: float, replicas: Iterable[int], **how: Any) -> None:
+        """At its target (and in its log dirs): done. ``how``: ``adopted`` / ``already``
+        (found complete at start) — the one place a ``completed`` event is written."""
+        self.completed_at = now
+        self.lost_polls = 0
+        if "already" not in how:
+            how["duration_s"] = self.duration(now)
+        self._go("complete", replicas=list(replicas), **how)
+
+    def adopt(
+        self, now: float, target: tuple[int, ...], steps: list[tuple[int, ...]], original: tuple
+    ) -> None:
+        """Resume found it in flight: it is ours again, at step 1 of ``steps``."""
+        self.original = tuple(original)
+        self.steps = steps
+        self.step = 1
+        self.step_submitted_at = now
+        self.progress_at = now
+        self._go("adopt", target=list(target), step=1, steps=len(steps))
+
+    def cancel(self, reason: str) -> None:
+        self._go("cancel", reason=reason)
+
+    def fail(self, reason: str) -> None:
+        self.error = reason
+        self._go("fail", reason=reason)
+
+    def reject(self, error: str, target: tuple[int, ...], step: int) -> None:
+        """The controller refused its submission (journaled as the ``error`` it always was)."""
+        self.error = error
+        self._go(
+            "reject",
+            message=f"{self.tp}: submission rejected: {error}",
+            target=list(target),
+            step=step,
+            steps=len(self.steps),
+        )
+
+    def restore(self, status: MoveStatus) -> None:
+        """Not a transition: on resume, the status read back from the journal and the
+        cluster (the journal holds its events already, so none is written)."""
+        self.status = status
+
+
+# ---- replay -------------------------------------------------------------------------------
+
+_BY_EVENT = {t.event: name for name, t in TRANSITIONS.items()}
+
+
+def transition_of(event: Mapping[str, Any]) -> str | None:
+    """The transition a journal event records (None: not a move's transition). ``error`` is
+    a rejection only with the ``target`` it carries (a failed cancel is an error too)."""
+    kind = event.get("event")
+    if "topic" not in event or kind not in _BY_EVENT:
+        return None
+    if kind == "error" and "target" not in event:
+        return None
+    return _BY_EVENT[kind]
+
+
+def replay(events: Iterable[Mapping[str, Any]]) -> dict[TopicPartition, MoveStatus]:
+    """Each move's status from a journal's events, through the same table (an event the
+    table does not allow from the replayed status raises ``IllegalTransition``)."""
+    out: dict[TopicPartition, MoveStatus] = {}
+    for e in events:
+        name = transition_of(e)
+        if name is None:
+            continue
+        tp = TopicPartition(e["topic"], int(e["partition"]))
+        t = TRANSITIONS[name]
+        cur = out.get(tp, MoveStatus.PENDING)
+        if cur not in t.sources:
+            raise IllegalTransition(f"{tp}: journal has {t.event} while {cur}")
+        out[tp] = t.target
+    return out
