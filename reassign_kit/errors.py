@@ -44,3 +44,9 @@ class ReassignmentInProgressError(ReassignKitError):
     """--execute while other reassignments are in flight, without --additional."""
 
     exit_code = 6
+
+
+class ThrottleCleanupError(ReassignKitError):
+    """A run's final throttle cleanup failed: throttle configs may be left on the cluster."""
+
+    exit_code = 8

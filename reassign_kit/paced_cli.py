@@ -304,7 +304,15 @@ def _report(res: RunResult, args: argparse.Namespace, journal: str, interrupted:
     if res.error:
         print(f"Error: {res.error}", file=sys.stderr)
     rates = res.throttles_left.get("broker_rates") if res.throttles_left else None
-    if res.still_moving:
+    if res.cleanup_error is not None:  # never "No throttle left" when the cleanup failed
+        verify = _base_command(args) + [
+            "--verify",
+            "--reassignment-json-file",
+            args.reassignment_json_file,
+        ]
+        for line in res.cleanup_lines(shlex.join(verify)):
+            print(line, file=sys.stderr)
+    elif res.still_moving:
         shown = ", ".join(str(t) for t in res.still_moving[:10])
         more = " …" if len(res.still_moving) > 10 else ""
         print(f"Moves still running: {shown}{more}.")

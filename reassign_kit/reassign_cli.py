@@ -32,6 +32,8 @@ exit codes:
       partitions failed; the others in the same request stand, as reported)
   6   --execute refused: other reassignments are in progress and --additional is not set
   7   paced --execute ended early: a deadline expired, a move was rejected or lost
+  8   paced --execute could not clear its throttles at the end: they may be left (the
+      message names them and the command that removes them)
   {ops.EXIT_IN_PROGRESS}  --verify: some moves are still in progress
   {ops.EXIT_MISMATCH}  --verify: some partitions are neither complete nor moving toward the
       plan (other replicas, another reassignment, or a missing partition)

@@ -69,3 +69,114 @@ def start_log_dir_moves(
         }
         for (tp, b), e in sorted(errors.items())
     ]
+
+
+class LogDirMoves:
+    """A paced run's moves between log dirs (the plan's ``log_dirs``): a partition's are
+    queued once its final replica set is in flight, started as the official tool does (retried
+    while the new replica does not exist, up to ``timeout_s``: its --timeout), and the
+    partition counts as complete only once every replica sits in its dir, no future log left.
+
+    ``moves`` is the run's ``tp -> MoveState``; a log-dir move that cannot start fails its
+    partition's move (``MoveState.fail``); ``emit`` journals ``log_dir_started``."""
+
+    def __init__(
+        self,
+        gateway: Any,
+        plan: Iterable[Move],
+        moves: Mapping[TopicPartition, Any],
+        timeout_s: float,
+        emit: Any,
+    ):
+        self.gw = gateway
+        self.moves = moves
+        self.timeout_s = timeout_s
+        self.emit = emit
+        self.targets: dict[TopicPartition, dict[int, str]] = {}
+        for (tp, b), d in log_dir_targets(plan).items():
+            self.targets.setdefault(tp, {})[b] = d
+        self.pending: dict[tuple[TopicPartition, int], tuple[str, float]] = {}
+        self.registered: set[TopicPartition] = set()
+        self.started: set[tuple[TopicPartition, int]] = set()
+        self.placed: set[TopicPartition] = set()
+
+    def complete(self, tp: TopicPartition, replicas_complete: bool) -> bool:
+        """``replicas_complete`` (``model.is_complete``) and, with log dirs, placed in them."""
+        return replicas_complete and (tp not in self.targets or tp in self.placed)
+
+    def check_placed(self, tps: Iterable[TopicPartition]) -> None:
+        """Mark those of ``tps`` whose replicas are all in their dirs, no future replica left
+        (one DescribeLogDirs round)."""
+        from ..cluster.views import replica_log_dirs
+
+        tps = sorted(tp for tp in tps if tp in self.targets)
+        if not tps:
+            return
+        brokers = {b for tp in tps for b in self.targets[tp]}
+        cur, fut = replica_log_dirs(self.gw, tps, brokers)
+        self.placed |= {
+            tp
+            for tp in tps
+            if all(
+                cur.get((tp, b)) == d and (tp, b) not in fut for b, d in self.targets[tp].items()
+            )
+        }
+
+    def _at_final(self, tp: TopicPartition) -> bool:
+        ms = self.moves[tp]
+        return ms.status == "moving" and tuple(ms.step_target) == tuple(ms.move.replicas)
+
+    def register(self, now: float) -> None:
+        """Queue the log-dir moves of partitions whose final replica set is in flight (right
+        after submission, after an adoption on resume), each with its --timeout deadline."""
+        for tp in self.targets.keys() - self.registered:
+            if self._at_final(tp):
+                self.registered.add(tp)
+                for b, d in self.targets[tp].items():
+                    self.pending[(tp, b)] = (d, now + self.timeout_s)
+
+    def drive(self, now: float) -> None:
+        """One round: start what is queued (AlterReplicaLogDirs), fail what timed out, and
+        see which partitions have their replicas in place."""
+        if not self.targets:
+            return
+        self.register(now)
+        if self.pending:
+            settled = log_dir_round(self.gw, {k: d for k, (d, _) in self.pending.items()})
+            for (tp, b), (d, deadline) in list(self.pending.items()):
+                if (tp, b) in settled:
+                    err = settled[(tp, b)]
+                elif now > deadline:
+                    err = (
+                        f"timed out after {self.timeout_s:g}s waiting for the replica "
+                        "to appear (--timeout)"
+                    )
+                else:
+                    continue
+                del self.pending[(tp, b)]
+                if err is None:
+                    self.started.add((tp, b))
+                    self.emit(
+                        "log_dir_started", topic=tp.topic, partition=tp.partition, broker=b,
+                        log_dir=d,
+                    )  # fmt: skip
+                    continue
+                self.moves[tp].fail(f"moving the replica on broker {b} to log dir {d}: {err}")
+        waiting = [
+            tp
+            for tp in self.registered - self.placed
+            if self.moves[tp].status == "moving"
+            and all((tp, b) in self.started for b in self.targets[tp])
+        ]
+        self.check_placed(waiting)
+
+    def brokers(self, submitting: Mapping[TopicPartition, Any]) -> set[int]:
+        """Brokers that move (or are about to move: ``submitting``, tp -> (target, state)) a
+        replica of this run between log dirs: moves at their final replica set, not placed."""
+        tps = {
+            tp
+            for tp, (tgt, _) in submitting.items()
+            if tp in self.targets and tuple(tgt) == tuple(self.moves[tp].move.replicas)
+        }
+        tps |= {tp for tp in self.targets if self._at_final(tp) and tp not in self.placed}
+        return {b for tp in tps for b in self.targets[tp]}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ReassignKitError
+from ..errors import ReassignKitError, ThrottleCleanupError
 from ..model import TopicPartition
 
 
@@ -48,6 +48,7 @@ class RunResult:
     cancelled: list[TopicPartition]
     throttles_left: dict[str, Any]
     error: str | None = None
+    cleanup_error: str | None = None  # the final throttle cleanup failed: throttles may be left
 
     @property
     def ok(self) -> bool:
@@ -55,7 +56,28 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
+        if self.cleanup_error is not None:  # someone must act: it comes first
+            return ThrottleCleanupError.exit_code
         return 0 if self.ok else (130 if self.state == "stopped" else RunError.exit_code)
+
+    def cleanup_lines(self, command: str = "reassign-kit --verify on the plan") -> list[str]:
+        """When the final throttle cleanup failed: what may be left and what removes it
+        (``command``: the --verify command line, which clears them once nothing moves)."""
+        if self.cleanup_error is None:
+            return []
+        left = self.throttles_left or {}
+        topics = sorted({*left.get("leader_replicas", {}), *left.get("follower_replicas", {})})
+        brokers = sorted({*left.get("broker_rates", {}), *left.get("log_dir_rates", {})}, key=int)
+        what = []
+        if topics:
+            what.append("the throttled-replica lists of topic(s) " + ", ".join(topics))
+        if brokers:
+            what.append("the throttle rates of broker(s) " + ", ".join(brokers))
+        return [
+            f"Throttle cleanup FAILED ({self.cleanup_error}); still set, as far as this run "
+            f"knows: {' and '.join(what) or 'the throttles of the plan topics and brokers'}.",
+            f"Once nothing of the plan moves, remove them with: {command}",
+        ]
 
     def to_pandas(self):
         import pandas as pd

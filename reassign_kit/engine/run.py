@@ -26,13 +26,14 @@ from dataclasses import asdict
 from typing import Any
 
 from .. import __version__
-from ..cluster.views import partition_sizes, refuse_in_flight, replica_log_dirs
+from ..cluster.views import partition_sizes, refuse_in_flight
 from ..errors import ReassignKitError, UsageError
 from ..gateway import Gateway
 from ..model import PartitionState, Plan, TopicPartition, is_complete
+from . import deadlines
 from . import throttle as thr
 from .journal import Journal, read_events
-from .logdirs import log_dir_round, log_dir_targets
+from .logdirs import LogDirMoves
 from .moves import MoveState, MoveStatus
 from .options import ON_DEADLINE, ExecuteOptions, cli_options  # noqa: F401 (ON_DEADLINE: re-exported)
 from .results import RunError, RunResult, RunStatus
@@ -100,25 +101,17 @@ class Run:
         self._started_at: float | None = None
         self._moves: dict[TopicPartition, MoveState] = {}
         self._order: list[TopicPartition] = []
-        self._applied: dict[str, Any] | None = None  # throttles in scope after the last sync
-        self._applied_for: Any = None
-        self._managed_brokers: set[int] = set()  # brokers this run set a rate on
-        self._managed_topics: set[str] = set()  # topics whose lists this run wrote
+        self._throttles = thr.ThrottleKeeper(
+            gateway, plan.topics(), self.options.throttle, self.options.log_dir_throttle, self._emit
+        )
         self._last_sample = -1e18
         self._journal: Journal | None = None
         self._stop_submitting = False
         self._end_state: str | None = None
         self._error: str | None = None
-        # moves between log dirs (the plan's log_dirs): started once a move's final replica set
-        # is submitted, as ops.execute does for the legacy request; a move is complete only
-        # when its replicas are also in the asked dirs
-        self._dirs: dict[TopicPartition, dict[int, str]] = {}
-        for (tp, b), d in log_dir_targets(plan).items():
-            self._dirs.setdefault(tp, {})[b] = d
-        self._dir_pending: dict[tuple[TopicPartition, int], tuple[str, float]] = {}
-        self._dirs_registered: set[TopicPartition] = set()
-        self._dirs_started: set[tuple[TopicPartition, int]] = set()
-        self._dirs_placed: set[TopicPartition] = set()
+        # moves between log dirs (the plan's log_dirs), as ops.execute starts them for the
+        # legacy request; a move is complete only when its replicas are also in those dirs
+        self._dirs = LogDirMoves(gateway, plan, self._moves, self.options.timeout_s, self._emit)
 
     # ---- control, from any thread ---------------------------------------------------------
 
@@ -312,6 +305,33 @@ class Run:
     # ---- begin / resume -------------------------------------------------------------------
 
     def _begin(self) -> None:
+        """Open the journal, read the cluster, load the moves (found complete, adopted on
+        resume) and set the throttles the moves in flight need: the first change this run
+        makes to the cluster comes last, so a start that fails changes nothing."""
+        prior, resuming = self._open_journal()
+        tps = [m.tp for m in self.plan]
+        states = self.gw.describe_partitions(tps)
+        cluster = self.gw.list_reassignments()
+        missing = [tp for tp in tps if tp not in states]
+        if missing:
+            raise UsageError(
+                "unknown partition(s), nothing was sent: " + ", ".join(str(t) for t in missing[:10])
+            )
+        journaled = self._journaled_submissions(prior) if resuming else {}
+        foreign = [tp for tp in cluster if tp not in journaled]
+        if not resuming:  # the same refusal (message, exit 6) as the preflight's
+            refuse_in_flight(foreign, self.options.additional)
+        ordered = self._load_moves(states)
+        self._journal_start(resuming, ordered, foreign)
+        self._reconcile(states, journaled, resuming)
+        if resuming:
+            self._throttles.remember(prior)
+        self._began = True  # from here on the run may change the cluster
+        self._sync_throttles(cluster)
+
+    def _open_journal(self) -> tuple[list[dict[str, Any]], bool]:
+        """The journal's earlier events and whether this run resumes them; sets the run id
+        and start time (the journaled ones on resume) and opens the journal."""
         prior: list[dict[str, Any]] = []
         if self.journal_path and os.path.exists(self.journal_path):
             prior = read_events(self.journal_path)
@@ -331,20 +351,11 @@ class Run:
             self._started_at = self._clock()
         if self.journal_path:
             self._journal = Journal(self.journal_path, self.run_id, self._clock, self._secrets)
+        return prior, resuming
 
-        tps = [m.tp for m in self.plan]
-        states = self.gw.describe_partitions(tps)
-        cluster = self.gw.list_reassignments()
-        missing = [tp for tp in tps if tp not in states]
-        if missing:
-            raise UsageError(
-                "unknown partition(s), nothing was sent: " + ", ".join(str(t) for t in missing[:10])
-            )
-        journaled = self._journaled_submissions(prior) if resuming else {}
-        foreign = [tp for tp in cluster if tp not in journaled]
-        if not resuming:  # the same refusal (message, exit 6) as the preflight's
-            refuse_in_flight(foreign, self.options.additional)
-        sizes = self._sizes(tps)
+    def _load_moves(self, states: Mapping[TopicPartition, PartitionState]) -> list[Item]:
+        """One MoveState per plan move, in the run's order and batches."""
+        sizes = self._sizes([m.tp for m in self.plan])
         items = []
         for m in self.plan:
             st = states[m.tp]
@@ -360,7 +371,9 @@ class Run:
         plan_by_tp = self.plan.by_tp()
         for it in ordered:
             self._moves[it.tp] = MoveState(plan_by_tp[it.tp], it, emit=self._emit)
+        return ordered
 
+    def _journal_start(self, resuming: bool, ordered: list[Item], foreign: list) -> None:
         info = _cluster_info(self.gw)
         self._emit(
             "run_started",
@@ -383,15 +396,26 @@ class Run:
                 message=f"{len(foreign)} other reassignment(s) in flight; this run's caps do "
                 "not count them (set --cluster-max-reassignments to)",
             )
+
+    def _reconcile(
+        self,
+        states: Mapping[TopicPartition, PartitionState],
+        journaled: Mapping[TopicPartition, dict],
+        resuming: bool,
+    ) -> None:
+        """Each move against the cluster at start: complete already (or finished while the
+        run was away), adopted in flight, or continued from where the cluster shows it."""
         now = self._clock()
-        self._dirs_placed |= self._placed(
-            [tp for tp in self._dirs if is_complete(self._moves[tp].move.replicas, states[tp])]
+        self._dirs.check_placed(
+            tp
+            for tp in self._dirs.targets
+            if is_complete(self._moves[tp].move.replicas, states[tp])
         )
-        for it in ordered:
-            ms = self._moves[it.tp]
-            st = states[it.tp]
-            j = journaled.get(it.tp)
-            if self._complete(it.tp, st):
+        for tp in self._order:
+            ms = self._moves[tp]
+            st = states[tp]
+            j = journaled.get(tp)
+            if self._complete(tp, st):
                 if j is not None and not j.get("completed"):
                     ms.submitted_at = float(j.get("submitted_ts", now))
                     ms.complete(now, st.replicas, adopted=True)
@@ -411,13 +435,6 @@ class Run:
                 ms.original = tuple(j.get("original") or st.replicas)
                 ms.submitted_at = float(j.get("submitted_ts", now))
                 ms.restore(MoveStatus.READY)
-        if resuming:
-            for e in prior:
-                if e.get("event") == "throttle_set":
-                    self._managed_brokers.update(int(b) for b in e.get("broker_rates", {}))
-                    self._managed_topics.update(e.get("leader_replicas", {}))
-                    self._managed_topics.update(e.get("follower_replicas", {}))
-        self._sync_throttles(cluster)
 
     def _journaled_submissions(self, prior: list[dict[str, Any]]) -> dict[TopicPartition, dict]:
         out: dict[TopicPartition, dict] = {}
@@ -460,7 +477,7 @@ class Run:
         states = self.gw.describe_partitions(watch) if watch else {}
         now = self._clock()
         with self._lock:
-            self._drive_log_dirs(now)
+            self._dirs.drive(now)
             self._update(states, now)
         self._maybe_sample(now, force=False)
         self._check_deadlines(now)
@@ -477,88 +494,13 @@ class Run:
         return self._finished()
 
     _dirty = False
+    _began = False  # the start went through: the run may have changed the cluster
     _exc: ReassignKitError | None = None
     _deadline_hit = False
 
-    # ---- moves between log dirs --------------------------------------------------------------
-
     def _complete(self, tp: TopicPartition, st: PartitionState | None) -> bool:
         """``model.is_complete`` plus, for a move with log dirs, its replicas in those dirs."""
-        ok = is_complete(self._moves[tp].move.replicas, st)
-        return ok and (tp not in self._dirs or tp in self._dirs_placed)
-
-    def _placed(self, tps: Sequence[TopicPartition]) -> set[TopicPartition]:
-        """The partitions whose replicas are all in the asked log dirs, no future replica left
-        (one DescribeLogDirs round for them)."""
-        if not tps:
-            return set()
-        brokers = {b for tp in tps for b in self._dirs[tp]}
-        cur, fut = replica_log_dirs(self.gw, tps, brokers)
-        return {
-            tp
-            for tp in tps
-            if all(cur.get((tp, b)) == d and (tp, b) not in fut for b, d in self._dirs[tp].items())
-        }
-
-    def _drive_log_dirs(self, now: float) -> None:
-        """Start the log-dir moves of moves whose final replica set is submitted (one
-        AlterReplicaLogDirs round, retried while a new replica does not exist yet, up to
-        ``timeout_s`` as the official tool's --timeout), and see which have finished."""
-        if not self._dirs:
-            return
-        self._register_log_dirs(now)
-        if self._dir_pending:
-            settled = log_dir_round(self.gw, {k: d for k, (d, _) in self._dir_pending.items()})
-            for (tp, b), (d, deadline) in list(self._dir_pending.items()):
-                if (tp, b) in settled:
-                    err = settled[(tp, b)]
-                elif now > deadline:
-                    err = (
-                        f"timed out after {self.options.timeout_s:g}s waiting for the replica "
-                        "to appear (--timeout)"
-                    )
-                else:
-                    continue
-                del self._dir_pending[(tp, b)]
-                if err is None:
-                    self._dirs_started.add((tp, b))
-                    self._emit("log_dir_started", **_tpf(tp), broker=b, log_dir=d)
-                    continue
-                self._moves[tp].fail(f"moving the replica on broker {b} to log dir {d}: {err}")
-        waiting = [
-            tp
-            for tp in self._dirs_registered - self._dirs_placed
-            if self._moves[tp].status == "moving"
-            and all((tp, b) in self._dirs_started for b in self._dirs[tp])
-        ]
-        self._dirs_placed |= self._placed(sorted(waiting))
-
-    def _register_log_dirs(self, now: float) -> None:
-        """Queue the log-dir moves of moves whose final replica set is in flight (right after
-        submission, after an adoption on resume), each with its --timeout deadline."""
-        for tp in self._dirs.keys() - self._dirs_registered:
-            ms = self._moves[tp]
-            if ms.status == "moving" and tuple(ms.step_target) == tuple(ms.move.replicas):
-                self._dirs_registered.add(tp)
-                for b, d in self._dirs[tp].items():
-                    self._dir_pending[(tp, b)] = (d, now + self.options.timeout_s)
-
-    def _log_dir_brokers(self, submitting: Mapping[TopicPartition, Any]) -> set[int]:
-        """Brokers that move (or are about to move: ``submitting``, tp -> (target, state)) a
-        replica of this run between log dirs: moves at their final replica set, not placed."""
-        tps = {
-            tp
-            for tp, (tgt, _) in submitting.items()
-            if tp in self._dirs and tuple(tgt) == tuple(self._moves[tp].move.replicas)
-        }
-        tps |= {
-            tp
-            for tp in self._dirs
-            if self._moves[tp].status == "moving"
-            and tuple(self._moves[tp].step_target) == tuple(self._moves[tp].move.replicas)
-            and tp not in self._dirs_placed
-        }
-        return {b for tp in tps for b in self._dirs[tp]}
+        return self._dirs.complete(tp, is_complete(self._moves[tp].move.replicas, st))
 
     def _update(self, states: Mapping[TopicPartition, PartitionState], now: float) -> None:
         for tp, ms in self._moves.items():
@@ -687,7 +629,7 @@ class Run:
             if ms.submitted_at is None:
                 ms.submit(now, batch if caps.mode == "batch" else None)
             ms.submit_step(now, i, tgt)
-        self._register_log_dirs(now)  # so that the run cannot return before they begin
+        self._dirs.register(now)  # so that the run cannot return before they begin
         if errors:
             tp0, e0 = next(iter(errors.items()))
             submitted = sum(1 for m in self._moves.values() if m.submitted_at is not None)
@@ -716,7 +658,7 @@ class Run:
         if all(s in ("done", "cancelled") for s in statuses):
             self._end_state = self._end_state or ("deadline" if self._deadline_hit else "done")
             return True
-        if self.options.wait or self._dir_pending:  # a log-dir move not begun would be lost
+        if self.options.wait or self._dirs.pending:  # a log-dir move not begun would be lost
             return False
         # KIP-1335: return once every move is submitted; multi-step moves must be driven on
         if any(s in ("pending", "ready") for s in statuses):
@@ -729,54 +671,22 @@ class Run:
     # ---- deadlines and stuck detection ------------------------------------------------------
 
     def _check_deadlines(self, now: float) -> None:
+        """Report what expired (``deadlines.check``) and apply ``--on-deadline``."""
         o = self.options
         moving = [ms for ms in self._moves.values() if ms.status == "moving"]
-        expired: list[tuple[MoveState, str]] = []
-        if o.move_deadline is not None:
-            for ms in moving:
-                if ms.submitted_at is not None and now - ms.submitted_at > o.move_deadline:
-                    if not ms.deadline_reported:
-                        ms.deadline_reported = True
-                        self._emit(
-                            "deadline",
-                            **_tpf(ms.move.tp),
-                            scope="move",
-                            after_s=o.move_deadline,
-                            policy=o.on_deadline,
-                        )
-                        expired.append((ms, "move deadline"))
-        if o.stuck_after is not None:
-            for ms in moving:
-                if ms.progress_at is not None and now - ms.progress_at > o.stuck_after:
-                    if not ms.stuck_reported:
-                        ms.stuck_reported = True
-                        self._emit(
-                            "stuck",
-                            **_tpf(ms.move.tp),
-                            no_progress_s=round(now - ms.progress_at, 3),
-                            bytes_copied=ms.bytes_copied,
-                            policy=o.on_deadline,
-                        )
-                        expired.append((ms, "stuck"))
-        run_expired = (
-            o.run_deadline is not None
-            and self._started_at is not None
-            and now - self._started_at > o.run_deadline
-            and self._end_state is None
+        expired = deadlines.check(
+            moving, o, now, self._started_at, self._end_state is not None, self._emit
         )
-        if run_expired:
-            self._emit("deadline", scope="run", after_s=o.run_deadline, policy=o.on_deadline)
-        if o.on_deadline == "wait":
+        if o.on_deadline == "wait" or not expired:
             return
-        if expired or run_expired:
-            self._deadline_hit = True
-        if o.on_deadline == "stop" and (expired or run_expired):
+        self._deadline_hit = True
+        if o.on_deadline == "stop":
             self._stop_submitting = True
             self._end_state = "deadline"
             return
         if o.on_deadline == "cancel":
-            victims = [ms for ms, _ in expired]
-            if run_expired:
+            victims = [ms for ms, _ in expired.moves]
+            if expired.run:
                 victims = moving
                 self._end_state = "deadline"
             self._cancel([ms.move.tp for ms in victims], reason="deadline")
@@ -850,56 +760,32 @@ class Run:
         cluster: Mapping[TopicPartition, PartitionState],
         submitting: Mapping[TopicPartition, tuple[tuple[int, ...], PartitionState]] | None = None,
     ) -> None:
-        """Make the cluster's throttles exactly what the moves in flight (``cluster``) plus
-        ``submitting`` (target, current state: about to be submitted) need, through
-        ``throttle`` (the rules of the official tool, shared with ``ops.execute``); read and
-        write only when that need changed, and then only the keys that differ."""
+        """The cluster's throttles made exactly what the moves in flight (``cluster``) plus
+        ``submitting`` (target, current state) need (``throttle.ThrottleKeeper``)."""
         self._dirty = False
-        rate, ld_rate = self.options.throttle, self.options.log_dir_throttle
-        if rate is None and ld_rate is None:
-            return
-        targets = {tp: st.target for tp, st in cluster.items() if tp in self._moves}
-        states = {tp: st for tp, st in cluster.items() if tp in self._moves}
-        for tp, (tgt, st) in (submitting or {}).items():
-            targets[tp], states[tp] = tuple(tgt), st
-        others = {tp: st for tp, st in cluster.items() if tp not in self._moves}
-        moves = thr.move_map(targets, states, others)
-        required = thr.throttles_for(moves)
-        ours = {b for tp in targets for b in (*moves[tp].sources, *moves[tp].destinations)}
-        keep = required.brokers - ours
-        topics = set(self.plan.topics()) | {tp.topic for tp in cluster} | self._managed_topics
-        ld = self._log_dir_brokers(submitting or {}) if ld_rate is not None else set()
-        brokers = self._managed_brokers | set(required.brokers) | ld
-        key = (required, frozenset(keep), frozenset(topics), frozenset(brokers), frozenset(ld))
-        if self._applied is not None and not submitting and self._applied_for == key:
-            return
-        before, after, changes = thr.sync_throttles(
-            self.gw, required, rate, topics, brokers, keep, ld_rate, ld
-        )
-        self._applied, self._applied_for = after, key
-        if not (changes[0] or changes[1]):
-            return
-        self._managed_topics |= set(changes[0])
-        self._managed_brokers |= {b for b, kv in changes[1].items() if any(kv.values())}
-        if (rate is not None and (required.brokers or required.topics)) or ld:
-            self._emit("throttle_set", rate=rate, log_dir_rate=ld_rate, **thr.summary(after))
-        else:
-            self._emit("throttle_cleared", **thr.summary(before))
+        ld = self._dirs.brokers(submitting or {}) if self.options.log_dir_throttle else ()
+        self._throttles.sync(cluster, self._moves, ld, submitting)
 
     # ---- the end ------------------------------------------------------------------------------
 
     def _finish(self) -> None:
-        """Every exit path: cancel if asked, leave exactly the throttles still needed, report."""
+        """Every exit path: cancel if asked, leave exactly the throttles still needed, report.
+        A run whose start failed changed nothing, so it touches nothing now either (another
+        run's throttles stay); a throttle cleanup that fails is reported as such."""
         state = self._end_state or ("stopped" if self._stop.is_set() else "failed")
         idle: set[TopicPartition] = set()
+        cleanup_error: str | None = None
+        last_known = self._throttles.left()
         try:
-            if self._cancel_on_stop and state in ("stopped", "deadline", "failed"):
+            if not self._began:
+                pass
+            elif self._cancel_on_stop and self._stop.is_set():  # Ctrl-C / SIGTERM / stop()
                 self._cancel(
                     [tp for tp, ms in self._moves.items() if ms.status == "moving"], reason="stop"
                 )
-            cluster = self.gw.list_reassignments() if self._moves else {}
+            cluster = self.gw.list_reassignments() if self._began else {}
             watch = [tp for tp, ms in self._moves.items() if ms.status in ("moving", "ready")]
-            if watch:
+            if watch and self._began:
                 states = self.gw.describe_partitions(watch)
                 with self._lock:
                     self._update(states, self._clock())
@@ -911,8 +797,14 @@ class Run:
                         and (st := states.get(tp)) is not None
                         and not st.reassigning
                     }
-            self._applied = None
-            self._sync_throttles(cluster)
+            if self._began:
+                self._throttles.forget()
+                try:
+                    self._sync_throttles(cluster)
+                except Exception as e:  # noqa: BLE001 - reported: throttles may be left
+                    cleanup_error = f"{type(e).__name__}: {e}"
+                    self._emit("error", message=f"throttle cleanup failed: {cleanup_error}")
+                    self._throttles.applied = None
             if state == "submitted" and all(
                 ms.status in ("done", "cancelled") for ms in self._moves.values()
             ):
@@ -923,7 +815,10 @@ class Run:
                 self._error = f"while finishing: {e}"
         self.state = state
         moving = [tp for tp in self._order if self._moves[tp].status == "moving" and tp not in idle]
-        left = thr.summary(self._applied) if self._applied is not None else {}
+        # after a failed cleanup, what was set after the last sync that went through may be left
+        left = self._throttles.left() if cleanup_error is None else last_known
+        if cleanup_error is not None and self._error is None:
+            self._error = f"throttle cleanup failed: {cleanup_error}"
         self._result = RunResult(
             state=state,
             run_id=self.run_id,
@@ -944,6 +839,7 @@ class Run:
             cancelled=[tp for tp in self._order if self._moves[tp].status == "cancelled"],
             throttles_left=left,
             error=self._error,
+            cleanup_error=cleanup_error,
         )
         r = self._result
         self._emit(

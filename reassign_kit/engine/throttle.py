@@ -19,7 +19,7 @@ remaining in-flight move needs (the official tool clears every broker's rate unc
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -408,3 +408,90 @@ def current_throttles(
             if any(c.get(k) for k in BROKER_THROTTLE_KEYS)
         },
     }
+
+
+class ThrottleKeeper:
+    """A paced run's throttles: after every ``sync`` the cluster holds exactly what the run's
+    moves in flight (and those about to be submitted) need, plus what others' moves in flight
+    need on the brokers they share. Reads and writes only when that need changed, only the
+    keys that differ, and journals ``throttle_set`` / ``throttle_cleared`` through ``emit``.
+    Remembers the topics and brokers this run wrote (journaled, so a resume knows them)."""
+
+    def __init__(
+        self,
+        gateway: Any,
+        plan_topics: Iterable[str],
+        rate: int | None,
+        log_dir_rate: int | None,
+        emit: Any,
+    ):
+        self.gw = gateway
+        self.plan_topics = set(plan_topics)
+        self.rate, self.log_dir_rate = rate, log_dir_rate
+        self.emit = emit
+        self.applied: dict[str, Any] | None = None  # throttles in scope after the last sync
+        self._applied_for: Any = None
+        self.managed_brokers: set[int] = set()  # brokers this run set a rate on
+        self.managed_topics: set[str] = set()  # topics whose lists this run wrote
+
+    @property
+    def active(self) -> bool:
+        """False when the run throttles nothing (no rate given): then it never touches them."""
+        return self.rate is not None or self.log_dir_rate is not None
+
+    def remember(self, prior: Iterable[Mapping[str, Any]]) -> None:
+        """On resume: the topics and brokers the journaled run wrote (``throttle_set``)."""
+        for e in prior:
+            if e.get("event") == "throttle_set":
+                self.managed_brokers.update(int(b) for b in e.get("broker_rates", {}))
+                self.managed_topics.update(e.get("leader_replicas", {}))
+                self.managed_topics.update(e.get("follower_replicas", {}))
+
+    def forget(self) -> None:
+        """Read the cluster again at the next sync (at the end of a run)."""
+        self.applied = None
+
+    def left(self) -> dict[str, Any]:
+        """The throttles in scope after the last sync (what the run leaves set)."""
+        return summary(self.applied) if self.applied is not None else {}
+
+    def sync(
+        self,
+        cluster: Mapping[TopicPartition, PartitionState],
+        ours: Container[TopicPartition],
+        log_dir_brokers: Iterable[int] = (),
+        submitting: Mapping[TopicPartition, tuple[tuple[int, ...], PartitionState]] | None = None,
+    ) -> None:
+        """``cluster``: every reassignment in flight; ``ours``: this run's partitions;
+        ``submitting``: tp -> (target, current state), about to be submitted."""
+        if not self.active:
+            return
+        targets = {tp: st.target for tp, st in cluster.items() if tp in ours}
+        states = {tp: st for tp, st in cluster.items() if tp in ours}
+        for tp, (tgt, st) in (submitting or {}).items():
+            targets[tp], states[tp] = tuple(tgt), st
+        others = {tp: st for tp, st in cluster.items() if tp not in ours}
+        moves = move_map(targets, states, others)
+        required = throttles_for(moves)
+        mine = {b for tp in targets for b in (*moves[tp].sources, *moves[tp].destinations)}
+        keep = required.brokers - mine
+        topics = self.plan_topics | {tp.topic for tp in cluster} | self.managed_topics
+        ld = set(log_dir_brokers) if self.log_dir_rate is not None else set()
+        brokers = self.managed_brokers | set(required.brokers) | ld
+        key = (required, frozenset(keep), frozenset(topics), frozenset(brokers), frozenset(ld))
+        if self.applied is not None and not submitting and self._applied_for == key:
+            return
+        before, after, changes = sync_throttles(
+            self.gw, required, self.rate, topics, brokers, keep, self.log_dir_rate, ld
+        )
+        self.applied, self._applied_for = after, key
+        if not (changes[0] or changes[1]):
+            return
+        self.managed_topics |= set(changes[0])
+        self.managed_brokers |= {b for b, kv in changes[1].items() if any(kv.values())}
+        if (self.rate is not None and (required.brokers or required.topics)) or ld:
+            self.emit(
+                "throttle_set", rate=self.rate, log_dir_rate=self.log_dir_rate, **summary(after)
+            )
+        else:
+            self.emit("throttle_cleared", **summary(before))

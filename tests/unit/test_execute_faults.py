@@ -1,0 +1,129 @@
+"""Issue 14 on the simulator: a run that fails at start changes nothing on the cluster (#2), a
+failed final throttle cleanup is reported as such (#6), and ``--on-interrupt cancel`` acts on
+Ctrl-C / SIGTERM only, not on deadlines or failures (#8)."""
+
+from __future__ import annotations
+
+import pytest
+
+from reassign_kit import ops
+from reassign_kit.engine.journal import read_events
+from reassign_kit.engine.run import ExecuteOptions, Run, RunError
+from reassign_kit.errors import KafkaOperationError, ReassignmentInProgressError, UsageError
+from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.simulate import MB, SimCluster
+
+TP = TopicPartition
+
+
+def cluster(cls: type[SimCluster] = SimCluster) -> SimCluster:
+    sim = cls(4, bandwidth=50 * MB)
+    sim.add_topic("a", [[p % 4, (p + 1) % 4] for p in range(4)], 2 * MB)
+    return sim
+
+
+def shifted(sim: SimCluster, tps) -> Plan:
+    return Plan.of(Move(tp, tuple((b + 2) % 4 for b in sim.partitions[tp].replicas)) for tp in tps)
+
+
+def run_of(sim, plan, tmp_path, **opts) -> Run:
+    opts.setdefault("throttle", MB)
+    return Run(sim, plan, ExecuteOptions(**opts), tmp_path / "run.jsonl", clock=sim.now,
+               sleep=sim.sleep)  # fmt: skip
+
+
+# ---------------------------------------------------------------- #2: a failed start
+
+
+@pytest.mark.parametrize("why", ["others in flight", "unknown partition"])
+def test_a_run_failing_at_start_leaves_another_runs_throttles(tmp_path, why):
+    sim = cluster()
+    sim.stall(TP("a", 0))
+    ops.execute(sim, shifted(sim, [TP("a", 0)]), throttle=MB, rollback_path=None)  # not ours
+    before = sim.current_throttles()
+    assert not before.is_empty()
+    if why == "others in flight":
+        plan, error = shifted(sim, [TP("a", 1), TP("a", 2)]), ReassignmentInProgressError
+        opts = {}
+    else:
+        plan = Plan.of([*shifted(sim, [TP("a", 1)]), Move(TP("a", 9), (0, 1))])
+        error, opts = UsageError, {"additional": True}
+    with pytest.raises(error):
+        run_of(sim, plan, tmp_path, **opts).run()
+    assert sim.current_throttles() == before  # the other run's move stays throttled
+    assert set(sim.list_reassignments()) == {TP("a", 0)}
+
+
+# ---------------------------------------------------------------- #6: a failed cleanup
+
+
+class NoClearing(SimCluster):
+    """A cluster on which removing a throttle config fails (a broker or the controller
+    unreachable at the end of the run)."""
+
+    def alter_topic_configs(self, changes):
+        if any(v is None for kv in changes.values() for v in kv.values()):
+            raise KafkaOperationError("alter configs of topic a: timed out after 30s")
+        return super().alter_topic_configs(changes)
+
+
+def test_a_failed_throttle_cleanup_is_reported_with_what_is_left(tmp_path):
+    sim = cluster(NoClearing)
+    run = run_of(sim, shifted(sim, [TP("a", 1)]), tmp_path, wait=True)
+    with pytest.raises(KafkaOperationError):
+        run.run()
+    res = run.wait(0)
+    assert res is not None and res.cleanup_error is not None
+    assert res.exit_code == 8
+    left = res.throttles_left
+    assert "a" in left["leader_replicas"] and "a" in left["follower_replicas"]
+    lines = res.cleanup_lines("reassign-kit --bootstrap-server b:9092 --verify ...")
+    assert "FAILED" in lines[0] and "topic(s) a" in lines[0] and "broker(s)" in lines[0]
+    assert lines[1].endswith("reassign-kit --bootstrap-server b:9092 --verify ...")
+    assert not sim.current_throttles().is_empty()  # what the report says is indeed there
+    events = read_events(tmp_path / "run.jsonl")
+    assert events[-1]["event"] == "run_finished" and events[-1]["throttles_left"] == left
+    assert any("throttle cleanup failed" in (e.get("message") or "") for e in events)
+
+
+def test_a_clean_run_has_no_cleanup_error(tmp_path):
+    sim = cluster()
+    res = run_of(sim, shifted(sim, [TP("a", 1)]), tmp_path, wait=True).run()
+    assert res.cleanup_error is None and res.cleanup_lines() == [] and res.exit_code == 0
+    assert sim.current_throttles().is_empty()
+
+
+# ---------------------------------------------------------------- #8: --on-interrupt cancel
+
+
+def test_on_interrupt_cancel_leaves_moves_alone_on_a_deadline(tmp_path):
+    sim = cluster()
+    sim.stall(TP("a", 1))
+    run = run_of(sim, shifted(sim, [TP("a", 1)]), tmp_path, cancel_on_stop=True,
+                 run_deadline=5, on_deadline="stop", wait=True)  # fmt: skip
+    res = run.run()
+    assert res.state == "deadline" and res.exit_code == 7
+    assert TP("a", 1) in sim.list_reassignments()  # not cancelled: no Ctrl-C / SIGTERM
+    assert not any(e["event"] == "cancelled" for e in read_events(tmp_path / "run.jsonl"))
+
+
+def test_on_interrupt_cancel_leaves_moves_alone_on_a_failure(tmp_path):
+    sim = cluster()
+    sim.stall(TP("a", 1))
+    sim.fail_on[TP("a", 2)] = "NOT_CONTROLLER"
+    plan = shifted(sim, [TP("a", 1), TP("a", 2)])
+    run = run_of(sim, plan, tmp_path, cancel_on_stop=True)
+    with pytest.raises(RunError):
+        run.run()
+    assert TP("a", 1) in sim.list_reassignments()
+    assert not any(e["event"] == "cancelled" for e in read_events(tmp_path / "run.jsonl"))
+
+
+def test_on_interrupt_cancel_still_cancels_on_stop(tmp_path):
+    sim = cluster()
+    sim.stall(TP("a", 1))
+    run = run_of(sim, shifted(sim, [TP("a", 1)]), tmp_path, cancel_on_stop=True, wait=True)
+    run.subscribe(lambda e: run.stop() if e["event"] == "step_submitted" else None)
+    res = run.run()
+    assert res.state == "stopped" and res.cancelled == [TP("a", 1)]
+    assert TP("a", 1) not in sim.list_reassignments()
