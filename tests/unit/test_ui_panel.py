@@ -368,3 +368,27 @@ def test_others_moves_refused_with_the_preflight_message_and_nothing_changed(tmp
         "brokers", "topic_partition_counts", "describe_partitions", "list_reassignments",
     }
     assert not (tmp_path / "rollback.json").exists()
+
+
+def test_notebook_02_timeout_cancels_before_failing(tmp_path):
+    """Issue 14 #10: notebook 02's headless cell, past ``timeout_s``, presses Cancel and
+    fails only once the cancel has happened (the kernel stops right after the failure)."""
+    import pathlib
+
+    nb = json.loads((pathlib.Path(__file__).parents[2] / "notebooks" / "02_execute.ipynb").read_text())
+    cell = next("".join(c["source"]) for c in nb["cells"]
+                if c["cell_type"] == "code" and "if auto_execute:" in "".join(c["source"]))
+    sim = cluster()
+    sim.stall(TP("orders", 0))
+
+    def slow_sleep(dt: float) -> None:  # the worker notices a click only at its next poll
+        sim.sleep(dt)
+        time.sleep(0.05)
+
+    p = Panel(plan(), sim, output_dir=str(tmp_path), refresh_s=0.02, verify_fn=sim_verify,
+              run_kwargs={"clock": sim.now, "sleep": slow_sleep}, batch_size=1, throttle=10 * MB)
+    ns = {"p": p, "json": json, "auto_execute": True, "resume": False, "timeout_s": 0.3}
+    with pytest.raises(TimeoutError, match="did not finish"):
+        exec(cell, ns)  # noqa: S102 - the notebook's own cell
+    assert p.result is not None and p.phase == "cancelled"  # done before the failure
+    assert TP("orders", 0) not in sim.list_reassignments()
