@@ -617,6 +617,106 @@ def steps_from_events(events: Iterable[Mapping[str, Any]]) -> dict[TopicPartitio
     return out
 
 
+def _event_tp(e: Mapping[str, Any]) -> TopicPartition | None:
+    try:
+        return TopicPartition(str(e["topic"]), int(e["partition"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def behind_from_events(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """How far behind each moving partition is, from a journal's latest ``sample``: bytes it
+    still has to copy (summed over its new replicas) and the percentage copied so far; one
+    row per partition (``topic``, ``partition``, ``state``, ``behind_bytes``, ``percent``,
+    ``detail``). Both sample forms count: ``remaining`` per replica
+    (``ProgressReport.sample_event``) and ``moves`` with bytes copied (``Run``'s samples,
+    against the partition's size times its new replicas). Finished moves are left out."""
+    peak: dict[TopicPartition, float] = {}
+    latest: dict[tuple[str, int, int], float] = {}
+    finished: set[TopicPartition] = set()
+    moves_rows: dict[TopicPartition, Mapping[str, Any]] = {}
+    n_new: dict[TopicPartition, int] = {}
+    for e in sorted(events, key=lambda e: float(e.get("ts") or 0.0)):
+        kind, tp = e.get("event"), _event_tp(e)
+        if kind == "submitted" and "target" in e and tp is not None:
+            cur = set(e.get("current") or ())
+            n_new[tp] = max(1, len([b for b in e["target"] if b not in cur]))
+        if kind == "sample" and "moves" in e:
+            moves_rows = {
+                t: row
+                for row in e.get("moves") or ()
+                if isinstance(row, Mapping) and (t := _event_tp(row)) is not None
+            }
+        if kind == "sample" and "remaining" in e:
+            latest = {}
+            for item in e.get("remaining") or ():
+                try:
+                    t, p, b, n = item
+                    latest[(str(t), int(p), int(b))] = float(n)
+                except (TypeError, ValueError):
+                    continue
+            per: dict[TopicPartition, float] = {}
+            for (t, p, _b), n in latest.items():
+                per[TopicPartition(t, p)] = per.get(TopicPartition(t, p), 0.0) + n
+            for t, n in per.items():
+                peak[t] = max(peak.get(t, 0.0), n)
+        elif tp is not None and (
+            (kind == "completed" and not _intermediate(e)) or kind in ("cancelled", "failed")
+        ):
+            finished.add(tp)
+    per_tp: dict[TopicPartition, list[tuple[int, float]]] = {}
+    for (t, p, b), n in latest.items():
+        per_tp.setdefault(TopicPartition(t, p), []).append((b, n))
+    rows = []
+    for tp, row in moves_rows.items():
+        if tp in finished or tp in per_tp:
+            continue
+        size, got = _number(row.get("size")), _number(row.get("bytes"))
+        if size is None or got is None:
+            continue
+        want = size * n_new.get(tp, 1)
+        step = row.get("step")
+        rows.append(
+            {
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "state": "moving",
+                "behind_bytes": max(0.0, want - got),
+                "percent": 100.0 * got / want if want else None,
+                "detail": f"step {step}" if step else "",
+            }
+        )
+    for tp, reps in per_tp.items():
+        if tp in finished:
+            continue
+        left = sum(n for _, n in reps)
+        top = peak.get(tp, 0.0)
+        behind = sorted(b for b, n in reps if n > 0)
+        rows.append(
+            {
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "state": "moving" if left else "catching up",
+                "behind_bytes": left,
+                "percent": (100.0 * (1 - left / top)) if top else None,
+                "detail": f"new replica(s) on broker(s) {behind} behind" if behind else "",
+            }
+        )
+    return rows
+
+
+def _intermediate(e: Mapping[str, Any]) -> bool:
+    """A ``completed`` of an intermediate step does not finish the move."""
+    if e.get("final") is False:
+        return True
+    step, steps = e.get("step"), e.get("steps")
+    return isinstance(step, int) and isinstance(steps, int) and step < steps
+
+
+def _number(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
 # ------------------------------------------------------------------------------ I/O
 
 

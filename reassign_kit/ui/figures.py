@@ -368,63 +368,11 @@ def _direct_broker_bytes(latest: Any) -> dict[int, dict[str, float]]:
 
 
 def behind_from_samples(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Rows for ``behind_rows`` from the latest sample: bytes each moving partition still has to
-    copy (summed over its new replicas) and the percentage copied so far."""
-    peak: dict[TopicPartition, float] = {}
-    latest: dict[tuple[str, int, int], float] = {}
-    finished: set[TopicPartition] = set()
-    moves_rows: dict[TopicPartition, dict[str, Any]] = {}
-    n_new: dict[TopicPartition, int] = {}
-    for ev in sorted_events(events):
-        kind = ev.get("event")
-        if kind == "submitted" and "target" in ev:
-            cur = set(ev.get("current") or ())
-            for tp in event_tps(ev):
-                n_new[tp] = max(1, len([b for b in ev["target"] if b not in cur]))
-        if kind == "sample" and "moves" in ev:
-            moves_rows = {}
-            for row in ev.get("moves") or ():
-                tp = _as_tp(row)
-                if tp is not None and isinstance(row, Mapping):
-                    moves_rows[tp] = row
-        if kind == "sample" and "remaining" in ev:
-            latest = _remaining(ev)
-            per: dict[TopicPartition, float] = {}
-            for (t, p, _b), n in latest.items():
-                per[TopicPartition(t, p)] = per.get(TopicPartition(t, p), 0.0) + n
-            for tp, n in per.items():
-                peak[tp] = max(peak.get(tp, 0.0), n)
-        elif kind in DONE_EVENTS and _is_final(ev) or kind in CANCELLED_EVENTS:
-            finished.update(event_tps(ev))
-    per_tp: dict[TopicPartition, list[tuple[int, float]]] = {}
-    for (t, p, b), n in latest.items():
-        per_tp.setdefault(TopicPartition(t, p), []).append((b, n))
-    rows = []
-    for tp, row in moves_rows.items():
-        if tp in finished or tp in per_tp:
-            continue
-        size, got = _num(row.get("size")), _num(row.get("bytes"))
-        if size is None or got is None:
-            continue
-        want = size * n_new.get(tp, 1)
-        step = row.get("step")
-        rows.append({
-            "topic": tp.topic, "partition": tp.partition, "state": "moving",
-            "behind_bytes": max(0.0, want - got), "percent": 100.0 * got / want if want else None,
-            "detail": f"step {step}" if step else "",
-        })
-    for tp, reps in per_tp.items():
-        if tp in finished:
-            continue
-        left = sum(n for _, n in reps)
-        top = peak.get(tp, 0.0)
-        behind = sorted(b for b, n in reps if n > 0)
-        rows.append({
-            "topic": tp.topic, "partition": tp.partition, "state": "moving" if left else "catching up",
-            "behind_bytes": left, "percent": (100.0 * (1 - left / top)) if top else None,
-            "detail": f"new replica(s) on broker(s) {behind} behind" if behind else "",
-        })
-    return rows
+    """Rows for ``behind_rows``: the engine's one "how far behind" model over the journal
+    (``engine.progress.behind_from_events``)."""
+    from ..engine.progress import behind_from_events
+
+    return behind_from_events(events)
 
 
 def planned_broker_bytes(

@@ -29,6 +29,7 @@ from ..cluster.views import cluster_view, partition_sizes
 from ..engine.journal import read_events
 from ..engine.options import Declared, ExecuteOptions, panel_options
 from ..engine.preflight import preflight
+from ..engine.progress import behind_from_events
 from ..engine.resume import set_aside, unfinished_run
 from ..errors import ReassignKitError, UsageError
 from ..model import Plan
@@ -554,7 +555,7 @@ class Panel:
         charts.apply(self.figure, data)
         with self._lock:
             evs = list(self.events)
-        rows = figures.behind_from_samples(evs) or self._status_rows()
+        rows = behind_from_events(evs) or self._status_rows()
         self.behind_html.value = _table_html(figures.behind_rows(rows))
         with self._lock:
             lines = figures.log_lines(self.events, limit=figures.MAX_LOG_LINES)
@@ -565,17 +566,13 @@ class Panel:
         )
 
     def _status_rows(self) -> list[Any]:
+        """Before the first sample: the run's own status rows (moving, no measure yet)."""
         if self.run is None:
             return []
         try:
-            st = self.run.status()
+            return list(self.run.status().rows)
         except Exception:  # noqa: BLE001 - status is best effort while the run moves on
             return []
-        for attr in ("partitions", "rows", "per_partition"):
-            rows = getattr(st, attr, None)
-            if rows is not None:
-                return list(rows.values()) if isinstance(rows, Mapping) else list(rows)
-        return []
 
 
 def _table_html(rows: list[dict[str, Any]]) -> str:
