@@ -617,6 +617,21 @@ def steps_from_events(events: Iterable[Mapping[str, Any]]) -> dict[TopicPartitio
     return out
 
 
+def bytes_copied(
+    gateway: Gateway, adding: Mapping[TopicPartition, set[int]]
+) -> dict[TopicPartition, int]:
+    """Bytes the new replicas (``adding``: partition -> brokers it is being copied to) hold
+    so far, summed per partition, from one DescribeLogDirs call on those brokers."""
+    brokers = sorted(set().union(*adding.values())) if adding else []
+    copied: dict[TopicPartition, int] = {}
+    if not brokers:
+        return copied
+    for r in gateway.describe_log_dirs(brokers):
+        if r.tp in adding and r.broker in adding[r.tp]:
+            copied[r.tp] = copied.get(r.tp, 0) + r.size_bytes
+    return copied
+
+
 def _event_tp(e: Mapping[str, Any]) -> TopicPartition | None:
     try:
         return TopicPartition(str(e["topic"]), int(e["partition"]))

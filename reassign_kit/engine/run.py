@@ -36,6 +36,7 @@ from .journal import Journal, read_events
 from .logdirs import LogDirMoves
 from .moves import MoveState, MoveStatus
 from .options import ON_DEADLINE, ExecuteOptions, cli_options  # noqa: F401 (ON_DEADLINE: re-exported)
+from .progress import bytes_copied
 from .results import RunError, RunResult, RunStatus
 from .schedule import Caps, Item, assign_batches, decide, item_for, order_items
 from .steps import StepsFor, steps_hook
@@ -537,44 +538,10 @@ class Run:
         states: Mapping[TopicPartition, PartitionState],
         now: float,
     ) -> None:
+        """Ask ``schedule.decide`` what may start now (new moves and next steps) and submit it."""
         with self._lock:
             caps = self._caps
-        # the next steps of moves that hold a slot
-        ready_items: list[Item] = []
-        ready_states: dict[TopicPartition, PartitionState] = {}
-        ready_tps = [tp for tp in self._order if self._moves[tp].status == "ready"]
-        if ready_tps:
-            fresh = {tp: states[tp] for tp in ready_tps if tp in states}
-            missing = [tp for tp in ready_tps if tp not in fresh]
-            if missing:
-                fresh.update(self.gw.describe_partitions(missing))
-            for tp in ready_tps:
-                st = fresh.get(tp)
-                ms = self._moves[tp]
-                if st is None:
-                    continue
-                if not ms.steps or ms.step == 0 or tuple(st.replicas) != ms.step_target:
-                    ms.steps = self._plan_steps(ms, st)
-                    ms.step = 0
-                elif ms.replan:  # R changed: the steps done stay, those left are planned anew
-                    ms.steps = ms.steps[: ms.step] + self._plan_steps(ms, st)
-                ms.replan = False
-                if self._complete(tp, st):
-                    ms.complete(now, st.replicas)
-                    continue
-                nxt = ms.steps[ms.step] if ms.step < len(ms.steps) else tuple(ms.move.replicas)
-                ready_states[tp] = st
-                it = item_for(tp, st.replicas, nxt, st.leader, ms.item.size_bytes)
-                ready_items.append(
-                    Item(
-                        tp,
-                        it.brokers,
-                        it.moves_leader,
-                        ms.item.size_bytes,
-                        ms.item.under_replicated,
-                        ms.item.batch,
-                    )
-                )
+        ready_items, ready_states = self._next_steps(states, now)
         inflight = [self._inflight_item(ms) for ms in self._moves.values() if ms.status == "moving"]
         pending = [
             self._moves[tp].item for tp in self._order if self._moves[tp].status == "pending"
@@ -584,13 +551,67 @@ class Run:
             return
         d = decide(pending, inflight, caps, ready=ready_items, cluster_inflight=len(cluster))
         self.waiting_reason = d.waiting_reason
-        if not d.submit:
-            return
-        new_tps = [tp for tp in d.submit if self._moves[tp].status == "pending"]
+        if d.submit:
+            self._submit(cluster, d.submit, ready_states, d.batch if caps.mode == "batch" else None)
+
+    def _next_steps(
+        self, states: Mapping[TopicPartition, PartitionState], now: float
+    ) -> tuple[list[Item], dict[TopicPartition, PartitionState]]:
+        """The next steps of moves between steps (they hold a slot), as schedule items, with
+        the states they start from; steps planned again where R changed or the replicas are
+        not where the last step left them; a move found complete completes here."""
+        items: list[Item] = []
+        ready_states: dict[TopicPartition, PartitionState] = {}
+        ready_tps = [tp for tp in self._order if self._moves[tp].status == "ready"]
+        if not ready_tps:
+            return items, ready_states
+        fresh = {tp: states[tp] for tp in ready_tps if tp in states}
+        missing = [tp for tp in ready_tps if tp not in fresh]
+        if missing:
+            fresh.update(self.gw.describe_partitions(missing))
+        for tp in ready_tps:
+            st = fresh.get(tp)
+            ms = self._moves[tp]
+            if st is None:
+                continue
+            if not ms.steps or ms.step == 0 or tuple(st.replicas) != ms.step_target:
+                ms.steps = self._plan_steps(ms, st)
+                ms.step = 0
+            elif ms.replan:  # R changed: the steps done stay, those left are planned anew
+                ms.steps = ms.steps[: ms.step] + self._plan_steps(ms, st)
+            ms.replan = False
+            if self._complete(tp, st):
+                ms.complete(now, st.replicas)
+                continue
+            nxt = ms.steps[ms.step] if ms.step < len(ms.steps) else tuple(ms.move.replicas)
+            ready_states[tp] = st
+            it = item_for(tp, st.replicas, nxt, st.leader, ms.item.size_bytes)
+            items.append(
+                Item(
+                    tp,
+                    it.brokers,
+                    it.moves_leader,
+                    ms.item.size_bytes,
+                    ms.item.under_replicated,
+                    ms.item.batch,
+                )
+            )
+        return items, ready_states
+
+    def _submit(
+        self,
+        cluster: Mapping[TopicPartition, PartitionState],
+        tps: Sequence[TopicPartition],
+        ready_states: Mapping[TopicPartition, PartitionState],
+        batch: int | None,
+    ) -> None:
+        """Set the throttles the moves need, then submit each one's next step in one request;
+        a rejected submission fails its move and ends the run."""
+        new_tps = [tp for tp in tps if self._moves[tp].status == "pending"]
         new_states = self.gw.describe_partitions(new_tps) if new_tps else {}
         targets: dict[TopicPartition, tuple[int, ...]] = {}
-        steps_info: dict[TopicPartition, tuple[int, int]] = {}
-        for tp in d.submit:
+        steps_info: dict[TopicPartition, int] = {}
+        for tp in tps:
             ms = self._moves[tp]
             st = ready_states.get(tp) or new_states.get(tp)
             if st is None:
@@ -601,9 +622,8 @@ class Run:
                 ms.steps = self._plan_steps(ms, st)
                 ms.step = 0
             nxt_i = ms.step + 1
-            tgt = ms.steps[nxt_i - 1] if nxt_i <= len(ms.steps) else tuple(ms.move.replicas)
-            targets[tp] = tgt
-            steps_info[tp] = (nxt_i, len(ms.steps))
+            targets[tp] = ms.steps[nxt_i - 1] if nxt_i <= len(ms.steps) else tuple(ms.move.replicas)
+            steps_info[tp] = nxt_i
         if not targets:
             return
         # throttles first: the moves about to start must never run unthrottled
@@ -611,7 +631,6 @@ class Run:
             cluster,
             {tp: (tgt, ready_states.get(tp) or new_states[tp]) for tp, tgt in targets.items()},
         )
-        batch = d.batch
         results = self.gw.alter_reassignments(
             targets, allow_replication_factor_change=self.options.allow_replication_factor_change
         )
@@ -621,14 +640,13 @@ class Run:
         for tp, tgt in targets.items():
             ms = self._moves[tp]
             err = results.get(tp, "no answer from the controller")
-            i, n = steps_info[tp]
             if err:
                 errors[tp] = err
-                ms.reject(err, tgt, i)
+                ms.reject(err, tgt, steps_info[tp])
                 continue
             if ms.submitted_at is None:
-                ms.submit(now, batch if caps.mode == "batch" else None)
-            ms.submit_step(now, i, tgt)
+                ms.submit(now, batch)
+            ms.submit_step(now, steps_info[tp], tgt)
         self._dirs.register(now)  # so that the run cannot return before they begin
         if errors:
             tp0, e0 = next(iter(errors.items()))
@@ -712,21 +730,12 @@ class Run:
         due = now - self._last_sample >= self.options.sample_interval
         if not moving or not (force or due or self.options.stuck_after is not None):
             return
-        adding: dict[TopicPartition, set[int]] = {}
-        for ms in moving:
-            prev = ms.step_from
-            adding[ms.move.tp] = {b for b in ms.step_target if b not in prev}
-        brokers = sorted(set().union(*adding.values())) if adding else []
-        copied: dict[TopicPartition, int] = {}
-        if brokers:
-            try:
-                infos = self.gw.describe_log_dirs(brokers)
-            except ReassignKitError as e:
-                self._emit("warning", message=f"cannot sample progress: {e}")
-                return
-            for r in infos:
-                if r.tp in adding and r.broker in adding[r.tp]:
-                    copied[r.tp] = copied.get(r.tp, 0) + r.size_bytes
+        adding = {ms.tp: {b for b in ms.step_target if b not in ms.step_from} for ms in moving}
+        try:
+            copied = bytes_copied(self.gw, adding)
+        except ReassignKitError as e:
+            self._emit("warning", message=f"cannot sample progress: {e}")
+            return
         for ms in moving:
             b = copied.get(ms.move.tp, 0)
             if ms.bytes_copied is None or b > ms.bytes_copied:
