@@ -124,6 +124,23 @@ class MoveState:
         be 0.0 on a model clock, so no truthiness test)."""
         return None if self.submitted_at is None else round(now - self.submitted_at, 3)
 
+    def row(self) -> dict[str, Any]:
+        """The move as a status row (``Run.status().rows``)."""
+        return {
+            "topic": self.tp.topic,
+            "partition": self.tp.partition,
+            "status": self.status.value,
+            "step": self.step,
+            "steps": len(self.steps) or 1,
+            "target": list(self.move.replicas),
+            "batch": self.item.batch,
+            "size_bytes": self.item.size_bytes,
+            "bytes_copied": self.bytes_copied,
+            "submitted_at": self.submitted_at,
+            "completed_at": self.completed_at,
+            "error": self.error,
+        }
+
     # ---- the transitions ---------------------------------------------------------------
 
     def _go(self, name: str, **fields: Any) -> None:

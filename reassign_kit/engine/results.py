@@ -3,6 +3,7 @@ it ends (the CLI's summary and exit code), ``RunError`` when it ended on an erro
 
 from __future__ import annotations
 
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,29 @@ class RunStatus:
     waiting_reason: str | None
     rows: list[dict[str, Any]]
 
+    @classmethod
+    def of(
+        cls, state: str, run_id: str, moves: Sequence[Any], waiting_reason: str | None
+    ) -> RunStatus:
+        """From the run's moves in order (``moves.MoveState``); a move between steps counts
+        as moving."""
+        counts = {"done": 0, "moving": 0, "pending": 0, "failed": 0, "cancelled": 0}
+        for ms in moves:
+            key = "moving" if ms.status == "ready" else str(ms.status.value)
+            counts[key] = counts.get(key, 0) + 1
+        return cls(
+            state,
+            run_id,
+            counts["done"],
+            counts["moving"],
+            counts["pending"],
+            counts["failed"],
+            counts["cancelled"],
+            len(moves),
+            waiting_reason,
+            [ms.row() for ms in moves],
+        )
+
     def to_pandas(self):
         import pandas as pd
 
@@ -49,6 +73,39 @@ class RunResult:
     throttles_left: dict[str, Any]
     error: str | None = None
     cleanup_error: str | None = None  # the final throttle cleanup failed: throttles may be left
+
+    @classmethod
+    def of(
+        cls,
+        state: str,
+        run_id: str,
+        journal_path: str | None,
+        moves: Sequence[Any],
+        idle: Set[TopicPartition],
+        throttles_left: dict[str, Any],
+        error: str | None,
+        cleanup_error: str | None,
+    ) -> RunResult:
+        """From the run's moves in order (``moves.MoveState``); ``idle``: moves with nothing
+        in flight on the cluster at the end (between steps, or lost), reported as pending."""
+
+        def having(*statuses: str) -> list[TopicPartition]:
+            return [ms.tp for ms in moves if ms.status in statuses and ms.tp not in idle]
+
+        return cls(
+            state=state,
+            run_id=run_id,
+            journal_path=journal_path,
+            submitted=[ms.tp for ms in moves if ms.submitted_at is not None],
+            completed=having("done"),
+            still_moving=having("moving"),
+            pending=[ms.tp for ms in moves if ms.status in ("pending", "ready") or ms.tp in idle],
+            failed={ms.tp: ms.error or "" for ms in moves if ms.status == "failed"},
+            cancelled=having("cancelled"),
+            throttles_left=throttles_left,
+            error=error,
+            cleanup_error=cleanup_error,
+        )
 
     @property
     def ok(self) -> bool:

@@ -204,41 +204,10 @@ class Run:
             self._subscribers.append(fn)
 
     def status(self) -> RunStatus:
+        """Counts and one row per move, now (safe from any thread)."""
         with self._lock:
-            rows = []
-            counts = {"done": 0, "moving": 0, "pending": 0, "failed": 0, "cancelled": 0}
-            for tp in self._order:
-                ms = self._moves[tp]
-                key = {"ready": "moving"}.get(ms.status, ms.status)
-                counts[key] = counts.get(key, 0) + 1
-                rows.append(
-                    {
-                        "topic": tp.topic,
-                        "partition": tp.partition,
-                        "status": ms.status,
-                        "step": ms.step,
-                        "steps": len(ms.steps) or 1,
-                        "target": list(ms.move.replicas),
-                        "batch": ms.item.batch,
-                        "size_bytes": ms.item.size_bytes,
-                        "bytes_copied": ms.bytes_copied,
-                        "submitted_at": ms.submitted_at,
-                        "completed_at": ms.completed_at,
-                        "error": ms.error,
-                    }
-                )
-            return RunStatus(
-                self.state,
-                self.run_id,
-                counts["done"],
-                counts["moving"],
-                counts["pending"],
-                counts["failed"],
-                counts["cancelled"],
-                len(self._order),
-                self.waiting_reason,
-                rows,
-            )
+            moves = [self._moves[tp] for tp in self._order]
+            return RunStatus.of(self.state, self.run_id, moves, self.waiting_reason)
 
     def wait(self, timeout: float | None = None) -> RunResult | None:
         """Block until the run ends; its result (None on timeout)."""
@@ -823,32 +792,19 @@ class Run:
             if self._error is None:
                 self._error = f"while finishing: {e}"
         self.state = state
-        moving = [tp for tp in self._order if self._moves[tp].status == "moving" and tp not in idle]
         # after a failed cleanup, what was set after the last sync that went through may be left
         left = self._throttles.left() if cleanup_error is None else last_known
         if cleanup_error is not None and self._error is None:
             self._error = f"throttle cleanup failed: {cleanup_error}"
-        self._result = RunResult(
-            state=state,
-            run_id=self.run_id,
-            journal_path=self.journal_path,
-            submitted=[tp for tp in self._order if self._moves[tp].submitted_at is not None],
-            completed=[tp for tp in self._order if self._moves[tp].status == "done"],
-            still_moving=moving,
-            pending=[
-                tp
-                for tp in self._order
-                if self._moves[tp].status in ("pending", "ready") or tp in idle
-            ],
-            failed={
-                tp: self._moves[tp].error or ""
-                for tp in self._order
-                if self._moves[tp].status == "failed"
-            },
-            cancelled=[tp for tp in self._order if self._moves[tp].status == "cancelled"],
-            throttles_left=left,
-            error=self._error,
-            cleanup_error=cleanup_error,
+        self._result = RunResult.of(
+            state,
+            self.run_id,
+            self.journal_path,
+            [self._moves[tp] for tp in self._order],
+            idle,
+            left,
+            self._error,
+            cleanup_error,
         )
         r = self._result
         self._emit(
