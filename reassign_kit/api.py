@@ -108,8 +108,16 @@ def progress(
     command_config: Mapping[str, str] | str | None = None,
     window_s: float = 60.0,
 ) -> ProgressReport:
-    """The KIP-179 progress report of ``plan`` on a gateway or a bootstrap string;
-    ``journal`` (path or events) adds steps and rates: see ``engine.progress.report``."""
+    """The KIP-179 progress report of ``plan`` on a gateway or a bootstrap string (connect,
+    report, close); ``journal`` (path or events) adds steps and rates: see
+    ``engine.progress.report``."""
+    from . import ops
     from .engine.progress import report
 
-    return report(gateway, plan, journal, command_config=command_config, window_s=window_s)
+    if not isinstance(gateway, str):
+        return report(gateway, plan, journal, window_s=window_s)
+    gw = ops.connect(gateway, command_config)
+    try:
+        return report(gw, plan, journal, window_s=window_s)
+    finally:
+        gw.close()

@@ -637,4 +637,5 @@ def progress(gateway: Any, plan: Any, journal: Any = None, **kwargs: Any) -> Any
     """KIP-179 progress report of ``plan``: see ``progress.report`` (``.to_pandas()``)."""
     from .engine.progress import report
 
+    kwargs.pop("command_config", None)  # a gateway is connected already
     return report(gateway, plan, journal, **kwargs)

@@ -877,15 +877,15 @@ def _fmt_eta(s: float | None) -> str:
 
 
 def report(
-    gateway: Gateway | str,
+    gateway: Gateway,
     plan: Plan | str | os.PathLike,
     journal: str | os.PathLike | Iterable[Mapping[str, Any]] | None = None,
     *,
-    command_config: Mapping[str, str] | str | None = None,
     window_s: float = 60.0,
 ) -> ProgressReport:
-    """``reassign_kit.progress(...)``: the report of ``plan`` (a Plan or a JSON file path) on
-    a gateway or a bootstrap string; ``journal`` (path or events) adds steps and rates."""
+    """The report of ``plan`` (a Plan or a JSON file path) on a gateway; ``journal`` (path or
+    events) adds steps and rates. ``reassign_kit.progress`` (api.py) also takes a bootstrap
+    string: it connects, calls this and closes."""
     from .journal import read_events
 
     if isinstance(plan, str | os.PathLike):
@@ -896,12 +896,4 @@ def report(
         events = list(read_events(journal))
     else:
         events = list(journal)
-    if isinstance(gateway, str):
-        from ..ops import connect
-
-        gw = connect(gateway, command_config)
-        try:
-            return progress(gw, plan, events, window_s)
-        finally:
-            gw.close()
     return progress(gateway, plan, events, window_s)
