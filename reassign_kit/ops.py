@@ -20,6 +20,7 @@ from .cluster.views import (  # noqa: F401
     cluster_view,
     default_rollback_path,
     in_flight_unless_additional,
+    no_reassignment_in_progress,
     partition_sizes,
     replica_log_dirs,
     rollback_plan,
@@ -540,7 +541,7 @@ def cancel(
         if tp not in cancelled
     }
     # NoReassignmentInProgress: it finished between list and cancel; not an error.
-    for tp in [tp for tp, e in errors.items() if e.startswith("NoReassignmentInProgress")]:
+    for tp in [tp for tp, e in errors.items() if no_reassignment_in_progress(e)]:
         del errors[tp]
         not_moving.append(tp)
 

@@ -101,3 +101,14 @@ def partition_sizes(
         if r.tp in want and not r.is_future:
             sizes[r.tp] = max(sizes.get(r.tp, 0), r.size_bytes)
     return sizes
+
+
+def no_reassignment_in_progress(error: str | None) -> bool:
+    """Whether a per-partition error of AlterPartitionReassignments says "no reassignment in
+    progress" — Kafka's ``NoReassignmentInProgress…`` and the simulator's
+    ``NO_REASSIGNMENT_IN_PROGRESS`` alike (a move that finished just before its cancel).
+    Stand-in until per-partition errors carry a typed error code."""
+    if not error:
+        return False
+    letters = "".join(c for c in str(error).split(":", 1)[0] if c.isalpha()).upper()
+    return letters.startswith("NOREASSIGNMENTINPROGRESS")

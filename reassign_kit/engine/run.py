@@ -26,7 +26,7 @@ from dataclasses import asdict
 from typing import Any
 
 from .. import __version__
-from ..cluster.views import partition_sizes, refuse_in_flight
+from ..cluster.views import no_reassignment_in_progress, partition_sizes, refuse_in_flight
 from ..errors import ReassignKitError, UsageError
 from ..gateway import Gateway
 from ..model import PartitionState, Plan, TopicPartition, is_complete
@@ -679,15 +679,29 @@ class Run:
             self._cancel([ms.move.tp for ms in victims], reason="deadline")
 
     def _cancel(self, tps: Sequence[TopicPartition], reason: str) -> None:
-        tps = [tp for tp in tps if self._moves[tp].status in ("moving",)]
+        """Cancel the moves in flight among ``tps``. One that finished just before the cancel
+        reached the controller ("no reassignment in progress") is reported as what it is:
+        completed when the cluster shows it at its target, else cancelled."""
+        tps = [tp for tp in tps if self._moves[tp].status == "moving"]
         if not tps:
             return
         res = self.gw.alter_reassignments(dict.fromkeys(tps))
         self._dirty = True
+        ended = [tp for tp in tps if no_reassignment_in_progress(res.get(tp))]
+        states = self.gw.describe_partitions(ended) if ended else {}
+        now = self._clock()
         for tp in tps:
             ms = self._moves[tp]
             err = res.get(tp)
-            if err and "NO_REASSIGNMENT" not in str(err).upper().replace(" ", "_"):
+            if tp in ended:
+                st = states.get(tp)
+                final = ms.step >= len(ms.steps) or (
+                    st is not None and tuple(st.replicas) == tuple(ms.move.replicas)
+                )
+                if st is not None and final and self._complete(tp, st):
+                    ms.complete(now, st.replicas)
+                    continue
+            elif err:
                 self._emit("error", **_tpf(tp), message=f"{tp}: cancel failed: {err}")
                 continue
             ms.cancel(reason)

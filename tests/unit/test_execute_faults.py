@@ -127,3 +127,53 @@ def test_on_interrupt_cancel_still_cancels_on_stop(tmp_path):
     res = run.run()
     assert res.state == "stopped" and res.cancelled == [TP("a", 1)]
     assert TP("a", 1) not in sim.list_reassignments()
+
+
+# ---------------------------------------------------------------- issue 10: completes while cancelled
+
+
+class FinishesFirst(SimCluster):
+    """A cluster on which every move in flight completes just before a cancel reaches the
+    controller (the cancel then answers "no reassignment in progress")."""
+
+    def alter_reassignments(self, targets, allow_replication_factor_change=True):
+        if targets and all(t is None for t in targets.values()):
+            for tp in targets:
+                sp = self.partitions[tp]
+                if sp.target is not None:
+                    sp.isr = list(dict.fromkeys([*sp.isr, *sp.target]))
+                    self._finish(sp)
+        return super().alter_reassignments(targets, allow_replication_factor_change)
+
+
+def test_a_move_completing_while_cancelled_is_reported_completed(tmp_path):
+    from reassign_kit.engine.moves import replay
+
+    sim = cluster(FinishesFirst)
+    sim.stall(TP("a", 1))
+    plan = shifted(sim, [TP("a", 1)])
+    run = run_of(sim, plan, tmp_path, wait=True)
+    run.subscribe(
+        lambda e: run.stop(cancel_inflight=True) if e["event"] == "step_submitted" else None
+    )
+    res = run.run()
+    assert res.completed == [TP("a", 1)] and res.cancelled == []
+    events = read_events(tmp_path / "run.jsonl")
+    assert [e["event"] for e in events if e.get("topic")].count("completed") == 1
+    assert not any(e["event"] in ("cancelled", "error") and e.get("topic") for e in events)
+    assert replay(events)[TP("a", 1)] == "done"
+
+
+@pytest.mark.parametrize(
+    "error, expected",
+    [
+        ("NO_REASSIGNMENT_IN_PROGRESS", True),  # the simulator
+        ("NoReassignmentInProgressError: no reassignment in progress", True),  # Kafka
+        ("NotControllerError: not the controller", False),
+        (None, False),
+    ],
+)
+def test_no_reassignment_in_progress_in_both_spellings(error, expected):
+    from reassign_kit.cluster.views import no_reassignment_in_progress
+
+    assert no_reassignment_in_progress(error) is expected
