@@ -17,6 +17,7 @@ from typing import Any
 
 # re-exported: these lived here before cluster/views.py and engine/logdirs.py held them
 from .cluster.views import (  # noqa: F401
+    METADATA_SETTLE_S,
     cluster_view,
     default_rollback_path,
     in_flight_unless_additional,
@@ -46,6 +47,7 @@ from .model import Move, PartitionState, Plan, TopicPartition, is_complete
 EXIT_IN_PROGRESS = 10
 EXIT_MISMATCH = 11
 SETTLE_PAUSE_S = 0.5  # between re-reads of metadata that may lag the controller (see settle)
+SETTLE_ATTEMPTS = round(METADATA_SETTLE_S / SETTLE_PAUSE_S)  # 6: the one settle window
 
 
 # ----------------------------------------------------------------------------- setup
@@ -344,7 +346,7 @@ def settle(
     gateway: Any,
     states: dict[TopicPartition, PartitionState],
     suspect: Any,
-    attempts: int = 6,
+    attempts: int = SETTLE_ATTEMPTS,
     pause_s: float | None = None,
 ) -> dict[TopicPartition, PartitionState]:
     """Re-read the partitions for which ``suspect(tp, state)`` holds, a few times: metadata

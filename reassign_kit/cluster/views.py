@@ -112,3 +112,10 @@ def no_reassignment_in_progress(error: str | None) -> bool:
         return False
     letters = "".join(c for c in str(error).split(":", 1)[0] if c.isalpha()).upper()
     return letters.startswith("NOREASSIGNMENTINPROGRESS")
+
+
+# Metadata reaches brokers asynchronously: right after a move ends (or is cancelled) a broker
+# may still report the intermediate replica set while the controller says nothing is
+# reassigning (KIP-860's race). Whoever reads that state waits this long before believing it
+# (``ops.settle``: 6 re-reads half a second apart; the run's lost-move detection).
+METADATA_SETTLE_S = 3.0

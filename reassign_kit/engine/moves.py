@@ -97,6 +97,7 @@ class MoveState:
     bytes_copied: int | None = None
     progress_at: float | None = None
     lost_polls: int = 0
+    lost_since: float | None = None  # first poll it was seen neither moving nor at its target
     stuck_reported: bool = False
     deadline_reported: bool = False
     error: str | None = None
@@ -173,14 +174,14 @@ class MoveState:
         self._go("submit_step", step=step, steps=len(self.steps), target=list(target))
 
     def complete_step(self, replicas: Iterable[int]) -> None:
-        self.lost_polls = 0
+        self.lost_polls, self.lost_since = 0, None
         self._go("complete_step", step=self.step, steps=len(self.steps), replicas=list(replicas))
 
     def complete(self, now: float, replicas: Iterable[int], **how: Any) -> None:
         """At its target (and in its log dirs): done. ``how``: ``adopted`` / ``already``
         (found complete at start) — the one place a ``completed`` event is written."""
         self.completed_at = now
-        self.lost_polls = 0
+        self.lost_polls, self.lost_since = 0, None
         if "already" not in how:
             how["duration_s"] = self.duration(now)
         self._go("complete", replicas=list(replicas), **how)

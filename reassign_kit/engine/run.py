@@ -26,7 +26,12 @@ from dataclasses import asdict
 from typing import Any
 
 from .. import __version__
-from ..cluster.views import no_reassignment_in_progress, partition_sizes, refuse_in_flight
+from ..cluster.views import (
+    METADATA_SETTLE_S,
+    no_reassignment_in_progress,
+    partition_sizes,
+    refuse_in_flight,
+)
 from ..errors import ReassignKitError, UsageError
 from ..gateway import Gateway
 from ..model import PartitionState, Plan, TopicPartition, is_complete
@@ -483,7 +488,7 @@ class Run:
             if ms.status == "ready":
                 continue
             if is_complete(ms.step_target, st):
-                ms.lost_polls = 0
+                ms.lost_polls, ms.lost_since = 0, None
                 final = ms.step >= len(ms.steps) or tuple(st.replicas) == tuple(ms.move.replicas)
                 if final and not self._complete(tp, st):
                     continue  # replicas in place, still moving between log dirs
@@ -492,14 +497,18 @@ class Run:
                 else:
                     ms.complete_step(st.replicas)
             elif not st.reassigning:
+                # lost only once metadata had time to settle (as ops.settle waits), and seen so
+                # at several polls: right after a move ends a broker may still show the
+                # intermediate replica set
                 ms.lost_polls += 1
-                if ms.lost_polls >= LOST_AFTER_POLLS:
+                ms.lost_since = now if ms.lost_since is None else ms.lost_since
+                if ms.lost_polls >= LOST_AFTER_POLLS and now - ms.lost_since >= METADATA_SETTLE_S:
                     ms.fail(
                         f"no longer reassigning and not at its target {list(ms.step_target)} "
                         f"(replicas {list(st.replicas)}): cancelled or replaced outside this run"
                     )
             else:
-                ms.lost_polls = 0
+                ms.lost_polls, ms.lost_since = 0, None
 
     def _schedule(
         self,

@@ -177,3 +177,40 @@ def test_no_reassignment_in_progress_in_both_spellings(error, expected):
     from reassign_kit.cluster.views import no_reassignment_in_progress
 
     assert no_reassignment_in_progress(error) is expected
+
+
+# ---------------------------------------------------------------- #12: metadata lag
+
+
+class LaggingMetadata(SimCluster):
+    """After a move ends, the partition's metadata shows the intermediate replica set (target
+    plus the replicas being removed), not reassigning, for ``lag`` seconds (KIP-860's race)."""
+
+    lag = 2.0
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.ended: dict[TopicPartition, tuple[float, tuple[int, ...]]] = {}
+
+    def _finish(self, sp):
+        if sp.target is not None:
+            shown = (*sp.target, *[b for b in sp.original or () if b not in sp.target])
+            self.ended[sp.tp] = (self.t, shown)
+        super()._finish(sp)
+
+    def describe_partitions(self, tps):
+        from dataclasses import replace
+
+        out = super().describe_partitions(tps)
+        for tp, st in out.items():
+            if tp in self.ended and self.t - self.ended[tp][0] < self.lag:
+                out[tp] = replace(st, replicas=self.ended[tp][1], adding=(), removing=())
+        return out
+
+
+def test_metadata_lag_shorter_than_the_settle_window_is_not_a_lost_move(tmp_path):
+    sim = cluster(LaggingMetadata)
+    res = run_of(sim, shifted(sim, [TP("a", 1)]), tmp_path, wait=True, poll_interval_ms=200).run()
+    assert res.state == "done" and res.completed == [TP("a", 1)] and res.failed == {}
+    lagged = [e for e in read_events(tmp_path / "run.jsonl") if e["event"] == "failed"]
+    assert lagged == []
