@@ -1,7 +1,29 @@
-"""Exception hierarchy: every error a user can meet is a ReassignKitError with a message that
-names what is at fault, so the CLI can print it and exit non-zero instead of a traceback."""
+"""Every exception reassign_kit raises on purpose, and the exit code each one means.
+
+Each error names what is at fault (the partition, broker, option or file), so the CLI prints
+it and exits with its code instead of a traceback. Each exit code means one thing::
+
+    ReassignKitError (1: unexpected)
+    ├── UsageError (2)                   bad options or option combinations
+    ├── InvalidPlanError (3)             an input file failed validation; ``problems`` lists all
+    ├── KafkaOperationError (4)          the cluster refused or failed an operation
+    ├── SandboxError (5)                 the local sandbox cannot do what was asked
+    ├── ReassignmentInProgressError (6)  others' moves in flight and no --additional
+    ├── RunError (7)                     a paced run ended early (deadline, rejected/lost move)
+    ├── ThrottleCleanupError (8)         the final throttle cleanup failed: throttles may be left
+    ├── RunbookError (9)                 a runbook notebook failed, timed out or grew too big
+    └── IllegalTransition (1)            a move status change the table forbids: a bug
+
+Codes that are outcomes, not errors: 0 done, 10 / 11 --verify in progress / mismatch,
+130 interrupted. ``EXIT_CODES`` is the table ``--help`` prints.
+"""
 
 from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_IN_PROGRESS = 10
+EXIT_MISMATCH = 11
+EXIT_INTERRUPTED = 130
 
 
 class ReassignKitError(Exception):
@@ -46,7 +68,61 @@ class ReassignmentInProgressError(ReassignKitError):
     exit_code = 6
 
 
+class RunError(ReassignKitError):
+    """The run stopped on an error (a rejected submission, a lost move, a deadline)."""
+
+    exit_code = 7
+
+
 class ThrottleCleanupError(ReassignKitError):
     """A run's final throttle cleanup failed: throttle configs may be left on the cluster."""
 
     exit_code = 8
+
+
+class RunbookError(ReassignKitError):
+    """A notebook cell failed, timed out, or the output notebook is unreasonably large.
+    (Exit 9; it shared 6 with ReassignmentInProgressError before.)"""
+
+    exit_code = 9
+
+
+class IllegalTransition(ReassignKitError):
+    """A move status change the transition table does not allow: a bug in the engine."""
+
+    exit_code = 1
+
+
+EXIT_CODES: dict[int, str] = {
+    EXIT_OK: "done: the action succeeded; for --verify every move (and log-dir move) is complete",
+    ReassignKitError.exit_code: "unexpected error",
+    UsageError.exit_code: "usage error: bad options or option combinations",
+    InvalidPlanError.exit_code: "invalid plan: the reassignment JSON failed validation (every "
+    "problem is listed; nothing was sent to the cluster)",
+    KafkaOperationError.exit_code: "the cluster refused or failed an operation (for --execute / "
+    "--cancel: some partitions failed; the others in the same request stand, as reported)",
+    SandboxError.exit_code: "sandbox: the local cluster cannot do what was asked",
+    ReassignmentInProgressError.exit_code: "--execute refused: other reassignments are in "
+    "progress and --additional is not set",
+    RunError.exit_code: "paced --execute ended early: a deadline expired, a move was rejected "
+    "or lost",
+    ThrottleCleanupError.exit_code: "paced --execute could not clear its throttles at the end: "
+    "they may be left (the message names them and the command that removes them)",
+    RunbookError.exit_code: "runbook: a notebook cell failed or timed out",
+    EXIT_IN_PROGRESS: "--verify: some moves are still in progress",
+    EXIT_MISMATCH: "--verify: some partitions are neither complete nor moving toward the plan "
+    "(other replicas, another reassignment, or a missing partition)",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C / SIGTERM); a paced run prints how to resume or cancel",
+}
+
+
+def format_exit_codes() -> str:
+    """The exit-code table as ``--help`` prints it."""
+    import textwrap
+
+    lines = ["exit codes:"]
+    for code, meaning in EXIT_CODES.items():
+        wrapped = textwrap.wrap(meaning, 80)
+        lines.append(f"  {code:<4}{wrapped[0]}")
+        lines += [f"      {w}" for w in wrapped[1:]]
+    return "\n".join(lines) + "\n"

@@ -35,7 +35,9 @@ from .engine.logdirs import (  # noqa: F401
 )
 from .engine.options import ExecuteOptions
 from .engine.preflight import preflight, write_rollback  # noqa: F401
-from .errors import (  # noqa: F401 (ReassignmentInProgressError: re-exported)
+from .errors import (  # noqa: F401 (ReassignmentInProgressError, EXIT_*: re-exported)
+    EXIT_IN_PROGRESS,
+    EXIT_MISMATCH,
     KafkaOperationError,
     ReassignKitError,
     ReassignmentInProgressError,
@@ -43,9 +45,6 @@ from .errors import (  # noqa: F401 (ReassignmentInProgressError: re-exported)
 )
 from .model import Move, PartitionState, Plan, TopicPartition, is_complete
 
-# Exit codes of --verify (0 = complete); errors keep errors.py's codes 1..5.
-EXIT_IN_PROGRESS = 10
-EXIT_MISMATCH = 11
 SETTLE_PAUSE_S = 0.5  # between re-reads of metadata that may lag the controller (see settle)
 SETTLE_ATTEMPTS = round(METADATA_SETTLE_S / SETTLE_PAUSE_S)  # 6: the one settle window
 

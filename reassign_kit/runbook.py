@@ -21,17 +21,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import ReassignKitError, UsageError
+from .errors import ReassignKitError, RunbookError, UsageError
 
 NOTEBOOKS = ("01_plan", "02_execute", "03_verify", "04_postmortem")
 MAX_OUTPUT_BYTES = 3 * 1024 * 1024  # an output notebook bigger than this carries a bug
 DEFAULT_TIMEOUT_S = 900
-
-
-class RunbookError(ReassignKitError):
-    """A notebook cell failed, timed out, or the output notebook is unreasonably large."""
-
-    exit_code = 6
 
 
 def repo_root() -> Path:

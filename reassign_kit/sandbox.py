@@ -15,7 +15,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -598,9 +597,15 @@ def _write_props(path: str, props: dict[str, str]) -> None:
 
 
 def _random_cluster_id() -> str:
+    """A KRaft cluster id (URL-safe base64 of 16 random bytes). Like Kafka's Uuid.randomUuid,
+    never one starting with '-': `kafka-storage format --cluster-id -x…` reads it as an option
+    (about 1 start in 64 failed before)."""
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 def _tail(path: str, lines: int = 20) -> str:
@@ -612,9 +617,3 @@ def _tail(path: str, lines: int = 20) -> str:
 
 def default_dir() -> Path:
     return Path(os.environ.get("RK_SANDBOX_DIR", REPO_ROOT / ".cache" / "sandbox"))
-
-
-if __name__ == "__main__":  # pragma: no cover - convenience for `python -m reassign_kit.sandbox`
-    from .sandbox_cli import main
-
-    sys.exit(main(sys.argv[1:]))

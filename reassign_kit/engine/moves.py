@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from ..errors import IllegalTransition  # noqa: F401 (re-exported)
 from ..model import Move, TopicPartition
 from .schedule import Item
 
@@ -66,10 +67,6 @@ TRANSITIONS: dict[str, Transition] = {
     "fail": Transition(frozenset({P, R, M}), MoveStatus.FAILED, "failed"),
     "reject": Transition(frozenset({P, R}), MoveStatus.FAILED, "error"),
 }
-
-
-class IllegalTransition(RuntimeError):
-    """A transition asked from a status the table does not allow: a bug in the engine."""
 
 
 def _no_journal(event: str, **fields: Any) -> dict[str, Any]:

@@ -7,14 +7,8 @@ from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ReassignKitError, ThrottleCleanupError
+from ..errors import RunError, ThrottleCleanupError
 from ..model import TopicPartition
-
-
-class RunError(ReassignKitError):
-    """The run stopped on an error (a rejected submission, a lost move, a deadline)."""
-
-    exit_code = 7
 
 
 @dataclass

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from waits import wait_until
 
-from reassign_kit import ops, reassign_cli
+from reassign_kit import ops
+from reassign_kit.cli import reassign as reassign_cli
 from reassign_kit.engine.throttle import current_throttles
 from reassign_kit.model import Move, Plan, TopicPartition
 

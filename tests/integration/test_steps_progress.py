@@ -143,7 +143,7 @@ def test_progress_names_unknown_topic_partition_and_broker(sandbox, gw, topic_na
 def test_cli_progress_prints_the_report_and_exits_0(
     sandbox, bootstrap, topic_name, tmp_path, capsys
 ):
-    from reassign_kit.reassign_cli import main
+    from reassign_kit.cli.reassign import main
 
     topic = topic_name("cliprog")
     create_topic(sandbox, topic, [[1, 2]])
@@ -165,7 +165,7 @@ def test_cli_progress_prints_the_report_and_exits_0(
 def test_cli_steps_refuse_an_invalid_plan_before_sending(
     sandbox, bootstrap, gw, topic_name, tmp_path, capsys
 ):
-    from reassign_kit.reassign_cli import main
+    from reassign_kit.cli.reassign import main
 
     topic = topic_name("clibad")
     create_topic(sandbox, topic, [[1, 2]])

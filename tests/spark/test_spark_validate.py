@@ -9,8 +9,8 @@ import random
 import pytest
 from spark_snapshots import random_snapshot
 
+from reassign_kit.cli.plan import main as plan_main
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.plan_cli import main as plan_main
 from reassign_kit.plan_rules import RuleContext, plan_problems_offline
 from reassign_kit.planner import PlanParams, plan_in_process
 from reassign_kit.spark.planner import plan_and_validate_spark, plan_spark

@@ -8,7 +8,7 @@ import inspect
 
 import pytest
 
-from reassign_kit import reassign_cli
+from reassign_kit.cli import reassign as reassign_cli
 from reassign_kit.engine import options as eo
 from reassign_kit.engine.options import ExecuteOptions
 from reassign_kit.engine.run import Run
@@ -38,7 +38,7 @@ def test_the_declared_flags_parse_into_the_same_options_as_the_cli():
         p.add_argument(d.option.flag, **d.option.argparse_kwargs())
     ours = eo.options_from_cli(p.parse_args(argv))
 
-    from reassign_kit import paced_cli
+    from reassign_kit.cli import paced as paced_cli
 
     cli_args = reassign_cli.build_parser().parse_args(
         ["--execute", "--bootstrap-server", "x:1", "--reassignment-json-file", "p.json", *argv]

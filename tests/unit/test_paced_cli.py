@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reassign_kit import reassign_cli
+from reassign_kit.cli import reassign as reassign_cli
 
 BASE = ["--bootstrap-server", "127.0.0.1:1", "--reassignment-json-file", "/nonexistent.json"]
 
@@ -39,12 +39,42 @@ def test_bad_pacing_arguments_are_usage_errors(argv, message, capsys):
 
 
 def test_pacing_flags_route_to_the_paced_runner():
-    from reassign_kit import paced_cli
+    from reassign_kit.cli import paced as paced_cli
 
     p = reassign_cli.build_parser()
-    assert paced_cli.claims(p.parse_args(BASE + ["--execute", "--reassignment-batch-size", "2"]))
-    assert paced_cli.claims(p.parse_args(BASE + ["--execute", "--wait"]))
-    assert not paced_cli.claims(p.parse_args(BASE + ["--execute", "--throttle", "100"]))
+    assert paced_cli.is_paced(p.parse_args(BASE + ["--execute", "--reassignment-batch-size", "2"]))
+    assert paced_cli.is_paced(p.parse_args(BASE + ["--execute", "--wait"]))
+    assert not paced_cli.is_paced(p.parse_args(BASE + ["--execute", "--throttle", "100"]))
     args = p.parse_args(BASE + ["--execute", "--run-deadline", "2h", "--stuck-after", "90s"])
     opts = paced_cli.options_from_args(args)
     assert opts.run_deadline == 7200 and opts.stuck_after == 90
+
+
+def test_parallel_replica_count_alone_is_a_paced_run_with_every_option():
+    """Regression (issue 10): ``--execute --parallel-replica-count R`` went through its own
+    path that dropped --replica-alter-log-dirs-throttle and --timeout (and signal handling,
+    the journal option, the resume hint). Now it is a paced run: the options reach the Run."""
+    from reassign_kit.cli import paced as paced_cli
+
+    p = reassign_cli.build_parser()
+    argv = ["--execute", "--parallel-replica-count", "1", "--replica-alter-log-dirs-throttle",
+            "3000", "--timeout", "2500", "--throttle", "1000", "--on-interrupt", "cancel"]  # fmt: skip
+    args = p.parse_args(BASE + argv)
+    assert paced_cli.is_paced(args)
+    assert reassign_cli.HANDLERS["execute"] is reassign_cli._execute
+    opts = paced_cli.options_from_args(args)
+    assert opts.parallel_replica_count == 1 and opts.log_dir_throttle == 3000
+    assert opts.timeout_s == 2.5 and opts.throttle == 1000 and opts.cancel_on_stop
+
+
+def test_the_cli_is_static_no_module_registers_itself():
+    """Which handler runs does not depend on import order: the tables are literal."""
+    import importlib
+
+    from reassign_kit.cli import paced, plan, progress
+
+    before = dict(reassign_cli.HANDLERS)
+    for m in (paced, progress, plan):
+        importlib.reload(m)
+    assert reassign_cli.HANDLERS == before
+    assert set(reassign_cli.HANDLERS) == set(reassign_cli.ACTIONS)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import io
 
 import pytest
@@ -259,10 +258,10 @@ def test_superset_of_the_target_is_moving_not_pending():
 
 
 def test_steps_execute_refuses_others_in_flight_without_additional(tmp_path, monkeypatch):
-    """``--execute --parallel-replica-count`` shares the official tool's refusal (ops): other
-    reassignments in flight and no --additional -> an error naming them, nothing sent."""
-    from reassign_kit.ops import ReassignmentInProgressError
-    from reassign_kit.progress_cli import run_steps_execute
+    """``--execute --parallel-replica-count`` is a paced run: the one preflight refuses other
+    reassignments in flight without --additional -> an error naming them, nothing sent."""
+    from reassign_kit.cli import reassign as reassign_cli
+    from reassign_kit.errors import ReassignmentInProgressError
     from reassign_kit.simulate import SimCluster
 
     monkeypatch.chdir(tmp_path)
@@ -274,15 +273,11 @@ def test_steps_execute_refuses_others_in_flight_without_additional(tmp_path, mon
     sent = []
     real = sim.alter_reassignments
     sim.alter_reassignments = lambda t, *a, **k: (sent.append(t), real(t, *a, **k))[1]
-    args = argparse.Namespace(
-        parallel_replica_count=1,
-        reassignment_json_file="plan.json",
-        disallow_replication_factor_change=False,
-        additional=False,
-        rollback_file=None,
-        throttle=None,
-    )
+    args = reassign_cli.build_parser().parse_args(
+        ["--execute", "--bootstrap-server", "x:1", "--reassignment-json-file", "plan.json",
+         "--parallel-replica-count", "1"]
+    )  # fmt: skip
     plan = Plan.of([Move(TopicPartition("mine", 0), (3, 4, 5))])
     with pytest.raises(ReassignmentInProgressError, match=r"busy-0.*--additional"):
-        run_steps_execute(args, sim, plan)
+        reassign_cli.HANDLERS["execute"](args, sim, plan)
     assert sent == [] and not list(tmp_path.iterdir())

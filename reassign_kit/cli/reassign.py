@@ -2,8 +2,9 @@
 same meaning, so a runbook written for it works with ``reassign-kit`` in its place, plus exit
 codes that mean something. ``reassign_kit.cli`` dispatches here; ``main(argv) -> int``.
 
-Options are declared in groups by ``build_parser`` and checked per action by ``ACTION_OPTIONS``:
-a module adding flags (e.g. pacing) adds them to a group and lists them for its action.
+Static: every flag is declared here (the execute options from ``engine.options``, the one
+declaration the panel reads too), ``ACTION_OPTIONS`` says which flags each action accepts and
+``HANDLERS`` which function runs it. No module adds itself to these at import.
 """
 
 from __future__ import annotations
@@ -15,45 +16,25 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import ops, validate
-from .errors import InvalidPlanError, ReassignKitError, UsageError
-from .model import Plan
+from .. import ops, validate
+from ..engine.options import cli_options
+from ..errors import InvalidPlanError, ReassignKitError, UsageError, format_exit_codes
+from ..model import Plan
+from . import paced, progress
+from . import plan as plan_cmd
 
 PROG = "reassign-kit"
 
-EXIT_CODES = f"""\
-exit codes:
-  0   done: the action succeeded; for --verify every move (and log-dir move) is complete
-  1   unexpected error
-  2   usage error: bad options or option combinations
-  3   invalid plan: the reassignment JSON failed validation (every problem is listed;
-      nothing was sent to the cluster)
-  4   the cluster refused or failed an operation (for --execute / --cancel: some
-      partitions failed; the others in the same request stand, as reported)
-  6   --execute refused: other reassignments are in progress and --additional is not set
-  7   paced --execute ended early: a deadline expired, a move was rejected or lost
-  8   paced --execute could not clear its throttles at the end: they may be left (the
-      message names them and the command that removes them)
-  {ops.EXIT_IN_PROGRESS}  --verify: some moves are still in progress
-  {ops.EXIT_MISMATCH}  --verify: some partitions are neither complete nor moving toward the
-      plan (other replicas, another reassignment, or a missing partition)
-  130 interrupted (Ctrl-C / SIGTERM); a paced run prints how to resume or cancel
-"""
 
 ACTIONS = ("generate", "execute", "verify", "cancel", "list", "progress")
 
 # Which options (argparse dest) each action accepts, besides the connection options.
 # Other modules extend these sets when they add flags for an action.
+EXECUTE_FLAGS = {d.dest for d in cli_options()}  # engine.options: the one declaration
+# Which options (argparse dest) each action accepts, besides the connection options.
 ACTION_OPTIONS: dict[str, set[str]] = {
-    "execute": {
-        "reassignment_json_file",
-        "throttle",
-        "replica_alter_log_dirs_throttle",
-        "additional",
-        "disallow_replication_factor_change",
-        "timeout",
-        "rollback_file",
-    },
+    "execute": EXECUTE_FLAGS
+    | {"reassignment_json_file", "rollback_file", "journal", "resume"},
     "verify": {"reassignment_json_file", "preserve_throttles"},
     "cancel": {
         "reassignment_json_file",
@@ -65,57 +46,21 @@ ACTION_OPTIONS: dict[str, set[str]] = {
     },
     "list": {"output"},
     "generate": {"topics_to_move_json_file", "broker_list", "disable_rack_aware"},
+    "progress": {
+        "reassignment_json_file",
+        "watch",
+        "progress_interval",
+        "progress_journal",
+        "journal",
+        "output",
+    },
 }
 COMMON = {"bootstrap_server", "command_config", "help"}
-
-# Hooks: other modules (paced execution) register a handler for --execute when their flags are
-# set: fn(args) -> bool says "mine", and run(args, gateway, plan) -> int does it.
-EXECUTE_HANDLERS: list[tuple[Callable[[argparse.Namespace], bool], Callable[..., int]]] = []
-PARSER_EXTENSIONS: list[Callable[[argparse.ArgumentParser], None]] = []
-# Actions implemented elsewhere (e.g. --progress in progress_cli): fn(args, gateway, plan) -> int.
-ACTION_HANDLERS: dict[str, Callable[..., int]] = {}
-# Extra argument rules of other modules: fn(args, action) raises UsageError (before any I/O).
-ARG_CHECKS: list[Callable[[argparse.Namespace, str], None]] = []
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # usage + message, exit 2 (as argparse) but catchable
         raise UsageError(message)
-
-
-def int_arg(name: str, minimum: int = 0) -> Callable[[str], int]:
-    """An argparse type: an integer >= ``minimum``, the error naming the option."""
-
-    def conv(s: str) -> int:
-        try:
-            v = int(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, not {s!r}") from None
-        if v < minimum:
-            rule = ">= 0" if minimum == 0 else f">= {minimum}" if minimum > 1 else "> 0"
-            raise argparse.ArgumentTypeError(f"{name} must be {rule}, not {v}")
-        return v
-
-    return conv
-
-
-def duration_arg(name: str) -> Callable[[str], float]:
-    """An argparse type: seconds > 0, or a number with s / m / h."""
-
-    def conv(s: str) -> float:
-        mult = {"s": 1, "m": 60, "h": 3600}.get(s[-1:].lower(), None)
-        num = s[:-1] if mult else s
-        try:
-            v = float(num) * (mult or 1)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{name} must be a duration like 90, 90s, 15m or 2h, not {s!r}"
-            ) from None
-        if not v > 0:
-            raise argparse.ArgumentTypeError(f"{name} must be > 0, not {s}")
-        return v
-
-    return conv
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -126,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
             "kafka-reassign-partitions: same actions, flags and JSON files, plus meaningful exit "
             "codes, cancel by topic or --all, and a rollback file."
         ),
-        epilog=EXIT_CODES,
+        epilog=format_exit_codes(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
@@ -143,8 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument(
         "--cancel",
         action="store_true",
-        help="Cancel the reassignments of the plan's partitions (or --topics, or --all); "
-        "already-moved replicas in the ISR stay (KIP-455).",
+        help="Cancel the reassignments of the plan's partitions (or --topics, or --all): Kafka "
+        "puts each back to its replicas before the reassignment and deletes the replicas it "
+        "added, even those that had joined the ISR (observed on Kafka 4.3).",
     )
     a.add_argument(
         "--list", action="store_true", help="List the reassignments in progress (table, then JSON)."
@@ -170,38 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--reassignment-json-file", metavar="FILE", help='The plan: {"version":1,"partitions":[…]}.'
     )
     o.add_argument(
-        "--throttle",
-        type=int_arg("--throttle"),
-        metavar="BYTES/S",
-        help="Inter-broker replication throttle for the moves (execute). Default: none.",
-    )
-    o.add_argument(
-        "--replica-alter-log-dirs-throttle",
-        type=int_arg("--replica-alter-log-dirs-throttle"),
-        metavar="BYTES/S",
-        help="Throttle for moves between log dirs on the same broker (execute).",
-    )
-    o.add_argument(
-        "--additional",
-        action="store_true",
-        help="Execute even though other reassignments are in progress (a partition in both gets the new target).",
-    )
-    o.add_argument(
         "--preserve-throttles",
         action="store_true",
         help="Do not remove throttles (verify, cancel).",
-    )
-    o.add_argument(
-        "--disallow-replication-factor-change",
-        action="store_true",
-        help="Refuse moves that change a partition's replication factor, client- and broker-side (KIP-860).",
-    )
-    o.add_argument(
-        "--timeout",
-        type=int_arg("--timeout"),
-        default=10000,
-        metavar="MS",
-        help="How long to wait for a move between log dirs to begin (default 10000).",
     )
     o.add_argument(
         "--all", action="store_true", help="Cancel every reassignment in progress (cancel)."
@@ -224,15 +141,32 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--topics-to-move-json-file", metavar="FILE")
     g.add_argument("--broker-list", metavar="1,2,3")
     g.add_argument("--disable-rack-aware", action="store_true")
-    # register flags: pacing first (its handler goes before the steps one), then --progress,
-    # --parallel-replica-count
-    from . import paced_cli, progress_cli  # noqa: F401
-    from .plan_cli import register as register_generate
-
-    register_generate()  # --generate: the minimal-movement planner (plan_cli)
-
-    for ext in PARSER_EXTENSIONS:
-        ext(p)
+    # the execute options: one declaration (engine.options) that the panel reads too
+    titles = {
+        "official": "execute (kafka-reassign-partitions' own options)",
+        "paced": "paced execution (KIP-1335 and beyond; --execute only)",
+        "steps": "replica-level steps (KIP-435; --execute)",
+    }
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for d in cli_options():
+        grp = d.option.group
+        if grp not in groups:
+            groups[grp] = p.add_argument_group(titles.get(grp, grp))
+        groups[grp].add_argument(d.option.flag, **d.option.argparse_kwargs())
+    j = p.add_argument_group("journal (paced --execute)")
+    j.add_argument(
+        "--journal",
+        metavar="FILE",
+        help="The run's JSON-lines journal (default reassign-run-<UTC time>.jsonl); with "
+        "--progress, rates and step numbers come from it.",
+    )
+    j.add_argument(
+        "--resume",
+        action="store_true",
+        help="Resume the run of --journal (after Ctrl-C, a crash or SIGKILL) with "
+        "its options: nothing complete is resubmitted, moves in flight are adopted.",
+    )
+    progress.add_arguments(p)
     return p
 
 
@@ -265,8 +199,10 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> str:
             raise UsageError(
                 "--cancel needs exactly one of --reassignment-json-file, --topics or --all"
             )
-    for chk in ARG_CHECKS:
-        chk(args, action)
+    if action == "execute":
+        paced.check(args)
+    if action == "generate":
+        plan_cmd.check_generate(args)
     return action
 
 
@@ -308,67 +244,82 @@ def _run(args: argparse.Namespace, action: str) -> int:
     plan = _read_plan_or_report_all(args.reassignment_json_file, args) if args.reassignment_json_file else None
     gateway = ops.connect(args.bootstrap_server, args.command_config)
     try:
-        if action in ACTION_HANDLERS:
-            return ACTION_HANDLERS[action](args, gateway, plan)
-        if action == "execute":
-            assert plan is not None
-            for mine, run in EXECUTE_HANDLERS:
-                if mine(args):
-                    return run(args, gateway, plan)
-            rollback_path = args.rollback_file or ops.default_rollback_path()
-            res = ops.execute(
-                gateway,
-                plan,
-                additional=args.additional,
-                throttle=args.throttle,
-                log_dir_throttle=args.replica_alter_log_dirs_throttle,
-                disallow_replication_factor_change=args.disallow_replication_factor_change,
-                timeout_s=args.timeout / 1000,
-                rollback_path=rollback_path,
-                source=args.reassignment_json_file,
-            )
-            print("Current partition replica assignment\n")
-            print(res.rollback.to_json())
-            print(
-                f"\nSave this to use as the --reassignment-json-file option during rollback "
-                f"(saved to {res.rollback_path})"
-            )
-            _print([line for line in res.lines() if not line.startswith("The rollback plan")])
-            return res.exit_code
-        if action == "verify":
-            assert plan is not None
-            vres = ops.verify(gateway, plan, preserve_throttles=args.preserve_throttles)
-            _print(vres.lines())
-            return vres.exit_code
-        if action == "cancel":
-            topics = (
-                [t.strip() for t in args.topics.split(",") if t.strip()] if args.topics else None
-            )
-            if args.topics is not None and not topics:
-                raise UsageError("--topics needs at least one topic name")
-            cres = ops.cancel(
-                gateway,
-                plan,
-                topics=topics,
-                all=args.all,
-                preserve_throttles=args.preserve_throttles,
-                rollback_file=args.rollback_file,
-            )
-            _print(cres.lines())
-            return cres.exit_code
-        if action == "list":
-            lres = ops.list_reassignments(gateway)
-            if args.output == "json":
-                print(lres.to_json())
-            else:
-                _print(lres.lines())
-                if lres.states:
-                    print("\nAs a reassignment JSON (the targets):")
-                    print(lres.to_json())
-            return 0
-        raise UsageError(f"unknown action {action}")
+        return HANDLERS[action](args, gateway, plan)
     finally:
         gateway.close()
+
+
+def _execute(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
+    """A paced run when any pacing or step option is set (``paced.is_paced``), else the
+    official tool's single request."""
+    assert plan is not None
+    if paced.is_paced(args):
+        return paced.run_paced(args, gateway, plan)
+    res = ops.execute(
+        gateway,
+        plan,
+        additional=args.additional,
+        throttle=args.throttle,
+        log_dir_throttle=args.replica_alter_log_dirs_throttle,
+        disallow_replication_factor_change=args.disallow_replication_factor_change,
+        timeout_s=args.timeout / 1000,
+        rollback_path=args.rollback_file or ops.default_rollback_path(),
+        source=args.reassignment_json_file,
+    )
+    print("Current partition replica assignment\n")
+    print(res.rollback.to_json())
+    print(
+        f"\nSave this to use as the --reassignment-json-file option during rollback "
+        f"(saved to {res.rollback_path})"
+    )
+    _print([line for line in res.lines() if not line.startswith("The rollback plan")])
+    return res.exit_code
+
+
+def _verify(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
+    assert plan is not None
+    vres = ops.verify(gateway, plan, preserve_throttles=args.preserve_throttles)
+    _print(vres.lines())
+    return vres.exit_code
+
+
+def _cancel(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
+    topics = [t.strip() for t in args.topics.split(",") if t.strip()] if args.topics else None
+    if args.topics is not None and not topics:
+        raise UsageError("--topics needs at least one topic name")
+    cres = ops.cancel(
+        gateway,
+        plan,
+        topics=topics,
+        all=args.all,
+        preserve_throttles=args.preserve_throttles,
+        rollback_file=args.rollback_file,
+    )
+    _print(cres.lines())
+    return cres.exit_code
+
+
+def _list(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
+    lres = ops.list_reassignments(gateway)
+    if args.output == "json":
+        print(lres.to_json())
+    else:
+        _print(lres.lines())
+        if lres.states:
+            print("\nAs a reassignment JSON (the targets):")
+            print(lres.to_json())
+    return 0
+
+
+# action -> handler(args, gateway, plan) -> exit code: a plain table, filled here only
+HANDLERS: dict[str, Callable[[argparse.Namespace, Any, Plan | None], int]] = {
+    "execute": _execute,
+    "verify": _verify,
+    "cancel": _cancel,
+    "list": _list,
+    "progress": progress.run_progress,
+    "generate": plan_cmd.run_generate,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

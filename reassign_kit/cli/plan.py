@@ -12,11 +12,19 @@ a plan against it — offline, with planning and big validations running on Spar
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from typing import Any
 
-from .errors import InvalidPlanError, UsageError
+from ..errors import InvalidPlanError, UsageError
+from ..model import Plan
+from ..ops import connect
+from ..plan_report import format_report
+from ..plan_rules import RuleContext, plan_problems_offline
+from ..planner import DEFAULT_CHUNKS, generate
+from ..planner import plan as make_plan
+from ..snapshot import Snapshot, take_snapshot
 
 SPARK_VALIDATE_MIN_MOVES = 20_000  # below this an in-process pass is faster than Spark start-up
 
@@ -80,8 +88,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _snapshot(args: argparse.Namespace) -> int:
-    from .ops import connect
-    from .snapshot import take_snapshot
 
     gw = connect(args.bootstrap_server, args.command_config)
     try:
@@ -99,12 +105,10 @@ def _snapshot(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from .plan_report import format_report
-    from .planner import DEFAULT_CHUNKS, plan
 
     if args.topics and args.replication_factor is None:
         raise UsageError("--topics needs --replication-factor (it names the topics whose RF changes)")
-    result = plan(
+    result = make_plan(
         args.snapshot,
         remove_brokers=args.remove_brokers,
         balance=args.balance,
@@ -131,9 +135,6 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from .model import Plan
-    from .plan_rules import RuleContext, plan_problems_offline
-    from .snapshot import Snapshot
 
     plan_ = Plan.read(args.reassignment_json_file)
     snap = Snapshot.read(args.snapshot)
@@ -145,8 +146,8 @@ def _validate(args: argparse.Namespace) -> int:
     if engine == "auto":
         engine = "spark" if (args.spark_master or len(plan_) >= SPARK_VALIDATE_MIN_MOVES) else "local"
     if engine == "spark":
-        from .spark.session import get_spark
-        from .spark.validate import validate_spark
+        from ..spark.session import get_spark
+        from ..spark.validate import validate_spark
 
         problems = validate_spark(
             get_spark(args.spark_master), snap, plan_, ctx, args.disallow_replication_factor_change
@@ -159,7 +160,7 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
-# -- `--generate` of the drop-in CLI (reassign_cli), with this planner ------------------------
+# -- `--generate` of the drop-in CLI (cli.reassign), with this planner ------------------------
 def read_topics_to_move(path: str) -> list[str]:
     """``{"topics": [{"topic": "t"}], "version": 1}``, read strictly (every problem at once)."""
     try:
@@ -194,10 +195,8 @@ def read_topics_to_move(path: str) -> list[str]:
     return topics
 
 
-def check_generate(args: argparse.Namespace, action: str) -> None:
+def check_generate(args: argparse.Namespace) -> None:
     """--generate's arguments, checked before anything connects."""
-    if action != "generate":
-        return
     if not args.topics_to_move_json_file or not args.broker_list:
         raise UsageError(
             "--generate needs --topics-to-move-json-file and --broker-list (the partitions are "
@@ -215,12 +214,7 @@ def check_generate(args: argparse.Namespace, action: str) -> None:
 def run_generate(args: argparse.Namespace, gateway: Any, _plan: Any = None) -> int:
     """The official tool's --generate output (current, then proposed assignment), computed by
     the minimal-movement planner instead of a from-scratch placement."""
-    import dataclasses
-
-    from .planner import generate
-    from .snapshot import take_snapshot
-
-    check_generate(args, "generate")
+    check_generate(args)
     brokers = [int(b) for b in args.broker_list.split(",") if b.strip()]
     topics = read_topics_to_move(args.topics_to_move_json_file)
     known = gateway.topic_partition_counts(None)
@@ -239,21 +233,7 @@ def run_generate(args: argparse.Namespace, gateway: Any, _plan: Any = None) -> i
     return 0
 
 
-def register() -> None:
-    """Hook --generate into the drop-in CLI."""
-    from . import reassign_cli as rc
-
-    rc.ACTION_HANDLERS.setdefault("generate", run_generate)
-    if check_generate not in rc.ARG_CHECKS:
-        rc.ARG_CHECKS.append(check_generate)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     return {"snapshot": _snapshot, "plan": _plan, "validate": _validate}[args.cmd](args)
 
-
-if __name__ == "__main__":
-    from .cli import main as cli_main
-
-    sys.exit(cli_main(sys.argv[1:]))

@@ -7,8 +7,8 @@ import json
 import sys
 from typing import Any
 
-from . import sandbox as sbx
-from .errors import SandboxError
+from .. import sandbox as sbx
+from ..errors import SandboxError
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -1,0 +1,36 @@
+"""`reassign-kit`: dispatch to the sub-tools. Anything that is not a sub-command is the drop-in
+for `kafka-reassign-partitions` (same flags), so runbooks written for it work unchanged.
+
+Static: ``SUBCOMMANDS`` maps a first word to its command module's ``main``; every command
+module translates flags into library calls and prints results."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from ..errors import EXIT_INTERRUPTED, ReassignKitError
+from . import plan, reassign, sandbox
+
+# first word -> (main, whether the word is passed on)
+SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], bool]] = {
+    "sandbox": (sandbox.main, False),
+    "snapshot": (plan.main, True),
+    "plan": (plan.main, True),
+    "validate": (plan.main, True),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] in SUBCOMMANDS:
+            run, keep_word = SUBCOMMANDS[argv[0]]
+            return int(run(argv if keep_word else argv[1:]) or 0)
+        return int(reassign.main(argv) or 0)
+    except ReassignKitError as e:
+        print(f"reassign-kit: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("reassign-kit: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

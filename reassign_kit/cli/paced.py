@@ -1,0 +1,226 @@
+"""Paced ``--execute`` (KIP-1335, KIP-435 steps and reassign_kit's own options): every flag
+comes from ``engine.options``; this module turns them into one ``preflight`` + ``Run`` and
+prints what happens.
+
+Any pacing or step option makes a run paced (``is_paced``): ``--parallel-replica-count R``
+alone too, so R gets every pacing, throttle, timeout, journal and signal option. SIGINT /
+SIGTERM stop submitting and leave the moves in flight with their throttles (or cancel them:
+``--on-interrupt cancel``); the command that resumes or cancels is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import signal
+import sys
+import time
+from typing import Any
+
+from .. import ops
+from ..engine.journal import read_events, register_config_secrets
+from ..engine.options import ExecuteOptions, cli_options, options_from_cli
+from ..engine.preflight import default_journal_path, options_from_journal, prepare
+from ..engine.results import RunError, RunResult
+from ..engine.run import Run
+from ..engine.steps import describe_steps, plan_steps
+from ..errors import EXIT_INTERRUPTED, UsageError
+from ..model import Plan
+
+PACED_GROUPS = ("paced", "steps")
+
+
+def is_paced(args: argparse.Namespace) -> bool:
+    """Any pacing or step option away from its default, or a journal / resume, makes a run
+    paced; otherwise --execute is the official tool's single request."""
+    if getattr(args, "journal", None) or getattr(args, "resume", False):
+        return True
+    for d in cli_options():
+        if d.option.group in PACED_GROUPS and hasattr(args, d.dest):
+            value = getattr(args, d.dest)
+            default = d.option.cli_default if d.option.cli_default is not None else None
+            if value not in (default, None, False):
+                return True
+    return False
+
+
+def options_from_args(args: argparse.Namespace) -> ExecuteOptions:
+    """The run's options from the parsed flags (one translation: ``engine.options``)."""
+    if args.incremental and args.reassignment_batch_size <= 0:
+        raise UsageError("--incremental requires --reassignment-batch-size > 0")
+    return options_from_cli(args)
+
+
+def check(args: argparse.Namespace) -> None:
+    """KIP-1335's argument rules, at argument validation time (nothing read or sent yet)."""
+    if args.incremental and args.reassignment_batch_size <= 0:
+        raise UsageError("--incremental requires --reassignment-batch-size > 0")
+    if args.resume and not args.journal:
+        raise UsageError("--resume needs --journal (the journal of the run to resume)")
+
+
+def _base_command(args: argparse.Namespace) -> list[str]:
+    cmd = ["reassign-kit", "--bootstrap-server", args.bootstrap_server]
+    if args.command_config:
+        cmd += ["--command-config", args.command_config]
+    return cmd
+
+
+def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
+    if args.command_config:
+        register_config_secrets(ops.load_command_config(args.command_config))
+    if args.resume:
+        if not args.journal:
+            raise UsageError("--resume needs --journal (the journal of the run to resume)")
+        opts = options_from_journal(args.journal)
+    else:
+        opts = options_from_args(args)
+    journal = args.journal or default_journal_path()
+    prepared = prepare(
+        gateway,
+        plan,
+        opts,
+        journal,
+        resume=args.resume,
+        rollback_path=args.rollback_file or "",
+        source=args.reassignment_json_file,
+        plan_path=os.path.abspath(args.reassignment_json_file),
+    )
+    run = prepared.run
+    if args.resume:
+        first = next(e for e in read_events(args.journal) if e.get("event") == "run_started")
+        print(f"Resuming run {first['run_id']} from {args.journal} with its options.")
+    else:
+        print("Current partition replica assignment\n")
+        print(prepared.rollback.to_json())
+        print(
+            f"\nSave this to use as the --reassignment-json-file option during rollback "
+            f"(saved to {prepared.rollback_path})"
+        )
+    if opts.parallel_replica_count and not args.resume:
+        _print_steps(prepared, opts.parallel_replica_count)
+    caps = opts.caps()
+    print(
+        f"Paced execution: {caps.mode}"
+        + (f", N={caps.batch_size}" if caps.batch_size else "")
+        + f", order {opts.order}; journal {journal}"
+    )
+
+    run.subscribe(_printer(run))
+    interrupted: list[int] = []
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        interrupted.append(signum)
+        run.stop(cancel_inflight=opts.cancel_on_stop)
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        try:
+            result = run.run()
+        except RunError:  # reported below with what was submitted; other errors propagate
+            result = run.wait(0)
+            if result is None:
+                raise
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    _report(result, args, journal, bool(interrupted))
+    if interrupted:
+        return EXIT_INTERRUPTED
+    return result.exit_code
+
+
+def _print_steps(prepared: Any, r: int) -> None:
+    """The KIP-435 steps of every move, printed before anything is sent."""
+    print(f"Replica-level steps (--parallel-replica-count {r}):")
+    for m in prepared.plan:
+        st = prepared.states.get(m.tp)
+        if st is None:
+            continue
+        min_isr = (prepared.min_isr or {}).get(m.tp.topic, 1)
+        steps = plan_steps(st.replicas, m.replicas, r, min_isr, st.isr or None, m.tp)
+        print(f"  {m.tp} (min.insync.replicas {min_isr}):")
+        for line in describe_steps(st.replicas, steps):
+            print(f"    {line}")
+
+
+def _printer(run: Run):
+    """One terminal line per event that matters (the journal has everything)."""
+
+    def tp(e: dict[str, Any]) -> str:
+        return f"{e.get('topic')}-{e.get('partition')}"
+
+    def show(e: dict[str, Any]) -> None:
+        ev = e["event"]
+        stamp = time.strftime("%H:%M:%S", time.localtime(e["ts"]))
+        if ev == "submitted":
+            batch = f" (batch {e['batch'] + 1})" if e.get("batch") is not None else ""
+            line = f"submitted {tp(e)} -> {e['target']}{batch}"
+        elif ev == "step_submitted" and e.get("steps", 1) > 1:
+            line = f"  step {e['step']}/{e['steps']} of {tp(e)} -> {e['target']}"
+        elif ev in ("completed", "adopted", "cancelled", "failed"):
+            extra = e.get("reason") or ""
+            line = f"{ev} {tp(e)}" + (f": {extra}" if extra else "")
+        elif ev in ("stuck", "deadline"):
+            what = tp(e) if "topic" in e else "the run"
+            line = f"{ev.upper()}: {what} (policy: {e.get('policy')})"
+        elif ev in ("warning", "error"):
+            line = f"{ev.upper()}: {e.get('message')}"
+        elif ev in ("paused", "resumed", "caps_changed"):
+            line = ev
+        else:
+            return
+        print(f"[{stamp}] {line}", flush=True)
+
+    return show
+
+
+def _report(res: RunResult, args: argparse.Namespace, journal: str, interrupted: bool) -> None:
+    print(
+        f"Run {res.run_id}: {res.state}. Submitted {len(res.submitted)}, complete "
+        f"{len(res.completed)}, still moving {len(res.still_moving)}, not submitted "
+        f"{len(res.pending)}, cancelled {len(res.cancelled)}, failed {len(res.failed)}."
+    )
+    for tp, err in list(res.failed.items())[:20]:
+        print(f"  failed: {tp}: {err}")
+    if res.error:
+        print(f"Error: {res.error}", file=sys.stderr)
+    rates = res.throttles_left.get("broker_rates") if res.throttles_left else None
+    if res.cleanup_error is not None:  # never "No throttle left" when the cleanup failed
+        verify = _base_command(args) + [
+            "--verify",
+            "--reassignment-json-file",
+            args.reassignment_json_file,
+        ]
+        for line in res.cleanup_lines(shlex.join(verify)):
+            print(line, file=sys.stderr)
+    elif res.still_moving:
+        shown = ", ".join(str(t) for t in res.still_moving[:10])
+        more = " …" if len(res.still_moving) > 10 else ""
+        print(f"Moves still running: {shown}{more}.")
+        if rates:
+            print(
+                f"They keep exactly the throttles they need (rates on brokers "
+                f"{', '.join(sorted(rates))}); --verify removes them once complete."
+            )
+    elif rates:
+        print(
+            f"Throttles left for other reassignments in flight on brokers {', '.join(sorted(rates))}."
+        )
+    else:
+        print("No throttle left by this run.")
+    if res.state in ("stopped", "deadline", "failed") or interrupted:
+        base = _base_command(args)
+        plan_file = args.reassignment_json_file
+        resume = base + [
+            "--execute",
+            "--reassignment-json-file",
+            plan_file,
+            "--journal",
+            journal,
+            "--resume",
+        ]
+        cancel = base + ["--cancel", "--reassignment-json-file", plan_file]
+        print("To resume:  " + shlex.join(resume))
+        print("To cancel:  " + shlex.join(cancel))
