@@ -13,7 +13,7 @@ __version__ = "0.1.0"
 
 # public name -> (module relative to this package, attribute)
 _LAZY: dict[str, tuple[str, str]] = {
-    "plan": (".planner", "plan"),
+    "plan": (".make_plan", "plan"),
     "execute": (".api", "execute"),
     "progress": (".api", "progress"),
     "verify": (".ops", "verify"),

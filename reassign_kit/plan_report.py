@@ -5,14 +5,39 @@ moved replicas the plan is measured against. Pure: built from a ``PlanResult``."
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
-from .planner import VIRTUAL, PlanResult, apply_rf
+from .model import Plan
+from .plan_rules import VIRTUAL, apply_rf
 
 
 def _spread(values: dict[int, int], keys) -> int:
     vals = [values.get(b, 0) for b in keys]
     return max(vals) - min(vals) if vals else 0
+
+
+@dataclass
+class PlanResult:
+    """A plan, the current assignment of the same partitions (the rollback file), and the
+    numbers the report needs."""
+
+    plan: Plan
+    current: Plan
+    prepared: Any  # planner.Prepared (the planner imports this module)
+    moved_replicas: int
+    moved_bytes: int
+    leadership_changes: int
+    changed: list[tuple]  # planner.Changed rows: (topic, partition, old, new, size)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def lower_bound(self) -> int:
+        return self.prepared.lower_bound
+
+    def report(self) -> dict:
+        return build_report(self)
+
 
 
 def build_report(result: PlanResult) -> dict[str, Any]:

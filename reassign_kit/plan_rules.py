@@ -123,3 +123,18 @@ def plan_problems_offline(
     for move in plan:
         out += move_all_problems(move, cluster, ctx, disallow_replication_factor_change)
     return out
+
+
+VIRTUAL = -1  # counts stand-in for replicas an RF increase adds (placeholders are -1, -2, ...)
+
+
+def apply_rf(topic: str, replicas: Sequence[int], rf_change: Mapping[str, int]) -> list[int]:
+    """An RF decrease drops replicas from the end (the leader stays); an increase appends
+    placeholders -1, -2, ... that the planner places like replicas leaving a removed broker."""
+    want = rf_change.get(topic)
+    reps = list(replicas)
+    if want is None or want == len(reps):
+        return reps
+    if want < len(reps):
+        return reps[:want]
+    return reps + [-(i + 1) for i in range(want - len(reps))]

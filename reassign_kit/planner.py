@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 
 from .errors import UsageError
 from .model import Move, Plan, TopicPartition
-from .plan_rules import RuleContext, required_racks
+from .plan_report import PlanResult
+from .plan_rules import VIRTUAL, RuleContext, apply_rf, required_racks
+from .snapshot import Snapshot
 
-VIRTUAL = -1  # counts stand-in for replicas an RF increase adds (placeholders are -1, -2, ...)
 GOALS = ("replicas", "leaders", "bytes")
 DEFAULT_CHUNKS = 8
 
@@ -61,18 +62,6 @@ def parse_balance(text: str | Iterable[str] | None) -> tuple[str, ...]:
 def chunk_key(topic: str, partition: int) -> int:
     """crc32 of 'topic-partition' (Spark's crc32 of the same string gives the same number)."""
     return zlib.crc32(f"{topic}-{partition}".encode())
-
-
-def apply_rf(topic: str, replicas: Sequence[int], rf_change: Mapping[str, int]) -> list[int]:
-    """An RF decrease drops replicas from the end (the leader stays); an increase appends
-    placeholders -1, -2, ... that the planner places like replicas leaving a removed broker."""
-    want = rf_change.get(topic)
-    reps = list(replicas)
-    if want is None or want == len(reps):
-        return reps
-    if want < len(reps):
-        return reps[:want]
-    return reps + [-(i + 1) for i in range(want - len(reps))]
 
 
 # -- aggregates -----------------------------------------------------------------------------
@@ -922,31 +911,6 @@ def plan_chunk(rows: Sequence[Row], prep: Prepared, chunk: int) -> list[Changed]
     return _Chunk(rows, prep, prep.quotas.get(chunk, ChunkQuota())).run()
 
 
-# -- results --------------------------------------------------------------------------------
-@dataclass
-class PlanResult:
-    """A plan, the current assignment of the same partitions (the rollback file), and the
-    numbers the report needs."""
-
-    plan: Plan
-    current: Plan
-    prepared: Prepared
-    moved_replicas: int
-    moved_bytes: int
-    leadership_changes: int
-    changed: list[Changed]
-    timings: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def lower_bound(self) -> int:
-        return self.prepared.lower_bound
-
-    def report(self) -> dict:
-        from .plan_report import build_report
-
-        return build_report(self)
-
-
 def finish(changed: list[Changed], prep: Prepared) -> PlanResult:
     moves, current = [], []
     moved = moved_bytes = lead = 0
@@ -1002,8 +966,6 @@ def generate(snapshot, topics: Iterable[str], broker_list: Iterable[int]) -> tup
     """``--generate``: place the partitions of ``topics`` on ``broker_list`` with this planner.
 
     Returns (current assignment, proposed assignment) for every partition of those topics."""
-    from .snapshot import Snapshot
-
     topics = sorted(set(topics))
     brokers = sorted(set(broker_list))
     known_t = {t.name for t in snapshot.topics}
@@ -1027,45 +989,3 @@ def generate(snapshot, topics: Iterable[str], broker_list: Iterable[int]) -> tup
     cur = [Move(p.tp, tuple(p.replicas)) for p in sub.partitions]
     prop = [proposed.get(p.tp, Move(p.tp, tuple(p.replicas))) for p in sub.partitions]
     return Plan.of(cur), Plan.of(prop)
-
-
-def plan(
-    snapshot,
-    remove_brokers: Iterable[int] = (),
-    balance: str | Iterable[str] | None = None,
-    replication_factor: int | None = None,
-    topics: Iterable[str] = (),
-    spark_master: str | None = None,
-    engine: str = "spark",
-    chunks: int = DEFAULT_CHUNKS,
-) -> PlanResult:
-    """``reassign_kit.plan``: a minimal-movement, balanced, rack-aware plan for a snapshot
-    (a ``Snapshot``, or a path to its JSON / Parquet form). ``engine="spark"`` (the default)
-    runs in Spark (local mode unless ``spark_master``); ``"local"`` runs the same planner in
-    this process. Either way the same snapshot and parameters give the same plan."""
-    from .snapshot import Snapshot
-
-    params = PlanParams(
-        remove_brokers=tuple(sorted(set(remove_brokers))),
-        balance=parse_balance(balance),
-        replication_factor=replication_factor,
-        rf_topics=tuple(sorted(set(topics))),
-        chunks=chunks,
-    )
-    if engine not in ("spark", "local"):
-        raise UsageError(f"engine must be 'spark' or 'local', got {engine!r}")
-    source = snapshot
-    if isinstance(snapshot, str):
-        import os
-
-        is_parquet = os.path.isdir(snapshot) or snapshot.endswith(".parquet")
-        source = snapshot if (engine == "spark" and is_parquet) else Snapshot.read(snapshot)
-    if engine == "local":
-        return plan_in_process(source, params)
-    from .spark.frames import brokers_and_topics
-
-    rule_context(brokers_and_topics(source), params)  # bad input fails before Spark starts
-    from .spark.planner import plan_spark
-    from .spark.session import get_spark
-
-    return plan_spark(get_spark(spark_master), source, params)

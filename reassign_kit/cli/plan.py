@@ -18,12 +18,12 @@ import sys
 from typing import Any
 
 from ..errors import InvalidPlanError, UsageError
+from ..make_plan import plan as make_plan
 from ..model import Plan
 from ..ops import connect
 from ..plan_report import format_report
 from ..plan_rules import RuleContext, plan_problems_offline
 from ..planner import DEFAULT_CHUNKS, generate
-from ..planner import plan as make_plan
 from ..snapshot import Snapshot, take_snapshot
 
 SPARK_VALIDATE_MIN_MOVES = 20_000  # below this an in-process pass is faster than Spark start-up

@@ -337,3 +337,59 @@ def test_paced_moves_with_log_dirs(sandbox, gw, topic_name, tmp_path, bootstrap)
         if p.poll() is None:
             p.kill()
         cleanup(bootstrap, path)
+
+
+def test_steps_alone_are_a_paced_run_sigterm_leaves_exact_throttles_and_a_resume_hint(
+    sandbox, gw, topic_name, tmp_path, bootstrap
+):
+    """Regression (issue 10): ``--execute --parallel-replica-count R`` with no pacing flag ran
+    its own path: no SIGTERM handling (throttles left, no run_finished), a journal named from
+    an environment variable, --replica-alter-log-dirs-throttle and --timeout dropped, no
+    resume hint, exit 0/1. Now: a paced run with R."""
+    rate = 20 * KB
+    t, tps, plan, path = _slow_setup(sandbox, gw, topic_name, tmp_path, parts=2, mb=3)
+    argv = [
+        *("--execute", "--reassignment-json-file", path, "--additional"),
+        *("--parallel-replica-count", "1", "--throttle", str(rate)),
+        *("--replica-alter-log-dirs-throttle", "7000", "--timeout", "25000"),
+        *("--rollback-file", str(tmp_path / "rollback.json")),
+    ]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("RK_JOURNAL", None)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "reassign_kit.cli", "--bootstrap-server", bootstrap, *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=tmp_path,  # the default journal lands here, not in the repo
+    )
+
+    def journal() -> str | None:
+        found = sorted(tmp_path.glob("reassign-run-*.jsonl"))
+        return str(found[0]) if found else None
+
+    try:
+        wait_until(
+            lambda: journal() is not None
+            and sum(e["event"] == "step_submitted" for e in read_events(journal())) >= 2,
+            60,
+            "both moves' first steps submitted",
+        )
+        p.send_signal(signal.SIGTERM)
+        out, _ = p.communicate(timeout=120)
+        assert p.returncode == 130, out
+        assert "Replica-level steps (--parallel-replica-count 1)" in out, out
+        assert "To resume:" in out and "--resume" in out and "To cancel:" in out, out
+        ev = read_events(journal())
+        started = next(e for e in ev if e["event"] == "run_started")
+        assert started["options"]["log_dir_throttle"] == 7000, started
+        assert started["options"]["timeout_s"] == 25.0, started
+        assert started["options"]["parallel_replica_count"] == 1, started
+        assert ev[-1]["event"] == "run_finished"
+        assert throttles_exact(gw, [t], rate)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        cleanup(bootstrap, path)
+    wait_until(lambda: throttles_exact(gw, [t], rate), 30, "throttles gone after cancel")

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reassign_kit import model
 from reassign_kit import validate as v
 from reassign_kit.errors import InvalidPlanError
 from reassign_kit.model import Move, PartitionState, Plan, TopicPartition
@@ -328,12 +329,12 @@ near_valid_entries = st.fixed_dictionaries(
 @given(near_valid_entries)
 @settings(max_examples=500, deadline=None)
 def test_fast_path_agrees_with_the_full_rules(entry):
-    fast = v._fast_entry(entry)
+    fast = model._fast_entry(entry)
     full: list[v.Problem] = []
     # A dict subclass is never taken by the fast path: this runs the full rules.
-    obj = v._Obj(entry)
+    obj = model._Obj(entry)
     obj.dup_keys = []
-    _, move = v._parse_entry(0, obj, full)
+    _, move = model._parse_entry(0, obj, full)
     if fast is not None:
         assert not full and move == fast
     else:  # the fast path declined: the full rules found a problem, or accept it the same way

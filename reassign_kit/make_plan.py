@@ -1,0 +1,49 @@
+"""``reassign_kit.plan``: the planner's façade. It picks the engine (Spark, or the same chunk
+planner in process) so that neither the planner core nor the Spark job imports the other's
+caller (no cycle planner <-> spark.planner)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from .errors import UsageError
+from .plan_report import PlanResult
+from .planner import DEFAULT_CHUNKS, PlanParams, parse_balance, plan_in_process, rule_context
+from .snapshot import Snapshot
+from .spark.frames import brokers_and_topics
+from .spark.planner import plan_spark
+from .spark.session import get_spark
+
+
+def plan(
+    snapshot,
+    remove_brokers: Iterable[int] = (),
+    balance: str | Iterable[str] | None = None,
+    replication_factor: int | None = None,
+    topics: Iterable[str] = (),
+    spark_master: str | None = None,
+    engine: str = "spark",
+    chunks: int = DEFAULT_CHUNKS,
+) -> PlanResult:
+    """``reassign_kit.plan``: a minimal-movement, balanced, rack-aware plan for a snapshot
+    (a ``Snapshot``, or a path to its JSON / Parquet form). ``engine="spark"`` (the default)
+    runs in Spark (local mode unless ``spark_master``); ``"local"`` runs the same planner in
+    this process. Either way the same snapshot and parameters give the same plan."""
+    params = PlanParams(
+        remove_brokers=tuple(sorted(set(remove_brokers))),
+        balance=parse_balance(balance),
+        replication_factor=replication_factor,
+        rf_topics=tuple(sorted(set(topics))),
+        chunks=chunks,
+    )
+    if engine not in ("spark", "local"):
+        raise UsageError(f"engine must be 'spark' or 'local', got {engine!r}")
+    source = snapshot
+    if isinstance(snapshot, str):
+        is_parquet = os.path.isdir(snapshot) or snapshot.endswith(".parquet")
+        source = snapshot if (engine == "spark" and is_parquet) else Snapshot.read(snapshot)
+    if engine == "local":
+        return plan_in_process(source, params)
+    rule_context(brokers_and_topics(source), params)  # bad input fails before Spark starts
+    return plan_spark(get_spark(spark_master), source, params)
