@@ -33,12 +33,15 @@ chromium:
 	  else echo "setup: chromium not found and cannot apt-get it (not root); browser tests will be skipped" >&2; fi; \
 	fi
 
-test: setup
-	$(BIN)/ruff check reassign_kit tests bench
+test: setup lint
 	$(BIN)/pytest -q -ra --strict-markers --durations=15 $(PYTEST_ARGS)
 
+# ruff lint + ruff format (one regime), and the import contracts of pyproject.toml
+# (layers point one way; only cluster access and the sandbox import the Kafka clients).
 lint: venv
 	$(BIN)/ruff check reassign_kit tests bench
+	$(BIN)/ruff format --check reassign_kit tests bench
+	$(BIN)/lint-imports
 
 bench: setup
 	@set -e; for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f; done

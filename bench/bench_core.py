@@ -79,7 +79,7 @@ def run(cmd: list[str]) -> tuple[float, str]:
 
 
 def on_cluster(sb) -> list[dict]:
-    from reassign_kit.admin import AdminGateway
+    from reassign_kit.cluster.admin import AdminGateway
     from reassign_kit.model import is_complete
     from reassign_kit.sandbox import JVM_FLAGS, java_binary, kafka_classpath
 

@@ -23,7 +23,7 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-from reassign_kit.admin import AdminGateway
+from reassign_kit.cluster.admin import AdminGateway
 from reassign_kit.engine.journal import peak_concurrency, read_events
 from reassign_kit.engine.run import ExecuteOptions, Run
 from reassign_kit.model import Move, Plan, TopicPartition

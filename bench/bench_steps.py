@@ -31,7 +31,7 @@ from steps_scenarios import (  # noqa: E402
     watch_throttled_move,
 )
 
-from reassign_kit.admin import AdminGateway  # noqa: E402
+from reassign_kit.cluster.admin import AdminGateway  # noqa: E402
 from reassign_kit.model import TopicPartition  # noqa: E402
 from reassign_kit.sandbox import Sandbox  # noqa: E402
 

@@ -92,7 +92,7 @@ def connect(
     timeout_s: float = 30,
 ) -> Any:
     """An ``admin.AdminGateway``; ``command_config`` is a dict or a .properties path."""
-    from .admin import AdminGateway
+    from .cluster.admin import AdminGateway
 
     if isinstance(command_config, str):
         command_config = load_command_config(command_config)

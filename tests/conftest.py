@@ -71,7 +71,7 @@ def no_default_artefacts_left(request: pytest.FixtureRequest) -> Iterator[None]:
 @pytest.fixture
 def gw(bootstrap):
     """An AdminGateway on the session's sandbox (the one module that talks to Kafka)."""
-    from reassign_kit.admin import AdminGateway
+    from reassign_kit.cluster.admin import AdminGateway
 
     g = AdminGateway(bootstrap)
     yield g

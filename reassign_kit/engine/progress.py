@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..gateway import Gateway, ReplicaLogInfo
+from ..cluster.gateway import Gateway, ReplicaLogInfo
 from ..model import PartitionState, Plan, TopicPartition, is_complete
 
 IN_SYNC = "In sync"

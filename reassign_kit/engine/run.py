@@ -26,6 +26,7 @@ from dataclasses import asdict
 from typing import Any
 
 from .. import __version__
+from ..cluster.gateway import Gateway
 from ..cluster.views import (
     METADATA_SETTLE_S,
     no_reassignment_in_progress,
@@ -33,7 +34,6 @@ from ..cluster.views import (
     refuse_in_flight,
 )
 from ..errors import ReassignKitError, UsageError
-from ..gateway import Gateway
 from ..model import PartitionState, Plan, TopicPartition, is_complete
 from . import deadlines
 from . import throttle as thr

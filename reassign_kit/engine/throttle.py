@@ -23,7 +23,7 @@ from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..admin import (
+from ..cluster.admin import (
     BROKER_THROTTLE_KEYS,
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
@@ -31,10 +31,9 @@ from ..admin import (
     LEADER_REPLICAS,
     LOG_DIR_RATE,
 )
+from ..cluster.gateway import ConfigChanges, alter_in_place  # noqa: F401 (alter_in_place: re-exported)
 from ..errors import UsageError
 from ..model import ANY_LOG_DIR, Move, PartitionState, TopicPartition
-
-ConfigChanges = dict[Any, dict[str, str | None]]  # resource -> {key: value, or None = delete}
 
 
 @dataclass(frozen=True)
@@ -283,20 +282,6 @@ def after_changes(
         out[part] = {k: dict(v) for k, v in current.get(part, {}).items()}
         alter_in_place(out[part], ch)
     return out
-
-
-def alter_in_place(store: dict[Any, dict[str, str]], changes: ConfigChanges) -> None:
-    """What incremental_alter_configs does to configs (name -> {key: value}): SET a value,
-    DELETE on None; a name left with no key is dropped. Pure model, shared with simulate."""
-    for name, kv in changes.items():
-        cfg = store.setdefault(name, {})
-        for k, v in kv.items():
-            if v is None:
-                cfg.pop(k, None)
-            else:
-                cfg[k] = v
-        if not cfg:
-            del store[name]
 
 
 def summary(current: Mapping[str, Any]) -> dict[str, Any]:

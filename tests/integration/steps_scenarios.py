@@ -13,7 +13,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer
 
-from reassign_kit.admin import AdminGateway
+from reassign_kit.cluster.admin import AdminGateway
 from reassign_kit.engine.journal import read_events
 from reassign_kit.engine.progress import ProgressReport, ProgressTracker, observe
 from reassign_kit.engine.steps import describe_steps, plan_steps

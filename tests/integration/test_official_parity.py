@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from reassign_kit.admin import FOLLOWER_REPLICAS, LEADER_REPLICAS, AdminGateway
 from reassign_kit.cli import reassign as reassign_cli
+from reassign_kit.cluster.admin import FOLLOWER_REPLICAS, LEADER_REPLICAS, AdminGateway
 from reassign_kit.model import Move, Plan, TopicPartition, is_complete
 from reassign_kit.sandbox import run_kafka_class
 

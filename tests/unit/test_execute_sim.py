@@ -482,7 +482,7 @@ def test_run_started_records_versions_and_plan_digest(tmp_path):
 
 
 def test_log_dirs_paced_moves_complete_only_in_their_dirs_with_the_log_dir_throttle(tmp_path):
-    from reassign_kit.admin import LOG_DIR_RATE
+    from reassign_kit.cluster.admin import LOG_DIR_RATE
 
     sim = cluster(4, size=2 * MB)
     d1 = lambda b: sim.log_dirs_of(b)[1]  # noqa: E731
@@ -530,7 +530,7 @@ def test_a_log_dir_move_that_cannot_begin_fails_the_run_after_the_timeout(tmp_pa
 
 def test_kip1335_return_point_waits_for_log_dir_moves_to_begin(tmp_path):
     from reassign_kit import ops
-    from reassign_kit.admin import LOG_DIR_RATE
+    from reassign_kit.cluster.admin import LOG_DIR_RATE
 
     sim = cluster(2, size=8 * MB)
     plan = Plan.of(
@@ -551,7 +551,12 @@ def test_kip1335_return_point_waits_for_log_dir_moves_to_begin(tmp_path):
 
 
 def test_another_runs_throttles_are_left_as_they_were(tmp_path):
-    from reassign_kit.admin import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
+    from reassign_kit.cluster.admin import (
+        FOLLOWER_RATE,
+        FOLLOWER_REPLICAS,
+        LEADER_RATE,
+        LEADER_REPLICAS,
+    )
 
     sim = SimCluster(6, bandwidth=50 * MB)
     sim.add_topic("other", [[4, 5]], 500 * MB)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from reassign_kit import ops
+from reassign_kit.cluster.gateway import BrokerInfo
 from reassign_kit.errors import InvalidPlanError
-from reassign_kit.gateway import BrokerInfo
 from reassign_kit.model import Move, PartitionState, Plan, TopicPartition
 
 TP = TopicPartition

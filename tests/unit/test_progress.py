@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reassign_kit.cluster.gateway import BrokerInfo, ReplicaLogInfo
 from reassign_kit.engine.progress import (
     DONE,
     IN_SYNC,
@@ -25,7 +26,6 @@ from reassign_kit.engine.progress import (
     steps_from_events,
     watch,
 )
-from reassign_kit.gateway import BrokerInfo, ReplicaLogInfo
 from reassign_kit.model import Move, PartitionState, Plan, TopicPartition
 
 TP = TopicPartition("my_topic", 0)

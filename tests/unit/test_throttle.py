@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_kit.admin import (
+from reassign_kit.cluster.admin import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
     LEADER_RATE,
@@ -128,7 +128,7 @@ class FakeGateway:
         self.broker_changes.append(c)
 
     def brokers(self):
-        from reassign_kit.gateway import BrokerInfo
+        from reassign_kit.cluster.gateway import BrokerInfo
 
         return [BrokerInfo(i, "h", 1) for i in (1, 2, 3)]
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from .model import PartitionState, TopicPartition
+from ..model import PartitionState, TopicPartition
 
 
 @dataclass(frozen=True)
@@ -54,3 +54,21 @@ class Gateway(Protocol):
         """Submit (replicas) or cancel (None) reassignments; per partition None or the broker's error."""
 
     def describe_log_dirs(self, brokers: Iterable[int]) -> list[ReplicaLogInfo]: ...
+
+
+ConfigChanges = dict[Any, dict[str, str | None]]  # resource -> {key: value, or None = delete}
+
+
+def alter_in_place(store: dict[Any, dict[str, str]], changes: ConfigChanges) -> None:
+    """What incremental_alter_configs does to configs (name -> {key: value}): SET a value,
+    DELETE on None; a name left with no key is dropped. Pure model, shared by the simulator
+    and the throttle code."""
+    for name, kv in changes.items():
+        cfg = store.setdefault(name, {})
+        for k, v in kv.items():
+            if v is None:
+                cfg.pop(k, None)
+            else:
+                cfg[k] = v
+        if not cfg:
+            del store[name]

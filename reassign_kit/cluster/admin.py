@@ -18,9 +18,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .errors import KafkaOperationError, UsageError
+from ..errors import KafkaOperationError, UsageError
+from ..model import PartitionState, TopicPartition
 from .gateway import BrokerInfo, ReplicaLogInfo
-from .model import PartitionState, TopicPartition
 
 # Per-broker throttle rates (bytes/s) and per-topic throttled-replica lists, as the official tool.
 LEADER_RATE = "leader.replication.throttled.rate"

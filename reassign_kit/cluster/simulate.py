@@ -1,0 +1,368 @@
+"""A replication model behind the ``Gateway`` interface: reassignments copy bytes per tick at
+the throttle rate, so the executor's pacing, caps, deadlines and throttle bookkeeping can be
+unit-tested in milliseconds and rehearsed at scales no sandbox holds.
+
+The model follows KRaft's semantics where they matter to the executor: during a reassignment
+``replicas`` = target followed by the original replicas leaving, ``adding`` / ``removing`` are
+set; a new target replaces one in flight; a cancel reverts to the original replicas; the move
+completes once every adding replica has caught up. Time is the model's own: ``sleep(dt)``
+advances it, so a run driven with ``clock=sim.now, sleep=sim.sleep`` never waits for real.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import PartitionState, TopicPartition
+from .admin import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS, LOG_DIR_RATE
+from .gateway import BrokerInfo, ReplicaLogInfo, alter_in_place
+
+MB = 1024 * 1024
+
+
+@dataclass
+class SimPartition:
+    tp: TopicPartition
+    replicas: list[int]
+    size_bytes: int = 0
+    leader: int | None = None
+    isr: list[int] = field(default_factory=list)
+    original: list[int] | None = None  # set while reassigning
+    target: list[int] | None = None
+    copied: dict[int, float] = field(default_factory=dict)
+    stalled: bool = False
+    dirs: dict[int, str] = field(default_factory=dict)  # broker -> log dir (default: its first)
+    future: dict[int, list] = field(default_factory=dict)  # broker -> [log dir, bytes copied]
+
+    def state(self) -> PartitionState:
+        if self.target is None:
+            return PartitionState(self.tp, tuple(self.replicas), tuple(self.isr), self.leader)
+        orig = self.original or []
+        adding = tuple(b for b in self.target if b not in orig)
+        removing = tuple(b for b in orig if b not in self.target)
+        return PartitionState(
+            self.tp, tuple(self.replicas), tuple(self.isr), self.leader, adding, removing
+        )
+
+
+@dataclass(frozen=True)
+class ThrottleState:
+    """Throttles as Kafka stores them: per-topic throttled replica lists, per-broker rates."""
+
+    leader_replicas: Mapping[str, frozenset[tuple[int, int]]] = field(default_factory=dict)
+    follower_replicas: Mapping[str, frozenset[tuple[int, int]]] = field(default_factory=dict)
+    broker_rates: Mapping[int, int] = field(default_factory=dict)
+
+    def is_empty(self) -> bool:
+        return not (
+            any(self.leader_replicas.values())
+            or any(self.follower_replicas.values())
+            or self.broker_rates
+        )
+
+
+class SimCluster:
+    """The model cluster. ``bandwidth`` is a broker's unthrottled inbound replication rate."""
+
+    def __init__(
+        self,
+        brokers: Sequence[int] | int = 4,
+        racks: Mapping[int, str] | None = None,
+        bandwidth: float = 100 * MB,
+        tick: float = 0.1,
+    ):
+        ids = list(range(brokers)) if isinstance(brokers, int) else list(brokers)
+        self.broker_ids = ids
+        self.racks = dict(racks or {})
+        self.down: set[int] = set()
+        self.bandwidth = float(bandwidth)
+        self.tick = tick
+        self.t = 0.0
+        self.partitions: dict[TopicPartition, SimPartition] = {}
+        self.fail_on: dict[TopicPartition, str] = {}
+        self.calls: Counter[str] = Counter()
+        self.topic_cfg: dict[str, dict[str, str]] = {}
+        self.broker_cfg: dict[int, dict[str, str]] = {}
+        self.throttles = ThrottleState()
+        self.throttle_history: list[tuple[float, ThrottleState]] = []
+
+    # ---- building the model -------------------------------------------------------------
+
+    def add_topic(
+        self,
+        topic: str,
+        assignment: Sequence[Sequence[int]],
+        size_bytes: int | Sequence[int] = 0,
+    ) -> None:
+        for p, reps in enumerate(assignment):
+            size = size_bytes if isinstance(size_bytes, int) else size_bytes[p]
+            tp = TopicPartition(topic, p)
+            self.partitions[tp] = SimPartition(tp, list(reps), size, reps[0], list(reps))
+
+    def stall(self, tp: TopicPartition, stalled: bool = True) -> None:
+        """Make a partition stop copying (a stuck move)."""
+        self.partitions[tp].stalled = stalled
+
+    # ---- clock --------------------------------------------------------------------------
+
+    def now(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        """Advance model time by ``seconds`` in ticks, copying bytes as it goes."""
+        remaining = max(0.0, seconds)
+        while remaining > 1e-12:
+            dt = min(self.tick, remaining)
+            self._advance(dt)
+            remaining -= dt
+
+    def _advance(self, dt: float) -> None:
+        self.t += dt
+        # inbound replication of each broker is shared by the replicas it is catching up
+        per_broker: dict[int, list[SimPartition]] = {}
+        for sp in self.partitions.values():
+            if sp.target is None or sp.stalled:
+                continue
+            for b in sp.target:
+                if b not in sp.isr and b not in self.down:
+                    per_broker.setdefault(b, []).append(sp)
+        for b, sps in per_broker.items():
+            rate = self._rate_into(b, sps)
+            for sp in sps:
+                sp.copied[b] = sp.copied.get(b, 0.0) + rate * dt
+                if sp.copied[b] >= sp.size_bytes:
+                    sp.copied[b] = float(sp.size_bytes)
+                    sp.isr.append(b)
+        for sp in self.partitions.values():
+            if sp.target is not None and all(b in sp.isr for b in sp.target):
+                self._finish(sp)
+        for sp in self.partitions.values():  # moves between log dirs, at the log-dir rate
+            for b, fut in list(sp.future.items()):
+                if b in self.down:
+                    continue
+                rate = self.broker_cfg.get(b, {}).get(LOG_DIR_RATE)
+                fut[1] += (float(rate) if rate else self.bandwidth) * dt
+                if fut[1] >= sp.size_bytes:
+                    sp.dirs[b] = fut[0]
+                    del sp.future[b]
+
+    def _rate_into(self, broker: int, sps: list[SimPartition]) -> float:
+        rate = self.throttles.broker_rates.get(broker)
+        throttled = [
+            sp
+            for sp in sps
+            if (sp.tp.partition, broker) in self.throttles.follower_replicas.get(sp.tp.topic, ())
+        ]
+        if rate is not None and throttled:
+            return min(rate, self.bandwidth) / len(sps)
+        return self.bandwidth / len(sps)
+
+    def _finish(self, sp: SimPartition) -> None:
+        target = list(sp.target or [])
+        sp.replicas = target
+        sp.isr = [b for b in target if b in sp.isr]
+        if sp.leader not in target:
+            sp.leader = next((b for b in target if b in sp.isr), None)
+        sp.target = None
+        sp.original = None
+        sp.copied = {}
+        for b in set(sp.dirs) | set(sp.future):
+            if b not in target:
+                sp.dirs.pop(b, None)
+                sp.future.pop(b, None)
+
+    # ---- Gateway ------------------------------------------------------------------------
+
+    def cluster_info(self) -> dict[str, Any]:
+        """As ``AdminGateway.cluster_info``: the model says what it is."""
+        return {
+            "cluster_id": "simulated",
+            "brokers": len(self.broker_ids),
+            "kafka_version": "simulated",
+        }
+
+    def brokers(self) -> list[BrokerInfo]:
+        self.calls["brokers"] += 1
+        return [
+            BrokerInfo(b, "127.0.0.1", 9092 + b, self.racks.get(b))
+            for b in self.broker_ids
+            if b not in self.down
+        ]
+
+    def topic_partition_counts(self, topics: Iterable[str] | None = None) -> dict[str, int]:
+        self.calls["topic_partition_counts"] += 1
+        counts: Counter[str] = Counter(tp.topic for tp in self.partitions)
+        if topics is None:
+            return dict(counts)
+        return {t: counts[t] for t in topics if t in counts}
+
+    def describe_partitions(
+        self, tps: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, PartitionState]:
+        self.calls["describe_partitions"] += 1
+        return {tp: self.partitions[tp].state() for tp in tps if tp in self.partitions}
+
+    def list_reassignments(self) -> dict[TopicPartition, PartitionState]:
+        self.calls["list_reassignments"] += 1
+        return {tp: sp.state() for tp, sp in self.partitions.items() if sp.target is not None}
+
+    def alter_reassignments(
+        self,
+        targets: Mapping[TopicPartition, Sequence[int] | None],
+        allow_replication_factor_change: bool = True,
+    ) -> dict[TopicPartition, str | None]:
+        self.calls["alter_reassignments"] += 1
+        out: dict[TopicPartition, str | None] = {}
+        for tp, target in targets.items():
+            sp = self.partitions.get(tp)
+            if sp is None:
+                out[tp] = "UNKNOWN_TOPIC_OR_PARTITION"
+            elif tp in self.fail_on:
+                out[tp] = self.fail_on[tp]
+            elif target is None:
+                out[tp] = self._cancel(sp)
+            else:
+                out[tp] = self._submit(sp, list(target), allow_replication_factor_change)
+        return out
+
+    def _submit(self, sp: SimPartition, target: list[int], allow_rf: bool) -> str | None:
+        if not target or len(set(target)) != len(target):
+            return "INVALID_REPLICA_ASSIGNMENT: empty or duplicate replicas"
+        unknown = [b for b in target if b not in self.broker_ids]
+        if unknown:
+            return f"INVALID_REPLICA_ASSIGNMENT: unknown broker {unknown[0]}"
+        original = sp.original if sp.target is not None else list(sp.replicas)
+        if not allow_rf and len(target) != len(sp.target or sp.replicas):
+            return "INVALID_REPLICATION_FACTOR: replication factor change not allowed"
+        if sp.target is None and target == sp.replicas:
+            return None
+        sp.original = list(original or [])
+        sp.target = target
+        sp.replicas = target + [b for b in sp.original if b not in target]
+        sp.copied = {b: sp.copied.get(b, 0.0) for b in target if b not in sp.original}
+        if all(b in sp.isr for b in target):
+            self._finish(sp)
+        return None
+
+    def _cancel(self, sp: SimPartition) -> str | None:
+        if sp.target is None:
+            return "NO_REASSIGNMENT_IN_PROGRESS"
+        orig = list(sp.original or sp.replicas)
+        sp.replicas = orig
+        sp.isr = [b for b in orig if b in sp.isr]
+        if sp.leader not in orig:
+            sp.leader = next((b for b in orig if b in sp.isr), orig[0])
+        sp.target = None
+        sp.original = None
+        sp.copied = {}
+        return None
+
+    def log_dirs_of(self, broker: int) -> list[str]:
+        return [f"/sim/{broker}/d0", f"/sim/{broker}/d1"]
+
+    def describe_log_dirs(
+        self, brokers: Iterable[int], tps: Iterable[TopicPartition] | None = None
+    ) -> list[ReplicaLogInfo]:
+        self.calls["describe_log_dirs"] += 1
+        want = set(brokers)
+        only = None if tps is None else set(tps)
+        out: list[ReplicaLogInfo] = []
+        for sp in self.partitions.values():
+            if only is not None and sp.tp not in only:
+                continue
+            for b in sp.replicas:
+                if b not in want or b in self.down:
+                    continue
+                size = int(sp.copied.get(b, sp.size_bytes)) if sp.target else sp.size_bytes
+                d = sp.dirs.get(b, self.log_dirs_of(b)[0])
+                out.append(ReplicaLogInfo(b, sp.tp, d, size, 0, False))
+                if b in sp.future:
+                    fd, copied = sp.future[b]
+                    out.append(ReplicaLogInfo(b, sp.tp, fd, int(copied), 0, True))
+        return out
+
+    def broker_log_dirs(self, brokers: Iterable[int] | None = None) -> dict[int, list[str]]:
+        self.calls["describe_log_dirs"] += 1
+        ids = self.broker_ids if brokers is None else brokers
+        return {b: self.log_dirs_of(b) for b in ids if b not in self.down}
+
+    def alter_replica_log_dirs(
+        self, assignments: Mapping[tuple[TopicPartition, int], str]
+    ) -> dict[tuple[TopicPartition, int], str | None]:
+        """Start moving replicas between log dirs; a replica not (yet) on its broker is
+        ReplicaNotAvailable, as Kafka answers before a reassignment creates it."""
+        self.calls["alter_replica_log_dirs"] += 1
+        out: dict[tuple[TopicPartition, int], str | None] = {}
+        for (tp, b), d in assignments.items():
+            sp = self.partitions.get(tp)
+            if sp is None:
+                out[(tp, b)] = "UnknownTopicOrPartition"
+            elif b not in sp.replicas or b in self.down:
+                out[(tp, b)] = "ReplicaNotAvailable"
+            elif d not in self.log_dirs_of(b):
+                out[(tp, b)] = "LogDirNotFound"
+            else:
+                out[(tp, b)] = None
+                if sp.dirs.get(b, self.log_dirs_of(b)[0]) == d:
+                    sp.future.pop(b, None)
+                elif sp.future.get(b, [None])[0] != d:
+                    sp.future[b] = [d, 0.0]
+        return out
+
+    # ---- configs: throttle.py reads and writes them as on a real cluster ------------------
+
+    def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str]]:
+        self.calls["describe_configs"] += 1
+        known = {tp.topic for tp in self.partitions}
+        return {t: dict(self.topic_cfg.get(t, {})) for t in topics if t in known}
+
+    def broker_configs(self, brokers: Iterable[int]) -> dict[int, dict[str, str]]:
+        self.calls["describe_configs"] += 1
+        return {b: dict(self.broker_cfg.get(b, {})) for b in brokers if b in self.broker_ids}
+
+    def alter_topic_configs(self, changes: Mapping[str, Mapping[str, str | None]]) -> None:
+        self.calls["alter_configs"] += 1
+        alter_in_place(self.topic_cfg, changes)
+        self._throttles_changed()
+
+    def alter_broker_configs(self, changes: Mapping[int, Mapping[str, str | None]]) -> None:
+        self.calls["alter_configs"] += 1
+        alter_in_place(self.broker_cfg, changes)
+        self._throttles_changed()
+
+    def _throttles_changed(self) -> None:
+        self.throttles = ThrottleState(
+            _lists(self.topic_cfg, LEADER_REPLICAS),
+            _lists(self.topic_cfg, FOLLOWER_REPLICAS),
+            {
+                b: int(float(r))
+                for b, c in self.broker_cfg.items()
+                if (r := c.get(FOLLOWER_RATE) or c.get(LEADER_RATE))
+            },
+        )
+        self.throttle_history.append((self.t, self.throttles))
+
+    def current_throttles(self) -> ThrottleState:
+        """The throttles the configs amount to, as the replication model applies them."""
+        return self.throttles
+
+    # ---- observation --------------------------------------------------------------------
+
+    def assignment(self) -> dict[TopicPartition, tuple[int, ...]]:
+        return {tp: tuple(sp.replicas) for tp, sp in self.partitions.items()}
+
+
+def _lists(topic_cfg: Mapping[str, Mapping[str, str]], key: str) -> dict[str, frozenset]:
+    out: dict[str, frozenset] = {}
+    for t, c in topic_cfg.items():
+        entries = set()
+        for e in (c.get(key) or "").split(","):
+            if ":" in e:
+                p, b = e.split(":", 1)
+                entries.add((int(p), int(b)))
+        if entries:
+            out[t] = frozenset(entries)
+    return out
