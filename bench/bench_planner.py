@@ -49,7 +49,9 @@ def generate(replicas: int, case: str, path: str, seed: int = 7) -> dict:
     # mixed RF: 80% of partitions RF 3 (one per rack), 20% RF 2 (two racks)
     n_parts = int(replicas / 2.8)
     rf = np.where(rng.random(n_parts) < 0.8, 3, 2)
-    picks = np.stack([rng.choice(per_rack, n_parts, p=weights[r]) + r * per_rack + 1 for r in range(3)], axis=1)
+    picks = np.stack(
+        [rng.choice(per_rack, n_parts, p=weights[r]) + r * per_rack + 1 for r in range(3)], axis=1
+    )
     rot = rng.integers(0, 3, n_parts)  # leader rack rotates
     order = (np.arange(3)[None, :] + rot[:, None]) % 3
     reps = np.take_along_axis(picks, order, axis=1)
@@ -75,7 +77,9 @@ def generate(replicas: int, case: str, path: str, seed: int = 7) -> dict:
         os.path.join(path, "brokers.parquet"),
     )
     pq.write_table(
-        pa.table({"name": list(names), "min_insync_replicas": pa.array([2] * n_topics, pa.int32())}),
+        pa.table(
+            {"name": list(names), "min_insync_replicas": pa.array([2] * n_topics, pa.int32())}
+        ),
         os.path.join(path, "topics.parquet"),
     )
     pq.write_table(
@@ -91,7 +95,12 @@ def generate(replicas: int, case: str, path: str, seed: int = 7) -> dict:
         row_group_size=200_000,
     )
     remove = [1] if case == "decommission" else []
-    meta = {"replicas": int(rf.sum()), "partitions": n_parts, "brokers": len(brokers), "remove": remove}
+    meta = {
+        "replicas": int(rf.sum()),
+        "partitions": n_parts,
+        "brokers": len(brokers),
+        "remove": remove,
+    }
     with open(os.path.join(path, "meta.json"), "w") as f:
         json.dump(meta, f)
     return meta
@@ -125,10 +134,14 @@ def run_one(path: str, engine: str) -> dict:
         p = pq.read_table(os.path.join(path, "partitions.parquet")).to_pydict()
         snap = Snapshot(
             tuple(BrokerEntry(i, r) for i, r in zip(b["id"], b["rack"], strict=True)),
-            tuple(TopicEntry(n, m) for n, m in zip(t["name"], t["min_insync_replicas"], strict=True)),
+            tuple(
+                TopicEntry(n, m) for n, m in zip(t["name"], t["min_insync_replicas"], strict=True)
+            ),
             tuple(
                 PartitionEntry(tp, pa, tuple(r), s)
-                for tp, pa, r, s in zip(p["topic"], p["partition"], p["replicas"], p["size_bytes"], strict=True)
+                for tp, pa, r, s in zip(
+                    p["topic"], p["partition"], p["replicas"], p["size_bytes"], strict=True
+                )
             ),
         )
         out["startup_s"] = time.time() - t0
@@ -165,7 +178,10 @@ def _tree_rss(proc: psutil.Process) -> int:
 
 def measure(path: str, engine: str) -> dict:
     proc = subprocess.Popen(
-        [sys.executable, __file__, "--one", path, engine], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        [sys.executable, __file__, "--one", path, engine],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
     )
     ps = psutil.Process(proc.pid)
     peak = [0]
@@ -193,8 +209,10 @@ def measure(path: str, engine: str) -> dict:
 
 def main() -> None:
     rows = []
-    print(f"{'replicas':>9} {'case':<12} {'engine':<6} {'total s':>8} {'start s':>8} {'valid s':>8} "
-          f"{'moved':>8} {'lower b.':>8} {'ratio':>6} {'spread':>7} {'lead sp':>7} {'probl':>5} {'peak MB':>8} {'load':>5}")
+    print(
+        f"{'replicas':>9} {'case':<12} {'engine':<6} {'total s':>8} {'start s':>8} {'valid s':>8} "
+        f"{'moved':>8} {'lower b.':>8} {'ratio':>6} {'spread':>7} {'lead sp':>7} {'probl':>5} {'peak MB':>8} {'load':>5}"
+    )
     for size in SIZES:
         for case in CASES:
             path = os.path.join(OUT, f"{size}-{case}")
@@ -217,7 +235,9 @@ def main() -> None:
             if all(e in by_engine and "error" not in by_engine[e] for e in ("spark", "local")):
                 s, loc = by_engine["spark"], by_engine["local"]
                 same = "same plan" if s["digest"] == loc["digest"] else "DIFFERENT plans"
-                print(f"{'':>9} {case:<12} spark/local time ratio {s['total_s'] / loc['total_s']:.2f} ({same})")
+                print(
+                    f"{'':>9} {case:<12} spark/local time ratio {s['total_s'] / loc['total_s']:.2f} ({same})"
+                )
             rows.append((size, case, by_engine))
     print("\nscaling: total seconds (seconds per million replicas)")
     for case in CASES:
@@ -226,7 +246,9 @@ def main() -> None:
             for size, c, by_engine in rows:
                 r = by_engine.get(engine, {})
                 if c == case and "total_s" in r:
-                    cells.append(f"{size / 1e6:g}M: {r['total_s']:.1f} s ({r['total_s'] / (size / 1e6):.1f})")
+                    cells.append(
+                        f"{size / 1e6:g}M: {r['total_s']:.1f} s ({r['total_s'] / (size / 1e6):.1f})"
+                    )
             print(f"  {case:<12} {engine:<6} " + "   ".join(cells))
     os.makedirs(OUT, exist_ok=True)
     with open(os.path.join(OUT, "results.json"), "w") as f:

@@ -26,7 +26,9 @@ def main() -> None:
             sb.down()
             down = time.perf_counter() - t0
         rows.append((brokers, racks, ready, down))
-    print(f"{'brokers':>7} {'racks':>5} {'ready s':>8} {'down s':>7} {'1 JVM start s':>14} {'target s':>8}")
+    print(
+        f"{'brokers':>7} {'racks':>5} {'ready s':>8} {'down s':>7} {'1 JVM start s':>14} {'target s':>8}"
+    )
     for b, r, ready, down in rows:
         print(f"{b:>7} {r:>5} {ready:>8.1f} {down:>7.1f} {jvm:>14.1f} {30 if b == 4 else '-':>8}")
 

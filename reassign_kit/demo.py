@@ -32,7 +32,8 @@ def demo_goal(sb: Sandbox) -> dict[str, object]:
     topics = sb.admin().list_topics(timeout=10).topics
     hosted = sum(
         last in p.replicas
-        for name, t in topics.items() if name in DEMO_TOPICS
+        for name, t in topics.items()
+        if name in DEMO_TOPICS
         for p in t.partitions.values()
     )
     return {"remove_brokers": [last]} if hosted else {"remove_brokers": []}
@@ -51,11 +52,18 @@ def main(argv: list[str] | None = None) -> int:
         from . import runbook
 
         goal = demo_goal(sb)
-        what = (f"decommission broker {goal['remove_brokers'][0]}" if goal["remove_brokers"]
-                else "rebalance over every broker")
+        what = (
+            f"decommission broker {goal['remove_brokers'][0]}"
+            if goal["remove_brokers"]
+            else "rebalance over every broker"
+        )
         print(f"demo: plan → execute → verify → postmortem on {sb.bootstrap_servers} ({what})")
-        artefacts = runbook.demo(bootstrap_servers=sb.bootstrap_servers, output_dir=str(out),
-                                 sandbox_dir=str(sb.dir), extra={"01_plan": goal})
+        artefacts = runbook.demo(
+            bootstrap_servers=sb.bootstrap_servers,
+            output_dir=str(out),
+            sandbox_dir=str(sb.dir),
+            extra={"01_plan": goal},
+        )
     except ReassignKitError as e:
         print(f"demo failed: {e}", file=sys.stderr)
         return e.exit_code

@@ -175,8 +175,6 @@ class Problem:
         return f"{self.where}: [{self.rule}] {self.detail}"
 
 
-
-
 class _Obj(dict):
     """A JSON object that remembers keys it saw more than once (json keeps the last silently)."""
 

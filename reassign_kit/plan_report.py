@@ -39,7 +39,6 @@ class PlanResult:
         return build_report(self)
 
 
-
 def build_report(result: PlanResult) -> dict[str, Any]:
     prep = result.prepared
     ctx, agg = prep.ctx, prep.agg

@@ -66,11 +66,21 @@ def target_problems(move: Move, ctx: RuleContext) -> list[Problem]:
     target = list(move.replicas)
     removed = sorted({b for b in target if b in ctx.removed})
     if removed:
-        out.append(Problem(where, REMOVED_BROKER, f"replicas {target} use broker(s) {removed}, which are being removed"))
+        out.append(
+            Problem(
+                where,
+                REMOVED_BROKER,
+                f"replicas {target} use broker(s) {removed}, which are being removed",
+            )
+        )
     want = ctx.rf_change.get(move.topic)
     if want is not None and len(target) != want:
         out.append(
-            Problem(where, REPLICATION_FACTOR_TARGET, f"replicas {target} have replication factor {len(target)}, {want} was asked for")
+            Problem(
+                where,
+                REPLICATION_FACTOR_TARGET,
+                f"replicas {target} have replication factor {len(target)}, {want} was asked for",
+            )
         )
     n_racks = ctx.rack_count
     if n_racks > 1 and all(b in ctx.racks for b in target):

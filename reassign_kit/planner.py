@@ -127,7 +127,15 @@ def replica_options(reps: Sequence[int], pos: int, ctx: RuleContext) -> tuple:
     others = [b for j, b in enumerate(reps) if j != pos]
     real = {ctx.racks[b] for b in others if b >= 0 and b not in ctx.removed}
     holes = sum(1 for b in others if b < 0 or b in ctx.removed)
-    before = min(need, len(real | ({ctx.racks[reps[pos]]} if reps[pos] >= 0 and reps[pos] not in ctx.removed else set())) + holes + (1 if reps[pos] < 0 or reps[pos] in ctx.removed else 0))
+    before = min(
+        need,
+        len(
+            real
+            | ({ctx.racks[reps[pos]]} if reps[pos] >= 0 and reps[pos] not in ctx.removed else set())
+        )
+        + holes
+        + (1 if reps[pos] < 0 or reps[pos] in ctx.removed else 0),
+    )
     members = set(reps)
     out = []
     for rk in sorted(ctx.rack_set):
@@ -138,7 +146,9 @@ def replica_options(reps: Sequence[int], pos: int, ctx: RuleContext) -> tuple:
     return tuple(out)
 
 
-def can_change_rack(reps: Sequence[int], pos: int, racks: Mapping[int, str | None], n_racks: int) -> bool:
+def can_change_rack(
+    reps: Sequence[int], pos: int, racks: Mapping[int, str | None], n_racks: int
+) -> bool:
     """Whether the replica at ``pos`` may move to another rack without lowering the rack spread:
     with RF < racks an unused rack is always there; with RF >= racks only a replica sharing its
     rack with another one may go. (The Spark twin is an SQL expression in spark/planner.py.)"""
@@ -149,7 +159,9 @@ def can_change_rack(reps: Sequence[int], pos: int, racks: Mapping[int, str | Non
 
 
 def aggregate_rows(
-    rows: Iterable[tuple[str, int, Sequence[int], int]], params: PlanParams, ctx: RuleContext | None = None
+    rows: Iterable[tuple[str, int, Sequence[int], int]],
+    params: PlanParams,
+    ctx: RuleContext | None = None,
 ) -> Aggregates:
     """The in-process twin of the Spark aggregation."""
     agg = Aggregates()
@@ -256,7 +268,9 @@ def _waterfill(levels: dict[int, int], amount: int) -> dict[int, int]:
     return out
 
 
-def broker_targets(ctx: RuleContext, cur: Mapping[int, int], rf_hist: Mapping[int, int], balance: bool) -> dict[int, int]:
+def broker_targets(
+    ctx: RuleContext, cur: Mapping[int, int], rf_hist: Mapping[int, int], balance: bool
+) -> dict[int, int]:
     """Replica count each broker should end with (0 for removed brokers)."""
     allowed = ctx.allowed
     total = sum(cur.values())
@@ -292,7 +306,9 @@ def broker_targets(ctx: RuleContext, cur: Mapping[int, int], rf_hist: Mapping[in
             mid = (lo_l + hi_l) / 2
             s = sum(min(max(mid * len(bs), bounds[k][0]), bounds[k][1]) for k, bs in groups.items())
             lo_l, hi_l = (mid, hi_l) if s < total else (lo_l, mid)
-        shares = {k: min(max(hi_l * len(bs), bounds[k][0]), bounds[k][1]) for k, bs in groups.items()}
+        shares = {
+            k: min(max(hi_l * len(bs), bounds[k][0]), bounds[k][1]) for k, bs in groups.items()
+        }
         scale = total / sum(shares.values()) if sum(shares.values()) else 0
         shares = {k: v * scale for k, v in shares.items()}
         group_total = _round_shares(shares, total, cur_group)
@@ -305,7 +321,9 @@ def broker_targets(ctx: RuleContext, cur: Mapping[int, int], rf_hist: Mapping[in
     return targets
 
 
-def leader_targets(allowed: Sequence[int], cur_leaders: Mapping[int, int], partitions: int) -> dict[int, int]:
+def leader_targets(
+    allowed: Sequence[int], cur_leaders: Mapping[int, int], partitions: int
+) -> dict[int, int]:
     base, extra = divmod(partitions, len(allowed))
     ranked = sorted(allowed, key=lambda b: (-cur_leaders.get(b, 0), b))
     return {b: base + (1 if i < extra else 0) for i, b in enumerate(ranked)}
@@ -346,12 +364,17 @@ def _sum_by(pairs: Iterable[tuple]) -> dict:
     return dict(out)
 
 
-def _max_flow(supply: Mapping[tuple, int], demand: Mapping, ) -> dict[tuple, int]:
+def _max_flow(
+    supply: Mapping[tuple, int],
+    demand: Mapping,
+) -> dict[tuple, int]:
     """Max flow from (chunk, class) supplies to racks (class = the racks allowed); returns
     (chunk, class, rack) -> replicas. Tiny graph, Edmonds-Karp, deterministic order."""
     src, sink = ("S",), ("T",)
     cap: dict = defaultdict(lambda: defaultdict(int))
-    for (c, cls), n in sorted(supply.items(), key=lambda kv: (kv[0][0], sorted(map(str, kv[0][1])))):
+    for (c, cls), n in sorted(
+        supply.items(), key=lambda kv: (kv[0][0], sorted(map(str, kv[0][1])))
+    ):
         u = ("C", c, cls)
         cap[src][u] += n
         for dr in sorted(cls, key=str):
@@ -401,7 +424,11 @@ def _max_flow(supply: Mapping[tuple, int], demand: Mapping, ) -> dict[tuple, int
 
 
 def relay_bound(
-    ctx: RuleContext, cur: Mapping[int, int], targets: Mapping[int, int], capable: Mapping[int, int], rf_change: bool
+    ctx: RuleContext,
+    cur: Mapping[int, int],
+    targets: Mapping[int, int],
+    capable: Mapping[int, int],
+    rf_change: bool,
 ) -> int:
     """Moves = departures (RF unchanged). A rack that must shrink sends replicas to other racks;
     only ``min(excess, capable)`` of each broker's leaving replicas may change rack, so every
@@ -535,11 +562,16 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
     # no plan can avoid a detour for replicas the racks with room cannot take
     must_flow = _max_flow(
         _sum_by(((0, frozenset(o) & all_racks), n) for (_, _, o), n in agg.classes.items()),
-        {dr: max(0, sum(targets[b] - cur.get(b, 0) for b in allowed if _rack_key(ctx, b) == dr)) for dr in dst_racks},
+        {
+            dr: max(0, sum(targets[b] - cur.get(b, 0) for b in allowed if _rack_key(ctx, b) == dr))
+            for dr in dst_racks
+        },
     )
     must = sum(agg.classes.values())
     short = must - sum(must_flow.values())
-    lb = max(lb, must + short, relay_bound(ctx, cur, targets, agg.capable, bool(params.rf_change())))
+    lb = max(
+        lb, must + short, relay_bound(ctx, cur, targets, agg.capable, bool(params.rf_change()))
+    )
     return Prepared(ctx, params, targets, ltargets, lb, quotas, heavy, agg, all_racks)
 
 
@@ -585,7 +617,9 @@ class _Chunk:
     # rack-awareness: a move may not lower the rack spread the partition can still reach
     def _spread(self, reps: Sequence[int]) -> int:
         real = {self.racks[b] for b in reps if b >= 0}
-        return min(required_racks(len(reps), self.n_racks), len(real) + sum(1 for b in reps if b < 0))
+        return min(
+            required_racks(len(reps), self.n_racks), len(real) + sum(1 for b in reps if b < 0)
+        )
 
     def _rack_ok(self, reps: list[int], pos: int, dest: int) -> bool:
         return self._rack_ok_rack(reps, pos, _rack_key(self.ctx, dest))
@@ -599,8 +633,10 @@ class _Chunk:
         before = self._spread(reps)
         real = {self.racks[b] for j, b in enumerate(reps) if b >= 0 and j != pos}
         real.add(rack)
-        after = min(required_racks(len(reps), self.n_racks),
-                    len(real) + sum(1 for j, b in enumerate(reps) if b < 0 and j != pos))
+        after = min(
+            required_racks(len(reps), self.n_racks),
+            len(real) + sum(1 for j, b in enumerate(reps) if b < 0 and j != pos),
+        )
         return after >= before
 
     def _place(self, i: int, pos: int, dest: int) -> None:
@@ -661,7 +697,9 @@ class _Chunk:
     def _options(self, i: int, pos: int) -> list:
         """Racks with quota left that this replica may move to."""
         reps = self.new[i]
-        return [dr for dr in self.ring if self.rack_take[dr] > 0 and self._rack_ok_rack(reps, pos, dr)]
+        return [
+            dr for dr in self.ring if self.rack_take[dr] > 0 and self._rack_ok_rack(reps, pos, dr)
+        ]
 
     def _by_class(self, i: int, pos: int, cls: tuple) -> int | None:
         """Follow the driver's max-flow: a rack this replica's class was given room in."""
@@ -688,8 +726,11 @@ class _Chunk:
         opts = self._options(i, pos)
         if where == "cross":
             opts = [dr for dr in opts if dr != k]
-        order = (lambda dr: (dr != k, -self.rack_take[dr], str(dr))) if where == "own" else (
-            lambda dr: (-self.rack_take[dr], dr != k, str(dr)))
+        order = (
+            (lambda dr: (dr != k, -self.rack_take[dr], str(dr)))
+            if where == "own"
+            else (lambda dr: (-self.rack_take[dr], dr != k, str(dr)))
+        )
         for dr in sorted(opts, key=order):
             d = self._from_ring(i, pos, dr)
             if d is not None:
@@ -719,7 +760,11 @@ class _Chunk:
         return d
 
     def mandatory(self) -> None:
-        must = [i for i, reps in enumerate(self.new) if any(b < 0 or b in self.removed or b not in self.racks for b in reps)]
+        must = [
+            i
+            for i, reps in enumerate(self.new)
+            if any(b < 0 or b in self.removed or b not in self.racks for b in reps)
+        ]
         todo = []
         for i in must:
             for pos, b in enumerate(self.new[i]):
@@ -734,7 +779,9 @@ class _Chunk:
             if d is None:
                 d = self._choose(i, pos, mandatory=True)
             if d is None:
-                raise UsageError(f"partition {self.topic[i]}-{self.part[i]}: no broker can take a replica")
+                raise UsageError(
+                    f"partition {self.topic[i]}-{self.part[i]}: no broker can take a replica"
+                )
             src = b if b >= 0 else VIRTUAL
             self.give[src] = self.give.get(src, 0) - 1
             self._place(i, pos, d)
@@ -760,7 +807,9 @@ class _Chunk:
         cross: dict[int, int] = {}
         for k in sorted({_rack_key(self.ctx, b) for b in over}, key=str):
             bs = [b for b in over if _rack_key(self.ctx, b) == k]
-            out_k = sum(n for (cls, dr), n in self.flows.items() if cls == (k,) and dr != k and n > 0)
+            out_k = sum(
+                n for (cls, dr), n in self.flows.items() if cls == (k,) and dr != k and n > 0
+            )
             out_k = min(out_k, sum(self.give[b] for b in bs))
             cross.update(zip(bs, apportion(out_k, [self.give[b] for b in bs]), strict=True))
         for phase in ("cross", "cross-rest", "relay", "own"):
@@ -770,7 +819,11 @@ class _Chunk:
             for b in over:
                 k = _rack_key(self.ctx, b)
                 if phase == "cross-rest":  # brokers short of rack-changing replicas leave
-                    left = sum(n for (cls, dr), n in self.flows.items() if cls == (k,) and dr != k and n > 0)
+                    left = sum(
+                        n
+                        for (cls, dr), n in self.flows.items()
+                        if cls == (k,) and dr != k and n > 0
+                    )
                     if left <= 0:
                         continue
                 heavy = b in self.prep.bytes_heavy
@@ -790,7 +843,9 @@ class _Chunk:
                     if b not in reps:
                         continue
                     pos = reps.index(b)
-                    d = self._choose(i, pos, mandatory=False, where="own" if phase == "own" else "cross")
+                    d = self._choose(
+                        i, pos, mandatory=False, where="own" if phase == "own" else "cross"
+                    )
                     if d is not None:
                         dk = _rack_key(self.ctx, d)
                         if dk != k and self.flows.get(((k,), dk), 0) > 0:
@@ -804,8 +859,12 @@ class _Chunk:
         the same rack with such a replica sends it across and takes one of theirs instead
         (two moves where the bound counts one; only for what the cross-rack routes still need)."""
         for k in sorted({_rack_key(self.ctx, b) for b in over}, key=str):
-            owe = sum(self.give[b] for b in over if _rack_key(self.ctx, b) == k and self.give[b] > 0)
-            left = sum(n for (cls, dr), n in self.flows.items() if cls == (k,) and dr != k and n > 0)
+            owe = sum(
+                self.give[b] for b in over if _rack_key(self.ctx, b) == k and self.give[b] > 0
+            )
+            left = sum(
+                n for (cls, dr), n in self.flows.items() if cls == (k,) and dr != k and n > 0
+            )
             need = min(owe, left)
             if need <= 0:
                 continue
@@ -859,7 +918,14 @@ class _Chunk:
                 cands = [d for d in self.allowed if self.racks[d] not in used]
                 if pos is None or not cands:
                     break
-                d = min(cands, key=lambda d: (self.take.get(d, 0) <= 0, self.count[d] - self.prep.targets.get(d, 0), d))
+                d = min(
+                    cands,
+                    key=lambda d: (
+                        self.take.get(d, 0) <= 0,
+                        self.count[d] - self.prep.targets.get(d, 0),
+                        d,
+                    ),
+                )
                 if self.take.get(d, 0) > 0:
                     self.take[d] -= 1
                 self._place(i, pos, d)
@@ -922,7 +988,9 @@ def finish(changed: list[Changed], prep: Prepared) -> PlanResult:
         moved += arrived
         moved_bytes += arrived * size
         lead += int(new[0] != old[0])
-    return PlanResult(Plan(tuple(moves)), Plan(tuple(current)), prep, moved, moved_bytes, lead, changed)
+    return PlanResult(
+        Plan(tuple(moves)), Plan(tuple(current)), prep, moved, moved_bytes, lead, changed
+    )
 
 
 def rule_context(snapshot, params: PlanParams) -> RuleContext:

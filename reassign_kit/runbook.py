@@ -53,13 +53,17 @@ def resolve_bootstrap(bootstrap_servers: str = "", sandbox_dir: str = "") -> str
     try:
         sb = Sandbox(d)
         if not sb.running():
-            raise RunbookError(f"the sandbox in {d} is not running; start it with "
-                               f"`reassign-kit sandbox up --dir {d}` or pass bootstrap_servers")
+            raise RunbookError(
+                f"the sandbox in {d} is not running; start it with "
+                f"`reassign-kit sandbox up --dir {d}` or pass bootstrap_servers"
+            )
         return sb.bootstrap_servers
     except RunbookError:
         raise
     except ReassignKitError as e:
-        raise RunbookError(f"no bootstrap_servers given and the sandbox in {d} is unusable: {e}") from e
+        raise RunbookError(
+            f"no bootstrap_servers given and the sandbox in {d} is unusable: {e}"
+        ) from e
 
 
 def demo_topic_and_plan(
@@ -150,23 +154,31 @@ def run_notebook(
     params = {"output_dir": os.path.abspath(output_dir), **(parameters or {})}
     try:
         pm.execute_notebook(
-            str(src), out, parameters=params, kernel_name=kernel_name,
-            execution_timeout=execution_timeout, progress_bar=False, log_output=log_output,
+            str(src),
+            out,
+            parameters=params,
+            kernel_name=kernel_name,
+            execution_timeout=execution_timeout,
+            progress_bar=False,
+            log_output=log_output,
             cwd=str(notebooks_dir()),
         )
     except PapermillExecutionError as e:
         raise RunbookError(
-            f"{src.name} failed in cell {e.exec_count}: {e.ename}: {e.evalue}\n"
-            f"  details: {out}"
+            f"{src.name} failed in cell {e.exec_count}: {e.ename}: {e.evalue}\n  details: {out}"
         ) from None
     except Exception as e:  # timeouts, dead kernels: still a clear message, never a traceback
         detail = _cell_error(out) if os.path.exists(out) else ""
-        raise RunbookError(f"{src.name} did not finish: {type(e).__name__}: {e} {detail}\n  details: {out}") from None
+        raise RunbookError(
+            f"{src.name} did not finish: {type(e).__name__}: {e} {detail}\n  details: {out}"
+        ) from None
     finally:
         if os.path.exists(out):
             size = strip_widget_state(out)
     if size > max_output_bytes:
-        raise RunbookError(f"{out} is {size} bytes (> {max_output_bytes}): a cell stores too much output")
+        raise RunbookError(
+            f"{out} is {size} bytes (> {max_output_bytes}): a cell stores too much output"
+        )
     return out
 
 
@@ -190,28 +202,48 @@ def demo(
 
     plan_path = ""
     if (notebooks_dir() / "01_plan.ipynb").exists():
-        done["01_plan"] = run_notebook("01_plan", dirs["01_plan"], {**common, **extra.get("01_plan", {})},
-                                       kernel_name=kernel_name, execution_timeout=execution_timeout)
+        done["01_plan"] = run_notebook(
+            "01_plan",
+            dirs["01_plan"],
+            {**common, **extra.get("01_plan", {})},
+            kernel_name=kernel_name,
+            execution_timeout=execution_timeout,
+        )
         candidate = os.path.join(dirs["01_plan"], "plan.json")
         if os.path.exists(candidate) and _plan_has_moves(candidate):
             plan_path = candidate
     # additional: the demo moves only its own topics, and a shared sandbox may have others' moves
     # in flight (the run's caps then do not count those)
-    p02 = {**common, "sandbox_dir": sandbox_dir, "plan_path": plan_path, "auto_execute": True,
-           "additional": True, **extra.get("02_execute", {})}
-    done["02_execute"] = run_notebook("02_execute", dirs["02_execute"], p02,
-                                      kernel_name=kernel_name, execution_timeout=execution_timeout)
+    p02 = {
+        **common,
+        "sandbox_dir": sandbox_dir,
+        "plan_path": plan_path,
+        "auto_execute": True,
+        "additional": True,
+        **extra.get("02_execute", {}),
+    }
+    done["02_execute"] = run_notebook(
+        "02_execute",
+        dirs["02_execute"],
+        p02,
+        kernel_name=kernel_name,
+        execution_timeout=execution_timeout,
+    )
     executed_plan = os.path.join(dirs["02_execute"], "plan.json")
     journal = os.path.join(dirs["02_execute"], "journal.jsonl")
     done["03_verify"] = run_notebook(
-        "03_verify", dirs["03_verify"],
+        "03_verify",
+        dirs["03_verify"],
         {**common, "plan_path": executed_plan, **extra.get("03_verify", {})},
-        kernel_name=kernel_name, execution_timeout=execution_timeout,
+        kernel_name=kernel_name,
+        execution_timeout=execution_timeout,
     )
     done["04_postmortem"] = run_notebook(
-        "04_postmortem", dirs["04_postmortem"],
+        "04_postmortem",
+        dirs["04_postmortem"],
         {"journal_paths": journal, **extra.get("04_postmortem", {})},
-        kernel_name=kernel_name, execution_timeout=execution_timeout,
+        kernel_name=kernel_name,
+        execution_timeout=execution_timeout,
     )
     found = {
         "execute_report": os.path.join(dirs["02_execute"], "execute_report.json"),
@@ -220,8 +252,12 @@ def demo(
         "journal": journal,
     }
     charts = [f for f in _artefacts(out) if f.endswith(".html")]
-    return {**done, **{k: v for k, v in found.items() if os.path.exists(v)},
-            "charts": ", ".join(charts), "output_dir": out}
+    return {
+        **done,
+        **{k: v for k, v in found.items() if os.path.exists(v)},
+        "charts": ", ".join(charts),
+        "output_dir": out,
+    }
 
 
 def _plan_has_moves(path: str) -> bool:
@@ -242,12 +278,16 @@ def _artefacts(output_dir: str) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m reassign_kit.runbook", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m reassign_kit.runbook", description=__doc__.split("\n")[0]
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("demo", help="run 01 -> 02 -> 03 -> 04 on the sandbox")
     r = sub.add_parser("run", help="run one notebook")
     r.add_argument("notebook", choices=NOTEBOOKS)
-    r.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "JSON_OR_TEXT"))
+    r.add_argument(
+        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "JSON_OR_TEXT")
+    )
     for p in (d, r):
         p.add_argument("--output-dir", required=True)
         p.add_argument("--kernel-name", default="python3")
@@ -257,8 +297,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         if args.cmd == "demo":
-            res = demo(args.output_dir, sandbox_dir=args.sandbox_dir, bootstrap_servers=args.bootstrap_server,
-                       kernel_name=args.kernel_name, execution_timeout=args.execution_timeout)
+            res = demo(
+                args.output_dir,
+                sandbox_dir=args.sandbox_dir,
+                bootstrap_servers=args.bootstrap_server,
+                kernel_name=args.kernel_name,
+                execution_timeout=args.execution_timeout,
+            )
             print("demo done: plan -> execute -> verify -> postmortem")
             for n in NOTEBOOKS:
                 if n in res:
@@ -268,8 +313,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"  {f}")
         else:
             params = {k: _param(v) for k, v in args.parameter}
-            print(run_notebook(args.notebook, args.output_dir, params, kernel_name=args.kernel_name,
-                               execution_timeout=args.execution_timeout))
+            print(
+                run_notebook(
+                    args.notebook,
+                    args.output_dir,
+                    params,
+                    kernel_name=args.kernel_name,
+                    execution_timeout=args.execution_timeout,
+                )
+            )
     except ReassignKitError as e:
         print(f"reassign-kit runbook: {e}", file=sys.stderr)
         return e.exit_code

@@ -85,8 +85,14 @@ def fetch_kafka(version: str = KAFKA_VERSION, quiet: bool = True) -> Path:
         raise SandboxError(f"{pom} is missing: cannot fetch Kafka outside the source checkout")
     libs.mkdir(parents=True, exist_ok=True)
     cmd = [
-        mvn, "-B", "-f", str(pom), "dependency:copy-dependencies",
-        f"-Dkafka.version={version}", f"-DoutputDirectory={libs}", "-DincludeScope=runtime",
+        mvn,
+        "-B",
+        "-f",
+        str(pom),
+        "dependency:copy-dependencies",
+        f"-Dkafka.version={version}",
+        f"-DoutputDirectory={libs}",
+        "-DincludeScope=runtime",
     ]
     if quiet:
         cmd.insert(1, "-q")
@@ -201,8 +207,12 @@ class Node:
 
     def public(self) -> dict[str, Any]:
         return {
-            "id": self.id, "rack": self.rack, "port": self.port, "pid": self.pid,
-            "log_dirs": self.log_dirs, "alive": pid_alive(self.pid),
+            "id": self.id,
+            "rack": self.rack,
+            "port": self.port,
+            "pid": self.pid,
+            "log_dirs": self.log_dirs,
+            "alive": pid_alive(self.pid),
         }
 
 
@@ -213,7 +223,9 @@ class Sandbox:
         self.dir = Path(dir).resolve()
         state = self.dir / STATE_FILE
         if not state.exists():
-            raise SandboxError(f"no sandbox in {self.dir} (no {STATE_FILE}); start one with `sandbox up --dir {dir}`")
+            raise SandboxError(
+                f"no sandbox in {self.dir} (no {STATE_FILE}); start one with `sandbox up --dir {dir}`"
+            )
         data = json.loads(state.read_text())
         self.cluster_id: str = data["cluster_id"]
         self.version: str = data["kafka_version"]
@@ -224,19 +236,26 @@ class Sandbox:
 
     @classmethod
     def create(
-        cls, dir: str | os.PathLike[str], brokers: int = 4, racks: int = 0,
+        cls,
+        dir: str | os.PathLike[str],
+        brokers: int = 4,
+        racks: int = 0,
         configs: dict[str, str] | None = None,
     ) -> Sandbox:
         """Write configs and format storage for a new cluster (does not start it)."""
         if brokers < 1:
             raise SandboxError(f"--brokers must be at least 1, got {brokers}")
         if racks < 0 or racks > brokers:
-            raise SandboxError(f"--racks must be between 0 and the broker count ({brokers}), got {racks}")
+            raise SandboxError(
+                f"--racks must be between 0 and the broker count ({brokers}), got {racks}"
+            )
         d = Path(dir).resolve()
         if (d / STATE_FILE).exists():
             existing = cls(d)
             if existing.running():
-                raise SandboxError(f"a sandbox is already running in {d}; `sandbox down --dir {dir}` first")
+                raise SandboxError(
+                    f"a sandbox is already running in {d}; `sandbox down --dir {dir}` first"
+                )
             shutil.rmtree(d)
         d.mkdir(parents=True, exist_ok=True)
         (d / "logs").mkdir(exist_ok=True)
@@ -257,26 +276,37 @@ class Sandbox:
             "num.recovery.threads.per.data.dir": "1",
         }
         controller = Node(
-            id=CONTROLLER_ID, role="controller", port=cport, rack=None,
-            log_dirs=[str(d / "controller" / "meta")], config=str(d / "controller.properties"),
+            id=CONTROLLER_ID,
+            role="controller",
+            port=cport,
+            rack=None,
+            log_dirs=[str(d / "controller" / "meta")],
+            config=str(d / "controller.properties"),
             log=str(d / "logs" / "controller.log"),
         )
-        _write_props(controller.config, {
-            **common,
-            "process.roles": "controller",
-            "node.id": str(CONTROLLER_ID),
-            "listeners": f"CONTROLLER://127.0.0.1:{cport}",
-            "log.dirs": controller.log_dirs[0],
-        })
+        _write_props(
+            controller.config,
+            {
+                **common,
+                "process.roles": "controller",
+                "node.id": str(CONTROLLER_ID),
+                "listeners": f"CONTROLLER://127.0.0.1:{cport}",
+                "log.dirs": controller.log_dirs[0],
+            },
+        )
         nodes = {}
         for i in range(1, brokers + 1):
             port = free_port()
             rack = f"rack-{(i - 1) % racks}" if racks else None
             bdir = d / f"broker-{i}"
             node = Node(
-                id=i, role="broker", port=port, rack=rack,
+                id=i,
+                role="broker",
+                port=port,
+                rack=rack,
                 log_dirs=[str(bdir / "data-0"), str(bdir / "data-1")],
-                config=str(d / f"broker-{i}.properties"), log=str(d / "logs" / f"broker-{i}.log"),
+                config=str(d / f"broker-{i}.properties"),
+                log=str(d / "logs" / f"broker-{i}.log"),
             )
             props = {
                 **common,
@@ -309,7 +339,9 @@ class Sandbox:
                 timeout=120,
             )
             if proc.returncode != 0:
-                raise SandboxError(f"formatting storage of node {node.id} failed: {proc.stderr.strip()[-1500:]}")
+                raise SandboxError(
+                    f"formatting storage of node {node.id} failed: {proc.stderr.strip()[-1500:]}"
+                )
         state = {
             "cluster_id": cluster_id,
             "kafka_version": KAFKA_VERSION,
@@ -321,8 +353,12 @@ class Sandbox:
 
     @classmethod
     def up(
-        cls, dir: str | os.PathLike[str], brokers: int = 4, racks: int = 0,
-        timeout: float = 120, configs: dict[str, str] | None = None,
+        cls,
+        dir: str | os.PathLike[str],
+        brokers: int = 4,
+        racks: int = 0,
+        timeout: float = 120,
+        configs: dict[str, str] | None = None,
     ) -> Sandbox:
         fetch_kafka()
         sb = cls.create(dir, brokers=brokers, racks=racks, configs=configs)
@@ -339,7 +375,10 @@ class Sandbox:
     @classmethod
     @contextmanager
     def start(
-        cls, brokers: int = 4, racks: int = 0, dir: str | os.PathLike[str] | None = None,
+        cls,
+        brokers: int = 4,
+        racks: int = 0,
+        dir: str | os.PathLike[str] | None = None,
         configs: dict[str, str] | None = None,
     ) -> Iterator[Sandbox]:
         """Context manager: a running cluster that is torn down (no process left) on exit."""
@@ -367,16 +406,25 @@ class Sandbox:
         if pid_alive(node.pid) and "kafka.Kafka" in _cmdline(node.pid or 0):
             raise SandboxError(f"{node.role} {node.id} is already running (pid {node.pid})")
         cmd = [
-            java_binary(), *HEAP.split(), *JVM_FLAGS,
+            java_binary(),
+            *HEAP.split(),
+            *JVM_FLAGS,
             f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
             f"-Dkafka.logs.dir={self.dir / 'logs'}",
-            "-cp", kafka_classpath(self.version), "kafka.Kafka", node.config,
+            "-cp",
+            kafka_classpath(self.version),
+            "kafka.Kafka",
+            node.config,
         ]
         log = open(node.log, "ab")
         try:
             proc = subprocess.Popen(
-                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True, cwd=self.dir,
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=self.dir,
             )
         finally:
             log.close()
@@ -410,7 +458,9 @@ class Sandbox:
             return self.nodes[int(broker_id)]
         except (KeyError, ValueError):
             known = ", ".join(str(i) for i in sorted(self.nodes))
-            raise SandboxError(f"broker {broker_id} does not exist in {self.dir} (brokers: {known})") from None
+            raise SandboxError(
+                f"broker {broker_id} does not exist in {self.dir} (brokers: {known})"
+            ) from None
 
     def registered_brokers(self, timeout: float = 5.0) -> set[int]:
         from confluent_kafka.admin import AdminClient
@@ -418,12 +468,14 @@ class Sandbox:
         alive = [n for n in self.nodes.values() if pid_alive(n.pid)]
         if not alive:
             return set()
-        admin = AdminClient({
-            "bootstrap.servers": ",".join(f"127.0.0.1:{n.port}" for n in alive),
-            "socket.connection.setup.timeout.ms": 2000,
-            "log_level": 0,
-            "logger": _QuietLogger(),
-        })
+        admin = AdminClient(
+            {
+                "bootstrap.servers": ",".join(f"127.0.0.1:{n.port}" for n in alive),
+                "socket.connection.setup.timeout.ms": 2000,
+                "log_level": 0,
+                "logger": _QuietLogger(),
+            }
+        )
         try:
             md = admin.list_topics(timeout=timeout)
             return set(md.brokers)
@@ -436,14 +488,20 @@ class Sandbox:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for node in [self.controller, *self.nodes.values()]:
-                if node.pid and not pid_alive(node.pid) and (node.role == "controller" or node.id in want):
+                if (
+                    node.pid
+                    and not pid_alive(node.pid)
+                    and (node.role == "controller" or node.id in want)
+                ):
                     raise SandboxError(
                         f"{node.role} {node.id} exited during start-up; see {node.log}:\n{_tail(node.log)}"
                     )
             if want <= self.registered_brokers():
                 return
             time.sleep(0.5)
-        raise SandboxError(f"brokers {sorted(want)} not all registered within {timeout:.0f}s; see {self.dir / 'logs'}")
+        raise SandboxError(
+            f"brokers {sorted(want)} not all registered within {timeout:.0f}s; see {self.dir / 'logs'}"
+        )
 
     # ---------------------------------------------------------------- control
 
@@ -504,18 +562,28 @@ class Sandbox:
         return AdminClient({"bootstrap.servers": self.bootstrap_servers})
 
     def create_topic(
-        self, name: str, partitions: int = 1, rf: int = 3,
-        assignment: Sequence[Sequence[int]] | None = None, configs: dict[str, str] | None = None,
+        self,
+        name: str,
+        partitions: int = 1,
+        rf: int = 3,
+        assignment: Sequence[Sequence[int]] | None = None,
+        configs: dict[str, str] | None = None,
         timeout: float = 60,
     ) -> None:
         from confluent_kafka.admin import NewTopic
 
         if assignment is not None:
             # confluent-kafka 2.16 wants the partition count to match the assignment here.
-            topic = NewTopic(name, num_partitions=len(assignment),
-                             replica_assignment=[list(r) for r in assignment], config=configs or {})
+            topic = NewTopic(
+                name,
+                num_partitions=len(assignment),
+                replica_assignment=[list(r) for r in assignment],
+                config=configs or {},
+            )
         else:
-            topic = NewTopic(name, num_partitions=partitions, replication_factor=rf, config=configs or {})
+            topic = NewTopic(
+                name, num_partitions=partitions, replication_factor=rf, config=configs or {}
+            )
         admin = self.admin()  # keep a reference: the futures die with their client
         futures = admin.create_topics([topic], operation_timeout=timeout)
         try:
@@ -528,8 +596,11 @@ class Sandbox:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             md = admin.list_topics(topic=name, timeout=10).topics.get(name)
-            if md is not None and md.error is None and md.partitions and all(
-                p.leader >= 0 for p in md.partitions.values()
+            if (
+                md is not None
+                and md.error is None
+                and md.partitions
+                and all(p.leader >= 0 for p in md.partitions.values())
             ):
                 return
             time.sleep(0.2)
@@ -550,12 +621,17 @@ class Sandbox:
                 raise SandboxError(f"unknown topic {topic}")
             time.sleep(0.3)
         per_partition = max(1, int(mb_per_partition * 1024 * 1024 / message_bytes))
-        producer = Producer({
-            "bootstrap.servers": self.bootstrap_servers, "acks": "all", "linger.ms": 20,
-            "compression.type": "none", "enable.idempotence": True,
-            "queue.buffering.max.kbytes": 65536,
-            "logger": _QuietLogger(),  # "coordinator load in progress" retries are expected here
-        })
+        producer = Producer(
+            {
+                "bootstrap.servers": self.bootstrap_servers,
+                "acks": "all",
+                "linger.ms": 20,
+                "compression.type": "none",
+                "enable.idempotence": True,
+                "queue.buffering.max.kbytes": 65536,
+                "logger": _QuietLogger(),  # "coordinator load in progress" retries are expected here
+            }
+        )
         errors: list[str] = []
 
         def on_delivery(err, _msg):
@@ -569,7 +645,12 @@ class Sandbox:
                 off = (i * 7919) % (len(block) - message_bytes)
                 while True:
                     try:
-                        producer.produce(topic, block[off:off + message_bytes], partition=p, on_delivery=on_delivery)
+                        producer.produce(
+                            topic,
+                            block[off : off + message_bytes],
+                            partition=p,
+                            on_delivery=on_delivery,
+                        )
                         break
                     except BufferError:
                         producer.poll(0.1)

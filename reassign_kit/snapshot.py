@@ -108,7 +108,9 @@ class Snapshot:
     def to_json_obj(self) -> dict[str, Any]:
         return {
             "version": VERSION,
-            "brokers": [{"id": b.id, "rack": b.rack} for b in sorted(self.brokers, key=lambda b: b.id)],
+            "brokers": [
+                {"id": b.id, "rack": b.rack} for b in sorted(self.brokers, key=lambda b: b.id)
+            ],
             "topics": [
                 {"name": t.name, "min_insync_replicas": t.min_insync_replicas}
                 for t in sorted(self.topics, key=lambda t: t.name)
@@ -149,14 +151,18 @@ class Snapshot:
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as e:
-            raise InvalidPlanError([f"not valid JSON: {e}"], header=f"{source} is not a snapshot") from e
+            raise InvalidPlanError(
+                [f"not valid JSON: {e}"], header=f"{source} is not a snapshot"
+            ) from e
         return cls.from_json_obj(obj, source)
 
     @classmethod
     def from_json_obj(cls, obj: Any, source: str = "snapshot") -> Snapshot:
         problems: list[str] = []
         if not isinstance(obj, dict):
-            raise InvalidPlanError(["the top level must be a JSON object"], header=f"{source} is not a snapshot")
+            raise InvalidPlanError(
+                ["the top level must be a JSON object"], header=f"{source} is not a snapshot"
+            )
         for k in sorted(set(obj) - _TOP_KEYS):
             problems.append(f"unknown top-level key {k!r}")
         if obj.get("version") != VERSION:
@@ -176,7 +182,9 @@ class Snapshot:
             with open(path, encoding="utf-8") as f:
                 text = f.read()
         except OSError as e:
-            raise InvalidPlanError([f"cannot read {path}: {e.strerror}"], header=f"snapshot {path}") from e
+            raise InvalidPlanError(
+                [f"cannot read {path}: {e.strerror}"], header=f"snapshot {path}"
+            ) from e
         return cls.from_json(text, source=path)
 
 
@@ -201,7 +209,9 @@ def _read_brokers(raw: Any, problems: list[str]) -> dict[int, BrokerEntry]:
             problems.append(f"{where}: 'id' must be a non-negative integer, got {bid!r}")
             continue
         if rack is not None and (not isinstance(rack, str) or not rack):
-            problems.append(f"broker {bid}: 'rack' must be a non-empty string or null, got {rack!r}")
+            problems.append(
+                f"broker {bid}: 'rack' must be a non-empty string or null, got {rack!r}"
+            )
             continue
         if bid in out:
             problems.append(f"broker {bid} is listed twice")
@@ -227,7 +237,9 @@ def _read_topics(raw: Any, problems: list[str]) -> dict[str, TopicEntry]:
             problems.append(f"{where}: 'name' must be a non-empty string, got {name!r}")
             continue
         if misr is not None and (not _is_int(misr) or misr < 1):
-            problems.append(f"topic {name}: 'min_insync_replicas' must be a positive integer or null, got {misr!r}")
+            problems.append(
+                f"topic {name}: 'min_insync_replicas' must be a positive integer or null, got {misr!r}"
+            )
             continue
         if name in out:
             problems.append(f"topic {name} is listed twice")
@@ -251,12 +263,19 @@ def _read_partitions(
             continue
         for k in sorted(set(p) - _PARTITION_KEYS):
             problems.append(f"{where}: unknown key {k!r}")
-        topic, part, reps, size = p.get("topic"), p.get("partition"), p.get("replicas"), p.get("size_bytes", 0)
+        topic, part, reps, size = (
+            p.get("topic"),
+            p.get("partition"),
+            p.get("replicas"),
+            p.get("size_bytes", 0),
+        )
         if not isinstance(topic, str) or not topic:
             problems.append(f"{where}: 'topic' must be a non-empty string, got {topic!r}")
             continue
         if not _is_int(part) or part < 0:
-            problems.append(f"{where} (topic {topic}): 'partition' must be a non-negative integer, got {part!r}")
+            problems.append(
+                f"{where} (topic {topic}): 'partition' must be a non-negative integer, got {part!r}"
+            )
             continue
         name = f"{topic}-{part}"
         ok = True
@@ -268,7 +287,9 @@ def _read_partitions(
             continue
         seen.add((topic, part))
         if not isinstance(reps, list) or not reps or not all(_is_int(r) for r in reps):
-            problems.append(f"partition {name}: 'replicas' must be a non-empty list of broker ids, got {reps!r}")
+            problems.append(
+                f"partition {name}: 'replicas' must be a non-empty list of broker ids, got {reps!r}"
+            )
             continue
         if len(set(reps)) != len(reps):
             problems.append(f"partition {name}: duplicate replicas {reps}")
@@ -278,7 +299,9 @@ def _read_partitions(
             problems.append(f"partition {name}: replicas on broker(s) {unknown} not in 'brokers'")
             ok = False
         if not _is_int(size) or size < 0:
-            problems.append(f"partition {name}: 'size_bytes' must be a non-negative integer, got {size!r}")
+            problems.append(
+                f"partition {name}: 'size_bytes' must be a non-negative integer, got {size!r}"
+            )
             ok = False
         if ok:
             out.append(PartitionEntry(topic, part, tuple(reps), size))
@@ -297,14 +320,21 @@ def write_parquet(snap: Snapshot, path: str) -> None:
 
     os.makedirs(path, exist_ok=True)
     pq.write_table(
-        pa.table({"id": [b.id for b in snap.brokers], "rack": pa.array([b.rack for b in snap.brokers], pa.string())}),
+        pa.table(
+            {
+                "id": [b.id for b in snap.brokers],
+                "rack": pa.array([b.rack for b in snap.brokers], pa.string()),
+            }
+        ),
         os.path.join(path, "brokers.parquet"),
     )
     pq.write_table(
         pa.table(
             {
                 "name": pa.array([t.name for t in snap.topics], pa.string()),
-                "min_insync_replicas": pa.array([t.min_insync_replicas for t in snap.topics], pa.int32()),
+                "min_insync_replicas": pa.array(
+                    [t.min_insync_replicas for t in snap.topics], pa.int32()
+                ),
             }
         ),
         os.path.join(path, "topics.parquet"),
@@ -314,7 +344,9 @@ def write_parquet(snap: Snapshot, path: str) -> None:
             {
                 "topic": pa.array([p.topic for p in snap.partitions], pa.string()),
                 "partition": pa.array([p.partition for p in snap.partitions], pa.int32()),
-                "replicas": pa.array([list(p.replicas) for p in snap.partitions], pa.list_(pa.int32())),
+                "replicas": pa.array(
+                    [list(p.replicas) for p in snap.partitions], pa.list_(pa.int32())
+                ),
                 "size_bytes": pa.array([p.size_bytes for p in snap.partitions], pa.int64()),
             }
         ),
@@ -333,7 +365,9 @@ def read_parquet(path: str) -> Snapshot:
         topics = pq.read_table(os.path.join(path, "topics.parquet")).to_pylist()
         parts = pq.read_table(os.path.join(path, "partitions.parquet")).to_pylist()
     except (OSError, ValueError) as e:
-        raise InvalidPlanError([f"cannot read Parquet snapshot {path}: {e}"], header=f"snapshot {path}") from e
+        raise InvalidPlanError(
+            [f"cannot read Parquet snapshot {path}: {e}"], header=f"snapshot {path}"
+        ) from e
     obj = {"version": VERSION, "brokers": brokers, "topics": topics, "partitions": parts}
     return Snapshot.from_json_obj(obj, source=path)
 

@@ -52,6 +52,7 @@ PARTITION_OUT_OF_RANGE = "partition-out-of-range"
 UNKNOWN_LOG_DIR = "unknown-log-dir"
 REPLICATION_FACTOR_CHANGE = "replication-factor-change"
 
+
 @dataclass(frozen=True)
 class ClusterView:
     """What the cluster-dependent rules need to know, as plain values.

@@ -39,7 +39,9 @@ def _int_list(flag: str):
         try:
             out = [int(x) for x in text.split(",") if x.strip()]
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} takes broker ids like 1,2,3, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"{flag} takes broker ids like 1,2,3, got {text!r}"
+            ) from None
         if any(b < 0 for b in out):
             raise argparse.ArgumentTypeError(f"{flag}: broker ids are non-negative, got {text!r}")
         return out
@@ -67,23 +69,37 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--replication-factor", type=int)
     pl.add_argument("--topics", type=_topics, default=[])
     pl.add_argument("--spark-master", help="any spark.master (default local[2])")
-    pl.add_argument("--engine", choices=("spark", "local"), default="spark",
-                    help="spark (default) or local: the same planner in this process")
+    pl.add_argument(
+        "--engine",
+        choices=("spark", "local"),
+        default="spark",
+        help="spark (default) or local: the same planner in this process",
+    )
     pl.add_argument("--chunks", type=int, default=None, help="hash buckets planned independently")
     pl.add_argument("--output", required=True)
     pl.add_argument("--report", help="write the plan report (JSON) here")
-    pl.add_argument("--rollback", help="write the current assignment of the planned partitions here")
+    pl.add_argument(
+        "--rollback", help="write the current assignment of the planned partitions here"
+    )
     pl.add_argument("--quiet", action="store_true")
 
     v = sub.add_parser("validate", help="check a plan against a snapshot")
     v.add_argument("--snapshot", required=True)
     v.add_argument("--reassignment-json-file", required=True)
     v.add_argument("--disallow-replication-factor-change", action="store_true")
-    v.add_argument("--remove-brokers", type=_int_list("--remove-brokers"), default=[],
-                   help="also reject targets on these brokers")
+    v.add_argument(
+        "--remove-brokers",
+        type=_int_list("--remove-brokers"),
+        default=[],
+        help="also reject targets on these brokers",
+    )
     v.add_argument("--spark-master")
-    v.add_argument("--engine", choices=("auto", "spark", "local"), default="auto",
-                   help=f"auto: Spark from {SPARK_VALIDATE_MIN_MOVES} moves or with --spark-master")
+    v.add_argument(
+        "--engine",
+        choices=("auto", "spark", "local"),
+        default="auto",
+        help=f"auto: Spark from {SPARK_VALIDATE_MIN_MOVES} moves or with --spark-master",
+    )
     return p
 
 
@@ -107,7 +123,9 @@ def _snapshot(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
 
     if args.topics and args.replication_factor is None:
-        raise UsageError("--topics needs --replication-factor (it names the topics whose RF changes)")
+        raise UsageError(
+            "--topics needs --replication-factor (it names the topics whose RF changes)"
+        )
     result = make_plan(
         args.snapshot,
         remove_brokers=args.remove_brokers,
@@ -144,7 +162,9 @@ def _validate(args: argparse.Namespace) -> int:
     ctx = RuleContext(snap.racks(), frozenset(args.remove_brokers))
     engine = args.engine
     if engine == "auto":
-        engine = "spark" if (args.spark_master or len(plan_) >= SPARK_VALIDATE_MIN_MOVES) else "local"
+        engine = (
+            "spark" if (args.spark_master or len(plan_) >= SPARK_VALIDATE_MIN_MOVES) else "local"
+        )
     if engine == "spark":
         from ..spark.session import get_spark
         from ..spark.validate import validate_spark
@@ -155,7 +175,9 @@ def _validate(args: argparse.Namespace) -> int:
     else:
         problems = plan_problems_offline(plan_, snap, ctx, args.disallow_replication_factor_change)
     if problems:
-        raise InvalidPlanError(problems, header=f"{args.reassignment_json_file} is not valid for {args.snapshot}")
+        raise InvalidPlanError(
+            problems, header=f"{args.reassignment_json_file} is not valid for {args.snapshot}"
+        )
     print(f"{args.reassignment_json_file}: valid ({len(plan_)} partition(s), checked on {engine})")
     return 0
 
@@ -169,11 +191,15 @@ def read_topics_to_move(path: str) -> list[str]:
     except OSError as e:
         raise UsageError(f"--topics-to-move-json-file: cannot read {path}: {e.strerror}") from e
     except json.JSONDecodeError as e:
-        raise InvalidPlanError([f"not valid JSON: {e}"], header=f"{path} is not a topics-to-move file") from e
+        raise InvalidPlanError(
+            [f"not valid JSON: {e}"], header=f"{path} is not a topics-to-move file"
+        ) from e
     problems: list[str] = []
     topics: list[str] = []
     if not isinstance(doc, dict):
-        raise InvalidPlanError(["the top level must be a JSON object"], header=f"{path} is not a topics-to-move file")
+        raise InvalidPlanError(
+            ["the top level must be a JSON object"], header=f"{path} is not a topics-to-move file"
+        )
     if doc.get("version", 1) != 1:
         problems.append(f"unsupported version {doc.get('version')!r}; only 1 is known")
     for k in sorted(set(doc) - {"topics", "version"}):
@@ -205,9 +231,13 @@ def check_generate(args: argparse.Namespace) -> None:
     try:
         brokers = [int(b) for b in args.broker_list.split(",") if b.strip()]
     except ValueError:
-        raise UsageError(f"--broker-list takes broker ids like 1,2,3, got {args.broker_list!r}") from None
+        raise UsageError(
+            f"--broker-list takes broker ids like 1,2,3, got {args.broker_list!r}"
+        ) from None
     if not brokers or any(b < 0 for b in brokers):
-        raise UsageError(f"--broker-list takes non-negative broker ids like 1,2,3, got {args.broker_list!r}")
+        raise UsageError(
+            f"--broker-list takes non-negative broker ids like 1,2,3, got {args.broker_list!r}"
+        )
     read_topics_to_move(args.topics_to_move_json_file)
 
 
@@ -220,10 +250,14 @@ def run_generate(args: argparse.Namespace, gateway: Any, _plan: Any = None) -> i
     known = gateway.topic_partition_counts(None)
     missing = [t for t in topics if t not in known]
     if missing:
-        raise UsageError(f"--topics-to-move-json-file: topic(s) {missing} do not exist in the cluster")
+        raise UsageError(
+            f"--topics-to-move-json-file: topic(s) {missing} do not exist in the cluster"
+        )
     snap = take_snapshot(gateway, topics)
     if args.disable_rack_aware:
-        snap = dataclasses.replace(snap, brokers=tuple(dataclasses.replace(b, rack=None) for b in snap.brokers))
+        snap = dataclasses.replace(
+            snap, brokers=tuple(dataclasses.replace(b, rack=None) for b in snap.brokers)
+        )
     current, proposed = generate(snap, topics, brokers)
     print("Current partition replica assignment")
     print(current.to_json())
@@ -236,4 +270,3 @@ def run_generate(args: argparse.Namespace, gateway: Any, _plan: Any = None) -> i
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     return {"snapshot": _snapshot, "plan": _plan, "validate": _validate}[args.cmd](args)
-

@@ -46,7 +46,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-
 def _journal_events(path: str | None) -> list[dict[str, Any]]:
     if not path:
         return []

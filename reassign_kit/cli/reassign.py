@@ -33,8 +33,7 @@ ACTIONS = ("generate", "execute", "verify", "cancel", "list", "progress")
 EXECUTE_FLAGS = {d.dest for d in cli_options()}  # engine.options: the one declaration
 # Which options (argparse dest) each action accepts, besides the connection options.
 ACTION_OPTIONS: dict[str, set[str]] = {
-    "execute": EXECUTE_FLAGS
-    | {"reassignment_json_file", "rollback_file", "journal", "resume"},
+    "execute": EXECUTE_FLAGS | {"reassignment_json_file", "rollback_file", "journal", "resume"},
     "verify": {"reassignment_json_file", "preserve_throttles"},
     "cancel": {
         "reassignment_json_file",
@@ -229,7 +228,8 @@ def _read_plan_or_report_all(path: str, args: argparse.Namespace) -> Plan:
             gateway = ops.connect(args.bootstrap_server, args.command_config)
             partial = Plan.of(moves)
             extra = validate.plan_problems(
-                partial, ops.cluster_view(gateway, partial),
+                partial,
+                ops.cluster_view(gateway, partial),
                 disallow_replication_factor_change=args.disallow_replication_factor_change,
             )
         except Exception:
@@ -237,11 +237,17 @@ def _read_plan_or_report_all(path: str, args: argparse.Namespace) -> Plan:
         finally:
             if gateway is not None:
                 gateway.close()
-        raise InvalidPlanError(e.problems + extra, header=f"{path} is not a valid reassignment plan") from None
+        raise InvalidPlanError(
+            e.problems + extra, header=f"{path} is not a valid reassignment plan"
+        ) from None
 
 
 def _run(args: argparse.Namespace, action: str) -> int:
-    plan = _read_plan_or_report_all(args.reassignment_json_file, args) if args.reassignment_json_file else None
+    plan = (
+        _read_plan_or_report_all(args.reassignment_json_file, args)
+        if args.reassignment_json_file
+        else None
+    )
     gateway = ops.connect(args.bootstrap_server, args.command_config)
     try:
         return HANDLERS[action](args, gateway, plan)

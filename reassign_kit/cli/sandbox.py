@@ -19,24 +19,36 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def with_dir(sp: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        sp.add_argument("--dir", default=str(sbx.default_dir()),
-                        help="the cluster's directory (default: %(default)s, or $RK_SANDBOX_DIR)")
+        sp.add_argument(
+            "--dir",
+            default=str(sbx.default_dir()),
+            help="the cluster's directory (default: %(default)s, or $RK_SANDBOX_DIR)",
+        )
         return sp
 
-    up = with_dir(sub.add_parser("up", help="start a cluster and wait until every broker is registered"))
+    up = with_dir(
+        sub.add_parser("up", help="start a cluster and wait until every broker is registered")
+    )
     up.add_argument("--brokers", type=int, default=4)
-    up.add_argument("--racks", type=int, default=0, help="spread brokers over R racks (broker.rack)")
+    up.add_argument(
+        "--racks", type=int, default=0, help="spread brokers over R racks (broker.rack)"
+    )
     up.add_argument("--timeout", type=float, default=120)
     with_dir(sub.add_parser("down", help="stop every process of the cluster"))
     with_dir(sub.add_parser("status", help="brokers, pids and whether they are alive"))
     sub.add_parser("info", help="Kafka version and where its jars are")
     sub.add_parser("fetch", help="fetch the Kafka jars from Maven Central (once)")
-    for name, text in [("stop-broker", "graceful stop (SIGTERM)"), ("kill-broker", "SIGKILL"),
-                       ("start-broker", "start a stopped broker and wait until registered")]:
+    for name, text in [
+        ("stop-broker", "graceful stop (SIGTERM)"),
+        ("kill-broker", "SIGKILL"),
+        ("start-broker", "start a stopped broker and wait until registered"),
+    ]:
         sp = with_dir(sub.add_parser(name, help=text))
         sp.add_argument("broker_id", type=int, metavar="ID")
     load = with_dir(sub.add_parser("load", help="create topics and fill them with data (acks=all)"))
-    load.add_argument("--topics", default="load", help="a count (topics named load-0..) or a comma list of names")
+    load.add_argument(
+        "--topics", default="load", help="a count (topics named load-0..) or a comma list of names"
+    )
     load.add_argument("--partitions", type=int, default=4)
     load.add_argument("--replication-factor", type=int, default=3)
     load.add_argument("--mb-per-partition", type=float, default=1.0)
@@ -72,7 +84,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         sb.start_broker(args.broker_id)
     elif c == "load":
         if args.partitions < 1 or args.replication_factor < 1 or args.mb_per_partition < 0:
-            raise SandboxError("--partitions and --replication-factor must be >= 1, --mb-per-partition >= 0")
+            raise SandboxError(
+                "--partitions and --replication-factor must be >= 1, --mb-per-partition >= 0"
+            )
         if args.replication_factor > len(sb.nodes):
             raise SandboxError(
                 f"--replication-factor {args.replication_factor} exceeds the {len(sb.nodes)} brokers of {sb.dir}"

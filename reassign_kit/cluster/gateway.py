@@ -40,7 +40,9 @@ class Gateway(Protocol):
     def topic_partition_counts(self, topics: Iterable[str] | None = None) -> dict[str, int]:
         """Topic name -> partition count (all topics when ``topics`` is None)."""
 
-    def describe_partitions(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, PartitionState]:
+    def describe_partitions(
+        self, tps: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, PartitionState]:
         """Replicas, ISR, leader and adding/removing for the given partitions (missing ones absent)."""
 
     def list_reassignments(self) -> dict[TopicPartition, PartitionState]:

@@ -15,7 +15,9 @@ def partitions_df(spark, source: Snapshot | str):
     """The partitions of a snapshot (object, or path to its Parquet directory)."""
     if isinstance(source, str):
         return spark.read.parquet(os.path.join(source, "partitions.parquet")).selectExpr(
-            "topic", "cast(partition as int) partition", "cast(replicas as array<int>) replicas",
+            "topic",
+            "cast(partition as int) partition",
+            "cast(replicas as array<int>) replicas",
             "cast(size_bytes as long) size_bytes",
         )
     pdf = source.to_pandas()
@@ -28,7 +30,9 @@ def with_chunk(df, chunks: int):
     """Add the chunk column: crc32('topic-partition') mod chunks, the same as planner.chunk_key."""
     from pyspark.sql import functions as F
 
-    key = F.crc32(F.concat(F.col("topic"), F.lit("-"), F.col("partition").cast("string")).cast("binary"))
+    key = F.crc32(
+        F.concat(F.col("topic"), F.lit("-"), F.col("partition").cast("string")).cast("binary")
+    )
     return df.withColumn("chunk", F.pmod(key, F.lit(chunks)).cast("int"))
 
 

@@ -27,7 +27,9 @@ CHANGED_SCHEMA = "topic string, partition int, old array<int>, new array<int>, s
 def _rows(pdf) -> list[tuple]:
     return [
         (t, int(p), [int(x) for x in r], int(s))
-        for t, p, r, s in zip(pdf["topic"], pdf["partition"], pdf["replicas"], pdf["size_bytes"], strict=True)
+        for t, p, r, s in zip(
+            pdf["topic"], pdf["partition"], pdf["replicas"], pdf["size_bytes"], strict=True
+        )
     ]
 
 
@@ -84,7 +86,9 @@ def _shaped(params: PlanParams):
 
     reps = F.col("replicas")
     for topic, want in sorted(params.rf_change().items()):
-        grown = F.concat(reps, F.sequence(F.lit(-1), F.lit(0) - (F.lit(want) - F.size(reps)), F.lit(-1)))
+        grown = F.concat(
+            reps, F.sequence(F.lit(-1), F.lit(0) - (F.lit(want) - F.size(reps)), F.lit(-1))
+        )
         shaped = F.when(F.size(reps) >= want, F.slice(reps, 1, want)).otherwise(grown)
         reps = F.when(F.col("topic") == topic, shaped).otherwise(reps)
     return reps
@@ -98,14 +102,20 @@ def aggregate_spark(df, params: PlanParams, ctx) -> Aggregates:
     from pyspark.sql import functions as F
 
     agg = Aggregates()
-    shaped = df.select("topic", "partition", "chunk", "replicas", "size_bytes", _shaped(params).alias("reps"))
+    shaped = df.select(
+        "topic", "partition", "chunk", "replicas", "size_bytes", _shaped(params).alias("reps")
+    )
     ex = shaped.select("chunk", "size_bytes", F.posexplode("reps").alias("pos", "b"))
     ex = ex.withColumn("b", F.when(F.col("b") < 0, F.lit(-1)).otherwise(F.col("b")))
-    for r in ex.groupBy("chunk", "b").agg(
-        F.count(F.lit(1)).alias("n"),
-        F.sum(F.when(F.col("pos") == 0, 1).otherwise(0)).alias("lead"),
-        F.sum("size_bytes").alias("bytes"),
-    ).collect():
+    for r in (
+        ex.groupBy("chunk", "b")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.sum(F.when(F.col("pos") == 0, 1).otherwise(0)).alias("lead"),
+            F.sum("size_bytes").alias("bytes"),
+        )
+        .collect()
+    ):
         agg.replicas[(r.chunk, r.b)] = r.n
         if r.lead:
             agg.leaders[(r.chunk, r.b)] = r.lead
@@ -114,15 +124,33 @@ def aggregate_spark(df, params: PlanParams, ctx) -> Aggregates:
         agg.partitions[r.chunk] = agg.partitions.get(r.chunk, 0) + r["count"]
         agg.rf_hist[r.rf] = agg.rf_hist.get(r.rf, 0) + r["count"]
     if ctx.rack_count > 1:  # replicas that may change rack (planner.can_change_rack), per broker
-        rack_map = F.create_map(*[x for b, r in sorted(ctx.racks.items()) if r is not None for x in (F.lit(b), F.lit(r))])
-        with_racks = shaped.select("reps", F.transform("reps", lambda b: F.element_at(rack_map, b)).alias("rr"))
-        rx = with_racks.select("reps", "rr", F.posexplode("reps").alias("pos", "b")).filter(F.col("b") >= 0)
+        rack_map = F.create_map(
+            *[
+                x
+                for b, r in sorted(ctx.racks.items())
+                if r is not None
+                for x in (F.lit(b), F.lit(r))
+            ]
+        )
+        with_racks = shaped.select(
+            "reps", F.transform("reps", lambda b: F.element_at(rack_map, b)).alias("rr")
+        )
+        rx = with_racks.select("reps", "rr", F.posexplode("reps").alias("pos", "b")).filter(
+            F.col("b") >= 0
+        )
         mine = F.element_at(F.col("rr"), F.col("pos") + 1)
-        capable = (F.size("reps") < F.lit(ctx.rack_count)) | (F.size(F.filter("rr", lambda r: r == mine)) >= 2)
+        capable = (F.size("reps") < F.lit(ctx.rack_count)) | (
+            F.size(F.filter("rr", lambda r: r == mine)) >= 2
+        )
         for r in rx.filter(capable).groupBy("b").count().collect():
             agg.capable[r.b] = r["count"]
     removed = sorted(ctx.removed)
-    must = F.exists("reps", lambda x: (x < 0) | F.array_contains(F.array(*[F.lit(b) for b in removed] or [F.lit(-1)]), x))
+    must = F.exists(
+        "reps",
+        lambda x: (
+            (x < 0) | F.array_contains(F.array(*[F.lit(b) for b in removed] or [F.lit(-1)]), x)
+        ),
+    )
     if ctx.rack_count > 1 or removed or params.rf_change():
 
         def pinned(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -200,7 +228,14 @@ def plan_and_validate_spark(
         out = df.mapInPandas(plan_chunks, CHANGED_SCHEMA).toPandas()  # Arrow, not pickled rows
         changed = [
             (t, int(p), [int(x) for x in o], [int(x) for x in n], int(sz))
-            for t, p, o, n, sz in zip(out["topic"], out["partition"], out["old"], out["new"], out["size_bytes"], strict=True)
+            for t, p, o, n, sz in zip(
+                out["topic"],
+                out["partition"],
+                out["old"],
+                out["new"],
+                out["size_bytes"],
+                strict=True,
+            )
         ]
         result = finish(changed, prep)
         timings["plan_s"] = time.perf_counter() - t

@@ -69,7 +69,11 @@ class Postmortem:
         e = self.events
         return (
             e.groupBy("run_id")
-            .agg(F.min("ts").alias("start_ts"), F.max("ts").alias("end_ts"), F.count("*").alias("events"))
+            .agg(
+                F.min("ts").alias("start_ts"),
+                F.max("ts").alias("end_ts"),
+                F.count("*").alias("events"),
+            )
             .orderBy("start_ts")
             .toPandas()
         )
@@ -83,12 +87,18 @@ class Postmortem:
     def _compute_moves(self) -> Any:
         from pyspark.sql import functions as F
 
-        e = self.events.where(F.col("topic").isNotNull()) if "topic" in self.events.columns else None
+        e = (
+            self.events.where(F.col("topic").isNotNull())
+            if "topic" in self.events.columns
+            else None
+        )
         if e is None:
             return self.events.sparkSession.createDataFrame(
-                [], "run_id string, topic string, partition long, start double, end double, "
+                [],
+                "run_id string, topic string, partition long, start double, end double, "
                 "state string, batch long, steps long, size_bytes long, current array<long>, "
-                "target array<long>, duration double")
+                "target array<long>, duration double",
+            )
         ev = F.col("event")
         terminal = F.when(ev.isin(*TERMINAL), F.struct(F.col("ts"), ev.alias("e")))
         return (
@@ -100,8 +110,12 @@ class Postmortem:
                 F.first(_col(e, "batch", "long"), ignorenulls=True).alias("batch"),
                 F.max(_col(e, "steps", "long")).alias("steps"),
                 F.first(_col(e, "size_bytes", "long"), ignorenulls=True).alias("size_bytes"),
-                F.first(F.when(ev == "submitted", _col(e, "current", "array<long>")), ignorenulls=True).alias("current"),
-                F.first(F.when(ev == "submitted", _col(e, "target", "array<long>")), ignorenulls=True).alias("target"),
+                F.first(
+                    F.when(ev == "submitted", _col(e, "current", "array<long>")), ignorenulls=True
+                ).alias("current"),
+                F.first(
+                    F.when(ev == "submitted", _col(e, "target", "array<long>")), ignorenulls=True
+                ).alias("target"),
             )
             .where(F.col("start").isNotNull())
             .withColumn("state", F.coalesce(F.col("state"), F.lit("running")))
@@ -116,9 +130,19 @@ class Postmortem:
 
         m = self.moves()
         starts = m.select("run_id", F.col("start").alias("ts"), F.lit(1).alias("delta"))
-        ends = m.where(F.col("end").isNotNull()).select("run_id", F.col("end").alias("ts"), F.lit(-1).alias("delta"))
-        w = Window.partitionBy("run_id").orderBy("ts", "delta").rowsBetween(Window.unboundedPreceding, 0)
-        return starts.unionByName(ends).withColumn("in_flight", F.sum("delta").over(w)).orderBy("run_id", "ts", "delta")
+        ends = m.where(F.col("end").isNotNull()).select(
+            "run_id", F.col("end").alias("ts"), F.lit(-1).alias("delta")
+        )
+        w = (
+            Window.partitionBy("run_id")
+            .orderBy("ts", "delta")
+            .rowsBetween(Window.unboundedPreceding, 0)
+        )
+        return (
+            starts.unionByName(ends)
+            .withColumn("in_flight", F.sum("delta").over(w))
+            .orderBy("run_id", "ts", "delta")
+        )
 
     def caps_pandas(self) -> Any:
         """Per run: the pacing options it ran with (from ``run_started``)."""
@@ -141,14 +165,27 @@ class Postmortem:
 
         m = self.moves().where(F.col("state") == "completed").where(F.col("target").isNotNull())
         new = m.select(
-            "run_id", "start", "end", "size_bytes",
-            F.explode(F.array_except("target", F.coalesce("current", F.array().cast("array<long>")))).alias("broker"),
+            "run_id",
+            "start",
+            "end",
+            "size_bytes",
+            F.explode(
+                F.array_except("target", F.coalesce("current", F.array().cast("array<long>")))
+            ).alias("broker"),
         ).withColumn("direction", F.lit("in"))
-        src = m.where(F.size("current") > 0).select(
-            "run_id", "start", "end",
-            (F.col("size_bytes") * F.size(F.array_except("target", "current"))).alias("size_bytes"),
-            F.element_at("current", 1).alias("broker"),
-        ).withColumn("direction", F.lit("out"))
+        src = (
+            m.where(F.size("current") > 0)
+            .select(
+                "run_id",
+                "start",
+                "end",
+                (F.col("size_bytes") * F.size(F.array_except("target", "current"))).alias(
+                    "size_bytes"
+                ),
+                F.element_at("current", 1).alias("broker"),
+            )
+            .withColumn("direction", F.lit("out"))
+        )
         both = new.unionByName(src)
         return (
             both.groupBy("run_id", "broker", "direction")
@@ -188,7 +225,11 @@ class Postmortem:
 
         e = self.events.where(F.col("event").isin(*TROUBLE))
         return e.select(
-            "run_id", "ts", "event", _col(e, "topic").alias("topic"), _col(e, "partition", "long").alias("partition"),
+            "run_id",
+            "ts",
+            "event",
+            _col(e, "topic").alias("topic"),
+            _col(e, "partition", "long").alias("partition"),
             F.coalesce(_col(e, "reason"), _col(e, "message"), _col(e, "scope")).alias("detail"),
         ).orderBy("ts")
 
@@ -196,11 +237,23 @@ class Postmortem:
         from pyspark.sql import functions as F
 
         e = self.events.where(F.col("event").isin("throttle_set", "throttle_cleared"))
-        rates = F.to_json(_col(e, "broker_rates", "map<string,long>")) if "broker_rates" in e.columns else F.lit(None)
-        return e.select("run_id", "ts", "event", _col(e, "rate", "long").alias("rate"), rates.alias("broker_rates")).orderBy("ts")
+        rates = (
+            F.to_json(_col(e, "broker_rates", "map<string,long>"))
+            if "broker_rates" in e.columns
+            else F.lit(None)
+        )
+        return e.select(
+            "run_id",
+            "ts",
+            "event",
+            _col(e, "rate", "long").alias("rate"),
+            rates.alias("broker_rates"),
+        ).orderBy("ts")
 
 
-def report(moves: Any, conc: Any, thr: Any, batches: Any, trouble: Any, throttles: Any, caps: Any) -> dict[str, Any]:
+def report(
+    moves: Any, conc: Any, thr: Any, batches: Any, trouble: Any, throttles: Any, caps: Any
+) -> dict[str, Any]:
     """The postmortem as JSON values: a summary plus every (small) table."""
     states = moves["state"].value_counts().to_dict() if len(moves) else {}
     peak = conc.groupby("run_id")["in_flight"].max().to_dict() if len(conc) else {}
@@ -210,8 +263,12 @@ def report(moves: Any, conc: Any, thr: Any, batches: Any, trouble: Any, throttle
         "states": {k: int(v) for k, v in states.items()},
         "peak_in_flight": {k: int(v) for k, v in peak.items()},
         "caps": caps.to_dict("records"),
-        "wall_s": float(moves["end"].max() - moves["start"].min()) if len(moves) and moves["end"].notna().any() else None,
-        "slowest_move_s": float(moves["duration"].max()) if len(moves) and moves["duration"].notna().any() else None,
+        "wall_s": float(moves["end"].max() - moves["start"].min())
+        if len(moves) and moves["end"].notna().any()
+        else None,
+        "slowest_move_s": float(moves["duration"].max())
+        if len(moves) and moves["duration"].notna().any()
+        else None,
         "batch_wait_s": float(batches["waiting_for_slowest_s"].sum()) if len(batches) else 0.0,
         "stuck": int((trouble["event"] == "stuck").sum()) if len(trouble) else 0,
         "cancelled": int((trouble["event"] == "cancelled").sum()) if len(trouble) else 0,

@@ -12,7 +12,9 @@ _lock = threading.Lock()
 _session = None
 
 
-def get_spark(master: str | None = None, shuffle_partitions: int = 4, app_name: str = "reassign-kit"):
+def get_spark(
+    master: str | None = None, shuffle_partitions: int = 4, app_name: str = "reassign-kit"
+):
     """The process's session, created on first use. ``master`` defaults to ``local[2]`` (or
     $RK_SPARK_MASTER); a later call with another master gets the existing session."""
     global _session

@@ -54,14 +54,29 @@ def validate_spark(
     def check(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         base = ClusterView.of(brokers, counts)
         for b in batches:
-            out: dict[str, list] = {k: [] for k in ("topic", "partition", "i", "where", "rule", "detail")}
-            for t, p, target, dirs, cur in zip(b["topic"], b["partition"], b["target"], b["log_dirs"], b["current"], strict=True):
+            out: dict[str, list] = {
+                k: [] for k in ("topic", "partition", "i", "where", "rule", "detail")
+            }
+            for t, p, target, dirs, cur in zip(
+                b["topic"], b["partition"], b["target"], b["log_dirs"], b["current"], strict=True
+            ):
                 tp = TopicPartition(t, int(p))
-                move = Move(tp, tuple(int(x) for x in target), tuple(dirs) if dirs is not None else None)
-                states = {tp: PartitionState(tp, tuple(int(x) for x in cur))} if cur is not None else {}
+                move = Move(
+                    tp, tuple(int(x) for x in target), tuple(dirs) if dirs is not None else None
+                )
+                states = (
+                    {tp: PartitionState(tp, tuple(int(x) for x in cur))} if cur is not None else {}
+                )
                 view = ClusterView(base.brokers, base.partition_counts, states, base.log_dirs)
                 for i, pr in enumerate(move_all_problems(move, view, ctx, disallow)):
-                    for k, v in (("topic", t), ("partition", int(p)), ("i", i), ("where", pr.where), ("rule", pr.rule), ("detail", pr.detail)):
+                    for k, v in (
+                        ("topic", t),
+                        ("partition", int(p)),
+                        ("i", i),
+                        ("where", pr.where),
+                        ("rule", pr.rule),
+                        ("detail", pr.detail),
+                    ):
                         out[k].append(v)
             if out["topic"]:
                 yield pd.DataFrame(out, columns=list(out))

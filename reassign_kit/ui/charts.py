@@ -56,28 +56,52 @@ def new_figure(widget: bool = True) -> go.Figure:
         cols=1,
         row_heights=[0.34, 0.22, 0.44],
         vertical_spacing=0.13,
-        subplot_titles=("moves over time (seconds since start)", "bytes per broker", "partition moves"),
+        subplot_titles=(
+            "moves over time (seconds since start)",
+            "bytes per broker",
+            "partition moves",
+        ),
     )
     fig = go.FigureWidget(base) if widget else go.Figure(base)
     for name in ("done", "moving", "pending", "cancelled"):
         fig.add_trace(
             go.Scatter(
-                x=[], y=[], name=name, mode="lines", stackgroup="moves", line_shape="hv",
-                line={"color": COLORS[name], "width": 0 if name == "cancelled" else 1}, legendgroup="moves",
+                x=[],
+                y=[],
+                name=name,
+                mode="lines",
+                stackgroup="moves",
+                line_shape="hv",
+                line={"color": COLORS[name], "width": 0 if name == "cancelled" else 1},
+                legendgroup="moves",
             ),
-            row=1, col=1,
+            row=1,
+            col=1,
         )
-    fig.add_trace(go.Bar(x=[], y=[], name="bytes in", marker_color=COLORS["bytes_in"]), row=2, col=1)
-    fig.add_trace(go.Bar(x=[], y=[], name="bytes out", marker_color=COLORS["bytes_out"]), row=2, col=1)
+    fig.add_trace(
+        go.Bar(x=[], y=[], name="bytes in", marker_color=COLORS["bytes_in"]), row=2, col=1
+    )
+    fig.add_trace(
+        go.Bar(x=[], y=[], name="bytes out", marker_color=COLORS["bytes_out"]), row=2, col=1
+    )
     fig.add_trace(
         go.Bar(
-            x=[], y=[], base=[], orientation="h", name="moves", showlegend=False,
-            marker={"color": []}, hovertemplate="%{y}: %{base:.1f}s + %{x:.1f}s<extra>%{customdata}</extra>",
+            x=[],
+            y=[],
+            base=[],
+            orientation="h",
+            name="moves",
+            showlegend=False,
+            marker={"color": []},
+            hovertemplate="%{y}: %{base:.1f}s + %{x:.1f}s<extra>%{customdata}</extra>",
         ),
-        row=3, col=1,
+        row=3,
+        col=1,
     )
     fig.update_layout(
-        height=720, autosize=True, barmode="group",  # autosize: as wide as the notebook cell margin={"l": 90, "r": 20, "t": 60, "b": 40},
+        height=720,
+        autosize=True,
+        barmode="group",  # autosize: as wide as the notebook cell margin={"l": 90, "r": 20, "t": 60, "b": 40},
         title={"text": "plan progress: not started", "y": 0.985},
         legend={"x": 1.02, "y": 1.0, "xanchor": "left", "yanchor": "top"},
         template="plotly_white",
@@ -85,9 +109,13 @@ def new_figure(widget: bool = True) -> go.Figure:
     # counts are whole numbers; bytes read as kB / MB / GB
     fig.update_yaxes(title_text="moves", tickformat=",d", rangemode="tozero", row=1, col=1)
     fig.update_xaxes(title_text="broker", title_standoff=4, type="category", row=2, col=1)
-    fig.update_yaxes(title_text="bytes", tickformat=".3~s", ticksuffix="B", rangemode="tozero", row=2, col=1)
+    fig.update_yaxes(
+        title_text="bytes", tickformat=".3~s", ticksuffix="B", rangemode="tozero", row=2, col=1
+    )
     # the timeline shares the progress pane's time axis (same t0, same scale, zoom together)
-    fig.update_xaxes(title_text="seconds since start", matches="x", rangemode="tozero", row=3, col=1)
+    fig.update_xaxes(
+        title_text="seconds since start", matches="x", rangemode="tozero", row=3, col=1
+    )
     fig.update_yaxes(autorange="reversed", type="category", row=3, col=1)
     return fig
 
@@ -98,7 +126,12 @@ def apply(fig: go.Figure, data: ChartData) -> None:
     brokers = list(data.brokers)
     bars = list(data.bars)
     with fig.batch_update():
-        for idx, ys in ((T_DONE, p.done), (T_MOVING, p.moving), (T_PENDING, p.pending), (T_CANCELLED, p.cancelled)):
+        for idx, ys in (
+            (T_DONE, p.done),
+            (T_MOVING, p.moving),
+            (T_PENDING, p.pending),
+            (T_CANCELLED, p.cancelled),
+        ):
             fig.data[idx].x = list(p.t)
             fig.data[idx].y = list(ys)
         fig.data[T_IN].x = [str(b) for b in brokers]
@@ -112,7 +145,9 @@ def apply(fig: go.Figure, data: ChartData) -> None:
         g.marker.color = [COLORS.get(b.state, COLORS["moving"]) for b in bars]
         g.customdata = [b.state + (f", {b.steps} steps" if b.steps > 1 else "") for b in bars]
         fig.layout.title.text = _layout_title(data)
-        title = "partition moves" + (f" ({data.bars_hidden} more not shown)" if data.bars_hidden else "")
+        title = "partition moves" + (
+            f" ({data.bars_hidden} more not shown)" if data.bars_hidden else ""
+        )
         fig.layout.annotations[2].text = title
         fig.layout.annotations[1].text = data.brokers_title
         fig.layout.height = max(720, 480 + 14 * len(bars))
@@ -128,15 +163,20 @@ def write_html(path: str | os.PathLike, figures: Mapping[str, go.Figure], title:
 
     parts = []
     for i, (name, fig) in enumerate(figures.items()):
-        div = pio.to_html(fig, full_html=False, include_plotlyjs=(i == 0), default_width="100%",
-                          config={"displaylogo": False, "responsive": True})
+        div = pio.to_html(
+            fig,
+            full_html=False,
+            include_plotlyjs=(i == 0),
+            default_width="100%",
+            config={"displaylogo": False, "responsive": True},
+        )
         parts.append(f'<section id="{html.escape(name)}">{div}</section>')
     doc = (
         '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title>"
         "<style>body{font-family:sans-serif;margin:16px 24px;color:#222}"
         "section{margin-bottom:28px;border-bottom:1px solid #eee}</style></head><body>"
-        f"<h1 style=\"font-size:20px\">{html.escape(title)}</h1>"
+        f'<h1 style="font-size:20px">{html.escape(title)}</h1>'
         + "".join(parts)
         + "</body></html>\n"
     )

@@ -157,7 +157,9 @@ def progress_series(
                     setstate(tp, "cancelled")
         elif kind not in ("run_started", "run_finished"):
             continue
-        pts.append((float(ev["ts"]) - (t0 or 0.0), counts["done"], counts["moving"], counts["cancelled"]))
+        pts.append(
+            (float(ev["ts"]) - (t0 or 0.0), counts["done"], counts["moving"], counts["cancelled"])
+        )
     n = total if total is not None else len(state)
     n = max(n, len(state))
     pts = downsample(pts, max_points)
@@ -361,8 +363,22 @@ def _direct_broker_bytes(latest: Any) -> dict[int, dict[str, float]]:
             b = int(bid)
         except (TypeError, ValueError):
             continue
-        bin_ = next((_num(r.get(k)) for k in ("bytes_in", "in_bytes", "copied_in") if _num(r.get(k)) is not None), None)
-        bout = next((_num(r.get(k)) for k in ("bytes_out", "out_bytes", "copied_out") if _num(r.get(k)) is not None), None)
+        bin_ = next(
+            (
+                _num(r.get(k))
+                for k in ("bytes_in", "in_bytes", "copied_in")
+                if _num(r.get(k)) is not None
+            ),
+            None,
+        )
+        bout = next(
+            (
+                _num(r.get(k))
+                for k in ("bytes_out", "out_bytes", "copied_out")
+                if _num(r.get(k)) is not None
+            ),
+            None,
+        )
         out[b] = {"bytes_in": bin_ or 0.0, "bytes_out": bout or 0.0}
     return dict(sorted(out.items()))
 
@@ -411,7 +427,9 @@ def behind_rows(rows: Iterable[Any], limit: int = MAX_TABLE_ROWS) -> list[dict[s
         state = str(_field(r, "state", _field(r, "status", "")) or "")
         if state.lower().startswith(("done", "pending", "complete")):
             continue
-        behind = next((_num(_field(r, k)) for k in _BEHIND_KEYS if _num(_field(r, k)) is not None), None)
+        behind = next(
+            (_num(_field(r, k)) for k in _BEHIND_KEYS if _num(_field(r, k)) is not None), None
+        )
         tp = _as_tp(r) or _as_tp(_field(r, "tp"))
         if tp is None:
             continue
@@ -423,7 +441,12 @@ def behind_rows(rows: Iterable[Any], limit: int = MAX_TABLE_ROWS) -> list[dict[s
             "percent": pct,
             "detail": _field(r, "detail", _field(r, "message", "")) or "",
         }
-        key = (0 if behind is not None else 1, -(behind or 0.0), pct if pct is not None else 101.0, tp)
+        key = (
+            0 if behind is not None else 1,
+            -(behind or 0.0),
+            pct if pct is not None else 101.0,
+            tp,
+        )
         picked.append((key, row))
     picked.sort(key=lambda kr: kr[0])
     return [r for _, r in picked[:limit]]
@@ -433,7 +456,17 @@ def behind_rows(rows: Iterable[Any], limit: int = MAX_TABLE_ROWS) -> list[dict[s
 
 
 _QUIET = frozenset({"sample"})
-_LOG_FIELDS = ("replicas", "step", "steps", "brokers", "rate", "message", "reason", "state", "error")
+_LOG_FIELDS = (
+    "replicas",
+    "step",
+    "steps",
+    "brokers",
+    "rate",
+    "message",
+    "reason",
+    "state",
+    "error",
+)
 
 
 def format_event(event: Mapping[str, Any]) -> str:

@@ -49,10 +49,18 @@ def _make_control(opt: Declared, value: Any) -> W.Widget:
     o = opt.option
     tip = o.widget_help or o.help
     if o.widget == "bool":
-        return W.Checkbox(value=bool(value), description=o.label, tooltip=tip, style=style, indent=True,
-                          layout=layout)
+        return W.Checkbox(
+            value=bool(value),
+            description=o.label,
+            tooltip=tip,
+            style=style,
+            indent=True,
+            layout=layout,
+        )
     if o.widget == "choice":
-        return W.Dropdown(options=list(o.choices), value=value, description=o.label, style=style, layout=layout)
+        return W.Dropdown(
+            options=list(o.choices), value=value, description=o.label, style=style, layout=layout
+        )
     cls = W.IntText if o.widget == "int" else W.FloatText
     return cls(value=value, description=o.label, tooltip=tip, style=style, layout=layout)
 
@@ -107,7 +115,9 @@ class Panel:
         self.output_dir = output_dir
         if output_dir:
             os.makedirs(output_dir, exist_ok=True)
-        self.journal_path = journal_path or (os.path.join(output_dir, "journal.jsonl") if output_dir else None)
+        self.journal_path = journal_path or (
+            os.path.join(output_dir, "journal.jsonl") if output_dir else None
+        )
         self.artefacts: dict[str, str] = {}
         self.refresh_s = float(refresh_s)
         self._run_kwargs = dict(run_kwargs or {})
@@ -132,26 +142,51 @@ class Panel:
                 f"unknown panel option(s) {', '.join(bad)}; known: {', '.join(sorted(known))}"
             )
         self.controls: dict[str, W.Widget] = {
-            o.name: _make_control(o, _from_option_value(o, defaults.get(o.name, o.default))) for o in PACING
+            o.name: _make_control(o, _from_option_value(o, defaults.get(o.name, o.default)))
+            for o in PACING
         }
         for name in controls.LIVE_CONTROLS:
             self.controls[name].observe(partial(self._on_live_change, name), names="value")
         self.buttons: dict[str, W.Button] = {
-            "execute": W.Button(description="Execute", button_style="primary", icon="play",
-                                tooltip="start a new run of the plan"),
-            "resume_run": W.Button(description="Resume from journal", button_style="primary", icon="history",
-                                   tooltip="continue the journaled run: adopt moves in flight, "
-                                   "submit what is left, with the run's own options"),
-            "pause": W.Button(description="Pause", icon="pause", tooltip="submit nothing new; moves in flight go on"),
-            "resume": W.Button(description="Resume", icon="play", tooltip="submit again after a pause"),
-            "stop": W.Button(description="Stop", button_style="warning", icon="hand-paper-o",
-                             tooltip="end the run; moves in flight go on (throttled) and can be resumed"),
-            "cancel": W.Button(description="Cancel", button_style="danger", icon="stop",
-                               tooltip="end the run and cancel the moves in flight"),
+            "execute": W.Button(
+                description="Execute",
+                button_style="primary",
+                icon="play",
+                tooltip="start a new run of the plan",
+            ),
+            "resume_run": W.Button(
+                description="Resume from journal",
+                button_style="primary",
+                icon="history",
+                tooltip="continue the journaled run: adopt moves in flight, "
+                "submit what is left, with the run's own options",
+            ),
+            "pause": W.Button(
+                description="Pause",
+                icon="pause",
+                tooltip="submit nothing new; moves in flight go on",
+            ),
+            "resume": W.Button(
+                description="Resume", icon="play", tooltip="submit again after a pause"
+            ),
+            "stop": W.Button(
+                description="Stop",
+                button_style="warning",
+                icon="hand-paper-o",
+                tooltip="end the run; moves in flight go on (throttled) and can be resumed",
+            ),
+            "cancel": W.Button(
+                description="Cancel",
+                button_style="danger",
+                icon="stop",
+                tooltip="end the run and cancel the moves in flight",
+            ),
             "verify": W.Button(description="Verify", button_style="info", icon="check"),
         }
         for name, b in self.buttons.items():
-            b.layout = W.Layout(width="auto", min_width="96px", padding="0 14px")  # labels never cut
+            b.layout = W.Layout(
+                width="auto", min_width="96px", padding="0 14px"
+            )  # labels never cut
             b.on_click(getattr(self, f"_on_{name}"))
         self.resumable = self._resumable_run()
         self.status = W.HTML()
@@ -169,8 +204,12 @@ class Panel:
             [
                 self.summary_html,
                 W.HBox(
-                    [W.GridBox(list(self.controls.values()),
-                               layout=W.Layout(grid_template_columns="repeat(2, 340px)"))]
+                    [
+                        W.GridBox(
+                            list(self.controls.values()),
+                            layout=W.Layout(grid_template_columns="repeat(2, 340px)"),
+                        )
+                    ]
                 ),
                 W.HBox(list(self.buttons.values()), layout=W.Layout(flex_flow="row wrap")),
                 self.status,
@@ -184,9 +223,11 @@ class Panel:
         )
         self._set_phase(self.phase)
         if self.resumable is not None and self.phase == "ready":
-            self._say(f"the journal {self.journal_path} holds an unfinished run of this plan "
-                      f"({self.resumable.get('run_id')}): Resume from journal continues it; "
-                      "Execute starts a new run (the old journal is kept beside it)")
+            self._say(
+                f"the journal {self.journal_path} holds an unfinished run of this plan "
+                f"({self.resumable.get('run_id')}): Resume from journal continues it; "
+                "Execute starts a new run (the old journal is kept beside it)"
+            )
         self.refresh()
 
     # ---------------------------------------------------------------- display / state
@@ -223,7 +264,9 @@ class Panel:
 
     def _say(self, text: str, error: bool = False) -> None:
         color = "#b00020" if error else "#1b5e20"
-        self.message.value = f'<pre style="color:{color};white-space:pre-wrap;margin:0">{html.escape(text)}</pre>'
+        self.message.value = (
+            f'<pre style="color:{color};white-space:pre-wrap;margin:0">{html.escape(text)}</pre>'
+        )
         if error:
             self.errors.append(text)
 
@@ -245,7 +288,9 @@ class Panel:
         self.states = states
         self.current = {tp: tuple(s.replicas) for tp, s in states.items()}
         self.leaders = {tp: s.leader for tp, s in states.items() if s.leader is not None}
-        rows = [(m.tp, states[m.tp].replicas if m.tp in states else (), m.replicas) for m in self.plan]
+        rows = [
+            (m.tp, states[m.tp].replicas if m.tp in states else (), m.replicas) for m in self.plan
+        ]
         return figures.plan_summary(rows, sizes, problems)
 
     def _render_summary(self) -> None:
@@ -279,8 +324,14 @@ class Panel:
             # the panel stays until every move is complete (the CLI's --wait), so the chart
             # reaches the end and the throttles are cleared by the run itself
             opts = ExecuteOptions(**{**self.options(), "wait": True})
-            prepared = preflight(self.gateway, self.plan, opts, self.journal_path,
-                                 rollback_path=self._rollback_target(), **self._run_kwargs)
+            prepared = preflight(
+                self.gateway,
+                self.plan,
+                opts,
+                self.journal_path,
+                rollback_path=self._rollback_target(),
+                **self._run_kwargs,
+            )
             if self.journal_path:
                 aside = set_aside(self.journal_path)
                 if aside:
@@ -320,8 +371,15 @@ class Panel:
                 self._set_control(name, _from_option_value(opt, journaled[name]))
         try:
             opts = ExecuteOptions.from_json_obj({**journaled, **self.options(), "wait": True})
-            prepared = preflight(self.gateway, self.plan, opts, self.journal_path, resume=True,
-                                 rollback_path=None, **self._run_kwargs)
+            prepared = preflight(
+                self.gateway,
+                self.plan,
+                opts,
+                self.journal_path,
+                resume=True,
+                rollback_path=None,
+                **self._run_kwargs,
+            )
         except ReassignKitError as e:
             self._say(str(e), error=True)
             return
@@ -365,25 +423,38 @@ class Panel:
         opt = OPTIONS[name]
         old, new = _widget_value(opt, change["old"]), _widget_value(opt, change["new"])
         try:
-            if name == "parallel_replica_count" and new is not None and (not isinstance(new, int) or new < 1):
-                raise UsageError(f"parallel replica count must be >= 1 (0 = whole move at once), got {new}")
+            if (
+                name == "parallel_replica_count"
+                and new is not None
+                and (not isinstance(new, int) or new < 1)
+            ):
+                raise UsageError(
+                    f"parallel replica count must be >= 1 (0 = whole move at once), got {new}"
+                )
             self.run.set_caps(**{name: new})  # R also switches KIP-435's leader-moves-first batches
         except ReassignKitError as e:
             self._set_control(name, change["old"])
             self._say(f"{opt.option.label}: {e}", error=True)
             self._note(f"{opt.option.label} not changed: {e}")
             return
-        where = ("moves not started and the next step of moves part-way" if name == "parallel_replica_count"
-                 else "the next scheduling decision")
-        self._note(f"{opt.option.label}: {_show(opt, old)} -> {_show(opt, new)} (takes effect at {where})")
+        where = (
+            "moves not started and the next step of moves part-way"
+            if name == "parallel_replica_count"
+            else "the next scheduling decision"
+        )
+        self._note(
+            f"{opt.option.label}: {_show(opt, old)} -> {_show(opt, new)} (takes effect at {where})"
+        )
         self._say(f"{opt.option.label} is now {_show(opt, new)}")
 
     def _on_stop(self, _b: Any = None) -> None:
         if self.run is not None and self.phase in ("running", "paused"):
             self._asked = "stop"
             self._set_phase("stopping")
-            self._say("stopping: nothing new is submitted; the moves in flight go on (throttled). "
-                      "Resume from journal continues the run later")
+            self._say(
+                "stopping: nothing new is submitted; the moves in flight go on (throttled). "
+                "Resume from journal continues the run later"
+            )
             self.run.stop(cancel_inflight=False)
 
     def _on_pause(self, _b: Any = None) -> None:
@@ -402,8 +473,10 @@ class Panel:
         if self.run is not None and self.phase in ("running", "paused"):
             self._asked = "cancel"
             self._set_phase("stopping")
-            self._say("cancelling: the moves in flight are being cancelled (a cancelled move may "
-                      "leave a partition with extra replicas; the rollback file restores it)")
+            self._say(
+                "cancelling: the moves in flight are being cancelled (a cancelled move may "
+                "leave a partition with extra replicas; the rollback file restores it)"
+            )
             self.run.stop(cancel_inflight=True)
 
     def _on_verify(self, _b: Any = None) -> None:
@@ -456,13 +529,20 @@ class Panel:
         self.resumable = self._resumable_run()
         err = outcome.get("error") or _result_error(self.result)
         if err is not None:
-            msg = str(err) if isinstance(err, ReassignKitError | str) else f"{type(err).__name__}: {err}"
+            msg = (
+                str(err)
+                if isinstance(err, ReassignKitError | str)
+                else f"{type(err).__name__}: {err}"
+            )
             self._say(f"the run stopped with an error: {msg}", error=True)
             self._set_phase("failed")
         else:
             self._set_phase(controls.phase_after_run(_result_state(self.result), self._asked))
-            hint = ("; Resume from journal continues it" if self.resumable is not None
-                    and self.phase in ("stopped", "cancelled") else "")
+            hint = (
+                "; Resume from journal continues it"
+                if self.resumable is not None and self.phase in ("stopped", "cancelled")
+                else ""
+            )
             self._say(_describe_result(self.result) + hint)
         self._safe_refresh()
         self.save_artefacts()
@@ -485,17 +565,26 @@ class Panel:
         s = self.summary
         return {
             "phase": self.phase,
-            "plan": {"moves": s.moves, "replica_moves": s.replica_moves, "bytes_to_move": s.bytes_to_move,
-                     "leader_changes": s.leader_changes, "brokers_touched": list(s.brokers_touched),
-                     "problems": list(s.problems)},
+            "plan": {
+                "moves": s.moves,
+                "replica_moves": s.replica_moves,
+                "bytes_to_move": s.bytes_to_move,
+                "leader_changes": s.leader_changes,
+                "brokers_touched": list(s.brokers_touched),
+                "problems": list(s.problems),
+            },
             "options": self.options(),
-            "progress": {"total": data.progress.total,
-                         "done": data.progress.done[-1] if data.progress.done else 0,
-                         "cancelled": data.progress.cancelled[-1] if data.progress.cancelled else 0,
-                         "percent_done": data.progress.percent_done,
-                         "seconds": data.progress.t[-1] if data.progress.t else 0.0},
+            "progress": {
+                "total": data.progress.total,
+                "done": data.progress.done[-1] if data.progress.done else 0,
+                "cancelled": data.progress.cancelled[-1] if data.progress.cancelled else 0,
+                "percent_done": data.progress.percent_done,
+                "seconds": data.progress.t[-1] if data.progress.t else 0.0,
+            },
             "run": _describe_result(self.result) if self.result is not None else None,
-            "verify": _describe_verify(self.verify_result) if self.verify_result is not None else None,
+            "verify": _describe_verify(self.verify_result)
+            if self.verify_result is not None
+            else None,
             "verify_complete": verify_complete(self.verify_result),
             "errors": list(self.errors),
             "changes": self._notes(),  # caps changed during the run, resumes: what the user did
@@ -508,8 +597,11 @@ class Panel:
             return {}
         fig = charts.new_figure(widget=False)
         charts.apply(fig, self.chart_data())
-        chart = charts.write_html(os.path.join(self.output_dir, "execute_chart.html"), {"progress": fig},
-                                  title=self._run_title())
+        chart = charts.write_html(
+            os.path.join(self.output_dir, "execute_chart.html"),
+            {"progress": fig},
+            title=self._run_title(),
+        )
         self.artefacts["chart"] = chart
         self.artefacts["report"] = os.path.join(self.output_dir, "execute_report.json")
         with open(self.artefacts["report"], "w", encoding="utf-8") as f:
@@ -542,7 +634,9 @@ class Panel:
         total = self.summary.moves
         progress = figures.progress_series(evs, total=total)
         live = figures.broker_bytes(evs, self.leaders)
-        bars, hidden = figures.move_bars(evs, now=self._clock() if self.phase in ("running", "paused") else None)
+        bars, hidden = figures.move_bars(
+            evs, now=self._clock() if self.phase in ("running", "paused") else None
+        )
         if live:
             brokers, title = live, "bytes copied per broker (latest sample)"
         else:
@@ -616,9 +710,13 @@ def _describe_verify(result: Any) -> str:
     lines = getattr(result, "lines", None)
     if callable(lines):
         text = list(lines())
-        verdict = {True: "verify: done, every move of the plan is complete",
-                   False: "verify: NOT complete"}.get(verify_complete(result), "verify:")
-        return "\n".join([verdict, *text[:30], *([f"... {len(text) - 30} more lines"] if len(text) > 30 else [])])
+        verdict = {
+            True: "verify: done, every move of the plan is complete",
+            False: "verify: NOT complete",
+        }.get(verify_complete(result), "verify:")
+        return "\n".join(
+            [verdict, *text[:30], *([f"... {len(text) - 30} more lines"] if len(text) > 30 else [])]
+        )
     for attr in ("message", "summary", "text"):
         v = getattr(result, attr, None)
         if isinstance(v, str) and v:

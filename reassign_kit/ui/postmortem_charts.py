@@ -15,20 +15,34 @@ def timeline_figure(moves: Any, max_moves: int = 2000) -> Any:
     shown = df.sort_values("start").head(max_moves)
     t0 = df["start"].min() if len(df) else 0.0
     end = shown["end"].fillna(df[["start", "end"]].max().max())
-    colors = {"completed": COLORS["done"], "cancelled": COLORS["cancelled"], "failed": COLORS["cancelled"],
-              "running": COLORS["moving"]}
+    colors = {
+        "completed": COLORS["done"],
+        "cancelled": COLORS["cancelled"],
+        "failed": COLORS["cancelled"],
+        "running": COLORS["moving"],
+    }
     label = shown["topic"] + "-" + shown["partition"].astype(str)
     if df["run_id"].nunique() > 1:  # several runs: say which one each bar belongs to
         label = shown["run_id"].str[-6:] + " " + label
-    fig = go.Figure(go.Bar(
-        y=label, base=shown["start"] - t0, x=(end - shown["start"]).clip(lower=0.05), orientation="h",
-        marker_color=[colors.get(s, COLORS["moving"]) for s in shown["state"]],
-        customdata=shown["state"], hovertemplate="%{y}: %{base:.1f}s + %{x:.1f}s (%{customdata})<extra></extra>",
-    ))
+    fig = go.Figure(
+        go.Bar(
+            y=label,
+            base=shown["start"] - t0,
+            x=(end - shown["start"]).clip(lower=0.05),
+            orientation="h",
+            marker_color=[colors.get(s, COLORS["moving"]) for s in shown["state"]],
+            customdata=shown["state"],
+            hovertemplate="%{y}: %{base:.1f}s + %{x:.1f}s (%{customdata})<extra></extra>",
+        )
+    )
     more = f" (first {max_moves} of {len(df)})" if len(df) > max_moves else ""
-    fig.update_layout(title=f"every move{more}", xaxis_title="seconds since the first move",
-                      height=max(300, 120 + 16 * len(shown)), template="plotly_white",
-                      yaxis={"autorange": "reversed", "type": "category"})
+    fig.update_layout(
+        title=f"every move{more}",
+        xaxis_title="seconds since the first move",
+        height=max(300, 120 + 16 * len(shown)),
+        template="plotly_white",
+        yaxis={"autorange": "reversed", "type": "category"},
+    )
     return fig
 
 
@@ -38,15 +52,30 @@ def concurrency_figure(conc: Any, caps: Any) -> Any:
     fig = go.Figure()
     t0 = conc["ts"].min() if len(conc) else 0.0
     for run_id, g in conc.groupby("run_id"):
-        fig.add_trace(go.Scatter(x=g["ts"] - t0, y=g["in_flight"], mode="lines", line_shape="hv",
-                                 name=f"in flight ({str(run_id)[-6:]})", showlegend=True))
+        fig.add_trace(
+            go.Scatter(
+                x=g["ts"] - t0,
+                y=g["in_flight"],
+                mode="lines",
+                line_shape="hv",
+                name=f"in flight ({str(run_id)[-6:]})",
+                showlegend=True,
+            )
+        )
     for _, r in caps.iterrows() if len(caps) else ():
-        for cap, name in (("batch_size", "batch size / in-flight cap"), ("cluster_max_reassignments", "cluster cap")):
+        for cap, name in (
+            ("batch_size", "batch size / in-flight cap"),
+            ("cluster_max_reassignments", "cluster cap"),
+        ):
             v = r.get(cap)
             if v is not None and v == v and v > 0:
                 fig.add_hline(y=float(v), line_dash="dash", annotation_text=f"{name} = {int(v)}")
-    fig.update_layout(title="moves in flight over time, against the caps", xaxis_title="seconds since the first move",
-                      yaxis_title="moves in flight", template="plotly_white")
+    fig.update_layout(
+        title="moves in flight over time, against the caps",
+        xaxis_title="seconds since the first move",
+        yaxis_title="moves in flight",
+        template="plotly_white",
+    )
     peak = int(conc["in_flight"].max()) if len(conc) else 0
     fig.update_yaxes(tickformat=",d", rangemode="tozero", dtick=1 if peak <= 10 else None)
     return fig
@@ -56,13 +85,29 @@ def throughput_figure(thr: Any) -> Any:
     import plotly.graph_objects as go
 
     fig = go.Figure()
-    names = {"in": ("in (new replicas)", COLORS["bytes_in"]), "out": ("out (sending leaders)", COLORS["bytes_out"])}
+    names = {
+        "in": ("in (new replicas)", COLORS["bytes_in"]),
+        "out": ("out (sending leaders)", COLORS["bytes_out"]),
+    }
     for direction, g in thr.groupby("direction"):
         name, color = names.get(direction, (str(direction), None))
-        fig.add_trace(go.Bar(x=g["broker"].astype(str), y=g["mb_per_s"], name=name, marker_color=color,
-                             customdata=g["bytes"], hovertemplate="broker %{x}: %{y:.2f} MB/s (%{customdata} bytes)"))
-    fig.update_layout(title="throughput per broker (bytes of completed moves over their span)",
-                      xaxis_title="broker", yaxis_title="MB/s", barmode="group", template="plotly_white")
+        fig.add_trace(
+            go.Bar(
+                x=g["broker"].astype(str),
+                y=g["mb_per_s"],
+                name=name,
+                marker_color=color,
+                customdata=g["bytes"],
+                hovertemplate="broker %{x}: %{y:.2f} MB/s (%{customdata} bytes)",
+            )
+        )
+    fig.update_layout(
+        title="throughput per broker (bytes of completed moves over their span)",
+        xaxis_title="broker",
+        yaxis_title="MB/s",
+        barmode="group",
+        template="plotly_white",
+    )
     fig.update_xaxes(type="category")
     return fig
 
@@ -73,11 +118,28 @@ def batch_wait_figure(batches: Any) -> Any:
     fig = go.Figure()
     if len(batches):
         x = batches["run_id"].str[-6:] + " #" + batches["batch"].astype(str)
-        fig.add_trace(go.Bar(x=x, y=batches["duration_s"] - batches["waiting_for_slowest_s"], name="until the median move finished"))
-        fig.add_trace(go.Bar(x=x, y=batches["waiting_for_slowest_s"], name="waiting for the slowest move"))
-    fig.update_layout(title="time per batch", barmode="stack", yaxis_title="seconds", template="plotly_white")
+        fig.add_trace(
+            go.Bar(
+                x=x,
+                y=batches["duration_s"] - batches["waiting_for_slowest_s"],
+                name="until the median move finished",
+            )
+        )
+        fig.add_trace(
+            go.Bar(x=x, y=batches["waiting_for_slowest_s"], name="waiting for the slowest move")
+        )
+    fig.update_layout(
+        title="time per batch", barmode="stack", yaxis_title="seconds", template="plotly_white"
+    )
     if not len(batches):  # say so instead of drawing empty axes
         fig.update_layout(height=220, xaxis_visible=False, yaxis_visible=False)
-        fig.add_annotation(text="no batch-mode run: incremental and legacy pacing have no batches to wait for",
-                           showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper", font={"size": 14})
+        fig.add_annotation(
+            text="no batch-mode run: incremental and legacy pacing have no batches to wait for",
+            showarrow=False,
+            x=0.5,
+            y=0.5,
+            xref="paper",
+            yref="paper",
+            font={"size": 14},
+        )
     return fig

@@ -372,13 +372,29 @@ def test_file_and_cluster_problems_reported_together(gw, cli, tmp_path, topic_na
     topic = topic_name("core-both")
     sandbox.create_topic(topic, partitions=1, rf=1)
     path = tmp_path / "plan.json"
-    path.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": topic, "partition": 0, "replicas": [1, 1]},   # in the file: duplicate broker
-        {"topic": topic, "partition": 7, "replicas": [99]},     # against the cluster
-    ]}))
+    path.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [
+                    {
+                        "topic": topic,
+                        "partition": 0,
+                        "replicas": [1, 1],
+                    },  # in the file: duplicate broker
+                    {"topic": topic, "partition": 7, "replicas": [99]},  # against the cluster
+                ],
+            }
+        )
+    )
     code, _, err = cli("--execute", "--reassignment-json-file", str(path))
     assert code == 3
-    for needle in ("duplicate-broker", "partition-out-of-range", "unknown-broker", "nothing was sent"):
+    for needle in (
+        "duplicate-broker",
+        "partition-out-of-range",
+        "unknown-broker",
+        "nothing was sent",
+    ):
         assert needle in err
     assert not gw.list_reassignments([TP(topic, 0)])
 

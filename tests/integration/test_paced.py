@@ -371,8 +371,10 @@ def test_steps_alone_are_a_paced_run_sigterm_leaves_exact_throttles_and_a_resume
 
     try:
         wait_until(
-            lambda: journal() is not None
-            and sum(e["event"] == "step_submitted" for e in read_events(journal())) >= 2,
+            lambda: (
+                journal() is not None
+                and sum(e["event"] == "step_submitted" for e in read_events(journal())) >= 2
+            ),
             60,
             "both moves' first steps submitted",
         )

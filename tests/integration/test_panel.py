@@ -31,13 +31,23 @@ def events(p, kind: str) -> list[dict]:
 
 def test_live_cap_stop_and_resume_from_journal(sandbox, bootstrap, topic_name, tmp_path):
     topic = topic_name("panel")
-    plan_path = runbook.demo_topic_and_plan(str(sandbox.dir), str(tmp_path / "in"), topic,
-                                            partitions=3, mb_per_partition=3.0)
+    plan_path = runbook.demo_topic_and_plan(
+        str(sandbox.dir), str(tmp_path / "in"), topic, partitions=3, mb_per_partition=3.0
+    )
     out = tmp_path / "out"
     # additional: the shared sandbox may hold other tests' moves; 200 kB/s on 3 MB partitions:
     # each move takes about 15 s, so Stop right after the third submission finds them in flight
-    p = panel(plan_path, bootstrap, output_dir=str(out), batch_size=3, incremental=True,
-              cluster_max_reassignments=1, throttle=200_000, poll_interval_ms=200, additional=True)
+    p = panel(
+        plan_path,
+        bootstrap,
+        output_dir=str(out),
+        batch_size=3,
+        incremental=True,
+        cluster_max_reassignments=1,
+        throttle=200_000,
+        poll_interval_ms=200,
+        additional=True,
+    )
     try:
         assert p.phase == "ready", p.summary.problems
         p.buttons["execute"].click()
@@ -61,8 +71,10 @@ def test_live_cap_stop_and_resume_from_journal(sandbox, bootstrap, topic_name, t
         assert sum(e["event"] == "submitted" for e in journal) == 3  # nothing resubmitted
         assert [e["resumed"] for e in journal if e["event"] == "run_started"] == [False, True]
         # in flight at resume: adopted; finished meanwhile: completed, adopted
-        assert any(e["event"] == "adopted" or (e["event"] == "completed" and e.get("adopted"))
-                   for e in journal)
+        assert any(
+            e["event"] == "adopted" or (e["event"] == "completed" and e.get("adopted"))
+            for e in journal
+        )
         left = journal[-1]["throttles_left"]  # other tests' moves on the shared sandbox keep theirs
         assert journal[-1]["event"] == "run_finished"
         assert topic not in {**left.get("leader_replicas", {}), **left.get("follower_replicas", {})}
@@ -86,8 +98,9 @@ def test_others_moves_in_flight_refused_like_the_cli_and_no_throttle_changed(
     from reassign_kit.model import Plan
 
     topic = topic_name("panel-foreign")
-    plan_path = runbook.demo_topic_and_plan(str(sandbox.dir), str(tmp_path / "in"), topic,
-                                            partitions=2, mb_per_partition=3.0)
+    plan_path = runbook.demo_topic_and_plan(
+        str(sandbox.dir), str(tmp_path / "in"), topic, partitions=2, mb_per_partition=3.0
+    )
     plan = Plan.read(plan_path)
     gw = ops.connect(bootstrap)
     brokers = [b.id for b in gw.brokers()]
@@ -97,16 +110,27 @@ def test_others_moves_in_flight_refused_like_the_cli_and_no_throttle_changed(
         before = current_throttles(gw, [topic], brokers)
         assert before["topics"], "the other run's throttles are set"
 
-        code = reassign_cli.main(["--bootstrap-server", bootstrap, "--execute",
-                                  "--reassignment-json-file", plan_path,
-                                  "--reassignment-batch-size", "1",
-                                  "--rollback-file", str(tmp_path / "cli-rollback.json"),
-                                  "--journal", str(tmp_path / "cli.jsonl")])
+        code = reassign_cli.main(
+            [
+                "--bootstrap-server",
+                bootstrap,
+                "--execute",
+                "--reassignment-json-file",
+                plan_path,
+                "--reassignment-batch-size",
+                "1",
+                "--rollback-file",
+                str(tmp_path / "cli-rollback.json"),
+                "--journal",
+                str(tmp_path / "cli.jsonl"),
+            ]
+        )
         cli_err = capsys.readouterr().err
         assert code == 6
 
-        p = panel(plan_path, bootstrap, output_dir=str(tmp_path / "out"), batch_size=1,
-                  throttle=500_000)
+        p = panel(
+            plan_path, bootstrap, output_dir=str(tmp_path / "out"), batch_size=1, throttle=500_000
+        )
         assert p.phase == "ready", p.summary.problems
         p.buttons["execute"].click()
         assert p.run is None and p.phase == "ready"

@@ -26,8 +26,15 @@ def _moved(current: dict, proposed: Plan) -> int:
 def _official_generate(bootstrap: str, topics_file: Path, brokers: str) -> tuple[Plan, Plan]:
     proc = run_kafka_class(
         "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
-        ["--bootstrap-server", bootstrap, "--generate", "--topics-to-move-json-file", str(topics_file),
-         "--broker-list", brokers],
+        [
+            "--bootstrap-server",
+            bootstrap,
+            "--generate",
+            "--topics-to-move-json-file",
+            str(topics_file),
+            "--broker-list",
+            brokers,
+        ],
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -44,7 +51,9 @@ def _parse_generate(text: str) -> tuple[Plan, Plan]:
     return Plan.from_json(json.dumps(current)), Plan.from_json(json.dumps(proposed))
 
 
-def test_decommission_official_generate_vs_planner(sandbox, bootstrap, topic_name, out_dir, tmp_path):
+def test_decommission_official_generate_vs_planner(
+    sandbox, bootstrap, topic_name, out_dir, tmp_path
+):
     brokers = sorted(b["id"] for b in sandbox.brokers)
     racks = {b["id"]: b["rack"] for b in sandbox.brokers}
     gone = brokers[-1]
@@ -72,13 +81,40 @@ def test_decommission_official_generate_vs_planner(sandbox, bootstrap, topic_nam
 
     snap = tmp_path / "s.json"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
-    subprocess.run([CLI, "snapshot", "--bootstrap-server", bootstrap, "--topics", topic, "--output", str(snap)],
-                   check=True, capture_output=True, text=True, timeout=120)
+    subprocess.run(
+        [
+            CLI,
+            "snapshot",
+            "--bootstrap-server",
+            bootstrap,
+            "--topics",
+            topic,
+            "--output",
+            str(snap),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     plan_file, report_file = tmp_path / "plan.json", tmp_path / "report.json"
     proc = subprocess.run(
-        [CLI, "plan", "--snapshot", str(snap), "--remove-brokers", str(gone), "--output", str(plan_file),
-         "--report", str(report_file)],
-        capture_output=True, text=True, timeout=600, env=env,
+        [
+            CLI,
+            "plan",
+            "--snapshot",
+            str(snap),
+            "--remove-brokers",
+            str(gone),
+            "--output",
+            str(plan_file),
+            "--report",
+            str(report_file),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     ours = Plan.read(str(plan_file))
@@ -86,9 +122,19 @@ def test_decommission_official_generate_vs_planner(sandbox, bootstrap, topic_nam
 
     # the drop-in CLI's --generate uses the same planner
     gen = subprocess.run(
-        [CLI, "--bootstrap-server", bootstrap, "--generate", "--topics-to-move-json-file", str(topics_file),
-         "--broker-list", broker_list],
-        capture_output=True, text=True, timeout=300,
+        [
+            CLI,
+            "--bootstrap-server",
+            bootstrap,
+            "--generate",
+            "--topics-to-move-json-file",
+            str(topics_file),
+            "--broker-list",
+            broker_list,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert gen.returncode == 0, gen.stderr[-2000:]
     gen_cur, gen_prop = _parse_generate(gen.stdout)
@@ -100,10 +146,15 @@ def test_decommission_official_generate_vs_planner(sandbox, bootstrap, topic_nam
         "reassign-kit plan": _moved(current, ours),
         "reassign-kit --generate": _moved(current, gen_prop),
     }
-    table = [f"decommission of broker {gone} ({len(current)} partitions, {on_gone} replicas on it)",
-             f"{'':<26}{'moved replicas':>15}{'partitions touched':>20}"]
-    for name, plan in (("official --generate", official), ("reassign-kit plan", ours),
-                       ("reassign-kit --generate", gen_prop)):
+    table = [
+        f"decommission of broker {gone} ({len(current)} partitions, {on_gone} replicas on it)",
+        f"{'':<26}{'moved replicas':>15}{'partitions touched':>20}",
+    ]
+    for name, plan in (
+        ("official --generate", official),
+        ("reassign-kit plan", ours),
+        ("reassign-kit --generate", gen_prop),
+    ):
         touched = sum(1 for m in plan if m.replicas != current[m.tp])
         table.append(f"{name:<26}{rows[name]:>15}{touched:>20}")
     table.append(f"{'lower bound':<26}{report['summary']['lower_bound_moved_replicas']:>15}")
@@ -119,9 +170,20 @@ def test_decommission_official_generate_vs_planner(sandbox, bootstrap, topic_nam
             assert gone not in m.replicas and len(m.replicas) == 2
             assert len({racks[b] for b in m.replicas}) == 2  # rack-aware
     val = subprocess.run(
-        [CLI, "validate", "--snapshot", str(snap), "--reassignment-json-file", str(plan_file),
-         "--remove-brokers", str(gone), "--disallow-replication-factor-change"],
-        capture_output=True, text=True, timeout=300,
+        [
+            CLI,
+            "validate",
+            "--snapshot",
+            str(snap),
+            "--reassignment-json-file",
+            str(plan_file),
+            "--remove-brokers",
+            str(gone),
+            "--disallow-replication-factor-change",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert val.returncode == 0, val.stderr
 
@@ -132,13 +194,22 @@ def test_01_plan_notebook_writes_its_artefacts(sandbox, tmp_path):
 
     out = tmp_path / "01"
     nb = runbook.run_notebook(
-        "01_plan", str(out),
-        {"sandbox_dir": str(sandbox.dir), "remove_brokers": [sorted(b["id"] for b in sandbox.brokers)[-1]],
-         "spark_master": "local[1]"},
+        "01_plan",
+        str(out),
+        {
+            "sandbox_dir": str(sandbox.dir),
+            "remove_brokers": [sorted(b["id"] for b in sandbox.brokers)[-1]],
+            "spark_master": "local[1]",
+        },
         execution_timeout=600,
     )
-    for name in ("snapshot.json", "plan.json", "rollback.json", "plan_report.json",
-                 "plan_charts.html"):
+    for name in (
+        "snapshot.json",
+        "plan.json",
+        "rollback.json",
+        "plan_report.json",
+        "plan_charts.html",
+    ):
         assert (out / name).exists(), name
     report = json.loads((out / "plan_report.json").read_text())
     assert report["summary"]["lower_bound_moved_replicas"] > 0
@@ -152,7 +223,8 @@ def test_01_plan_notebook_fails_loudly_on_a_bad_parameter(sandbox, tmp_path):
 
     with pytest.raises(ReassignKitError, match="--remove-brokers"):
         runbook.run_notebook(
-            "01_plan", str(tmp_path / "bad"),
+            "01_plan",
+            str(tmp_path / "bad"),
             {"sandbox_dir": str(sandbox.dir), "remove_brokers": [4242], "engine": "local"},
             execution_timeout=300,
         )

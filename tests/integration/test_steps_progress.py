@@ -69,7 +69,9 @@ def assert_steps_under_load(sb, topic, start, target, expected, out_dir) -> None
 def test_rf3_to_three_new_brokers_one_replica_at_a_time(sandbox6, topic_name, out_dir):
     # new preferred leader first, then one replica at a time, ending at the target in order
     expected = [(4, 1, 2, 3), (4, 2, 3), (4, 5, 3), (4, 5, 6)]
-    assert_steps_under_load(sandbox6, topic_name("steps-rf3"), (1, 2, 3), (4, 5, 6), expected, out_dir)
+    assert_steps_under_load(
+        sandbox6, topic_name("steps-rf3"), (1, 2, 3), (4, 5, 6), expected, out_dir
+    )
 
 
 def test_steps_keep_min_isr_and_lose_no_acked_message(sandbox, gw, topic_name, out_dir):

@@ -19,10 +19,19 @@ def executed(sandbox, tmp_path_factory):
     out = tmp_path_factory.mktemp("nb")
     topic = f"nb-{os.getpid()}-{out.name[-4:]}"
     nb = runbook.run_notebook(
-        "02_execute", str(out / "02"),
-        {"sandbox_dir": str(sandbox.dir), "demo_topic": topic, "auto_execute": True,
-         "demo_partitions": 4, "demo_mb_per_partition": 1.0, "batch_size": 2, "incremental": False,
-         "throttle": 8_000_000, "poll_interval_ms": 300},
+        "02_execute",
+        str(out / "02"),
+        {
+            "sandbox_dir": str(sandbox.dir),
+            "demo_topic": topic,
+            "auto_execute": True,
+            "demo_partitions": 4,
+            "demo_mb_per_partition": 1.0,
+            "batch_size": 2,
+            "incremental": False,
+            "throttle": 8_000_000,
+            "poll_interval_ms": 300,
+        },
         execution_timeout=300,
     )
     return out, nb
@@ -31,7 +40,13 @@ def executed(sandbox, tmp_path_factory):
 def test_02_execute_writes_artefacts_and_completes(executed):
     out, nb = executed
     d = out / "02"
-    for name in ("plan.json", "rollback.json", "journal.jsonl", "execute_report.json", "execute_chart.html"):
+    for name in (
+        "plan.json",
+        "rollback.json",
+        "journal.jsonl",
+        "execute_report.json",
+        "execute_chart.html",
+    ):
         assert (d / name).exists(), name
     report = json.loads((d / "execute_report.json").read_text())
     assert report["phase"] == "done" and report["verify_complete"] is True
@@ -43,7 +58,8 @@ def test_02_execute_writes_artefacts_and_completes(executed):
 def test_03_verify_reports_complete(executed, sandbox):
     out, _ = executed
     runbook.run_notebook(
-        "03_verify", str(out / "03"),
+        "03_verify",
+        str(out / "03"),
         {"sandbox_dir": str(sandbox.dir), "plan_path": str(out / "02" / "plan.json")},
         execution_timeout=300,
     )
@@ -55,7 +71,8 @@ def test_03_verify_reports_complete(executed, sandbox):
 def test_04_postmortem_reads_the_journal(executed):
     out, _ = executed
     runbook.run_notebook(
-        "04_postmortem", str(out / "04"),
+        "04_postmortem",
+        str(out / "04"),
         {"journal_paths": str(out / "02" / "journal.jsonl"), "spark_master": "local[1]"},
         execution_timeout=600,
     )
@@ -74,10 +91,18 @@ def test_04_postmortem_reads_the_journal(executed):
 
 def test_bad_plan_fails_loudly(sandbox, tmp_path):
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"version": 1, "partitions": [{"topic": "no-such-topic-x", "partition": 0, "replicas": [1, 99]}]}))
+    bad.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [{"topic": "no-such-topic-x", "partition": 0, "replicas": [1, 99]}],
+            }
+        )
+    )
     with pytest.raises(runbook.RunbookError) as ei:
         runbook.run_notebook(
-            "02_execute", str(tmp_path / "out"),
+            "02_execute",
+            str(tmp_path / "out"),
             {"sandbox_dir": str(sandbox.dir), "plan_path": str(bad), "auto_execute": True},
             execution_timeout=120,
         )
@@ -91,9 +116,14 @@ def test_resume_without_a_journal_fails_loudly(executed, sandbox, tmp_path):
     out, _ = executed
     with pytest.raises(runbook.RunbookError) as ei:
         runbook.run_notebook(
-            "02_execute", str(tmp_path / "out"),
-            {"sandbox_dir": str(sandbox.dir), "plan_path": str(out / "02" / "plan.json"),
-             "auto_execute": True, "resume": True},
+            "02_execute",
+            str(tmp_path / "out"),
+            {
+                "sandbox_dir": str(sandbox.dir),
+                "plan_path": str(out / "02" / "plan.json"),
+                "auto_execute": True,
+                "resume": True,
+            },
             execution_timeout=120,
         )
     assert "resume_run" in str(ei.value) and "no unfinished run" in str(ei.value)

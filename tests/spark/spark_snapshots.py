@@ -7,7 +7,9 @@ import random
 from reassign_kit.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
 
 
-def random_snapshot(seed: int, brokers: int = 9, racks: str = "abc", partitions: int = 300) -> Snapshot:
+def random_snapshot(
+    seed: int, brokers: int = 9, racks: str = "abc", partitions: int = 300
+) -> Snapshot:
     rnd = random.Random(seed)
     bs = [BrokerEntry(i, racks[i % len(racks)]) for i in range(1, brokers + 1)]
     by_rack: dict[str, list[int]] = {}

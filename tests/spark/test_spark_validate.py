@@ -96,7 +96,9 @@ def test_validate_cli_on_spark_lists_every_problem(spark, tmp_path, capsys):
     plan.write(str(p))
     from reassign_kit.cli import main
 
-    rc = main(["validate", "--snapshot", str(s), "--reassignment-json-file", str(p), "--engine", "spark"])
+    rc = main(
+        ["validate", "--snapshot", str(s), "--reassignment-json-file", str(p), "--engine", "spark"]
+    )
     err = capsys.readouterr().err
     assert rc == 3
     local = plan_problems_offline(plan, snap)
@@ -105,14 +107,47 @@ def test_validate_cli_on_spark_lists_every_problem(spark, tmp_path, capsys):
         assert str(prob) in err
     # a good plan passes, on Spark and in process
     good = tmp_path / "good.json"
-    assert plan_main(["plan", "--snapshot", str(s), "--remove-brokers", "1", "--output", str(good), "--quiet", "--engine", "local"]) == 0
+    assert (
+        plan_main(
+            [
+                "plan",
+                "--snapshot",
+                str(s),
+                "--remove-brokers",
+                "1",
+                "--output",
+                str(good),
+                "--quiet",
+                "--engine",
+                "local",
+            ]
+        )
+        == 0
+    )
     for engine in ("spark", "local"):
-        assert main(["validate", "--snapshot", str(s), "--reassignment-json-file", str(good),
-                     "--remove-brokers", "1", "--engine", engine]) == 0
+        assert (
+            main(
+                [
+                    "validate",
+                    "--snapshot",
+                    str(s),
+                    "--reassignment-json-file",
+                    str(good),
+                    "--remove-brokers",
+                    "1",
+                    "--engine",
+                    engine,
+                ]
+            )
+            == 0
+        )
     assert json.loads(good.read_text())["version"] == 1
 
 
-@pytest.mark.parametrize("params", [PlanParams(remove_brokers=(1, 5)), PlanParams(replication_factor=3, rf_topics=("t3",))])
+@pytest.mark.parametrize(
+    "params",
+    [PlanParams(remove_brokers=(1, 5)), PlanParams(replication_factor=3, rf_topics=("t3",))],
+)
 def test_spark_aggregates_equal_the_in_process_ones(spark, params):
     from reassign_kit.planner import aggregate_rows, rule_context
     from reassign_kit.spark.frames import partitions_df, with_chunk
@@ -120,7 +155,18 @@ def test_spark_aggregates_equal_the_in_process_ones(spark, params):
 
     snap = random_snapshot(3)
     ctx = rule_context(snap, params)
-    local = aggregate_rows([(p.topic, p.partition, p.replicas, p.size_bytes) for p in snap.partitions], params, ctx)
+    local = aggregate_rows(
+        [(p.topic, p.partition, p.replicas, p.size_bytes) for p in snap.partitions], params, ctx
+    )
     remote = aggregate_spark(with_chunk(partitions_df(spark, snap), params.chunks), params, ctx)
-    for name in ("replicas", "leaders", "bytes", "partitions", "rf_hist", "forced", "classes", "capable"):
+    for name in (
+        "replicas",
+        "leaders",
+        "bytes",
+        "partitions",
+        "rf_hist",
+        "forced",
+        "classes",
+        "capable",
+    ):
         assert getattr(remote, name) == getattr(local, name), name

@@ -32,9 +32,13 @@ def _wait_for(path: Path, text: str, proc: subprocess.Popen, timeout: float = 12
         if path.exists() and text in path.read_text(errors="replace"):
             return
         if proc.poll() is not None:
-            raise AssertionError(f"{path.name}: exited {proc.returncode}:\n{path.read_text(errors='replace')[-2000:]}")
+            raise AssertionError(
+                f"{path.name}: exited {proc.returncode}:\n{path.read_text(errors='replace')[-2000:]}"
+            )
         time.sleep(0.5)
-    raise AssertionError(f"{path.name}: no {text!r} within {timeout}s:\n{path.read_text(errors='replace')[-2000:]}")
+    raise AssertionError(
+        f"{path.name}: no {text!r} within {timeout}s:\n{path.read_text(errors='replace')[-2000:]}"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -44,27 +48,57 @@ def standalone(tmp_path_factory):
     home = Path(pyspark.__file__).parent
     spark_class = home / "bin" / "spark-class"
     work = tmp_path_factory.mktemp("spark-standalone")
-    env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
-               SPARK_LOG_DIR=str(work), SPARK_WORKER_DIR=str(work / "work"))
+    env = dict(
+        os.environ,
+        SPARK_HOME=str(home),
+        SPARK_LOCAL_IP="127.0.0.1",
+        PYSPARK_PYTHON=sys.executable,
+        SPARK_LOG_DIR=str(work),
+        SPARK_WORKER_DIR=str(work / "work"),
+    )
     port = _free_port()
     url = f"spark://127.0.0.1:{port}"
     procs: list[subprocess.Popen] = []
     try:
         mlog = work / "master.log"
         master = subprocess.Popen(
-            [str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-             "--port", str(port), "--webui-port", str(_free_port())],
-            stdout=mlog.open("w"), stderr=subprocess.STDOUT, env=env,
+            [
+                str(spark_class),
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                str(_free_port()),
+            ],
+            stdout=mlog.open("w"),
+            stderr=subprocess.STDOUT,
+            env=env,
         )
         procs.append(master)
         _wait_for(mlog, "I have been elected leader", master)
         for i in range(2):
             wlog = work / f"worker{i}.log"
             w = subprocess.Popen(
-                [str(spark_class), "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                 "--cores", "1", "--memory", "1g", "--webui-port", str(_free_port()),
-                 "--work-dir", str(work / f"w{i}"), url],
-                stdout=wlog.open("w"), stderr=subprocess.STDOUT, env=env,
+                [
+                    str(spark_class),
+                    "org.apache.spark.deploy.worker.Worker",
+                    "--host",
+                    "127.0.0.1",
+                    "--cores",
+                    "1",
+                    "--memory",
+                    "1g",
+                    "--webui-port",
+                    str(_free_port()),
+                    "--work-dir",
+                    str(work / f"w{i}"),
+                    url,
+                ],
+                stdout=wlog.open("w"),
+                stderr=subprocess.STDOUT,
+                env=env,
             )
             procs.append(w)
             _wait_for(wlog, "Successfully registered with master", w)
@@ -89,9 +123,23 @@ def test_plan_on_a_standalone_cluster(standalone, tmp_path):
     report = tmp_path / "report.json"
     cli = Path(sys.executable).parent / "reassign-kit"
     proc = subprocess.run(
-        [str(cli), "plan", "--snapshot", str(s), "--remove-brokers", "2", "--spark-master", url,
-         "--output", str(out), "--report", str(report)],
-        capture_output=True, text=True, timeout=600,
+        [
+            str(cli),
+            "plan",
+            "--snapshot",
+            str(s),
+            "--remove-brokers",
+            "2",
+            "--spark-master",
+            url,
+            "--output",
+            str(out),
+            "--report",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
         env=dict(os.environ, PYSPARK_PYTHON=sys.executable),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -45,8 +45,11 @@ def test_the_public_api_is_plain_functions_with_all():
     assert inspect.isfunction(reassign_kit.progress) and reassign_kit.progress is api.progress
     assert reassign_kit.Run is Run
     assert {"execute", "progress", "Run", "verify", "cancel", "plan"} <= set(reassign_kit.__all__)
-    assert all(type(m) is type(reassign_kit) for n, m in sys.modules.items()
-               if n.startswith("reassign_kit") and m is not None)
+    assert all(
+        type(m) is type(reassign_kit)
+        for n, m in sys.modules.items()
+        if n.startswith("reassign_kit") and m is not None
+    )
 
 
 def test_legacy_options_make_one_request_through_ops(tmp_path):

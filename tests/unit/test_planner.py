@@ -28,7 +28,8 @@ def snapshots(draw):
     n_brokers = draw(st.integers(3, 8))
     n_racks = draw(st.sampled_from([0, 1, 2, 3]))
     brokers = [
-        BrokerEntry(b, None if n_racks == 0 else "abc"[b % n_racks]) for b in range(1, n_brokers + 1)
+        BrokerEntry(b, None if n_racks == 0 else "abc"[b % n_racks])
+        for b in range(1, n_brokers + 1)
     ]
     ids = [b.id for b in brokers]
     topics, parts = [], []
@@ -45,7 +46,11 @@ def snapshots(draw):
     removable = removable[: max(0, n_brokers - max_rf)]
     rf_change = draw(st.none() | st.integers(1, n_brokers - len(removable)))
     rf_topics = ("t0",) if rf_change is not None else ()
-    balance = draw(st.sampled_from([("replicas", "leaders"), ("replicas",), ("leaders",), ("replicas", "leaders", "bytes")]))
+    balance = draw(
+        st.sampled_from(
+            [("replicas", "leaders"), ("replicas",), ("leaders",), ("replicas", "leaders", "bytes")]
+        )
+    )
     chunks = draw(st.sampled_from([1, 3, 8]))
     params = PlanParams(tuple(sorted(removable)), balance, rf_change, rf_topics, chunks)
     return snap, params
@@ -62,7 +67,10 @@ def test_every_hard_constraint_holds(case):
     snap, params = case
     result = plan_in_process(snap, params)
     ctx = result.prepared.ctx
-    assert plan_problems_offline(result.plan, snap, ctx, disallow_replication_factor_change=False) == []
+    assert (
+        plan_problems_offline(result.plan, snap, ctx, disallow_replication_factor_change=False)
+        == []
+    )
     after = _after(snap, result.plan)
     for p in snap.partitions:
         reps = after[p.tp]
@@ -82,7 +90,11 @@ def test_every_hard_constraint_holds(case):
 @given(snapshots())
 def test_replica_counts_balanced_without_racks(case):
     snap, params = case
-    if snap.brokers[0].rack is not None or "replicas" not in params.balance or params.replication_factor:
+    if (
+        snap.brokers[0].rack is not None
+        or "replicas" not in params.balance
+        or params.replication_factor
+    ):
         return
     # one chunk: with a dozen partitions split in 8 buckets the per-bucket quotas are too
     # small to say anything (balance at scale is measured by the bench)
@@ -202,7 +214,9 @@ def test_generate_places_topics_on_the_broker_list():
 
 def test_report_adds_up():
     snap = _cluster(n_brokers=9, racks="abc", parts=90, rf=3)
-    result = plan_in_process(snap, PlanParams(remove_brokers=(3,), replication_factor=2, rf_topics=("t",)))
+    result = plan_in_process(
+        snap, PlanParams(remove_brokers=(3,), replication_factor=2, rf_topics=("t",))
+    )
     report = result.report()
     total_after = sum(len(m.replicas) for m in result.plan) + sum(
         len(p.replicas) for p in snap.partitions if p.tp not in result.plan.by_tp()
@@ -222,8 +236,23 @@ def test_plan_cli_writes_plan_report_rollback(tmp_path, capsys):
     s = tmp_path / "s.json"
     snap.write(str(s))
     out, rep, rb = tmp_path / "p.json", tmp_path / "r.json", tmp_path / "rb.json"
-    rc = main(["plan", "--snapshot", str(s), "--remove-brokers", "6", "--engine", "local",
-               "--output", str(out), "--report", str(rep), "--rollback", str(rb)])
+    rc = main(
+        [
+            "plan",
+            "--snapshot",
+            str(s),
+            "--remove-brokers",
+            "6",
+            "--engine",
+            "local",
+            "--output",
+            str(out),
+            "--report",
+            str(rep),
+            "--rollback",
+            str(rb),
+        ]
+    )
     assert rc == 0
     plan = Plan.read(str(out))
     assert all(6 not in m.replicas for m in plan)
@@ -234,15 +263,51 @@ def test_plan_cli_writes_plan_report_rollback(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, code, needle",
     [
-        (["plan", "--snapshot", "S", "--topics", "t", "--output", "o", "--engine", "local"], 2, "--topics needs --replication-factor"),
-        (["plan", "--snapshot", "S", "--remove-brokers", "x", "--output", "o"], 2, "--remove-brokers"),
-        (["plan", "--snapshot", "S", "--remove-brokers", "77", "--output", "o", "--engine", "local"], 2, "broker(s) [77]"),
-        (["plan", "--snapshot", "S", "--balance", "speed", "--output", "o", "--engine", "local"], 2, "--balance"),
-        (["plan", "--snapshot", "missing.json", "--output", "o", "--engine", "local"], 3, "cannot read"),
-        (["validate", "--snapshot", "S", "--reassignment-json-file", "missing.json"], 3, "cannot read"),
+        (
+            ["plan", "--snapshot", "S", "--topics", "t", "--output", "o", "--engine", "local"],
+            2,
+            "--topics needs --replication-factor",
+        ),
+        (
+            ["plan", "--snapshot", "S", "--remove-brokers", "x", "--output", "o"],
+            2,
+            "--remove-brokers",
+        ),
+        (
+            [
+                "plan",
+                "--snapshot",
+                "S",
+                "--remove-brokers",
+                "77",
+                "--output",
+                "o",
+                "--engine",
+                "local",
+            ],
+            2,
+            "broker(s) [77]",
+        ),
+        (
+            ["plan", "--snapshot", "S", "--balance", "speed", "--output", "o", "--engine", "local"],
+            2,
+            "--balance",
+        ),
+        (
+            ["plan", "--snapshot", "missing.json", "--output", "o", "--engine", "local"],
+            3,
+            "cannot read",
+        ),
+        (
+            ["validate", "--snapshot", "S", "--reassignment-json-file", "missing.json"],
+            3,
+            "cannot read",
+        ),
     ],
 )
-def test_plan_cli_bad_input_exits_non_zero_without_traceback(tmp_path, capsys, monkeypatch, argv, code, needle):
+def test_plan_cli_bad_input_exits_non_zero_without_traceback(
+    tmp_path, capsys, monkeypatch, argv, code, needle
+):
     from reassign_kit.cli import main
 
     monkeypatch.chdir(tmp_path)
@@ -258,9 +323,30 @@ def test_generate_checks_topics_file_before_connecting(tmp_path, capsys):
 
     f = tmp_path / "topics.json"
     f.write_text('{"topics": [{"topic": ""}, {"nope": 1}], "version": 2}')
-    rc = main(["--bootstrap-server", "127.0.0.1:1", "--generate",
-                            "--topics-to-move-json-file", str(f), "--broker-list", "1,2"])
+    rc = main(
+        [
+            "--bootstrap-server",
+            "127.0.0.1:1",
+            "--generate",
+            "--topics-to-move-json-file",
+            str(f),
+            "--broker-list",
+            "1,2",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 3 and "topics[0]" in err and "topics[1]" in err and "version" in err
-    assert main(["--bootstrap-server", "127.0.0.1:1", "--generate",
-                              "--topics-to-move-json-file", str(f), "--broker-list", "a,b"]) == 2
+    assert (
+        main(
+            [
+                "--bootstrap-server",
+                "127.0.0.1:1",
+                "--generate",
+                "--topics-to-move-json-file",
+                str(f),
+                "--broker-list",
+                "a,b",
+            ]
+        )
+        == 2
+    )

@@ -43,7 +43,9 @@ def test_postmortem_tables_from_a_simulated_run(journal):
     assert set(thr["direction"]) == {"in", "out"} and thr["bytes"].sum() > 0
     throttles = pm.throttle_changes().toPandas()
     assert list(throttles["event"])[-1] == "throttle_cleared"
-    rep = pmx.report(moves, conc, thr, batches, pm.trouble().toPandas(), throttles, pm.caps_pandas())
+    rep = pmx.report(
+        moves, conc, thr, batches, pm.trouble().toPandas(), throttles, pm.caps_pandas()
+    )
     s = rep["summary"]
     assert s["moves"] == 4 and s["states"] == {"completed": 4} and s["stuck"] == 0
     assert s["caps"][0]["batch_size"] == 2

@@ -85,7 +85,14 @@ def test_not_json():
 
 
 @given(
-    st.lists(st.tuples(st.integers(0, 3), st.lists(st.integers(0, 4), min_size=1, max_size=3, unique=True), st.integers(0, 10**12)), max_size=10)
+    st.lists(
+        st.tuples(
+            st.integers(0, 3),
+            st.lists(st.integers(0, 4), min_size=1, max_size=3, unique=True),
+            st.integers(0, 10**12),
+        ),
+        max_size=10,
+    )
 )
 def test_round_trip_property(rows):
     brokers = [BrokerEntry(b, None if b == 4 else "r") for b in range(5)]

@@ -20,7 +20,11 @@ def test_event_tps_accepts_every_documented_shape():
     assert figures.event_tps({"tp": "my-topic-12"}) == [TopicPartition("my-topic", 12)]
     assert figures.event_tps({"tp": ["a", 1]}) == [TopicPartition("a", 1)]
     many = {"partitions": [{"topic": "a", "partition": 0}, "b-1", ["c", 2]]}
-    assert figures.event_tps(many) == [TopicPartition("a", 0), TopicPartition("b", 1), TopicPartition("c", 2)]
+    assert figures.event_tps(many) == [
+        TopicPartition("a", 0),
+        TopicPartition("b", 1),
+        TopicPartition("c", 2),
+    ]
     assert figures.event_tps({"event": "run_started"}) == []
 
 
@@ -82,17 +86,25 @@ def test_broker_bytes_reads_latest_sample_in_either_shape():
         ev(1, "sample", brokers=[{"broker": 2, "bytes_in": 5, "bytes_out": 1}]),
         ev(2, "sample", brokers={"1": {"bytes_in": 7}, "3": {"bytes_out": 9}}),
     ]
-    assert figures.broker_bytes(evs) == {1: {"bytes_in": 7.0, "bytes_out": 0.0}, 3: {"bytes_in": 0.0, "bytes_out": 9.0}}
+    assert figures.broker_bytes(evs) == {
+        1: {"bytes_in": 7.0, "bytes_out": 0.0},
+        3: {"bytes_in": 0.0, "bytes_out": 9.0},
+    }
     assert figures.broker_bytes([ev(1, "run_started")]) == {}
 
 
 def test_planned_broker_bytes():
     got = figures.planned_broker_bytes([((1, 2), (2, 3), 100), ((1, 2), (1, 2), 50)])
-    assert got == {1: {"bytes_in": 0.0, "bytes_out": 100.0}, 3: {"bytes_in": 100.0, "bytes_out": 0.0}}
+    assert got == {
+        1: {"bytes_in": 0.0, "bytes_out": 100.0},
+        3: {"bytes_in": 100.0, "bytes_out": 0.0},
+    }
 
 
 def test_behind_rows_orders_and_bounds():
-    rows = [{"topic": "t", "partition": i, "state": "moving", "behind_bytes": i * 10} for i in range(40)]
+    rows = [
+        {"topic": "t", "partition": i, "state": "moving", "behind_bytes": i * 10} for i in range(40)
+    ]
     rows += [{"topic": "t", "partition": 99, "state": "done", "behind_bytes": 10**9}]
     rows += [{"tp": "u-0", "state": "moving"}]
     got = figures.behind_rows(rows, limit=5)
@@ -108,13 +120,20 @@ def test_button_states():
     # Resume from journal only where a run may be continued, and only with a journal
     assert controls.enabled_buttons("stopped", resumable=True) == {"resume_run", "verify"}
     assert controls.enabled_buttons("stopped") == {"execute", "verify"}
-    assert controls.enabled_buttons("cancelled", resumable=True) == {"execute", "resume_run", "verify"}
+    assert controls.enabled_buttons("cancelled", resumable=True) == {
+        "execute",
+        "resume_run",
+        "verify",
+    }
     assert "resume_run" not in controls.enabled_buttons("running", resumable=True)
     assert "resume_run" not in controls.enabled_buttons("done", resumable=True)
     assert controls.phase_after_run("stopped", asked="stop") == "stopped"
     assert controls.phase_after_run("stopped", asked="cancel") == "cancelled"
     names = ["batch_size", "max_moves_per_broker", "parallel_replica_count", "throttle"]
-    assert controls.editable_controls("running", names) == {"max_moves_per_broker", "parallel_replica_count"}
+    assert controls.editable_controls("running", names) == {
+        "max_moves_per_broker",
+        "parallel_replica_count",
+    }
     assert controls.editable_controls("ready", names) == set(names)
     assert controls.editable_controls("stopping", names) == frozenset()
     assert controls.enabled_buttons("invalid") == frozenset()
@@ -124,7 +143,9 @@ def test_button_states():
     assert controls.phase_after_run("error") == "failed"
 
 
-_kinds = st.sampled_from(["submitted", "step_submitted", "completed", "cancelled", "sample", "stuck"])
+_kinds = st.sampled_from(
+    ["submitted", "step_submitted", "completed", "cancelled", "sample", "stuck"]
+)
 _events = st.lists(st.tuples(st.floats(0, 1000), _kinds, st.integers(0, 30)), max_size=300)
 
 
@@ -160,7 +181,9 @@ def test_broker_bytes_and_behind_from_progress_samples():
         4: {"bytes_in": 50.0, "bytes_out": 0.0},
     }
     rows = figures.behind_rows(figures.behind_from_samples(evs))
-    assert [(r["partition"], r["behind_bytes"], round(r["percent"])) for r in rows] == [("a-0", 50.0, 75)]
+    assert [(r["partition"], r["behind_bytes"], round(r["percent"])) for r in rows] == [
+        ("a-0", 50.0, 75)
+    ]
     done = evs + [ev(4, "completed", topic="a", partition=0)]
     assert figures.behind_from_samples(done) == []
 
@@ -170,8 +193,14 @@ def test_broker_bytes_and_behind_from_execute_samples():
     evs = [
         ev(0, "submitted", topic="a", partition=0, current=[1, 2], target=[3, 4], size_bytes=100),
         ev(0, "submitted", topic="a", partition=1, current=[2, 1], target=[2, 3], size_bytes=50),
-        ev(1, "sample", moves=[{"topic": "a", "partition": 0, "bytes": 60, "size": 100, "step": 1},
-                               {"topic": "a", "partition": 1, "bytes": 10, "size": 50, "step": 1}]),
+        ev(
+            1,
+            "sample",
+            moves=[
+                {"topic": "a", "partition": 0, "bytes": 60, "size": 100, "step": 1},
+                {"topic": "a", "partition": 1, "bytes": 10, "size": 50, "step": 1},
+            ],
+        ),
         ev(2, "completed", topic="a", partition=1),
     ]
     got = figures.broker_bytes(evs)
@@ -182,7 +211,9 @@ def test_broker_bytes_and_behind_from_execute_samples():
         4: {"bytes_in": 30.0, "bytes_out": 0.0},
     }
     rows = figures.behind_rows(figures.behind_from_samples(evs))
-    assert [(r["partition"], r["behind_bytes"], round(r["percent"])) for r in rows] == [("a-0", 140.0, 30)]
+    assert [(r["partition"], r["behind_bytes"], round(r["percent"])) for r in rows] == [
+        ("a-0", 140.0, 30)
+    ]
 
 
 def test_charts_of_a_run_in_one_standalone_file(tmp_path):

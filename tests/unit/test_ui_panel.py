@@ -52,8 +52,15 @@ def sim_verify(gateway, plan):
 
 
 def make_panel(sim: SimCluster, tmp_path, **defaults) -> Panel:
-    return Panel(plan(), sim, output_dir=str(tmp_path), refresh_s=0.02,
-                 run_kwargs=sim_runs(sim), verify_fn=sim_verify, **defaults)
+    return Panel(
+        plan(),
+        sim,
+        output_dir=str(tmp_path),
+        refresh_s=0.02,
+        run_kwargs=sim_runs(sim),
+        verify_fn=sim_verify,
+        **defaults,
+    )
 
 
 def test_summary_controls_and_initial_buttons(tmp_path):
@@ -170,8 +177,9 @@ def kinds_for(p: Panel, event: str) -> list[dict]:
 def test_caps_changed_while_running_take_effect_at_the_next_decision(tmp_path):
     sim = cluster()
     sim.stall(TP("orders", 0))  # holds the only slot of the cluster-wide cap
-    p = make_panel(sim, tmp_path, batch_size=3, incremental=True, cluster_max_reassignments=1,
-                   throttle=10 * MB)
+    p = make_panel(
+        sim, tmp_path, batch_size=3, incremental=True, cluster_max_reassignments=1, throttle=10 * MB
+    )
     p.buttons["execute"].click()
     wait_for(lambda: kinds_for(p, "submitted"), "the first submission")
     live = {n for n, w in p.controls.items() if not w.disabled}
@@ -188,7 +196,10 @@ def test_caps_changed_while_running_take_effect_at_the_next_decision(tmp_path):
     assert sorted(e["partition"] for e in later) == [1, 2]
     p.refresh()
     assert "cluster-wide cap: no cap" not in p.log_html.value
-    assert "cluster-wide cap: 1 -&gt; 3 (takes effect at the next scheduling decision)" in p.log_html.value
+    assert (
+        "cluster-wide cap: 1 -&gt; 3 (takes effect at the next scheduling decision)"
+        in p.log_html.value
+    )
     assert "caps_changed" in p.log_html.value
 
     # a value the executor refuses: named, the control put back, the run unchanged
@@ -299,7 +310,9 @@ def test_cancel_then_resume_or_start_anew(tmp_path):
     assert p.phase == "done", p.message.value
     aside = tmp_path / f"journal-{old_id}.jsonl"
     assert aside.exists() and p.artefacts["previous_journal"] == str(aside)
-    ids = {json.loads(line)["run_id"] for line in (tmp_path / "journal.jsonl").read_text().splitlines()}
+    ids = {
+        json.loads(line)["run_id"] for line in (tmp_path / "journal.jsonl").read_text().splitlines()
+    }
     assert len(ids) == 1 and old_id not in ids
 
 
@@ -311,8 +324,13 @@ def test_resume_refused_for_another_plan(tmp_path):
     wait_for(lambda: kinds_for(p, "submitted"), "the first submission")
     p.buttons["stop"].click()
     p.wait(60)
-    other = Panel(Plan.of([Move(TP("orders", 3), (1, 2))]), sim, output_dir=str(tmp_path),
-                  run_kwargs=sim_runs(sim), verify_fn=sim_verify)
+    other = Panel(
+        Plan.of([Move(TP("orders", 3), (1, 2))]),
+        sim,
+        output_dir=str(tmp_path),
+        run_kwargs=sim_runs(sim),
+        verify_fn=sim_verify,
+    )
     assert "resume_run" not in other.enabled()
     other.buttons["resume_run"].click()  # the handler refuses too
     assert other.run is None
@@ -365,7 +383,10 @@ def test_others_moves_refused_with_the_preflight_message_and_nothing_changed(tmp
     assert p.run is None and p.phase == "ready"
     assert p.errors == [str(cli.value)]
     assert {k: v for k, v in sim.calls.items() if v != calls.get(k)}.keys() <= {
-        "brokers", "topic_partition_counts", "describe_partitions", "list_reassignments",
+        "brokers",
+        "topic_partition_counts",
+        "describe_partitions",
+        "list_reassignments",
     }
     assert not (tmp_path / "rollback.json").exists()
 
@@ -375,9 +396,14 @@ def test_notebook_02_timeout_cancels_before_failing(tmp_path):
     fails only once the cancel has happened (the kernel stops right after the failure)."""
     import pathlib
 
-    nb = json.loads((pathlib.Path(__file__).parents[2] / "notebooks" / "02_execute.ipynb").read_text())
-    cell = next("".join(c["source"]) for c in nb["cells"]
-                if c["cell_type"] == "code" and "if auto_execute:" in "".join(c["source"]))
+    nb = json.loads(
+        (pathlib.Path(__file__).parents[2] / "notebooks" / "02_execute.ipynb").read_text()
+    )
+    cell = next(
+        "".join(c["source"])
+        for c in nb["cells"]
+        if c["cell_type"] == "code" and "if auto_execute:" in "".join(c["source"])
+    )
     sim = cluster()
     sim.stall(TP("orders", 0))
 
@@ -385,8 +411,16 @@ def test_notebook_02_timeout_cancels_before_failing(tmp_path):
         sim.sleep(dt)
         time.sleep(0.05)
 
-    p = Panel(plan(), sim, output_dir=str(tmp_path), refresh_s=0.02, verify_fn=sim_verify,
-              run_kwargs={"clock": sim.now, "sleep": slow_sleep}, batch_size=1, throttle=10 * MB)
+    p = Panel(
+        plan(),
+        sim,
+        output_dir=str(tmp_path),
+        refresh_s=0.02,
+        verify_fn=sim_verify,
+        run_kwargs={"clock": sim.now, "sleep": slow_sleep},
+        batch_size=1,
+        throttle=10 * MB,
+    )
     ns = {"p": p, "json": json, "auto_execute": True, "resume": False, "timeout_s": 0.3}
     with pytest.raises(TimeoutError, match="did not finish"):
         exec(cell, ns)  # noqa: S102 - the notebook's own cell
