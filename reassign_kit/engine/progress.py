@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..cluster.gateway import Gateway, ReplicaLogInfo
+from ..errors import ReassignKitError
 from ..model import PartitionState, Plan, TopicPartition, is_complete
 
 IN_SYNC = "In sync"
@@ -619,17 +620,29 @@ def steps_from_events(events: Iterable[Mapping[str, Any]]) -> dict[TopicPartitio
 
 def bytes_copied(
     gateway: Gateway, adding: Mapping[TopicPartition, set[int]]
-) -> dict[TopicPartition, int]:
+) -> tuple[dict[TopicPartition, int], dict[int, str]]:
     """Bytes the new replicas (``adding``: partition -> brokers it is being copied to) hold
-    so far, summed per partition, from one DescribeLogDirs call on those brokers."""
+    so far, summed per partition, from one DescribeLogDirs call on those brokers; when that
+    call fails, one call per broker, so that a broker that cannot answer leaves only its own
+    moves unmeasured. Returns (bytes per partition, broker -> error of those that failed)."""
     brokers = sorted(set().union(*adding.values())) if adding else []
     copied: dict[TopicPartition, int] = {}
+    failed: dict[int, str] = {}
     if not brokers:
-        return copied
-    for r in gateway.describe_log_dirs(brokers):
+        return copied, failed
+    try:
+        infos = list(gateway.describe_log_dirs(brokers))
+    except ReassignKitError:
+        infos = []
+        for b in brokers:
+            try:
+                infos += gateway.describe_log_dirs([b])
+            except ReassignKitError as e:
+                failed[b] = str(e)
+    for r in infos:
         if r.tp in adding and r.broker in adding[r.tp]:
             copied[r.tp] = copied.get(r.tp, 0) + r.size_bytes
-    return copied
+    return copied, failed
 
 
 def _event_tp(e: Mapping[str, Any]) -> TopicPartition | None:

@@ -33,7 +33,7 @@ from ..cluster.views import (
     partition_sizes,
     refuse_in_flight,
 )
-from ..errors import ReassignKitError, UsageError
+from ..errors import KafkaOperationError, ReassignKitError, UsageError
 from ..model import PartitionState, Plan, TopicPartition, is_complete
 from . import deadlines
 from . import throttle as thr
@@ -43,6 +43,7 @@ from .moves import MoveState, MoveStatus
 from .options import ON_DEADLINE, ExecuteOptions, cli_options  # noqa: F401 (ON_DEADLINE: re-exported)
 from .progress import bytes_copied
 from .results import RunError, RunResult, RunStatus
+from .retry import RetryingGateway
 from .schedule import Caps, Item, assign_batches, decide, item_for, order_items
 from .steps import StepsFor, steps_hook
 
@@ -107,8 +108,10 @@ class Run:
         self._started_at: float | None = None
         self._moves: dict[TopicPartition, MoveState] = {}
         self._order: list[TopicPartition] = []
+        # every admin call of the loop retried with backoff, each retry journaled
+        self.gw = RetryingGateway(gateway, self._sleep, self._emit)
         self._throttles = thr.ThrottleKeeper(
-            gateway, plan.topics(), self.options.throttle, self.options.log_dir_throttle, self._emit
+            self.gw, plan.topics(), self.options.throttle, self.options.log_dir_throttle, self._emit
         )
         self._last_sample = -1e18
         self._journal: Journal | None = None
@@ -117,7 +120,7 @@ class Run:
         self._error: str | None = None
         # moves between log dirs (the plan's log_dirs), as ops.execute starts them for the
         # legacy request; a move is complete only when its replicas are also in those dirs
-        self._dirs = LogDirMoves(gateway, plan, self._moves, self.options.timeout_s, self._emit)
+        self._dirs = LogDirMoves(self.gw, plan, self._moves, self.options.timeout_s, self._emit)
 
     # ---- control, from any thread ---------------------------------------------------------
 
@@ -240,7 +243,7 @@ class Run:
             self._begin()
             self.state = "running"
             while True:
-                if self._step_once():
+                if self._poll():
                     break
                 self._sleep(self.options.poll_interval_ms / 1000.0)
         except KeyboardInterrupt as e:
@@ -262,6 +265,25 @@ class Run:
                 raise self._exc
             raise RunError(self._result.error or "the run failed")
         return self._result
+
+    def _poll(self) -> bool:
+        """One iteration; a cluster fault that outlasted the calls' retries ends the run only
+        when the run deadline has passed (or the user stopped it): else it is journaled and
+        the next poll tries again."""
+        try:
+            return self._step_once()
+        except KafkaOperationError as e:
+            if self._stop.is_set():
+                self._end_state = self._end_state or "stopped"
+                return True
+            o, now = self.options, self._clock()
+            started = self._started_at if self._started_at is not None else now
+            if o.run_deadline is not None and now - started > o.run_deadline:
+                raise
+            self._emit(
+                "warning", message=f"poll failed after retries ({e}); trying again at the next poll"
+            )
+            return False
 
     def _sleep(self, seconds: float) -> None:
         if self._stop.is_set():
@@ -723,12 +745,20 @@ class Run:
         if not moving or not (force or due or self.options.stuck_after is not None):
             return
         adding = {ms.tp: {b for b in ms.step_target if b not in ms.step_from} for ms in moving}
-        try:
-            copied = bytes_copied(self.gw, adding)
-        except ReassignKitError as e:
-            self._emit("warning", message=f"cannot sample progress: {e}")
-            return
+        # best effort, no retries (the next sample comes soon): a broker that cannot answer
+        # leaves its own moves unmeasured — waiting, never "stuck" — and the others measured
+        copied, failed = bytes_copied(self.gw.wrapped, adding)
+        if failed:
+            self._emit(
+                "warning",
+                message="cannot sample progress on broker(s) "
+                + ", ".join(f"{b} ({e})" for b, e in sorted(failed.items()))
+                + "; their moves count as waiting",
+            )
         for ms in moving:
+            if adding[ms.tp] & failed.keys():
+                ms.progress_at = now  # unknown is not stuck
+                continue
             b = copied.get(ms.move.tp, 0)
             if ms.bytes_copied is None or b > ms.bytes_copied:
                 ms.progress_at = now if ms.bytes_copied is not None or b > 0 else ms.progress_at

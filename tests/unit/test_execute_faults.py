@@ -69,7 +69,8 @@ class NoClearing(SimCluster):
 
 def test_a_failed_throttle_cleanup_is_reported_with_what_is_left(tmp_path):
     sim = cluster(NoClearing)
-    run = run_of(sim, shifted(sim, [TP("a", 1)]), tmp_path, wait=True)
+    # the run rides through the fault (retries, next polls) until its deadline
+    run = run_of(sim, shifted(sim, [TP("a", 1)]), tmp_path, wait=True, run_deadline=60)
     with pytest.raises(KafkaOperationError):
         run.run()
     res = run.wait(0)
@@ -214,3 +215,68 @@ def test_metadata_lag_shorter_than_the_settle_window_is_not_a_lost_move(tmp_path
     assert res.state == "done" and res.completed == [TP("a", 1)] and res.failed == {}
     lagged = [e for e in read_events(tmp_path / "run.jsonl") if e["event"] == "failed"]
     assert lagged == []
+
+
+# ---------------------------------------------------------------- #4: transient faults
+
+
+class Flaky(SimCluster):
+    """``list_reassignments`` fails ``failures`` times in a row once ``after`` calls went
+    through (a controller failover, a request timeout)."""
+
+    after, failures = 3, 3
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.n = 0
+
+    def list_reassignments(self):
+        self.n += 1
+        if self.after < self.n <= self.after + self.failures:
+            raise KafkaOperationError("list partition reassignments: timed out after 30s")
+        return super().list_reassignments()
+
+
+# within one call's retries (4 attempts); across three polls (each call's 4 attempts fail)
+@pytest.mark.parametrize("failures, retries, failed_polls", [(3, 3, 0), (12, 9, 3)])
+def test_transient_admin_errors_do_not_end_a_run(tmp_path, failures, retries, failed_polls):
+    sim = cluster(Flaky)
+    sim.failures = failures
+    plan = shifted(sim, [TP("a", 1), TP("a", 2)])
+    res = run_of(sim, plan, tmp_path, batch_size=1, wait=True).run()
+    assert res.state == "done" and len(res.completed) == 2
+    events = read_events(tmp_path / "run.jsonl")
+    journaled = [e for e in events if e["event"] == "retry"]
+    assert len(journaled) == retries and {e["call"] for e in journaled} == {"list_reassignments"}
+    assert [e["attempt"] for e in journaled[:3]] == [1, 2, 3]
+    assert sum("poll failed" in (e.get("message") or "") for e in events) == failed_polls
+    assert sim.current_throttles().is_empty()
+
+
+def test_an_outage_past_the_run_deadline_ends_the_run(tmp_path):
+    sim = cluster(Flaky)
+    sim.failures = 10_000
+    run = run_of(sim, shifted(sim, [TP("a", 1)]), tmp_path, wait=True, run_deadline=30)
+    with pytest.raises(KafkaOperationError):
+        run.run()
+    assert run.state == "failed"
+
+
+class OneBrokerBlind(SimCluster):
+    """DescribeLogDirs fails for any request that includes broker 3."""
+
+    def describe_log_dirs(self, brokers, *a, **kw):
+        if 3 in set(brokers):
+            raise KafkaOperationError("describe log dirs of 3: timed out after 30s")
+        return super().describe_log_dirs(brokers, *a, **kw)
+
+
+def test_one_broker_failing_describe_log_dirs_does_not_make_healthy_moves_stuck(tmp_path):
+    sim = cluster(OneBrokerBlind)
+    plan = shifted(sim, [TP("a", 1), TP("a", 2)])  # a-1 copies to broker 3, a-2 does not
+    res = run_of(sim, plan, tmp_path, wait=True, throttle=MB, stuck_after=1.0,
+                 on_deadline="cancel").run()  # fmt: skip
+    assert res.state == "done" and res.cancelled == [] and len(res.completed) == 2
+    events = read_events(tmp_path / "run.jsonl")
+    assert not any(e["event"] == "stuck" for e in events)
+    assert any("broker(s) 3" in (e.get("message") or "") for e in events)
