@@ -382,8 +382,9 @@ def take_snapshot(gateway: Any, topics: Iterable[str] | None = None) -> Snapshot
     counts = gateway.topic_partition_counts(list(topics) if topics is not None else None)
     tps = [TopicPartition(t, p) for t, n in counts.items() for p in range(n)]
     states = gateway.describe_partitions(tps) if tps else {}
-    misr_fn = getattr(gateway, "min_insync_replicas", None)
-    misr: dict[str, int | None] = dict(misr_fn(sorted(counts))) if (misr_fn and counts) else {}
+    misr: dict[str, int | None] = (
+        dict(gateway.min_insync_replicas(sorted(counts))) if counts else {}
+    )
     sizes: dict[tuple[int, TopicPartition], int] = {}
     for info in gateway.describe_log_dirs([b.id for b in brokers]) if brokers else []:
         if info.is_future:

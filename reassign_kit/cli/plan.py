@@ -109,9 +109,7 @@ def _snapshot(args: argparse.Namespace) -> int:
     try:
         snap = take_snapshot(gw, args.topics)
     finally:
-        close = getattr(gw, "close", None)
-        if close:
-            close()
+        gw.close()
     snap.write(args.output)
     print(
         f"snapshot: {len(snap.brokers)} brokers, {len(snap.topics)} topics, "

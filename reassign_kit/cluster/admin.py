@@ -14,13 +14,14 @@ mapped to each client's own option names. No setting ever reaches a log line or 
 from __future__ import annotations
 
 import re
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import KafkaOperationError, UsageError
 from ..model import PartitionState, TopicPartition
-from .gateway import BrokerInfo, ReplicaLogInfo
+from .gateway import BrokerInfo, ErrorCode, PartitionError, ReplicaLogInfo
 
 # Per-broker throttle rates (bytes/s) and per-topic throttled-replica lists, as the official tool.
 LEADER_RATE = "leader.replication.throttled.rate"
@@ -215,6 +216,13 @@ class AdminGateway:
                     f"cannot connect to {self.bootstrap_servers}: {_kp_text(e)}"
                 ) from None
         return self._kp
+
+    def now(self) -> float:
+        """Wall-clock time (the simulator's twin is model time)."""
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
 
     def close(self) -> None:
         if self._kp is not None:
@@ -429,7 +437,8 @@ class AdminGateway:
                 tp = TopicPartition(t.name, p.partition_index)
                 if p.error_code:
                     name = Errors.for_code(p.error_code).__name__.removesuffix("Error")
-                    out[tp] = f"{name}: {p.error_message}" if p.error_message else name
+                    text = f"{name}: {p.error_message}" if p.error_message else name
+                    out[tp] = PartitionError(ErrorCode.of(p.error_code), text)
                 else:
                     out[tp] = None
         return out

@@ -1,5 +1,7 @@
-"""The small interface that ``execute`` needs from a cluster. ``admin.AdminGateway`` implements
-it against real Kafka and ``simulate`` against a model, so the same scheduling code runs on both.
+"""The cluster contract: the one ``Gateway`` protocol the engine, the operations and the panel
+use. ``admin.AdminGateway`` implements it against real Kafka and ``simulate.SimCluster``
+against a model, so the same code runs on both (a test compares both with the protocol).
+Per-partition failures are ``PartitionError`` values with an ``ErrorCode``.
 
 Every method is one or a few Admin calls whatever the plan's size: callers ask about the
 partitions that matter, never one call per partition.
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Protocol
 
 from ..model import PartitionState, TopicPartition
@@ -34,8 +37,57 @@ class ReplicaLogInfo:
     is_future: bool
 
 
+class ErrorCode(Enum):
+    """Kafka's per-partition error codes that the tool decides on (the protocol's numbers;
+    kafka-python's ``Errors.for_code`` names them). Compared by identity, never by text."""
+
+    UNKNOWN = -1
+    REQUEST_TIMED_OUT = 7
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    INVALID_REPLICATION_FACTOR = 38
+    INVALID_REPLICA_ASSIGNMENT = 39
+    NOT_CONTROLLER = 41
+    REASSIGNMENT_IN_PROGRESS = 60
+    NO_REASSIGNMENT_IN_PROGRESS = 85
+
+    @classmethod
+    def of(cls, code: int) -> ErrorCode:
+        try:
+            return cls(code)
+        except ValueError:
+            return cls.UNKNOWN
+
+
+class PartitionError(str):
+    """One partition's failure in a batch request. It reads as the broker's text (what people,
+    journals and JSON see, unchanged) and carries ``code`` for decisions."""
+
+    code: ErrorCode
+
+    def __new__(cls, code: ErrorCode, text: str) -> PartitionError:
+        obj = super().__new__(cls, text)
+        obj.code = code
+        return obj
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (PartitionError, (self.code, str(self)))
+
+
+def is_error(error: str | None, code: ErrorCode) -> bool:
+    """Whether a per-partition result is the failure ``code`` (by identity of the code)."""
+    return isinstance(error, PartitionError) and error.code is code
+
+
 class Gateway(Protocol):
-    def brokers(self) -> list[BrokerInfo]: ...
+    """Everything the engine, the operations, progress and the panel ask of a cluster: the
+    admin gateway implements it against Kafka, the simulator against a model (in model time).
+    Nobody probes for a method: what is here is what exists."""
+
+    def brokers(self) -> list[BrokerInfo]:
+        """The live brokers (id, host, port, rack)."""
+
+    def cluster_info(self) -> dict[str, Any]:
+        """Cluster id, controller and the Kafka version (for the journal's run_started)."""
 
     def topic_partition_counts(self, topics: Iterable[str] | None = None) -> dict[str, int]:
         """Topic name -> partition count (all topics when ``topics`` is None)."""
@@ -43,19 +95,58 @@ class Gateway(Protocol):
     def describe_partitions(
         self, tps: Iterable[TopicPartition]
     ) -> dict[TopicPartition, PartitionState]:
-        """Replicas, ISR, leader and adding/removing for the given partitions (missing ones absent)."""
+        """Replicas, ISR, leader and adding/removing for the given partitions (missing ones
+        absent)."""
 
-    def list_reassignments(self) -> dict[TopicPartition, PartitionState]:
-        """Every reassignment in flight on the cluster."""
+    def list_reassignments(
+        self, tps: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, PartitionState]:
+        """The reassignments in flight (of ``tps``, or every one)."""
 
     def alter_reassignments(
         self,
         targets: Mapping[TopicPartition, Sequence[int] | None],
         allow_replication_factor_change: bool = True,
     ) -> dict[TopicPartition, str | None]:
-        """Submit (replicas) or cancel (None) reassignments; per partition None or the broker's error."""
+        """Submit (replicas) or cancel (None) reassignments; per partition None or a
+        ``PartitionError``."""
 
-    def describe_log_dirs(self, brokers: Iterable[int]) -> list[ReplicaLogInfo]: ...
+    def describe_log_dirs(
+        self, brokers: Iterable[int], tps: Iterable[TopicPartition] | None = None
+    ) -> list[ReplicaLogInfo]:
+        """Replica logs on ``brokers`` (only ``tps`` when given)."""
+
+    def broker_log_dirs(self, brokers: Iterable[int] | None = None) -> dict[int, list[str]]:
+        """Each broker's log dirs."""
+
+    def alter_replica_log_dirs(
+        self, assignments: Mapping[tuple[TopicPartition, int], str]
+    ) -> dict[tuple[TopicPartition, int], str | None]:
+        """Move replicas between log dirs of their broker; per replica None or the error."""
+
+    def min_insync_replicas(self, topics: Iterable[str]) -> dict[str, int]:
+        """Each topic's min.insync.replicas (the broker default where not set)."""
+
+    def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str]]:
+        """The dynamic configs of ``topics``."""
+
+    def broker_configs(self, brokers: Iterable[int]) -> dict[int, dict[str, str]]:
+        """The dynamic per-broker configs of ``brokers``."""
+
+    def alter_topic_configs(self, changes: Mapping[str, Mapping[str, str | None]]) -> None:
+        """Incremental alter: SET a value, DELETE on None."""
+
+    def alter_broker_configs(self, changes: Mapping[int, Mapping[str, str | None]]) -> None:
+        """Incremental alter of per-broker configs: SET a value, DELETE on None."""
+
+    def now(self) -> float:
+        """The gateway's clock: wall time for Kafka, model time for the simulator."""
+
+    def sleep(self, seconds: float) -> None:
+        """Wait on the gateway's clock."""
+
+    def close(self) -> None:
+        """Release the clients (idempotent)."""
 
 
 ConfigChanges = dict[Any, dict[str, str | None]]  # resource -> {key: value, or None = delete}

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..model import PartitionState, TopicPartition
 from .admin import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS, LOG_DIR_RATE
-from .gateway import BrokerInfo, ReplicaLogInfo, alter_in_place
+from .gateway import BrokerInfo, ErrorCode, PartitionError, ReplicaLogInfo, alter_in_place
 
 MB = 1024 * 1024
 
@@ -205,9 +205,16 @@ class SimCluster:
         self.calls["describe_partitions"] += 1
         return {tp: self.partitions[tp].state() for tp in tps if tp in self.partitions}
 
-    def list_reassignments(self) -> dict[TopicPartition, PartitionState]:
+    def list_reassignments(
+        self, tps: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, PartitionState]:
         self.calls["list_reassignments"] += 1
-        return {tp: sp.state() for tp, sp in self.partitions.items() if sp.target is not None}
+        want = None if tps is None else set(tps)
+        return {
+            tp: sp.state()
+            for tp, sp in self.partitions.items()
+            if sp.target is not None and (want is None or tp in want)
+        }
 
     def alter_reassignments(
         self,
@@ -219,7 +226,9 @@ class SimCluster:
         for tp, target in targets.items():
             sp = self.partitions.get(tp)
             if sp is None:
-                out[tp] = "UNKNOWN_TOPIC_OR_PARTITION"
+                out[tp] = PartitionError(
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "UNKNOWN_TOPIC_OR_PARTITION"
+                )
             elif tp in self.fail_on:
                 out[tp] = self.fail_on[tp]
             elif target is None:
@@ -249,7 +258,9 @@ class SimCluster:
 
     def _cancel(self, sp: SimPartition) -> str | None:
         if sp.target is None:
-            return "NO_REASSIGNMENT_IN_PROGRESS"
+            return PartitionError(
+                ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "NO_REASSIGNMENT_IN_PROGRESS"
+            )
         orig = list(sp.original or sp.replicas)
         sp.replicas = orig
         sp.isr = [b for b in orig if b in sp.isr]
@@ -313,6 +324,14 @@ class SimCluster:
         return out
 
     # ---- configs: throttle.py reads and writes them as on a real cluster ------------------
+
+    def min_insync_replicas(self, topics: Iterable[str]) -> dict[str, int]:
+        """Each topic's min.insync.replicas from its configs (1, the broker default, else)."""
+        cfgs = self.topic_configs(topics)
+        return {t: int(cfgs.get(t, {}).get("min.insync.replicas", 1)) for t in topics}
+
+    def close(self) -> None:
+        """Nothing to release: the model lives in this process."""
 
     def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str]]:
         self.calls["describe_configs"] += 1

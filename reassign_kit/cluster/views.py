@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import ReassignmentInProgressError
 from ..model import ANY_LOG_DIR, Move, PartitionState, Plan, TopicPartition
 from ..validate import ClusterView
+from .gateway import ErrorCode, is_error
 
 
 def cluster_view(gateway: Any, plan: Plan, with_log_dirs: bool | None = None) -> ClusterView:
@@ -104,14 +105,9 @@ def partition_sizes(
 
 
 def no_reassignment_in_progress(error: str | None) -> bool:
-    """Whether a per-partition error of AlterPartitionReassignments says "no reassignment in
-    progress" — Kafka's ``NoReassignmentInProgress…`` and the simulator's
-    ``NO_REASSIGNMENT_IN_PROGRESS`` alike (a move that finished just before its cancel).
-    Stand-in until per-partition errors carry a typed error code."""
-    if not error:
-        return False
-    letters = "".join(c for c in str(error).split(":", 1)[0] if c.isalpha()).upper()
-    return letters.startswith("NOREASSIGNMENTINPROGRESS")
+    """Whether a per-partition error of AlterPartitionReassignments is "no reassignment in
+    progress" (a move that finished just before its cancel): by its code, never its text."""
+    return is_error(error, ErrorCode.NO_REASSIGNMENT_IN_PROGRESS)
 
 
 # Metadata reaches brokers asynchronously: right after a move ends (or is cancelled) a broker

@@ -170,9 +170,8 @@ def preflight(
         rollback = rollback_plan(plan, states, cur_dirs)
         path_written = write_rollback(rollback, rollback_path)
     min_isr = None  # read now when steps are asked for (else by the Run if R is set later)
-    fn = getattr(gateway, "min_insync_replicas", None)
-    if opts.parallel_replica_count is not None and opts.min_isr is None and callable(fn):
-        min_isr = dict(fn(plan.topics()))
+    if opts.parallel_replica_count is not None and opts.min_isr is None:
+        min_isr = dict(gateway.min_insync_replicas(plan.topics()))
     prepared = Prepared(
         plan, opts, view, in_flight, states, rollback, path_written, min_isr, journal_path
     )
@@ -181,10 +180,9 @@ def preflight(
             f"The rollback plan (the current assignment) was saved to {path_written}"
         )
     if build_run:
-        # a model cluster (simulate.SimCluster) brings its own clock: the run goes in its time
-        if callable(getattr(gateway, "now", None)) and callable(getattr(gateway, "sleep", None)):
-            run_kwargs.setdefault("clock", gateway.now)
-            run_kwargs.setdefault("sleep", gateway.sleep)
+        # the run goes on the gateway's clock: wall time, or the simulator's model time
+        run_kwargs.setdefault("clock", gateway.now)
+        run_kwargs.setdefault("sleep", gateway.sleep)
         prepared.run = Run(
             gateway,
             plan,

@@ -24,7 +24,6 @@ of Admin calls through the gateway) + ``watch`` (a terminal view that refreshes 
 
 from __future__ import annotations
 
-import inspect
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -772,15 +771,7 @@ def observe(
     involved &= live
     logs: list[ReplicaLogInfo] = []
     if involved and known:
-        if "tps" in inspect.signature(gateway.describe_log_dirs).parameters:
-            logs = gateway.describe_log_dirs(sorted(involved), tps=known)  # type: ignore[call-arg]
-        else:
-            wanted = set(known)
-            logs = [
-                li
-                for li in gateway.describe_log_dirs(sorted(involved))
-                if TopicPartition(*li.tp) in wanted
-            ]
+        logs = gateway.describe_log_dirs(sorted(involved), tps=known)
     return Observation(clock(), plan, counts, live, states, logs, steps_from_events(events))
 
 

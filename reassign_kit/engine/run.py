@@ -198,10 +198,9 @@ class Run:
 
     def _min_isr_of(self, topic: str) -> int:
         """A topic's min.insync.replicas for its steps; the gateway is asked once, for the
-        plan's topics (1 for a gateway that cannot tell, e.g. the simulator)."""
+        plan's topics."""
         if self._min_isr is None:
-            fn = getattr(self.gw, "min_insync_replicas", None)
-            self._min_isr = dict(fn(self.plan.topics())) if callable(fn) else 1
+            self._min_isr = dict(self.gw.min_insync_replicas(self.plan.topics()))
         if isinstance(self._min_isr, int):
             return self._min_isr
         return self._min_isr.get(topic, 1)
@@ -900,12 +899,9 @@ def _tpf(tp: TopicPartition) -> dict[str, Any]:
 
 
 def _cluster_info(gw: Any) -> dict[str, Any]:
-    """The gateway's ``cluster_info()`` (Kafka version and cluster id), {} when it has none;
-    informative only, so a failure is noted rather than fatal."""
-    fn = getattr(gw, "cluster_info", None)
-    if not callable(fn):
-        return {}
+    """The gateway's ``cluster_info()`` (Kafka version and cluster id); informative only, so
+    a failure is noted rather than fatal."""
     try:
-        return dict(fn())
+        return dict(gw.cluster_info())
     except Exception as e:  # noqa: BLE001 - informative only
         return {"error": f"{type(e).__name__}: {e}"}
