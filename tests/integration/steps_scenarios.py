@@ -126,6 +126,7 @@ class IsrWatcher(threading.Thread):
         super().__init__(daemon=True)
         self.gw, self.tp, self.poll_s = AdminGateway(bootstrap), tp, poll_s
         self.stop_evt = threading.Event()
+        self.first_poll = threading.Event()  # set once the start replicas have been seen
         self.min_isr = 1 << 30
         self.polls = 0
         self.sets: list[tuple[int, ...]] = []
@@ -139,6 +140,7 @@ class IsrWatcher(threading.Thread):
                     self.min_isr = min(self.min_isr, len(st.isr))
                     if not self.sets or self.sets[-1] != st.replicas:
                         self.sets.append(st.replicas)
+                    self.first_poll.set()
                 time.sleep(self.poll_s)
         finally:
             self.gw.close()
@@ -170,6 +172,11 @@ def run_steps(
         out = StepRun(planned, describe_steps(start.replicas, planned))
         watcher = IsrWatcher(bootstrap, tp)
         watcher.start()
+        # the run starts only once the watcher has seen the start replicas: its own connection
+        # can take longer than the first step's submission
+        if not watcher.first_poll.wait(60):
+            watcher.stop()
+            raise AssertionError("the ISR watcher saw no metadata for 60 s")
         t0 = time.monotonic()
         try:
             opts = ExecuteOptions(
