@@ -299,13 +299,12 @@ class AdminGateway:
         }
 
     def _metadata(self, topics: Iterable[str] | None) -> dict[str, Any]:
-        """Topic metadata: one call for one topic, else one call for all topics."""
+        """Topic metadata, always from one request for ALL topics: a Metadata request that
+        names a topic lets a broker with ``auto.create.topics.enable=true`` (Kafka's default)
+        create it, so a read-only command given a misspelt topic would create it (issue 14 #9)."""
         wanted = None if topics is None else sorted(set(topics))
         try:
-            if wanted is not None and len(wanted) == 1:
-                md = self.ck.list_topics(topic=wanted[0], timeout=self.timeout_s)
-            else:
-                md = self.ck.list_topics(timeout=self.timeout_s)
+            md = self.ck.list_topics(timeout=self.timeout_s)
         except Exception as e:
             raise KafkaOperationError(
                 f"cannot read metadata from {self.bootstrap_servers}: {_err_text(e)}"
