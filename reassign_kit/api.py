@@ -41,7 +41,6 @@ def execute(
     ``engine.preflight``; for a run in the background use ``preflight(...).run.start()``."""
     from . import ops
     from .engine import preflight as pf
-    from .engine.journal import register_config_secrets
     from .engine.options import ExecuteOptions
     from .errors import UsageError
     from .model import Plan
@@ -64,7 +63,6 @@ def execute(
         plan = Plan.read(source)
     if isinstance(command_config, str | os.PathLike):
         command_config = ops.load_command_config(os.fspath(command_config))
-    register_config_secrets(command_config or {})
     rb = None if rollback_path is None else os.fspath(rollback_path)
     gw = gateway if gateway is not None else ops.connect(bootstrap_servers, command_config)
     try:

@@ -628,8 +628,11 @@ def list_reassignments(gateway: Any) -> ListResult:
 
 
 def write_json(path: str, obj: Any) -> None:
+    """Write ``obj`` as JSON atomically (a temporary file, then rename), mode 0600."""
     tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # a leftover .tmp from a killed writer keeps its old mode otherwise
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(obj, f, indent=2)
         f.write("\n")
     os.replace(tmp, path)

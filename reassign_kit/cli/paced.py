@@ -18,8 +18,7 @@ import sys
 import time
 from typing import Any
 
-from .. import ops
-from ..engine.journal import read_events, register_config_secrets
+from ..engine.journal import read_events
 from ..engine.options import ExecuteOptions, cli_options, options_from_cli
 from ..engine.preflight import default_journal_path, options_from_journal, prepare
 from ..engine.results import RunError, RunResult
@@ -68,8 +67,6 @@ def _base_command(args: argparse.Namespace) -> list[str]:
 
 
 def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
-    if args.command_config:
-        register_config_secrets(ops.load_command_config(args.command_config))
     if args.resume:
         if not args.journal:
             raise UsageError("--resume needs --journal (the journal of the run to resume)")

@@ -3,8 +3,8 @@ moment leaves a record that, with the cluster's state, is enough to resume it an
 its postmortem.
 
 Every event carries ``ts`` (epoch seconds), ``event`` and ``run_id``. A redaction guard runs
-on every write: values under secret-looking keys and any registered secret string (e.g. the
-values of ``--command-config``) are replaced before anything touches the disk.
+on every write: the values of secret-looking keys (and the password inside a JAAS line) are
+replaced, whole, before anything touches the disk (``redact``: by key, no global state).
 """
 
 from __future__ import annotations
@@ -18,51 +18,51 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 REDACTED = "***"
+# Keys whose values are secrets, whole: passwords, secrets, tokens, credentials, JAAS lines,
+# private keys (``ssl.key.location`` names a file, not a secret, but it stays masked too).
 _SECRET_KEY = re.compile(
     r"(passw|secret|token|credential|sasl\.jaas|jaas|private|api[._-]?key|keystore\.key|ssl\.key)",
     re.IGNORECASE,
 )
-_registered: set[str] = set()
-_reg_lock = threading.Lock()
+# ``password="..."`` (JAAS) or ``password=...`` inside a string: only the value after the ``=``
+# is masked, never the same characters elsewhere in the data (a topic may be called like a
+# password). Topic names cannot contain ``=``, so this never touches one.
+_INLINE_SECRET = re.compile(
+    r"""((?:password|passwd|secret|token)\s*=\s*)("[^"]*"|'[^']*'|[^\s;,"']+)""", re.I
+)
 
 
-def register_secrets(values: Iterable[str]) -> None:
-    """Remember secret strings (process-wide) so no journal ever writes them, anywhere."""
-    with _reg_lock:
-        _registered.update(v for v in values if isinstance(v, str) and len(v) >= 3)
+def is_secret_key(key: object, extra: frozenset[str] | set[str] = frozenset()) -> bool:
+    """Whether values under ``key`` are secrets (by its name, or listed in ``extra``)."""
+    k = str(key)
+    return bool(_SECRET_KEY.search(k)) or k in extra
 
 
-_INLINE_SECRET = re.compile(r"""(?:password|secret|token)\s*=\s*("[^"]*"|'[^']*'|[^\s;]+)""", re.I)
+def secret_keys(config: Mapping[str, Any] | None) -> frozenset[str]:
+    """The keys of a client config (``--command-config``) whose values are secrets."""
+    return frozenset(str(k) for k in (config or {}) if is_secret_key(k))
 
 
-def register_config_secrets(config: Mapping[str, Any]) -> None:
-    """Register every value of a client config whose key looks secret (``--command-config``),
-    and the passwords inside a JAAS line on their own (they may be echoed without the line)."""
-    values = [str(v) for k, v in config.items() if _SECRET_KEY.search(str(k))]
-    inline = [m.strip("\"'") for v in values for m in _INLINE_SECRET.findall(v)]
-    register_secrets(values + inline)
+def redact(obj: Any, secret_keys: Iterable[str] = ()) -> Any:
+    """A copy of ``obj`` in which the value of every secret-looking key (and of each key in
+    ``secret_keys``) is replaced, whole, by ``***``, and the value after ``password=`` /
+    ``secret=`` / ``token=`` inside a string (a JAAS line) too.
 
-
-def redact(obj: Any, secrets: Iterable[str] = ()) -> Any:
-    """A copy of ``obj`` with secret-looking keys' values and registered secrets masked."""
-    with _reg_lock:
-        words = sorted(set(secrets) | _registered, key=len, reverse=True)
+    Nothing else is touched: redaction is by key, never by searching the data for the secret,
+    so a topic named like a password stays itself. No state: each caller (a run, a journal,
+    a connection) passes what it knows, nothing outlives the call."""
+    extra = frozenset(str(k) for k in secret_keys)
 
     def walk(o: Any) -> Any:
         if isinstance(o, Mapping):
             return {
-                str(k): (
-                    REDACTED if _SECRET_KEY.search(str(k)) and v not in (None, "") else walk(v)
-                )
+                str(k): (REDACTED if is_secret_key(k, extra) and v not in (None, "") else walk(v))
                 for k, v in o.items()
             }
         if isinstance(o, list | tuple | set | frozenset):
             return [walk(v) for v in o]
-        if isinstance(o, str):
-            for w in words:
-                if w and w in o:
-                    o = o.replace(w, REDACTED)
-            return o
+        if isinstance(o, str) and "=" in o:
+            return _INLINE_SECRET.sub(lambda m: m.group(1) + REDACTED, o)
         return o
 
     return walk(obj)

@@ -80,7 +80,8 @@ def write_rollback(rollback: Plan, rollback_path: str | None) -> str | None:
     """Write the rollback plan without ever replacing an earlier one: ``rollback_path`` ""
     = a timestamped file in the working dir, None = none; a path that exists already gets
     the first free ``<stem>-2<ext>``, ``<stem>-3<ext>``... (the first rollback of an output
-    folder holds the assignment before anything moved). Returns the path written."""
+    folder holds the assignment before anything moved). Created with mode 0600 (it describes
+    the cluster: its owner's to share). Returns the path written."""
     if rollback_path is None:
         return None
     wanted = rollback_path or default_rollback_path()
@@ -89,7 +90,7 @@ def write_rollback(rollback: Plan, rollback_path: str | None) -> str | None:
     while True:
         path = wanted if n == 1 else f"{stem}-{n}{ext}"
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # owner only
         except FileExistsError:
             n += 1
             continue

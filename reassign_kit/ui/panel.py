@@ -760,12 +760,9 @@ def panel(
     if gateway is None:
         if not bootstrap_servers:
             raise ReassignKitError("panel() needs bootstrap_servers=... (or gateway=...)")
-        from ..engine.journal import register_config_secrets
         from ..ops import connect, load_command_config
 
         if isinstance(command_config, str):
             command_config = load_command_config(command_config)
-        if command_config:  # no journal, log or output of this process may show them
-            register_config_secrets(command_config)
         gateway = connect(bootstrap_servers, command_config)
     return Panel(plan, gateway, journal_path=journal_path, output_dir=output_dir, **defaults)
