@@ -12,6 +12,7 @@ it and exits with its code instead of a traceback. Each exit code means one thin
     ├── RunError (7)                     a paced run ended early (deadline, rejected/lost move)
     ├── ThrottleCleanupError (8)         the final throttle cleanup failed: throttles may be left
     ├── RunbookError (9)                 a runbook notebook failed, timed out or grew too big
+    ├── JournalError (12)                the journal cannot be written (disk full) or is corrupt
     └── IllegalTransition (1)            a move status change the table forbids: a bug
 
 Codes that are outcomes, not errors: 0 done, 10 / 11 --verify in progress / mismatch,
@@ -87,6 +88,13 @@ class RunbookError(ReassignKitError):
     exit_code = 9
 
 
+class JournalError(ReassignKitError):
+    """The run journal is unusable: a write failed (disk full, I/O error) or a line before
+    the last one is not a JSON event. The message names the file (and the line)."""
+
+    exit_code = 12
+
+
 class IllegalTransition(ReassignKitError):
     """A move status change the transition table does not allow: a bug in the engine."""
 
@@ -109,6 +117,8 @@ EXIT_CODES: dict[int, str] = {
     ThrottleCleanupError.exit_code: "paced --execute could not clear its throttles at the end: "
     "they may be left (the message names them and the command that removes them)",
     RunbookError.exit_code: "runbook: a notebook cell failed or timed out",
+    JournalError.exit_code: "the journal cannot be written (disk full, I/O error; a paced run "
+    "stops submitting and cleans up) or is corrupt before its last line (the line is named)",
     EXIT_IN_PROGRESS: "--verify: some moves are still in progress",
     EXIT_MISMATCH: "--verify: some partitions are neither complete nor moving toward the plan "
     "(other replicas, another reassignment, or a missing partition)",

@@ -36,7 +36,9 @@ def rollback_plan(
     replica_dirs: Mapping[tuple[TopicPartition, int], str] | None = None,
 ) -> Plan:
     """The plan that puts the plan's partitions back where they are now (for a partition in
-    flight: its original replicas), with the current log dir of each replica (or "any")."""
+    flight: its original replicas), with the current log dir of each replica (or "any").
+    One pass over the plan (issue 12: the log-dir check used to re-scan it per partition)."""
+    with_dirs = replica_dirs is not None and any(m.log_dirs is not None for m in plan)
     moves = []
     for m in plan:
         st = states.get(m.tp)
@@ -46,7 +48,7 @@ def rollback_plan(
             tuple(r for r in st.replicas if r not in st.adding) if st.reassigning else st.replicas
         )
         dirs = None
-        if any(m.log_dirs is not None for m in plan) and replica_dirs is not None:
+        if with_dirs:
             dirs = tuple(replica_dirs.get((m.tp, r), ANY_LOG_DIR) for r in reps)
         moves.append(Move(m.tp, reps, dirs))
     return Plan.of(moves)

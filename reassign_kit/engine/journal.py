@@ -1,6 +1,13 @@
-"""Append-only run journal: one JSON object per line, fsynced, so that a run killed at any
-moment leaves a record that, with the cluster's state, is enough to resume it and to write
-its postmortem.
+"""Append-only run journal: one JSON object per line, so that a run killed at any moment
+leaves a record that, with the cluster's state, is enough to resume it and to write its
+postmortem.
+
+Durability: each line goes to the operating system when it is written (a SIGKILL loses
+nothing written), and ``commit()`` fsyncs — once per poll of a run and before anything is sent
+to the cluster (group commit: one fsync per poll instead of one per event). A torn last line
+(the process died mid-write) is cut off before the next append; a line before the last that
+is not JSON is corruption, reported with its line number, never skipped. A failed write
+raises ``JournalError`` and every later write raises too. The file is created mode 0600.
 
 Every event carries ``ts`` (epoch seconds), ``event`` and ``run_id``. A redaction guard runs
 on every write: the values of secret-looking keys (and the password inside a JAAS line) are
@@ -16,6 +23,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+from ..errors import JournalError
 
 REDACTED = "***"
 # Keys whose values are secrets, whole: passwords, secrets, tokens, credentials, JAAS lines,
@@ -69,7 +78,7 @@ def redact(obj: Any, secret_keys: Iterable[str] = ()) -> Any:
 
 
 class Journal:
-    """Append events to a JSON-lines file; each line is flushed and fsynced before returning."""
+    """Append events to a JSON-lines file (see the module's notes on durability)."""
 
     def __init__(
         self,
@@ -83,12 +92,18 @@ class Journal:
         self._clock = clock
         self._secrets = tuple(secrets)
         self._lock = threading.Lock()
+        self._dirty = False
+        self.error: JournalError | None = None
+        self.fsyncs = 0
         d = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(d, exist_ok=True)
-        self._f = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - lives with the run
+        self.torn_bytes = cut_torn_tail(self.path)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._f = os.fdopen(fd, "a", encoding="utf-8")
 
     def write(self, event: str, **fields: Any) -> dict[str, Any]:
-        """Append one event; returns the (redacted) dict that was written."""
+        """Append one event (handed to the OS at once); returns the (redacted) dict written.
+        Raises JournalError when the write fails, and on every write after that."""
         rec = {"ts": round(self._clock(), 6), "event": event, "run_id": self.run_id}
         rec.update(fields)
         rec = redact(rec, self._secrets)
@@ -96,21 +111,79 @@ class Journal:
         with self._lock:
             if self._f.closed:
                 return rec
-            self._f.write(line + "\n")
-            self._f.flush()
-            os.fsync(self._f.fileno())
+            if self.error is not None:
+                raise self.error
+            try:
+                self._f.write(line + "\n")
+                self._f.flush()
+            except OSError as e:
+                self.error = JournalError(f"cannot write the journal {self.path}: {e}")
+                raise self.error from e
+            self._dirty = True
         return rec
 
+    def commit(self) -> None:
+        """fsync what was written since the last commit (no-op when nothing was)."""
+        with self._lock:
+            if self._f.closed or not self._dirty:
+                return
+            if self.error is not None:
+                raise self.error
+            try:
+                os.fsync(self._f.fileno())
+            except OSError as e:
+                self.error = JournalError(f"cannot sync the journal {self.path}: {e}")
+                raise self.error from e
+            self.fsyncs += 1
+            self._dirty = False
+
     def close(self) -> None:
+        try:
+            self.commit()
+        except JournalError:
+            pass  # already raised to the writer; closing must not raise again
         with self._lock:
             if not self._f.closed:
-                self._f.close()
+                try:
+                    self._f.close()
+                except OSError:
+                    pass  # the buffered tail of a failed write: reported when it failed
 
     def __enter__(self) -> Journal:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def cut_torn_tail(path: str) -> int:
+    """Cut a last line that has no newline (the writer died mid-line) so that the next event
+    starts on a line of its own; returns the bytes cut (0 when the file is whole)."""
+    try:
+        size = os.path.getsize(path)
+    except FileNotFoundError:
+        return 0
+    if size == 0:
+        return 0
+    with open(path, "rb+") as f:
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return 0
+        pos = size
+        while pos > 0:  # back to the last newline, in blocks
+            start = max(0, pos - 65536)
+            f.seek(start)
+            nl = f.read(pos - start).rfind(b"\n")
+            if nl >= 0:
+                keep = start + nl + 1
+                break
+            pos = start
+        else:
+            keep = 0
+        f.truncate(keep)
+        f.flush()
+        os.fsync(f.fileno())
+        return size - keep
 
 
 def _default(o: Any) -> Any:
@@ -120,17 +193,27 @@ def _default(o: Any) -> Any:
 
 
 def read_events(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """Every complete event in the file; a torn last line (the process died mid-write) is skipped."""
+    """Every event in the file. A last line without its newline (being written, or torn by a
+    crash) is left out; any other line that is not a JSON object raises JournalError naming
+    the file and the line: a corrupt journal is never read as a shorter one."""
     out: list[dict[str, Any]] = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
+    with open(path, encoding="utf-8", newline="\n") as f:
+        lines = f.read().split("\n")
+    last = len(lines) - 1  # "" when the file ends with a newline, else the unfinished line
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            rec = None
+        if isinstance(rec, dict):
+            out.append(rec)
+        elif i != last:
+            raise JournalError(
+                f"{os.fspath(path)}:{i + 1}: not a journal event (the journal is corrupt; "
+                "fix or remove that line, or start a new journal)"
+            )
     return out
 
 

@@ -37,9 +37,17 @@ LOOP_CALLS = frozenset(
 )
 
 
+# the calls that change the cluster: the journal is committed before each is sent
+CHANGE_CALLS = frozenset(
+    {"alter_reassignments", "alter_replica_log_dirs", "alter_topic_configs", "alter_broker_configs"}
+)
+
+
 class RetryingGateway:
     """``gateway`` with the loop's calls retried (``LOOP_CALLS``); every other attribute is
-    the gateway's own (a simulator's clock, its counters)."""
+    the gateway's own (a simulator's clock, its counters). ``before_change`` runs before every
+    call that changes the cluster (``CHANGE_CALLS``): the run commits its journal there, so the
+    events that describe a change are on disk before the change is sent."""
 
     def __init__(
         self,
@@ -47,11 +55,13 @@ class RetryingGateway:
         sleep: Callable[[float], None],
         emit: Callable[..., Any],
         attempts: int = ATTEMPTS,
+        before_change: Callable[[], None] | None = None,
     ):
         self._gw = gateway
         self._sleep = sleep
         self._emit = emit
         self._attempts = attempts
+        self._before_change = before_change
 
     @property
     def wrapped(self) -> Any:
@@ -63,6 +73,9 @@ class RetryingGateway:
             return attr
 
         def call(*args: Any, **kwargs: Any) -> Any:
+            if name in CHANGE_CALLS and self._before_change is not None:
+                self._before_change()
+
             def journal(state: Any) -> None:
                 err = state.outcome.exception()
                 self._emit(

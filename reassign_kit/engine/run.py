@@ -33,7 +33,7 @@ from ..cluster.views import (
     partition_sizes,
     refuse_in_flight,
 )
-from ..errors import KafkaOperationError, ReassignKitError, UsageError
+from ..errors import JournalError, KafkaOperationError, ReassignKitError, UsageError
 from ..model import PartitionState, Plan, TopicPartition, is_complete
 from . import deadlines
 from . import throttle as thr
@@ -109,12 +109,16 @@ class Run:
         self._moves: dict[TopicPartition, MoveState] = {}
         self._order: list[TopicPartition] = []
         # every admin call of the loop retried with backoff, each retry journaled
-        self.gw = RetryingGateway(gateway, self._sleep, self._emit)
+        self.gw = RetryingGateway(
+            gateway, self._sleep, self._emit, before_change=self._commit_before_change
+        )
         self._throttles = thr.ThrottleKeeper(
             self.gw, plan.topics(), self.options.throttle, self.options.log_dir_throttle, self._emit
         )
         self._last_sample = -1e18
         self._journal: Journal | None = None
+        self._journal_error: JournalError | None = None  # the first failed journal write
+        self._finishing = False
         self._stop_submitting = False
         self._end_state: str | None = None
         self._error: str | None = None
@@ -242,7 +246,9 @@ class Run:
             self._begin()
             self.state = "running"
             while True:
-                if self._poll():
+                done = self._poll()
+                self._commit()  # group commit: one fsync per poll
+                if done:
                     break
                 self._sleep(self.options.poll_interval_ms / 1000.0)
         except KeyboardInterrupt as e:
@@ -319,6 +325,12 @@ class Run:
             refuse_in_flight(foreign, self.options.additional)
         ordered = self._load_moves(states)
         self._journal_start(resuming, ordered, foreign)
+        if self._journal is not None and self._journal.torn_bytes:
+            self._emit(
+                "warning",
+                message=f"the journal's last line was torn ({self._journal.torn_bytes} bytes "
+                "without a newline: the process died mid-write); it was cut off",
+            )
         self._reconcile(states, journaled, resuming)
         if resuming:
             self._throttles.remember(prior)
@@ -799,6 +811,28 @@ class Run:
     # ---- the end ------------------------------------------------------------------------------
 
     def _finish(self) -> None:
+        """``_finish_run``, after which ``wait()`` always returns (even when finishing failed
+        in a way nothing else caught: the result then says so)."""
+        self._finishing = True
+        try:
+            self._finish_run()
+        finally:
+            if self._result is None:
+                self._result = RunResult.of(
+                    "failed",
+                    self.run_id,
+                    self.journal_path,
+                    [self._moves[tp] for tp in self._order],
+                    set(),
+                    self._throttles.left(),
+                    self._error or "the run could not finish",
+                    None,
+                )
+            if self._journal is not None:
+                self._journal.close()
+            self._done.set()
+
+    def _finish_run(self) -> None:
         """Every exit path: cancel if asked, leave exactly the throttles still needed, report.
         A run whose start failed changed nothing, so it touches nothing now either (another
         run's throttles stay); a throttle cleanup that fails is reported as such."""
@@ -870,16 +904,41 @@ class Run:
             throttles_left=left,
             error=self._error,
         )
-        if self._journal is not None:
-            self._journal.close()
-        self._done.set()
 
     # ---- events -------------------------------------------------------------------------------
 
-    def _emit(self, event: str, **fields_: Any) -> dict[str, Any]:
+    def _commit(self) -> None:
+        """fsync the journal; a journal that cannot be written ends the run (it is raised
+        here, in the loop), since nothing more may be sent that the journal does not record."""
+        if self._journal_error is not None:
+            raise self._journal_error
         if self._journal is not None:
-            rec = self._journal.write(event, **fields_)
-        else:
+            try:
+                self._journal.commit()
+            except JournalError as e:
+                self._journal_error = self._journal_error or e
+                raise
+
+    def _commit_before_change(self) -> None:
+        """Before any change is sent: the events describing it are on disk. While finishing
+        (cleanup after a failure) a broken journal does not stop the cleanup."""
+        if self._finishing:
+            if self._journal_error is None and self._journal is not None:
+                try:
+                    self._journal.commit()
+                except JournalError as e:
+                    self._journal_error = e
+            return
+        self._commit()
+
+    def _emit(self, event: str, **fields_: Any) -> dict[str, Any]:
+        rec: dict[str, Any] | None = None
+        if self._journal is not None and self._journal_error is None:
+            try:
+                rec = self._journal.write(event, **fields_)
+            except JournalError as e:  # raised in the loop at its next commit; never lost
+                self._journal_error = e
+        if rec is None:
             from .journal import redact
 
             rec = redact(
