@@ -3,7 +3,9 @@
 The jars come from Maven Central through ``mvn`` (``tools/kafka-pom.xml``) and are cached under
 ``.cache/kafka/<version>/libs``. A cluster is one controller process plus N broker processes,
 each broker with its own two log dirs (so intra-broker moves can be tested), small heaps and
-free ports on 127.0.0.1. The cluster's state (ports, pids, racks) lives in ``<dir>/sandbox.json``
+free ports on 127.0.0.1. ``controllers=3`` makes the KRaft quorum three controller
+processes, so a controller failover can be rehearsed (kill the active one: another takes
+over). The cluster's state (ports, pids, racks) lives in ``<dir>/sandbox.json``
 so every command (and another process) can find it again.
 """
 
@@ -229,7 +231,9 @@ class Sandbox:
         data = json.loads(state.read_text())
         self.cluster_id: str = data["cluster_id"]
         self.version: str = data["kafka_version"]
-        self.controller = Node(**data["controller"])
+        ctrls = data.get("controllers") or [data["controller"]]
+        self.controllers: dict[int, Node] = {c["id"]: Node(**c) for c in ctrls}
+        self.controller = next(iter(self.controllers.values()))  # the first (compatibility)
         self.nodes: dict[int, Node] = {b["id"]: Node(**b) for b in data["brokers"]}
 
     # ---------------------------------------------------------------- creation
@@ -241,10 +245,15 @@ class Sandbox:
         brokers: int = 4,
         racks: int = 0,
         configs: dict[str, str] | None = None,
+        controllers: int = 1,
     ) -> Sandbox:
         """Write configs and format storage for a new cluster (does not start it)."""
         if brokers < 1:
             raise SandboxError(f"--brokers must be at least 1, got {brokers}")
+        if controllers not in (1, 3, 5):
+            raise SandboxError(
+                f"--controllers must be 1, 3 or 5 (a KRaft quorum), got {controllers}"
+            )
         if racks < 0 or racks > brokers:
             raise SandboxError(
                 f"--racks must be between 0 and the broker count ({brokers}), got {racks}"
@@ -261,8 +270,8 @@ class Sandbox:
         (d / "logs").mkdir(exist_ok=True)
         (d / "log4j2.properties").write_text(LOG4J2)
         cluster_id = _random_cluster_id()
-        cport = free_port()
-        voters = f"{CONTROLLER_ID}@127.0.0.1:{cport}"
+        cports = {CONTROLLER_ID + i: free_port() for i in range(controllers)}
+        voters = ",".join(f"{cid}@127.0.0.1:{port}" for cid, port in cports.items())
         rf = min(3, brokers)
         common = {
             "controller.quorum.voters": voters,
@@ -275,25 +284,29 @@ class Sandbox:
             "log.cleaner.threads": "1",
             "num.recovery.threads.per.data.dir": "1",
         }
-        controller = Node(
-            id=CONTROLLER_ID,
-            role="controller",
-            port=cport,
-            rack=None,
-            log_dirs=[str(d / "controller" / "meta")],
-            config=str(d / "controller.properties"),
-            log=str(d / "logs" / "controller.log"),
-        )
-        _write_props(
-            controller.config,
-            {
-                **common,
-                "process.roles": "controller",
-                "node.id": str(CONTROLLER_ID),
-                "listeners": f"CONTROLLER://127.0.0.1:{cport}",
-                "log.dirs": controller.log_dirs[0],
-            },
-        )
+        ctrl_nodes = []
+        for cid, cport in cports.items():
+            name = "controller" if cid == CONTROLLER_ID else f"controller-{cid}"
+            controller = Node(
+                id=cid,
+                role="controller",
+                port=cport,
+                rack=None,
+                log_dirs=[str(d / name / "meta")],
+                config=str(d / f"{name}.properties"),
+                log=str(d / "logs" / f"{name}.log"),
+            )
+            _write_props(
+                controller.config,
+                {
+                    **common,
+                    "process.roles": "controller",
+                    "node.id": str(cid),
+                    "listeners": f"CONTROLLER://127.0.0.1:{cport}",
+                    "log.dirs": controller.log_dirs[0],
+                },
+            )
+            ctrl_nodes.append(controller)
         nodes = {}
         for i in range(1, brokers + 1):
             port = free_port()
@@ -332,7 +345,7 @@ class Sandbox:
                 props["broker.rack"] = rack
             _write_props(node.config, props)
             nodes[i] = node
-        for node in [controller, *nodes.values()]:
+        for node in [*ctrl_nodes, *nodes.values()]:
             proc = run_kafka_class(
                 "kafka.tools.StorageTool",
                 ["format", "-t", cluster_id, "-c", node.config, "--ignore-formatted"],
@@ -345,7 +358,8 @@ class Sandbox:
         state = {
             "cluster_id": cluster_id,
             "kafka_version": KAFKA_VERSION,
-            "controller": controller.__dict__,
+            "controller": ctrl_nodes[0].__dict__,
+            "controllers": [c.__dict__ for c in ctrl_nodes],
             "brokers": [n.__dict__ for n in nodes.values()],
         }
         (d / STATE_FILE).write_text(json.dumps(state, indent=2))
@@ -359,11 +373,13 @@ class Sandbox:
         racks: int = 0,
         timeout: float = 120,
         configs: dict[str, str] | None = None,
+        controllers: int = 1,
     ) -> Sandbox:
         fetch_kafka()
-        sb = cls.create(dir, brokers=brokers, racks=racks, configs=configs)
+        sb = cls.create(dir, brokers=brokers, racks=racks, configs=configs, controllers=controllers)
         try:
-            sb._launch(sb.controller)
+            for c in sb.controllers.values():
+                sb._launch(c)
             for node in sb.nodes.values():
                 sb._launch(node)
             sb.wait_ready(timeout=timeout)
@@ -380,12 +396,13 @@ class Sandbox:
         racks: int = 0,
         dir: str | os.PathLike[str] | None = None,
         configs: dict[str, str] | None = None,
+        controllers: int = 1,
     ) -> Iterator[Sandbox]:
         """Context manager: a running cluster that is torn down (no process left) on exit."""
         import tempfile
 
         d = dir or tempfile.mkdtemp(prefix="rk-sandbox-")
-        sb = cls.up(d, brokers=brokers, racks=racks, configs=configs)
+        sb = cls.up(d, brokers=brokers, racks=racks, configs=configs, controllers=controllers)
         try:
             yield sb
         finally:
@@ -397,6 +414,7 @@ class Sandbox:
         path = self.dir / STATE_FILE
         data = json.loads(path.read_text())
         data["controller"] = self.controller.__dict__
+        data["controllers"] = [c.__dict__ for c in self.controllers.values()]
         data["brokers"] = [n.__dict__ for n in self.nodes.values()]
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=2))
@@ -440,7 +458,27 @@ class Sandbox:
         return [n.public() for n in self.nodes.values()]
 
     def running(self) -> bool:
-        return any(pid_alive(n.pid) for n in [self.controller, *self.nodes.values()])
+        return any(pid_alive(n.pid) for n in [*self.controllers.values(), *self.nodes.values()])
+
+    def active_controller(self) -> int | None:
+        """The quorum's leader as the controllers last wrote it (each one's ``quorum-state``
+        file: the newest epoch's leader), or None when no live controller names one."""
+        best: tuple[int, int] | None = None
+        for c in self.controllers.values():
+            if not pid_alive(c.pid):
+                continue
+            f = Path(c.log_dirs[0]) / "__cluster_metadata-0" / "quorum-state"
+            try:
+                q = json.loads(f.read_text())
+            except (OSError, ValueError):
+                continue
+            epoch, leader = int(q.get("leaderEpoch", -1)), int(q.get("leaderId", -1))
+            if leader >= 0 and (best is None or epoch > best[0]):
+                best = (epoch, leader)
+        if best is None:
+            return None
+        leader = self.controllers.get(best[1])
+        return best[1] if leader is not None and pid_alive(leader.pid) else None
 
     def status(self) -> dict[str, Any]:
         return {
@@ -449,17 +487,23 @@ class Sandbox:
             "kafka_version": self.version,
             "bootstrap_servers": self.bootstrap_servers,
             "controller": self.controller.public(),
+            "controllers": [c.public() for c in self.controllers.values()],
+            "active_controller": self.active_controller(),
             "brokers": self.brokers,
             "running": self.running(),
         }
 
-    def node(self, broker_id: int) -> Node:
+    def node(self, node_id: int) -> Node:
+        """A broker or a controller by its node id."""
         try:
-            return self.nodes[int(broker_id)]
+            nid = int(node_id)
+            return self.nodes[nid] if nid in self.nodes else self.controllers[nid]
         except (KeyError, ValueError):
             known = ", ".join(str(i) for i in sorted(self.nodes))
+            ctrl = ", ".join(str(i) for i in sorted(self.controllers))
             raise SandboxError(
-                f"broker {broker_id} does not exist in {self.dir} (brokers: {known})"
+                f"node {node_id} does not exist in {self.dir} (brokers: {known}; "
+                f"controllers: {ctrl})"
             ) from None
 
     def registered_brokers(self, timeout: float = 5.0) -> set[int]:
@@ -487,11 +531,11 @@ class Sandbox:
         want = set(brokers) if brokers is not None else set(self.nodes)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for node in [self.controller, *self.nodes.values()]:
+            for node in [*self.controllers.values(), *self.nodes.values()]:
                 if (
                     node.pid
                     and not pid_alive(node.pid)
-                    and (node.role == "controller" or node.id in want)
+                    and (node.id in want or (node.role == "controller" and brokers is None))
                 ):
                     raise SandboxError(
                         f"{node.role} {node.id} exited during start-up; see {node.log}:\n{_tail(node.log)}"
@@ -520,11 +564,52 @@ class Sandbox:
             _wait_gone(node.pid, 10)
 
     def start_broker(self, broker_id: int, timeout: float = 120) -> None:
+        """Start a stopped broker or controller; returns once it serves again: a broker once
+        it answers a Metadata request itself, listing itself (KRaft brokers open for requests
+        only once unfenced; the other brokers' metadata may still list the old registration,
+        which is why asking them is not enough); a controller once its port accepts
+        connections and the quorum has a leader."""
         node = self.node(broker_id)
         if pid_alive(node.pid):
-            raise SandboxError(f"broker {broker_id} is already running (pid {node.pid})")
+            raise SandboxError(f"{node.role} {broker_id} is already running (pid {node.pid})")
         self._launch(node)
-        self.wait_ready(timeout=timeout, brokers={node.id})
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not pid_alive(node.pid):
+                raise SandboxError(
+                    f"{node.role} {node.id} exited during start-up; see {node.log}:\n{_tail(node.log)}"
+                )
+            if node.role == "broker" and self._serves_itself(node):
+                return
+            if node.role == "controller" and _port_open(node.port) and self.active_controller():
+                return
+            time.sleep(0.5)
+        raise SandboxError(f"{node.role} {node.id} did not come back within {timeout:.0f}s")
+
+    start_node = start_broker
+
+    def stop_node(self, node_id: int, timeout: float = 60) -> None:
+        self.stop_broker(node_id, timeout)
+
+    def kill_node(self, node_id: int) -> None:
+        self.kill_broker(node_id)
+
+    def _serves_itself(self, node: Node) -> bool:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(
+            {
+                "bootstrap.servers": f"127.0.0.1:{node.port}",
+                "socket.connection.setup.timeout.ms": 2000,
+                "log_level": 0,
+                "logger": _QuietLogger(),
+            }
+        )
+        try:
+            md = admin.list_topics(timeout=3)
+        except Exception:
+            return False
+        return md.orig_broker_id == node.id and node.id in md.brokers
 
     def _signal(self, node: Node, sig: int) -> None:
         if not pid_alive(node.pid):
@@ -547,9 +632,10 @@ class Sandbox:
             if n.pid and not _wait_gone(n.pid, max(0.5, deadline - time.monotonic())):
                 self._signal(n, signal.SIGKILL)
                 _wait_gone(n.pid, 10)
-        c = self.controller
-        if pid_alive(c.pid):
-            self._signal(c, signal.SIGTERM)
+        for c in self.controllers.values():
+            if pid_alive(c.pid):
+                self._signal(c, signal.SIGTERM)
+        for c in self.controllers.values():
             if c.pid and not _wait_gone(c.pid, 15):
                 self._signal(c, signal.SIGKILL)
                 _wait_gone(c.pid, 10)
@@ -670,6 +756,12 @@ class _QuietLogger:
 
     def __getattr__(self, name: str) -> Any:
         return self.log
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _write_props(path: str, props: dict[str, str]) -> None:

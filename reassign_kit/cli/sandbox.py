@@ -33,6 +33,13 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument(
         "--racks", type=int, default=0, help="spread brokers over R racks (broker.rack)"
     )
+    up.add_argument(
+        "--controllers",
+        type=int,
+        default=1,
+        choices=(1, 3, 5),
+        help="KRaft controller processes (3 = a quorum that survives losing its leader)",
+    )
     up.add_argument("--timeout", type=float, default=120)
     with_dir(sub.add_parser("down", help="stop every process of the cluster"))
     with_dir(sub.add_parser("status", help="brokers, pids and whether they are alive"))
@@ -41,10 +48,13 @@ def _parser() -> argparse.ArgumentParser:
     for name, text in [
         ("stop-broker", "graceful stop (SIGTERM)"),
         ("kill-broker", "SIGKILL"),
-        ("start-broker", "start a stopped broker and wait until registered"),
+        ("start-broker", "start a stopped broker and wait until it serves requests"),
+        ("stop-controller", "graceful stop of a controller (ID as in status)"),
+        ("kill-controller", "SIGKILL a controller (`active` = the quorum's leader)"),
+        ("start-controller", "start a stopped controller and wait until the quorum has a leader"),
     ]:
         sp = with_dir(sub.add_parser(name, help=text))
-        sp.add_argument("broker_id", type=int, metavar="ID")
+        sp.add_argument("broker_id", metavar="ID")
     load = with_dir(sub.add_parser("load", help="create topics and fill them with data (acks=all)"))
     load.add_argument(
         "--topics", default="load", help="a count (topics named load-0..) or a comma list of names"
@@ -64,6 +74,31 @@ def _topic_names(spec: str) -> list[str]:
     return names
 
 
+NODE_ACTIONS = {
+    f"{act}-{role}": (role, act)
+    for role in ("broker", "controller")
+    for act in ("stop", "kill", "start")
+}
+
+
+def _node_id(sb: sbx.Sandbox, role: str, text: str) -> int:
+    """The node id a command names: a number of that role, or `active` for the controller."""
+    ids = sb.nodes if role == "broker" else sb.controllers
+    if role == "controller" and text == "active":
+        active = sb.active_controller()
+        if active is None:
+            raise SandboxError("no live controller names a quorum leader")
+        return active
+    try:
+        nid = int(text)
+    except ValueError:
+        nid = -1
+    if nid not in ids:
+        known = ", ".join(map(str, sorted(ids)))
+        raise SandboxError(f"{role} {text} does not exist in {sb.dir} ({role}s: {known})")
+    return nid
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     c = args.command
     if c == "info":
@@ -71,17 +106,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if c == "fetch":
         return {"libs": str(sbx.fetch_kafka()), "kafka_version": sbx.KAFKA_VERSION}
     if c == "up":
-        sb = sbx.Sandbox.up(args.dir, brokers=args.brokers, racks=args.racks, timeout=args.timeout)
+        sb = sbx.Sandbox.up(
+            args.dir,
+            brokers=args.brokers,
+            racks=args.racks,
+            timeout=args.timeout,
+            controllers=args.controllers,
+        )
         return sb.status()
     sb = sbx.Sandbox(args.dir)
     if c == "down":
         sb.down()
-    elif c == "stop-broker":
-        sb.stop_broker(args.broker_id)
-    elif c == "kill-broker":
-        sb.kill_broker(args.broker_id)
-    elif c == "start-broker":
-        sb.start_broker(args.broker_id)
+    elif c in NODE_ACTIONS:
+        role, act = NODE_ACTIONS[c]
+        node = _node_id(sb, role, args.broker_id)
+        {"stop": sb.stop_node, "kill": sb.kill_node, "start": sb.start_node}[act](node)
     elif c == "load":
         if args.partitions < 1 or args.replication_factor < 1 or args.mb_per_partition < 0:
             raise SandboxError(
