@@ -7,7 +7,7 @@ SANDBOX_DIR ?= $(CURDIR)/.cache/sandbox
 DEMO_OUT ?= $(CURDIR)/demo-out
 PYTEST_ARGS ?=
 
-.PHONY: setup venv kafka chromium test demo bench lint sandbox-up sandbox-down clean
+.PHONY: setup venv kafka chromium test chaos demo bench lint sandbox-up sandbox-down clean
 
 setup: venv kafka chromium
 
@@ -34,7 +34,13 @@ chromium:
 	fi
 
 test: setup lint
-	$(BIN)/pytest -q -ra --strict-markers --durations=15 $(PYTEST_ARGS)
+	$(BIN)/pytest -q -ra --strict-markers --durations=15 -m "not chaos" $(PYTEST_ARGS)
+
+# every fault scenario on a KRaft quorum; prints the table (also in tests/out/chaos/table.txt)
+chaos: setup
+	rm -f tests/out/chaos/table.txt
+	$(BIN)/pytest -q -ra --strict-markers -p no:cacheprovider tests/chaos $(PYTEST_ARGS); rc=$$?; \
+	  echo; cat tests/out/chaos/table.txt 2>/dev/null; exit $$rc
 
 # ruff lint + ruff format (one regime), and the import contracts of pyproject.toml
 # (layers point one way; only cluster access and the sandbox import the Kafka clients).

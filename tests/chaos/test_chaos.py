@@ -1,0 +1,220 @@
+"""Chaos on a real KRaft quorum (issue 14): each scenario moves a loaded topic with a paced
+run while a fault hits the cluster or the tool, then checks that no acknowledged message was
+lost, no throttle is left that no move needs, an operator's throttles are back, every
+partition is at its plan target (or its original list when cancelled) and no replication
+factor changed. ``make chaos`` runs every scenario and prints the table
+(tests/out/chaos/table.txt); ``make test`` runs the quick ones (not marked ``chaos``)."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from harness import MB, Ctx, Row, run_scenario, start_cli
+
+from reassign_kit.cluster.admin import AdminGateway
+
+pytestmark = pytest.mark.integration
+OUT = Path(__file__).resolve().parents[1] / "out" / "chaos"
+
+
+@pytest.fixture(scope="module")
+def quorum(tmp_path_factory):
+    """4 brokers and a quorum of 3 controllers, for this module alone."""
+    from reassign_kit.sandbox import Sandbox
+
+    with Sandbox.start(brokers=4, controllers=3, dir=tmp_path_factory.mktemp("quorum")) as sb:
+        yield sb
+
+
+def record(row: Row) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    table = OUT / "table.txt"
+    if not table.exists():
+        table.write_text(Row.HEAD + "\n")
+    with open(table, "a") as f:
+        f.write(row.line() + "\n")
+    print("\n" + Row.HEAD + "\n" + row.line())
+
+
+def check(row: Row) -> None:
+    record(row)
+    assert row.ok(), row
+
+
+# ---------------------------------------------------------------- faults
+
+
+def kill_and_restart(broker: int, down_s: float = 10):
+    def fault(ctx: Ctx) -> None:
+        ctx.wait_event("submitted")
+        ctx.sb.kill_broker(broker)
+        try:
+            time.sleep(down_s)
+        finally:
+            ctx.sb.start_broker(broker)
+
+    return fault
+
+
+def kill_active_controller(ctx: Ctx) -> None:
+    ctx.wait_event("submitted")
+    active = ctx.sb.active_controller()
+    assert active is not None, "no active controller to kill"
+    ctx.sb.kill_node(active)
+    try:
+        time.sleep(5)
+        new = None
+        deadline = time.monotonic() + 30
+        while new is None and time.monotonic() < deadline:
+            new = ctx.sb.active_controller()
+            time.sleep(0.5)
+        ctx.notes.append(f"controller {active} killed; {new} took over")
+        assert new is not None and new != active, "no failover happened"
+    finally:
+        ctx.sb.start_node(active)
+
+
+def quorum_lost_40s(ctx: Ctx) -> None:
+    """Two of three controllers down for 40 s (longer than a request timeout): no
+    controller at all, as with a single controller down."""
+    ctx.wait_event("submitted")
+    active = ctx.sb.active_controller()
+    down = [active, *[c for c in ctx.sb.controllers if c != active][:1]]
+    for c in down:
+        ctx.sb.kill_node(c)
+    try:
+        time.sleep(40)
+    finally:
+        for c in down:
+            ctx.sb.start_node(c)
+
+
+def sigkill_tool_then_resume(ctx: Ctx) -> None:
+    ctx.wait_event("submitted", 2)
+    assert ctx.proc is not None
+    ctx.proc.send_signal(signal.SIGKILL)
+    ctx.proc.wait(30)
+    ctx.person_acted = "resume"
+    ctx.proc = start_cli(ctx.sb, *ctx.args, "--resume", log=ctx.work / "cli-resume.log")
+
+
+def sigterm_after_first_step(ctx: Ctx) -> None:
+    ctx.wait_event("step_completed")
+    assert ctx.proc is not None
+    ctx.proc.send_signal(signal.SIGTERM)
+
+
+# ---------------------------------------------------------------- quick subset (make test)
+
+
+def test_target_broker_sigkilled_mid_move_and_restarted(quorum, tmp_path):
+    check(run_scenario(quorum, "target broker killed", tmp_path, kill_and_restart(3)))
+
+
+def test_active_controller_sigkilled_and_restarted(quorum, tmp_path):
+    check(run_scenario(quorum, "active controller killed", tmp_path, kill_active_controller))
+
+
+# ---------------------------------------------------------------- the full table (make chaos)
+
+
+@pytest.mark.chaos
+def test_source_broker_sigkilled_mid_move_and_restarted(quorum, tmp_path):
+    check(run_scenario(quorum, "source broker killed", tmp_path, kill_and_restart(1)))
+
+
+@pytest.mark.chaos
+def test_no_controller_for_40s(quorum, tmp_path):
+    check(run_scenario(quorum, "no controller 40 s", tmp_path, quorum_lost_40s))
+
+
+@pytest.mark.chaos
+def test_tool_sigkilled_and_resumed(quorum, tmp_path):
+    check(run_scenario(quorum, "tool SIGKILLed, resumed", tmp_path, sigkill_tool_then_resume))
+
+
+@pytest.mark.chaos
+def test_stepped_run_cancelled_mid_way_rolls_back(quorum, tmp_path):
+    row = run_scenario(
+        quorum,
+        "stepped run cancelled",
+        tmp_path,
+        sigterm_after_first_step,
+        extra=["--parallel-replica-count", "1", "--on-interrupt", "cancel"],
+        expect="cancelled",
+    )
+    check(row)
+
+
+@pytest.mark.chaos
+def test_a_stopped_broker_in_the_current_replicas(quorum, tmp_path):
+    row = run_scenario(
+        quorum,
+        "stopped source broker",
+        tmp_path,
+        lambda ctx: None,
+        before=lambda ctx: ctx.sb.stop_broker(1),
+        after=lambda ctx: ctx.sb.start_broker(1),
+    )
+    check(row)
+
+
+@pytest.mark.chaos
+def test_operator_throttles_present_before_the_run(quorum, tmp_path):
+    rate = {"leader.replication.throttled.rate": "7777777",
+            "follower.replication.throttled.rate": "7777777"}  # fmt: skip
+    operator = {"brokers": {2: dict(rate), 3: dict(rate)}}
+
+    def set_operator(ctx: Ctx) -> None:
+        gw = AdminGateway(ctx.sb.bootstrap_servers)
+        try:
+            gw.alter_broker_configs({2: dict(rate), 3: dict(rate)})
+        finally:
+            gw.close()
+
+    try:
+        row = run_scenario(
+            quorum,
+            "operator throttles",
+            tmp_path,
+            lambda ctx: None,
+            before=set_operator,
+            operator=operator,
+        )
+    finally:
+        gw = AdminGateway(quorum.bootstrap_servers)
+        try:
+            gw.alter_broker_configs({b: dict.fromkeys(rate) for b in (2, 3)})
+        finally:
+            gw.close()
+    check(row)
+
+
+@pytest.mark.chaos
+def test_journal_file_system_full(quorum, tmp_path):
+    """The journal on a 48 KiB tmpfs: the run stops submitting when a write fails, and leaves
+    the cluster as a cancel would not need to: moves in flight finish (or are cancelled),
+    nothing else is sent, no throttle is left."""
+    import subprocess
+
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48k", "tmpfs", str(mnt)], check=True)
+    try:
+        row = run_scenario(
+            quorum,
+            "journal disk full",
+            tmp_path / "work",
+            lambda ctx: None,
+            journal=mnt / "journal.jsonl",
+            partitions=8,
+            mb=1,
+            throttle=4 * MB,
+            expect="either",
+        )
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+    check(row)
