@@ -123,7 +123,8 @@ class SimCluster:
         self.t += dt
         # inbound replication of each broker is shared by the replicas it is catching up
         per_broker: dict[int, list[SimPartition]] = {}
-        for sp in self.partitions.values():
+        moving = [sp for sp in self.partitions.values() if sp.target is not None or sp.future]
+        for sp in moving:
             if sp.target is None or sp.stalled:
                 continue
             for b in sp.target:
@@ -136,10 +137,10 @@ class SimCluster:
                 if sp.copied[b] >= sp.size_bytes:
                     sp.copied[b] = float(sp.size_bytes)
                     sp.isr.append(b)
-        for sp in self.partitions.values():
+        for sp in moving:
             if sp.target is not None and all(b in sp.isr for b in sp.target):
                 self._finish(sp)
-        for sp in self.partitions.values():  # moves between log dirs, at the log-dir rate
+        for sp in moving:  # moves between log dirs, at the log-dir rate
             for b, fut in list(sp.future.items()):
                 if b in self.down:
                     continue

@@ -16,6 +16,7 @@ replaced, whole, before anything touches the disk (``redact``: by key, no global
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -41,10 +42,18 @@ _INLINE_SECRET = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=4096)
+def _secret_name(key: str) -> bool:
+    return bool(_SECRET_KEY.search(key))
+
+
 def is_secret_key(key: object, extra: frozenset[str] | set[str] = frozenset()) -> bool:
     """Whether values under ``key`` are secrets (by its name, or listed in ``extra``)."""
     k = str(key)
-    return bool(_SECRET_KEY.search(k)) or k in extra
+    return _secret_name(k) or k in extra
+
+
+_SCALARS = (int, float, bool, type(None))
 
 
 def secret_keys(config: Mapping[str, Any] | None) -> frozenset[str]:
@@ -69,12 +78,25 @@ def redact(obj: Any, secret_keys: Iterable[str] = ()) -> Any:
                 for k, v in o.items()
             }
         if isinstance(o, list | tuple | set | frozenset):
+            if all(type(v) in _SCALARS for v in o):  # replica lists: nothing to look at
+                return list(o)
             return [walk(v) for v in o]
         if isinstance(o, str) and "=" in o:
             return _INLINE_SECRET.sub(lambda m: m.group(1) + REDACTED, o)
         return o
 
     return walk(obj)
+
+
+def might_hold_secrets(text: str, secret_keys: Iterable[str] = ()) -> bool:
+    """Whether ``redact`` could change anything in the JSON ``text``: a secret-looking key
+    name or an inline ``password=`` anywhere in it (a conservative test: a topic called
+    ``tokens`` takes the slow path, and is then left as it is by ``redact``)."""
+    return bool(
+        _SECRET_KEY.search(text)
+        or ("=" in text and _INLINE_SECRET.search(text))
+        or any(k in text for k in secret_keys)
+    )
 
 
 class Journal:
@@ -106,8 +128,10 @@ class Journal:
         Raises JournalError when the write fails, and on every write after that."""
         rec = {"ts": round(self._clock(), 6), "event": event, "run_id": self.run_id}
         rec.update(fields)
-        rec = redact(rec, self._secrets)
         line = json.dumps(rec, default=_default, separators=(",", ":"))
+        if might_hold_secrets(line, self._secrets):  # else redact would change nothing
+            rec = redact(rec, self._secrets)
+            line = json.dumps(rec, default=_default, separators=(",", ":"))
         with self._lock:
             if self._f.closed:
                 return rec

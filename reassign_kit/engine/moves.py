@@ -76,6 +76,39 @@ def _no_journal(event: str, **fields: Any) -> dict[str, Any]:
 Emit = Callable[..., Any]
 
 
+class MoveIndex:
+    """The run's moves by status, kept up to date by the transitions themselves, so that a
+    poll looks only at the moves in flight and the status counts cost nothing (issue 12: the
+    loop used to scan the whole plan several times per poll). Within a status, moves keep the
+    order in which they entered it; pending moves therefore stay in plan order."""
+
+    def __init__(self) -> None:
+        self.by_status: dict[MoveStatus, dict[TopicPartition, MoveState]] = {
+            s: {} for s in MoveStatus
+        }
+        self.submitted = 0  # moves ever submitted (their first step accepted)
+
+    def add(self, ms: MoveState) -> None:
+        ms.index = self
+        self.by_status[ms.status][ms.tp] = ms
+        self.submitted += ms.submitted_at is not None
+
+    def moved(self, ms: MoveState, before: MoveStatus) -> None:
+        self.by_status[before].pop(ms.tp, None)
+        self.by_status[ms.status][ms.tp] = ms
+        if before is MoveStatus.PENDING and ms.submitted_at is not None:
+            self.submitted += 1
+
+    def of(self, *statuses: MoveStatus) -> list[MoveState]:
+        return [ms for s in statuses for ms in self.by_status[s].values()]
+
+    def count(self, *statuses: MoveStatus) -> int:
+        return sum(len(self.by_status[s]) for s in statuses)
+
+    def counts(self) -> dict[str, int]:
+        return {s.value: len(d) for s, d in self.by_status.items()}
+
+
 @dataclass
 class MoveState:
     """One move of a run: its status (changed only by the transition methods) and what the
@@ -99,6 +132,7 @@ class MoveState:
     deadline_reported: bool = False
     error: str | None = None
     replan: bool = False  # R changed: plan the steps left again at the next step boundary
+    index: MoveIndex | None = field(default=None, repr=False, compare=False)
 
     @property
     def tp(self) -> TopicPartition:
@@ -145,7 +179,9 @@ class MoveState:
         t = TRANSITIONS[name]
         if self.status not in t.sources:
             raise IllegalTransition(f"{self.tp}: cannot {name} a move that is {self.status}")
-        self.status = t.target
+        before, self.status = self.status, t.target
+        if self.index is not None:
+            self.index.moved(self, before)
         self.emit(t.event, topic=self.tp.topic, partition=self.tp.partition, **fields)
 
     def submit(self, now: float, batch: int | None) -> None:
@@ -215,7 +251,9 @@ class MoveState:
     def restore(self, status: MoveStatus) -> None:
         """Not a transition: on resume, the status read back from the journal and the
         cluster (the journal holds its events already, so none is written)."""
-        self.status = status
+        before, self.status = self.status, status
+        if self.index is not None:
+            self.index.moved(self, before)
 
 
 # ---- replay -------------------------------------------------------------------------------

@@ -3,8 +3,8 @@ it ends (the CLI's summary and exit code), ``RunError`` when it ended on an erro
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Set
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence, Set
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import RunError, ThrottleCleanupError
@@ -13,6 +13,9 @@ from ..model import TopicPartition
 
 @dataclass
 class RunStatus:
+    """Counts now, and the rows (one per move, in plan order) built only when asked for: the
+    counts come from the run's index by status, so a status call costs nothing per move."""
+
     state: str
     run_id: str
     done: int
@@ -22,29 +25,40 @@ class RunStatus:
     cancelled: int
     total: int
     waiting_reason: str | None
-    rows: list[dict[str, Any]]
+    _moves: Callable[[], Sequence[Any]] = field(repr=False, default=tuple)
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return [ms.row() for ms in self._moves()]
 
     @classmethod
     def of(
-        cls, state: str, run_id: str, moves: Sequence[Any], waiting_reason: str | None
+        cls,
+        state: str,
+        run_id: str,
+        moves: Sequence[Any] | Callable[[], Sequence[Any]],
+        waiting_reason: str | None,
+        counts: Mapping[str, int] | None = None,
+        total: int | None = None,
     ) -> RunStatus:
-        """From the run's moves in order (``moves.MoveState``); a move between steps counts
-        as moving."""
-        counts = {"done": 0, "moving": 0, "pending": 0, "failed": 0, "cancelled": 0}
-        for ms in moves:
-            key = "moving" if ms.status == "ready" else str(ms.status.value)
-            counts[key] = counts.get(key, 0) + 1
+        """From the run's moves in order (``moves.MoveState``, or a function returning them)
+        and, when known, the counts by status; a move between steps counts as moving."""
+        get = moves if callable(moves) else (lambda: moves)
+        if counts is None:
+            counts = {}
+            for ms in get():
+                counts[str(ms.status.value)] = counts.get(str(ms.status.value), 0) + 1
         return cls(
             state,
             run_id,
-            counts["done"],
-            counts["moving"],
-            counts["pending"],
-            counts["failed"],
-            counts["cancelled"],
-            len(moves),
+            counts.get("done", 0),
+            counts.get("moving", 0) + counts.get("ready", 0),
+            counts.get("pending", 0),
+            counts.get("failed", 0),
+            counts.get("cancelled", 0),
+            total if total is not None else sum(counts.values()),
             waiting_reason,
-            [ms.row() for ms in moves],
+            get,
         )
 
     def to_pandas(self):

@@ -39,7 +39,7 @@ from . import deadlines
 from . import throttle as thr
 from .journal import Journal, read_events
 from .logdirs import LogDirMoves
-from .moves import MoveState, MoveStatus
+from .moves import MoveIndex, MoveState, MoveStatus
 from .options import ON_DEADLINE, ExecuteOptions, cli_options  # noqa: F401 (ON_DEADLINE: re-exported)
 from .progress import bytes_copied
 from .results import RunError, RunResult, RunStatus
@@ -49,6 +49,8 @@ from .steps import StepsFor, steps_hook
 
 log = logging.getLogger(__name__)
 
+PENDING, READY, MOVING = MoveStatus.PENDING, MoveStatus.READY, MoveStatus.MOVING
+DONE, CANCELLED, FAILED = MoveStatus.DONE, MoveStatus.CANCELLED, MoveStatus.FAILED
 LOST_AFTER_POLLS = 3  # a move seen neither reassigning nor at its target this often is lost
 
 
@@ -108,6 +110,8 @@ class Run:
         self._started_at: float | None = None
         self._moves: dict[TopicPartition, MoveState] = {}
         self._order: list[TopicPartition] = []
+        self._pos: dict[TopicPartition, int] = {}  # plan order of each move
+        self._index = MoveIndex()  # the moves by status, kept by the transitions
         # every admin call of the loop retried with backoff, each retry journaled
         self.gw = RetryingGateway(
             gateway, self._sleep, self._emit, before_change=self._commit_before_change
@@ -188,9 +192,8 @@ class Run:
             if r_given and r != self._r:
                 self._r = r
                 self._steps_for = steps_hook(r, self._min_isr_of)
-                for ms in self._moves.values():
-                    if ms.status in ("moving", "ready"):
-                        ms.replan = True
+                for ms in self._index.of(MOVING, READY):
+                    ms.replan = True
             self._emit("caps_changed", caps={**asdict(new), "parallel_replica_count": self._r})
         self._wake.set()
         return new
@@ -217,8 +220,14 @@ class Run:
     def status(self) -> RunStatus:
         """Counts and one row per move, now (safe from any thread)."""
         with self._lock:
-            moves = [self._moves[tp] for tp in self._order]
-            return RunStatus.of(self.state, self.run_id, moves, self.waiting_reason)
+            return RunStatus.of(
+                self.state,
+                self.run_id,
+                self._moves_in_order,
+                self.waiting_reason,
+                counts=self._index.counts(),
+                total=len(self._order),
+            )
 
     def wait(self, timeout: float | None = None) -> RunResult | None:
         """Block until the run ends; its result (None on timeout)."""
@@ -376,10 +385,16 @@ class Run:
             items.append(item_for(m.tp, base, m.replicas, st.leader, sizes.get(m.tp, 0), under))
         ordered = assign_batches(order_items(items, self.options.order), self._caps)
         self._order = [i.tp for i in ordered]
+        self._pos = {tp: i for i, tp in enumerate(self._order)}
         plan_by_tp = self.plan.by_tp()
         for it in ordered:
-            self._moves[it.tp] = MoveState(plan_by_tp[it.tp], it, emit=self._emit)
+            ms = MoveState(plan_by_tp[it.tp], it, emit=self._emit)
+            self._moves[it.tp] = ms
+            self._index.add(ms)
         return ordered
+
+    def _moves_in_order(self) -> list[MoveState]:
+        return [self._moves[tp] for tp in self._order]
 
     def _journal_start(self, resuming: bool, ordered: list[Item], foreign: list) -> None:
         info = _cluster_info(self.gw)
@@ -481,7 +496,7 @@ class Run:
     def _step_once(self) -> bool:
         """Poll, update, decide, submit; True when the loop should end."""
         cluster = self.gw.list_reassignments()
-        watch = [tp for tp, ms in self._moves.items() if ms.status in ("moving", "ready")]
+        watch = [ms.tp for ms in self._index.of(MOVING, READY)]
         states = self.gw.describe_partitions(watch) if watch else {}
         now = self._clock()
         with self._lock:
@@ -511,9 +526,8 @@ class Run:
         return self._dirs.complete(tp, is_complete(self._moves[tp].move.replicas, st))
 
     def _update(self, states: Mapping[TopicPartition, PartitionState], now: float) -> None:
-        for tp, ms in self._moves.items():
-            if ms.status not in ("moving", "ready"):
-                continue
+        for ms in self._index.of(MOVING, READY):
+            tp = ms.tp
             st = states.get(tp)
             if st is None:
                 ms.fail("partition no longer exists")
@@ -553,10 +567,8 @@ class Run:
         with self._lock:
             caps = self._caps
         ready_items, ready_states = self._next_steps(states, now)
-        inflight = [self._inflight_item(ms) for ms in self._moves.values() if ms.status == "moving"]
-        pending = [
-            self._moves[tp].item for tp in self._order if self._moves[tp].status == "pending"
-        ]
+        inflight = [self._inflight_item(ms) for ms in self._index.of(MOVING)]
+        pending = [ms.item for ms in self._index.of(PENDING)]
         if not pending and not ready_items:
             self.waiting_reason = None
             return
@@ -573,7 +585,7 @@ class Run:
         not where the last step left them; a move found complete completes here."""
         items: list[Item] = []
         ready_states: dict[TopicPartition, PartitionState] = {}
-        ready_tps = [tp for tp in self._order if self._moves[tp].status == "ready"]
+        ready_tps = sorted((ms.tp for ms in self._index.of(READY)), key=self._pos.__getitem__)
         if not ready_tps:
             return items, ready_states
         fresh = {tp: states[tp] for tp in ready_tps if tp in states}
@@ -661,7 +673,7 @@ class Run:
         self._dirs.register(now)  # so that the run cannot return before they begin
         if errors:
             tp0, e0 = next(iter(errors.items()))
-            submitted = sum(1 for m in self._moves.values() if m.submitted_at is not None)
+            submitted = self._index.submitted
             self._fail(
                 f"{len(errors)} submission(s) rejected, e.g. {tp0}: {e0}; the run stopped "
                 f"after submitting {submitted} move(s) (see the journal)"
@@ -679,20 +691,20 @@ class Run:
         )
 
     def _finished(self) -> bool:
-        statuses = [ms.status for ms in self._moves.values()]
-        if any(s == "failed" for s in statuses) and self._end_state is None:
-            bad = next(ms for ms in self._moves.values() if ms.status == "failed")
+        idx = self._index
+        if idx.count(FAILED) and self._end_state is None:
+            bad = idx.of(FAILED)[0]
             self._fail(f"{bad.move.tp}: {bad.error}")
             return True
-        if all(s in ("done", "cancelled") for s in statuses):
+        if idx.count(DONE, CANCELLED) == len(self._moves):
             self._end_state = self._end_state or ("deadline" if self._deadline_hit else "done")
             return True
         if self.options.wait or self._dirs.pending:  # a log-dir move not begun would be lost
             return False
         # KIP-1335: return once every move is submitted; multi-step moves must be driven on
-        if any(s in ("pending", "ready") for s in statuses):
+        if idx.count(PENDING, READY):
             return False
-        if any(ms.status == "moving" and ms.step < len(ms.steps) for ms in self._moves.values()):
+        if any(ms.step < len(ms.steps) for ms in idx.of(MOVING)):
             return False
         self._end_state = "submitted"
         return True
@@ -702,7 +714,7 @@ class Run:
     def _check_deadlines(self, now: float) -> None:
         """Report what expired (``deadlines.check``) and apply ``--on-deadline``."""
         o = self.options
-        moving = [ms for ms in self._moves.values() if ms.status == "moving"]
+        moving = self._index.of(MOVING)
         expired = deadlines.check(
             moving, o, now, self._started_at, self._end_state is not None, self._emit
         )
@@ -751,7 +763,7 @@ class Run:
     def _maybe_sample(self, now: float, force: bool) -> None:
         """Bytes copied by the moves in flight (DescribeLogDirs, one call), at a bounded rate
         (and at every poll when stuck detection is on)."""
-        moving = [ms for ms in self._moves.values() if ms.status == "moving"]
+        moving = self._index.of(MOVING)
         due = now - self._last_sample >= self.options.sample_interval
         if not moving or not (force or due or self.options.stuck_after is not None):
             return
