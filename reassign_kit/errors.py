@@ -7,6 +7,7 @@ it and exits with its code instead of a traceback. Each exit code means one thin
     ├── UsageError (2)                   bad options or option combinations
     ├── InvalidPlanError (3)             an input file failed validation; ``problems`` lists all
     ├── KafkaOperationError (4)          the cluster refused or failed an operation
+    │   └── AuthorizationError (4)       the client's principal lacks a right the action needs
     ├── SandboxError (5)                 the local sandbox cannot do what was asked
     ├── ReassignmentInProgressError (6)  others' moves in flight and no --additional
     ├── RunError (7)                     a paced run ended early (deadline, rejected/lost move)
@@ -55,6 +56,11 @@ class KafkaOperationError(ReassignKitError):
     """The cluster refused or failed an operation."""
 
     exit_code = 4
+
+
+class AuthorizationError(KafkaOperationError):
+    """The client's principal may not do what the action needs (a missing ACL), found before
+    anything was sent; the message names each missing operation and its resource."""
 
 
 class SandboxError(ReassignKitError):

@@ -21,9 +21,11 @@ from .cluster.views import (  # noqa: F401
     cluster_view,
     default_rollback_path,
     in_flight_unless_additional,
+    missing_permissions,
     no_reassignment_in_progress,
     partition_sizes,
     replica_log_dirs,
+    require_permissions,
     rollback_plan,
 )
 from .engine import throttle as thr
@@ -379,6 +381,7 @@ def verify(gateway: Any, plan: Plan, *, preserve_throttles: bool = False) -> Ver
     dirs? Once nothing of the plan is in progress, clear the throttles of the plan's topics and
     every broker, except what reassignments still in flight elsewhere need."""
     tps = [m.tp for m in plan]
+    require_permissions(gateway, "verify", ["DESCRIBE"])
     states = _settled_states(gateway, plan)
     rows = []
     for m in plan:
@@ -421,7 +424,16 @@ def verify(gateway: Any, plan: Plan, *, preserve_throttles: bool = False) -> Ver
                 }
             )
     result = VerifyResult(rows, log_dir_rows, None)
-    if IN_PROGRESS not in result._statuses() and not preserve_throttles:
+    lacking = missing_permissions(gateway, ["DESCRIBE_CONFIGS", "ALTER_CONFIGS"])
+    if IN_PROGRESS not in result._statuses() and not preserve_throttles and lacking:
+        result.notes.append(
+            "Throttles not removed: this client's principal lacks "
+            + " and ".join(lacking)
+            + " on the CLUSTER resource (kafka-cluster), needed to remove the throttle configs "
+            "of brokers and topics. Run --verify again as a principal that has it, so that no "
+            "throttle is left."
+        )
+    elif IN_PROGRESS not in result._statuses() and not preserve_throttles:
         result.cleared = thr.clear_throttles(gateway, plan.topics())
         kept = {
             t: kv for t, kv in result.cleared[0].items() if any(v is not None for v in kv.values())
@@ -524,6 +536,13 @@ def cancel(
     chosen = [plan is not None, topics is not None, all]
     if sum(chosen) != 1:
         raise UsageError("cancel needs exactly one of a plan, topics, or all")
+    require_permissions(
+        gateway,
+        "cancel",
+        ["DESCRIBE", "ALTER"]
+        + ([] if preserve_throttles else ["DESCRIBE_CONFIGS", "ALTER_CONFIGS"]),
+        hint="" if preserve_throttles else "or cancel with --preserve-throttles",
+    )
     in_flight = gateway.list_reassignments()
     if plan is not None:
         wanted = [m.tp for m in plan]
@@ -624,6 +643,7 @@ class ListResult:
 
 def list_reassignments(gateway: Any) -> ListResult:
     """Every reassignment in flight on the cluster (from the controller)."""
+    require_permissions(gateway, "list", ["DESCRIBE"])
     return ListResult(dict(sorted(gateway.list_reassignments().items())))
 
 

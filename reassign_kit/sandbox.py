@@ -235,6 +235,8 @@ class Sandbox:
         self.controllers: dict[int, Node] = {c["id"]: Node(**c) for c in ctrls}
         self.controller = next(iter(self.controllers.values()))  # the first (compatibility)
         self.nodes: dict[int, Node] = {b["id"]: Node(**b) for b in data["brokers"]}
+        self.security: str = data.get("security", "plain")
+        self._sec = _Security.load(self.dir, self.security) if self.security != "plain" else None
 
     # ---------------------------------------------------------------- creation
 
@@ -246,8 +248,14 @@ class Sandbox:
         racks: int = 0,
         configs: dict[str, str] | None = None,
         controllers: int = 1,
+        security: str = "plain",
     ) -> Sandbox:
-        """Write configs and format storage for a new cluster (does not start it)."""
+        """Write configs and format storage for a new cluster (does not start it).
+        ``security``: plain (default), sasl_scram, ssl or sasl_ssl (see ``_Security``)."""
+        if security not in SECURITY_MODES:
+            raise SandboxError(
+                f"--security must be one of {', '.join(SECURITY_MODES)}, got {security!r}"
+            )
         if brokers < 1:
             raise SandboxError(f"--brokers must be at least 1, got {brokers}")
         if controllers not in (1, 3, 5):
@@ -269,6 +277,8 @@ class Sandbox:
         d.mkdir(parents=True, exist_ok=True)
         (d / "logs").mkdir(exist_ok=True)
         (d / "log4j2.properties").write_text(LOG4J2)
+        sec = _Security.make(d, security) if security != "plain" else None
+        listener = sec.protocol if sec else "PLAINTEXT"
         cluster_id = _random_cluster_id()
         cports = {CONTROLLER_ID + i: free_port() for i in range(controllers)}
         voters = ",".join(f"{cid}@127.0.0.1:{port}" for cid, port in cports.items())
@@ -283,6 +293,7 @@ class Sandbox:
             "num.replica.fetchers": "1",
             "log.cleaner.threads": "1",
             "num.recovery.threads.per.data.dir": "1",
+            **(sec.common_props() if sec else {}),
         }
         ctrl_nodes = []
         for cid, cport in cports.items():
@@ -325,9 +336,10 @@ class Sandbox:
                 **common,
                 "process.roles": "broker",
                 "node.id": str(i),
-                "listeners": f"PLAINTEXT://127.0.0.1:{port}",
-                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
-                "inter.broker.listener.name": "PLAINTEXT",
+                "listeners": f"{listener}://127.0.0.1:{port}",
+                "advertised.listeners": f"{listener}://127.0.0.1:{port}",
+                "inter.broker.listener.name": listener,
+                **(sec.broker_props() if sec else {}),
                 "log.dirs": ",".join(node.log_dirs),
                 "offsets.topic.replication.factor": str(rf),
                 "offsets.topic.num.partitions": "4",
@@ -348,16 +360,19 @@ class Sandbox:
         for node in [*ctrl_nodes, *nodes.values()]:
             proc = run_kafka_class(
                 "kafka.tools.StorageTool",
-                ["format", "-t", cluster_id, "-c", node.config, "--ignore-formatted"],
+                ["format", "-t", cluster_id, "-c", node.config, "--ignore-formatted"]
+                + (sec.format_args() if sec and node.role == "controller" else []),
                 timeout=120,
             )
             if proc.returncode != 0:
-                raise SandboxError(
-                    f"formatting storage of node {node.id} failed: {proc.stderr.strip()[-1500:]}"
-                )
+                err = proc.stderr.strip()[-1500:]
+                for pw in sec.passwords.values() if sec else ():
+                    err = err.replace(pw, "***")  # an echoed --add-scram argument
+                raise SandboxError(f"formatting storage of node {node.id} failed: {err}")
         state = {
             "cluster_id": cluster_id,
             "kafka_version": KAFKA_VERSION,
+            "security": security,
             "controller": ctrl_nodes[0].__dict__,
             "controllers": [c.__dict__ for c in ctrl_nodes],
             "brokers": [n.__dict__ for n in nodes.values()],
@@ -374,15 +389,25 @@ class Sandbox:
         timeout: float = 120,
         configs: dict[str, str] | None = None,
         controllers: int = 1,
+        security: str = "plain",
     ) -> Sandbox:
         fetch_kafka()
-        sb = cls.create(dir, brokers=brokers, racks=racks, configs=configs, controllers=controllers)
+        sb = cls.create(
+            dir,
+            brokers=brokers,
+            racks=racks,
+            configs=configs,
+            controllers=controllers,
+            security=security,
+        )
         try:
             for c in sb.controllers.values():
                 sb._launch(c)
             for node in sb.nodes.values():
                 sb._launch(node)
             sb.wait_ready(timeout=timeout)
+            if sb._sec is not None:
+                sb._grant_acls(timeout=timeout)
         except BaseException:
             sb.down()
             raise
@@ -397,12 +422,20 @@ class Sandbox:
         dir: str | os.PathLike[str] | None = None,
         configs: dict[str, str] | None = None,
         controllers: int = 1,
+        security: str = "plain",
     ) -> Iterator[Sandbox]:
         """Context manager: a running cluster that is torn down (no process left) on exit."""
         import tempfile
 
         d = dir or tempfile.mkdtemp(prefix="rk-sandbox-")
-        sb = cls.up(d, brokers=brokers, racks=racks, configs=configs, controllers=controllers)
+        sb = cls.up(
+            d,
+            brokers=brokers,
+            racks=racks,
+            configs=configs,
+            controllers=controllers,
+            security=security,
+        )
         try:
             yield sb
         finally:
@@ -491,7 +524,77 @@ class Sandbox:
             "active_controller": self.active_controller(),
             "brokers": self.brokers,
             "running": self.running(),
+            "security": self.security,
+            "client_configs": self.client_configs,
         }
+
+    @property
+    def client_configs(self) -> dict[str, str]:
+        """user -> path of a ready client .properties file (``--command-config``): admin,
+        reader, denied; empty for a plain cluster. Paths only: the secrets stay in the files."""
+        return self._sec.client_config_paths() if self._sec is not None else {}
+
+    def client_config(self, user: str = "admin") -> str:
+        """The path of ``user``'s client .properties file (a SandboxError when there is none)."""
+        try:
+            return self.client_configs[user]
+        except KeyError:
+            raise SandboxError(
+                f"no client config for {user!r} in {self.dir} (security {self.security}; "
+                f"users: {', '.join(self.client_configs) or 'none'})"
+            ) from None
+
+    def _client_conf(self) -> dict[str, str]:
+        """librdkafka settings of the sandbox's own clients (the super user when secured)."""
+        return self._sec.librdkafka() if self._sec is not None else {}
+
+    def _grant_acls(self, timeout: float = 60) -> None:
+        """The ACLs of admin and reader (denied gets none), as the super user; returns once
+        every broker's authorizer has them."""
+        from confluent_kafka.admin import AclBindingFilter, AdminClient
+
+        bindings = _acl_bindings()
+        admin = self.admin()
+        for binding, fut in admin.create_acls(bindings, request_timeout=timeout).items():
+            try:
+                fut.result(timeout)
+            except Exception as e:
+                raise SandboxError(f"creating ACL {binding} failed: {e}") from None
+        from confluent_kafka.admin import (
+            AclOperation,
+            AclPermissionType,
+            ResourcePatternType,
+            ResourceType,
+        )
+
+        any_acl = AclBindingFilter(
+            ResourceType.ANY,
+            None,
+            ResourcePatternType.ANY,
+            None,
+            None,
+            AclOperation.ANY,
+            AclPermissionType.ANY,
+        )
+        deadline = time.monotonic() + timeout
+        for node in self.nodes.values():
+            one = AdminClient(
+                {
+                    "bootstrap.servers": f"127.0.0.1:{node.port}",
+                    "logger": _QuietLogger(),
+                    **self._client_conf(),
+                }
+            )
+            while True:
+                try:
+                    got = one.describe_acls(any_acl, request_timeout=10).result(10)
+                    if len(got) >= len(bindings):
+                        break
+                except Exception:  # noqa: BLE001 - retried until the deadline
+                    pass
+                if time.monotonic() > deadline:
+                    raise SandboxError(f"broker {node.id} did not see the ACLs in {timeout:.0f}s")
+                time.sleep(0.2)
 
     def node(self, node_id: int) -> Node:
         """A broker or a controller by its node id."""
@@ -518,6 +621,7 @@ class Sandbox:
                 "socket.connection.setup.timeout.ms": 2000,
                 "log_level": 0,
                 "logger": _QuietLogger(),
+                **self._client_conf(),
             }
         )
         try:
@@ -603,6 +707,7 @@ class Sandbox:
                 "socket.connection.setup.timeout.ms": 2000,
                 "log_level": 0,
                 "logger": _QuietLogger(),
+                **self._client_conf(),
             }
         )
         try:
@@ -645,7 +750,7 @@ class Sandbox:
     def admin(self):  # -> confluent_kafka.admin.AdminClient
         from confluent_kafka.admin import AdminClient
 
-        return AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        return AdminClient({"bootstrap.servers": self.bootstrap_servers, **self._client_conf()})
 
     def create_topic(
         self,
@@ -716,6 +821,7 @@ class Sandbox:
                 "enable.idempotence": True,
                 "queue.buffering.max.kbytes": 65536,
                 "logger": _QuietLogger(),  # "coordinator load in progress" retries are expected here
+                **self._client_conf(),
             }
         )
         errors: list[str] = []
@@ -765,8 +871,9 @@ def _port_open(port: int) -> bool:
 
 
 def _write_props(path: str, props: dict[str, str]) -> None:
+    """A node's .properties file, owner-only (a secured node's holds the broker's password)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    _private_write(Path(path), "".join(f"{k}={v}\n" for k, v in props.items()))
 
 
 def _random_cluster_id() -> str:
@@ -790,3 +897,247 @@ def _tail(path: str, lines: int = 20) -> str:
 
 def default_dir() -> Path:
     return Path(os.environ.get("RK_SANDBOX_DIR", REPO_ROOT / ".cache" / "sandbox"))
+
+
+# --------------------------------------------------------------------------- security
+#
+# ``--security sasl_scram|ssl|sasl_ssl`` (plain stays the default and unchanged): every broker
+# listener authenticates, the StandardAuthorizer runs on every node with the inter-broker
+# principal ``User:broker`` as the only super user, and three client users get ready client
+# .properties files: admin (every right), reader (DESCRIBE cluster and topics, DESCRIBE_CONFIGS,
+# READ topics) and denied (no ACL). SASL modes use SCRAM-SHA-512 on the broker listener (users
+# added at format time, KIP-900) and PLAIN on the controller listener (the controller cannot
+# read SCRAM credentials before its own metadata log is up); ``ssl`` is mutual TLS, the
+# principal being the certificate's CN. Certificates (a CA, one broker certificate with
+# IP:127.0.0.1, one client certificate per user in ``ssl``) are made by openssl at create time.
+# Passwords and keys live under ``<dir>/security`` (0700, files 0600), never in sandbox.json
+# or the status JSON.
+
+SECURITY_MODES = ("plain", "sasl_scram", "ssl", "sasl_ssl")
+CLIENT_USERS = ("admin", "reader", "denied")
+SUPER_USER = "broker"
+SCRAM = "SCRAM-SHA-512"
+_PROTOCOL = {"sasl_scram": "SASL_PLAINTEXT", "ssl": "SSL", "sasl_ssl": "SASL_SSL"}
+_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+_SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+_PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+
+
+def _private_write(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _openssl(args: list[str], cwd: Path) -> None:
+    exe = _require("openssl", "--security ssl|sasl_ssl makes its certificates with openssl")
+    proc = subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SandboxError(f"openssl {args[0]} failed: {proc.stderr.strip()[-800:]}")
+
+
+def _make_certificates(sec: Path, names: Sequence[str]) -> None:
+    """A CA (ca.pem) and, per name, ``<name>.pem``: its PKCS#8 key and its certificate
+    (CN=name, SAN IP:127.0.0.1 and localhost, server and client use), signed by the CA."""
+    _openssl(
+        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem"]
+        + ["-days", "30", "-subj", "/CN=reassign-kit sandbox CA"],
+        sec,
+    )
+    (sec / "leaf.ext").write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+        "extendedKeyUsage=serverAuth,clientAuth\n"
+        "keyUsage=critical,digitalSignature,keyEncipherment\n"
+    )
+    for name in names:
+        _openssl(
+            ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key"]
+            + ["-out", f"{name}.csr", "-subj", f"/CN={name}"],
+            sec,
+        )
+        _openssl(
+            ["x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key"]
+            + ["-CAcreateserial", "-out", f"{name}.crt", "-days", "30", "-extfile", "leaf.ext"],
+            sec,
+        )
+        key = (sec / f"{name}.key").read_text()
+        crt = (sec / f"{name}.crt").read_text()
+        _private_write(sec / f"{name}.pem", key + crt)
+        for ext in (".key", ".csr", ".crt"):
+            (sec / f"{name}{ext}").unlink()
+    for p in sec.iterdir():
+        if p.is_file():
+            os.chmod(p, 0o600)
+
+
+def _jaas(module: str, user: str, password: str, **extra: str) -> str:
+    more = "".join(f' {k}="{v}"' for k, v in extra.items())
+    return f'{module} required username="{user}" password="{password}"{more};'
+
+
+@dataclass
+class _Security:
+    """What one security mode adds to the node configs and the format command."""
+
+    mode: str
+    dir: Path
+    passwords: dict[str, str]
+
+    @property
+    def protocol(self) -> str:
+        return _PROTOCOL[self.mode]
+
+    @property
+    def sasl(self) -> bool:
+        return self.mode in ("sasl_scram", "sasl_ssl")
+
+    @property
+    def tls(self) -> bool:
+        return self.mode in ("ssl", "sasl_ssl")
+
+    @classmethod
+    def make(cls, d: Path, mode: str) -> _Security:
+        import secrets as _secrets
+
+        sec = d / "security"
+        sec.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(sec, 0o700)
+        users = (SUPER_USER, *CLIENT_USERS)
+        passwords = {u: _secrets.token_hex(12) for u in users} if mode != "ssl" else {}
+        if passwords:
+            _private_write(sec / "passwords.json", json.dumps(passwords, indent=2) + "\n")
+        s = cls(mode, sec, passwords)
+        if s.tls:
+            _make_certificates(sec, users if mode == "ssl" else (SUPER_USER,))
+        for user in users:
+            _private_write(
+                sec / f"{user}.properties",
+                "".join(f"{k}={v}\n" for k, v in s.client_properties(user).items()),
+            )
+        return s
+
+    @classmethod
+    def load(cls, d: Path, mode: str) -> _Security:
+        sec = d / "security"
+        pw = sec / "passwords.json"
+        passwords = json.loads(pw.read_text()) if pw.exists() else {}
+        return cls(mode, sec, passwords)
+
+    # -- node configs ---------------------------------------------------------------------
+
+    def _tls_props(self) -> dict[str, str]:
+        return {
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(self.dir / f"{SUPER_USER}.pem"),
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(self.dir / "ca.pem"),
+        }
+
+    def common_props(self) -> dict[str, str]:
+        """For the controller and every broker: the controller listener and the authorizer."""
+        cproto = "SSL" if self.mode == "ssl" else self.protocol
+        props = {
+            "listener.security.protocol.map": f"CONTROLLER:{cproto},{self.protocol}:{self.protocol}",
+            "authorizer.class.name": _AUTHORIZER,
+            "super.users": f"User:{SUPER_USER}",
+            "allow.everyone.if.no.acl.found": "false",
+        }
+        if self.tls:
+            props.update(self._tls_props())
+        if self.mode == "ssl":
+            props["ssl.client.auth"] = "required"
+            props["ssl.principal.mapping.rules"] = "RULE:^CN=([^,]+).*$/$1/,DEFAULT"
+        if self.sasl:
+            pw = self.passwords[SUPER_USER]
+            props["sasl.mechanism.controller.protocol"] = "PLAIN"
+            props["listener.name.controller.sasl.enabled.mechanisms"] = "PLAIN"
+            props["listener.name.controller.plain.sasl.jaas.config"] = _jaas(
+                _PLAIN_MODULE, SUPER_USER, pw, **{f"user_{SUPER_USER}": pw}
+            )
+        return props
+
+    def broker_props(self) -> dict[str, str]:
+        props = {"inter.broker.listener.name": self.protocol}
+        if self.sasl:
+            lname = self.protocol.lower()
+            props["sasl.enabled.mechanisms"] = SCRAM
+            props["sasl.mechanism.inter.broker.protocol"] = SCRAM
+            props[f"listener.name.{lname}.{SCRAM.lower()}.sasl.jaas.config"] = _jaas(
+                _SCRAM_MODULE, SUPER_USER, self.passwords[SUPER_USER]
+            )
+        return props
+
+    def format_args(self) -> list[str]:
+        """``kafka-storage format --add-scram`` for every user (SASL modes)."""
+        out: list[str] = []
+        for user, pw in self.passwords.items():
+            out += ["--add-scram", f"{SCRAM}=[name={user},password={pw}]"]
+        return out
+
+    # -- clients --------------------------------------------------------------------------
+
+    def client_properties(self, user: str) -> dict[str, str]:
+        """A Java-style client config for ``user`` (the file ``--command-config`` reads; the
+        official Java tools read it too)."""
+        props = {"security.protocol": self.protocol}
+        if self.sasl:
+            props["sasl.mechanism"] = SCRAM
+            props["sasl.jaas.config"] = _jaas(_SCRAM_MODULE, user, self.passwords[user])
+        if self.tls:
+            props["ssl.truststore.type"] = "PEM"
+            props["ssl.truststore.location"] = str(self.dir / "ca.pem")
+        if self.mode == "ssl":
+            props["ssl.keystore.type"] = "PEM"
+            props["ssl.keystore.location"] = str(self.dir / f"{user}.pem")
+        return props
+
+    def librdkafka(self, user: str = SUPER_USER) -> dict[str, str]:
+        """The same, in librdkafka's names (the sandbox's own clients)."""
+        conf = {"security.protocol": self.protocol}
+        if self.sasl:
+            conf["sasl.mechanism"] = SCRAM
+            conf["sasl.username"] = user
+            conf["sasl.password"] = self.passwords[user]
+        if self.tls:
+            conf["ssl.ca.location"] = str(self.dir / "ca.pem")
+        if self.mode == "ssl":
+            conf["ssl.certificate.location"] = str(self.dir / f"{user}.pem")
+            conf["ssl.key.location"] = str(self.dir / f"{user}.pem")
+        return conf
+
+    def client_config_paths(self) -> dict[str, str]:
+        return {u: str(self.dir / f"{u}.properties") for u in CLIENT_USERS}
+
+
+def _acl_bindings() -> list[Any]:
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    def allow(rtype: Any, name: str, user: str, op: Any) -> Any:
+        return AclBinding(
+            rtype,
+            name,
+            ResourcePatternType.LITERAL,
+            f"User:{user}",
+            "*",
+            op,
+            AclPermissionType.ALLOW,
+        )
+
+    C, T = ResourceType.BROKER, ResourceType.TOPIC  # BROKER: the cluster resource
+    return [
+        allow(C, "kafka-cluster", "admin", AclOperation.ALL),
+        allow(T, "*", "admin", AclOperation.ALL),
+        allow(ResourceType.GROUP, "*", "admin", AclOperation.ALL),
+        allow(ResourceType.TRANSACTIONAL_ID, "*", "admin", AclOperation.ALL),
+        allow(C, "kafka-cluster", "reader", AclOperation.DESCRIBE),
+        allow(C, "kafka-cluster", "reader", AclOperation.DESCRIBE_CONFIGS),
+        allow(T, "*", "reader", AclOperation.DESCRIBE),
+        allow(T, "*", "reader", AclOperation.DESCRIBE_CONFIGS),
+        allow(T, "*", "reader", AclOperation.READ),
+    ]

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .cluster.views import require_permissions
 from .errors import InvalidPlanError
 from .model import TopicPartition
 
@@ -378,6 +379,7 @@ def take_snapshot(gateway: Any, topics: Iterable[str] | None = None) -> Snapshot
 
     ``size_bytes`` is the leader's log size from DescribeLogDirs (the bytes a new replica must
     copy); when the leader is unknown, the largest replica's log stands in."""
+    require_permissions(gateway, "snapshot", ["DESCRIBE"])
     brokers = [BrokerEntry(b.id, b.rack) for b in gateway.brokers()]
     counts = gateway.topic_partition_counts(list(topics) if topics is not None else None)
     tps = [TopicPartition(t, p) for t, n in counts.items() for p in range(n)]

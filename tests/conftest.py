@@ -27,6 +27,24 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
 
 
 @pytest.fixture(scope="session")
+def sasl_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    """A 3-broker SASL/SCRAM-SHA-512 sandbox with the StandardAuthorizer (issue 11): started
+    only when a test asks for it (or the one in $RK_SASL_SANDBOX_DIR). Its ``client_configs``
+    map admin / reader / denied to ready .properties files."""
+    from reassign_kit.sandbox import Sandbox
+
+    reuse = os.environ.get("RK_SASL_SANDBOX_DIR")
+    if reuse:
+        sb = Sandbox(reuse)
+        if sb.running() and sb.security == "sasl_scram":
+            yield sb
+            return
+    d = tmp_path_factory.mktemp("sasl-sandbox")
+    with Sandbox.start(brokers=3, dir=d, security="sasl_scram") as sb:
+        yield sb
+
+
+@pytest.fixture(scope="session")
 def bootstrap(sandbox) -> str:
     return sandbox.bootstrap_servers
 

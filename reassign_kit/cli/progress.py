@@ -12,6 +12,7 @@ import json
 import os
 from typing import Any
 
+from ..cluster.views import require_permissions
 from ..engine import progress as pg
 from ..engine.journal import read_events
 from ..engine.options import duration_arg
@@ -58,6 +59,7 @@ def run_progress(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> i
     """``--progress``: print the report (or watch it); 0 whatever the plan's state."""
     if plan is None:
         raise UsageError("--progress needs --reassignment-json-file")
+    require_permissions(gateway, "progress", ["DESCRIBE"])
     journal = args.progress_journal or getattr(args, "journal", None)
     if args.watch:
         if args.output == "json":

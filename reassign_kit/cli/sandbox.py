@@ -41,6 +41,14 @@ def _parser() -> argparse.ArgumentParser:
         help="KRaft controller processes (3 = a quorum that survives losing its leader)",
     )
     up.add_argument("--timeout", type=float, default=120)
+    up.add_argument(
+        "--security",
+        choices=sbx.SECURITY_MODES,
+        default="plain",
+        help="plain (default), sasl_scram (SCRAM-SHA-512), ssl (mutual TLS) or sasl_ssl; the "
+        "secured modes run the StandardAuthorizer and write client configs for the users admin, "
+        "reader and denied (their paths: client_configs in the JSON)",
+    )
     with_dir(sub.add_parser("down", help="stop every process of the cluster"))
     with_dir(sub.add_parser("status", help="brokers, pids and whether they are alive"))
     sub.add_parser("info", help="Kafka version and where its jars are")
@@ -112,6 +120,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             racks=args.racks,
             timeout=args.timeout,
             controllers=args.controllers,
+            security=args.security,
         )
         return sb.status()
     sb = sbx.Sandbox(args.dir)

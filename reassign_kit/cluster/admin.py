@@ -13,6 +13,7 @@ mapped to each client's own option names. No setting ever reaches a log line or 
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections import defaultdict
@@ -61,6 +62,21 @@ _IGNORED = {
     "retry.backoff.ms",
 }
 _JAAS_KV = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+_INT_OPTIONS = {"request_timeout_ms"}  # kafka-python options that take a number
+_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# What a mechanism reassign-kit cannot configure would need: refused up front, by name.
+_UNSUPPORTED_MECHANISMS = {
+    "GSSAPI": "Kerberos needs a keytab and a krb5 setup that kafka-python (which sends the "
+    "reassignment requests) cannot take from a properties file; use SCRAM-SHA-512/256 or "
+    "PLAIN, or TLS client certificates",
+    "OAUTHBEARER": "an OAuth token needs a token provider object in kafka-python (which sends "
+    "the reassignment requests) that a properties file cannot give (no "
+    "sasl.oauthbearer.token.endpoint.url / client credentials support here); use "
+    "SCRAM-SHA-512/256 or PLAIN, or TLS client certificates",
+}
+# settings that name files the clients read: checked before a client is built
+FILE_SETTINGS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location")
 
 
 def client_configs(config: Mapping[str, str] | None) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -70,14 +86,32 @@ def client_configs(config: Mapping[str, str] | None) -> tuple[dict[str, Any], di
     which neither Python client reads: give ``ssl.ca.location`` with a PEM file instead)."""
     ck: dict[str, Any] = {}
     kp: dict[str, Any] = {}
+    wanted = str((config or {}).get("sasl.mechanism", "")).strip().upper()
+    if wanted in _UNSUPPORTED_MECHANISMS:  # before its own properties are called unsupported
+        raise UsageError(
+            f"command config: sasl.mechanism={wanted} is not supported: "
+            + _UNSUPPORTED_MECHANISMS[wanted]
+        )
     for key, value in (config or {}).items():
         value = str(value).strip()
         if key in _PASSTHROUGH:
             c, k = _PASSTHROUGH[key]
+            if k in _INT_OPTIONS:
+                try:
+                    number = int(value)
+                except ValueError:
+                    raise UsageError(
+                        f"command config: {key} must be a whole number of milliseconds, "
+                        f"got {value!r}"
+                    ) from None
+                if number <= 0:
+                    raise UsageError(f"command config: {key} must be > 0, got {value!r}")
+            if key in ("security.protocol", "sasl.mechanism"):
+                value = value.upper()
             if c:
                 ck[c] = value
             if k:
-                kp[k] = int(value) if k == "request_timeout_ms" else value
+                kp[k] = int(value) if k in _INT_OPTIONS else value
         elif key == "sasl.jaas.config":
             kv = dict(_JAAS_KV.findall(value))
             if "username" in kv:
@@ -97,8 +131,10 @@ def client_configs(config: Mapping[str, str] | None) -> tuple[dict[str, Any], di
             if value.lower().endswith((".pem", ".crt")):
                 if key == "ssl.truststore.location":
                     ck["ssl.ca.location"] = kp["ssl_cafile"] = value
-                else:
+                else:  # a PEM keystore (ssl.keystore.type=PEM): key and certificate chain
                     ck["ssl.certificate.location"] = kp["ssl_certfile"] = value
+                    ck.setdefault("ssl.key.location", value)
+                    kp.setdefault("ssl_keyfile", value)
             else:
                 raise UsageError(
                     f"command config: {key} points at a Java keystore, which the Python Kafka "
@@ -114,15 +150,37 @@ def client_configs(config: Mapping[str, str] | None) -> tuple[dict[str, Any], di
                 f"command config: unsupported property {key!r} (supported: "
                 f"{', '.join(sorted([*_PASSTHROUGH, 'sasl.jaas.config', 'ssl.truststore.location']))})"
             )
-    if "sasl_mechanism" in kp and kp["sasl_mechanism"].upper() not in (
-        "PLAIN",
-        "SCRAM-SHA-256",
-        "SCRAM-SHA-512",
-        "GSSAPI",
-        "OAUTHBEARER",
-    ):
+    protocol = kp.get("security_protocol", "PLAINTEXT")
+    if protocol not in _PROTOCOLS:
         raise UsageError(
-            f"command config: sasl.mechanism {kp['sasl_mechanism']!r} is not supported"
+            f"command config: security.protocol {protocol!r} is not one of {', '.join(_PROTOCOLS)}"
+        )
+    mechanism = kp.get("sasl_mechanism")
+    if mechanism in _UNSUPPORTED_MECHANISMS:
+        raise UsageError(
+            f"command config: sasl.mechanism={mechanism} is not supported: "
+            + _UNSUPPORTED_MECHANISMS[mechanism]
+        )
+    if mechanism is not None and mechanism not in _MECHANISMS:
+        raise UsageError(
+            f"command config: sasl.mechanism {mechanism!r} is not supported (supported: "
+            f"{', '.join(_MECHANISMS)})"
+        )
+    sasl = protocol.startswith("SASL_")
+    if sasl and "sasl_plain_password" not in kp:
+        raise UsageError(
+            f"command config: security.protocol={protocol} needs credentials: sasl.jaas.config "
+            'with username="…" password="…" (or sasl.username and sasl.password)'
+        )
+    if not sasl and ("sasl_plain_password" in kp or mechanism is not None):
+        raise UsageError(
+            f"command config: SASL settings are given but security.protocol is {protocol}: set "
+            "security.protocol=SASL_PLAINTEXT or SASL_SSL (else the credentials are never used)"
+        )
+    if sasl and mechanism is None:
+        raise UsageError(
+            f"command config: security.protocol={protocol} needs sasl.mechanism (one of "
+            f"{', '.join(_MECHANISMS)}); the Java clients' default, GSSAPI, is not supported"
         )
     return ck, kp
 
@@ -169,6 +227,11 @@ class AdminGateway:
         self.bootstrap_servers = bootstrap_servers.strip()
         self.timeout_s = float(timeout_s)
         self._ck_conf, self._kp_conf = client_configs(config)
+        for key in FILE_SETTINGS:  # a missing file is the setting's fault, said before connecting
+            path = self._ck_conf.get(key)
+            if path and not os.path.isfile(path):
+                what = "no such file" if not os.path.exists(path) else "not a file"
+                raise UsageError(f"command config: {key} {path}: {what}")
         self._ck: Any = None
         self._kp: Any = None
 
@@ -180,6 +243,7 @@ class AdminGateway:
     @property
     def ck(self) -> Any:
         if self._ck is None:
+            from confluent_kafka import KafkaException
             from confluent_kafka.admin import AdminClient
 
             # librdkafka logs every refused connection to stderr; the error that matters reaches
@@ -189,7 +253,13 @@ class AdminGateway:
                 "logger": _QUIET,
                 **self._ck_conf,
             }
-            self._ck = AdminClient(conf)
+            try:
+                self._ck = AdminClient(conf)
+            except (KafkaException, ValueError, TypeError) as e:  # librdkafka refused a setting
+                raise UsageError(
+                    f"command config: the Kafka client (librdkafka) refused the settings: "
+                    f"{_err_text(e)}"
+                ) from None
         return self._ck
 
     @property
@@ -215,7 +285,31 @@ class AdminGateway:
                 raise KafkaOperationError(
                     f"cannot connect to {self.bootstrap_servers}: {_kp_text(e)}"
                 ) from None
+            except (OSError, ValueError, TypeError) as e:  # ssl files, option values
+                raise UsageError(
+                    f"command config: the Kafka client (kafka-python) refused the settings: "
+                    f"{type(e).__name__}: {e}"
+                ) from None
         return self._kp
+
+    def cluster_permissions(self) -> frozenset[str] | None:
+        """The operations this client's principal may perform on the cluster resource
+        (DescribeCluster's authorized operations, KIP-430): empty when it may not even
+        DESCRIBE the cluster, None when the cluster does not say (a broker before 2.8)."""
+        ck = self.ck  # a config the client refuses is the config's error (UsageError)
+        try:
+            desc = ck.describe_cluster(
+                include_authorized_operations=True, request_timeout=self.timeout_s
+            ).result(timeout=self.timeout_s)
+        except Exception as e:  # noqa: BLE001 - sorted out below
+            text = _err_text(e)
+            if "UNSUPPORTED_VERSION" in text.upper().replace(" ", "_"):
+                return None
+            if isinstance(e, TimeoutError):
+                text = f"no answer from {self.bootstrap_servers} within {self.timeout_s:g}s"
+            raise KafkaOperationError(f"describe cluster: {text}") from None
+        ops = desc.authorized_operations
+        return frozenset() if ops is None else frozenset(op.name for op in ops)
 
     def now(self) -> float:
         """Wall-clock time (the simulator's twin is model time)."""

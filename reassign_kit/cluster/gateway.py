@@ -78,6 +78,20 @@ def is_error(error: str | None, code: ErrorCode) -> bool:
     return isinstance(error, PartitionError) and error.code is code
 
 
+# Kafka's operations on the CLUSTER resource (AclOperation names), all a principal may hold
+CLUSTER_OPERATIONS = frozenset(
+    {
+        "ALTER",
+        "ALTER_CONFIGS",
+        "CLUSTER_ACTION",
+        "CREATE",
+        "DESCRIBE",
+        "DESCRIBE_CONFIGS",
+        "IDEMPOTENT_WRITE",
+    }
+)
+
+
 class Gateway(Protocol):
     """Everything the engine, the operations, progress and the panel ask of a cluster: the
     admin gateway implements it against Kafka, the simulator against a model (in model time).
@@ -138,6 +152,12 @@ class Gateway(Protocol):
 
     def alter_broker_configs(self, changes: Mapping[int, Mapping[str, str | None]]) -> None:
         """Incremental alter of per-broker configs: SET a value, DELETE on None."""
+
+    def cluster_permissions(self) -> frozenset[str] | None:
+        """The operations the client's principal may perform on the cluster resource, in
+        Kafka's names (``CLUSTER_OPERATIONS``): asked before anything is sent, so a missing
+        right is reported up front. Empty when it may not even DESCRIBE the cluster; None
+        when the cluster does not say."""
 
     def now(self) -> float:
         """The gateway's clock: wall time for Kafka, model time for the simulator."""

@@ -18,7 +18,14 @@ from typing import Any
 
 from ..model import PartitionState, TopicPartition
 from .admin import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS, LOG_DIR_RATE
-from .gateway import BrokerInfo, ErrorCode, PartitionError, ReplicaLogInfo, alter_in_place
+from .gateway import (
+    CLUSTER_OPERATIONS,
+    BrokerInfo,
+    ErrorCode,
+    PartitionError,
+    ReplicaLogInfo,
+    alter_in_place,
+)
 
 MB = 1024 * 1024
 
@@ -88,6 +95,9 @@ class SimCluster:
         self.broker_cfg: dict[int, dict[str, str]] = {}
         self.throttles = ThrottleState()
         self.throttle_history: list[tuple[float, ThrottleState]] = []
+        # what the client's principal may do on the cluster (a reader: DESCRIBE and
+        # DESCRIBE_CONFIGS only; a principal without ACLs: empty)
+        self.permissions: frozenset[str] | None = CLUSTER_OPERATIONS
 
     # ---- building the model -------------------------------------------------------------
 
@@ -176,6 +186,10 @@ class SimCluster:
                 sp.future.pop(b, None)
 
     # ---- Gateway ------------------------------------------------------------------------
+
+    def cluster_permissions(self) -> frozenset[str] | None:
+        """As ``AdminGateway.cluster_permissions``: ``self.permissions``."""
+        return self.permissions
 
     def cluster_info(self) -> dict[str, Any]:
         """As ``AdminGateway.cluster_info``: the model says what it is."""

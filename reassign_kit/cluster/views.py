@@ -11,10 +11,58 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import ReassignmentInProgressError
+from ..errors import AuthorizationError, ReassignmentInProgressError
 from ..model import ANY_LOG_DIR, Move, PartitionState, Plan, TopicPartition
 from ..validate import ClusterView
 from .gateway import ErrorCode, is_error
+
+# why an action needs each operation on the cluster resource (what the messages say)
+NEEDED_FOR = {
+    "DESCRIBE": "read partitions, log dirs and the reassignments in flight",
+    "ALTER": "submit or cancel partition reassignments (AlterPartitionReassignments) and move "
+    "replicas between log dirs",
+    "DESCRIBE_CONFIGS": "read the brokers' throttle configs",
+    "ALTER_CONFIGS": "set or remove the replication throttles (broker and topic configs)",
+}
+_ACL_NAME = {
+    "DESCRIBE": "Describe",
+    "ALTER": "Alter",
+    "DESCRIBE_CONFIGS": "DescribeConfigs",
+    "ALTER_CONFIGS": "AlterConfigs",
+}
+
+
+def missing_permissions(gateway: Any, operations: Iterable[str]) -> list[str]:
+    """Which of ``operations`` on the cluster resource this client's principal lacks (none
+    when the cluster does not say)."""
+    have = gateway.cluster_permissions()
+    if have is None:
+        return []
+    return [op for op in operations if op not in have]
+
+
+def require_permissions(
+    gateway: Any, action: str, operations: Iterable[str], hint: str = ""
+) -> None:
+    """Raise ``AuthorizationError`` (exit 4) naming every operation on the cluster resource
+    that ``action`` needs and this client's principal lacks; called before anything is sent."""
+    missing = missing_permissions(gateway, operations)
+    if not missing:
+        return
+    lines = [
+        f"{action}: not authorised; nothing was sent to the cluster. This client's principal "
+        "(the --command-config user) lacks:"
+    ]
+    lines += [
+        f"  - {op} on the CLUSTER resource (kafka-cluster), needed to {NEEDED_FOR.get(op, op)}"
+        for op in missing
+    ]
+    ops = " ".join(f"--operation {_ACL_NAME.get(op, op)}" for op in missing)
+    lines.append(
+        f"Grant it (kafka-acls --add --allow-principal User:<name> {ops} --cluster) or use a "
+        "principal that has it" + (f"; {hint}" if hint else ".")
+    )
+    raise AuthorizationError("\n".join(lines))
 
 
 def cluster_view(gateway: Any, plan: Plan, with_log_dirs: bool | None = None) -> ClusterView:

@@ -21,6 +21,7 @@ from ..cluster.views import (
     default_rollback_path,
     in_flight_unless_additional,
     replica_log_dirs,
+    require_permissions,
     rollback_plan,
 )
 from ..errors import InvalidPlanError, UsageError
@@ -143,6 +144,13 @@ def preflight(
     written on resume. ``run_kwargs`` go to ``Run`` (``clock``, ``sleep``, ``steps_for``);
     a simulator's own clock is used when none is given."""
     opts = (options or ExecuteOptions()).validate()
+    throttled = opts.throttle is not None or opts.log_dir_throttle is not None
+    require_permissions(  # before the plan is even read: a denied user sees why, not "no topic"
+        gateway,
+        "execute",
+        ["DESCRIBE", "ALTER"] + (["DESCRIBE_CONFIGS", "ALTER_CONFIGS"] if throttled else []),
+        hint="or run without --throttle" if throttled else "",
+    )
     if isinstance(plan, str | os.PathLike):
         path = os.fspath(plan)
         plan = read_plan(path, gateway, allow_rf_change=opts.allow_replication_factor_change)

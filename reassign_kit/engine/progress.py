@@ -890,8 +890,10 @@ def report(
     """The report of ``plan`` (a Plan or a JSON file path) on a gateway; ``journal`` (path or
     events) adds steps and rates. ``reassign_kit.progress`` (api.py) also takes a bootstrap
     string: it connects, calls this and closes."""
+    from ..cluster.views import require_permissions
     from .journal import read_events
 
+    require_permissions(gateway, "progress", ["DESCRIBE"])
     if isinstance(plan, str | os.PathLike):
         plan = Plan.read(os.fspath(plan))
     if journal is None:

@@ -147,7 +147,15 @@ def test_command_config_errors_never_show_secrets(tmp_path):
         )
     with pytest.raises(UsageError, match="unsupported property 'foo.bar'"):
         client_configs({"foo.bar": "x"})
-    gw = AdminGateway("h:1", {"sasl.password": "hunter2", "sasl.username": "u"})
+    gw = AdminGateway(
+        "h:1",
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.password": "hunter2",
+            "sasl.username": "u",
+        },
+    )
     assert "hunter2" not in repr(gw) and "hunter2" not in str(vars(gw).get("bootstrap_servers"))
 
 
