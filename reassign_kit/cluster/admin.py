@@ -348,7 +348,21 @@ class AdminGateway:
         try:
             return fn(*args, **kwargs)
         except KafkaError as e:
+            self._drop_kp()
             raise KafkaOperationError(f"{what}: {_kp_text(e)}") from None
+
+    def _drop_kp(self) -> None:
+        """Forget the kafka-python client after a failed call: it caches the broker it sends
+        controller requests to and never looks again, so once that broker died every later
+        request failed (``UnknownBrokerIdError``) even after it came back — a paced run
+        could not poll for minutes (found by the chaos suite). The next call connects anew
+        and asks the cluster where to send them."""
+        kp, self._kp = self._kp, None
+        if kp is not None:
+            try:
+                kp.close()
+            except Exception:  # noqa: BLE001 - closing a broken client: nothing to report
+                pass
 
     # -- metadata ---------------------------------------------------------------------------
 
@@ -517,6 +531,7 @@ class AdminGateway:
                 "upgrade the cluster"
             ) from None
         except Errors.KafkaError as e:
+            self._drop_kp()
             raise KafkaOperationError(f"alter partition reassignments: {_kp_text(e)}") from None
         if response.error_code:
             err = Errors.for_code(response.error_code)
