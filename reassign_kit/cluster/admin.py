@@ -209,6 +209,33 @@ def _quiet_logger() -> Any:
 
 
 _QUIET = _quiet_logger()
+_SECRET_OPTION = re.compile(r"passw|secret|token|credential", re.I)
+
+
+class _ConfigRedactor:
+    """A logging filter for kafka-python's admin client, which logs its whole configuration
+    (``sasl_plain_password`` included) at DEBUG: values of secret-looking options become
+    ``***`` (by key, as the journal's redaction). Stateless: it holds no secret."""
+
+    @staticmethod
+    def _masked(a: Any) -> Any:
+        if not isinstance(a, Mapping):
+            return a
+        return {
+            k: ("***" if _SECRET_OPTION.search(str(k)) and v not in (None, "") else v)
+            for k, v in a.items()
+        }
+
+    def filter(self, record: Any) -> bool:
+        # logging keeps a lone mapping argument as ``args`` itself, else a tuple
+        if isinstance(record.args, Mapping):
+            record.args = self._masked(record.args)
+        elif isinstance(record.args, tuple):
+            record.args = tuple(self._masked(a) for a in record.args)
+        return True
+
+
+_CONFIG_REDACTOR = _ConfigRedactor()
 
 
 class AdminGateway:
@@ -270,7 +297,12 @@ class AdminGateway:
             from kafka import KafkaAdminClient
             from kafka.errors import KafkaError
 
-            logging.getLogger("kafka").setLevel(logging.CRITICAL)  # no config dumps, no noise
+            kafka_log = logging.getLogger("kafka")
+            if kafka_log.level == logging.NOTSET:  # no noise, unless someone asked for it
+                kafka_log.setLevel(logging.CRITICAL)
+            admin_log = logging.getLogger("kafka.admin.client")  # logs its config at DEBUG
+            if _CONFIG_REDACTOR not in admin_log.filters:
+                admin_log.addFilter(_CONFIG_REDACTOR)
             try:
                 conf = {
                     "request_timeout_ms": int(self.timeout_s * 1000),

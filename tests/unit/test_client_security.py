@@ -212,3 +212,26 @@ def test_a_reader_verifies_and_is_told_why_throttles_stay():
     assert thr.current_throttles(sim, ["a"], range(4))["brokers"]  # still there, as said
     sim.permissions = None  # a cluster that does not say: nothing checked, throttles go
     assert ops.verify(sim, plan).cleared is not None
+
+
+def test_kafka_python_debug_config_dump_is_masked(caplog):
+    """kafka-python logs its whole configuration at DEBUG; someone who turns its logger on
+    sees the options, never the password (before: the logger was forced to CRITICAL and an
+    explicit DEBUG level was overridden; nothing masked the dump)."""
+    import logging
+
+    kafka = logging.getLogger("kafka")
+    old = kafka.level
+    kafka.setLevel(logging.DEBUG)
+    try:
+        gw = AdminGateway(
+            "127.0.0.1:1",
+            {**SCRAM, "sasl.jaas.config": SCRAM["sasl.jaas.config"].replace('"pw"', '"hunter2pw"')},
+            timeout_s=1,
+        )
+        with caplog.at_level(logging.DEBUG, logger="kafka"), pytest.raises(KafkaOperationError):
+            _ = gw.kp
+    finally:
+        kafka.setLevel(old)
+    assert "Starting KafkaAdminClient with configuration" in caplog.text
+    assert "sasl_plain_password': '***'" in caplog.text and "hunter2pw" not in caplog.text
