@@ -965,6 +965,7 @@ def _make_certificates(sec: Path, names: Sequence[str]) -> None:
         _private_write(sec / f"{name}.pem", key + crt)
         for ext in (".key", ".csr", ".crt"):
             (sec / f"{name}{ext}").unlink()
+    (sec / "ca.key").unlink()  # nothing is signed later: the CA's key is not kept
     for p in sec.iterdir():
         if p.is_file():
             os.chmod(p, 0o600)

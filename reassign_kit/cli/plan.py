@@ -17,6 +17,7 @@ import json
 import sys
 from typing import Any
 
+from ..cluster.views import require_permissions
 from ..errors import InvalidPlanError, UsageError
 from ..make_plan import plan as make_plan
 from ..model import Plan
@@ -245,6 +246,7 @@ def run_generate(args: argparse.Namespace, gateway: Any, _plan: Any = None) -> i
     check_generate(args)
     brokers = [int(b) for b in args.broker_list.split(",") if b.strip()]
     topics = read_topics_to_move(args.topics_to_move_json_file)
+    require_permissions(gateway, "generate", ["DESCRIBE"])  # else its topics seem missing
     known = gateway.topic_partition_counts(None)
     missing = [t for t in topics if t not in known]
     if missing:

@@ -198,7 +198,14 @@ def test_denied_user_is_refused_before_anything_is_sent(sec, rk, admin_gw, topic
         "verify": ("--verify", "--reassignment-json-file", plan),
         "progress": ("--progress", "--reassignment-json-file", plan),
         "snapshot": ("snapshot", "--output", str(OUT / "denied-snapshot.json")),
+        "generate": (
+            "--generate", "--topics-to-move-json-file", str(OUT / "denied-topics.json"),
+            "--broker-list", "1,2,3",
+        ),
     }  # fmt: skip
+    (OUT / "denied-topics.json").write_text(
+        json.dumps({"version": 1, "topics": [{"topic": topic}]})
+    )
     for what, argv in runs.items():
         code, out, err = rk("denied", *argv)
         MESSAGES[f"denied {what}"] = err.strip()
@@ -255,6 +262,46 @@ def test_reader_lists_verifies_watches_snapshots_but_cannot_move(sec, rk, admin_
     assert not (OUT / "rollback-reader-2.json").exists()
     code, out, _ = rk("admin", "--verify", "--reassignment-json-file", plan)  # admin cleans up
     assert code == 0 and not current_throttles(admin_gw, [topic], [1, 2, 3])["topics"]
+
+
+# ----------------------------------------------------------------------------- the API
+
+
+def test_the_python_api_takes_the_same_config_file(sec, admin_gw, topic_name):
+    """``reassign_kit.execute`` / ``progress`` with ``command_config`` = the file's path (never
+    a secret as a value): admin runs a paced move; denied is refused before anything is sent."""
+    import reassign_kit
+    from reassign_kit.errors import AuthorizationError
+
+    topic = topic_name("sec-api")
+    tps = topic_on(sec, topic, [[1, 2]], mb=0.1)
+    plan = Plan.of([Move(tps[0], (2, 3))])
+    with pytest.raises(AuthorizationError, match="ALTER on the CLUSTER resource"):
+        reassign_kit.execute(
+            plan,
+            bootstrap_servers=sec.bootstrap_servers,
+            command_config=sec.client_config("denied"),
+            batch_size=1,
+            journal=str(OUT / "api-denied.jsonl"),
+            rollback_path=str(OUT / "rollback-api-denied.json"),
+        )
+    assert not (OUT / "api-denied.jsonl").exists()
+    res = reassign_kit.execute(
+        plan,
+        bootstrap_servers=sec.bootstrap_servers,
+        command_config=sec.client_config("admin"),
+        batch_size=1,
+        throttle=FAST,
+        wait=True,
+        journal=str(OUT / "api.jsonl"),
+        rollback_path=str(OUT / "rollback-api.json"),
+    )
+    assert res.state == "done"
+    rep = reassign_kit.progress(
+        sec.bootstrap_servers, plan, command_config=sec.client_config("reader")
+    )
+    CAPTURED.append(("api progress", rep.render_text()))
+    assert admin_gw.describe_partitions(tps)[tps[0]].replicas == (2, 3)
 
 
 # ----------------------------------------------------------------------------- secrets
