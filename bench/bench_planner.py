@@ -159,7 +159,14 @@ def run_one(path: str, engine: str) -> dict:
         problems=len(problems),
         replica_spread_after=report["balance"]["replicas"]["after"]["spread"],
         replica_spread_before=report["balance"]["replicas"]["before"]["spread"],
+        leader_spread_before=report["balance"]["leaders"]["before"]["spread"],
         leader_spread_after=report["balance"]["leaders"]["after"]["spread"],
+        leader_min_max_after=[
+            report["balance"]["leaders"]["after"]["min"],
+            report["balance"]["leaders"]["after"]["max"],
+        ],
+        # issue 13 #1: the flow's verdict (None from a planner without it)
+        leader_balance=report.get("leader_balance"),
         digest=result.plan.digest(),
         load=os.getloadavg()[0],
     )
@@ -211,7 +218,7 @@ def main() -> None:
     rows = []
     print(
         f"{'replicas':>9} {'case':<12} {'engine':<6} {'total s':>8} {'start s':>8} {'valid s':>8} "
-        f"{'moved':>8} {'lower b.':>8} {'ratio':>6} {'spread':>7} {'lead sp':>7} {'probl':>5} {'peak MB':>8} {'load':>5}"
+        f"{'moved':>8} {'lower b.':>8} {'ratio':>6} {'spread':>7} {'lead sp':>9} {'lead changes':>12} {'probl':>5} {'peak MB':>8} {'load':>5}"
     )
     for size in SIZES:
         for case in CASES:
@@ -229,7 +236,7 @@ def main() -> None:
                 print(
                     f"{size:>9} {case:<12} {engine:<6} {r['total_s']:>8.1f} {r['startup_s']:>8.1f} {r['validate_s']:>8.1f} "
                     f"{r['moved']:>8} {r['lower_bound']:>8} {ratio:>6.3f} {r['replica_spread_before']:>3}->{r['replica_spread_after']:<3} "
-                    f"{r['leader_spread_after']:>7} {r['problems']:>5} {r['peak_mb']:>8.0f} {r['load']:>5.1f}",
+                    f"{r['leader_spread_before']:>4}->{r['leader_spread_after']:<4} {r['leadership_changes']:>12} {r['problems']:>5} {r['peak_mb']:>8.0f} {r['load']:>5.1f}",
                     flush=True,
                 )
             if all(e in by_engine and "error" not in by_engine[e] for e in ("spark", "local")):

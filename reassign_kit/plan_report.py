@@ -30,6 +30,8 @@ class PlanResult:
     leadership_changes: int
     changed: list[tuple]  # planner.Changed rows: (topic, partition, old, new, size)
     timings: dict[str, float] = field(default_factory=dict)
+    # leader_flow.LeaderBalance.summary(): best achievable spread, and why when it is not <= 1
+    leader_balance: dict | None = None
 
     @property
     def lower_bound(self) -> int:
@@ -130,6 +132,7 @@ def build_report(result: PlanResult) -> dict[str, Any]:
             "leaders": {"before": balance(lead_before), "after": balance(lead_after)},
             "bytes": {"before": balance(bytes_before), "after": balance(bytes_after)},
         },
+        "leader_balance": result.leader_balance,
         "brokers": per_broker,
     }
 
@@ -147,6 +150,14 @@ def format_report(report: dict[str, Any]) -> str:
         f"replica spread: {b['replicas']['before']['spread']} -> {b['replicas']['after']['spread']}   "
         f"leader spread: {b['leaders']['before']['spread']} -> {b['leaders']['after']['spread']}   "
         f"bytes max/min: {b['bytes']['after']['max']}/{b['bytes']['after']['min']}",
+    ]
+    lb = report.get("leader_balance")
+    if lb and not lb["achievable"]:
+        lines.append(
+            f"leader spread {lb['spread']} is the best these replica sets allow "
+            f"(an even spread would be {lb['ideal_spread']}): " + "; ".join(lb["why_not_ideal"])
+        )
+    lines += [
         f"{'broker':>6} {'rack':>6} {'replicas':>17} {'leaders':>13} {'in':>6} {'out':>6} {'MB in':>9} {'MB out':>9}",
     ]
     for r in report["brokers"]:

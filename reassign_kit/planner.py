@@ -11,9 +11,13 @@ Shape of the computation, so that it runs the same in one process and in Spark e
    pass that honours its quotas and every hard constraint — in Spark, inside executors.
 
 Only replicas that must leave (removed brokers, over-full brokers) move, each exactly once, so
-moved replicas equal the lower bound unless a constraint forces a detour. Leadership is balanced
-by reordering replicas, which copies no data. Chunks are buckets of crc32(topic-partition), so
-the plan does not depend on where it runs.
+moved replicas equal the lower bound unless a constraint forces a detour. Chunks are buckets of
+crc32(topic-partition), so the plan does not depend on where it runs.
+
+4. Preferred leaders are balanced by reordering replicas (nothing is copied), exactly: the final
+   replica sets are counted per (chunk, set, current leader), the driver solves one flow over
+   those groups (``leader_flow.balance_leaders``: spread <= 1 wherever the sets allow, else the
+   best achievable and why), and every chunk applies its share of that solution.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .errors import UsageError
+from .leader_flow import LeaderBalance, balance_leaders
 from .model import Move, Plan, TopicPartition
 from .plan_report import PlanResult
 from .plan_rules import VIRTUAL, RuleContext, apply_rf, required_racks
@@ -321,14 +326,6 @@ def broker_targets(
     return targets
 
 
-def leader_targets(
-    allowed: Sequence[int], cur_leaders: Mapping[int, int], partitions: int
-) -> dict[int, int]:
-    base, extra = divmod(partitions, len(allowed))
-    ranked = sorted(allowed, key=lambda b: (-cur_leaders.get(b, 0), b))
-    return {b: base + (1 if i < extra else 0) for i, b in enumerate(ranked)}
-
-
 def lower_bound(
     cur: Mapping[int, int],
     targets: Mapping[int, int],
@@ -451,7 +448,6 @@ class ChunkQuota:
     give: dict[int, int] = field(default_factory=dict)
     take: dict[int, int] = field(default_factory=dict)
     flows: dict[tuple, int] = field(default_factory=dict)  # (source rack, dest rack) -> replicas
-    lead: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -461,7 +457,6 @@ class Prepared:
     ctx: RuleContext
     params: PlanParams
     targets: dict[int, int]
-    leader_targets: dict[int, int]
     lower_bound: int
     quotas: dict[int, ChunkQuota]
     bytes_heavy: frozenset[int]
@@ -488,9 +483,6 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
     cur = agg.per_broker(agg.replicas)
     targets = broker_targets(ctx, cur, agg.rf_hist, "replicas" in params.balance)
     lb = lower_bound(cur, targets, ctx, agg.forced_by_rack())
-    total_parts = sum(agg.partitions.values())
-    cur_lead = agg.per_broker(agg.leaders)
-    ltargets = leader_targets(allowed, cur_lead, total_parts)
     quotas = {c: ChunkQuota() for c in chunks}
     # give: removed / virtual give everything; over-full brokers give their surplus, by share
     for b, n in cur.items():
@@ -549,11 +541,6 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
             for j, b in enumerate(bs):
                 if m[ci][j]:
                     quotas[c].take[b] = m[ci][j]
-    # leaders: every chunk leads as many partitions as it has, split by the leader targets
-    lcols = sorted(ltargets)
-    lm = apportion_2d([agg.partitions.get(c, 0) for c in chunks], [ltargets[b] for b in lcols])
-    for ci, c in enumerate(chunks):
-        quotas[c].lead = {b: lm[ci][j] for j, b in enumerate(lcols) if lm[ci][j]}
     heavy: frozenset[int] = frozenset()
     if "bytes" in params.balance and allowed:
         real = {b: agg.bytes.get(b, 0) for b in allowed}
@@ -572,7 +559,7 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
     lb = max(
         lb, must + short, relay_bound(ctx, cur, targets, agg.capable, bool(params.rf_change()))
     )
-    return Prepared(ctx, params, targets, ltargets, lb, quotas, heavy, agg, all_racks)
+    return Prepared(ctx, params, targets, lb, quotas, heavy, agg, all_racks)
 
 
 # -- one chunk ------------------------------------------------------------------------------
@@ -600,7 +587,6 @@ class _Chunk:
         self.give = dict(quota.give)
         self.take = {b: n for b, n in quota.take.items() if n > 0}
         self.flows = dict(quota.flows)
-        self.lead = dict(quota.lead)
         self.count: dict[int, int] = defaultdict(int)
         for reps in self.new:
             for b in reps:
@@ -930,54 +916,106 @@ class _Chunk:
                     self.take[d] -= 1
                 self._place(i, pos, d)
 
-    def leaders(self) -> None:
-        lc: dict[int, int] = defaultdict(int)
-        for reps in self.new:
-            lc[reps[0]] += 1
-        q = self.lead
-        # first straight to brokers below their quota, then chains: hand leadership to a
-        # follower whose excess is at least 2 lower, until nothing improves
-        for strict in (True, False, False, False):
-            changed = False
-            for reps in self.new:
-                b0 = reps[0]
-                ex0 = lc[b0] - q.get(b0, 0)
-                if ex0 <= 0 and strict:
-                    continue
-                best, best_ex = None, (0 if strict else ex0 - 1)
-                for j in range(1, len(reps)):
-                    ex = lc[reps[j]] - q.get(reps[j], 0)
-                    if ex < best_ex:
-                        best, best_ex = j, ex
-                if best is not None:
-                    b = reps.pop(best)
-                    reps.insert(0, b)
-                    lc[b0] -= 1
-                    lc[b] += 1
-                    changed = True
-            if not changed and not strict:
-                break
-
     def run(self) -> list[Changed]:
+        """Every partition of the chunk, in chunk order: (topic, partition, old, new, size)."""
         self.mandatory()
         if "replicas" in self.prep.params.balance:
             self.surplus()
-        if "leaders" in self.prep.params.balance:
-            self.leaders()
         self.fix_racks()
         return [
             (self.topic[i], self.part[i], self.old[i], self.new[i], self.size[i])
             for i in range(len(self.new))
-            if self.new[i] != self.old[i]
         ]
 
 
 def plan_chunk(rows: Sequence[Row], prep: Prepared, chunk: int) -> list[Changed]:
-    """Plan one chunk: the unit of work of a Spark task (or of the in-process loop)."""
+    """Plan one chunk's replica sets: the unit of work of a Spark task (or of the in-process
+    loop). Returns every partition of the chunk, changed or not (the leader pass needs them)."""
     return _Chunk(rows, prep, prep.quotas.get(chunk, ChunkQuota())).run()
 
 
-def finish(changed: list[Changed], prep: Prepared) -> PlanResult:
+# -- preferred leaders: one flow over the final replica sets ---------------------------------
+def leader_pinned(old: Sequence[int], new: Sequence[int], ctx: RuleContext) -> bool:
+    """A partition the plan leaves alone whose replicas already break rack-awareness: reordering
+    it would put it in the plan, where the validator refuses it, so its leader stays. (The Spark
+    twin is an SQL expression in spark/planner.py.)"""
+    if ctx.rack_count <= 1 or list(new) != list(old) or not all(b in ctx.racks for b in new):
+        return False
+    return len({ctx.racks[b] for b in new}) < required_racks(len(set(new)), ctx.rack_count)
+
+
+def leader_key(old: Sequence[int], new: Sequence[int], ctx: RuleContext) -> tuple:
+    """(the brokers that may lead, current leader): the replica set, or the leader alone when
+    the partition is pinned."""
+    cur = old[0] if old else VIRTUAL
+    return ((new[0],) if leader_pinned(old, new, ctx) else tuple(sorted(new)), cur)
+
+
+def leader_groups(finals: Iterable[tuple[int, Sequence[int], Sequence[int]]], ctx) -> dict:
+    """(chunk, brokers that may lead, current leader) -> partitions, from (chunk, old, new)
+    rows; the Spark twin is a groupBy in spark/planner.py."""
+    out: dict[tuple, int] = defaultdict(int)
+    for c, old, new in finals:
+        out[(c, *leader_key(old, new, ctx))] += 1
+    return dict(out)
+
+
+@dataclass
+class LeaderPlan:
+    """The driver's leader decision: the global solution and each chunk's share of it."""
+
+    balance: LeaderBalance
+    ctx: RuleContext
+    # chunk -> (sorted set, current leader) -> [(new leader, partitions)]
+    quotas: dict[int, dict[tuple, list[tuple[int, int]]]]
+
+
+def prepare_leaders(groups: Mapping[tuple, int], ctx: RuleContext) -> LeaderPlan:
+    """Solve the leader flow on the groups summed over chunks, then split every group's leaders
+    over the chunks that hold its partitions (each chunk then applies its share on its own)."""
+    total: dict[tuple, int] = defaultdict(int)
+    by_group: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
+    for (c, reps, cur), n in sorted(groups.items()):
+        total[(reps, cur)] += n
+        by_group[(reps, cur)].append((c, n))
+    balance = balance_leaders(total, ctx.allowed)
+    quotas: dict[int, dict[tuple, list[tuple[int, int]]]] = defaultdict(dict)
+    for g, chunks in by_group.items():
+        to = sorted(balance.assignment.get(g, {}).items())
+        m = apportion_2d([n for _, n in chunks], [n for _, n in to])
+        for ci, (c, _) in enumerate(chunks):
+            quotas[c][g] = [(b, m[ci][j]) for j, (b, _) in enumerate(to) if m[ci][j]]
+    return LeaderPlan(balance, ctx, dict(quotas))
+
+
+def lead_chunk(rows: Sequence[Changed], lp: LeaderPlan, chunk: int) -> list[Changed]:
+    """Apply a chunk's leader share to its final rows (in chunk order, as ``plan_chunk`` returns
+    them): only the order of each replica list changes. Returns the rows that differ from before
+    the plan."""
+    quota = {g: dict(q) for g, q in lp.quotas.get(chunk, {}).items()}
+    rows = sorted(rows, key=lambda r: (chunk_key(r[0], r[1]), r[0], r[1]))
+    keys = [leader_key(r[2], r[3], lp.ctx) for r in rows]
+    lead: list[int | None] = [None] * len(rows)
+    for i, r in enumerate(rows):  # partitions whose leader already is a quota's keep it
+        left = quota.get(keys[i])
+        if left and left.get(r[3][0], 0) > 0:
+            left[r[3][0]] -= 1
+            lead[i] = r[3][0]
+    out = []
+    for i, (topic, part, old, new, size) in enumerate(rows):
+        b = lead[i]
+        if b is None:
+            left = quota.get(keys[i], {})
+            b = next((x for x in sorted(left) if left[x] > 0), new[0])
+            if left.get(b, 0) > 0:
+                left[b] -= 1
+        new = [b] + [x for x in new if x != b]
+        if new != list(old):
+            out.append((topic, part, old, new, size))
+    return out
+
+
+def finish(changed: list[Changed], prep: Prepared, leaders: LeaderPlan | None = None) -> PlanResult:
     moves, current = [], []
     moved = moved_bytes = lead = 0
     for topic, part, old, new, size in sorted(changed, key=lambda c: (c[0], c[1])):
@@ -989,7 +1027,14 @@ def finish(changed: list[Changed], prep: Prepared) -> PlanResult:
         moved_bytes += arrived * size
         lead += int(new[0] != old[0])
     return PlanResult(
-        Plan(tuple(moves)), Plan(tuple(current)), prep, moved, moved_bytes, lead, changed
+        Plan(tuple(moves)),
+        Plan(tuple(current)),
+        prep,
+        moved,
+        moved_bytes,
+        lead,
+        changed,
+        leader_balance=leaders.balance.summary() if leaders is not None else None,
     )
 
 
@@ -1024,10 +1069,18 @@ def plan_in_process(snapshot, params: PlanParams | None = None) -> PlanResult:
     by_chunk: dict[int, list[Row]] = defaultdict(list)
     for r in rows:
         by_chunk[chunk_key(r[0], r[1]) % params.chunks].append(r)
+    finals = {c: plan_chunk(by_chunk[c], prep, c) for c in sorted(by_chunk)}
     changed: list[Changed] = []
-    for c in sorted(by_chunk):
-        changed += plan_chunk(by_chunk[c], prep, c)
-    return finish(changed, prep)
+    if "leaders" not in params.balance:
+        for c in sorted(finals):
+            changed += [r for r in finals[c] if list(r[3]) != list(r[2])]
+        return finish(changed, prep)
+    lp = prepare_leaders(
+        leader_groups([(c, r[2], r[3]) for c, rs in finals.items() for r in rs], ctx), ctx
+    )
+    for c in sorted(finals):
+        changed += lead_chunk(finals[c], lp, c)
+    return finish(changed, prep, lp)
 
 
 def generate(snapshot, topics: Iterable[str], broker_list: Iterable[int]) -> tuple[Plan, Plan]:

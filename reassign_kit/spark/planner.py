@@ -13,8 +13,10 @@ from ..planner import (
     PlanResult,
     aggregate_rows,
     finish,
+    lead_chunk,
     plan_chunk,
     prepare,
+    prepare_leaders,
     rule_context,
 )
 from ..snapshot import Snapshot
@@ -22,6 +24,48 @@ from .frames import brokers_and_topics, partitions_df, with_chunk
 
 AGG_SCHEMA = "kind string, c int, key string, n long"
 CHANGED_SCHEMA = "topic string, partition int, old array<int>, new array<int>, size_bytes long"
+FINAL_SCHEMA = "chunk int, " + CHANGED_SCHEMA
+
+
+def _frame(rows, chunk: int | None = None):
+    import pandas as pd
+
+    cols = {
+        "topic": [x[0] for x in rows],
+        "partition": [x[1] for x in rows],
+        "old": [list(x[2]) for x in rows],
+        "new": [list(x[3]) for x in rows],
+        "size_bytes": [x[4] for x in rows],
+    }
+    if chunk is not None:
+        cols = {"chunk": [chunk] * len(rows), **cols}
+    return pd.DataFrame(cols)
+
+
+def _pinned(ctx):
+    """planner.leader_pinned as a Spark column over (old, new)."""
+    from pyspark.sql import functions as F
+
+    if ctx.rack_count <= 1:
+        return F.lit(False)
+    known = sorted(ctx.racks)
+    racked = [
+        b for b in known if ctx.racks[b] is not None
+    ]  # no rack: null, one "rack" as in Python
+    rack_map = F.create_map(*[x for b in racked for x in (F.lit(b), F.lit(ctx.racks[b]))])
+    all_known = F.forall("new", lambda b: F.array_contains(F.array(*map(F.lit, known)), b))
+    spanned = F.size(F.array_distinct(F.transform("new", lambda b: F.element_at(rack_map, b))))
+    need = F.least(F.size(F.array_distinct("new")), F.lit(ctx.rack_count))
+    return (F.col("new") == F.col("old")) & all_known & (spanned < need)
+
+
+def _changed_rows(pdf) -> list[tuple]:
+    return [
+        (t, int(p), [int(x) for x in o], [int(x) for x in n], int(sz))
+        for t, p, o, n, sz in zip(
+            pdf["topic"], pdf["partition"], pdf["old"], pdf["new"], pdf["size_bytes"], strict=True
+        )
+    ]
 
 
 def _rows(pdf) -> list[tuple]:
@@ -206,6 +250,7 @@ def plan_and_validate_spark(
         prep = prepare(agg, ctx, params)
         timings["prepare_s"] = time.perf_counter() - t
         t = time.perf_counter()
+        leaders = "leaders" in params.balance
 
         def plan_chunks(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
             parts = [b for b in batches if len(b)]
@@ -213,31 +258,53 @@ def plan_and_validate_spark(
                 return
             pdf = pd.concat(parts, ignore_index=True)
             for c, group in pdf.groupby("chunk", sort=True):
-                changed = plan_chunk(_rows(group), prep, int(c))
-                if changed:
-                    yield pd.DataFrame(
-                        {
-                            "topic": [x[0] for x in changed],
-                            "partition": [x[1] for x in changed],
-                            "old": [list(x[2]) for x in changed],
-                            "new": [list(x[3]) for x in changed],
-                            "size_bytes": [x[4] for x in changed],
-                        }
-                    )
+                rows = plan_chunk(_rows(group), prep, int(c))
+                if not leaders:
+                    rows = [r for r in rows if list(r[3]) != list(r[2])]
+                if rows:
+                    yield _frame(rows, int(c))
 
-        out = df.mapInPandas(plan_chunks, CHANGED_SCHEMA).toPandas()  # Arrow, not pickled rows
-        changed = [
-            (t, int(p), [int(x) for x in o], [int(x) for x in n], int(sz))
-            for t, p, o, n, sz in zip(
-                out["topic"],
-                out["partition"],
-                out["old"],
-                out["new"],
-                out["size_bytes"],
-                strict=True,
-            )
-        ]
-        result = finish(changed, prep)
+        # every partition's final replica set stays in the executors (cached, chunk-partitioned);
+        # the driver sees only the per-(chunk, set, leader) counts and, at the end, the plan
+        final = df.mapInPandas(plan_chunks, FINAL_SCHEMA)
+        lp = None
+        if leaders:
+            from pyspark.sql import functions as F
+
+            final = final.cache()
+            groups = {
+                (r.chunk, tuple(r.s), r.o): r["count"]
+                for r in final.groupBy(
+                    "chunk",
+                    F.when(_pinned(ctx), F.slice("new", 1, 1))
+                    .otherwise(F.array_sort("new"))
+                    .alias("s"),
+                    F.coalesce(F.element_at("old", 1), F.lit(-1)).alias("o"),
+                )
+                .count()
+                .collect()
+            }
+            timings["plan_replicas_s"] = time.perf_counter() - t
+            t2 = time.perf_counter()
+            lp = prepare_leaders(groups, ctx)
+            timings["leader_flow_s"] = time.perf_counter() - t2
+
+            def lead_chunks(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+                parts = [b for b in batches if len(b)]
+                if not parts:
+                    return
+                pdf = pd.concat(parts, ignore_index=True)
+                for c, group in pdf.groupby("chunk", sort=True):
+                    rows = lead_chunk(_changed_rows(group), lp, int(c))
+                    if rows:
+                        yield _frame(rows)
+
+            out = final.mapInPandas(lead_chunks, CHANGED_SCHEMA).toPandas()
+            final.unpersist()
+        else:
+            out = final.drop("chunk").toPandas()  # Arrow, not pickled rows
+        changed = _changed_rows(out)
+        result = finish(changed, prep, lp)
         timings["plan_s"] = time.perf_counter() - t
         t = time.perf_counter()
         problems = None

@@ -75,6 +75,7 @@ def test_spark_planner_gives_the_in_process_plan(spark, params):
     assert remote.plan == local.plan
     assert remote.moved_replicas == local.moved_replicas
     assert remote.lower_bound == local.lower_bound
+    assert remote.leader_balance == local.leader_balance is not None
     assert problems == [] == plan_problems_offline(local.plan, snap, local.prepared.ctx)
 
 
