@@ -89,6 +89,9 @@ class SimCluster:
         self.tick = tick
         self.t = 0.0
         self.partitions: dict[TopicPartition, SimPartition] = {}
+        # partitions with a reassignment or a log-dir move in flight: what a tick and a
+        # listing look at (the model's cost follows the moves, not the cluster's size)
+        self.active: dict[TopicPartition, SimPartition] = {}
         self.fail_on: dict[TopicPartition, str] = {}
         self.calls: Counter[str] = Counter()
         self.topic_cfg: dict[str, dict[str, str]] = {}
@@ -133,7 +136,7 @@ class SimCluster:
         self.t += dt
         # inbound replication of each broker is shared by the replicas it is catching up
         per_broker: dict[int, list[SimPartition]] = {}
-        moving = [sp for sp in self.partitions.values() if sp.target is not None or sp.future]
+        moving = list(self.active.values())
         for sp in moving:
             if sp.target is None or sp.stalled:
                 continue
@@ -150,6 +153,9 @@ class SimCluster:
         for sp in moving:
             if sp.target is not None and all(b in sp.isr for b in sp.target):
                 self._finish(sp)
+        for sp in moving:
+            if sp.target is None and not sp.future:
+                self.active.pop(sp.tp, None)
         for sp in moving:  # moves between log dirs, at the log-dir rate
             for b, fut in list(sp.future.items()):
                 if b in self.down:
@@ -224,12 +230,10 @@ class SimCluster:
         self, tps: Iterable[TopicPartition] | None = None
     ) -> dict[TopicPartition, PartitionState]:
         self.calls["list_reassignments"] += 1
-        want = None if tps is None else set(tps)
-        return {
-            tp: sp.state()
-            for tp, sp in self.partitions.items()
-            if sp.target is not None and (want is None or tp in want)
-        }
+        if tps is None:
+            return {sp.tp: sp.state() for sp in self.active.values() if sp.target is not None}
+        sps = (self.partitions.get(tp) for tp in set(tps))
+        return {sp.tp: sp.state() for sp in sps if sp is not None and sp.target is not None}
 
     def alter_reassignments(
         self,
@@ -265,6 +269,7 @@ class SimCluster:
             return None
         sp.original = list(original or [])
         sp.target = target
+        self.active[sp.tp] = sp
         sp.replicas = target + [b for b in sp.original if b not in target]
         sp.copied = {b: sp.copied.get(b, 0.0) for b in target if b not in sp.original}
         if all(b in sp.isr for b in target):
@@ -296,9 +301,12 @@ class SimCluster:
         want = set(brokers)
         only = None if tps is None else set(tps)
         out: list[ReplicaLogInfo] = []
-        for sp in self.partitions.values():
-            if only is not None and sp.tp not in only:
-                continue
+        sps = (
+            self.partitions.values()
+            if only is None
+            else [self.partitions[tp] for tp in only if tp in self.partitions]
+        )
+        for sp in sps:
             for b in sp.replicas:
                 if b not in want or b in self.down:
                     continue
@@ -336,6 +344,7 @@ class SimCluster:
                     sp.future.pop(b, None)
                 elif sp.future.get(b, [None])[0] != d:
                     sp.future[b] = [d, 0.0]
+                    self.active[sp.tp] = sp
         return out
 
     # ---- configs: throttle.py reads and writes them as on a real cluster ------------------

@@ -621,7 +621,8 @@ def bytes_copied(
     gateway: Gateway, adding: Mapping[TopicPartition, set[int]]
 ) -> tuple[dict[TopicPartition, int], dict[int, str]]:
     """Bytes the new replicas (``adding``: partition -> brokers it is being copied to) hold
-    so far, summed per partition, from one DescribeLogDirs call on those brokers; when that
+    so far, summed per partition, from one DescribeLogDirs call on those brokers asking for
+    those partitions only (not every replica the brokers hold); when that
     call fails, one call per broker, so that a broker that cannot answer leaves only its own
     moves unmeasured. Returns (bytes per partition, broker -> error of those that failed)."""
     brokers = sorted(set().union(*adding.values())) if adding else []
@@ -629,13 +630,14 @@ def bytes_copied(
     failed: dict[int, str] = {}
     if not brokers:
         return copied, failed
+    tps = sorted(adding)  # only these partitions: the answer stays as small as the work
     try:
-        infos = list(gateway.describe_log_dirs(brokers))
+        infos = list(gateway.describe_log_dirs(brokers, tps))
     except ReassignKitError:
         infos = []
         for b in brokers:
             try:
-                infos += gateway.describe_log_dirs([b])
+                infos += gateway.describe_log_dirs([b], tps)
             except ReassignKitError as e:
                 failed[b] = str(e)
     for r in infos:

@@ -112,6 +112,7 @@ class Run:
         self._order: list[TopicPartition] = []
         self._pos: dict[TopicPartition, int] = {}  # plan order of each move
         self._index = MoveIndex()  # the moves by status, kept by the transitions
+        self._inflight_items: dict[TopicPartition, tuple[tuple, Item]] = {}
         # every admin call of the loop retried with backoff, each retry journaled
         self.gw = RetryingGateway(
             gateway, self._sleep, self._emit, before_change=self._commit_before_change
@@ -680,8 +681,13 @@ class Run:
             )
 
     def _inflight_item(self, ms: MoveState) -> Item:
+        """The step in flight as a schedule item (kept per step: asked for at every poll)."""
+        key = (ms.step_from, ms.step_target)
+        cached = self._inflight_items.get(ms.tp)
+        if cached is not None and cached[0] == key:
+            return cached[1]
         it = item_for(ms.move.tp, ms.step_from, ms.step_target)
-        return Item(
+        item = Item(
             ms.move.tp,
             it.brokers,
             it.moves_leader,
@@ -689,6 +695,8 @@ class Run:
             ms.item.under_replicated,
             ms.item.batch,
         )
+        self._inflight_items[ms.tp] = (key, item)
+        return item
 
     def _finished(self) -> bool:
         idx = self._index

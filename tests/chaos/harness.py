@@ -246,6 +246,42 @@ def stray_throttles(gw: AdminGateway, operator: dict[str, Any]) -> int:
     return n
 
 
+def snapshot_throttles(gw: AdminGateway) -> dict[str, Any]:
+    return current_throttles(gw, list(gw.topic_partition_counts()), [b.id for b in gw.brokers()])
+
+
+def merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"topics": {}, "brokers": {}}
+    for part in ("topics", "brokers"):
+        for src in (a, b):
+            for k, kv in src.get(part, {}).items():
+                out[part].setdefault(k, {}).update(kv)
+    return out
+
+
+def clean_throttles(gw: AdminGateway, keep: dict[str, Any]) -> None:
+    """Remove throttle configs no move needs and ``keep`` does not hold (after measuring)."""
+    topics = list(gw.topic_partition_counts())
+    now = current_throttles(gw, topics, [b.id for b in gw.brokers()])
+    moving = gw.list_reassignments()
+    busy_topics = {tp.topic for tp in moving}
+    busy_brokers = {b for st in moving.values() for b in st.replicas}
+    tchanges = {
+        t: {k: None for k, v in kv.items() if keep.get("topics", {}).get(t, {}).get(k) != v}
+        for t, kv in now["topics"].items()
+        if t not in busy_topics
+    }
+    bchanges = {
+        b: {k: None for k, v in kv.items() if keep.get("brokers", {}).get(b, {}).get(k) != v}
+        for b, kv in now["brokers"].items()
+        if b not in busy_brokers
+    }
+    if any(tchanges.values()):
+        gw.alter_topic_configs({t: c for t, c in tchanges.items() if c})
+    if any(bchanges.values()):
+        gw.alter_broker_configs({b: c for b, c in bchanges.items() if c})
+
+
 def settle_throttles(gw: AdminGateway, operator: dict[str, Any], timeout: float = 20) -> int:
     """Brokers apply config changes as they read the metadata log: poll a little."""
     deadline = time.monotonic() + timeout
@@ -298,6 +334,8 @@ def run_scenario(
     try:
         if before is not None:
             before(ctx)
+        # what was set before this scenario (an operator's, or left by another) is not its own
+        baseline = snapshot_throttles(gw)
         load.start()
         args = [
             "--execute",
@@ -348,7 +386,8 @@ def run_scenario(
                 1 for tp in tps if tuple(states[tp].replicas) not in map(tuple, wanted[tp])
             )
             row.rf_changed = sum(1 for tp in tps if len(states[tp].replicas) != len(original[tp]))
-            row.stray_throttles = settle_throttles(gw, operator or {})
+            row.stray_throttles = settle_throttles(gw, merge(baseline, operator or {}))
+            clean_throttles(gw, merge(baseline, operator or {}))  # the next scenario starts clean
             if operator:
                 brokers = [b.id for b in gw.brokers()]
                 now = current_throttles(gw, list(operator.get("topics", {})), brokers)

@@ -1,0 +1,188 @@
+"""The executor at the sizes users have (issue 12): a paced incremental run (2,000 moves in
+flight, 1 MB each, about 20 model seconds per move, a poll per model second) and the legacy single request, of 10,000 / 100,000 / 1,000,000 partitions, on the
+simulator (model time: only the executor's own cost counts, and the simulator's).
+
+Each size runs in a fresh process (so peak memory is its own). Printed per size: wall time,
+preflight (read the cluster, validate, rollback file, build the run), per-poll cost (mean and
+p99, the simulator's sleep excluded), Admin calls per poll, journal bytes, peak RSS and bytes
+per partition; beside them the linear extrapolation from the smallest size (growth <= 1.3x
+linear is the target) and the previous run's figure (bench/out/exec_scale/results.json).
+
+    .venv/bin/python bench/bench_exec_scale.py
+    RK_BENCH_EXEC_SIZES=10000,100000 .venv/bin/python bench/bench_exec_scale.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+OUT = os.path.join(HERE, "out", "exec_scale")
+SIZES = [int(x) for x in os.environ.get("RK_BENCH_EXEC_SIZES", "10000,100000,1000000").split(",")]
+IN_FLIGHT = 2000
+BROKERS = 100
+MOVE_S = 20  # model seconds per move: each broker takes in 2 * IN_FLIGHT / BROKERS replicas at once
+PER_TOPIC = 1000
+sys.path.insert(0, ROOT)
+
+TARGETS = "targets: 100,000 partitions <= 60 s; growth <= 1.3x linear; poll p99 <= 100 ms"
+
+
+def one(n: int, mode: str) -> dict:
+    """One run in this process; returns its figures."""
+    from reassign_kit import ops
+    from reassign_kit.engine.options import ExecuteOptions
+    from reassign_kit.engine.preflight import prepare
+    from reassign_kit.model import Move, Plan
+    from reassign_kit.simulate import MB, SimCluster
+
+    per_broker = 2 * IN_FLIGHT / BROKERS
+    sim = SimCluster(BROKERS, bandwidth=per_broker * MB / MOVE_S, tick=1.0)
+    for t in range(max(1, n // PER_TOPIC)):
+        sim.add_topic(
+            f"t{t}",
+            [[(p + t) % BROKERS, (p + t + 1) % BROKERS] for p in range(min(PER_TOPIC, n))],
+            1 * MB,
+        )
+    plan = Plan.of(
+        Move(tp, tuple((b + 2) % BROKERS for b in sp.replicas)) for tp, sp in sim.partitions.items()
+    )
+    calls = {"n": 0}
+    for name in (
+        "brokers",
+        "describe_partitions",
+        "list_reassignments",
+        "alter_reassignments",
+        "describe_log_dirs",
+        "topic_configs",
+        "broker_configs",
+        "alter_topic_configs",
+        "alter_broker_configs",
+    ):
+        real = getattr(sim, name)
+
+        def counted(*a, _real=real, **k):
+            calls["n"] += 1
+            return _real(*a, **k)
+
+        setattr(sim, name, counted)
+    d = tempfile.mkdtemp(prefix="rk-bench-exec-")
+    journal, rollback = os.path.join(d, "run.jsonl"), os.path.join(d, "rollback.json")
+    out: dict = {"n": n, "mode": mode}
+    t0 = time.perf_counter()
+    if mode == "legacy":
+        res = ops.execute(sim, plan, throttle=50 * MB, rollback_path=rollback)
+        out["wall_s"] = time.perf_counter() - t0
+        out["preflight_s"] = None
+        out["failed"] = len(res.failed)
+        out["admin_calls"] = calls["n"]
+    else:
+        opts = ExecuteOptions(
+            incremental=True,
+            batch_size=IN_FLIGHT,
+            wait=True,
+            throttle=50 * MB,
+            poll_interval_ms=1000,
+            additional=True,
+        )
+        p = prepare(sim, plan, opts, journal, rollback_path=rollback)
+        run = p.run  # on the simulator's clock (preflight builds it with gateway.now/sleep)
+        out["preflight_s"] = time.perf_counter() - t0
+        polls: list[float] = []
+        real_poll = run._poll
+        calls_at_start = calls["n"]
+
+        def timed_poll():
+            s = time.perf_counter()
+            try:
+                return real_poll()
+            finally:
+                polls.append(time.perf_counter() - s)
+
+        run._poll = timed_poll
+        res = run.run()
+        out["wall_s"] = time.perf_counter() - t0
+        out["state"] = res.state
+        out["completed"] = len(res.completed)
+        out["polls"] = len(polls)
+        out["poll_mean_ms"] = 1000 * statistics.fmean(polls)
+        out["poll_p99_ms"] = 1000 * sorted(polls)[max(0, int(len(polls) * 0.99) - 1)]
+        out["calls_per_poll"] = (calls["n"] - calls_at_start) / max(1, len(polls))
+        out["journal_bytes"] = os.path.getsize(journal)
+        out["model_s"] = sim.now()
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out["bytes_per_partition"] = out["peak_rss_mb"] * 1024 * 1024 / n
+    return out
+
+
+def fmt(x, spec: str = ".1f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def main() -> int:
+    if len(sys.argv) == 4 and sys.argv[1] == "--one":
+        print(json.dumps(one(int(sys.argv[2]), sys.argv[3])))
+        return 0
+    os.makedirs(OUT, exist_ok=True)
+    path = os.path.join(OUT, "results.json")
+    prev = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            prev = {(r["mode"], r["n"]): r for r in json.load(f)}
+    rows = []
+    for mode in ("paced", "legacy"):
+        for n in SIZES:
+            proc = subprocess.run(
+                [sys.executable, __file__, "--one", str(n), mode],
+                capture_output=True,
+                text=True,
+                timeout=3600,
+                env={**os.environ, "PYTHONPATH": ROOT},
+            )
+            if proc.returncode != 0:
+                print(f"{mode} {n}: failed\n{proc.stderr[-2000:]}")
+                rows.append({"n": n, "mode": mode, "error": proc.stderr[-500:]})
+                continue
+            rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    with open(path, "w") as f:
+        json.dump(rows, f, indent=2)
+    print(f"Executor at scale on the simulator ({TARGETS})")
+    for mode in ("paced", "legacy"):
+        rs = [r for r in rows if r["mode"] == mode and "error" not in r]
+        if not rs:
+            continue
+        base = rs[0]
+        print(
+            f"\n{mode}: "
+            + ("incremental, 2,000 in flight, wait" if mode == "paced" else "one request")
+        )
+        print(
+            f"{'partitions':>10} {'wall s':>8} {'linear s':>8} {'growth':>6} {'prev s':>7} "
+            f"{'preflight':>9} {'polls':>5} {'poll ms':>7} {'p99 ms':>7} {'calls/poll':>10} "
+            f"{'journal MB':>10} {'peak MB':>8} {'B/part':>7}"
+        )
+        for r in rs:
+            linear = base["wall_s"] * r["n"] / base["n"]
+            p = prev.get((mode, r["n"]), {})
+            print(
+                f"{r['n']:>10,} {r['wall_s']:>8.1f} {linear:>8.1f} {r['wall_s'] / linear:>6.2f} "
+                f"{fmt(p.get('wall_s')):>7} {fmt(r.get('preflight_s')):>9} "
+                f"{fmt(r.get('polls'), 'd') if r.get('polls') is not None else '-':>5} "
+                f"{fmt(r.get('poll_mean_ms')):>7} {fmt(r.get('poll_p99_ms')):>7} "
+                f"{fmt(r.get('calls_per_poll')):>10} "
+                f"{fmt(r['journal_bytes'] / 2**20 if 'journal_bytes' in r else None):>10} "
+                f"{r['peak_rss_mb']:>8.0f} {r['bytes_per_partition']:>7.0f}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
