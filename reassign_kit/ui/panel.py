@@ -25,7 +25,7 @@ from typing import Any
 
 import ipywidgets as W
 
-from ..cluster.views import cluster_view, partition_sizes
+from ..cluster.views import cluster_view, partition_sizes, require_permissions
 from ..engine.journal import read_events
 from ..engine.options import Declared, ExecuteOptions, panel_options
 from ..engine.preflight import preflight
@@ -278,7 +278,8 @@ class Panel:
 
         tps = [m.tp for m in self.plan]
         problems: list[str] = []
-        try:
+        try:  # a principal that may not DESCRIBE would see every topic "missing": say why
+            require_permissions(self.gateway, "panel", ["DESCRIBE"])
             view = cluster_view(self.gateway, self.plan)
             states = dict(view.states)
             sizes = partition_sizes(self.gateway, tps, view.brokers)  # the one definition

@@ -304,6 +304,60 @@ def test_the_python_api_takes_the_same_config_file(sec, admin_gw, topic_name):
     assert admin_gw.describe_partitions(tps)[tps[0]].replicas == (2, 3)
 
 
+def test_the_panel_takes_the_same_config_file(sec, admin_gw, topic_name):
+    """``panel(plan, bootstrap, command_config=path)``: denied's Execute is refused with the
+    authorisation message (nothing sent); admin's runs to the end, verifies, saves its report
+    and chart (searched for the passwords below)."""
+    from reassign_kit.ui import panel
+
+    topic = topic_name("sec-panel")
+    tps = topic_on(sec, topic, [[1, 2]], mb=0.1)
+    plan_path = write_plan("panel.json", [Move(tps[0], (2, 3))])
+    denied = panel(
+        plan_path,
+        sec.bootstrap_servers,
+        command_config=sec.client_config("denied"),
+        output_dir=str(OUT / "panel-denied"),
+        batch_size=1,
+    )
+    assert denied.phase == "invalid"  # Execute stays disabled
+    MESSAGES["denied panel"] = denied.summary.problems[0]
+    assert "panel: not authorised" in denied.summary.problems[0]
+    assert "DESCRIBE on the CLUSTER resource" in denied.summary.problems[0]
+    reader = panel(
+        plan_path,
+        sec.bootstrap_servers,
+        command_config=sec.client_config("reader"),
+        output_dir=str(OUT / "panel-reader"),
+        batch_size=1,
+        throttle=FAST,
+    )
+    assert reader.phase == "ready", reader.summary.problems
+    reader.buttons["execute"].click()
+    assert reader.run is None and reader.errors, reader.message.value
+    MESSAGES["reader panel execute"] = reader.errors[-1]
+    assert "execute: not authorised; nothing was sent" in reader.errors[-1]
+    assert "ALTER on the CLUSTER resource" in reader.errors[-1]
+    assert not (OUT / "panel-reader" / "rollback.json").exists()
+    p = panel(
+        plan_path,
+        sec.bootstrap_servers,
+        command_config=sec.client_config("admin"),
+        output_dir=str(OUT / "panel"),
+        batch_size=1,
+        throttle=FAST,
+        poll_interval_ms=300,
+    )
+    p.buttons["execute"].click()
+    p.wait(120)
+    assert p.phase == "done", p.message.value
+    p.buttons["verify"].click()
+    assert p.report()["verify_complete"] is True, p.message.value
+    p.save_artefacts()
+    assert (OUT / "panel" / "execute_report.json").exists()
+    assert admin_gw.describe_partitions(tps)[tps[0]].replicas == (2, 3)
+
+
 # ----------------------------------------------------------------------------- secrets
 
 
