@@ -124,6 +124,7 @@ class Run:
         self._journal: Journal | None = None
         self._journal_error: JournalError | None = None  # the first failed journal write
         self._finishing = False
+        self._draining = False  # the journal failed: finish the moves in flight, then fail
         self._stop_submitting = False
         self._end_state: str | None = None
         self._error: str | None = None
@@ -256,9 +257,16 @@ class Run:
             self._begin()
             self.state = "running"
             while True:
-                done = self._poll()
-                self._commit()  # group commit: one fsync per poll
-                if done:
+                try:
+                    done = self._poll()
+                    self._commit()  # group commit: one fsync per poll
+                except JournalError as e:
+                    self._drain(e)
+                    done = False
+                if self._draining and not self._index.count(MOVING):
+                    assert self._journal_error is not None
+                    raise self._journal_error  # drained: the run fails on the journal error
+                if done and not self._draining:
                     break
                 self._sleep(self.options.poll_interval_ms / 1000.0)
         except KeyboardInterrupt as e:
@@ -939,10 +947,34 @@ class Run:
                 self._journal_error = self._journal_error or e
                 raise
 
+    def _drain(self, error: JournalError) -> None:
+        """The journal cannot be written: submit nothing more (nothing may happen that the
+        journal does not record), let the moves in flight finish with their throttles, then
+        fail on the journal error (cleaning the throttles up) — the cluster ends with each
+        partition at its target or where it was, and no throttle left."""
+        self._journal_error = self._journal_error or error
+        if self._draining:
+            return
+        self._draining = True
+        self._stop_submitting = True
+        log.error("%s; no more moves are submitted, waiting for those in flight", error)
+        for fn in list(self._subscribers):
+            try:
+                fn(
+                    {
+                        "event": "warning",
+                        "run_id": self.run_id,
+                        "message": f"{error} (not journaled)",
+                    }
+                )
+            except Exception:  # noqa: BLE001 - a broken subscriber must not stop the run
+                log.exception("subscriber failed on the journal warning")
+
     def _commit_before_change(self) -> None:
         """Before any change is sent: the events describing it are on disk. While finishing
-        (cleanup after a failure) a broken journal does not stop the cleanup."""
-        if self._finishing:
+        (cleanup after a failure) or draining after a journal failure (only throttles of
+        moves in flight change then), a broken journal does not stop the change."""
+        if self._finishing or self._draining:
             if self._journal_error is None and self._journal is not None:
                 try:
                     self._journal.commit()

@@ -195,14 +195,14 @@ def test_operator_throttles_present_before_the_run(quorum, tmp_path):
 
 @pytest.mark.chaos
 def test_journal_file_system_full(quorum, tmp_path):
-    """The journal on a 48 KiB tmpfs: the run stops submitting when a write fails, and leaves
+    """The journal on an 8 KiB tmpfs: the run stops submitting when a write fails, and leaves
     the cluster as a cancel would not need to: moves in flight finish (or are cancelled),
     nothing else is sent, no throttle is left."""
     import subprocess
 
     mnt = tmp_path / "tiny"
     mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48k", "tmpfs", str(mnt)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", str(mnt)], check=True)
     try:
         row = run_scenario(
             quorum,
