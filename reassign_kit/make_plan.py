@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from .errors import UsageError
 from .plan_report import PlanResult
 from .planner import DEFAULT_CHUNKS, PlanParams, parse_balance, plan_in_process, rule_context
-from .snapshot import Snapshot
+from .snapshot import Snapshot, TopicFilter
 from .spark.frames import brokers_and_topics
 from .spark.planner import plan_spark
 from .spark.session import get_spark
@@ -25,17 +25,20 @@ def plan(
     spark_master: str | None = None,
     engine: str = "spark",
     chunks: int = DEFAULT_CHUNKS,
+    topic_filter: TopicFilter | None = None,
 ) -> PlanResult:
     """``reassign_kit.plan``: a minimal-movement, balanced, rack-aware plan for a snapshot
     (a ``Snapshot``, or a path to its JSON / Parquet form). ``engine="spark"`` (the default)
     runs in Spark (local mode unless ``spark_master``); ``"local"`` runs the same planner in
-    this process. Either way the same snapshot and parameters give the same plan."""
+    this process. Either way the same snapshot and parameters give the same plan.
+    ``topic_filter`` selects the topics planned (default: all but the internal ones)."""
     params = PlanParams(
         remove_brokers=tuple(sorted(set(remove_brokers))),
         balance=parse_balance(balance),
         replication_factor=replication_factor,
         rf_topics=tuple(sorted(set(topics))),
         chunks=chunks,
+        topic_filter=topic_filter or TopicFilter(),
     )
     if engine not in ("spark", "local"):
         raise UsageError(f"engine must be 'spark' or 'local', got {engine!r}")

@@ -32,6 +32,8 @@ class PlanResult:
     timings: dict[str, float] = field(default_factory=dict)
     # leader_flow.LeaderBalance.summary(): best achievable spread, and why when it is not <= 1
     leader_balance: dict | None = None
+    # snapshot.excluded_summary(): the topics the selection left out (issue 13 #2)
+    excluded: dict | None = None
 
     @property
     def lower_bound(self) -> int:
@@ -133,6 +135,11 @@ def build_report(result: PlanResult) -> dict[str, Any]:
             "bytes": {"before": balance(bytes_before), "after": balance(bytes_after)},
         },
         "leader_balance": result.leader_balance,
+        "topic_selection": {
+            **prep.params.topic_filter.describe(),
+            "excluded": result.excluded
+            or {"topics": [], "partitions": 0, "replicas_left_on_removed_brokers": {}},
+        },
         "brokers": per_broker,
     }
 
@@ -157,6 +164,20 @@ def format_report(report: dict[str, Any]) -> str:
             f"leader spread {lb['spread']} is the best these replica sets allow "
             f"(an even spread would be {lb['ideal_spread']}): " + "; ".join(lb["why_not_ideal"])
         )
+    ex = report.get("topic_selection", {}).get("excluded") or {}
+    if ex.get("topics"):
+        shown = ", ".join(f"{t['topic']} ({t['reason']})" for t in ex["topics"][:10])
+        more = len(ex["topics"]) - 10
+        lines.append(
+            f"excluded {len(ex['topics'])} topic(s), {ex['partitions']} partition(s): {shown}"
+            + (f" and {more} more (see the JSON report)" if more > 0 else "")
+        )
+        if ex.get("replicas_left_on_removed_brokers"):
+            lines.append(
+                "WARNING: excluded topics keep replicas on removed brokers "
+                f"{ex['replicas_left_on_removed_brokers']} (broker: replicas); the broker is "
+                "not empty after this plan"
+            )
     lines += [
         f"{'broker':>6} {'rack':>6} {'replicas':>17} {'leaders':>13} {'in':>6} {'out':>6} {'MB in':>9} {'MB out':>9}",
     ]

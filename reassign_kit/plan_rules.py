@@ -18,6 +18,20 @@ from .validate import ClusterView, Problem, move_problems
 REMOVED_BROKER = "removed-broker"
 REPLICATION_FACTOR_TARGET = "replication-factor-target"
 RACK_AWARENESS = "rack-awareness"
+TOPIC_EXCLUDED = "topic-excluded"
+
+
+def selection_problems(plan: Plan, topic_filter) -> list[Problem]:
+    """A move of a topic the selection leaves out (``snapshot.TopicFilter``: an internal topic
+    without --include-internal, or one the regexes exclude) is a problem of the plan."""
+    out = []
+    for move in plan:
+        why = topic_filter.why_excluded(move.topic)
+        if why is not None:
+            out.append(
+                Problem(str(move.tp), TOPIC_EXCLUDED, f"topic {move.topic} is excluded: {why}")
+            )
+    return out
 
 
 @dataclass(frozen=True)

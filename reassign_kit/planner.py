@@ -33,7 +33,7 @@ from .leader_flow import LeaderBalance, balance_leaders
 from .model import Move, Plan, TopicPartition
 from .plan_report import PlanResult
 from .plan_rules import VIRTUAL, RuleContext, apply_rf, required_racks
-from .snapshot import Snapshot
+from .snapshot import Snapshot, TopicFilter, excluded_summary
 
 GOALS = ("replicas", "leaders", "bytes")
 DEFAULT_CHUNKS = 8
@@ -46,6 +46,8 @@ class PlanParams:
     replication_factor: int | None = None
     rf_topics: tuple[str, ...] = ()
     chunks: int = DEFAULT_CHUNKS
+    # which topics are planned (issue 13 #2): internal topics are left out by default
+    topic_filter: TopicFilter = TopicFilter()
 
     def rf_change(self) -> dict[str, int]:
         if self.replication_factor is None:
@@ -1047,6 +1049,11 @@ def rule_context(snapshot, params: PlanParams) -> RuleContext:
     missing = sorted(set(params.rf_topics) - topics)
     if missing:
         raise UsageError(f"--topics: topic(s) {missing} are not in the snapshot")
+    _, excluded = params.topic_filter.split(params.rf_topics)
+    if excluded:
+        raise UsageError(
+            "--topics: " + "; ".join(f"topic {t} is excluded: {why}" for t, why in excluded.items())
+        )
     if params.replication_factor is not None:
         if params.replication_factor < 1:
             raise UsageError(f"--replication-factor must be >= 1, got {params.replication_factor}")
@@ -1063,6 +1070,8 @@ def plan_in_process(snapshot, params: PlanParams | None = None) -> PlanResult:
     """The plain, single-process planner: the same chunks and the same plan as on Spark."""
     params = params or PlanParams()
     ctx = rule_context(snapshot, params)
+    full = snapshot
+    snapshot, excluded = snapshot.select(params.topic_filter)
     rows = [(p.topic, p.partition, p.replicas, p.size_bytes) for p in snapshot.partitions]
     agg = aggregate_rows(rows, params, ctx)
     prep = prepare(agg, ctx, params)
@@ -1074,19 +1083,40 @@ def plan_in_process(snapshot, params: PlanParams | None = None) -> PlanResult:
     if "leaders" not in params.balance:
         for c in sorted(finals):
             changed += [r for r in finals[c] if list(r[3]) != list(r[2])]
-        return finish(changed, prep)
+        return _with_excluded(finish(changed, prep), full, excluded, ctx)
     lp = prepare_leaders(
         leader_groups([(c, r[2], r[3]) for c, rs in finals.items() for r in rs], ctx), ctx
     )
     for c in sorted(finals):
         changed += lead_chunk(finals[c], lp, c)
-    return finish(changed, prep, lp)
+    return _with_excluded(finish(changed, prep, lp), full, excluded, ctx)
 
 
-def generate(snapshot, topics: Iterable[str], broker_list: Iterable[int]) -> tuple[Plan, Plan]:
+def _with_excluded(result: PlanResult, full, excluded: Mapping[str, str], ctx) -> PlanResult:
+    """Record what the topic selection left out (the report lists it)."""
+    parts: dict[str, int] = defaultdict(int)
+    on_removed: dict[int, int] = defaultdict(int)
+    for p in full.partitions:
+        if p.topic in excluded:
+            parts[p.topic] += 1
+            for b in p.replicas:
+                if b in ctx.removed:
+                    on_removed[b] += 1
+    result.excluded = excluded_summary(excluded, parts, on_removed)
+    return result
+
+
+def generate(
+    snapshot,
+    topics: Iterable[str],
+    broker_list: Iterable[int],
+    topic_filter: TopicFilter | None = None,
+) -> tuple[Plan, Plan]:
     """``--generate``: place the partitions of ``topics`` on ``broker_list`` with this planner.
 
-    Returns (current assignment, proposed assignment) for every partition of those topics."""
+    Returns (current assignment, proposed assignment) for every partition of those topics that
+    ``topic_filter`` selects (internal topics only with ``include_internal``)."""
+    topic_filter = topic_filter or TopicFilter()
     topics = sorted(set(topics))
     brokers = sorted(set(broker_list))
     known_t = {t.name for t in snapshot.topics}
@@ -1105,7 +1135,8 @@ def generate(snapshot, topics: Iterable[str], broker_list: Iterable[int]) -> tup
         [p for p in snapshot.partitions if p.topic in set(topics)],
     )
     remove = tuple(b for b in sorted(known_b) if b not in set(brokers))
-    result = plan_in_process(sub, PlanParams(remove_brokers=remove))
+    result = plan_in_process(sub, PlanParams(remove_brokers=remove, topic_filter=topic_filter))
+    sub, _ = sub.select(topic_filter)
     proposed = {m.tp: m for m in result.plan}
     cur = [Move(p.tp, tuple(p.replicas)) for p in sub.partitions]
     prop = [proposed.get(p.tp, Move(p.tp, tuple(p.replicas))) for p in sub.partitions]

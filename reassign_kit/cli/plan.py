@@ -7,6 +7,9 @@ a plan against it — offline, with planning and big validations running on Spar
         [--report report.json] [--rollback rollback.json]
     reassign-kit validate --snapshot S.json --reassignment-json-file plan.json
         [--disallow-replication-factor-change] [--remove-brokers 1,2]
+
+Each takes a topic selection: [--topics-regex RE] [--exclude-topics-regex RE]
+[--include-internal] (internal topics such as __consumer_offsets are left out by default).
 """
 
 from __future__ import annotations
@@ -23,9 +26,9 @@ from ..make_plan import plan as make_plan
 from ..model import Plan
 from ..ops import connect
 from ..plan_report import format_report
-from ..plan_rules import RuleContext, plan_problems_offline
+from ..plan_rules import RuleContext, plan_problems_offline, selection_problems
 from ..planner import DEFAULT_CHUNKS, generate
-from ..snapshot import Snapshot, take_snapshot
+from ..snapshot import Snapshot, TopicFilter, take_snapshot
 
 SPARK_VALIDATE_MIN_MOVES = 20_000  # below this an in-process pass is faster than Spark start-up
 
@@ -54,6 +57,34 @@ def _topics(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
+def add_topic_selection(p) -> None:
+    """--topics-regex / --exclude-topics-regex / --include-internal (issue 13 #2)."""
+    p.add_argument(
+        "--topics-regex",
+        metavar="RE",
+        help="only topics whose whole name matches this regular expression",
+    )
+    p.add_argument(
+        "--exclude-topics-regex",
+        metavar="RE",
+        help="leave out topics whose whole name matches this regular expression",
+    )
+    p.add_argument(
+        "--include-internal",
+        action="store_true",
+        help="also internal topics (__consumer_offsets, __transaction_state, "
+        "__share_group_state, any name starting with __), left out by default",
+    )
+
+
+def topic_filter(args: argparse.Namespace) -> TopicFilter:
+    return TopicFilter(
+        include=getattr(args, "topics_regex", None),
+        exclude=getattr(args, "exclude_topics_regex", None),
+        include_internal=bool(getattr(args, "include_internal", False)),
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="reassign-kit", description="snapshot, plan and validate")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
@@ -62,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--command-config", metavar="FILE")
     s.add_argument("--topics", type=_topics, help="only these topics (default: all)")
     s.add_argument("--output", required=True, help="S.json, or a directory ending in .parquet")
+    add_topic_selection(s)
 
     pl = sub.add_parser("plan", help="a minimal-movement, balanced, rack-aware plan")
     pl.add_argument("--snapshot", required=True)
@@ -83,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--rollback", help="write the current assignment of the planned partitions here"
     )
     pl.add_argument("--quiet", action="store_true")
+    add_topic_selection(pl)
 
     v = sub.add_parser("validate", help="check a plan against a snapshot")
     v.add_argument("--snapshot", required=True)
@@ -101,21 +134,30 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help=f"auto: Spark from {SPARK_VALIDATE_MIN_MOVES} moves or with --spark-master",
     )
+    add_topic_selection(v)
     return p
 
 
 def _snapshot(args: argparse.Namespace) -> int:
 
+    selection = topic_filter(args)
     gw = connect(args.bootstrap_server, args.command_config)
     try:
-        snap = take_snapshot(gw, args.topics)
+        full = take_snapshot(gw, args.topics)
     finally:
         gw.close()
+    snap, excluded = full.select(selection)
     snap.write(args.output)
     print(
         f"snapshot: {len(snap.brokers)} brokers, {len(snap.topics)} topics, "
         f"{len(snap.partitions)} partitions, {snap.replica_count()} replicas -> {args.output}"
     )
+    if excluded:
+        print(
+            f"snapshot: excluded {len(excluded)} topic(s): "
+            + ", ".join(f"{t} ({why})" for t, why in excluded.items()),
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -134,6 +176,7 @@ def _plan(args: argparse.Namespace) -> int:
         spark_master=args.spark_master,
         engine=args.engine,
         chunks=args.chunks or DEFAULT_CHUNKS,
+        topic_filter=topic_filter(args),
     )
     if not len(result.plan):
         print("plan: nothing to move; the cluster already meets the goals", file=sys.stderr)
@@ -173,6 +216,8 @@ def _validate(args: argparse.Namespace) -> int:
         )
     else:
         problems = plan_problems_offline(plan_, snap, ctx, args.disallow_replication_factor_change)
+    # moves of topics the selection leaves out (internal ones by default) are problems too
+    problems = [*problems, *selection_problems(plan_, topic_filter(args))]
     if problems:
         raise InvalidPlanError(
             problems, header=f"{args.reassignment_json_file} is not valid for {args.snapshot}"
@@ -258,7 +303,14 @@ def run_generate(args: argparse.Namespace, gateway: Any, _plan: Any = None) -> i
         snap = dataclasses.replace(
             snap, brokers=tuple(dataclasses.replace(b, rack=None) for b in snap.brokers)
         )
-    current, proposed = generate(snap, topics, brokers)
+    selection = topic_filter(args)
+    _, excluded = selection.split(topics)
+    if excluded:
+        print(
+            "--generate: left out " + ", ".join(f"{t} ({why})" for t, why in excluded.items()),
+            file=sys.stderr,
+        )
+    current, proposed = generate(snap, topics, brokers, selection)
     print("Current partition replica assignment")
     print(current.to_json())
     print()

@@ -44,7 +44,14 @@ ACTION_OPTIONS: dict[str, set[str]] = {
         "rollback_file",
     },
     "list": {"output"},
-    "generate": {"topics_to_move_json_file", "broker_list", "disable_rack_aware"},
+    "generate": {
+        "topics_to_move_json_file",
+        "broker_list",
+        "disable_rack_aware",
+        "topics_regex",
+        "exclude_topics_regex",
+        "include_internal",
+    },
     "progress": {
         "reassignment_json_file",
         "watch",
@@ -140,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--topics-to-move-json-file", metavar="FILE")
     g.add_argument("--broker-list", metavar="1,2,3")
     g.add_argument("--disable-rack-aware", action="store_true")
+    plan_cmd.add_topic_selection(g)
     # the execute options: one declaration (engine.options) that the panel reads too
     titles = {
         "official": "execute (kafka-reassign-partitions' own options)",

@@ -19,7 +19,7 @@ from ..planner import (
     prepare_leaders,
     rule_context,
 )
-from ..snapshot import Snapshot
+from ..snapshot import Snapshot, excluded_summary
 from .frames import brokers_and_topics, partitions_df, with_chunk
 
 AGG_SCHEMA = "kind string, c int, key string, n long"
@@ -233,12 +233,28 @@ def plan_and_validate_spark(
     params = params or PlanParams()
     small = brokers_and_topics(source)
     ctx = rule_context(small, params)
+    kept, excluded = params.topic_filter.split(t.name for t in small.topics)
+    raw = partitions_df(spark, source)
+    excluded_info = None
+    if excluded:  # the selection is decided on the driver (Python regexes), applied as a list
+        from pyspark.sql import functions as F
+
+        gone = raw.filter(F.col("topic").isin(sorted(excluded)))
+        counts = {r.topic: r["count"] for r in gone.groupBy("topic").count().collect()}
+        on_removed = {}
+        if ctx.removed:
+            ex = gone.select(F.explode("replicas").alias("b"))
+            on_removed = {
+                r.b: r["count"]
+                for r in ex.filter(F.col("b").isin(sorted(ctx.removed)))
+                .groupBy("b")
+                .count()
+                .collect()
+            }
+        excluded_info = excluded_summary(excluded, counts, on_removed)
+        raw = raw.filter(F.col("topic").isin(kept))
     # one shuffle puts every chunk in one Spark partition; cached, every pass reads it there
-    df = (
-        with_chunk(partitions_df(spark, source), params.chunks)
-        .repartition(params.chunks, "chunk")
-        .cache()
-    )
+    df = with_chunk(raw, params.chunks).repartition(params.chunks, "chunk").cache()
     import time
 
     timings: dict[str, float] = {}
@@ -305,6 +321,7 @@ def plan_and_validate_spark(
             out = final.drop("chunk").toPandas()  # Arrow, not pickled rows
         changed = _changed_rows(out)
         result = finish(changed, prep, lp)
+        result.excluded = excluded_info or excluded_summary({}, {})
         timings["plan_s"] = time.perf_counter() - t
         t = time.perf_counter()
         problems = None
