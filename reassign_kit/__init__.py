@@ -17,7 +17,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "execute": (".api", "execute"),
     "progress": (".api", "progress"),
     "verify": (".ops", "verify"),
-    "cancel": (".ops", "cancel"),
+    "cancel": (".api", "cancel"),
     "list_reassignments": (".ops", "list_reassignments"),
     "rollback_plan": (".ops", "rollback_plan"),
     "Run": (".engine.run", "Run"),

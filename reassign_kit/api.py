@@ -119,3 +119,48 @@ def progress(
         return report(gw, plan, journal, window_s=window_s)
     finally:
         gw.close()
+
+
+def cancel(
+    gateway: Any,
+    plan: Plan | str | os.PathLike | None = None,
+    *,
+    topics: Iterable[str] | None = None,
+    all: bool = False,
+    journal: str | os.PathLike | None = None,
+    rollback_file: str | os.PathLike | None = None,
+    preserve_throttles: bool = False,
+    throttle: int | None = None,
+    timeout_s: float | None = None,
+    command_config: Mapping[str, str] | str | None = None,
+) -> Any:
+    """Cancel means rollback, as the CLI's ``--cancel``: every partition of ``plan`` (a Plan
+    or a JSON path; or the plan of the run ``journal`` holds), of ``topics`` or ``all`` in
+    flight goes back to its ORIGINAL replica list, in order, KIP-435 stepped moves between
+    steps included; the cancel waits for it (``timeout_s``, default 5 minutes) and verifies.
+    Originals come from ``journal`` / ``rollback_file``, else from the reassignment in flight.
+    ``gateway`` is a gateway or a bootstrap string (connected with ``command_config`` and
+    closed). Returns ``ops.CancelResult`` (per partition: cancelled, completed, rolling back,
+    not moving; ``.to_pandas()``). To stop a run without rolling back (drain), use
+    ``Run.stop()``; to roll a running ``Run`` back, ``Run.cancel()``."""
+    from . import ops
+    from .model import Plan
+
+    if isinstance(plan, str | os.PathLike):
+        plan = Plan.read(os.fspath(plan))
+    kwargs: dict[str, Any] = dict(
+        topics=topics,
+        all=all,
+        preserve_throttles=preserve_throttles,
+        journal=os.fspath(journal) if journal is not None else None,
+        rollback_file=os.fspath(rollback_file) if rollback_file is not None else None,
+        throttle=throttle,
+        timeout_s=ops.ROLLBACK_TIMEOUT_S if timeout_s is None else timeout_s,
+    )
+    if not isinstance(gateway, str):
+        return ops.cancel(gateway, plan, **kwargs)
+    gw = ops.connect(gateway, command_config)
+    try:
+        return ops.cancel(gw, plan, **kwargs)
+    finally:
+        gw.close()

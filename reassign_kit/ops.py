@@ -453,24 +453,56 @@ def verify(gateway: Any, plan: Plan, *, preserve_throttles: bool = False) -> Ver
 # ----------------------------------------------------------------------------- cancel
 
 
+ROLLBACK_TIMEOUT_S = 300.0  # how long a cancel waits for the partitions to be back
+ROLLBACK_POLL_S = 1.0
+
+
 @dataclass
 class CancelResult:
+    """Per partition: ``cancelled`` (back at its original replica list, in order, verified),
+    ``completed`` (it finished before the cancel reached it: left at its target),
+    ``not_moving`` (untouched, nothing to do), ``rolling_back`` (original, replicas now: not
+    back within the wait; the reassignment back is in flight), ``unknown`` (neither moving
+    nor at the plan's target, and no journal or rollback file says where it started),
+    ``errors``. ``reverted``: the partitions whose reassignment in flight was cancelled."""
+
     cancelled: list[TopicPartition]
     not_moving: list[TopicPartition]
     errors: dict[TopicPartition, str]
-    grown: dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]]]
     log_dir_cancelled: list[tuple[TopicPartition, int]]
     cleared: tuple[dict, dict] | None
     rollback_file: str | None = None
+    completed: list[TopicPartition] = field(default_factory=list)
+    rolling_back: dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]]] = field(
+        default_factory=dict
+    )
+    unknown: list[TopicPartition] = field(default_factory=list)
+    reverted: list[TopicPartition] = field(default_factory=list)
+    originals: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
+    journal: str | None = None
 
     @property
     def exit_code(self) -> int:
-        return KafkaOperationError.exit_code if self.errors else 0
+        if self.errors:
+            return KafkaOperationError.exit_code
+        return EXIT_IN_PROGRESS if self.rolling_back else 0
 
     def to_pandas(self) -> Any:
         rows = [
             {"topic": tp.topic, "partition": tp.partition, "result": "cancelled"}
             for tp in self.cancelled
+        ]
+        rows += [
+            {"topic": tp.topic, "partition": tp.partition, "result": "completed"}
+            for tp in self.completed
+        ]
+        rows += [
+            {"topic": tp.topic, "partition": tp.partition, "result": "rolling back"}
+            for tp in self.rolling_back
+        ]
+        rows += [
+            {"topic": tp.topic, "partition": tp.partition, "result": "original unknown"}
+            for tp in self.unknown
         ]
         rows += [
             {"topic": tp.topic, "partition": tp.partition, "result": "not moving"}
@@ -484,42 +516,79 @@ class CancelResult:
 
     def lines(self) -> list[str]:
         out = []
-        if self.cancelled:
+        if self.reverted:
             out.append(
                 "Successfully cancelled reassignment of partitions "
-                + ",".join(str(tp) for tp in self.cancelled)
+                + ",".join(str(tp) for tp in self.reverted)
             )
         if self.log_dir_cancelled:
             out.append(
                 "Successfully cancelled movement of replicas between log dirs: "
                 + ",".join(f"{tp}@{b}" for tp, b in self.log_dir_cancelled)
             )
+        if self.cancelled:
+            out.append(
+                "Rolled back to their original replica lists (order and preferred leader "
+                "included), verified:"
+            )
+            out += [f"  {tp}: back at its original replicas [{_fmt(self.originals[tp])}]"
+                    for tp in self.cancelled]  # fmt: skip
+        if self.completed:
+            out.append(
+                "Completed before the cancel reached them (left at their target): "
+                + ",".join(str(tp) for tp in self.completed)
+            )
         if self.not_moving:
             out.append(
                 "Not moving, nothing to cancel: " + ",".join(str(tp) for tp in self.not_moving)
             )
-        if not self.cancelled and not self.log_dir_cancelled and not self.errors:
+        if not (self.reverted or self.cancelled or self.log_dir_cancelled or self.errors) and not (
+            self.rolling_back
+        ):
             out.append("None of the specified partition reassignments are active.")
         for tp, e in self.errors.items():
             out.append(f"Could not cancel {tp}: {e}")
-        if self.grown:
+        if self.rolling_back:
             out.append(
-                "Note: a cancelled reassignment keeps the new replicas that already joined the "
-                "ISR (KIP-455), so these partitions now have more replicas than before:"
+                "Not back at their original replicas yet (the reassignment back is in flight, "
+                "throttled); run the same --cancel again to wait for it and verify:"
             )
-            for tp, (before, after) in self.grown.items():
-                out.append(f"  {tp}: was [{_fmt(before)}], now [{_fmt(after)}]")
+            for tp, (orig, now) in self.rolling_back.items():
+                out.append(f"  {tp}: original [{_fmt(orig)}], now [{_fmt(now)}]")
+        if self.unknown:
             out.append(
-                "  Run the rollback plan to return them to their original replicas"
-                + (
-                    f": {self.rollback_file}"
-                    if self.rollback_file
-                    else " (the file --execute saved)."
-                )
+                "Not moving and not at the plan's target, left as they are: without the run's "
+                "journal or rollback file nothing tells a move not started from a KIP-435 "
+                "stepped move stopped between steps: " + ",".join(str(tp) for tp in self.unknown)
+            )
+            out.append(
+                "  Give the run's --journal, or the --rollback-file --execute saved, to bring "
+                "them back to their original replicas"
+                + (f" ({self.rollback_file})." if self.rollback_file else ".")
             )
         if self.cleared is not None:
             out.append("Throttles no remaining reassignment needs were removed.")
         return out
+
+
+def _originals_from(
+    rollback_file: str | None, journal: str | None
+) -> tuple[Plan | None, dict[TopicPartition, tuple[int, ...]], set[TopicPartition], int | None]:
+    """(the journaled plan, original replica lists, journaled completions, throttle rate)
+    from a run's journal and / or a rollback file (the journal's originals win: it knows
+    exactly which moves the run touched)."""
+    from .engine.resume import journaled_run
+
+    plan, originals, completed, rate = None, {}, set(), None
+    if rollback_file:
+        if not os.path.exists(rollback_file):
+            raise UsageError(f"--rollback-file {rollback_file}: no such file")
+        originals.update({m.tp: tuple(m.replicas) for m in Plan.read(rollback_file)})
+    if journal:
+        jr = journaled_run(journal)
+        plan, completed, rate = jr.plan, jr.completed, jr.options.throttle
+        originals.update(jr.originals)
+    return plan, originals, completed, rate
 
 
 def cancel(
@@ -530,12 +599,24 @@ def cancel(
     all: bool = False,
     preserve_throttles: bool = False,
     rollback_file: str | None = None,
+    journal: str | None = None,
+    throttle: int | None = None,
+    timeout_s: float = ROLLBACK_TIMEOUT_S,
 ) -> CancelResult:
-    """Cancel the reassignments of the plan's partitions, of every partition of ``topics``, or
-    ``all`` of them (KIP-455's three levels). Only partitions actually moving are sent."""
-    chosen = [plan is not None, topics is not None, all]
+    """Cancel means rollback. The partitions: the plan's (or the plan a ``journal`` holds),
+    every partition of ``topics`` in flight, or ``all`` in flight (KIP-455's three levels).
+
+    Each one in flight is cancelled (Kafka puts it back where that reassignment started and
+    deletes the replicas it added); then every partition not back at its ORIGINAL replica
+    list — the one before the run, which for a KIP-435 stepped move is not where its last step
+    started — gets a reassignment back to that list (throttled at ``throttle``, or the
+    journal's rate), in order, so the preferred leader is the original one too; the cancel
+    waits up to ``timeout_s`` and verifies. Originals come from the run's ``journal``, the
+    ``rollback_file`` --execute saved, else (a move in flight) from the cluster. A partition
+    already at the plan's target is left there (completed)."""
+    chosen = [plan is not None or journal is not None, topics is not None, all]
     if sum(chosen) != 1:
-        raise UsageError("cancel needs exactly one of a plan, topics, or all")
+        raise UsageError("cancel needs exactly one of a plan (or a journal), topics, or all")
     require_permissions(
         gateway,
         "cancel",
@@ -543,6 +624,14 @@ def cancel(
         + ([] if preserve_throttles else ["DESCRIBE_CONFIGS", "ALTER_CONFIGS"]),
         hint="" if preserve_throttles else "or cancel with --preserve-throttles",
     )
+    j_plan, known, j_completed, j_rate = _originals_from(rollback_file, journal)
+    plan = plan if plan is not None else j_plan
+    if journal is not None and plan is None and topics is None and not all:
+        raise UsageError(
+            f"--journal {journal}: the journal holds no plan (too large to inline, and its "
+            "plan file is gone): give --reassignment-json-file too"
+        )
+    rate = throttle if throttle is not None else j_rate
     in_flight = gateway.list_reassignments()
     if plan is not None:
         wanted = [m.tp for m in plan]
@@ -551,54 +640,131 @@ def cancel(
         wanted = sorted(tp for tp in in_flight if tp.topic in ts)
     else:
         wanted = sorted(in_flight)
+    targets = {m.tp: tuple(m.replicas) for m in plan} if plan is not None else {}
+    # where each started: the journal / rollback file, else the reassignment in flight's own
+    originals = {
+        tp: tuple(r for r in in_flight[tp].replicas if r not in in_flight[tp].adding)
+        for tp in wanted
+        if tp in in_flight
+    }
+    originals.update({tp: o for tp, o in known.items() if tp in set(wanted)})
     moving = [tp for tp in wanted if tp in in_flight]
-    not_moving = [tp for tp in wanted if tp not in in_flight]
     results = gateway.alter_reassignments(dict.fromkeys(moving)) if moving else {}
-    cancelled = [tp for tp in moving if results.get(tp) is None and tp in results]
+    reverted = [tp for tp in moving if tp in results and results[tp] is None]
     errors = {
         tp: (results.get(tp) or "no answer from the controller")
         for tp in moving
-        if tp not in cancelled
+        if tp not in reverted
     }
     # NoReassignmentInProgress: it finished between list and cancel; not an error.
-    for tp in [tp for tp, e in errors.items() if no_reassignment_in_progress(e)]:
+    finished = [tp for tp, e in errors.items() if no_reassignment_in_progress(e)]
+    for tp in finished:
         del errors[tp]
-        not_moving.append(tp)
+
+    states = gateway.describe_partitions([tp for tp in wanted if tp not in errors])
+    cancelled: list[TopicPartition] = []
+    completed: list[TopicPartition] = []
+    not_moving: list[TopicPartition] = []
+    unknown: list[TopicPartition] = []
+    back: dict[TopicPartition, tuple[int, ...]] = {}
+    for tp in wanted:
+        if tp in errors:
+            continue
+        st, orig = states.get(tp), originals.get(tp)
+        if st is None:
+            errors[tp] = "the partition does not exist"
+        elif tp in targets and tp not in reverted and is_complete(targets[tp], st):
+            (
+                completed if tp in finished or tp in j_completed or tp in known else not_moving
+            ).append(tp)
+        elif orig is None or (tp in j_completed and tp not in reverted):
+            (unknown if tp in targets and not st.reassigning else not_moving).append(tp)
+        elif is_complete(orig, st):
+            (cancelled if tp in reverted else not_moving).append(tp)
+        else:
+            back[tp] = orig
+    if back:
+        cancelled_back, rolling, refused = _roll_back(gateway, back, states, rate, timeout_s)
+        cancelled += cancelled_back
+        errors.update(refused)
+    else:
+        rolling = {}
+    cancelled.sort(key=wanted.index)
 
     log_dir_cancelled: list[tuple[TopicPartition, int]] = []
     if plan is not None and any(m.log_dirs is not None for m in plan):
         brokers = {b for m in plan if m.log_dirs is not None for b in m.replicas}
         cur, fut = replica_log_dirs(gateway, [m.tp for m in plan], brokers)
-        back = {key: cur[key] for key in fut if key in cur}
-        if back:
-            res = gateway.alter_replica_log_dirs(back)
+        back_dirs = {key: cur[key] for key in fut if key in cur}
+        if back_dirs:
+            res = gateway.alter_replica_log_dirs(back_dirs)
             log_dir_cancelled = sorted(k for k, e in res.items() if e is None)
 
-    grown = {}
-    if cancelled:
-        originals = {
-            tp: tuple(r for r in in_flight[tp].replicas if r not in in_flight[tp].adding)
-            for tp in cancelled
-        }
-        after = settle(
-            gateway,
-            gateway.describe_partitions(cancelled),
-            lambda tp, st: st.reassigning or len(st.replicas) > len(originals[tp]),
-        )
-        for tp in cancelled:
-            now = after.get(tp)
-            if now is not None and len(now.replicas) > len(originals[tp]):
-                grown[tp] = (originals[tp], now.replicas)
-
     cleared = None
-    if not preserve_throttles and (cancelled or log_dir_cancelled):
-        cleared = thr.clear_throttles(
-            gateway,
-            sorted({tp.topic for tp in cancelled} | {tp.topic for tp, _ in log_dir_cancelled}),
-        )
+    touched = {tp.topic for tp in [*reverted, *back]} | {tp.topic for tp, _ in log_dir_cancelled}
+    if not preserve_throttles and touched:
+        cleared = thr.clear_throttles(gateway, sorted(touched))
     return CancelResult(
-        cancelled, sorted(not_moving), errors, grown, log_dir_cancelled, cleared, rollback_file
+        cancelled,
+        sorted(not_moving),
+        errors,
+        log_dir_cancelled,
+        cleared,
+        rollback_file,
+        completed=completed,
+        rolling_back=rolling,
+        unknown=unknown,
+        reverted=reverted,
+        originals={tp: originals[tp] for tp in cancelled},
+        journal=journal,
     )
+
+
+def _roll_back(
+    gateway: Any,
+    back: Mapping[TopicPartition, tuple[int, ...]],
+    states: Mapping[TopicPartition, PartitionState],
+    rate: int | None,
+    timeout_s: float,
+) -> tuple[
+    list[TopicPartition],
+    dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]]],
+    dict[TopicPartition, str],
+]:
+    """Submit each partition's original list (throttles first, when a rate is known: the way
+    back may copy a replica a step dropped) and wait, bounded, until the cluster shows it.
+    Returns (back at original, still rolling back: (original, now), refused: error)."""
+    if rate is not None:
+        others = {tp: st for tp, st in gateway.list_reassignments().items() if tp not in back}
+        thr.apply_throttles(gateway, thr.required_throttles(back, states, others), rate)
+    res = gateway.alter_reassignments(dict(back), allow_replication_factor_change=True)
+    refused = {
+        tp: f"rollback to [{_fmt(o)}] refused: {res.get(tp) or 'no answer from the controller'}"
+        for tp, o in back.items()
+        if tp not in res or res[tp] is not None
+    }
+    waiting = {tp: o for tp, o in back.items() if tp not in refused}
+    done: list[TopicPartition] = []
+    deadline = gateway.now() + timeout_s
+    now_states: dict[TopicPartition, PartitionState] = {}
+    while waiting:
+        now_states = gateway.describe_partitions(list(waiting))
+        for tp in [tp for tp, o in waiting.items() if is_complete(o, now_states.get(tp))]:
+            done.append(tp)
+            del waiting[tp]
+        if not waiting or gateway.now() >= deadline:
+            break
+        gateway.sleep(ROLLBACK_POLL_S)
+    rolling = {
+        tp: (o, tuple(now_states[tp].replicas) if tp in now_states else ())
+        for tp, o in waiting.items()
+    }
+    return done, rolling, refused
+
+
+def cancel_run(gateway: Any, journal: str, **kwargs: Any) -> CancelResult:
+    """Roll back the run journaled at ``journal`` (its plan, originals and throttle rate)."""
+    return cancel(gateway, None, journal=journal, **kwargs)
 
 
 # ----------------------------------------------------------------------------- list

@@ -4,8 +4,9 @@ prints what happens.
 
 Any pacing or step option makes a run paced (``is_paced``): ``--parallel-replica-count R``
 alone too, so R gets every pacing, throttle, timeout, journal and signal option. SIGINT /
-SIGTERM stop submitting and leave the moves in flight with their throttles (or cancel them:
-``--on-interrupt cancel``); the command that resumes or cancels is printed.
+SIGTERM stop (drain: submit nothing more; moves in flight go on with their throttles) or, with
+``--on-interrupt cancel``, cancel (roll back every move not complete to its original replicas);
+the command that resumes or cancels (rolls back from the journal) is printed.
 """
 
 from __future__ import annotations
@@ -159,6 +160,10 @@ def _printer(run: Run):
         elif ev in ("completed", "adopted", "cancelled", "failed"):
             extra = e.get("reason") or ""
             line = f"{ev} {tp(e)}" + (f": {extra}" if extra else "")
+            if ev == "cancelled" and e.get("replicas") is not None:
+                line += f" (back at its original replicas {e['replicas']})"
+        elif ev == "rolling_back":
+            line = f"rolling back {tp(e)}: {e.get('replicas')} -> {e.get('original')}"
         elif ev in ("stuck", "deadline"):
             what = tp(e) if "topic" in e else "the run"
             line = f"{ev.upper()}: {what} (policy: {e.get('policy')})"
@@ -177,8 +182,16 @@ def _report(res: RunResult, args: argparse.Namespace, journal: str, interrupted:
     print(
         f"Run {res.run_id}: {res.state}. Submitted {len(res.submitted)}, complete "
         f"{len(res.completed)}, still moving {len(res.still_moving)}, not submitted "
-        f"{len(res.pending)}, cancelled {len(res.cancelled)}, failed {len(res.failed)}."
+        f"{len(res.pending)}, cancelled (back at their original replicas) "
+        f"{len(res.cancelled)}, failed {len(res.failed)}."
     )
+    if res.rolling_back:
+        shown = ", ".join(str(t) for t in res.rolling_back[:10])
+        print(
+            f"Not back at their original replicas within --rollback-timeout: {shown}"
+            f"{' …' if len(res.rolling_back) > 10 else ''}; the rollback goes on, throttled. "
+            "The cancel command below waits for it and verifies."
+        )
     for tp, err in list(res.failed.items())[:20]:
         print(f"  failed: {tp}: {err}")
     if res.error:
@@ -218,6 +231,6 @@ def _report(res: RunResult, args: argparse.Namespace, journal: str, interrupted:
             journal,
             "--resume",
         ]
-        cancel = base + ["--cancel", "--reassignment-json-file", plan_file]
+        cancel = base + ["--cancel", "--reassignment-json-file", plan_file, "--journal", journal]
         print("To resume:  " + shlex.join(resume))
-        print("To cancel:  " + shlex.join(cancel))
+        print("To cancel:  " + shlex.join(cancel) + "   # roll back to the original replicas")

@@ -42,6 +42,9 @@ ACTION_OPTIONS: dict[str, set[str]] = {
         "topics",
         "timeout",
         "rollback_file",
+        "journal",
+        "throttle",
+        "rollback_timeout",
     },
     "list": {"output"},
     "generate": {
@@ -94,9 +97,16 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument(
         "--cancel",
         action="store_true",
-        help="Cancel the reassignments of the plan's partitions (or --topics, or --all): Kafka "
-        "puts each back to its replicas before the reassignment and deletes the replicas it "
-        "added, even those that had joined the ISR (observed on Kafka 4.3).",
+        help="Cancel = roll back: the plan's partitions (the plan of --journal, or --topics, or "
+        "--all) go back to their ORIGINAL replica lists, in order (so the preferred leader "
+        "too), KIP-435 stepped moves between steps included: each reassignment in flight is "
+        "cancelled (Kafka 4.3 puts the partition back where that reassignment started and "
+        "deletes the replicas it added, even those already in the ISR), then the original "
+        "list is submitted (throttled with --throttle or the journal's rate), waited for "
+        "(--rollback-timeout) and verified; a partition that completed is left at its target. "
+        "Originals: from --journal (the run's), --rollback-file (what --execute saved), else "
+        "from the reassignment in flight. (Stop, the drain, is Ctrl-C / SIGTERM of a paced "
+        "run without --on-interrupt cancel.)",
     )
     a.add_argument(
         "--list", action="store_true", help="List the reassignments in progress (table, then JSON)."
@@ -138,7 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--rollback-file",
         metavar="FILE",
         help="Where --execute saves the current assignment (default: "
-        "reassign-rollback-<UTC time>.json); with --cancel, named in the advice printed.",
+        "reassign-rollback-<UTC time>.json); with --cancel, the original replica lists to "
+        "roll back to.",
     )
     o.add_argument(
         "--output", choices=("text", "json"), default="text", help="--list output format."
@@ -165,7 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--journal",
         metavar="FILE",
         help="The run's JSON-lines journal (default reassign-run-<UTC time>.jsonl); with "
-        "--progress, rates and step numbers come from it.",
+        "--progress, rates and step numbers come from it; with --cancel, the run to roll back "
+        "(its plan, each move's original replicas, its throttle rate).",
     )
     j.add_argument(
         "--resume",
@@ -201,10 +213,12 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> str:
     if action in ("execute", "verify") and not args.reassignment_json_file:
         raise UsageError(f"--{action} needs --reassignment-json-file")
     if action == "cancel":
-        n = sum([bool(args.reassignment_json_file), bool(args.topics), bool(args.all)])
+        plan_given = bool(args.reassignment_json_file) or bool(args.journal)
+        n = sum([plan_given, bool(args.topics), bool(args.all)])
         if n != 1:
             raise UsageError(
-                "--cancel needs exactly one of --reassignment-json-file, --topics or --all"
+                "--cancel needs exactly one of --reassignment-json-file (and / or --journal), "
+                "--topics or --all"
             )
     if action == "execute":
         paced.check(args)
@@ -308,6 +322,9 @@ def _cancel(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
         all=args.all,
         preserve_throttles=args.preserve_throttles,
         rollback_file=args.rollback_file,
+        journal=args.journal,
+        throttle=args.throttle,
+        timeout_s=args.rollback_timeout or ops.ROLLBACK_TIMEOUT_S,
     )
     _print(cres.lines())
     return cres.exit_code

@@ -10,8 +10,11 @@ writes exactly one journal event. So ``completed`` is written in exactly one pla
     MOVING --complete_step (step_completed)--> READY        (KIP-435: the next step waits)
     PENDING | READY | MOVING --complete (completed)--> DONE
     PENDING | READY | MOVING --adopt (adopted)--> MOVING    (resume: a move found in flight)
-    MOVING --cancel (cancelled)--> CANCELLED
-    PENDING | READY | MOVING --fail (failed)--> FAILED
+    READY | MOVING --roll_back (rolling_back)--> ROLLING_BACK  (cancel = rollback: the move in
+                                        flight cancelled, the original replicas resubmitted)
+    READY | MOVING | ROLLING_BACK --cancel (cancelled)--> CANCELLED  (back at its original
+                                        replicas, in their order)
+    PENDING | READY | MOVING | ROLLING_BACK --fail (failed)--> FAILED
     PENDING | READY --reject (error, with the target)--> FAILED  (the controller refused it)
 
 The one change of status that is not a transition is ``restore``: on resume a move's status
@@ -36,8 +39,9 @@ class MoveStatus(StrEnum):
     PENDING = "pending"  # not submitted yet
     READY = "ready"  # submitted, no step in flight: its next step may be submitted
     MOVING = "moving"  # a step (or the whole move) in flight on the cluster
+    ROLLING_BACK = "rolling_back"  # cancelled: on its way back to its original replicas
     DONE = "done"
-    CANCELLED = "cancelled"
+    CANCELLED = "cancelled"  # back at its original replicas (order included)
     FAILED = "failed"
 
     @property
@@ -46,6 +50,7 @@ class MoveStatus(StrEnum):
 
 
 P, R, M = MoveStatus.PENDING, MoveStatus.READY, MoveStatus.MOVING
+RB = MoveStatus.ROLLING_BACK
 
 
 @dataclass(frozen=True)
@@ -63,8 +68,9 @@ TRANSITIONS: dict[str, Transition] = {
     "complete_step": Transition(frozenset({M}), R, "step_completed"),
     "complete": Transition(frozenset({P, R, M}), MoveStatus.DONE, "completed"),
     "adopt": Transition(frozenset({P, R, M}), M, "adopted"),
-    "cancel": Transition(frozenset({M}), MoveStatus.CANCELLED, "cancelled"),
-    "fail": Transition(frozenset({P, R, M}), MoveStatus.FAILED, "failed"),
+    "roll_back": Transition(frozenset({R, M}), RB, "rolling_back"),
+    "cancel": Transition(frozenset({R, M, RB}), MoveStatus.CANCELLED, "cancelled"),
+    "fail": Transition(frozenset({P, R, M, RB}), MoveStatus.FAILED, "failed"),
     "reject": Transition(frozenset({P, R}), MoveStatus.FAILED, "error"),
 }
 
@@ -131,6 +137,7 @@ class MoveState:
     stuck_reported: bool = False
     deadline_reported: bool = False
     error: str | None = None
+    cancel_reason: str | None = None  # why it is rolling back (stop, deadline, ...)
     replan: bool = False  # R changed: plan the steps left again at the next step boundary
     index: MoveIndex | None = field(default=None, repr=False, compare=False)
 
@@ -230,8 +237,19 @@ class MoveState:
         self.progress_at = now
         self._go("adopt", target=list(target), step=1, steps=len(steps))
 
-    def cancel(self, reason: str) -> None:
-        self._go("cancel", reason=reason)
+    def roll_back(self, reason: str, replicas: Iterable[int]) -> None:
+        """Cancelled (``reason``): the step in flight, if any, was cancelled and a
+        reassignment back to ``self.original`` submitted; ``replicas``: where it was then."""
+        self.lost_polls, self.lost_since = 0, None
+        self.cancel_reason = reason
+        self._go("roll_back", reason=reason, replicas=list(replicas), original=list(self.original))
+
+    def cancel(self, reason: str, replicas: Iterable[int] | None = None) -> None:
+        """Back at its original replicas (``replicas``: as the cluster shows them)."""
+        fields: dict[str, Any] = {"reason": reason}
+        if replicas is not None:
+            fields["replicas"] = list(replicas)
+        self._go("cancel", **fields)
 
     def fail(self, reason: str) -> None:
         self.error = reason

@@ -265,7 +265,9 @@ class ExecuteOptions:
         "wait",
         Option(
             "On an expired deadline or a stuck move: report and keep waiting (default), stop "
-            "submitting and end the run, or cancel the expired / stuck moves.",
+            "(drain: submit nothing more, end the run; moves in flight go on, throttled) or "
+            "cancel (roll back: the expired / stuck moves, every move of the run on a run "
+            "deadline, back to their original replicas, stepped moves included).",
             flag="--on-deadline",
             choices=ON_DEADLINE,
             cli_default="wait",
@@ -331,12 +333,25 @@ class ExecuteOptions:
     cancel_on_stop: bool = _opt(
         False,
         Option(
-            "On Ctrl-C / SIGTERM: leave the moves in flight running with their throttles "
-            "(default) or cancel them.",
+            "On Ctrl-C / SIGTERM: leave (stop, drain: submit nothing more; moves in flight go "
+            "on with their throttles; the default) or cancel (roll back every move of the run "
+            "not complete, stepped moves between steps included, to its original replicas, "
+            "and wait for it up to --rollback-timeout).",
             flag="--on-interrupt",
             choices=ON_INTERRUPT,
             cli_default="leave",
             from_cli=lambda v: v == "cancel",
+        ),
+    )
+    rollback_timeout: float = _opt(
+        300.0,
+        Option(
+            "How long a cancel waits for the moves it rolls back to reach their original "
+            "replicas (default 5m); what is not back by then is reported as rolling back, "
+            "throttled, and `--cancel --journal` finishes and verifies it.",
+            flag="--rollback-timeout",
+            type=duration_arg("--rollback-timeout"),
+            metavar="DURATION",
         ),
     )
     log_dir_throttle: int | None = _opt(
@@ -386,6 +401,7 @@ class ExecuteOptions:
                 f"--on-deadline must be one of {', '.join(ON_DEADLINE)}, got {self.on_deadline!r}"
             )
         for name, v in (
+            ("--rollback-timeout", self.rollback_timeout),
             ("--move-deadline", self.move_deadline),
             ("--run-deadline", self.run_deadline),
             ("--stuck-after", self.stuck_after),

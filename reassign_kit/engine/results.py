@@ -25,6 +25,7 @@ class RunStatus:
     cancelled: int
     total: int
     waiting_reason: str | None
+    rolling_back: int = 0  # cancelled, on their way back to their original replicas
     _moves: Callable[[], Sequence[Any]] = field(repr=False, default=tuple)
 
     @property
@@ -42,7 +43,8 @@ class RunStatus:
         total: int | None = None,
     ) -> RunStatus:
         """From the run's moves in order (``moves.MoveState``, or a function returning them)
-        and, when known, the counts by status; a move between steps counts as moving."""
+        and, when known, the counts by status; a move between steps counts as moving, and so
+        does one rolling back (also counted in ``rolling_back``)."""
         get = moves if callable(moves) else (lambda: moves)
         if counts is None:
             counts = {}
@@ -52,13 +54,14 @@ class RunStatus:
             state,
             run_id,
             counts.get("done", 0),
-            counts.get("moving", 0) + counts.get("ready", 0),
+            counts.get("moving", 0) + counts.get("ready", 0) + counts.get("rolling_back", 0),
             counts.get("pending", 0),
             counts.get("failed", 0),
             counts.get("cancelled", 0),
             total if total is not None else sum(counts.values()),
             waiting_reason,
-            get,
+            rolling_back=counts.get("rolling_back", 0),
+            _moves=get,
         )
 
     def to_pandas(self):
@@ -77,10 +80,13 @@ class RunResult:
     still_moving: list[TopicPartition]
     pending: list[TopicPartition]
     failed: dict[TopicPartition, str]
-    cancelled: list[TopicPartition]
+    cancelled: list[TopicPartition]  # rolled back: at their original replicas, in order
     throttles_left: dict[str, Any]
     error: str | None = None
     cleanup_error: str | None = None  # the final throttle cleanup failed: throttles may be left
+    # cancelled, but not back at their original replicas when the run ended (the rollback
+    # still in flight, with its throttles; ``--cancel --journal`` finishes and verifies it)
+    rolling_back: list[TopicPartition] = field(default_factory=list)
 
     @classmethod
     def of(
@@ -113,6 +119,7 @@ class RunResult:
             throttles_left=throttles_left,
             error=error,
             cleanup_error=cleanup_error,
+            rolling_back=having("rolling_back"),
         )
 
     @property
@@ -151,6 +158,7 @@ class RunResult:
         rows += [{"partition": str(t), "status": "moving"} for t in self.still_moving]
         rows += [{"partition": str(t), "status": "pending"} for t in self.pending]
         rows += [{"partition": str(t), "status": "cancelled"} for t in self.cancelled]
+        rows += [{"partition": str(t), "status": "rolling back"} for t in self.rolling_back]
         rows += [
             {"partition": str(t), "status": "failed", "error": e} for t, e in self.failed.items()
         ]

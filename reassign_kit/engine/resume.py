@@ -1,15 +1,18 @@
 """A journal's life between runs: which journaled run of a plan can be resumed, the options it
-was started with (``--resume`` reuses them), and setting an old journal aside before a new
-run so that a journal path always holds one run. Used by the CLI, the API and the panel."""
+was started with (``--resume`` reuses them), setting an old journal aside before a new run so
+that a journal path always holds one run, and what a later ``--cancel --journal`` needs to roll
+the run back (``journaled_run``). Used by the CLI, the API and the panel."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
-from ..model import Plan
+from ..model import Plan, TopicPartition
 from .journal import read_events
 from .options import ExecuteOptions
 
@@ -60,3 +63,46 @@ def options_from_journal(journal_path: str) -> ExecuteOptions:
     if first is None:
         raise UsageError(f"--journal {journal_path}: no run_started event; nothing to resume")
     return ExecuteOptions.from_json_obj(first.get("options") or {}).validate()
+
+
+@dataclass
+class JournaledRun:
+    """What a cancel needs from a run's journal: its plan, the original replica list of
+    every move it touched (from ``submitted``'s ``current``: where the move started, before
+    any KIP-435 step), the moves it completed, and its options (the throttle rate)."""
+
+    plan: Plan | None
+    originals: dict[TopicPartition, tuple[int, ...]]
+    completed: set[TopicPartition]
+    options: ExecuteOptions
+
+
+def journaled_run(journal_path: str) -> JournaledRun:
+    """Read ``journal_path`` for a cancel (``ops.cancel(journal=...)``); the plan comes from
+    ``run_started`` (inline, else the plan file it names, if still there)."""
+    if not os.path.exists(journal_path):
+        raise UsageError(f"--journal {journal_path}: no such file")
+    events = read_events(journal_path)
+    first = next((e for e in events if e.get("event") == "run_started"), None)
+    if first is None:
+        raise UsageError(f"--journal {journal_path}: no run_started event; not a run's journal")
+    plan = None
+    if first.get("plan"):
+        plan = Plan.from_json(json.dumps(first["plan"]), source=journal_path)
+    elif first.get("plan_path") and os.path.exists(first["plan_path"]):
+        plan = Plan.read(first["plan_path"])
+    originals: dict[TopicPartition, tuple[int, ...]] = {}
+    completed: set[TopicPartition] = set()
+    for e in events:
+        if "topic" not in e:
+            continue
+        tp = TopicPartition(e["topic"], int(e["partition"]))
+        kind = e.get("event")
+        if kind == "submitted" and e.get("current") and tp not in originals:
+            originals[tp] = tuple(int(b) for b in e["current"])
+        elif kind == "rolling_back" and e.get("original") and tp not in originals:
+            originals[tp] = tuple(int(b) for b in e["original"])
+        elif kind == "completed":
+            completed.add(tp)
+    options = ExecuteOptions.from_json_obj(first.get("options") or {})
+    return JournaledRun(plan, originals, completed, options)

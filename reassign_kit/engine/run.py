@@ -50,6 +50,7 @@ from .steps import StepsFor, steps_hook
 log = logging.getLogger(__name__)
 
 PENDING, READY, MOVING = MoveStatus.PENDING, MoveStatus.READY, MoveStatus.MOVING
+ROLLING_BACK = MoveStatus.ROLLING_BACK
 DONE, CANCELLED, FAILED = MoveStatus.DONE, MoveStatus.CANCELLED, MoveStatus.FAILED
 LOST_AFTER_POLLS = 3  # a move seen neither reassigning nor at its target this often is lost
 
@@ -156,12 +157,21 @@ class Run:
         self._wake.set()
 
     def stop(self, cancel_inflight: bool = False) -> None:
-        """Stop submitting and end the run; in-flight moves keep running with their throttles,
-        or are cancelled when ``cancel_inflight``."""
+        """Stop (drain): submit nothing more and end the run; moves in flight keep running
+        with their throttles (a stepped move's later steps are not submitted: Resume continues
+        it). With ``cancel_inflight`` (or ``--on-interrupt cancel``) it is ``cancel()``."""
         with self._lock:
             self._cancel_on_stop = self._cancel_on_stop or cancel_inflight
         self._stop.set()
         self._wake.set()
+
+    def cancel(self) -> None:
+        """Cancel (roll back): end the run and bring every move it touched and did not
+        complete back to its original replica list, in order — the step in flight cancelled,
+        a stepped move between steps included — waiting for it up to
+        ``options.rollback_timeout``; each move is reported cancelled (back at its original),
+        completed (it finished before the cancel reached it) or rolling back."""
+        self.stop(cancel_inflight=True)
 
     def set_caps(self, **changes: Any) -> Caps:
         """Change caps (batch_size, incremental, max_moves_per_broker, max_leader_moves,
@@ -505,7 +515,7 @@ class Run:
     def _step_once(self) -> bool:
         """Poll, update, decide, submit; True when the loop should end."""
         cluster = self.gw.list_reassignments()
-        watch = [ms.tp for ms in self._index.of(MOVING, READY)]
+        watch = [ms.tp for ms in self._index.of(MOVING, READY, ROLLING_BACK)]
         states = self.gw.describe_partitions(watch) if watch else {}
         now = self._clock()
         with self._lock:
@@ -535,13 +545,16 @@ class Run:
         return self._dirs.complete(tp, is_complete(self._moves[tp].move.replicas, st))
 
     def _update(self, states: Mapping[TopicPartition, PartitionState], now: float) -> None:
-        for ms in self._index.of(MOVING, READY):
+        for ms in self._index.of(MOVING, READY, ROLLING_BACK):
             tp = ms.tp
             st = states.get(tp)
             if st is None:
                 ms.fail("partition no longer exists")
                 continue
             if ms.status == "ready":
+                continue
+            if ms.status is ROLLING_BACK:
+                self._update_rollback(ms, st, now)
                 continue
             if is_complete(ms.step_target, st):
                 ms.lost_polls, ms.lost_since = 0, None
@@ -565,6 +578,23 @@ class Run:
                     )
             else:
                 ms.lost_polls, ms.lost_since = 0, None
+
+    def _update_rollback(self, ms: MoveState, st: PartitionState, now: float) -> None:
+        """A move rolling back: cancelled once the cluster shows its original replicas (in
+        order, not reassigning); failed if its reassignment ended elsewhere (seen so after
+        the metadata settle window, as a lost move)."""
+        if is_complete(ms.original, st):
+            ms.cancel(ms.cancel_reason or "cancel", replicas=st.replicas)
+        elif not st.reassigning:
+            ms.lost_polls += 1
+            ms.lost_since = now if ms.lost_since is None else ms.lost_since
+            if ms.lost_polls >= LOST_AFTER_POLLS and now - ms.lost_since >= METADATA_SETTLE_S:
+                ms.fail(
+                    f"rollback to {list(ms.original)} ended at {list(st.replicas)}: "
+                    "cancelled or replaced outside this run"
+                )
+        else:
+            ms.lost_polls, ms.lost_since = 0, None
 
     def _schedule(
         self,
@@ -718,7 +748,7 @@ class Run:
         if self.options.wait or self._dirs.pending:  # a log-dir move not begun would be lost
             return False
         # KIP-1335: return once every move is submitted; multi-step moves must be driven on
-        if idx.count(PENDING, READY):
+        if idx.count(PENDING, READY, ROLLING_BACK):
             return False
         if any(ms.step < len(ms.steps) for ms in idx.of(MOVING)):
             return False
@@ -743,38 +773,98 @@ class Run:
             return
         if o.on_deadline == "cancel":
             victims = [ms for ms, _ in expired.moves]
-            if expired.run:
-                victims = moving
+            if expired.run:  # every move of the run not complete, between steps included
+                victims = self._index.of(MOVING, READY)
                 self._end_state = "deadline"
             self._cancel([ms.move.tp for ms in victims], reason="deadline")
 
     def _cancel(self, tps: Sequence[TopicPartition], reason: str) -> None:
-        """Cancel the moves in flight among ``tps``. One that finished just before the cancel
-        reached the controller ("no reassignment in progress") is reported as what it is:
-        completed when the cluster shows it at its target, else cancelled."""
-        tps = [tp for tp in tps if self._moves[tp].status == "moving"]
-        if not tps:
+        """Cancel means rollback: every move among ``tps`` that is under way (a step in
+        flight, or between steps) goes back to its original replica list, in order.
+
+        The step in flight is cancelled first (Kafka puts the partition back where that step
+        started and deletes the replicas it added); then the original list is submitted as a
+        reassignment (throttled like any move) and watched until the cluster shows it
+        (``_update_rollback``). A move that finished just before the cancel reached the
+        controller ("no reassignment in progress") and is at its target is reported as what it
+        is: completed."""
+        mine = [self._moves[tp] for tp in tps if self._moves[tp].status in (MOVING, READY)]
+        if not mine:
             return
-        res = self.gw.alter_reassignments(dict.fromkeys(tps))
+        inflight = [ms.tp for ms in mine if ms.status is MOVING]
+        res = self.gw.alter_reassignments(dict.fromkeys(inflight)) if inflight else {}
         self._dirty = True
-        ended = [tp for tp in tps if no_reassignment_in_progress(res.get(tp))]
-        states = self.gw.describe_partitions(ended) if ended else {}
+        states = self.gw.describe_partitions([ms.tp for ms in mine])
         now = self._clock()
-        for tp in tps:
-            ms = self._moves[tp]
-            err = res.get(tp)
-            if tp in ended:
-                st = states.get(tp)
-                final = ms.step >= len(ms.steps) or (
-                    st is not None and tuple(st.replicas) == tuple(ms.move.replicas)
-                )
-                if st is not None and final and self._complete(tp, st):
-                    ms.complete(now, st.replicas)
-                    continue
-            elif err:
+        back: dict[TopicPartition, tuple[tuple[int, ...], PartitionState]] = {}
+        for ms in mine:
+            tp, err, st = ms.tp, res.get(ms.tp), states.get(ms.tp)
+            if err and not no_reassignment_in_progress(err):
                 self._emit("error", **_tpf(tp), message=f"{tp}: cancel failed: {err}")
                 continue
-            ms.cancel(reason)
+            if st is None:
+                ms.fail("partition no longer exists")
+                continue
+            if not st.reassigning and self._complete(tp, st):
+                ms.complete(now, st.replicas)  # it finished before the cancel reached it
+                continue
+            if not ms.original:  # adopted without a journaled original: where the cancel left it
+                self._emit(
+                    "warning",
+                    **_tpf(tp),
+                    message=f"{tp}: its original replicas are not journaled; cancelled at "
+                    f"{list(st.replicas)}",
+                )
+                ms.original = tuple(st.replicas)
+            if is_complete(ms.original, st):
+                ms.cancel(reason, replicas=st.replicas)
+                continue
+            back[tp] = (tuple(ms.original), st)
+        if not back:
+            return
+        # the way back copies data when a step dropped an original replica: throttle it first
+        self._sync_throttles(self.gw.list_reassignments(), back)
+        results = self.gw.alter_reassignments(
+            {tp: orig for tp, (orig, _) in back.items()}, allow_replication_factor_change=True
+        )
+        for tp, (orig, st) in back.items():
+            ms = self._moves[tp]
+            err = results.get(tp, "no answer from the controller")
+            if err:
+                ms.fail(f"rollback to {list(orig)} refused: {err}")
+                continue
+            ms.roll_back(reason, st.replicas)
+
+    def _await_rollbacks(self) -> None:
+        """At the end of a run: wait (at most ``options.rollback_timeout``, polling at the
+        run's interval) for the moves rolling back to reach their original replicas, keeping
+        their throttles; what is not back by then is reported as rolling back."""
+        if not self._index.count(ROLLING_BACK):
+            return
+        sleep = self._sleep_fn or time.sleep
+        deadline = self._clock() + self.options.rollback_timeout
+        while True:
+            try:
+                tps = [ms.tp for ms in self._index.of(MOVING, READY, ROLLING_BACK)]
+                states = self.gw.describe_partitions(tps)
+                with self._lock:
+                    self._update(states, self._clock())
+                if not self._index.count(ROLLING_BACK):
+                    return
+                self._sync_throttles(self.gw.list_reassignments())
+                self._commit_before_change()
+            except KafkaOperationError as e:
+                self._emit("warning", message=f"while waiting for the rollback: {e}")
+            if self._clock() >= deadline:
+                left = self._index.of(ROLLING_BACK)
+                self._emit(
+                    "warning",
+                    message=f"{len(left)} move(s) not back at their original replicas after "
+                    f"{self.options.rollback_timeout:g}s (e.g. {left[0].tp}); the rollback goes "
+                    "on, throttled: `--cancel --journal` waits for it and verifies",
+                )
+                return
+            sleep(self.options.poll_interval_ms / 1000.0)
 
     def _maybe_sample(self, now: float, force: bool) -> None:
         """Bytes copied by the moves in flight (DescribeLogDirs, one call), at a bounded rate
@@ -871,12 +961,12 @@ class Run:
         try:
             if not self._began:
                 pass
-            elif self._cancel_on_stop and self._stop.is_set():  # Ctrl-C / SIGTERM / stop()
-                self._cancel(
-                    [tp for tp, ms in self._moves.items() if ms.status == "moving"], reason="stop"
-                )
+            elif self._cancel_on_stop and self._stop.is_set():  # Ctrl-C / SIGTERM / cancel()
+                self._cancel([ms.tp for ms in self._index.of(MOVING, READY)], reason="stop")
+            if self._began:
+                self._await_rollbacks()  # a cancel here, on a deadline or earlier in the run
             cluster = self.gw.list_reassignments() if self._began else {}
-            watch = [tp for tp, ms in self._moves.items() if ms.status in ("moving", "ready")]
+            watch = [ms.tp for ms in self._index.of(MOVING, READY, ROLLING_BACK)]
             if watch and self._began:
                 states = self.gw.describe_partitions(watch)
                 with self._lock:
@@ -929,6 +1019,7 @@ class Run:
             pending=len(r.pending),
             failed=len(r.failed),
             cancelled=len(r.cancelled),
+            rolling_back=len(r.rolling_back),
             throttles_left=left,
             error=self._error,
         )

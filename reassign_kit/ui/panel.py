@@ -173,13 +173,15 @@ class Panel:
                 description="Stop",
                 button_style="warning",
                 icon="hand-paper-o",
-                tooltip="end the run; moves in flight go on (throttled) and can be resumed",
+                tooltip="stop (drain): submit nothing more and end the run; moves in flight "
+                "go on (throttled); Resume from journal continues the run",
             ),
             "cancel": W.Button(
                 description="Cancel",
                 button_style="danger",
                 icon="stop",
-                tooltip="end the run and cancel the moves in flight",
+                tooltip="cancel (roll back): end the run and bring every move not complete, "
+                "stepped moves between steps included, back to its original replicas",
             ),
             "verify": W.Button(description="Verify", button_style="info", icon="check"),
         }
@@ -453,8 +455,8 @@ class Panel:
             self._asked = "stop"
             self._set_phase("stopping")
             self._say(
-                "stopping: nothing new is submitted; the moves in flight go on (throttled). "
-                "Resume from journal continues the run later"
+                "stopping (drain): nothing new is submitted; the moves in flight go on "
+                "(throttled). Resume from journal continues the run later"
             )
             self.run.stop(cancel_inflight=False)
 
@@ -475,10 +477,11 @@ class Panel:
             self._asked = "cancel"
             self._set_phase("stopping")
             self._say(
-                "cancelling: the moves in flight are being cancelled (a cancelled move may "
-                "leave a partition with extra replicas; the rollback file restores it)"
+                "cancelling (rollback): every move not complete, stepped moves between steps "
+                "included, goes back to its original replicas; the panel waits for it and "
+                "reports each partition"
             )
-            self.run.stop(cancel_inflight=True)
+            self.run.cancel()
 
     def _on_verify(self, _b: Any = None) -> None:
         if not self._allowed("verify"):
@@ -704,7 +707,18 @@ def _result_error(result: Any) -> Any:
 def _describe_result(result: Any) -> str:
     state = _result_state(result)
     msg = getattr(result, "message", None) or getattr(result, "summary", None)
-    return f"run {state}" + (f": {msg}" if isinstance(msg, str) and msg else "")
+    text = f"run {state}" + (f": {msg}" if isinstance(msg, str) and msg else "")
+    cancelled = list(getattr(result, "cancelled", None) or [])
+    rolling = list(getattr(result, "rolling_back", None) or [])
+    if cancelled or rolling:  # a cancel: what came back, per partition
+        text += "; rolled back to their original replicas: " + (
+            ", ".join(map(str, cancelled[:20])) or "none"
+        )
+        if rolling:
+            text += "; NOT back yet (rollback in flight, throttled): " + ", ".join(
+                map(str, rolling[:20])
+            )
+    return text
 
 
 def _describe_verify(result: Any) -> str:

@@ -36,8 +36,10 @@ def _ask(ms: MoveState, name: str, now: float) -> None:
         ms.complete(now, target)
     elif name == "adopt":
         ms.adopt(now, target, [target], (0, 1))
+    elif name == "roll_back":
+        ms.roll_back("stop", (0, 1, 2))
     elif name == "cancel":
-        ms.cancel("stop")
+        ms.cancel("stop", replicas=(0, 1))
     elif name == "fail":
         ms.fail("partition no longer exists")
     elif name == "reject":
@@ -93,6 +95,43 @@ def test_final_statuses_have_no_way_out():
     for status in MoveStatus:
         outs = [n for n, t in mv.TRANSITIONS.items() if status in t.sources]
         assert (outs == []) == status.final, (status, outs)
+
+
+def test_every_status_is_reachable_and_a_cancel_ends_only_at_the_original():
+    """Cancel means rollback: a move under way (a step in flight or between steps) reaches
+    CANCELLED directly (already at its original) or through ROLLING_BACK; a pending move is
+    never cancelled (it was never touched), a rolling-back one never completes."""
+    reach, todo = {MoveStatus.PENDING}, [MoveStatus.PENDING]
+    while todo:
+        s = todo.pop()
+        for t in mv.TRANSITIONS.values():
+            if s in t.sources and t.target not in reach:
+                reach.add(t.target)
+                todo.append(t.target)
+    assert reach == set(MoveStatus)
+    assert mv.TRANSITIONS["roll_back"].sources == {MoveStatus.READY, MoveStatus.MOVING}
+    assert mv.TRANSITIONS["cancel"].sources == {
+        MoveStatus.READY,
+        MoveStatus.MOVING,
+        MoveStatus.ROLLING_BACK,
+    }
+    assert MoveStatus.ROLLING_BACK not in mv.TRANSITIONS["complete"].sources
+    assert not MoveStatus.ROLLING_BACK.final
+
+
+def test_a_rollback_replays_through_the_table():
+    tp = {"topic": "t", "partition": 0}
+    events = [
+        {"event": "submitted", **tp},
+        {"event": "step_submitted", **tp},
+        {"event": "step_completed", **tp},
+        {"event": "rolling_back", **tp, "replicas": [2, 0, 1], "original": [0, 1]},
+        {"event": "cancelled", **tp, "replicas": [0, 1]},
+    ]
+    assert replay(events[:4])[TopicPartition("t", 0)] == MoveStatus.ROLLING_BACK
+    assert replay(events)[TopicPartition("t", 0)] == MoveStatus.CANCELLED
+    with pytest.raises(IllegalTransition):  # pending: nothing to roll back
+        replay([{"event": "rolling_back", **tp}])
 
 
 def test_a_failed_cancel_error_is_not_a_rejection():

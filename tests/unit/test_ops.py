@@ -44,6 +44,12 @@ class FakeCluster:
     def list_reassignments(self, tps=None):
         return dict(self.in_flight)
 
+    def now(self):
+        return 0.0
+
+    def sleep(self, seconds):
+        pass
+
     def broker_log_dirs(self, brokers=None):
         return {b: ["/d0", "/d1"] for b in (1, 2, 3, 4)}
 
@@ -173,22 +179,30 @@ def test_verify_missing_partition_is_a_mismatch():
     assert res.exit_code == ops.EXIT_MISMATCH and "does not exist" in "\n".join(res.lines())
 
 
-def test_cancel_reports_cancelled_not_moving_and_grown():
+def test_cancel_rolls_a_grown_partition_back_to_its_original_list():
+    """Issue 14 #1 / #17: a cancel that leaves a partition with more replicas than before
+    (KIP-455's wording; Kafka 4.3 deletes them, but a cluster may still show them) is not the
+    end: the original list is submitted and verified, not left to the user."""
     c = cluster(in_flight={A1: PartitionState(A1, (2, 3, 4), adding=(4,), removing=(2,))})
-    c.states[A1] = PartitionState(A1, (2, 3, 4))  # 4 joined the ISR before the cancel
+    c.states[A1] = PartitionState(A1, (2, 3, 4))  # 4 stays after the cancel
 
-    def after_cancel(targets, allow_replication_factor_change=True):
-        c.calls.append("alter")
-        c.in_flight = {}
+    def alter(targets, allow_replication_factor_change=True):
+        c.sent.append(dict(targets))
+        for tp, t in targets.items():
+            c.in_flight.pop(tp, None)
+            if t is not None:
+                c.states[tp] = PartitionState(tp, tuple(t))
         return dict.fromkeys(targets)
 
-    c.alter_reassignments = after_cancel
-    res = ops.cancel(c, Plan.of([Move(A0, (3, 4)), Move(A1, (3, 4))]), rollback_file="rb.json")
-    assert res.cancelled == [A1] and res.not_moving == [A0] and res.exit_code == 0
+    c.alter_reassignments = alter
+    res = ops.cancel(c, Plan.of([Move(A0, (3, 4)), Move(A1, (3, 4))]))
+    assert c.sent == [{A1: None}, {A1: (2, 3)}]
+    # a-0 is not moving: where it started only the journal or the rollback file could say
+    assert res.cancelled == [A1] and res.unknown == [A0] and res.exit_code == 0
     text = "\n".join(res.lines())
     assert "Successfully cancelled reassignment of partitions a-1" in text
-    assert "Not moving, nothing to cancel: a-0" in text
-    assert "a-1: was [2,3], now [2,3,4]" in text and "rb.json" in text
+    assert "a-1: back at its original replicas [2,3]" in text
+    assert "left as they are" in text and "a-0" in text and "KIP-455" not in text
 
 
 def test_cancel_needs_exactly_one_scope():

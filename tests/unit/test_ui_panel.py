@@ -426,3 +426,25 @@ def test_notebook_02_timeout_cancels_before_failing(tmp_path):
         exec(cell, ns)  # noqa: S102 - the notebook's own cell
     assert p.result is not None and p.phase == "cancelled"  # done before the failure
     assert TP("orders", 0) not in sim.list_reassignments()
+
+
+def test_cancel_rolls_stepped_moves_back_to_their_original_replicas(tmp_path):
+    """Issue 14 #1: the panel's Cancel is a rollback. Pressed after a KIP-435 step completed,
+    every move — between steps or with a step in flight — is back at its original list, in
+    order (before: the moves between steps kept (2, 0, 1)-like intermediate sets)."""
+    sim = cluster()
+    before = sim.assignment()
+    p = make_panel(sim, tmp_path, parallel_replica_count=1, throttle=1 * MB)
+    p.buttons["execute"].click()
+    for _ in range(3000):  # bounded: the worker runs on model time
+        with p._lock:
+            if any(e["event"] == "step_completed" for e in p.events):
+                break
+        time.sleep(0.01)
+    p.buttons["cancel"].click()
+    p.wait(60)
+    assert p.phase == "cancelled", p.message.value
+    assert not sim.list_reassignments() and sim.current_throttles().is_empty()
+    assert {tp: sim.assignment()[tp] for tp in before} == before
+    assert len(p.result.cancelled) == 3 and "rolled back to their original" in p.message.value
+    assert any(e["event"] == "rolling_back" for e in p.events)

@@ -1,0 +1,246 @@
+"""Cancel means rollback (issue 14 #1), on the simulator: every cancel path — ``Run.cancel()``
+/ Stop with cancel, ``--on-interrupt cancel``, ``--on-deadline cancel``, and ``--cancel``
+given the journal or the plan after the run was killed — brings every partition the run
+touched and did not complete back to its ORIGINAL replica list, in order, KIP-435 stepped
+moves between steps included, and reports it per partition.
+
+The move used throughout: (0, 1) -> (2, 3) with R = 1 goes (2, 0, 1), (2, 1), (2, 3): after
+step 1 the partition has RF 3 and a new preferred leader, after step 2 it has lost replica 0.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from reassign_kit import ops
+from reassign_kit.cli import reassign as reassign_cli
+from reassign_kit.engine import throttle as thr
+from reassign_kit.engine.journal import read_events
+from reassign_kit.engine.moves import MoveStatus, replay
+from reassign_kit.engine.run import ExecuteOptions, Run
+from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.simulate import MB, SimCluster
+
+TP = TopicPartition
+A0, A1 = TP("a", 0), TP("a", 1)
+RATE = 1 * MB
+ORIGINAL = {A0: (0, 1), A1: (1, 0)}
+TARGET = {A0: (2, 3), A1: (3, 2)}
+
+
+def cluster() -> SimCluster:
+    sim = SimCluster(4, bandwidth=50 * MB)
+    sim.add_topic("a", [list(ORIGINAL[A0]), list(ORIGINAL[A1])], 2 * MB)
+    return sim
+
+
+def plan(*tps: TopicPartition) -> Plan:
+    return Plan.of(Move(tp, TARGET[tp]) for tp in tps or (A0,))
+
+
+def run_of(sim: SimCluster, p: Plan, tmp_path, **opts) -> Run:
+    opts.setdefault("throttle", RATE)
+    opts.setdefault("parallel_replica_count", 1)
+    opts.setdefault("wait", True)
+    return Run(sim, p, ExecuteOptions(**opts), tmp_path / "run.jsonl", clock=sim.now,
+               sleep=sim.sleep)  # fmt: skip
+
+
+def events(tmp_path, name: str | None = None) -> list[dict]:
+    return [e for e in read_events(tmp_path / "run.jsonl") if name in (None, e["event"])]
+
+
+def exact_throttles(sim: SimCluster) -> bool:
+    """The throttles equal what the reassignments in flight need (none when idle)."""
+    need = thr.required_throttles({}, {}, sim.list_reassignments())
+    current = thr.current_throttles(sim, ["a"], sim.broker_ids)
+    return thr.sync_changes(need, RATE, current, ["a"], sim.broker_ids) == ({}, {})
+
+
+def at_original(sim: SimCluster, *tps: TopicPartition) -> bool:
+    return all(
+        sim.assignment()[tp] == ORIGINAL[tp] and tp not in sim.list_reassignments() for tp in tps
+    )
+
+
+def on_event(run: Run, name: str, act, nth: int = 1, **match):
+    """Call ``act()`` at the ``nth`` journal event ``name`` whose fields match."""
+    seen = {"n": 0}
+
+    def fn(e: dict) -> None:
+        if e["event"] == name and all(e.get(k) == v for k, v in match.items()):
+            seen["n"] += 1
+            if seen["n"] == nth:
+                act()
+
+    run.subscribe(fn)
+
+
+def assert_rolled_back(sim, tmp_path, res, *tps: TopicPartition) -> None:
+    assert at_original(sim, *tps), sim.assignment()
+    assert sorted(res.cancelled) == sorted(tps) and not res.rolling_back and not res.failed
+    assert sim.partitions[A0].leader == ORIGINAL[A0][0]  # the preferred leader, in place
+    rows = replay(events(tmp_path))
+    assert all(rows[tp] is MoveStatus.CANCELLED for tp in tps)
+    cancelled = {TP(e["topic"], e["partition"]): e for e in events(tmp_path, "cancelled")}
+    assert all(cancelled[tp]["replicas"] == list(ORIGINAL[tp]) for tp in tps)
+    assert exact_throttles(sim) and sim.current_throttles().is_empty()
+
+
+# ---------------------------------------------------------------- between steps
+
+
+@pytest.mark.parametrize("after_step", [1, 2])
+def test_a_stepped_move_cancelled_between_steps_goes_back_to_its_original_list(
+    tmp_path, after_step
+):
+    """Before: a move between steps was not 'moving', so the cancel left it at (2, 0, 1) or
+    (2, 1) — RF 3 and the leader moved, or replica 0 gone — and reported it 'not submitted'.
+    After step 2 the way back copies replica 0 again, throttled."""
+    sim = cluster()
+    run = run_of(sim, plan(A0), tmp_path)
+    on_event(run, "step_completed", lambda: run.stop(cancel_inflight=True), nth=after_step)
+    res = run.run()
+    assert res.state == "stopped"
+    assert_rolled_back(sim, tmp_path, res, A0)
+    back = events(tmp_path, "rolling_back")
+    assert [(e["replicas"], e["original"]) for e in back] == [
+        ([[2, 0, 1], [2, 1]][after_step - 1], [0, 1])
+    ]
+
+
+def test_a_step_in_flight_is_cancelled_back_to_the_original_not_the_previous_step(tmp_path):
+    """Before: cancelling step 3 ((2, 1) -> (2, 3)) left the partition at (2, 1), the step
+    before, and called it cancelled."""
+    sim = cluster()
+    run = run_of(sim, plan(A0), tmp_path)
+    on_event(run, "step_submitted", lambda: run.stop(cancel_inflight=True), step=3)
+    res = run.run()
+    assert_rolled_back(sim, tmp_path, res, A0)
+    assert sim.calls["alter_reassignments"] >= 5  # 3 steps, the cancel, the way back
+
+
+def test_run_cancel_is_the_same_rollback(tmp_path):
+    sim = cluster()
+    run = run_of(sim, plan(A0), tmp_path)
+    on_event(run, "step_completed", run.cancel)
+    assert_rolled_back(sim, tmp_path, run.run(), A0)
+
+
+def test_stop_alone_drains_and_leaves_the_move_where_it_is(tmp_path):
+    """Stop is not cancel: nothing more is submitted, nothing is rolled back."""
+    sim = cluster()
+    run = run_of(sim, plan(A0), tmp_path)
+    on_event(run, "step_completed", run.stop)
+    res = run.run()
+    assert res.state == "stopped" and not res.cancelled
+    assert sim.assignment()[A0] == (2, 0, 1) and not events(tmp_path, "rolling_back")
+
+
+# ---------------------------------------------------------------- interrupt, deadline
+
+
+def test_on_interrupt_cancel_rolls_back(tmp_path):
+    """``--on-interrupt cancel``: the CLI's SIGINT / SIGTERM handler calls ``stop()``."""
+    sim = cluster()
+    run = run_of(sim, plan(A0, A1), tmp_path, cancel_on_stop=True)
+    on_event(run, "step_completed", run.stop)
+    res = run.run()
+    assert_rolled_back(sim, tmp_path, res, A0, A1)
+
+
+def test_on_deadline_cancel_rolls_back_every_move_of_the_run(tmp_path):
+    """The run deadline passes while a-0 and a-1 are part-way (one between steps or with a
+    step in flight): both go back to their original lists, not to their last step."""
+    sim = cluster()
+    res = run_of(sim, plan(A0, A1), tmp_path, run_deadline=3, on_deadline="cancel").run()
+    assert res.state == "deadline"
+    assert_rolled_back(sim, tmp_path, res, A0, A1)
+    assert events(tmp_path, "deadline") and events(tmp_path, "rolling_back")
+
+
+def test_a_rollback_not_back_in_time_is_reported_with_its_throttles(tmp_path):
+    """The wait is bounded (``rollback_timeout``): a way back that cannot copy is reported
+    as rolling back, keeps exactly the throttles it needs, and a later ``--cancel
+    --journal`` finishes and verifies it."""
+    sim = cluster()
+    run = run_of(sim, plan(A0), tmp_path, rollback_timeout=5)
+    on_event(run, "step_completed", lambda: (sim.stall(A0), run.cancel()), nth=2)
+    res = run.run()
+    assert res.rolling_back == [A0] and not res.cancelled
+    assert A0 in sim.list_reassignments() and exact_throttles(sim)
+    assert not sim.current_throttles().is_empty()
+    assert replay(events(tmp_path))[A0] is MoveStatus.ROLLING_BACK
+    sim.stall(A0, False)
+    cres = ops.cancel_run(sim, str(tmp_path / "run.jsonl"), timeout_s=60)
+    assert cres.cancelled == [A0] and at_original(sim, A0) and cres.exit_code == 0
+    assert sim.current_throttles().is_empty()
+
+
+# ---------------------------------------------------------------- --cancel after a killed run
+
+
+class Killed(BaseException):
+    """Stands in for SIGKILL: the run dies without its exit path."""
+
+
+def killed_between_steps(sim: SimCluster, tmp_path, p: Plan) -> None:
+    run = run_of(sim, p, tmp_path)
+    run._finish = lambda: None  # the exit path never runs after SIGKILL
+
+    def die() -> None:
+        raise Killed()
+
+    on_event(run, "step_completed", die)
+    with pytest.raises(Killed):
+        run.run()
+    assert sim.assignment()[A0] == (2, 0, 1) and not sim.list_reassignments()
+
+
+@pytest.mark.parametrize("given", ["journal", "plan and journal", "plan and rollback file"])
+def test_cancel_of_a_run_killed_between_steps_rolls_back(tmp_path, monkeypatch, capsys, given):
+    """Before: ``--cancel`` said 'None of the specified partition reassignments are active'
+    and left a-0 at (2, 0, 1)."""
+    sim = cluster()
+    p = plan(A0, A1)
+    p.write(str(tmp_path / "plan.json"))
+    rollback = tmp_path / "rollback.json"
+    Plan.of(Move(tp, ORIGINAL[tp]) for tp in (A0, A1)).write(str(rollback))
+    killed_between_steps(sim, tmp_path, p)
+    monkeypatch.setattr(ops, "connect", lambda *a, **k: sim)
+    argv = ["--bootstrap-server", "sim:9092", "--cancel"]
+    argv += {
+        "journal": ["--journal", str(tmp_path / "run.jsonl")],
+        "plan and journal": ["--reassignment-json-file", str(tmp_path / "plan.json"),
+                             "--journal", str(tmp_path / "run.jsonl")],
+        "plan and rollback file": ["--reassignment-json-file", str(tmp_path / "plan.json"),
+                                   "--rollback-file", str(rollback)],
+    }[given]  # fmt: skip
+    code = reassign_cli.main(argv)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert at_original(sim, A0, A1), sim.assignment()
+    assert "a-0: back at its original replicas [0,1]" in out, out
+    assert sim.current_throttles().is_empty()
+
+
+def test_cancel_with_the_plan_alone_says_what_it_cannot_restore(tmp_path):
+    """Without the journal or the rollback file nothing says where a move between steps
+    started: the partition is named, with what would bring it back."""
+    sim = cluster()
+    killed_between_steps(sim, tmp_path, plan(A0))
+    res = ops.cancel(sim, plan(A0))
+    text = "\n".join(res.lines())
+    assert res.unknown == [A0] and not res.cancelled
+    assert "a-0" in text and "--journal" in text and "--rollback-file" in text
+
+
+def test_cancel_api_rolls_back_from_the_journal(tmp_path):
+    import reassign_kit
+
+    sim = cluster()
+    killed_between_steps(sim, tmp_path, plan(A0, A1))
+    res = reassign_kit.cancel(sim, journal=str(tmp_path / "run.jsonl"))
+    assert res.cancelled == [A0, A1] and at_original(sim, A0, A1)
+    df = res.to_pandas()
+    assert dict(zip(df["partition"], df["result"], strict=True))[0] == "cancelled"
