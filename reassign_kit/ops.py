@@ -614,8 +614,8 @@ def cancel(
     waits up to ``timeout_s`` and verifies. Originals come from the run's ``journal``, the
     ``rollback_file`` --execute saved, else (a move in flight) from the cluster. A partition
     already at the plan's target is left there (completed)."""
-    chosen = [plan is not None or journal is not None, topics is not None, all]
-    if sum(chosen) != 1:
+    chosen = [plan is not None, topics is not None, all]
+    if sum(chosen) > 1 or (sum(chosen) == 0 and journal is None):
         raise UsageError("cancel needs exactly one of a plan (or a journal), topics, or all")
     require_permissions(
         gateway,
@@ -625,7 +625,8 @@ def cancel(
         hint="" if preserve_throttles else "or cancel with --preserve-throttles",
     )
     j_plan, known, j_completed, j_rate = _originals_from(rollback_file, journal)
-    plan = plan if plan is not None else j_plan
+    if not any(chosen):  # --journal alone: the journaled run's plan
+        plan = j_plan
     if journal is not None and plan is None and topics is None and not all:
         raise UsageError(
             f"--journal {journal}: the journal holds no plan (too large to inline, and its "

@@ -213,12 +213,11 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> str:
     if action in ("execute", "verify") and not args.reassignment_json_file:
         raise UsageError(f"--{action} needs --reassignment-json-file")
     if action == "cancel":
-        plan_given = bool(args.reassignment_json_file) or bool(args.journal)
-        n = sum([plan_given, bool(args.topics), bool(args.all)])
-        if n != 1:
+        n = sum([bool(args.reassignment_json_file), bool(args.topics), bool(args.all)])
+        if n > 1 or (n == 0 and not args.journal):
             raise UsageError(
-                "--cancel needs exactly one of --reassignment-json-file (and / or --journal), "
-                "--topics or --all"
+                "--cancel needs exactly one of --reassignment-json-file, --topics or --all "
+                "(or --journal alone: the journaled run's plan)"
             )
     if action == "execute":
         paced.check(args)
