@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 
 from ..errors import EXIT_INTERRUPTED, ReassignKitError
-from . import plan, reassign, sandbox
+from . import calibrate, plan, reassign, sandbox
 
 # first word -> (main, whether the word is passed on)
 SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], bool]] = {
@@ -18,6 +18,7 @@ SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], bool]] = {
     "snapshot": (plan.main, True),
     "plan": (plan.main, True),
     "validate": (plan.main, True),
+    "calibrate": (calibrate.main, False),
 }
 
 

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import ops, validate
+from .. import ops, validate, whatif
 from ..engine.options import cli_options
 from ..errors import InvalidPlanError, ReassignKitError, UsageError, format_exit_codes
 from ..model import Plan
@@ -33,7 +33,9 @@ ACTIONS = ("generate", "execute", "verify", "cancel", "list", "progress")
 EXECUTE_FLAGS = {d.dest for d in cli_options()}  # engine.options: the one declaration
 # Which options (argparse dest) each action accepts, besides the connection options.
 ACTION_OPTIONS: dict[str, set[str]] = {
-    "execute": EXECUTE_FLAGS | {"reassignment_json_file", "rollback_file", "journal", "resume"},
+    "execute": EXECUTE_FLAGS
+    | {"reassignment_json_file", "rollback_file", "journal", "resume", "dry_run", "calibration"}
+    | {"output"},
     "verify": {"reassignment_json_file", "preserve_throttles"},
     "cancel": {
         "reassignment_json_file",
@@ -152,7 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
         "roll back to.",
     )
     o.add_argument(
-        "--output", choices=("text", "json"), default="text", help="--list output format."
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="Output format of --list, --progress and --execute --dry-run.",
     )
     g = p.add_argument_group("generate (see `reassign-kit plan`)")
     g.add_argument("--topics-to-move-json-file", metavar="FILE")
@@ -171,6 +176,21 @@ def build_parser() -> argparse.ArgumentParser:
         if grp not in groups:
             groups[grp] = p.add_argument_group(titles.get(grp, grp))
         groups[grp].add_argument(d.option.flag, **d.option.argparse_kwargs())
+    w = p.add_argument_group("what-if (--execute --dry-run: nothing is sent)")
+    w.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="Predict how long the plan takes with the options given and with the other "
+        "pacing policies (the executor run on a simulator set up like the cluster: its "
+        "partitions, their sizes, the throttle, the calibration); send nothing. "
+        "--output json: {predicted_seconds, policies: [{policy, seconds}]}.",
+    )
+    w.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="Rates and per-move cost learned from earlier journals (`reassign-kit calibrate`); "
+        "default: calibration.json beside --journal when there is one.",
+    )
     j = p.add_argument_group("journal (paced --execute)")
     j.add_argument(
         "--journal",
@@ -280,6 +300,8 @@ def _execute(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
     """A paced run when any pacing or step option is set (``paced.is_paced``), else the
     official tool's single request."""
     assert plan is not None
+    if args.dry_run:
+        return _dry_run(args, gateway, plan)
     if paced.is_paced(args):
         return paced.run_paced(args, gateway, plan)
     res = ops.execute(
@@ -301,6 +323,48 @@ def _execute(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
     )
     _print([line for line in res.lines() if not line.startswith("The rollback plan")])
     return res.exit_code
+
+
+def _dry_run(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
+    """``--execute --dry-run``: the plan validated and its makespan predicted per pacing
+    policy; read-only calls only."""
+    opts = paced.options_from_args(args)
+    view = ops.cluster_view(gateway, plan)
+    validate.validate_plan(
+        plan,
+        view,
+        disallow_replication_factor_change=not opts.allow_replication_factor_change,
+        source=args.reassignment_json_file,
+    )
+    cal_path = args.calibration
+    if cal_path is None and args.journal:
+        beside = os.path.join(os.path.dirname(os.path.abspath(args.journal)), "calibration.json")
+        cal_path = beside if os.path.exists(beside) else None
+    cal = whatif.Calibration.read(cal_path) if cal_path else None
+    sizes = ops.partition_sizes(gateway, [m.tp for m in plan])
+    brokers = [b.id for b in gateway.brokers()]
+    rows = whatif.predict(plan, view.states, sizes, brokers, opts, cal)
+    if args.output == "json":
+        print(json.dumps({"predicted_seconds": rows[0]["seconds"], "policies": rows}, indent=2))
+        return 0
+    print(
+        f"Predicted makespan of {len(plan)} move(s), "
+        f"{sum(sizes.values()) / 2**20:.1f} MiB (nothing was sent to the cluster)"
+    )
+    print(f"calibration: {cal_path or 'none (throttle or 100 MiB/s per broker, 0 s per move)'}")
+    width = max(len(r["policy"]) for r in rows)
+    for r in rows:
+        print(f"  {r['policy']:<{width}}  {_duration(r['seconds'])}")
+    return 0
+
+
+def _duration(seconds: float) -> str:
+    s = int(round(seconds))
+    return (
+        f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s"
+        if s >= 3600
+        else f"{s // 60}m{s % 60:02d}s"
+    )
 
 
 def _verify(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:

@@ -86,6 +86,7 @@ class SimCluster:
         self.racks = dict(racks or {})
         self.down: set[int] = set()
         self.bandwidth = float(bandwidth)
+        self.broker_bandwidth: dict[int, float] = {}  # per broker, where it differs (what-if)
         self.tick = tick
         self.t = 0.0
         self.partitions: dict[TopicPartition, SimPartition] = {}
@@ -173,9 +174,10 @@ class SimCluster:
             for sp in sps
             if (sp.tp.partition, broker) in self.throttles.follower_replicas.get(sp.tp.topic, ())
         ]
+        bandwidth = self.broker_bandwidth.get(broker, self.bandwidth)
         if rate is not None and throttled:
-            return min(rate, self.bandwidth) / len(sps)
-        return self.bandwidth / len(sps)
+            return min(rate, bandwidth) / len(sps)
+        return bandwidth / len(sps)
 
     def _finish(self, sp: SimPartition) -> None:
         target = list(sp.target or [])

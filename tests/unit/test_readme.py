@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import reassign_kit
+from reassign_kit.cli import calibrate as calibrate_cli
 from reassign_kit.cli import plan as plan_cli
 from reassign_kit.cli import reassign as reassign_cli
 from reassign_kit.cli import sandbox as sandbox_cli
@@ -98,6 +99,9 @@ def parse(argv: list[str]) -> str:
         if rest and rest[0] == "sandbox":
             sandbox_cli._parser().parse_args(rest[1:])
             return "sandbox"
+        if rest and rest[0] == "calibrate":
+            calibrate_cli._parser().parse_args(rest[1:])
+            return "calibrate"
         plan_cli.build_parser().parse_args(rest)
         return "plan"
     if head == "$RK":
