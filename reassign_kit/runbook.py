@@ -66,6 +66,30 @@ def resolve_bootstrap(bootstrap_servers: str = "", sandbox_dir: str = "") -> str
         ) from e
 
 
+def resolve_command_config(
+    command_config: str = "", bootstrap_servers: str = "", sandbox_dir: str = ""
+) -> str | None:
+    """The client config file a notebook should use (the ``command_config`` parameter names a
+    file, never holds a secret): the one given, else, for a secured sandbox the notebook uses
+    (no ``bootstrap_servers``), the sandbox's admin config; None = none (plaintext)."""
+    if command_config:
+        if not os.path.isfile(command_config):
+            raise RunbookError(
+                f"command_config {command_config!r} is not a file: it names a client "
+                ".properties file (as --command-config), never the settings or a secret themselves"
+            )
+        return command_config
+    if bootstrap_servers:
+        return None
+    from .sandbox import Sandbox
+
+    try:
+        sb = Sandbox(sandbox_dir or default_sandbox_dir())
+    except ReassignKitError:
+        return None  # resolve_bootstrap says what is wrong with it
+    return sb.client_configs.get("admin")
+
+
 def demo_topic_and_plan(
     sandbox_dir: str,
     output_dir: str,
@@ -85,7 +109,7 @@ def demo_topic_and_plan(
     if topic not in sb.admin().list_topics(timeout=10).topics:
         sb.create_topic(topic, partitions, rf=rf)
         sb.load(topic, mb_per_partition)
-    gw = connect(sb.bootstrap_servers)
+    gw = connect(sb.bootstrap_servers, sb.client_configs.get("admin"))  # None: plaintext
     try:
         ids = sorted(b.id for b in gw.brokers())
         states = gw.describe_partitions([TopicPartition(topic, p) for p in range(partitions)])

@@ -358,6 +358,53 @@ def test_the_panel_takes_the_same_config_file(sec, admin_gw, topic_name):
     assert admin_gw.describe_partitions(tps)[tps[0]].replicas == (2, 3)
 
 
+# ----------------------------------------------------------------------------- runbooks
+
+
+def test_runbooks_headless_take_a_command_config_file(sec, topic_name):
+    """01 (plan, as reader), 02 (execute, as admin: the demo topic, the panel pressed
+    headless) and 03 (verify, as admin) with ``command_config`` = a file path; their output
+    notebooks, reports and charts are in the secret search below."""
+    from reassign_kit import runbook
+
+    common = {"sandbox_dir": str(sec.dir)}
+    runbook.run_notebook(
+        "01_plan",
+        str(OUT / "runbook-01"),
+        {**common, "command_config": sec.client_config("reader"), "engine": "local"},
+        execution_timeout=300,
+    )
+    assert (OUT / "runbook-01" / "snapshot.json").exists()
+    runbook.run_notebook(
+        "02_execute",
+        str(OUT / "runbook-02"),
+        {
+            **common,
+            "command_config": sec.client_config("admin"),
+            "demo_topic": topic_name("sec-nb"),
+            "demo_partitions": 2,
+            "demo_mb_per_partition": 0.2,
+            "auto_execute": True,
+            "batch_size": 1,
+            "throttle": FAST,
+            "poll_interval_ms": 300,
+        },
+        execution_timeout=300,
+    )
+    report = json.loads((OUT / "runbook-02" / "execute_report.json").read_text())
+    assert report["phase"] == "done" and report["verify_complete"] is True
+    runbook.run_notebook(
+        "03_verify",
+        str(OUT / "runbook-03"),
+        {
+            **common,
+            "command_config": sec.client_config("admin"),
+            "plan_path": str(OUT / "runbook-02" / "plan.json"),
+        },
+        execution_timeout=300,
+    )
+
+
 # ----------------------------------------------------------------------------- secrets
 
 
