@@ -1,0 +1,172 @@
+"""Cost that follows the work (issue 12), checked by counting work, never by timing it:
+the rollback plan is one pass over the plan (it re-scanned the plan per partition) and gives
+the same plan as the quadratic version did."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reassign_kit.cluster.views import rollback_plan
+from reassign_kit.model import ANY_LOG_DIR, Move, PartitionState, Plan, TopicPartition
+
+TP = TopicPartition
+
+
+def reference_rollback_plan(plan, states, replica_dirs=None):
+    """The rollback plan as it was before issue 12 (quadratic: the log-dir check re-scanned
+    the plan for every partition): the specification the linear version must keep."""
+    moves = []
+    for m in plan:
+        st_ = states.get(m.tp)
+        if st_ is None:
+            continue
+        reps = (
+            tuple(r for r in st_.replicas if r not in st_.adding)
+            if st_.reassigning
+            else st_.replicas
+        )
+        dirs = None
+        if any(x.log_dirs is not None for x in plan) and replica_dirs is not None:
+            dirs = tuple(replica_dirs.get((m.tp, r), ANY_LOG_DIR) for r in reps)
+        moves.append(Move(m.tp, reps, dirs))
+    return Plan.of(moves)
+
+
+class CountingPlan(Plan):
+    """A plan that counts how many times it is walked."""
+
+    def __init__(self, moves):
+        super().__init__(moves)
+        object.__setattr__(self, "walks", 0)
+
+    def __iter__(self):
+        object.__setattr__(self, "walks", self.walks + 1)
+        return super().__iter__()
+
+
+replica_lists = st.lists(st.integers(0, 5), min_size=1, max_size=4, unique=True)
+
+
+@st.composite
+def cases(draw):
+    n = draw(st.integers(0, 12))
+    tps = [TP(draw(st.sampled_from("ab")), p) for p in range(n)]
+    tps = sorted(set(tps))
+    with_dirs = draw(st.booleans())
+    moves, states, dirs = [], {}, {}
+    for tp in tps:
+        target = draw(replica_lists)
+        log_dirs = None
+        if with_dirs and draw(st.booleans()):
+            log_dirs = tuple(draw(st.sampled_from(["/d1", "/d2", ANY_LOG_DIR])) for _ in target)
+        moves.append(Move(tp, tuple(target), log_dirs))
+        if draw(st.integers(0, 4)) == 0:
+            continue  # unknown to the cluster: left out of the rollback
+        replicas = tuple(draw(replica_lists))
+        adding = tuple(r for r in replicas if draw(st.booleans()))
+        removing = tuple(r for r in replicas if r not in adding and draw(st.booleans()))
+        states[tp] = PartitionState(tp, replicas, replicas, replicas[0], adding, removing)
+        for r in replicas:
+            if draw(st.booleans()):
+                dirs[(tp, r)] = draw(st.sampled_from(["/d1", "/d2"]))
+    return Plan.of(moves), states, (dirs if draw(st.booleans()) else None)
+
+
+@settings(max_examples=150, deadline=None)
+@given(cases())
+def test_rollback_plan_is_the_same_plan_as_before(case):
+    plan, states, dirs = case
+    assert rollback_plan(plan, states, dirs) == reference_rollback_plan(plan, states, dirs)
+
+
+def test_rollback_plan_walks_the_plan_a_constant_number_of_times():
+    # without log dirs in the plan the quadratic version walked the plan once per partition
+    # (n + 1 walks); the linear one walks it at most twice whatever its size
+    for n in (10, 1000):
+        moves = [Move(TP("t", p), (1, 2)) for p in range(n)]
+        states = {m.tp: PartitionState(m.tp, (0, 1), (0, 1), 0) for m in moves}
+        dirs = {(m.tp, b): "/d" for m in moves for b in (0, 1)}
+        plan = CountingPlan(tuple(moves))
+        out = rollback_plan(plan, states, dirs)
+        assert len(out) == n
+        assert plan.walks <= 2, (n, plan.walks)
+
+
+# ---- Run.status(): counts kept by the transitions, rows only when asked ---------------------
+
+
+class CountingList(list):
+    """A list that counts how many times it is walked."""
+
+    walks = 0
+
+    def __iter__(self):
+        self.walks += 1
+        return super().__iter__()
+
+
+def test_run_status_counts_follow_the_moves_without_walking_them(tmp_path):
+    from reassign_kit.engine.results import RunStatus
+    from reassign_kit.engine.run import ExecuteOptions, Run
+    from reassign_kit.simulate import MB, SimCluster
+
+    sim = SimCluster(4, bandwidth=50 * MB)
+    sim.add_topic("a", [[p % 4, (p + 1) % 4] for p in range(12)], 2 * MB)
+    plan = Plan.of(
+        Move(tp, tuple((b + 2) % 4 for b in sp.replicas)) for tp, sp in sim.partitions.items()
+    )
+    run = Run(
+        sim,
+        plan,
+        ExecuteOptions(
+            batch_size=3,
+            incremental=True,
+            parallel_replica_count=1,  # steps: moves between steps (ready) count as moving
+            wait=True,
+            throttle=1 * MB,
+        ),
+        journal_path=tmp_path / "run.jsonl",
+        clock=sim.now,
+        sleep=sim.sleep,
+    )
+    seen: list[tuple] = []
+    real_poll = run._poll
+
+    def poll():
+        out = real_poll()
+        order = CountingList(run._order)
+        run._order = order
+        st = run.status()
+        assert order.walks == 0  # the counts cost nothing per move
+        walked = RunStatus.of(st.state, st.run_id, [run._moves[tp] for tp in order], None)
+        got = (st.done, st.moving, st.pending, st.failed, st.cancelled, st.total)
+        want = (
+            walked.done,
+            walked.moving,
+            walked.pending,
+            walked.failed,
+            walked.cancelled,
+            walked.total,
+        )
+        assert got == want
+        walks = order.walks
+        assert st.rows == [run._moves[tp].row() for tp in plan_order]
+        assert order.walks == walks + 1  # rows: built when asked for, one walk
+        seen.append(got)
+        return out
+
+    plan_order: list = []
+    run._poll = poll
+    real_begin = run._begin
+
+    def begin():
+        real_begin()
+        plan_order.extend(run._order)
+
+    run._begin = begin
+    res = run.run()
+    assert res.state == "done"
+    assert len(seen) > 3
+    assert any(0 < s[0] < 12 and s[1] > 0 and s[2] > 0 for s in seen), seen  # mid-run seen
+    assert seen[-1] == (12, 0, 0, 0, 0, 12)
