@@ -23,7 +23,7 @@ is read back from its journal and the cluster, and the journal already holds its
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -107,6 +107,10 @@ class MoveIndex:
 
     def of(self, *statuses: MoveStatus) -> list[MoveState]:
         return [ms for s in statuses for ms in self.by_status[s].values()]
+
+    def iter(self, status: MoveStatus) -> Iterator[MoveState]:
+        """The moves of one status, lazily (nothing may change a status while it is read)."""
+        return iter(self.by_status[status].values())
 
     def count(self, *statuses: MoveStatus) -> int:
         return sum(len(self.by_status[s]) for s in statuses)

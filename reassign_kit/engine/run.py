@@ -606,11 +606,12 @@ class Run:
         with self._lock:
             caps = self._caps
         ready_items, ready_states = self._next_steps(states, now)
-        inflight = [self._inflight_item(ms) for ms in self._index.of(MOVING)]
-        pending = [ms.item for ms in self._index.of(PENDING)]
-        if not pending and not ready_items:
+        if not self._index.count(PENDING) and not ready_items:
             self.waiting_reason = None
             return
+        inflight = [self._inflight_item(ms) for ms in self._index.of(MOVING)]
+        # read lazily by decide, only as far as it needs (not the whole plan at every poll)
+        pending = (ms.item for ms in self._index.iter(PENDING))
         d = decide(pending, inflight, caps, ready=ready_items, cluster_inflight=len(cluster))
         self.waiting_reason = d.waiting_reason
         if d.submit:

@@ -10,6 +10,7 @@ takes effect at the next one. No clocks, no I/O: the executor and the simulator 
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -125,7 +126,7 @@ class Decision:
 
 
 def decide(
-    pending: Sequence[Item],
+    pending: Iterable[Item],
     inflight: Sequence[Item],
     caps: Caps,
     *,
@@ -134,7 +135,11 @@ def decide(
 ) -> Decision:
     """Pick what to submit now.
 
-    ``pending``: moves not yet submitted, in run order (with batch numbers).
+    ``pending``: moves not yet submitted, in run order (with batch numbers, which never
+    decrease along it). Read lazily, only as far as the decision needs (issue 12: a poll
+    costs what it submits, not the plan): up to the incremental cap, to the end of the
+    current batch, to the first move the cluster-wide cap stops; the whole of it only in
+    legacy mode, with ``prefer_leader_moves``, or while broker / leader caps block moves.
     ``inflight``: this run's moves reassigning now (they hold slots and broker load).
     ``ready``: this run's moves between two steps: they hold a slot, their next step needs
     broker / leader / cluster room but no new slot; they go before any new move.
@@ -181,9 +186,10 @@ def decide(
         broker_load.update(it.brokers)
         leaders += it.moves_leader
 
-    def prefer(items: Sequence[Item]) -> list[Item]:
+    def prefer(items: Iterable[Item]) -> Iterable[Item]:
         if not caps.prefer_leader_moves:
-            return list(items)
+            return items
+        items = list(items)
         return [i for i in items if i.moves_leader] + [i for i in items if not i.moves_leader]
 
     for it in prefer(ready):
@@ -194,12 +200,17 @@ def decide(
             blocked[it.tp] = why
 
     batch = None
-    candidates: list[Item] = list(pending)
-    if caps.mode == "batch" and (pending or inflight or ready):
-        batch = min(i.batch for i in (*pending, *inflight, *ready))
-        candidates = [i for i in pending if i.batch == batch]
-        if pending and not candidates:
+    rest = iter(pending)
+    first = next(rest, None)
+    candidates: Iterable[Item] = () if first is None else itertools.chain((first,), rest)
+    if caps.mode == "batch" and (first is not None or inflight or ready):
+        # batch numbers never decrease along ``pending``: its first move has its lowest
+        batch = min(i.batch for i in (*(() if first is None else (first,)), *inflight, *ready))
+        if first is not None and first.batch != batch:
             reason = f"waiting for batch {batch} to complete"
+            candidates = ()
+        else:
+            candidates = itertools.takewhile(lambda i: i.batch == batch, candidates)
 
     new_taken = 0
     for it in prefer(candidates):

@@ -170,3 +170,78 @@ def test_run_status_counts_follow_the_moves_without_walking_them(tmp_path):
     assert len(seen) > 3
     assert any(0 < s[0] < 12 and s[1] > 0 and s[2] > 0 for s in seen), seen  # mid-run seen
     assert seen[-1] == (12, 0, 0, 0, 0, 12)
+
+
+# ---- a poll reads the pending moves only as far as it submits ------------------------------
+
+
+class Counted:
+    """An iterable that counts the items taken from it."""
+
+    def __init__(self, items):
+        self.items, self.taken = list(items), 0
+
+    def __iter__(self):
+        for it in self.items:
+            self.taken += 1
+            yield it
+
+
+def test_decide_reads_pending_only_as_far_as_it_submits():
+    from reassign_kit.engine.schedule import Caps, Item, assign_batches, decide
+
+    items = [Item(TP("t", p), frozenset({p % 7, (p + 1) % 7})) for p in range(10_000)]
+    # incremental, 5 in flight, room for 2 more
+    pending = Counted(items[5:])
+    d = decide(pending, items[: 5 - 2], Caps(5, incremental=True))
+    assert len(d.submit) == 2 and pending.taken <= 3
+    # incremental, full: nothing read beyond the first
+    pending = Counted(items[5:])
+    assert decide(pending, items[:5], Caps(5, incremental=True)).submit == ()
+    assert pending.taken <= 1
+    # batch mode: the current batch only
+    numbered = assign_batches(items, Caps(4))
+    pending = Counted(numbered)
+    d = decide(pending, [], Caps(4))
+    assert d.submit == tuple(i.tp for i in numbered[:4]) and pending.taken <= 5
+    # a batch still in flight: waiting, nothing beyond the first read
+    pending = Counted(numbered[4:])
+    d = decide(pending, numbered[2:4], Caps(4))
+    assert d.submit == () and d.waiting_reason == "waiting for batch 0 to complete"
+    assert pending.taken == 1
+
+
+def test_a_paced_run_reads_pending_moves_only_as_far_as_it_submits(tmp_path, monkeypatch):
+    from reassign_kit.engine import run as run_mod
+    from reassign_kit.engine.run import ExecuteOptions, Run
+    from reassign_kit.simulate import MB, SimCluster
+
+    n, cap = 400, 8
+    sim = SimCluster(8, bandwidth=50 * MB)
+    sim.add_topic("a", [[p % 8, (p + 1) % 8] for p in range(n)], 1 * MB)
+    plan = Plan.of(
+        Move(tp, tuple((b + 2) % 8 for b in sp.replicas)) for tp, sp in sim.partitions.items()
+    )
+    reads: list[int] = []
+    real_decide = run_mod.decide
+
+    def decide(pending, *a, **k):
+        counted = Counted(pending)
+        d = real_decide(counted, *a, **k)
+        reads.append(counted.taken)
+        return d
+
+    monkeypatch.setattr(run_mod, "decide", decide)
+    run = Run(
+        sim,
+        plan,
+        ExecuteOptions(batch_size=cap, incremental=True, wait=True, throttle=1 * MB),
+        journal_path=tmp_path / "run.jsonl",
+        clock=sim.now,
+        sleep=sim.sleep,
+    )
+    assert run.run().state == "done"
+    assert len(reads) >= n // cap
+    # every poll read at most the moves it could submit and the one after (was: every
+    # pending move of the plan, at every poll)
+    assert max(reads) <= cap + 1, reads
