@@ -416,6 +416,9 @@ class ThrottleKeeper:
         self.emit = emit
         self.applied: dict[str, Any] | None = None  # throttles in scope after the last sync
         self._applied_for: Any = None
+        # what the last sync was given: the same again (nothing submitted, no reassignment
+        # in flight changed) needs the same throttles, without computing them (issue 12)
+        self._given: Any = None
         self.managed_brokers: set[int] = set()  # brokers this run set a rate on
         self.managed_topics: set[str] = set()  # topics whose lists this run wrote
 
@@ -451,6 +454,17 @@ class ThrottleKeeper:
         ``submitting``: tp -> (target, current state), about to be submitted."""
         if not self.active:
             return
+        ld_given = frozenset(log_dir_brokers)
+        given = (ld_given, frozenset(self.managed_topics), frozenset(self.managed_brokers))
+        if (
+            self.applied is not None
+            and not submitting
+            and self._given is not None
+            and self._given[0] is ours
+            and self._given[1] == given
+            and self._given[2] == cluster
+        ):
+            return
         targets = {tp: st.target for tp, st in cluster.items() if tp in ours}
         states = {tp: st for tp, st in cluster.items() if tp in ours}
         for tp, (tgt, st) in (submitting or {}).items():
@@ -461,11 +475,13 @@ class ThrottleKeeper:
         mine = {b for tp in targets for b in (*moves[tp].sources, *moves[tp].destinations)}
         keep = required.brokers - mine
         topics = self.plan_topics | {tp.topic for tp in cluster} | self.managed_topics
-        ld = set(log_dir_brokers) if self.log_dir_rate is not None else set()
+        ld = set(ld_given) if self.log_dir_rate is not None else set()
         brokers = self.managed_brokers | set(required.brokers) | ld
         key = (required, frozenset(keep), frozenset(topics), frozenset(brokers), frozenset(ld))
         if self.applied is not None and not submitting and self._applied_for == key:
+            self._given = (ours, given, dict(cluster))
             return
+        self._given = None
         before, after, changes = sync_throttles(
             self.gw, required, self.rate, topics, brokers, keep, self.log_dir_rate, ld
         )

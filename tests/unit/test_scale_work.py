@@ -245,3 +245,54 @@ def test_a_paced_run_reads_pending_moves_only_as_far_as_it_submits(tmp_path, mon
     # every poll read at most the moves it could submit and the one after (was: every
     # pending move of the plan, at every poll)
     assert max(reads) <= cap + 1, reads
+
+
+# ---- throttles computed again only when what is in flight changed ---------------------------
+
+
+def test_throttles_are_computed_again_only_when_the_moves_in_flight_change(tmp_path, monkeypatch):
+    from reassign_kit.engine import throttle as thr
+    from reassign_kit.engine.run import ExecuteOptions, Run
+    from reassign_kit.simulate import MB, SimCluster
+
+    sim = SimCluster(4, bandwidth=1 * MB, tick=1.0)
+    sim.add_topic("a", [[p % 4, (p + 1) % 4] for p in range(4)], 10 * MB)  # ~10 polls a move
+    plan = Plan.of(
+        Move(tp, tuple((b + 2) % 4 for b in sp.replicas)) for tp, sp in sim.partitions.items()
+    )
+    computed = {"n": 0}
+    real = thr.throttles_for
+
+    def throttles_for(moves):
+        computed["n"] += 1
+        return real(moves)
+
+    monkeypatch.setattr(thr, "throttles_for", throttles_for)
+    run = Run(
+        sim,
+        plan,
+        ExecuteOptions(
+            batch_size=2, incremental=True, wait=True, throttle=1 * MB, poll_interval_ms=1000
+        ),
+        journal_path=tmp_path / "run.jsonl",
+        clock=sim.now,
+        sleep=sim.sleep,
+    )
+    views: list = []
+    real_list = sim.list_reassignments
+
+    def list_reassignments():
+        out = real_list()
+        views.append(out)
+        return out
+
+    monkeypatch.setattr(sim, "list_reassignments", list_reassignments)
+    res = run.run()
+    assert res.state == "done"
+    changes = sum(1 for a, b in zip(views, views[1:], strict=False) if a != b)
+    polls = len(views)
+    assert polls >= 20, polls
+    # a sync per poll computed the throttles at every poll; now only when the reassignments
+    # in flight changed (or a submission / the end needs them), plus the next poll after a write
+    assert computed["n"] <= 2 * changes + 6, (computed, changes, polls)
+    assert computed["n"] < polls / 2, (computed, polls)
