@@ -181,10 +181,17 @@ def _printer(run: Run):
 def _report(res: RunResult, args: argparse.Namespace, journal: str, interrupted: bool) -> None:
     print(
         f"Run {res.run_id}: {res.state}. Submitted {len(res.submitted)}, complete "
-        f"{len(res.completed)}, still moving {len(res.still_moving)}, not submitted "
-        f"{len(res.pending)}, cancelled (back at their original replicas) "
-        f"{len(res.cancelled)}, failed {len(res.failed)}."
+        f"{len(res.completed)}, still moving {len(res.still_moving)}, between steps "
+        f"{len(res.between_steps)}, not submitted {len(res.not_submitted)}, cancelled (back at "
+        f"their original replicas) {len(res.cancelled)}, failed {len(res.failed)}."
     )
+    if res.between_steps:
+        shown = ", ".join(str(t) for t in res.between_steps[:10])
+        print(
+            f"Between two KIP-435 steps (an intermediate replica set, nothing in flight): "
+            f"{shown}{' …' if len(res.between_steps) > 10 else ''}; --resume goes on with "
+            "their next step, the cancel command rolls them back to their original replicas."
+        )
     if res.rolling_back:
         shown = ", ".join(str(t) for t in res.rolling_back[:10])
         print(

@@ -87,6 +87,10 @@ class RunResult:
     # cancelled, but not back at their original replicas when the run ended (the rollback
     # still in flight, with its throttles; ``--cancel --journal`` finishes and verifies it)
     rolling_back: list[TopicPartition] = field(default_factory=list)
+    # submitted, but between two KIP-435 steps when the run ended (Stop drains): at an
+    # intermediate replica set, nothing in flight. Also in ``pending`` (their next step was
+    # not submitted); --resume goes on from there, the cancel rolls them back.
+    between_steps: list[TopicPartition] = field(default_factory=list)
 
     @classmethod
     def of(
@@ -120,7 +124,19 @@ class RunResult:
             error=error,
             cleanup_error=cleanup_error,
             rolling_back=having("rolling_back"),
+            between_steps=[
+                ms.tp
+                for ms in moves
+                if ms.submitted_at is not None
+                and (ms.status == "ready" or (ms.status == "moving" and ms.tp in idle))
+            ],
         )
+
+    @property
+    def not_submitted(self) -> list[TopicPartition]:
+        """Moves never submitted (``pending`` without those between steps)."""
+        between = set(self.between_steps)
+        return [tp for tp in self.pending if tp not in between]
 
     @property
     def ok(self) -> bool:
@@ -156,7 +172,8 @@ class RunResult:
 
         rows = [{"partition": str(t), "status": "completed"} for t in self.completed]
         rows += [{"partition": str(t), "status": "moving"} for t in self.still_moving]
-        rows += [{"partition": str(t), "status": "pending"} for t in self.pending]
+        rows += [{"partition": str(t), "status": "pending"} for t in self.not_submitted]
+        rows += [{"partition": str(t), "status": "between steps"} for t in self.between_steps]
         rows += [{"partition": str(t), "status": "cancelled"} for t in self.cancelled]
         rows += [{"partition": str(t), "status": "rolling back"} for t in self.rolling_back]
         rows += [

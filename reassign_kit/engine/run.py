@@ -957,15 +957,24 @@ class Run:
         run's throttles stay); a throttle cleanup that fails is reported as such."""
         state = self._end_state or ("stopped" if self._stop.is_set() else "failed")
         idle: set[TopicPartition] = set()
+        touched: list[TopicPartition] = []  # what a user's cancel acted on
         cleanup_error: str | None = None
         last_known = self._throttles.left()
         try:
             if not self._began:
                 pass
             elif self._cancel_on_stop and self._stop.is_set():  # Ctrl-C / SIGTERM / cancel()
-                self._cancel([ms.tp for ms in self._index.of(MOVING, READY)], reason="stop")
+                touched = [ms.tp for ms in self._index.of(MOVING, READY)]
+                self._cancel(touched, reason="stop")
             if self._began:
                 self._await_rollbacks()  # a cancel here, on a deadline or earlier in the run
+            # cancelled by the user in the poll that reached KIP-1335's return point: the run
+            # did not finish, it was stopped (before: "done", exit 0, for a run rolled back)
+            rolled = (CANCELLED, ROLLING_BACK)
+            if state in ("submitted", "done") and any(
+                self._moves[tp].status in rolled for tp in touched
+            ):
+                state = "stopped"
             cluster = self.gw.list_reassignments() if self._began else {}
             watch = [ms.tp for ms in self._index.of(MOVING, READY, ROLLING_BACK)]
             if watch and self._began:

@@ -137,6 +137,45 @@ def test_stop_alone_drains_and_leaves_the_move_where_it_is(tmp_path):
     assert sim.assignment()[A0] == (2, 0, 1) and not events(tmp_path, "rolling_back")
 
 
+def test_a_drained_move_between_steps_is_reported_between_steps_not_unsubmitted(tmp_path, capsys):
+    """Issue 14 #1: after Stop a stepped move between steps was reported 'not submitted'
+    although it sits at an intermediate replica set ((2, 0, 1): RF 3)."""
+    import argparse
+
+    from reassign_kit.cli import paced
+
+    sim = cluster()
+    run = run_of(sim, plan(A0, A1), tmp_path, batch_size=1)
+    on_event(run, "step_completed", run.stop, topic="a", partition=0)
+    res = run.run()
+    assert sim.assignment()[A0] == (2, 0, 1) and A1 not in res.submitted
+    assert res.between_steps == [A0] and res.not_submitted == [A1]
+    assert sorted(res.pending) == [A0, A1]  # their next step was not submitted (as before)
+    args = argparse.Namespace(
+        bootstrap_server="k:9092", command_config=None, reassignment_json_file="plan.json"
+    )
+    paced._report(res, args, "run.jsonl", False)
+    out = capsys.readouterr().out
+    assert "between steps 1, not submitted 1" in out, out
+    assert "Between two KIP-435 steps (an intermediate replica set, nothing in flight): a-0" in out
+    rows = res.to_pandas()
+    assert dict(zip(rows["partition"], rows["status"], strict=True)) == {
+        "a-0": "between steps",
+        "a-1": "pending",
+    }
+
+
+def test_a_cancel_as_the_last_step_is_submitted_is_not_reported_done(tmp_path):
+    """Without --wait the run ends at KIP-1335's return point, the poll that submits the last
+    step; a Cancel in that same poll rolled the move back but the run said 'done' (exit 0)."""
+    sim = cluster()
+    run = run_of(sim, plan(A0), tmp_path, wait=False)
+    on_event(run, "step_submitted", run.cancel, step=3)
+    res = run.run()
+    assert_rolled_back(sim, tmp_path, res, A0)
+    assert res.state == "stopped" and not res.ok and res.exit_code != 0
+
+
 # ---------------------------------------------------------------- interrupt, deadline
 
 
