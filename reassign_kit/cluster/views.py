@@ -59,8 +59,10 @@ def require_permissions(
     ]
     ops = " ".join(f"--operation {_ACL_NAME.get(op, op)}" for op in missing)
     lines.append(
-        f"Grant it (kafka-acls --add --allow-principal User:<name> {ops} --cluster) or use a "
-        "principal that has it" + (f"; {hint}" if hint else ".")
+        f"Grant {'them' if len(missing) > 1 else 'it'} (kafka-acls --add --allow-principal "
+        f"User:<name> {ops} --cluster) or use a principal that has "
+        + ("them" if len(missing) > 1 else "it")
+        + (f"; {hint}" if hint else ".")
     )
     raise AuthorizationError("\n".join(lines))
 
