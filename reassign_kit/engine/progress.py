@@ -127,6 +127,7 @@ class ProgressReport:
     pct: float | None = None
     rate_bps: float | None = None
     eta_s: float | None = None
+    eta_reason: str | None = None  # why there is no ETA, or what it is bound by
 
     @property
     def done(self) -> bool:
@@ -181,6 +182,7 @@ class ProgressReport:
             "bytes_total": self.bytes_total,
             "rate_bps": self.rate_bps,
             "eta_s": self.eta_s,
+            "eta_reason": self.eta_reason,
             "replicas": [r.__dict__ for r in self.replicas],
             "partitions": [{**p.__dict__, "replicas": list(p.replicas)} for p in self.partitions],
             "brokers": [b.__dict__ for b in self.brokers],
@@ -206,7 +208,7 @@ class ProgressReport:
         return (
             f"plan: {self.status}  {_fmt_pct(self.pct)}  {_fmt_bytes(self.bytes_remaining)} "
             f"of {_fmt_bytes(self.bytes_total)} to copy  {_fmt_rate(self.rate_bps)}  "
-            f"ETA {_fmt_eta(self.eta_s)}"
+            f"ETA {_fmt_eta(self.eta_s, self.eta_reason)}"
         )
 
     def to_rich(self, max_rows: int = 40):
@@ -467,9 +469,14 @@ def build_report(
     parts: list[PartitionRow] = []
     part_rates: list[float] = []
     total_remaining = total_bytes = 0
+    by_tp: dict[tuple[str, int], list[ReplicaRow]] = {}
+    by_broker: dict[int, list[ReplicaRow]] = {}
+    for r in rows:  # grouped once: the loops below cost what the plan holds, not its square
+        by_tp.setdefault((r.topic, r.partition), []).append(r)
+        by_broker.setdefault(r.broker, []).append(r)
     for mv in obs.plan:
         tp = mv.tp
-        mine = [r for r in rows if (r.topic, r.partition) == tp]
+        mine = by_tp.get((tp.topic, tp.partition), [])
         st = obs.states.get(tp)
         unknown = [r for r in mine if r.kind.startswith("unknown")]
         if any(r.kind in ("unknown_topic", "unknown_partition") for r in unknown):
@@ -518,8 +525,8 @@ def build_report(
         )
 
     brokers: list[BrokerRow] = []
-    for b in sorted({r.broker for r in rows}):
-        mine = [r for r in rows if r.broker == b]
+    for b in sorted(by_broker):
+        mine = by_broker[b]
         keys = [(r.topic, r.partition, r.broker) for r in mine if r.bytes_behind is not None]
         rem = sum(r.bytes_behind or 0 for r in mine)
         rate = _rate(hist, summed(keys), rate_now, window_s) if keys else None
@@ -541,6 +548,7 @@ def build_report(
     rate = _rate(hist, summed(all_keys), rate_now, window_s) if all_keys else None
     if rate is None and part_rates:
         rate = sum(part_rates)
+    eta, eta_reason = plan_eta(total_remaining, rate, brokers, bool(hist))
     n_done = sum(p.status == DONE for p in parts)
     if parts and n_done == len(parts):
         status = DONE
@@ -560,8 +568,32 @@ def build_report(
         total_bytes,
         100.0 if status == DONE else _pct(total_bytes - total_remaining, total_bytes),
         rate,
-        _eta(total_remaining, rate),
+        eta,
+        None if status == DONE else eta_reason,
     )
+
+
+def plan_eta(
+    remaining: int, rate: float | None, brokers: Sequence[BrokerRow], sampled: bool
+) -> tuple[float | None, str | None]:
+    """The plan's ETA and what it rests on. The plan ends when its slowest broker has taken
+    in all it must: the largest of the brokers' own ETAs (bytes still to come in over the
+    rate they take them in at) — not the total over the total rate, which a fast idle broker
+    would make look short. Without a rate yet, no number but the reason."""
+    if remaining <= 0:
+        return 0.0, None
+    if not sampled:
+        return None, "no earlier sample yet: a rate needs two"
+    busy = [b for b in brokers if b.bytes_remaining > 0]
+    stalled = [b.broker for b in busy if b.rate_bps is not None and b.rate_bps <= 0]
+    if stalled:
+        return None, "broker(s) " + ", ".join(map(str, stalled)) + " took in nothing in the window"
+    if busy and all(b.eta_s is not None for b in busy):
+        slowest = max(busy, key=lambda b: b.eta_s or 0.0)
+        return slowest.eta_s, f"bound by broker {slowest.broker}"
+    if rate is None or rate <= 0:
+        return None, "no bytes copied in the window (stalled, throttled to 0, or just started)"
+    return _eta(remaining, rate), None
 
 
 def _replace(r: ReplicaRow, **kw: Any) -> ReplicaRow:
@@ -870,9 +902,9 @@ def _fmt_rate(r: float | None) -> str:
     return "rate ?" if r is None else f"{_fmt_bytes(int(r))}/s"
 
 
-def _fmt_eta(s: float | None) -> str:
+def _fmt_eta(s: float | None, reason: str | None = None) -> str:
     if s is None:
-        return "?"
+        return f"unknown ({reason})" if reason else "?"
     s = int(round(s))
     h, rem = divmod(s, 3600)
     m, sec = divmod(rem, 60)
