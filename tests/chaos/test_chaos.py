@@ -29,6 +29,18 @@ def quorum(tmp_path_factory):
         yield sb
 
 
+@pytest.fixture
+def work(request) -> Path:
+    """The scenario's folder under tests/out/chaos (plan, journal, CLI output, row), kept
+    after the run for a person to read (pytest's tmp folders are pruned)."""
+    import shutil
+
+    d = OUT / request.node.name
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    return d
+
+
 def record(row: Row) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     table = OUT / "table.txt"
@@ -110,38 +122,38 @@ def sigterm_after_first_step(ctx: Ctx) -> None:
 # ---------------------------------------------------------------- quick subset (make test)
 
 
-def test_target_broker_sigkilled_mid_move_and_restarted(quorum, tmp_path):
-    check(run_scenario(quorum, "target broker killed", tmp_path, kill_and_restart(3)))
+def test_target_broker_sigkilled_mid_move_and_restarted(quorum, work):
+    check(run_scenario(quorum, "target broker killed", work, kill_and_restart(3)))
 
 
-def test_active_controller_sigkilled_and_restarted(quorum, tmp_path):
-    check(run_scenario(quorum, "active controller killed", tmp_path, kill_active_controller))
+def test_active_controller_sigkilled_and_restarted(quorum, work):
+    check(run_scenario(quorum, "active controller killed", work, kill_active_controller))
 
 
 # ---------------------------------------------------------------- the full table (make chaos)
 
 
 @pytest.mark.chaos
-def test_source_broker_sigkilled_mid_move_and_restarted(quorum, tmp_path):
-    check(run_scenario(quorum, "source broker killed", tmp_path, kill_and_restart(1)))
+def test_source_broker_sigkilled_mid_move_and_restarted(quorum, work):
+    check(run_scenario(quorum, "source broker killed", work, kill_and_restart(1)))
 
 
 @pytest.mark.chaos
-def test_no_controller_for_40s(quorum, tmp_path):
-    check(run_scenario(quorum, "no controller 40 s", tmp_path, quorum_lost_40s))
+def test_no_controller_for_40s(quorum, work):
+    check(run_scenario(quorum, "no controller 40 s", work, quorum_lost_40s))
 
 
 @pytest.mark.chaos
-def test_tool_sigkilled_and_resumed(quorum, tmp_path):
-    check(run_scenario(quorum, "tool SIGKILLed, resumed", tmp_path, sigkill_tool_then_resume))
+def test_tool_sigkilled_and_resumed(quorum, work):
+    check(run_scenario(quorum, "tool SIGKILLed, resumed", work, sigkill_tool_then_resume))
 
 
 @pytest.mark.chaos
-def test_stepped_run_cancelled_mid_way_rolls_back(quorum, tmp_path):
+def test_stepped_run_cancelled_mid_way_rolls_back(quorum, work):
     row = run_scenario(
         quorum,
         "stepped run cancelled",
-        tmp_path,
+        work,
         sigterm_after_first_step,
         extra=["--parallel-replica-count", "1", "--on-interrupt", "cancel"],
         expect="cancelled",
@@ -150,11 +162,11 @@ def test_stepped_run_cancelled_mid_way_rolls_back(quorum, tmp_path):
 
 
 @pytest.mark.chaos
-def test_a_stopped_broker_in_the_current_replicas(quorum, tmp_path):
+def test_a_stopped_broker_in_the_current_replicas(quorum, work):
     row = run_scenario(
         quorum,
         "stopped source broker",
-        tmp_path,
+        work,
         lambda ctx: None,
         before=lambda ctx: ctx.sb.stop_broker(1),
         after=lambda ctx: ctx.sb.start_broker(1),
@@ -163,7 +175,7 @@ def test_a_stopped_broker_in_the_current_replicas(quorum, tmp_path):
 
 
 @pytest.mark.chaos
-def test_operator_throttles_present_before_the_run(quorum, tmp_path):
+def test_operator_throttles_present_before_the_run(quorum, work):
     rate = {"leader.replication.throttled.rate": "7777777",
             "follower.replication.throttled.rate": "7777777"}  # fmt: skip
     operator = {"brokers": {2: dict(rate), 3: dict(rate)}}
@@ -179,7 +191,7 @@ def test_operator_throttles_present_before_the_run(quorum, tmp_path):
         row = run_scenario(
             quorum,
             "operator throttles",
-            tmp_path,
+            work,
             lambda ctx: None,
             before=set_operator,
             operator=operator,
@@ -194,20 +206,20 @@ def test_operator_throttles_present_before_the_run(quorum, tmp_path):
 
 
 @pytest.mark.chaos
-def test_journal_file_system_full(quorum, tmp_path):
+def test_journal_file_system_full(quorum, work):
     """The journal on an 8 KiB tmpfs: the run stops submitting when a write fails, and leaves
     the cluster as a cancel would not need to: moves in flight finish (or are cancelled),
     nothing else is sent, no throttle is left."""
     import subprocess
 
-    mnt = tmp_path / "tiny"
+    mnt = work / "tiny"
     mnt.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", str(mnt)], check=True)
     try:
         row = run_scenario(
             quorum,
             "journal disk full",
-            tmp_path / "work",
+            work / "work",
             lambda ctx: None,
             journal=mnt / "journal.jsonl",
             partitions=8,
