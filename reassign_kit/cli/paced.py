@@ -110,6 +110,8 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
 
     def on_signal(signum: int, _frame: Any) -> None:
         interrupted.append(signum)
+        if len(interrupted) == 2 and opts.cancel_on_stop:
+            print("Interrupted again: no longer waiting for the rollback (it goes on).", flush=True)
         run.stop(cancel_inflight=opts.cancel_on_stop)
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}

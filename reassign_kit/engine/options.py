@@ -347,8 +347,9 @@ class ExecuteOptions:
         300.0,
         Option(
             "How long a cancel waits for the moves it rolls back to reach their original "
-            "replicas (default 5m); what is not back by then is reported as rolling back, "
-            "throttled, and `--cancel --journal` finishes and verifies it.",
+            "replicas (default 5m; a second Ctrl-C / SIGTERM ends the wait sooner); what is not "
+            "back by then is reported as rolling back, throttled, and `--cancel --journal` "
+            "finishes and verifies it.",
             flag="--rollback-timeout",
             type=duration_arg("--rollback-timeout"),
             metavar="DURATION",

@@ -99,6 +99,7 @@ class Run:
         self._lock = threading.RLock()
         self._wake = threading.Event()
         self._stop = threading.Event()
+        self._abandon = threading.Event()  # a second stop/cancel: stop waiting for rollbacks
         self._cancel_on_stop = self.options.cancel_on_stop
         self._paused = False
         self._subscribers: list[Callable[[dict[str, Any]], None]] = []
@@ -159,8 +160,12 @@ class Run:
     def stop(self, cancel_inflight: bool = False) -> None:
         """Stop (drain): submit nothing more and end the run; moves in flight keep running
         with their throttles (a stepped move's later steps are not submitted: Resume continues
-        it). With ``cancel_inflight`` (or ``--on-interrupt cancel``) it is ``cancel()``."""
+        it). With ``cancel_inflight`` (or ``--on-interrupt cancel``) it is ``cancel()``. Asked
+        again while the run's end waits for a cancel's rollbacks (a second Ctrl-C), it stops
+        waiting: they go on, throttled, reported as rolling back."""
         with self._lock:
+            if self._stop.is_set() and self._finishing:
+                self._abandon.set()
             self._cancel_on_stop = self._cancel_on_stop or cancel_inflight
         self._stop.set()
         self._wake.set()
@@ -842,9 +847,18 @@ class Run:
         their throttles; what is not back by then is reported as rolling back."""
         if not self._index.count(ROLLING_BACK):
             return
-        sleep = self._sleep_fn or time.sleep
+        sleep = self._sleep_fn or self._abandon.wait
         deadline = self._clock() + self.options.rollback_timeout
         while True:
+            if self._abandon.is_set():
+                left = self._index.of(ROLLING_BACK)
+                self._emit(
+                    "warning",
+                    message=f"stopped waiting for {len(left)} rollback(s) (asked again, e.g. a "
+                    f"second Ctrl-C; e.g. {left[0].tp}); the rollback goes on, throttled: "
+                    "`--cancel --journal` waits for it and verifies",
+                )
+                return
             try:
                 tps = [ms.tp for ms in self._index.of(MOVING, READY, ROLLING_BACK)]
                 states = self.gw.describe_partitions(tps)

@@ -283,3 +283,23 @@ def test_cancel_api_rolls_back_from_the_journal(tmp_path):
     assert res.cancelled == [A0, A1] and at_original(sim, A0, A1)
     df = res.to_pandas()
     assert dict(zip(df["partition"], df["result"], strict=True))[0] == "cancelled"
+
+
+def test_a_second_stop_ends_the_wait_for_a_rollback(tmp_path):
+    """A second Ctrl-C (``stop()`` again) while the run's end waits for a cancel's rollback
+    stops waiting: the rollback stays in flight, throttled, reported rolling back. Before, the
+    CLI's signal handler swallowed it and the run sat out the whole --rollback-timeout."""
+    sim = cluster()
+    run = run_of(sim, plan(A0), tmp_path, rollback_timeout=600)
+
+    def again() -> None:
+        sim.stall(A0)  # the way back (onto broker 0 again) makes no progress
+        run.stop(cancel_inflight=True)
+
+    on_event(run, "step_completed", run.cancel, nth=2)
+    on_event(run, "rolling_back", again)
+    res = run.run()
+    assert res.rolling_back == [A0] and not res.cancelled
+    assert sim.now() < 60  # model time: nowhere near the 600 s rollback timeout
+    assert A0 in sim.list_reassignments() and exact_throttles(sim)
+    assert any("stopped waiting" in e["message"] for e in events(tmp_path, "warning"))
