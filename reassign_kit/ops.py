@@ -122,6 +122,8 @@ class ExecuteResult:
     throttle_changes: tuple[dict, dict] = ({}, {})
     log_dir_rows: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    priors: thr.Priors = field(default_factory=thr.Priors)
+    priors_path: str | None = None
 
     @property
     def failed(self) -> list[dict[str, Any]]:
@@ -186,7 +188,16 @@ def execute(
     JSON, set the throttles the moves need, submit every move in one request, then start the
     moves between log dirs. Everything before the first change is ``engine.preflight`` (as for
     a paced run). ``rollback_path`` "" = a timestamped file in the working dir, None = do not
-    write one (an existing file is never replaced). Pacing lives in ``engine/run.py``."""
+    write one (an existing file is never replaced). Pacing lives in ``engine/run.py``.
+
+    Throttles restored, not deleted (issue 14 #11): the value each throttle config had before
+    this request changed it (an operator's rate, their entries in a topic's list) is saved,
+    before the change, to ``<rollback stem>.throttle-priors.json`` beside the rollback file
+    (with the rollback file: without one, only in the result), for ``verify`` / ``cancel``
+    (``priors=``, CLI ``--throttle-priors``) and ``reassign-kit throttles --clean --priors``
+    to put back. When the submission fails as a whole (the controller refuses or times out:
+    an exception) or every partition is rejected, the throttles it set are removed at once
+    and the operator's values put back (issue 14 #5)."""
     p = preflight(
         gateway,
         plan,
@@ -208,10 +219,27 @@ def execute(
     targets = {m.tp: m.replicas for m in plan}
     notes: list[str] = []
     changes: tuple[dict, dict] = ({}, {})
+    priors = thr.Priors()
+    priors_path = thr.priors_path_for(path) if path else None
+
+    def save_priors(new: thr.Priors) -> None:  # before the change is sent
+        if priors_path:
+            both = thr.Priors()
+            both.update(priors)
+            both.update(new)
+            write_json(priors_path, {"throttle_priors": both.to_json(), "plan_source": source})
+
     if throttle is not None or log_dir_throttle is not None:
         required = thr.required_throttles(targets, states, in_flight)
         changes = thr.apply_throttles(
-            gateway, required, throttle, log_dir_throttle, thr.log_dir_brokers(plan)
+            gateway,
+            required,
+            throttle,
+            log_dir_throttle,
+            thr.log_dir_brokers(plan),
+            in_flight=in_flight,
+            priors=priors,
+            on_prior=save_priors,
         )
         if throttle is not None:
             notes.append(
@@ -225,9 +253,24 @@ def execute(
             "throttle is removed."
         )
 
-    results = gateway.alter_reassignments(
-        targets, allow_replication_factor_change=not disallow_replication_factor_change
-    )
+    def undo_throttles() -> None:
+        """Nothing was submitted: remove what was set for it, put the priors back."""
+        if changes[0] or changes[1]:
+            thr.clear_throttles(gateway, list(changes[0]), list(changes[1]), None, None, priors)
+
+    try:
+        results = gateway.alter_reassignments(
+            targets, allow_replication_factor_change=not disallow_replication_factor_change
+        )
+    except BaseException:
+        undo_throttles()
+        raise
+    if (changes[0] or changes[1]) and not any(m.tp in results and not results[m.tp] for m in plan):
+        undo_throttles()
+        notes = [
+            "Nothing was submitted: the throttles set for it were removed (the values there "
+            "before put back)."
+        ]
     rows = []
     for m in plan:
         prev = in_flight.get(m.tp)
@@ -251,7 +294,13 @@ def execute(
         log_dir_rows = start_log_dir_moves(gateway, wanted, timeout_s)
     if path:
         notes.insert(0, f"The rollback plan (the current assignment) was saved to {path}")
-    return ExecuteResult(rows, rollback, path, changes, log_dir_rows, notes)
+    if priors and priors_path and ok:
+        notes.append(
+            f"The throttle configs as they were before were saved to {priors_path}: "
+            f"`--verify --throttle-priors {priors_path}` (or `reassign-kit throttles --clean "
+            f"--priors {priors_path}`) puts them back instead of deleting them."
+        )
+    return ExecuteResult(rows, rollback, path, changes, log_dir_rows, notes, priors, priors_path)
 
 
 # ----------------------------------------------------------------------------- verify
@@ -376,10 +425,18 @@ def _settled_states(gateway: Any, plan: Plan) -> dict[TopicPartition, PartitionS
     )
 
 
-def verify(gateway: Any, plan: Plan, *, preserve_throttles: bool = False) -> VerifyResult:
+def verify(
+    gateway: Any,
+    plan: Plan,
+    *,
+    preserve_throttles: bool = False,
+    priors: thr.Priors | str | None = None,
+) -> VerifyResult:
     """Is every move of the plan complete (``model.is_complete``), its replicas in the asked log
     dirs? Once nothing of the plan is in progress, clear the throttles of the plan's topics and
-    every broker, except what reassignments still in flight elsewhere need."""
+    every broker, except what reassignments still in flight elsewhere need; with ``priors``
+    (what ``execute`` saved, or a run's journal) the values there before are put back."""
+    priors = thr.load_priors(priors)
     tps = [m.tp for m in plan]
     require_permissions(gateway, "verify", ["DESCRIBE"])
     states = _settled_states(gateway, plan)
@@ -434,7 +491,7 @@ def verify(gateway: Any, plan: Plan, *, preserve_throttles: bool = False) -> Ver
             "throttle is left."
         )
     elif IN_PROGRESS not in result._statuses() and not preserve_throttles:
-        result.cleared = thr.clear_throttles(gateway, plan.topics())
+        result.cleared = thr.clear_throttles(gateway, plan.topics(), priors=priors)
         kept = {
             t: kv for t, kv in result.cleared[0].items() if any(v is not None for v in kv.values())
         }
@@ -444,6 +501,7 @@ def verify(gateway: Any, plan: Plan, *, preserve_throttles: bool = False) -> Ver
             + " and from brokers no other reassignment in flight needs"
             + (f" (kept for moves still in flight: {', '.join(sorted(kept))})" if kept else "")
             + "."
+            + (" The values there before were put back." if priors else "")
         )
     elif preserve_throttles:
         result.notes.append("Throttles preserved (--preserve-throttles).")
@@ -602,6 +660,7 @@ def cancel(
     journal: str | None = None,
     throttle: int | None = None,
     timeout_s: float = ROLLBACK_TIMEOUT_S,
+    priors: thr.Priors | str | None = None,
 ) -> CancelResult:
     """Cancel means rollback. The partitions: the plan's (or the plan a ``journal`` holds),
     every partition of ``topics`` in flight, or ``all`` in flight (KIP-455's three levels).
@@ -613,7 +672,8 @@ def cancel(
     journal's rate), in order, so the preferred leader is the original one too; the cancel
     waits up to ``timeout_s`` and verifies. Originals come from the run's ``journal``, the
     ``rollback_file`` --execute saved, else (a move in flight) from the cluster. A partition
-    already at the plan's target is left there (completed)."""
+    already at the plan's target is left there (completed). Throttles removed put back the
+    values there before: ``priors`` (legacy --execute's priors file), else the journal's."""
     chosen = [plan is not None, topics is not None, all]
     if sum(chosen) > 1 or (sum(chosen) == 0 and journal is None):
         raise UsageError("cancel needs exactly one of a plan (or a journal), topics, or all")
@@ -633,6 +693,11 @@ def cancel(
             "plan file is gone): give --reassignment-json-file too"
         )
     rate = throttle if throttle is not None else j_rate
+    if priors is None and journal is not None:
+        from .engine.journal import read_events
+
+        priors = thr.Priors.from_events(read_events(journal))
+    priors = thr.load_priors(priors)
     in_flight = gateway.list_reassignments()
     if plan is not None:
         wanted = [m.tp for m in plan]
@@ -704,7 +769,7 @@ def cancel(
     cleared = None
     touched = {tp.topic for tp in [*reverted, *back]} | {tp.topic for tp, _ in log_dir_cancelled}
     if not preserve_throttles and touched:
-        cleared = thr.clear_throttles(gateway, sorted(touched))
+        cleared = thr.clear_throttles(gateway, sorted(touched), priors=priors)
     return CancelResult(
         cancelled,
         sorted(not_moving),

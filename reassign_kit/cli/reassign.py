@@ -36,10 +36,11 @@ ACTION_OPTIONS: dict[str, set[str]] = {
     "execute": EXECUTE_FLAGS
     | {"reassignment_json_file", "rollback_file", "journal", "resume", "dry_run", "calibration"}
     | {"output"},
-    "verify": {"reassignment_json_file", "preserve_throttles"},
+    "verify": {"reassignment_json_file", "preserve_throttles", "throttle_priors"},
     "cancel": {
         "reassignment_json_file",
         "preserve_throttles",
+        "throttle_priors",
         "all",
         "topics",
         "timeout",
@@ -137,6 +138,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--preserve-throttles",
         action="store_true",
         help="Do not remove throttles (verify, cancel).",
+    )
+    o.add_argument(
+        "--throttle-priors",
+        metavar="FILE",
+        help="The throttle configs as they were before --execute (the .throttle-priors.json "
+        "it saved beside its rollback file, or a paced run's journal): verify and cancel put "
+        "those values back instead of deleting the throttles.",
     )
     o.add_argument(
         "--all", action="store_true", help="Cancel every reassignment in progress (cancel)."
@@ -369,7 +377,9 @@ def _duration(seconds: float) -> str:
 
 def _verify(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
     assert plan is not None
-    vres = ops.verify(gateway, plan, preserve_throttles=args.preserve_throttles)
+    vres = ops.verify(
+        gateway, plan, preserve_throttles=args.preserve_throttles, priors=args.throttle_priors
+    )
     _print(vres.lines())
     return vres.exit_code
 
@@ -388,6 +398,7 @@ def _cancel(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
         journal=args.journal,
         throttle=args.throttle,
         timeout_s=args.rollback_timeout or ops.ROLLBACK_TIMEOUT_S,
+        priors=args.throttle_priors,
     )
     _print(cres.lines())
     return cres.exit_code

@@ -22,7 +22,19 @@ from typing import Any
 
 from ..errors import KafkaOperationError, UsageError
 from ..model import PartitionState, TopicPartition
-from .gateway import BrokerInfo, ErrorCode, PartitionError, ReplicaLogInfo
+from .gateway import (
+    BROKER_SOURCE,
+    DEFAULT_BROKER,
+    DEFAULT_SOURCE,
+    STATIC_SOURCE,
+    TOPIC_SOURCE,
+    BrokerInfo,
+    ConfigValue,
+    ErrorCode,
+    PartitionError,
+    ReplicaLogInfo,
+    ThrottleConfigs,
+)
 
 # Per-broker throttle rates (bytes/s) and per-topic throttled-replica lists, as the official tool.
 LEADER_RATE = "leader.replication.throttled.rate"
@@ -701,6 +713,66 @@ class AdminGateway:
         raw = self._describe_configs(ResourceType.BROKER, [str(b) for b in brokers])
         return {int(k): v for k, v in raw.items()}
 
+    def throttle_configs(self, topics: Iterable[str], brokers: Iterable[int]) -> ThrottleConfigs:
+        """Throttle configs with their sources (``gateway.ThrottleConfigs``): one DescribeConfigs
+        for the topics, one per broker (librdkafka sends a broker's to that broker: a broker
+        that is down is named in ``unreachable``, the others answer), and the cluster default
+        from the synonyms a broker reports (DYNAMIC_DEFAULT_BROKER_CONFIG)."""
+        from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
+
+        out = ThrottleConfigs()
+        topics = sorted(set(topics))
+        brokers = sorted(set(brokers))
+        resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
+        resources += [ConfigResource(ResourceType.BROKER, str(b)) for b in brokers]
+        if not resources:
+            return out
+        layer = {
+            ConfigSource.DYNAMIC_BROKER_CONFIG.value: BROKER_SOURCE,
+            ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value: DEFAULT_SOURCE,
+            ConfigSource.STATIC_BROKER_CONFIG.value: STATIC_SOURCE,
+        }
+
+        def source_of(e: Any) -> int:
+            return int(getattr(e.source, "value", e.source))
+
+        for res, fut in self._per_resource(self.ck.describe_configs, resources).items():
+            try:
+                entries = self._wait(fut, f"describe configs of {res.name}")
+            except KafkaOperationError as e:
+                if res.restype == ResourceType.BROKER:
+                    out.unreachable[int(res.name)] = str(e)
+                    continue
+                raise
+            if res.restype == ResourceType.TOPIC:
+                kv = {
+                    k: ConfigValue(e.value, TOPIC_SOURCE)
+                    for k in TOPIC_THROTTLE_KEYS
+                    if (e := entries.get(k)) is not None
+                    and e.value
+                    and source_of(e) == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+                }
+                if kv:
+                    out.topics[res.name] = kv
+                continue
+            mine: dict[str, ConfigValue] = {}
+            for k in BROKER_THROTTLE_KEYS:
+                e = entries.get(k)
+                if e is None:
+                    continue
+                layers = [e, *(getattr(e, "synonyms", None) or {}).values()]
+                for syn in layers:
+                    src = layer.get(source_of(syn))
+                    if src is None or syn.value is None:
+                        continue
+                    if src == DEFAULT_SOURCE:
+                        out.default.setdefault(k, ConfigValue(syn.value, DEFAULT_SOURCE))
+                    elif k not in mine:
+                        mine[k] = ConfigValue(syn.value, src)
+            if mine:
+                out.brokers[int(res.name)] = mine
+        return out
+
     def min_insync_replicas(self, topics: Iterable[str]) -> dict[str, int]:
         """The effective min.insync.replicas of each topic (its override, else the broker's)."""
         return {
@@ -740,7 +812,38 @@ class AdminGateway:
         """Incrementally SET (value) or DELETE (None) dynamic per-broker configs."""
         from confluent_kafka.admin import ResourceType
 
-        self._alter_configs(ResourceType.BROKER, {str(b): kv for b, kv in changes.items()})
+        if changes.get(DEFAULT_BROKER):  # type: ignore[call-overload]
+            self._alter_default_broker(changes[DEFAULT_BROKER])  # type: ignore[index]
+        self._alter_configs(
+            ResourceType.BROKER,
+            {str(b): kv for b, kv in changes.items() if b != DEFAULT_BROKER},
+        )
+
+    def _alter_default_broker(self, kv: Mapping[str, str | None]) -> None:
+        """Incremental alter of the cluster-default broker entity (``<default>``, the empty
+        resource name): neither librdkafka nor kafka-python's public method takes an empty
+        broker name, so the request is built here (any broker forwards it)."""
+        import kafka.errors as Errors
+        from kafka import KafkaAdminClient
+        from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
+
+        configs = {
+            k: (AlterConfigOp.DELETE, None) if v is None else (AlterConfigOp.SET, v)
+            for k, v in sorted(kv.items())
+        }
+        req = KafkaAdminClient._alter_configs_request(
+            [ConfigResource(ConfigResourceType.BROKER, "", configs)], incremental=True
+        )
+        admin = self.kp
+        response = self._kp_call(
+            "alter configs of <default>", admin._manager.run, admin._manager.send, req
+        )
+        for r in response.responses:
+            code = r[0] if isinstance(r, tuple) else r.error_code
+            if code:
+                raise KafkaOperationError(
+                    f"alter configs of <default>: {Errors.for_code(code).__name__}"
+                )
 
     def set_throttles(
         self,

@@ -10,7 +10,7 @@ partitions that matter, never one call per partition.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
 
@@ -35,6 +35,35 @@ class ReplicaLogInfo:
     size_bytes: int
     offset_lag: int
     is_future: bool
+
+
+# Where a throttle config's value comes from (Kafka's ConfigSource, the layers throttles meet)
+TOPIC_SOURCE = "topic"  # DYNAMIC_TOPIC_CONFIG: set on the topic
+BROKER_SOURCE = "dynamic broker"  # DYNAMIC_BROKER_CONFIG: set for this broker
+DEFAULT_SOURCE = "default"  # DYNAMIC_DEFAULT_BROKER_CONFIG: the cluster default (<default>)
+STATIC_SOURCE = "static"  # STATIC_BROKER_CONFIG: the broker's server.properties
+DEFAULT_BROKER = "<default>"  # the cluster-default broker entity, as a broker key in changes
+
+
+@dataclass(frozen=True)
+class ConfigValue:
+    """A config's value and where it comes from (``*_SOURCE``)."""
+
+    value: str
+    source: str
+
+
+@dataclass
+class ThrottleConfigs:
+    """The throttle configs set on some topics, brokers and the cluster default, each with its
+    source. ``brokers``: a broker's own dynamic value, else its static one (server.properties);
+    the cluster default appears under ``default`` only; Kafka's built-in defaults (no
+    throttle) nowhere. ``unreachable``: brokers that could not be asked (id -> error)."""
+
+    topics: dict[str, dict[str, ConfigValue]] = field(default_factory=dict)
+    brokers: dict[int, dict[str, ConfigValue]] = field(default_factory=dict)
+    default: dict[str, ConfigValue] = field(default_factory=dict)
+    unreachable: dict[int, str] = field(default_factory=dict)
 
 
 class ErrorCode(Enum):
@@ -147,11 +176,17 @@ class Gateway(Protocol):
     def broker_configs(self, brokers: Iterable[int]) -> dict[int, dict[str, str]]:
         """The dynamic per-broker configs of ``brokers``."""
 
+    def throttle_configs(self, topics: Iterable[str], brokers: Iterable[int]) -> ThrottleConfigs:
+        """The throttle configs of ``topics``, ``brokers`` and the cluster default with their
+        sources (static ones are shown, never changed). A broker that cannot be asked (down)
+        is named in ``unreachable`` instead of failing the call."""
+
     def alter_topic_configs(self, changes: Mapping[str, Mapping[str, str | None]]) -> None:
         """Incremental alter: SET a value, DELETE on None."""
 
     def alter_broker_configs(self, changes: Mapping[int, Mapping[str, str | None]]) -> None:
-        """Incremental alter of per-broker configs: SET a value, DELETE on None."""
+        """Incremental alter of per-broker configs: SET a value, DELETE on None. The key
+        ``DEFAULT_BROKER`` is the cluster-default entity."""
 
     def cluster_permissions(self) -> frozenset[str] | None:
         """The operations the client's principal may perform on the cluster resource, in

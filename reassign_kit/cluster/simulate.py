@@ -16,14 +16,30 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import KafkaOperationError
 from ..model import PartitionState, TopicPartition
-from .admin import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS, LOG_DIR_RATE
+from .admin import (
+    BROKER_THROTTLE_KEYS,
+    FOLLOWER_RATE,
+    FOLLOWER_REPLICAS,
+    LEADER_RATE,
+    LEADER_REPLICAS,
+    LOG_DIR_RATE,
+    TOPIC_THROTTLE_KEYS,
+)
 from .gateway import (
+    BROKER_SOURCE,
     CLUSTER_OPERATIONS,
+    DEFAULT_BROKER,
+    DEFAULT_SOURCE,
+    STATIC_SOURCE,
+    TOPIC_SOURCE,
     BrokerInfo,
+    ConfigValue,
     ErrorCode,
     PartitionError,
     ReplicaLogInfo,
+    ThrottleConfigs,
     alter_in_place,
 )
 
@@ -97,6 +113,8 @@ class SimCluster:
         self.calls: Counter[str] = Counter()
         self.topic_cfg: dict[str, dict[str, str]] = {}
         self.broker_cfg: dict[int, dict[str, str]] = {}
+        self.default_broker_cfg: dict[str, str] = {}  # the cluster default (<default>)
+        self.static_broker_cfg: dict[int, dict[str, str]] = {}  # server.properties
         self.throttles = ThrottleState()
         self.throttle_history: list[tuple[float, ThrottleState]] = []
         # what the client's principal may do on the cluster (a reader: DESCRIBE and
@@ -161,14 +179,16 @@ class SimCluster:
             for b, fut in list(sp.future.items()):
                 if b in self.down:
                     continue
-                rate = self.broker_cfg.get(b, {}).get(LOG_DIR_RATE)
+                rate = self.effective_broker_configs(b).get(LOG_DIR_RATE)
                 fut[1] += (float(rate) if rate else self.bandwidth) * dt
                 if fut[1] >= sp.size_bytes:
                     sp.dirs[b] = fut[0]
                     del sp.future[b]
 
     def _rate_into(self, broker: int, sps: list[SimPartition]) -> float:
-        rate = self.throttles.broker_rates.get(broker)
+        eff = self.effective_broker_configs(broker)
+        r = eff.get(FOLLOWER_RATE) or eff.get(LEADER_RATE)
+        rate = int(float(r)) if r else None
         throttled = [
             sp
             for sp in sps
@@ -364,9 +384,62 @@ class SimCluster:
         known = {tp.topic for tp in self.partitions}
         return {t: dict(self.topic_cfg.get(t, {})) for t in topics if t in known}
 
+    def _reachable(self, broker: Any, what: str) -> None:
+        """A broker's configs are asked of and changed on that broker: a down one times out
+        (as librdkafka's request to it does, KAFKA-13392)."""
+        if broker in self.down:
+            raise KafkaOperationError(f"{what} of {broker}: broker {broker} is down (timed out)")
+
+    def effective_broker_configs(self, broker: int) -> dict[str, str]:
+        """What a broker applies: its own dynamic value, else the cluster default, else its
+        static one (Kafka's precedence)."""
+        return {
+            **self.static_broker_cfg.get(broker, {}),
+            **self.default_broker_cfg,
+            **self.broker_cfg.get(broker, {}),
+        }
+
     def broker_configs(self, brokers: Iterable[int]) -> dict[int, dict[str, str]]:
         self.calls["describe_configs"] += 1
-        return {b: dict(self.broker_cfg.get(b, {})) for b in brokers if b in self.broker_ids}
+        brokers = [b for b in brokers if b in self.broker_ids]
+        for b in brokers:
+            self._reachable(b, "describe configs")
+        return {b: self.effective_broker_configs(b) for b in brokers}
+
+    def throttle_configs(self, topics: Iterable[str], brokers: Iterable[int]) -> ThrottleConfigs:
+        """As ``AdminGateway.throttle_configs``: values with their sources; a down broker is
+        named in ``unreachable``."""
+        self.calls["describe_configs"] += 1
+        out = ThrottleConfigs()
+        known = {tp.topic for tp in self.partitions}
+        for t in sorted(set(topics)):
+            kv = {
+                k: ConfigValue(v, TOPIC_SOURCE)
+                for k in TOPIC_THROTTLE_KEYS
+                if t in known and (v := self.topic_cfg.get(t, {}).get(k))
+            }
+            if kv:
+                out.topics[t] = kv
+        for b in sorted(set(brokers)):
+            if b not in self.broker_ids:
+                continue
+            if b in self.down:
+                out.unreachable[b] = f"describe configs of {b}: broker {b} is down (timed out)"
+                continue
+            kv = {}
+            for k in BROKER_THROTTLE_KEYS:
+                if v := self.broker_cfg.get(b, {}).get(k):
+                    kv[k] = ConfigValue(v, BROKER_SOURCE)
+                elif v := self.static_broker_cfg.get(b, {}).get(k):
+                    kv[k] = ConfigValue(v, STATIC_SOURCE)
+            if kv:
+                out.brokers[b] = kv
+        out.default = {
+            k: ConfigValue(v, DEFAULT_SOURCE)
+            for k in BROKER_THROTTLE_KEYS
+            if (v := self.default_broker_cfg.get(k))
+        }
+        return out
 
     def alter_topic_configs(self, changes: Mapping[str, Mapping[str, str | None]]) -> None:
         self.calls["alter_configs"] += 1
@@ -375,8 +448,17 @@ class SimCluster:
 
     def alter_broker_configs(self, changes: Mapping[int, Mapping[str, str | None]]) -> None:
         self.calls["alter_configs"] += 1
-        alter_in_place(self.broker_cfg, changes)
+        # librdkafka sends one request per broker, each to that broker: the live ones apply
+        dead = [b for b in changes if b != DEFAULT_BROKER and b in self.down]
+        changes = {b: kv for b, kv in changes.items() if b not in dead}
+        if DEFAULT_BROKER in changes:
+            d = {DEFAULT_BROKER: dict(self.default_broker_cfg)}
+            alter_in_place(d, {DEFAULT_BROKER: changes[DEFAULT_BROKER]})
+            self.default_broker_cfg = d.get(DEFAULT_BROKER, {})
+        alter_in_place(self.broker_cfg, {b: kv for b, kv in changes.items() if b != DEFAULT_BROKER})
         self._throttles_changed()
+        for b in dead:
+            self._reachable(b, "alter configs")
 
     def _throttles_changed(self) -> None:
         self.throttles = ThrottleState(

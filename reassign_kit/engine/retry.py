@@ -29,6 +29,7 @@ LOOP_CALLS = frozenset(
         "alter_replica_log_dirs",
         "topic_configs",
         "broker_configs",
+        "throttle_configs",
         "alter_topic_configs",
         "alter_broker_configs",
         "min_insync_replicas",

@@ -15,24 +15,46 @@ Because the throttled-replica lists are per *topic*, setting one for a move woul
 another in-flight move of the same topic needs: callers pass the other reassignments in flight
 and they are included (as the official tool does). Clearing likewise only removes what no
 remaining in-flight move needs (the official tool clears every broker's rate unconditionally).
+
+Restored, not deleted (issue 14 #11): before the tool first changes a throttle config it records
+the value there before (``Priors``; a paced run journals it as ``throttle_prior`` before the
+change is sent, legacy ``--execute`` writes it to a priors file beside its rollback file) and
+when no move needs the throttle any more it puts that value back instead of deleting the key:
+an operator's own rate (per broker) comes back at its value, an operator's entries in a topic's
+throttled-replica list stay in the list all along. Only the operator's part is recorded: a
+value that a reassignment in flight at that moment accounts for (its brokers' rates, its
+``partition:broker`` entries) is taken for that reassignment's throttle, which the official
+tool and this one remove once it is done. Only dynamic configs are ever changed: a static one
+(server.properties) is shown by ``current_throttles`` / ``janitor`` but never touched, and the
+cluster default (``<default>``) is left to the operator (a per-broker value overrides it while
+a move needs it). A broker that cannot be asked (down, KAFKA-13392) is skipped and reported;
+its throttle is fixed at a later sync once it answers, or by ``reassign-kit throttles --clean``.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..cluster.admin import (
-    BROKER_THROTTLE_KEYS,
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
     LEADER_RATE,
     LEADER_REPLICAS,
     LOG_DIR_RATE,
 )
-from ..cluster.gateway import ConfigChanges, alter_in_place  # noqa: F401 (alter_in_place: re-exported)
-from ..errors import UsageError
+from ..cluster.gateway import (  # noqa: F401 (alter_in_place: re-exported)
+    BROKER_SOURCE,
+    DEFAULT_BROKER,
+    STATIC_SOURCE,
+    ConfigChanges,
+    ThrottleConfigs,
+    alter_in_place,
+)
+from ..errors import ReassignKitError, UsageError
 from ..model import ANY_LOG_DIR, Move, PartitionState, TopicPartition
 
 
@@ -178,27 +200,33 @@ def clear_changes(
     brokers: Iterable[int],
     remaining_in_flight: Mapping[TopicPartition, PartitionState],
     keep_log_dir_brokers: Iterable[int] = (),
+    priors: Priors | None = None,
 ) -> tuple[ConfigChanges, ConfigChanges]:
     """(topic changes, broker changes) that remove the throttles of ``topics`` and ``brokers``
     except what the reassignments still in flight need: a topic with partitions still moving
     gets its lists narrowed to those moves, a broker still a source or destination keeps its
-    rates, a broker still moving a replica between log dirs keeps its log-dir rate. Pure."""
+    rates, a broker still moving a replica between log dirs keeps its log-dir rate. A key
+    with a recorded prior (``priors``) gets that value back instead of being deleted (the
+    operator's list entries kept beside what the moves in flight need). Pure."""
     still = throttles_for(move_map({}, {}, remaining_in_flight))
     keep_ld = set(keep_log_dir_brokers)
+    pr = priors or Priors()
     topic_changes: ConfigChanges = {}
     for t in sorted(set(topics)):
         topic_changes[t] = {
-            LEADER_REPLICAS: still.leader.get(t) or None,
-            FOLLOWER_REPLICAS: still.follower.get(t) or None,
+            LEADER_REPLICAS: merge_lists(still.leader.get(t), pr.get("topics", t, LEADER_REPLICAS)),
+            FOLLOWER_REPLICAS: merge_lists(
+                still.follower.get(t), pr.get("topics", t, FOLLOWER_REPLICAS)
+            ),
         }
     broker_changes: ConfigChanges = {}
-    for b in sorted(set(brokers)):
+    for b in sorted(set(brokers), key=str):
         kv: dict[str, str | None] = {}
         if b not in still.brokers:
-            kv[LEADER_RATE] = None
-            kv[FOLLOWER_RATE] = None
+            kv[LEADER_RATE] = pr.get("brokers", b, LEADER_RATE)
+            kv[FOLLOWER_RATE] = pr.get("brokers", b, FOLLOWER_RATE)
         if b not in keep_ld:
-            kv[LOG_DIR_RATE] = None
+            kv[LOG_DIR_RATE] = pr.get("brokers", b, LOG_DIR_RATE)
         if kv:
             broker_changes[b] = kv
     return topic_changes, broker_changes
@@ -208,6 +236,108 @@ def entry_set(value: str | None) -> frozenset[str]:
     """A throttled-replica list as a set of ``partition:broker`` entries (order-insensitive:
     another writer may have written the same list in another order)."""
     return frozenset(e.strip() for e in (value or "").split(",") if e.strip())
+
+
+def merge_lists(required: str | None, operator: str | None) -> str | None:
+    """A throttled-replica list holding what the moves need and the operator's entries
+    (``*``, every replica, stays ``*``); None when empty."""
+    ops = entry_set(operator)
+    if "*" in ops:
+        return "*"
+    return ",".join(sorted(entry_set(required) | ops)) or None
+
+
+@dataclass
+class Priors:
+    """The operator's throttle configs as they were before this tool first changed them:
+    ``brokers``: broker id (or ``DEFAULT_BROKER``) -> key -> value (None: not set);
+    ``topics``: topic -> key -> the operator's entries of the list (None: none). A key
+    recorded once is never recorded again: that first value is what the end puts back."""
+
+    brokers: dict[Any, dict[str, str | None]] = field(default_factory=dict)
+    topics: dict[str, dict[str, str | None]] = field(default_factory=dict)
+
+    def known(self, part: str, name: Any, key: str) -> bool:
+        return key in getattr(self, part).get(name, {})
+
+    def get(self, part: str, name: Any, key: str) -> str | None:
+        return getattr(self, part).get(name, {}).get(key)
+
+    def record(self, part: str, name: Any, key: str, value: str | None) -> None:
+        getattr(self, part).setdefault(name, {}).setdefault(key, value)
+
+    def update(self, other: Priors) -> None:
+        for part in ("brokers", "topics"):
+            for name, kv in getattr(other, part).items():
+                for k, v in kv.items():
+                    self.record(part, name, k, v)
+
+    def __bool__(self) -> bool:
+        return bool(self.brokers or self.topics)
+
+    def operator_values(self) -> dict[str, Any]:
+        """Only the values to put back (recorded keys that were set), for reports."""
+        return {
+            part: {
+                str(n): {k: v for k, v in kv.items() if v}
+                for n, kv in getattr(self, part).items()
+                if any(kv.values())
+            }
+            for part in ("brokers", "topics")
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "brokers": {str(b): dict(kv) for b, kv in sorted(self.brokers.items(), key=str)},
+            "topics": {t: dict(kv) for t, kv in sorted(self.topics.items())},
+        }
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> Priors:
+        def broker(b: str) -> Any:
+            return b if b == DEFAULT_BROKER else int(b)
+
+        return cls(
+            {broker(b): dict(kv) for b, kv in (obj.get("brokers") or {}).items()},
+            {t: dict(kv) for t, kv in (obj.get("topics") or {}).items()},
+        )
+
+    @classmethod
+    def from_events(cls, events: Iterable[Mapping[str, Any]]) -> Priors:
+        """The priors a journal recorded (its ``throttle_prior`` events; the first wins)."""
+        out = cls()
+        for e in events:
+            if e.get("event") == "throttle_prior":
+                out.update(cls.from_json(e))
+        return out
+
+
+def priors_path_for(rollback_path: str) -> str:
+    """Where legacy ``--execute`` saves the throttle priors: beside its rollback file."""
+    stem, _ = os.path.splitext(rollback_path)
+    return f"{stem}.throttle-priors.json"
+
+
+def load_priors(source: Priors | str | os.PathLike | None) -> Priors | None:
+    """Priors from a run's journal (``.jsonl``: its ``throttle_prior`` events) or the priors
+    file legacy ``--execute`` wrote; a ``Priors`` as is; None as None."""
+    if source is None or isinstance(source, Priors):
+        return source
+    path = os.fspath(source)
+    if not os.path.exists(path):
+        raise UsageError(f"throttle priors {path}: no such file")
+    if path.endswith(".jsonl"):
+        from .journal import read_events
+
+        return Priors.from_events(read_events(path))
+    try:
+        with open(path, encoding="utf-8") as f:
+            obj = json.load(f)
+    except (OSError, ValueError) as e:
+        raise UsageError(f"throttle priors {path}: cannot read it: {e}") from None
+    if not isinstance(obj, dict):
+        raise UsageError(f"throttle priors {path}: not a priors file")
+    return Priors.from_json(obj.get("throttle_priors", obj))
 
 
 def _rate_value(value: str | None) -> int | None:
@@ -226,6 +356,9 @@ def sync_changes(
     keep_rates_of: Iterable[int] = (),
     log_dir_rate: int | None = None,
     log_dir_brokers_: Iterable[int] = (),
+    priors: Priors | None = None,
+    busy: Throttles | None = None,
+    recorded: Priors | None = None,
 ) -> tuple[ConfigChanges, ConfigChanges]:
     """(topic changes, broker changes) that turn the throttles now set (``current``, as
     ``current_throttles`` returns them) on ``topics`` / ``brokers`` into exactly ``required``
@@ -236,21 +369,48 @@ def sync_changes(
     have, which their own run chose; without one they get ``rate``, as the official tool does.
     ``rate`` None leaves the inter-broker throttle (lists and rates) alone, ``log_dir_rate``
     None the log-dir rate; a given ``log_dir_rate`` is set on ``log_dir_brokers_`` and removed
-    from the other brokers in scope. Pure."""
+    from the other brokers in scope.
+
+    With ``priors`` (a ``Priors``, kept by the caller), what no move needs goes back to the
+    recorded value instead of being deleted, and an operator's list entries stay in the
+    lists; a key changed for the first time gets its operator value recorded into
+    ``recorded`` (the caller journals it before sending the changes): the value there now,
+    less what the reassignments in flight (``busy``) account for. Pure."""
     cur_topics = current.get("topics", {})
     cur_brokers = current.get("brokers", {})
     keep = set(keep_rates_of)
     ld = set(log_dir_brokers_)
+    busy = busy or Throttles()
+
+    def operator(part: str, name: Any, key: str, have: str | None, theirs: bool) -> str | None:
+        if priors is None:
+            return None
+        if priors.known(part, name, key):
+            return priors.get(part, name, key)
+        if recorded is not None and recorded.known(part, name, key):
+            return recorded.get(part, name, key)
+        if part == "topics":
+            busy_list = (busy.leader if key == LEADER_REPLICAS else busy.follower).get(name)
+            return ",".join(sorted(entry_set(have) - entry_set(busy_list))) or None
+        return None if theirs else have
+
+    def note(part: str, name: Any, key: str, value: str | None) -> None:
+        if priors is not None and recorded is not None and not priors.known(part, name, key):
+            recorded.record(part, name, key, value)
+
     topic_changes: ConfigChanges = {}
     for t in sorted(set(topics)) if rate is not None else ():
         have = cur_topics.get(t, {})
         kv: dict[str, str | None] = {}
-        for key, want in (
+        for key, need in (
             (LEADER_REPLICAS, required.leader.get(t)),
             (FOLLOWER_REPLICAS, required.follower.get(t)),
         ):
+            op = operator("topics", t, key, have.get(key), False)
+            want = merge_lists(need, op)
             if entry_set(have.get(key)) != entry_set(want):
                 kv[key] = want or None
+                note("topics", t, key, op)
         if kv:
             topic_changes[t] = kv
     broker_changes: ConfigChanges = {}
@@ -259,15 +419,20 @@ def sync_changes(
         kv = {}
         has_rate = _rate_value(have.get(LEADER_RATE)) or _rate_value(have.get(FOLLOWER_RATE))
         theirs = b in required.brokers and b in keep and has_rate
+        in_use = b in busy.brokers
         if rate is not None and not theirs:
-            want = str(int(rate)) if b in required.brokers else None
             for key in (LEADER_RATE, FOLLOWER_RATE):
+                op = operator("brokers", b, key, have.get(key), in_use)
+                want = str(int(rate)) if b in required.brokers else op
                 if _rate_value(have.get(key)) != _rate_value(want):
                     kv[key] = want
+                    note("brokers", b, key, op)
         if log_dir_rate is not None:
-            want_ld = str(int(log_dir_rate)) if b in ld else None
+            op = operator("brokers", b, LOG_DIR_RATE, have.get(LOG_DIR_RATE), False)
+            want_ld = str(int(log_dir_rate)) if b in ld else op
             if _rate_value(have.get(LOG_DIR_RATE)) != _rate_value(want_ld):
                 kv[LOG_DIR_RATE] = want_ld
+                note("brokers", b, LOG_DIR_RATE, op)
         if kv:
             broker_changes[b] = kv
     return topic_changes, broker_changes
@@ -311,18 +476,83 @@ def summary(current: Mapping[str, Any]) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- I/O through admin
 
 
+def alter_brokers(gateway: Any, changes: ConfigChanges) -> dict[Any, str]:
+    """Send per-broker config changes; a broker that cannot take them (down: KAFKA-13392) is
+    skipped, the others are changed. Returns the brokers skipped -> error."""
+    if not changes:
+        return {}
+    try:
+        gateway.alter_broker_configs(changes)
+        return {}
+    except ReassignKitError as e:
+        if len(changes) == 1:
+            return {next(iter(changes)): str(e)}
+    failed: dict[Any, str] = {}
+    for b, kv in changes.items():  # which one: each on its own
+        try:
+            gateway.alter_broker_configs({b: kv})
+        except ReassignKitError as e:
+            failed[b] = str(e)
+    return failed
+
+
+def read_current(gateway: Any, topics: Iterable[str], brokers: Iterable[int]) -> dict[str, Any]:
+    """``current_throttles`` plus what it could not read (``unreachable``: broker -> error)."""
+    cfg: ThrottleConfigs = gateway.throttle_configs(sorted(set(topics)), sorted(set(brokers)))
+    return {
+        "topics": {t: {k: v.value for k, v in kv.items()} for t, kv in cfg.topics.items()},
+        "brokers": {
+            b: d
+            for b, kv in cfg.brokers.items()
+            if (d := {k: v.value for k, v in kv.items() if v.source == BROKER_SOURCE})
+        },
+        "static": {
+            b: d
+            for b, kv in cfg.brokers.items()
+            if (d := {k: v.value for k, v in kv.items() if v.source == STATIC_SOURCE})
+        },
+        "default": {k: v.value for k, v in cfg.default.items()},
+        "unreachable": dict(cfg.unreachable),
+    }
+
+
 def apply_throttles(
     gateway: Any,
     required: Throttles,
     rate: int | None,
     log_dir_rate: int | None = None,
     log_dir_brokers_: Iterable[int] = (),
+    in_flight: Mapping[TopicPartition, PartitionState] | None = None,
+    priors: Priors | None = None,
+    on_prior: Any = None,
 ) -> tuple[ConfigChanges, ConfigChanges]:
-    """Set what ``required`` needs (incremental_alter_configs); returns the changes made."""
-    topic_changes, broker_changes = apply_changes(required, rate, log_dir_rate, log_dir_brokers_)
-    gateway.alter_topic_configs(topic_changes)
-    gateway.alter_broker_configs(broker_changes)
-    return topic_changes, broker_changes
+    """Set what ``required`` needs (legacy ``--execute``): the rates on its brokers, its lists
+    on its topics, an operator's entries kept in the lists. The value each key had before
+    is recorded into ``priors`` (``on_prior(new)`` is called before anything is sent);
+    brokers that cannot be asked are skipped (``on_prior`` is not told; see ``skipped``
+    in the result of ``sync_throttles``). Returns the changes made."""
+    if rate is not None and rate < 0:
+        raise UsageError(f"--throttle must be a positive number of bytes/s, not {rate}")
+    if log_dir_rate is not None and log_dir_rate < 0:
+        raise UsageError(
+            f"--replica-alter-log-dirs-throttle must be a positive number of bytes/s, not {log_dir_rate}"
+        )
+    ld = set(log_dir_brokers_) if log_dir_rate is not None else set()
+    brokers = (set(required.brokers) if rate is not None else set()) | ld
+    _, _, changes, _ = sync_throttles(
+        gateway,
+        required,
+        rate,
+        required.topics,
+        brokers,
+        (),
+        log_dir_rate,
+        ld,
+        priors=priors if priors is not None else Priors(),
+        busy=throttles_for(move_map({}, {}, in_flight or {})),
+        on_prior=on_prior,
+    )
+    return changes
 
 
 def clear_throttles(
@@ -331,22 +561,27 @@ def clear_throttles(
     brokers: Iterable[int] | None = None,
     remaining_in_flight: Mapping[TopicPartition, PartitionState] | None = None,
     keep_log_dir_brokers: Iterable[int] | None = None,
+    priors: Priors | None = None,
 ) -> tuple[ConfigChanges, ConfigChanges]:
-    """Remove throttles no remaining in-flight move needs. ``brokers`` None = every broker (as
-    the official tool); ``remaining_in_flight`` None = ask the cluster; ``keep_log_dir_brokers``
-    None = brokers with a future replica (a log-dir move still running)."""
+    """Remove throttles no remaining in-flight move needs, putting back the ``priors``
+    recorded. ``brokers`` None = every broker (as the official tool); ``remaining_in_flight``
+    None = ask the cluster; ``keep_log_dir_brokers`` None = brokers with a future replica (a
+    log-dir move still running). A broker that cannot take the change is skipped."""
     if brokers is None:
         brokers = [b.id for b in gateway.brokers()]
     brokers = list(brokers)
+    if priors:  # an operator's value set on the cluster default comes back too
+        brokers += [b for b in priors.brokers if b not in brokers]
     if remaining_in_flight is None:
         remaining_in_flight = gateway.list_reassignments()
     if keep_log_dir_brokers is None:
-        keep_log_dir_brokers = {r.broker for r in gateway.describe_log_dirs(brokers) if r.is_future}
+        live = [b for b in brokers if b != DEFAULT_BROKER]
+        keep_log_dir_brokers = {r.broker for r in gateway.describe_log_dirs(live) if r.is_future}
     topic_changes, broker_changes = clear_changes(
-        topics, brokers, remaining_in_flight, keep_log_dir_brokers
+        topics, brokers, remaining_in_flight, keep_log_dir_brokers, priors
     )
     gateway.alter_topic_configs(topic_changes)
-    gateway.alter_broker_configs(broker_changes)
+    alter_brokers(gateway, broker_changes)
     return topic_changes, broker_changes
 
 
@@ -359,48 +594,70 @@ def sync_throttles(
     keep_rates_of: Iterable[int] = (),
     log_dir_rate: int | None = None,
     log_dir_brokers_: Iterable[int] = (),
-) -> tuple[dict[str, Any], dict[str, Any], tuple[ConfigChanges, ConfigChanges]]:
+    *,
+    priors: Priors | None = None,
+    busy: Throttles | None = None,
+    on_prior: Any = None,
+) -> tuple[dict[str, Any], dict[str, Any], tuple[ConfigChanges, ConfigChanges], dict[Any, str]]:
     """Make the throttles on ``topics`` / ``brokers`` exactly ``required`` (see
-    ``sync_changes``): read them (a few Admin calls), write only what differs.
-    Returns (before, after, changes); nothing is written when they agree."""
+    ``sync_changes``): read them (a few Admin calls), write only what differs. With
+    ``priors``: operator values kept and put back (``sync_changes``); the first values of the
+    keys changed now are added to ``priors`` and given to ``on_prior`` before anything is
+    sent. A broker that cannot be asked or changed (down) is skipped and the others go on.
+    Returns (before, after, changes, skipped brokers -> error); nothing is written when they
+    agree."""
     topics, brokers = sorted(set(topics)), sorted(set(brokers))
-    before = current_throttles(gateway, topics, brokers)
+    before = read_current(gateway, topics, brokers)
+    skipped: dict[Any, str] = dict(before["unreachable"])
+    brokers = [b for b in brokers if b not in skipped]
+    recorded = Priors()
     changes = sync_changes(
-        required, rate, before, topics, brokers, keep_rates_of, log_dir_rate, log_dir_brokers_
+        required,
+        rate,
+        before,
+        topics,
+        brokers,
+        keep_rates_of,
+        log_dir_rate,
+        log_dir_brokers_,
+        priors=priors,
+        busy=busy,
+        recorded=recorded,
     )
+    if priors is not None and recorded:
+        if on_prior is not None:
+            on_prior(recorded)
+        priors.update(recorded)
     if changes[0]:
         gateway.alter_topic_configs(changes[0])
     if changes[1]:
-        gateway.alter_broker_configs(changes[1])
-    return before, after_changes(before, changes), changes
+        failed = alter_brokers(gateway, changes[1])
+        if failed:
+            skipped.update(failed)
+            changes = (changes[0], {b: kv for b, kv in changes[1].items() if b not in failed})
+    return before, after_changes(before, changes), changes, skipped
 
 
 def current_throttles(
     gateway: Any, topics: Iterable[str], brokers: Iterable[int]
 ) -> dict[str, Any]:
-    """The throttle configs now set on these topics and brokers (empty values omitted)."""
-    tc = gateway.topic_configs(topics)
-    bc = gateway.broker_configs(brokers)
-    return {
-        "topics": {
-            t: {k: c[k] for k in (LEADER_REPLICAS, FOLLOWER_REPLICAS) if c.get(k)}
-            for t, c in tc.items()
-            if any(c.get(k) for k in (LEADER_REPLICAS, FOLLOWER_REPLICAS))
-        },
-        "brokers": {
-            b: {k: c[k] for k in BROKER_THROTTLE_KEYS if c.get(k)}
-            for b, c in bc.items()
-            if any(c.get(k) for k in BROKER_THROTTLE_KEYS)
-        },
-    }
+    """The throttle configs set on these topics and brokers (empty values omitted): the
+    topics' lists, the brokers' own dynamic values (``brokers``) — what this tool may change
+    — and, apart, the static ones (``static``: server.properties, never changed), the cluster
+    default (``default``) and the brokers that could not be asked (``unreachable``)."""
+    return read_current(gateway, topics, brokers)
 
 
 class ThrottleKeeper:
     """A paced run's throttles: after every ``sync`` the cluster holds exactly what the run's
     moves in flight (and those about to be submitted) need, plus what others' moves in flight
-    need on the brokers they share. Reads and writes only when that need changed, only the
-    keys that differ, and journals ``throttle_set`` / ``throttle_cleared`` through ``emit``.
-    Remembers the topics and brokers this run wrote (journaled, so a resume knows them)."""
+    need on the brokers they share, plus the operator's own throttle configs (their values
+    put back once no move needs the key). Reads and writes only when that need changed, only
+    the keys that differ, and journals ``throttle_prior`` (before the change is sent: what
+    the end puts back, also after a SIGKILL and ``--resume``) / ``throttle_set`` /
+    ``throttle_cleared`` through ``emit``. Remembers the topics and brokers this run wrote
+    (journaled, so a resume knows them). A broker that cannot be asked or changed (down) is
+    skipped with a ``warning`` and synced again at every later sync until it answers."""
 
     def __init__(
         self,
@@ -421,6 +678,8 @@ class ThrottleKeeper:
         self._given: Any = None
         self.managed_brokers: set[int] = set()  # brokers this run set a rate on
         self.managed_topics: set[str] = set()  # topics whose lists this run wrote
+        self.priors = Priors()  # the operator's values, to put back
+        self.skipped: dict[Any, str] = {}  # brokers the last sync could not reach
 
     @property
     def active(self) -> bool:
@@ -428,12 +687,18 @@ class ThrottleKeeper:
         return self.rate is not None or self.log_dir_rate is not None
 
     def remember(self, prior: Iterable[Mapping[str, Any]]) -> None:
-        """On resume: the topics and brokers the journaled run wrote (``throttle_set``)."""
+        """On resume: the topics and brokers the journaled run wrote (``throttle_set``) and
+        the values it recorded before (``throttle_prior``)."""
+        prior = list(prior)
         for e in prior:
             if e.get("event") == "throttle_set":
                 self.managed_brokers.update(int(b) for b in e.get("broker_rates", {}))
+                self.managed_brokers.update(int(b) for b in e.get("log_dir_rates", {}))
                 self.managed_topics.update(e.get("leader_replicas", {}))
                 self.managed_topics.update(e.get("follower_replicas", {}))
+        self.priors.update(Priors.from_events(prior))
+        self.managed_brokers.update(b for b in self.priors.brokers if b != DEFAULT_BROKER)
+        self.managed_topics.update(self.priors.topics)
 
     def forget(self) -> None:
         """Read the cluster again at the next sync (at the end of a run)."""
@@ -442,6 +707,14 @@ class ThrottleKeeper:
     def left(self) -> dict[str, Any]:
         """The throttles in scope after the last sync (what the run leaves set)."""
         return summary(self.applied) if self.applied is not None else {}
+
+    def unrestored(self) -> dict[str, Any]:
+        """Operator values recorded for brokers the last sync could not reach."""
+        return {
+            str(b): kv
+            for b, kv in self.priors.brokers.items()
+            if b in self.skipped and any(kv.values())
+        }
 
     def sync(
         self,
@@ -459,6 +732,7 @@ class ThrottleKeeper:
         if (
             self.applied is not None
             and not submitting
+            and not self.skipped
             and self._given is not None
             and self._given[0] is ours
             and self._given[1] == given
@@ -478,13 +752,41 @@ class ThrottleKeeper:
         ld = set(ld_given) if self.log_dir_rate is not None else set()
         brokers = self.managed_brokers | set(required.brokers) | ld
         key = (required, frozenset(keep), frozenset(topics), frozenset(brokers), frozenset(ld))
-        if self.applied is not None and not submitting and self._applied_for == key:
+        if (
+            self.applied is not None
+            and not submitting
+            and self._applied_for == key
+            and not self.skipped
+        ):
             self._given = (ours, given, dict(cluster))
             return
         self._given = None
-        before, after, changes = sync_throttles(
-            self.gw, required, self.rate, topics, brokers, keep, self.log_dir_rate, ld
+        before, after, changes, skipped = sync_throttles(
+            self.gw,
+            required,
+            self.rate,
+            topics,
+            brokers,
+            keep,
+            self.log_dir_rate,
+            ld,
+            priors=self.priors,
+            busy=throttles_for(move_map({}, {}, cluster)),
+            on_prior=lambda new: self.emit("throttle_prior", **new.to_json()),
         )
+        newly = {b: e for b, e in skipped.items() if b not in self.skipped}
+        back = [b for b in self.skipped if b not in skipped]
+        self.skipped = skipped
+        for b, err in sorted(newly.items(), key=lambda x: str(x[0])):
+            self.emit(
+                "warning",
+                broker=b,
+                message=f"throttles of broker {b} not synced: it cannot be reached ({err}); "
+                "the other brokers go on, and it is synced again once it answers (or "
+                "`reassign-kit throttles --clean` fixes it)",
+            )
+        if back:
+            self.emit("throttle_broker_back", brokers=sorted(back, key=str))
         self.applied, self._applied_for = after, key
         if not (changes[0] or changes[1]):
             return

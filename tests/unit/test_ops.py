@@ -61,6 +61,17 @@ class FakeCluster:
         self.sent.append(dict(targets))
         return {tp: self.reject.get(tp) for tp in targets}
 
+    def throttle_configs(self, topics, brokers):
+        from reassign_kit.cluster.gateway import ConfigValue, ThrottleConfigs
+
+        def dyn(cfg, src):
+            return {k: ConfigValue(v, src) for k, v in cfg.items() if v}
+
+        return ThrottleConfigs(
+            {t: d for t in topics if (d := dyn(self.topic_cfg.get(t, {}), "topic"))},
+            {b: d for b in brokers if (d := dyn(self.broker_cfg.get(b, {}), "dynamic broker"))},
+        )
+
     def alter_topic_configs(self, changes):
         self.calls.append("topic_configs")
         for t, kv in changes.items():

@@ -1,0 +1,176 @@
+"""Throttles restored, not deleted (issue 14 #11, #5, #13, #14): an operator's own throttle
+configs — a per-broker rate, the cluster default, entries in a topic's throttled-replica
+list, static server.properties values — are what they were after a run, a legacy execute, a
+failed submission, a cancel; a run killed mid-way puts them back on resume from its journal;
+a broker that is down is skipped, not waited for."""
+
+from __future__ import annotations
+
+import pytest
+
+from reassign_kit import ops
+from reassign_kit.cluster.admin import (
+    FOLLOWER_RATE,
+    FOLLOWER_REPLICAS,
+    LEADER_RATE,
+    LEADER_REPLICAS,
+    LOG_DIR_RATE,
+)
+from reassign_kit.cluster.gateway import DEFAULT_BROKER
+from reassign_kit.engine import throttle as thr
+from reassign_kit.engine.journal import read_events
+from reassign_kit.engine.run import ExecuteOptions, Run
+from reassign_kit.errors import KafkaOperationError
+from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.simulate import MB, SimCluster
+
+TP = TopicPartition
+RATE = 1 * MB
+OPERATOR_RATE = {LEADER_RATE: "7777777", FOLLOWER_RATE: "7777777"}
+OPERATOR_LIST = {LEADER_REPLICAS: "1:3"}  # partition 1 of t: not moved by the plan
+DEFAULT = {LEADER_RATE: "5555555"}
+STATIC = {LOG_DIR_RATE: "4444444"}
+
+
+class Killed(BaseException):
+    pass
+
+
+def operator_cluster() -> SimCluster:
+    """Brokers 0..3; t-0 on (0, 1) moves to (2, 3); the operator has a rate on brokers 1 and
+    2 (both in the move), a cluster default, a static log-dir rate on 3 and an entry of their
+    own in t's leader list."""
+    sim = SimCluster(4, bandwidth=50 * MB)
+    sim.add_topic("t", [[0, 1], [3, 0]], 4 * MB)
+    sim.alter_broker_configs({1: dict(OPERATOR_RATE), 2: dict(OPERATOR_RATE)})
+    sim.alter_broker_configs({DEFAULT_BROKER: dict(DEFAULT)})
+    sim.static_broker_cfg[3] = dict(STATIC)
+    sim.alter_topic_configs({"t": dict(OPERATOR_LIST)})
+    return sim
+
+
+PLAN = Plan.of([Move(TP("t", 0), (2, 3))])
+
+
+def assert_operator_configs_back(sim: SimCluster) -> None:
+    assert sim.broker_cfg == {1: OPERATOR_RATE, 2: OPERATOR_RATE}
+    assert sim.default_broker_cfg == DEFAULT
+    assert sim.static_broker_cfg == {3: STATIC}
+    assert sim.topic_cfg == {"t": OPERATOR_LIST}
+
+
+def rates_seen(sim: SimCluster, broker: int) -> set[int]:
+    return {ts.broker_rates.get(broker) for _, ts in sim.throttle_history}
+
+
+def run_of(sim, tmp_path, resume=False, **opts) -> Run:
+    return Run(
+        sim,
+        PLAN,
+        ExecuteOptions(throttle=RATE, wait=True, **opts),
+        journal_path=tmp_path / "run.jsonl",
+        resume=resume,
+        clock=sim.now,
+        sleep=sim.sleep,
+    )
+
+
+def test_paced_run_puts_back_the_operators_throttles(tmp_path):
+    sim = operator_cluster()
+    setup = len(sim.throttle_history)
+    res = run_of(sim, tmp_path).run()
+    assert res.state == "done" and sim.assignment()[TP("t", 0)] == (2, 3)
+    assert RATE in rates_seen(sim, 1) and RATE in rates_seen(sim, 2)  # ours while it moved
+    # during the move the operator's entry stayed in the list beside ours
+    lists = [ts.leader_replicas.get("t", frozenset()) for _, ts in sim.throttle_history[setup:]]
+    assert len(lists) > 1 and all((1, 3) in lst for lst in lists)
+    assert any((0, 0) in lst for lst in lists)
+    assert_operator_configs_back(sim)
+    ev = read_events(tmp_path / "run.jsonl")
+    prior = [e for e in ev if e["event"] == "throttle_prior"]
+    assert prior and prior[0]["brokers"]["1"] == OPERATOR_RATE
+    assert prior[0]["topics"]["t"][LEADER_REPLICAS] == "1:3"
+    # the prior was journaled before the first change was sent
+    first_set = next(i for i, e in enumerate(ev) if e["event"] == "throttle_set")
+    assert ev.index(prior[0]) < first_set
+    assert thr.summary(thr.current_throttles(sim, ["t"], [0, 1, 2, 3])) == res.throttles_left
+
+
+def test_killed_run_resumed_restores_the_priors_from_its_journal(tmp_path):
+    sim = operator_cluster()
+    run = run_of(sim, tmp_path)
+    run._finish = lambda: None  # the exit path never runs after SIGKILL
+    ticks = {"n": 0}
+
+    def sleep(dt):
+        ticks["n"] += 1
+        if ticks["n"] == 3:
+            raise Killed()
+        sim.sleep(dt)
+
+    run._sleep_fn = sleep
+    with pytest.raises(Killed):
+        run.run()
+    assert sim.broker_cfg[1][LEADER_RATE] == str(RATE)  # ours, set when it died
+    res = run_of(sim, tmp_path, resume=True).run()
+    assert res.state == "done"
+    assert_operator_configs_back(sim)
+
+
+def test_a_run_that_never_touched_a_key_leaves_it_alone(tmp_path):
+    """The operator's rate on a broker the run does not need, and lists of a topic it does
+    not move, are never written (the old sync deleted every throttle in its scope)."""
+    sim = operator_cluster()
+    sim.add_topic("u", [[0, 1]], 1 * MB)
+    sim.alter_topic_configs({"u": {FOLLOWER_REPLICAS: "0:2"}})
+    sim.alter_broker_configs({0: dict(OPERATOR_RATE)})
+    plan = Plan.of([Move(TP("t", 0), (2, 3))])
+    Run(sim, plan, ExecuteOptions(throttle=RATE, wait=True), clock=sim.now, sleep=sim.sleep).run()
+    assert sim.topic_cfg["u"] == {FOLLOWER_REPLICAS: "0:2"}
+    assert sim.broker_cfg[0] == OPERATOR_RATE  # 0 is a source: ours during, theirs after
+
+
+def test_legacy_execute_then_verify_with_its_priors_file(tmp_path):
+    sim = operator_cluster()
+    rb = str(tmp_path / "rollback.json")
+    res = ops.execute(sim, PLAN, throttle=RATE, rollback_path=rb)
+    assert res.priors_path and any("throttles --clean" in n for n in res.notes)
+    assert sim.broker_cfg[1][LEADER_RATE] == str(RATE)
+    assert thr.entry_set(sim.topic_cfg["t"][LEADER_REPLICAS]) >= {"1:3", "0:0", "0:1"}
+    sim.sleep(30)
+    v = ops.verify(sim, PLAN, priors=res.priors_path)
+    assert v.complete
+    assert_operator_configs_back(sim)
+
+
+def test_legacy_verify_without_priors_removes_as_the_official_tool(tmp_path):
+    sim = operator_cluster()
+    ops.execute(sim, PLAN, throttle=RATE, rollback_path=None)
+    sim.sleep(30)
+    ops.verify(sim, PLAN)
+    assert 1 not in sim.broker_cfg and "t" not in sim.topic_cfg  # what it does without them
+    assert sim.default_broker_cfg == DEFAULT and sim.static_broker_cfg == {3: STATIC}
+
+
+def test_legacy_execute_restores_throttles_when_the_submission_fails(tmp_path):
+    """Issue 14 #5: the controller refuses the request (KIP-860 'nothing submitted', a
+    timeout): the throttles set for it are removed, the operator's put back."""
+    sim = operator_cluster()
+
+    def refuse(targets, allow_replication_factor_change=True):
+        raise KafkaOperationError("alter partition reassignments: RequestTimedOutError")
+
+    sim.alter_reassignments = refuse
+    with pytest.raises(KafkaOperationError, match="RequestTimedOut"):
+        ops.execute(sim, PLAN, throttle=RATE, rollback_path=None)
+    assert RATE in rates_seen(sim, 1)  # it had set them
+    assert_operator_configs_back(sim)
+
+
+def test_legacy_execute_every_partition_rejected_restores_throttles(tmp_path):
+    sim = operator_cluster()
+    sim.fail_on[TP("t", 0)] = "INVALID_REPLICATION_FACTOR: nothing was submitted"
+    res = ops.execute(sim, PLAN, throttle=RATE, rollback_path=None)
+    assert res.failed and res.exit_code != 0
+    assert_operator_configs_back(sim)
+    assert any("removed" in n or "put back" in n for n in res.notes)
