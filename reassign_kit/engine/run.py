@@ -979,7 +979,11 @@ class Run:
                 pass
             elif self._cancel_on_stop and self._stop.is_set():  # Ctrl-C / SIGTERM / cancel()
                 touched = [ms.tp for ms in self._index.of(MOVING, READY)]
-                self._cancel(touched, reason="stop")
+                try:
+                    self._cancel(touched, reason="stop")
+                except KafkaOperationError as e:  # reported; the throttles are still made right
+                    self._error = self._error or f"cancel failed: {e}"
+                    self._emit("error", message=f"cancel failed: {e}")
             if self._began:
                 self._await_rollbacks()  # a cancel here, on a deadline or earlier in the run
             # cancelled by the user in the poll that reached KIP-1335's return point: the run

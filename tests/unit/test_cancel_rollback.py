@@ -303,3 +303,25 @@ def test_a_second_stop_ends_the_wait_for_a_rollback(tmp_path):
     assert sim.now() < 60  # model time: nowhere near the 600 s rollback timeout
     assert A0 in sim.list_reassignments() and exact_throttles(sim)
     assert any("stopped waiting" in e["message"] for e in events(tmp_path, "warning"))
+
+
+class CancelTimesOut(SimCluster):
+    """The controller never answers a cancel (every retry times out)."""
+
+    def alter_reassignments(self, targets, allow_replication_factor_change=True):
+        if targets and all(t is None for t in targets.values()):
+            from reassign_kit.errors import KafkaOperationError
+
+            raise KafkaOperationError("alter partition reassignments: timed out after 30s")
+        return super().alter_reassignments(targets, allow_replication_factor_change)
+
+
+def test_a_cancel_that_fails_is_reported_and_the_throttles_still_made_right(tmp_path):
+    sim = CancelTimesOut(4, bandwidth=50 * MB)
+    sim.add_topic("a", [list(ORIGINAL[A0]), list(ORIGINAL[A1])], 2 * MB)
+    run = run_of(sim, plan(A0), tmp_path)
+    on_event(run, "step_submitted", run.cancel, step=3)
+    res = run.run()
+    assert res.error and "cancel failed" in res.error and not res.cancelled
+    assert exact_throttles(sim)  # the move still in flight keeps exactly its throttles
+    assert events(tmp_path)[-1]["event"] == "run_finished"
