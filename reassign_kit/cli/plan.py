@@ -304,11 +304,16 @@ def run_generate(args: argparse.Namespace, gateway: Any, _plan: Any = None) -> i
             snap, brokers=tuple(dataclasses.replace(b, rack=None) for b in snap.brokers)
         )
     selection = topic_filter(args)
-    _, excluded = selection.split(topics)
+    kept, excluded = selection.split(topics)
     if excluded:
         print(
             "--generate: left out " + ", ".join(f"{t} ({why})" for t, why in excluded.items()),
             file=sys.stderr,
+        )
+    if not kept:  # an empty proposal would read as "nothing to move" (issue 13 #2)
+        raise UsageError(
+            "--generate: the topic selection leaves out every topic of "
+            f"--topics-to-move-json-file ({'; '.join(f'{t}: {w}' for t, w in excluded.items())})"
         )
     current, proposed = generate(snap, topics, brokers, selection)
     print("Current partition replica assignment")

@@ -171,3 +171,37 @@ def test_spark_aggregates_equal_the_in_process_ones(spark, params):
         "capable",
     ):
         assert getattr(remote, name) == getattr(local, name), name
+
+
+def test_topic_selection_on_spark_is_the_in_process_one(spark, tmp_path):
+    """issue 13 #2: a Parquet snapshot filtered in Spark (the rule decided on the names in
+    Python) gives the in-process plan, leader balance and excluded-topic summary."""
+    import dataclasses
+
+    from reassign_kit.snapshot import PartitionEntry, Snapshot, TopicEntry, TopicFilter
+
+    base = random_snapshot(13)
+    internal = [PartitionEntry("__consumer_offsets", i, (1, 2, 3), 10) for i in range(6)]
+    snap = Snapshot.of(
+        base.brokers,
+        [*base.topics, TopicEntry("__consumer_offsets", 2)],
+        [*base.partitions, *internal],
+    )
+    path = str(tmp_path / "s.parquet")
+    snap.write(path)
+    filters = (TopicFilter(), TopicFilter(exclude="t[12]"), TopicFilter("t0|__.*", None, True))
+    for tf in filters:
+        params = dataclasses.replace(PlanParams(remove_brokers=(1,)), topic_filter=tf)
+        a = plan_spark(spark, path, params)
+        b = plan_in_process(snap, params)
+        assert a.plan.digest() == b.plan.digest(), tf
+        assert a.report()["topic_selection"] == b.report()["topic_selection"], tf
+        assert a.leader_balance == b.leader_balance, tf
+    excluded = b.report()["topic_selection"]["excluded"]
+    assert [e["topic"] for e in excluded["topics"]] == ["t1", "t2", "t3"]
+    assert excluded["replicas_left_on_removed_brokers"][1] > 0
+    assert "__consumer_offsets" in {m.tp.topic for m in b.plan}
+    default = plan_in_process(snap, PlanParams(remove_brokers=(1,)))
+    assert default.report()["topic_selection"]["excluded"]["replicas_left_on_removed_brokers"] == {
+        1: 6
+    }

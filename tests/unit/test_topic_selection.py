@@ -182,3 +182,30 @@ def test_snapshot_select_keeps_brokers_and_drops_excluded_topics():
     assert {p.topic for p in snap.partitions} == {"orders"}
     assert [b.id for b in snap.brokers] == [1, 2, 3, 4]
     assert list(excluded) == ["__consumer_offsets"]
+
+
+def _generate_on_sim(tmp_path, topics, *extra):
+    from reassign_kit.cli import reassign
+    from reassign_kit.cluster.simulate import SimCluster
+
+    sim = SimCluster(3)
+    sim.add_topic("__consumer_offsets", [[3, 1]] * 3)
+    sim.add_topic("orders", [[3, 2]] * 2)
+    f = tmp_path / "topics.json"
+    f.write_text(json.dumps({"version": 1, "topics": [{"topic": t} for t in topics]}))
+    argv = ["--bootstrap-server", "sim:9092", "--generate", "--broker-list", "1,2"]
+    p = reassign.build_parser()
+    args = p.parse_args([*argv, "--topics-to-move-json-file", str(f), *extra])
+    assert reassign.check_args(p, args) == "generate"
+    return reassign.plan_cmd.run_generate(args, sim)
+
+
+def test_generate_refuses_when_the_selection_leaves_no_topic(tmp_path, capsys):
+    # a file naming only internal topics gave an empty proposal and exit 0: "nothing to move"
+    with pytest.raises(UsageError, match="leaves out every topic.*__consumer_offsets: internal"):
+        _generate_on_sim(tmp_path, ["__consumer_offsets"])
+    with pytest.raises(UsageError, match="orders: matched by --exclude-topics-regex"):
+        _generate_on_sim(tmp_path, ["orders"], "--exclude-topics-regex", "ord.*")
+    assert _generate_on_sim(tmp_path, ["__consumer_offsets"], "--include-internal") == 0
+    out = capsys.readouterr().out
+    assert '"topic": "__consumer_offsets"' in out.split("Proposed partition")[1]
