@@ -296,3 +296,45 @@ def test_throttles_are_computed_again_only_when_the_moves_in_flight_change(tmp_p
     # in flight changed (or a submission / the end needs them), plus the next poll after a write
     assert computed["n"] <= 2 * changes + 6, (computed, changes, polls)
     assert computed["n"] < polls / 2, (computed, polls)
+
+
+# ---- the journal: the redaction regex only for lines whose shape could need it -------------
+
+
+def test_journal_lines_are_what_redaction_gives_and_plain_events_skip_the_regex(
+    tmp_path, monkeypatch
+):
+    import json
+
+    from reassign_kit.engine import journal as jr
+
+    searched = {"n": 0}
+    real = jr.might_hold_secrets
+
+    def might_hold_secrets(text, secret_keys=()):
+        searched["n"] += 1
+        return real(text, secret_keys)
+
+    monkeypatch.setattr(jr, "might_hold_secrets", might_hold_secrets)
+    events = [
+        ("submitted", {"topic": "a", "partition": 1, "target": [1, 2], "batch": None}),
+        ("completed", {"topic": "tokens", "partition": 0, "replicas": (2, 3), "duration_s": 1.5}),
+        ("warning", {"message": "broker 3 (timed out); their moves count as waiting"}),
+        ("step_submitted", {"topic": "a", "partition": 1, "step": 1, "target": [3]}),
+        ("run_started", {"options": {"password": "hunter2", "x": 1}}),
+        ("error", {"message": "login failed: password=hunter2; retry"}),
+        ("custom", {"sasl.jaas.config": "x", "brokers": [1]}),
+        ("custom", {"mine": "s3cr3t"}),
+        ("custom", {"values": ["a=b", "c"]}),
+    ]
+    path = tmp_path / "j.jsonl"
+    with jr.Journal(path, "r1", clock=lambda: 1.0, secrets=("mine",)) as j:
+        for ev, fields in events:
+            j.write(ev, **fields)
+    lines = path.read_text().splitlines()
+    for line, (ev, fields) in zip(lines, events, strict=True):
+        rec = {"ts": 1.0, "event": ev, "run_id": "r1", **fields}
+        assert line == json.dumps(jr.redact(rec, ("mine",)), separators=(",", ":"))
+    assert "hunter2" not in path.read_text() and "s3cr3t" not in path.read_text()
+    # only the events with nested objects, '=' in a string or a secret key took the regex
+    assert searched["n"] == 5, searched
