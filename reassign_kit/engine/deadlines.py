@@ -37,21 +37,25 @@ def check(
     o = options
     out = Expired()
     moving = list(moving)
-    for ms in moving:
-        tp = {"topic": ms.tp.topic, "partition": ms.tp.partition}
+    for ms in moving if o.move_deadline is not None else ():
         if (
-            o.move_deadline is not None
-            and ms.submitted_at is not None
+            ms.submitted_at is not None
             and now - ms.submitted_at > o.move_deadline
             and not ms.deadline_reported
         ):
             ms.deadline_reported = True
-            emit("deadline", **tp, scope="move", after_s=o.move_deadline, policy=o.on_deadline)
+            emit(
+                "deadline",
+                topic=ms.tp.topic,
+                partition=ms.tp.partition,
+                scope="move",
+                after_s=o.move_deadline,
+                policy=o.on_deadline,
+            )
             out.moves.append((ms, "move deadline"))
-    for ms in moving:
+    for ms in moving if o.stuck_after is not None else ():
         if (
-            o.stuck_after is not None
-            and ms.progress_at is not None
+            ms.progress_at is not None
             and now - ms.progress_at > o.stuck_after
             and not ms.stuck_reported
         ):
