@@ -2,11 +2,14 @@
 flight, 1 MB each, about 20 model seconds per move, a poll per model second) and the legacy single request, of 10,000 / 100,000 / 1,000,000 partitions, on the
 simulator (model time: only the executor's own cost counts, and the simulator's).
 
-Each size runs in a fresh process (so peak memory is its own). Printed per size: wall time,
-preflight (read the cluster, validate, rollback file, build the run), per-poll cost (mean and
-p99, the simulator's sleep excluded), Admin calls per poll, journal bytes, peak RSS and bytes
-per partition; beside them the linear extrapolation from the smallest size (growth <= 1.3x
-linear is the target) and the previous run's figure (bench/out/exec_scale/results.json).
+Each size runs in a fresh process (so peak memory is its own). Printed per size: wall time
+and CPU time (the process's own: on a shared machine wall time measures the neighbours too),
+preflight (read the cluster, validate, rollback file, build the run), per-poll cost (CPU and
+wall, mean and p99, the simulator's sleep excluded; the simulator's answers are inside it),
+Admin calls per poll, journal bytes, peak RSS and bytes per partition; beside them the linear
+extrapolation of the CPU time from the smallest size (growth <= 1.3x linear is the target)
+and the previous run's wall figure (bench/out/exec_scale/results.json). The load average
+during the run is printed with the table.
 
     .venv/bin/python bench/bench_exec_scale.py
     RK_BENCH_EXEC_SIZES=10000,100000 .venv/bin/python bench/bench_exec_scale.py
@@ -78,9 +81,11 @@ def one(n: int, mode: str) -> dict:
     journal, rollback = os.path.join(d, "run.jsonl"), os.path.join(d, "rollback.json")
     out: dict = {"n": n, "mode": mode}
     t0 = time.perf_counter()
+    c0 = time.process_time()
     if mode == "legacy":
         res = ops.execute(sim, plan, throttle=50 * MB, rollback_path=rollback)
         out["wall_s"] = time.perf_counter() - t0
+        out["cpu_s"] = time.process_time() - c0
         out["preflight_s"] = None
         out["failed"] = len(res.failed)
         out["admin_calls"] = calls["n"]
@@ -96,31 +101,41 @@ def one(n: int, mode: str) -> dict:
         p = prepare(sim, plan, opts, journal, rollback_path=rollback)
         run = p.run  # on the simulator's clock (preflight builds it with gateway.now/sleep)
         out["preflight_s"] = time.perf_counter() - t0
+        out["preflight_cpu_s"] = time.process_time() - c0
         polls: list[float] = []
+        poll_cpu: list[float] = []
         real_poll = run._poll
         calls_at_start = calls["n"]
 
         def timed_poll():
-            s = time.perf_counter()
+            s, c = time.perf_counter(), time.process_time()
             try:
                 return real_poll()
             finally:
                 polls.append(time.perf_counter() - s)
+                poll_cpu.append(time.process_time() - c)
 
         run._poll = timed_poll
         res = run.run()
         out["wall_s"] = time.perf_counter() - t0
+        out["cpu_s"] = time.process_time() - c0
         out["state"] = res.state
         out["completed"] = len(res.completed)
         out["polls"] = len(polls)
         out["poll_mean_ms"] = 1000 * statistics.fmean(polls)
-        out["poll_p99_ms"] = 1000 * sorted(polls)[max(0, int(len(polls) * 0.99) - 1)]
+        out["poll_p99_ms"] = 1000 * p99(polls)
+        out["poll_cpu_mean_ms"] = 1000 * statistics.fmean(poll_cpu)
+        out["poll_cpu_p99_ms"] = 1000 * p99(poll_cpu)
         out["calls_per_poll"] = (calls["n"] - calls_at_start) / max(1, len(polls))
         out["journal_bytes"] = os.path.getsize(journal)
         out["model_s"] = sim.now()
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out["bytes_per_partition"] = out["peak_rss_mb"] * 1024 * 1024 / n
     return out
+
+
+def p99(xs: list[float]) -> float:
+    return sorted(xs)[max(0, int(len(xs) * 0.99) - 1)]
 
 
 def fmt(x, spec: str = ".1f") -> str:
@@ -155,6 +170,7 @@ def main() -> int:
     with open(path, "w") as f:
         json.dump(rows, f, indent=2)
     print(f"Executor at scale on the simulator ({TARGETS})")
+    print(f"load average (1, 5, 15 min) at the end: {os.getloadavg()}, cores: {os.cpu_count()}")
     for mode in ("paced", "legacy"):
         rs = [r for r in rows if r["mode"] == mode and "error" not in r]
         if not rs:
@@ -165,21 +181,24 @@ def main() -> int:
             + ("incremental, 2,000 in flight, wait" if mode == "paced" else "one request")
         )
         print(
-            f"{'partitions':>10} {'wall s':>8} {'linear s':>8} {'growth':>6} {'prev s':>7} "
-            f"{'preflight':>9} {'polls':>5} {'poll ms':>7} {'p99 ms':>7} {'calls/poll':>10} "
-            f"{'journal MB':>10} {'peak MB':>8} {'B/part':>7}"
+            f"{'partitions':>10} {'wall s':>7} {'prev':>6} {'cpu s':>7} {'linear':>7} "
+            f"{'growth':>6} {'pre wall':>8} {'pre cpu':>7} {'polls':>5} {'poll cpu':>8} "
+            f"{'cpu p99':>7} {'wall p99':>8} {'calls/poll':>10} {'journal MB':>10} "
+            f"{'peak MB':>7} {'B/part':>6}"
         )
         for r in rs:
-            linear = base["wall_s"] * r["n"] / base["n"]
+            cpu = r.get("cpu_s", r["wall_s"])
+            linear = base.get("cpu_s", base["wall_s"]) * r["n"] / base["n"]
             p = prev.get((mode, r["n"]), {})
             print(
-                f"{r['n']:>10,} {r['wall_s']:>8.1f} {linear:>8.1f} {r['wall_s'] / linear:>6.2f} "
-                f"{fmt(p.get('wall_s')):>7} {fmt(r.get('preflight_s')):>9} "
+                f"{r['n']:>10,} {r['wall_s']:>7.1f} {fmt(p.get('wall_s')):>6} {cpu:>7.1f} "
+                f"{linear:>7.1f} {cpu / linear:>6.2f} {fmt(r.get('preflight_s')):>8} "
+                f"{fmt(r.get('preflight_cpu_s')):>7} "
                 f"{fmt(r.get('polls'), 'd') if r.get('polls') is not None else '-':>5} "
-                f"{fmt(r.get('poll_mean_ms')):>7} {fmt(r.get('poll_p99_ms')):>7} "
-                f"{fmt(r.get('calls_per_poll')):>10} "
+                f"{fmt(r.get('poll_cpu_mean_ms')):>8} {fmt(r.get('poll_cpu_p99_ms')):>7} "
+                f"{fmt(r.get('poll_p99_ms')):>8} {fmt(r.get('calls_per_poll')):>10} "
                 f"{fmt(r['journal_bytes'] / 2**20 if 'journal_bytes' in r else None):>10} "
-                f"{r['peak_rss_mb']:>8.0f} {r['bytes_per_partition']:>7.0f}"
+                f"{r['peak_rss_mb']:>7.0f} {r['bytes_per_partition']:>6.0f}"
             )
     return 0
 
