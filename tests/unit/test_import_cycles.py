@@ -91,3 +91,13 @@ def test_the_walk_sees_the_package():
 def test_no_import_cycles():
     found = cycles(graph())
     assert found == [], "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+def test_test_files_have_unique_names():
+    """pytest imports test modules by their file name (no packages here): two test files
+    with one name in different folders stop the whole collection (CI failed on it once)."""
+    tests = Path(__file__).resolve().parents[1]
+    names: dict[str, list[str]] = {}
+    for f in tests.rglob("test_*.py"):
+        names.setdefault(f.name, []).append(str(f.relative_to(tests)))
+    assert {n: p for n, p in names.items() if len(p) > 1} == {}
