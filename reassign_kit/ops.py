@@ -538,6 +538,9 @@ class CancelResult:
     reverted: list[TopicPartition] = field(default_factory=list)
     originals: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
     journal: str | None = None
+    # back at their original list but still led by another replica: the preferred-leader
+    # election that should have moved leadership back failed (partition -> error)
+    leader_not_restored: dict[TopicPartition, str] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -624,9 +627,38 @@ class CancelResult:
                 "them back to their original replicas"
                 + (f" ({self.rollback_file})." if self.rollback_file else ".")
             )
+        for tp, e in self.leader_not_restored.items():
+            out.append(
+                f"  {tp}: its original leader {self.originals[tp][0]} could not be elected "
+                f"({e}); kafka-leader-election --election-type PREFERRED moves it back"
+            )
         if self.cleared is not None:
             out.append("Throttles no remaining reassignment needs were removed.")
         return out
+
+
+def restore_leaders(
+    gateway: Any, originals: Mapping[TopicPartition, tuple[int, ...]]
+) -> dict[TopicPartition, str]:
+    """Partitions back at their original replica lists but led by another replica (a step
+    dropped the original leader and the way back kept the one that took over: Kafka moves
+    leadership by itself only when the leader leaves) get a preferred-leader election
+    (KIP-460). Returns the partitions it failed for, with the error."""
+    if not originals:
+        return {}
+    states = gateway.describe_partitions(list(originals))
+    off = [
+        tp
+        for tp, orig in originals.items()
+        if (st := states.get(tp)) is not None and st.leader is not None and st.leader != orig[0]
+    ]
+    if not off:
+        return {}
+    try:
+        res = gateway.elect_preferred_leaders(off)
+    except KafkaOperationError as e:
+        return dict.fromkeys(off, str(e))
+    return {tp: str(res[tp]) for tp in off if res.get(tp)}
 
 
 def _originals_from(
@@ -756,6 +788,7 @@ def cancel(
     else:
         rolling = {}
     cancelled.sort(key=wanted.index)
+    leader_not_restored = restore_leaders(gateway, {tp: originals[tp] for tp in cancelled})
 
     log_dir_cancelled: list[tuple[TopicPartition, int]] = []
     if plan is not None and any(m.log_dirs is not None for m in plan):
@@ -783,6 +816,7 @@ def cancel(
         reverted=reverted,
         originals={tp: originals[tp] for tp in cancelled},
         journal=journal,
+        leader_not_restored=leader_not_restored,
     )
 
 

@@ -647,6 +647,32 @@ class AdminGateway:
             )
         return out
 
+    def elect_preferred_leaders(
+        self, tps: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, str | None]:
+        """One ElectLeaders request (KIP-460, preferred). ELECTION_NOT_NEEDED (the first
+        replica leads already) is success."""
+        tps = list(tps)
+        if not tps:
+            return {}
+        from confluent_kafka import ElectionType
+        from confluent_kafka import TopicPartition as CkTopicPartition
+
+        # no request_timeout / operation_timeout: confluent-kafka 2.16.1's binding raises
+        # SystemError on either keyword; _wait bounds the wait instead
+        fut = self.ck.elect_leaders(
+            ElectionType.PREFERRED, [CkTopicPartition(tp.topic, tp.partition) for tp in tps]
+        )
+        res = self._wait(fut, "elect preferred leaders")
+        out: dict[TopicPartition, str | None] = dict.fromkeys(tps, "no answer from the cluster")
+        for ck_tp, err in res.items():
+            tp = TopicPartition(ck_tp.topic, ck_tp.partition)
+            text = None if err is None else _err_text(err)
+            if text is not None and "ELECTION_NOT_NEEDED" in text.upper().replace(" ", "_"):
+                text = None
+            out[tp] = text
+        return out
+
     def alter_replica_log_dirs(
         self, assignments: Mapping[tuple[TopicPartition, int], str]
     ) -> dict[tuple[TopicPartition, int], str | None]:

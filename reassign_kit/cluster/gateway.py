@@ -162,6 +162,12 @@ class Gateway(Protocol):
     def broker_log_dirs(self, brokers: Iterable[int] | None = None) -> dict[int, list[str]]:
         """Each broker's log dirs."""
 
+    def elect_preferred_leaders(
+        self, tps: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, str | None]:
+        """Preferred leader election (KIP-460) for ``tps``: per partition None (its first
+        replica leads now, or did already) or the error."""
+
     def alter_replica_log_dirs(
         self, assignments: Mapping[tuple[TopicPartition, int], str]
     ) -> dict[tuple[TopicPartition, int], str | None]:

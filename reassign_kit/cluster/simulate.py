@@ -345,6 +345,25 @@ class SimCluster:
         ids = self.broker_ids if brokers is None else brokers
         return {b: self.log_dirs_of(b) for b in ids if b not in self.down}
 
+    def elect_preferred_leaders(
+        self, tps: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, str | None]:
+        """As Kafka: the first replica becomes the leader if it is alive and in the ISR."""
+        self.calls["elect_leaders"] += 1
+        out: dict[TopicPartition, str | None] = {}
+        for tp in tps:
+            sp = self.partitions.get(tp)
+            if sp is None:
+                out[tp] = PartitionError(
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "UNKNOWN_TOPIC_OR_PARTITION"
+                )
+            elif sp.replicas[0] not in sp.isr or sp.replicas[0] in self.down:
+                out[tp] = "PREFERRED_LEADER_NOT_AVAILABLE"
+            else:
+                sp.leader = sp.replicas[0]
+                out[tp] = None
+        return out
+
     def alter_replica_log_dirs(
         self, assignments: Mapping[tuple[TopicPartition, int], str]
     ) -> dict[tuple[TopicPartition, int], str | None]:

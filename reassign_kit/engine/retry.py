@@ -32,6 +32,7 @@ LOOP_CALLS = frozenset(
         "throttle_configs",
         "alter_topic_configs",
         "alter_broker_configs",
+        "elect_preferred_leaders",
         "min_insync_replicas",
         "broker_log_dirs",
     }
@@ -40,7 +41,13 @@ LOOP_CALLS = frozenset(
 
 # the calls that change the cluster: the journal is committed before each is sent
 CHANGE_CALLS = frozenset(
-    {"alter_reassignments", "alter_replica_log_dirs", "alter_topic_configs", "alter_broker_configs"}
+    {
+        "alter_reassignments",
+        "alter_replica_log_dirs",
+        "alter_topic_configs",
+        "alter_broker_configs",
+        "elect_preferred_leaders",
+    }
 )
 
 

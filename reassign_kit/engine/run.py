@@ -589,7 +589,7 @@ class Run:
         order, not reassigning); failed if its reassignment ended elsewhere (seen so after
         the metadata settle window, as a lost move)."""
         if is_complete(ms.original, st):
-            ms.cancel(ms.cancel_reason or "cancel", replicas=st.replicas)
+            self._back_at_original(ms, st, ms.cancel_reason or "cancel")
         elif not st.reassigning:
             ms.lost_polls += 1
             ms.lost_since = now if ms.lost_since is None else ms.lost_since
@@ -600,6 +600,29 @@ class Run:
                 )
         else:
             ms.lost_polls, ms.lost_since = 0, None
+
+    def _back_at_original(self, ms: MoveState, st: PartitionState, reason: str) -> None:
+        """A cancelled move is at its original replica list: ``cancelled``. When another
+        replica still leads (a step dropped the original leader, and the way back kept the one
+        that took over), its preferred — original — leader is elected (KIP-460): Kafka moves
+        leadership by itself only when the leader leaves the replica set."""
+        lead = ms.original[0]
+        if st.leader is not None and st.leader != lead:
+            try:
+                err = self.gw.elect_preferred_leaders([ms.tp]).get(ms.tp)
+            except KafkaOperationError as e:
+                err = str(e)
+            if err:
+                self._emit(
+                    "warning",
+                    **_tpf(ms.tp),
+                    message=f"{ms.tp}: back at its original replicas, led by {st.leader}; "
+                    f"electing its original leader {lead} failed: {err} (kafka-leader-election "
+                    "--election-type PREFERRED, or Kafka's auto leader rebalance, moves it)",
+                )
+            else:
+                self._emit("leader_elected", **_tpf(ms.tp), leader=lead, previous=st.leader)
+        ms.cancel(reason, replicas=st.replicas)
 
     def _schedule(
         self,
@@ -823,7 +846,7 @@ class Run:
                 )
                 ms.original = tuple(st.replicas)
             if is_complete(ms.original, st):
-                ms.cancel(reason, replicas=st.replicas)
+                self._back_at_original(ms, st, reason)
                 continue
             back[tp] = (tuple(ms.original), st)
         if not back:

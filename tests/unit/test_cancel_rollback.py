@@ -325,3 +325,62 @@ def test_a_cancel_that_fails_is_reported_and_the_throttles_still_made_right(tmp_
     assert res.error and "cancel failed" in res.error and not res.cancelled
     assert exact_throttles(sim)  # the move still in flight keeps exactly its throttles
     assert events(tmp_path)[-1]["event"] == "run_finished"
+
+
+# ---------------------------------------------------------------- the original leader
+
+L0 = TP("l", 0)
+
+
+def leader_cluster() -> SimCluster:
+    """(0, 1, 2) -> (1, 3, 4) with R = 1: step 1 is (1, 3, 2), which drops the leader 0, so
+    1 takes over; the way back to (0, 1, 2) keeps 1, which Kafka then leaves leading."""
+    sim = SimCluster(5, bandwidth=50 * MB)
+    sim.add_topic("l", [[0, 1, 2]], 2 * MB)
+    return sim
+
+
+def test_a_rollback_gives_leadership_back_to_the_original_leader(tmp_path):
+    sim = leader_cluster()
+    run = run_of(sim, Plan.of([Move(L0, (1, 3, 4))]), tmp_path)
+    seen: list = []
+    on_event(run, "step_completed", lambda: (seen.append(sim.partitions[L0].leader), run.cancel()))
+    res = run.run()
+    assert seen == [1] and res.cancelled == [L0]
+    assert sim.assignment()[L0] == (0, 1, 2)
+    assert sim.partitions[L0].leader == 0  # before: 1, the replica that took over mid-way
+    assert [(e["leader"], e["previous"]) for e in events(tmp_path, "leader_elected")] == [(0, 1)]
+
+
+def test_cancel_from_the_journal_gives_leadership_back_to_the_original_leader(tmp_path):
+    sim = leader_cluster()
+    run = run_of(sim, Plan.of([Move(L0, (1, 3, 4))]), tmp_path)
+    run._finish = lambda: None  # killed between steps: the exit path never runs
+
+    def die() -> None:
+        raise Killed()
+
+    on_event(run, "step_completed", die)
+    with pytest.raises(Killed):
+        run.run()
+    assert sim.assignment()[L0] == (1, 3, 2) and sim.partitions[L0].leader == 1
+    res = ops.cancel(sim, journal=str(tmp_path / "run.jsonl"))
+    assert res.cancelled == [L0] and not res.leader_not_restored
+    assert sim.assignment()[L0] == (0, 1, 2) and sim.partitions[L0].leader == 0
+
+
+def test_a_failed_leader_election_is_reported(tmp_path):
+    sim = leader_cluster()
+    run = run_of(sim, Plan.of([Move(L0, (1, 3, 4))]), tmp_path)
+    run._finish = lambda: None
+
+    def die() -> None:
+        raise Killed()
+
+    on_event(run, "step_completed", die)
+    with pytest.raises(Killed):
+        run.run()
+    sim.elect_preferred_leaders = lambda tps: dict.fromkeys(tps, "NOT_CONTROLLER")
+    res = ops.cancel(sim, journal=str(tmp_path / "run.jsonl"))
+    assert res.cancelled == [L0] and res.leader_not_restored == {L0: "NOT_CONTROLLER"}
+    assert "original leader 0 could not be elected (NOT_CONTROLLER)" in "\n".join(res.lines())
