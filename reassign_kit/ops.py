@@ -240,6 +240,13 @@ def execute(
             in_flight=in_flight,
             priors=priors,
             on_prior=save_priors,
+            on_skip=lambda skipped: notes.append(
+                "Throttles not set on broker(s) "
+                + ", ".join(str(b) for b in sorted(skipped, key=str))
+                + ": not reachable (a stopped broker, KAFKA-13392); the moves were submitted "
+                "anyway. Once it is back, `reassign-kit throttles --check` shows what is left "
+                "and `--verify` or `reassign-kit throttles --clean` removes it."
+            ),
         )
         if throttle is not None:
             notes.append(
@@ -801,8 +808,13 @@ def cancel(
 
     cleared = None
     touched = {tp.topic for tp in [*reverted, *back]} | {tp.topic for tp, _ in log_dir_cancelled}
-    if not preserve_throttles and touched:
-        cleared = thr.clear_throttles(gateway, sorted(touched), priors=priors)
+    if not preserve_throttles:
+        # as the official tool (and its ReassignPartitionsCommandTest): without
+        # --preserve-throttles the throttles go even when nothing was moving any more (e.g.
+        # after an earlier --cancel --preserve-throttles), except what moves in flight need;
+        # the operator's values recorded before are put back (issue 14 #13)
+        named = set(plan.topics()) if plan is not None else set(topics or ())
+        cleared = thr.clear_throttles(gateway, sorted(touched | named), priors=priors)
     return CancelResult(
         cancelled,
         sorted(not_moving),

@@ -1034,6 +1034,16 @@ class Run:
                 self._throttles.forget()
                 try:
                     self._sync_throttles(cluster)
+                    if self._throttles.skipped:  # down brokers: their throttles wait for them
+                        self._emit(
+                            "warning",
+                            message="throttles of broker(s) "
+                            + ", ".join(str(b) for b in sorted(self._throttles.skipped, key=str))
+                            + " not cleaned up: not reachable. Once back, `reassign-kit "
+                            + "throttles --clean"
+                            + (f" --journal {self.journal_path}" if self.journal_path else "")
+                            + "` removes them (putting back the values there before)",
+                        )
                 except Exception as e:  # noqa: BLE001 - reported: throttles may be left
                     cleanup_error = f"{type(e).__name__}: {e}"
                     self._emit("error", message=f"throttle cleanup failed: {cleanup_error}")

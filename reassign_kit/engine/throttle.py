@@ -498,7 +498,14 @@ def alter_brokers(gateway: Any, changes: ConfigChanges) -> dict[Any, str]:
 
 def read_current(gateway: Any, topics: Iterable[str], brokers: Iterable[int]) -> dict[str, Any]:
     """``current_throttles`` plus what it could not read (``unreachable``: broker -> error)."""
-    cfg: ThrottleConfigs = gateway.throttle_configs(sorted(set(topics)), sorted(set(brokers)))
+    brokers = sorted(set(brokers))
+    down: dict[Any, str] = {}
+    if brokers:  # a broker not among the live ones is not asked: it would only time out
+        live = {b.id for b in gateway.brokers()}
+        down = {b: f"broker {b} is not among the live brokers" for b in brokers if b not in live}
+    cfg: ThrottleConfigs = gateway.throttle_configs(
+        sorted(set(topics)), [b for b in brokers if b not in down]
+    )
     return {
         "topics": {t: {k: v.value for k, v in kv.items()} for t, kv in cfg.topics.items()},
         "brokers": {
@@ -512,7 +519,7 @@ def read_current(gateway: Any, topics: Iterable[str], brokers: Iterable[int]) ->
             if (d := {k: v.value for k, v in kv.items() if v.source == STATIC_SOURCE})
         },
         "default": {k: v.value for k, v in cfg.default.items()},
-        "unreachable": dict(cfg.unreachable),
+        "unreachable": {**down, **cfg.unreachable},
     }
 
 
@@ -525,12 +532,13 @@ def apply_throttles(
     in_flight: Mapping[TopicPartition, PartitionState] | None = None,
     priors: Priors | None = None,
     on_prior: Any = None,
+    on_skip: Any = None,
 ) -> tuple[ConfigChanges, ConfigChanges]:
     """Set what ``required`` needs (legacy ``--execute``): the rates on its brokers, its lists
     on its topics, an operator's entries kept in the lists. The value each key had before
     is recorded into ``priors`` (``on_prior(new)`` is called before anything is sent);
-    brokers that cannot be asked are skipped (``on_prior`` is not told; see ``skipped``
-    in the result of ``sync_throttles``). Returns the changes made."""
+    brokers that cannot be asked or changed (down) are skipped and given to
+    ``on_skip(broker -> error)``. Returns the changes made."""
     if rate is not None and rate < 0:
         raise UsageError(f"--throttle must be a positive number of bytes/s, not {rate}")
     if log_dir_rate is not None and log_dir_rate < 0:
@@ -539,7 +547,7 @@ def apply_throttles(
         )
     ld = set(log_dir_brokers_) if log_dir_rate is not None else set()
     brokers = (set(required.brokers) if rate is not None else set()) | ld
-    _, _, changes, _ = sync_throttles(
+    _, _, changes, skipped = sync_throttles(
         gateway,
         required,
         rate,
@@ -552,6 +560,8 @@ def apply_throttles(
         busy=throttles_for(move_map({}, {}, in_flight or {})),
         on_prior=on_prior,
     )
+    if skipped and on_skip is not None:
+        on_skip(skipped)
     return changes
 
 
@@ -716,6 +726,19 @@ class ThrottleKeeper:
             if b in self.skipped and any(kv.values())
         }
 
+    @staticmethod
+    def _busy(
+        cluster: Mapping[TopicPartition, PartitionState],
+        others: Mapping[TopicPartition, PartitionState],
+    ) -> Throttles:
+        """What a value found before the first change is taken for (not the operator's):
+        list entries of any reassignment in flight; rates of brokers that others' moves need
+        (a rate on a broker only this run needs, never changed by it yet, is not its own)."""
+        every = throttles_for(move_map({}, {}, cluster))
+        theirs = move_map({}, {}, others).values()
+        brokers = frozenset(b for m in theirs for b in (*m.sources, *m.destinations))
+        return Throttles(every.leader, every.follower, brokers)
+
     def sync(
         self,
         cluster: Mapping[TopicPartition, PartitionState],
@@ -771,7 +794,7 @@ class ThrottleKeeper:
             self.log_dir_rate,
             ld,
             priors=self.priors,
-            busy=throttles_for(move_map({}, {}, cluster)),
+            busy=self._busy(cluster, others),
             on_prior=lambda new: self.emit("throttle_prior", **new.to_json()),
         )
         newly = {b: e for b, e in skipped.items() if b not in self.skipped}

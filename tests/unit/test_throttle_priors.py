@@ -174,3 +174,79 @@ def test_legacy_execute_every_partition_rejected_restores_throttles(tmp_path):
     assert res.failed and res.exit_code != 0
     assert_operator_configs_back(sim)
     assert any("removed" in n or "put back" in n for n in res.notes)
+
+
+# ----------------------------------------------------------------------------- #13 cancel
+
+
+def test_cancel_without_preserve_clears_when_nothing_moves_any_more(tmp_path):
+    """Issue 14 #13: after `--cancel --preserve-throttles`, a second `--cancel` (without it)
+    finds nothing moving and must still clear the throttles (as the official tool and its
+    ReassignPartitionsCommandTest), putting the operator's values back."""
+    sim = operator_cluster()
+    rb = str(tmp_path / "rollback.json")
+    res = ops.execute(sim, PLAN, throttle=RATE, rollback_path=rb)
+    first = ops.cancel(sim, PLAN, preserve_throttles=True, timeout_s=60)
+    assert first.cancelled == [TP("t", 0)] and sim.broker_cfg[1][LEADER_RATE] == str(RATE)
+    assert not sim.list_reassignments()
+    second = ops.cancel(sim, PLAN, priors=res.priors_path, timeout_s=60)
+    assert second.cleared is not None
+    assert_operator_configs_back(sim)
+
+
+def test_cancel_without_priors_clears_as_the_official_tool(tmp_path):
+    sim = SimCluster(4, bandwidth=50 * MB)
+    sim.add_topic("t", [[0, 1]], 4 * MB)
+    ops.execute(sim, PLAN, throttle=RATE, rollback_path=None)
+    ops.cancel(sim, PLAN, preserve_throttles=True, timeout_s=60)
+    assert sim.broker_cfg and sim.topic_cfg
+    ops.cancel(sim, PLAN, timeout_s=60)
+    assert sim.broker_cfg == {} and sim.topic_cfg == {}
+
+
+# ----------------------------------------------------------------------------- #14 dead broker
+
+
+def test_paced_run_goes_on_when_a_source_broker_is_down(tmp_path):
+    """Issue 14 #14 (KAFKA-13392): broker 1, a source of the move, is stopped; its configs
+    cannot be asked or changed. The run skips it (journaled as a warning), throttles the
+    others, completes onto the live targets and says how its throttle gets fixed."""
+    sim = operator_cluster()
+    sim.down.add(1)
+    res = run_of(sim, tmp_path).run()
+    assert res.state == "done" and sim.assignment()[TP("t", 0)] == (2, 3)
+    assert RATE in rates_seen(sim, 2)  # the live brokers were throttled
+    ev = read_events(tmp_path / "run.jsonl")
+    warnings = [e["message"] for e in ev if e["event"] == "warning"]
+    assert any("broker 1" in w and "cannot be reached" in w for w in warnings)
+    assert sim.broker_cfg == {1: OPERATOR_RATE, 2: OPERATOR_RATE}  # 1 never touched
+    assert sim.topic_cfg == {"t": OPERATOR_LIST}
+
+
+def test_paced_run_fixes_a_brokers_throttle_when_it_comes_back(tmp_path):
+    sim = operator_cluster()
+    sim.down.add(2)  # a target: its throttle cannot be set while it is down
+    run = run_of(sim, tmp_path)
+    seen = []
+
+    def back(e):
+        if e["event"] == "warning" and "broker 2" in e.get("message", "") and not seen:
+            seen.append(e)
+            sim.down.discard(2)  # it returns
+
+    run.subscribe(back)
+    res = run.run()
+    assert res.state == "done" and seen
+    ev = read_events(tmp_path / "run.jsonl")
+    assert any(e["event"] == "throttle_broker_back" and e["brokers"] == [2] for e in ev)
+    assert RATE in rates_seen(sim, 2)  # set once it answered
+    assert_operator_configs_back(sim)
+
+
+def test_legacy_execute_submits_although_a_source_broker_is_down(tmp_path):
+    sim = operator_cluster()
+    sim.down.add(1)
+    res = ops.execute(sim, PLAN, throttle=RATE, rollback_path=None)
+    assert res.exit_code == 0 and sim.list_reassignments()
+    assert any("broker(s) 1" in n and "KAFKA-13392" in n for n in res.notes)
+    assert sim.broker_cfg[2][LEADER_RATE] == str(RATE)
