@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 
 from ..errors import EXIT_INTERRUPTED, ReassignKitError
-from . import calibrate, plan, reassign, sandbox, throttles
+from . import calibrate, plan, reassign, sandbox
 
 # first word -> (main, whether the word is passed on)
 SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], bool]] = {
@@ -19,7 +19,6 @@ SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], bool]] = {
     "plan": (plan.main, True),
     "validate": (plan.main, True),
     "calibrate": (calibrate.main, False),
-    "throttles": (throttles.main, False),
 }
 
 
