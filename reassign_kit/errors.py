@@ -121,7 +121,8 @@ EXIT_CODES: dict[int, str] = {
     RunError.exit_code: "paced --execute ended early: a deadline expired, a move was rejected "
     "or lost",
     ThrottleCleanupError.exit_code: "paced --execute could not clear its throttles at the end: "
-    "they may be left (the message names them and the command that removes them)",
+    "they may be left (the message names them and the command that removes them); "
+    "`throttles --check`: throttle configs no reassignment in flight needs are set",
     RunbookError.exit_code: "runbook: a notebook cell failed or timed out",
     JournalError.exit_code: "the journal cannot be written (disk full, I/O error; a paced run "
     "stops submitting and cleans up) or is corrupt before its last line (the line is named)",

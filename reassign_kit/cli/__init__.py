@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 
 from ..errors import EXIT_INTERRUPTED, ReassignKitError
-from . import calibrate, plan, reassign, sandbox
+from . import calibrate, plan, reassign, sandbox, throttles
 
 # first word -> (main, whether the word is passed on)
 SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], bool]] = {
@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], bool]] = {
     "plan": (plan.main, True),
     "validate": (plan.main, True),
     "calibrate": (calibrate.main, False),
+    "throttles": (throttles.main, False),
 }
 
 

@@ -23,6 +23,7 @@ from reassign_kit.cli import calibrate as calibrate_cli
 from reassign_kit.cli import plan as plan_cli
 from reassign_kit.cli import reassign as reassign_cli
 from reassign_kit.cli import sandbox as sandbox_cli
+from reassign_kit.cli import throttles as throttles_cli
 from reassign_kit.engine.options import ExecuteOptions
 from reassign_kit.errors import UsageError
 from reassign_kit.model import Move, Plan
@@ -102,6 +103,9 @@ def parse(argv: list[str]) -> str:
         if rest and rest[0] == "calibrate":
             calibrate_cli._parser().parse_args(rest[1:])
             return "calibrate"
+        if rest and rest[0] == "throttles":
+            throttles_cli._parser().parse_args(rest[1:])
+            return "throttles"
         plan_cli.build_parser().parse_args(rest)
         return "plan"
     if head == "$RK":

@@ -1,0 +1,65 @@
+"""`reassign-kit throttles`: the janitor (issue 14 #11). ``--check`` lists the throttle configs
+no reassignment in flight needs (ours or another tool's) with where each comes from, exit 8
+when any is set; ``--clean`` removes those set on a topic or broker itself (put back at their
+prior with ``--journal`` / ``--throttle-priors``). The logic is ``engine.janitor``; this module
+only prints."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..cluster.views import require_permissions
+from ..engine import janitor
+from ..engine.throttle import load_priors
+from ..ops import connect
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="reassign-kit throttles",
+        description="Throttle configs no reassignment in flight needs: list them with their "
+        "source (--check, exit 8 when any is set) or remove them (--clean).",
+    )
+    p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
+    p.add_argument("--command-config", metavar="FILE", help="client .properties (security)")
+    action = p.add_mutually_exclusive_group(required=True)
+    action.add_argument("--check", action="store_true", help="list them; exit 8 if any")
+    action.add_argument(
+        "--clean",
+        action="store_true",
+        help="remove those set on a topic or broker itself (a list narrowed to what moves "
+        "need); the cluster default and server.properties values are reported, not touched",
+    )
+    priors = p.add_mutually_exclusive_group()
+    priors.add_argument(
+        "--journal",
+        metavar="FILE",
+        help="a run's journal: what it recorded as there before (throttle_prior) is the "
+        "operator's (not reported) and --clean puts it back instead of deleting",
+    )
+    priors.add_argument(
+        "--throttle-priors", metavar="FILE", help="the same from legacy --execute's priors file"
+    )
+    p.add_argument("--output", choices=("text", "json"), default="text")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    priors = load_priors(args.journal or args.throttle_priors)
+    gw = connect(args.bootstrap_server, args.command_config)
+    try:
+        needed = ["DESCRIBE", "DESCRIBE_CONFIGS"] + (["ALTER_CONFIGS"] if args.clean else [])
+        require_permissions(gw, "throttles", needed)
+        if args.clean:
+            result = janitor.clean_throttles(gw, priors)
+        else:
+            result = janitor.check_throttles(gw, priors)
+    finally:
+        gw.close()
+    if args.output == "json":
+        print(json.dumps(result.to_json_obj(), indent=2))
+    else:
+        print("\n".join(result.lines()))
+    return result.exit_code
