@@ -5,6 +5,7 @@ it and exits with its code instead of a traceback. Each exit code means one thin
 
     ReassignKitError (1: unexpected)
     ├── UsageError (2)                   bad options or option combinations
+    │   └── SparkSessionError (2)        a Spark session on another master already runs
     ├── InvalidPlanError (3)             an input file failed validation; ``problems`` lists all
     ├── KafkaOperationError (4)          the cluster refused or failed an operation
     │   └── AuthorizationError (4)       the client's principal lacks a right the action needs
@@ -38,6 +39,11 @@ class UsageError(ReassignKitError):
     """Bad command-line arguments or option combinations."""
 
     exit_code = 2
+
+
+class SparkSessionError(UsageError):
+    """This process already runs a Spark session on another master than the one asked for
+    (Spark would silently hand back the running one); the message names both."""
 
 
 class InvalidPlanError(ReassignKitError):

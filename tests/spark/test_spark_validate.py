@@ -205,3 +205,20 @@ def test_topic_selection_on_spark_is_the_in_process_one(spark, tmp_path):
     assert default.report()["topic_selection"]["excluded"]["replicas_left_on_removed_brokers"] == {
         1: 6
     }
+
+
+def test_a_different_master_than_the_running_session_is_refused(spark, tmp_path, capsys):
+    from reassign_kit.cli import main
+    from reassign_kit.errors import SparkSessionError
+    from reassign_kit.spark.session import get_spark
+
+    assert get_spark() is spark and get_spark(spark.sparkContext.master) is spark
+    with pytest.raises(SparkSessionError, match="already runs in this process"):
+        get_spark("local[1]" if spark.sparkContext.master != "local[1]" else "local[2]")
+    snap = random_snapshot(3)
+    s, p = tmp_path / "s.json", tmp_path / "p.json"
+    snap.write(str(s))
+    plan_in_process(snap, PlanParams(remove_brokers=(1,))).plan.write(str(p))
+    argv = ["validate", "--snapshot", str(s), "--reassignment-json-file", str(p)]
+    assert main([*argv, "--engine", "spark", "--spark-master", "local[3]"]) == 2
+    assert "already runs in this process" in capsys.readouterr().err

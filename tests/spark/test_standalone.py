@@ -148,3 +148,51 @@ def test_plan_on_a_standalone_cluster(standalone, tmp_path):
     assert '"moved_replicas"' in report.read_text()
     logs = [(work / f"worker{i}.log").read_text(errors="replace") for i in range(2)]
     assert any("Asked to launch executor" in log for log in logs), "the workers ran no executor"
+
+
+@pytest.mark.timeout(2700)  # two Spark applications (plan, then validate) on the cluster
+def test_driver_on_another_address_plans_and_validates(standalone, tmp_path):
+    """The driver listens on 127.0.0.2, not 127.0.0.1 (issue 13 #3): `plan` takes the address
+    from the user's Spark configuration (spark-defaults.conf in SPARK_CONF_DIR), `validate` from
+    RK_SPARK_DRIVER_HOST; the executors on the workers reach the driver there."""
+    url, work = standalone
+    host = "127.0.0.2"
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text(
+        f"spark.driver.host {host}\nspark.driver.bindAddress={host}\n"
+    )
+    snap = random_snapshot(23, brokers=9, partitions=300)
+    s = tmp_path / "s.json"
+    snap.write(str(s))
+    out = tmp_path / "plan.json"
+    cli = str(Path(sys.executable).parent / "reassign-kit")
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_LOCAL_IP", "SPARK_CONF_DIR")}
+    env["PYSPARK_PYTHON"] = sys.executable
+    plan = subprocess.run(
+        [cli, "plan", "--snapshot", str(s), "--remove-brokers", "3", "--spark-master", url]
+        + ["--output", str(out), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env=dict(env, SPARK_CONF_DIR=str(conf)),
+    )
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    assert Plan.read(str(out)) == plan_in_process(snap, PlanParams(remove_brokers=(3,))).plan
+    validate = subprocess.run(
+        [cli, "validate", "--snapshot", str(s), "--reassignment-json-file", str(out)]
+        + ["--remove-brokers", "3", "--engine", "spark", "--spark-master", url],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env=dict(env, RK_SPARK_DRIVER_HOST=host),
+    )
+    assert validate.returncode == 0, validate.stderr[-3000:]
+    assert "valid" in validate.stdout and "checked on spark" in validate.stdout
+    # both applications' executors were told to reach the driver on 127.0.0.2
+    launched = "\n".join(
+        p.read_text(errors="replace")
+        for p in [*work.glob("worker*.log"), *work.glob("w*/app-*/*/stderr")]
+        if p.is_file()
+    )
+    assert launched.count(f"spark://CoarseGrainedScheduler@{host}:") >= 2, launched[-3000:]
