@@ -26,7 +26,7 @@ import psutil
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "out", "planner")
 SIZES = [int(x) for x in os.environ.get("RK_BENCH_SIZES", "100000,1000000,3000000").split(",")]
-CASES = os.environ.get("RK_BENCH_CASES", "decommission,add-brokers").split(",")
+CASES = os.environ.get("RK_BENCH_CASES", "decommission,add-brokers,uneven-racks").split(",")
 ENGINES = os.environ.get("RK_BENCH_ENGINES", "spark,local").split(",")
 
 
@@ -40,17 +40,20 @@ def generate(replicas: int, case: str, path: str, seed: int = 7) -> dict:
     rng = np.random.default_rng(seed)
     per_rack = 10 if replicas <= 1_000_000 else 20
     racks = ["a", "b", "c"]
-    brokers = [(r * per_rack + i + 1, racks[r]) for r in range(3) for i in range(per_rack)]
+    # "uneven-racks" (issue 13): 3 racks of unequal size (14, 10, 8 brokers), one decommissioned
+    sizes = [14, 10, 8] if case == "uneven-racks" else [per_rack] * 3
+    first = [1 + sum(sizes[:r]) for r in range(3)]
+    brokers = [(first[r] + i, racks[r]) for r in range(3) for i in range(sizes[r])]
     if case == "add-brokers":  # one new, empty broker per rack
         brokers += [(1000 + r, racks[r]) for r in range(3)]
     # skewed broker weights inside each rack (the cluster drifted out of balance)
-    weights = [rng.pareto(3.0, per_rack) + 1.0 for _ in racks]
+    weights = [rng.pareto(3.0, sizes[r]) + 1.0 for r in range(3)]
     weights = [w / w.sum() for w in weights]
     # mixed RF: 80% of partitions RF 3 (one per rack), 20% RF 2 (two racks)
     n_parts = int(replicas / 2.8)
     rf = np.where(rng.random(n_parts) < 0.8, 3, 2)
     picks = np.stack(
-        [rng.choice(per_rack, n_parts, p=weights[r]) + r * per_rack + 1 for r in range(3)], axis=1
+        [rng.choice(sizes[r], n_parts, p=weights[r]) + first[r] for r in range(3)], axis=1
     )
     rot = rng.integers(0, 3, n_parts)  # leader rack rotates
     order = (np.arange(3)[None, :] + rot[:, None]) % 3
@@ -94,7 +97,7 @@ def generate(replicas: int, case: str, path: str, seed: int = 7) -> dict:
         os.path.join(path, "partitions.parquet"),
         row_group_size=200_000,
     )
-    remove = [1] if case == "decommission" else []
+    remove = [1] if case in ("decommission", "uneven-racks") else []
     meta = {
         "replicas": int(rf.sum()),
         "partitions": n_parts,
@@ -146,6 +149,7 @@ def run_one(path: str, engine: str) -> dict:
         )
         out["startup_s"] = time.time() - t0
         result = plan_in_process(snap, params)
+        out.update(result.timings)
         t1 = time.time()
         problems = plan_problems_offline(result.plan, snap, result.prepared.ctx)
         out["validate_s"] = time.time() - t1

@@ -26,19 +26,24 @@ def plan(
     engine: str = "spark",
     chunks: int = DEFAULT_CHUNKS,
     topic_filter: TopicFilter | None = None,
+    demote_brokers: Iterable[int] = (),
 ) -> PlanResult:
     """``reassign_kit.plan``: a minimal-movement, balanced, rack-aware plan for a snapshot
     (a ``Snapshot``, or a path to its JSON / Parquet form). ``engine="spark"`` (the default)
     runs in Spark (local mode unless ``spark_master``); ``"local"`` runs the same planner in
     this process. Either way the same snapshot and parameters give the same plan.
-    ``topic_filter`` selects the topics planned (default: all but the internal ones)."""
+    ``topic_filter`` selects the topics planned (default: all but the internal ones).
+    ``demote_brokers``: a leaders-only plan (replica order only) after which those brokers lead
+    no partition another replica can lead."""
+    demote = tuple(sorted(set(demote_brokers)))
     params = PlanParams(
         remove_brokers=tuple(sorted(set(remove_brokers))),
-        balance=parse_balance(balance),
+        balance=("leaders",) if demote else parse_balance(balance),
         replication_factor=replication_factor,
         rf_topics=tuple(sorted(set(topics))),
         chunks=chunks,
         topic_filter=topic_filter or TopicFilter(),
+        demote_brokers=demote,
     )
     if engine not in ("spark", "local"):
         raise UsageError(f"engine must be 'spark' or 'local', got {engine!r}")

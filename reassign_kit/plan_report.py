@@ -159,6 +159,20 @@ def format_report(report: dict[str, Any]) -> str:
         f"bytes max/min: {b['bytes']['after']['max']}/{b['bytes']['after']['min']}",
     ]
     lb = report.get("leader_balance")
+    if lb and lb.get("demoted_brokers"):
+        lead = {r["broker"]: (r["leaders_before"], r["leaders_after"]) for r in report["brokers"]}
+        lines.append(
+            "demoted: "
+            + ", ".join(
+                f"broker {b} leads {lead.get(b, (0, 0))[0]} -> {lead.get(b, (0, 0))[1]}"
+                + (
+                    f" ({n} with no other replica that may lead)"
+                    if (n := lb["demoted_still_leading"].get(b, 0))
+                    else ""
+                )
+                for b in lb["demoted_brokers"]
+            )
+        )
     if lb and not lb["achievable"]:
         lines.append(
             f"leader spread {lb['spread']} is the best these replica sets allow "

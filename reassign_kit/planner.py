@@ -23,6 +23,7 @@ crc32(topic-partition), so the plan does not depend on where it runs.
 from __future__ import annotations
 
 import heapq
+import time
 import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -48,6 +49,8 @@ class PlanParams:
     chunks: int = DEFAULT_CHUNKS
     # which topics are planned (issue 13 #2): internal topics are left out by default
     topic_filter: TopicFilter = TopicFilter()
+    # a leaders-only plan moving preferred leadership off these brokers (issue 13 #4)
+    demote_brokers: tuple[int, ...] = ()
 
     def rf_change(self) -> dict[str, int]:
         if self.replication_factor is None:
@@ -946,19 +949,26 @@ def leader_pinned(old: Sequence[int], new: Sequence[int], ctx: RuleContext) -> b
     return len({ctx.racks[b] for b in new}) < required_racks(len(set(new)), ctx.rack_count)
 
 
-def leader_key(old: Sequence[int], new: Sequence[int], ctx: RuleContext) -> tuple:
-    """(the brokers that may lead, current leader): the replica set, or the leader alone when
-    the partition is pinned."""
+def leader_key(
+    old: Sequence[int], new: Sequence[int], ctx: RuleContext, demoted: frozenset = frozenset()
+) -> tuple:
+    """(the brokers that may lead, current leader): the replica set less the demoted brokers, or
+    the leader alone when the partition is pinned or only demoted brokers hold it."""
     cur = old[0] if old else VIRTUAL
-    return ((new[0],) if leader_pinned(old, new, ctx) else tuple(sorted(new)), cur)
+    may = tuple(sorted(b for b in new if b not in demoted))
+    return ((new[0],) if leader_pinned(old, new, ctx) or not may else may, cur)
 
 
-def leader_groups(finals: Iterable[tuple[int, Sequence[int], Sequence[int]]], ctx) -> dict:
+def leader_groups(
+    finals: Iterable[tuple[int, Sequence[int], Sequence[int]]],
+    ctx,
+    demoted: frozenset = frozenset(),
+) -> dict:
     """(chunk, brokers that may lead, current leader) -> partitions, from (chunk, old, new)
     rows; the Spark twin is a groupBy in spark/planner.py."""
     out: dict[tuple, int] = defaultdict(int)
     for c, old, new in finals:
-        out[(c, *leader_key(old, new, ctx))] += 1
+        out[(c, *leader_key(old, new, ctx, demoted))] += 1
     return dict(out)
 
 
@@ -970,24 +980,38 @@ class LeaderPlan:
     ctx: RuleContext
     # chunk -> (sorted set, current leader) -> [(new leader, partitions)]
     quotas: dict[int, dict[tuple, list[tuple[int, int]]]]
+    demoted: frozenset = frozenset()
+    # partitions a demoted broker keeps leading: no other replica may (or the rack rule pins it)
+    stuck: dict[int, int] = field(default_factory=dict)
 
 
-def prepare_leaders(groups: Mapping[tuple, int], ctx: RuleContext) -> LeaderPlan:
+def prepare_leaders(
+    groups: Mapping[tuple, int], ctx: RuleContext, demoted: frozenset = frozenset()
+) -> LeaderPlan:
     """Solve the leader flow on the groups summed over chunks, then split every group's leaders
-    over the chunks that hold its partitions (each chunk then applies its share on its own)."""
+    over the chunks that hold its partitions (each chunk then applies its share on its own).
+    Demoted brokers are not balanced: they lead only what no other replica can."""
     total: dict[tuple, int] = defaultdict(int)
     by_group: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
     for (c, reps, cur), n in sorted(groups.items()):
         total[(reps, cur)] += n
         by_group[(reps, cur)].append((c, n))
-    balance = balance_leaders(total, ctx.allowed)
+    fixed = {g: n for g, n in total.items() if len(g[0]) == 1 and g[0][0] in demoted}
+    balance = balance_leaders(
+        {g: n for g, n in total.items() if g not in fixed},
+        [b for b in ctx.allowed if b not in demoted],
+    )
+    stuck: dict[int, int] = defaultdict(int)
+    for g, n in fixed.items():
+        balance.assignment[g] = {g[0][0]: n}
+        stuck[g[0][0]] += n
     quotas: dict[int, dict[tuple, list[tuple[int, int]]]] = defaultdict(dict)
     for g, chunks in by_group.items():
         to = sorted(balance.assignment.get(g, {}).items())
         m = apportion_2d([n for _, n in chunks], [n for _, n in to])
         for ci, (c, _) in enumerate(chunks):
             quotas[c][g] = [(b, m[ci][j]) for j, (b, _) in enumerate(to) if m[ci][j]]
-    return LeaderPlan(balance, ctx, dict(quotas))
+    return LeaderPlan(balance, ctx, dict(quotas), frozenset(demoted), dict(stuck))
 
 
 def lead_chunk(rows: Sequence[Changed], lp: LeaderPlan, chunk: int) -> list[Changed]:
@@ -996,7 +1020,7 @@ def lead_chunk(rows: Sequence[Changed], lp: LeaderPlan, chunk: int) -> list[Chan
     the plan."""
     quota = {g: dict(q) for g, q in lp.quotas.get(chunk, {}).items()}
     rows = sorted(rows, key=lambda r: (chunk_key(r[0], r[1]), r[0], r[1]))
-    keys = [leader_key(r[2], r[3], lp.ctx) for r in rows]
+    keys = [leader_key(r[2], r[3], lp.ctx, lp.demoted) for r in rows]
     lead: list[int | None] = [None] * len(rows)
     for i, r in enumerate(rows):  # partitions whose leader already is a quota's keep it
         left = quota.get(keys[i])
@@ -1011,9 +1035,26 @@ def lead_chunk(rows: Sequence[Changed], lp: LeaderPlan, chunk: int) -> list[Chan
             b = next((x for x in sorted(left) if left[x] > 0), new[0])
             if left.get(b, 0) > 0:
                 left[b] -= 1
-        new = [b] + [x for x in new if x != b]
+        fixed = leader_pinned(old, new, lp.ctx) or all(x in lp.demoted for x in new)
+        rest = [x for x in new if x != b]
+        if lp.demoted and not fixed:
+            # demoted brokers last: an election that cannot use the first picks the next
+            rest = [x for x in rest if x not in lp.demoted] + [x for x in rest if x in lp.demoted]
+        new = [b, *rest]
         if new != list(old):
             out.append((topic, part, old, new, size))
+    return out
+
+
+def _leader_summary(lp: LeaderPlan | None) -> dict | None:
+    if lp is None:
+        return None
+    out = lp.balance.summary()
+    if lp.demoted:
+        out["demoted_brokers"] = sorted(lp.demoted)
+        # what a demoted broker still leads: no other replica, or a rack-breaking replica set
+        # the plan may not touch
+        out["demoted_still_leading"] = {b: lp.stuck.get(b, 0) for b in sorted(lp.demoted)}
     return out
 
 
@@ -1036,7 +1077,7 @@ def finish(changed: list[Changed], prep: Prepared, leaders: LeaderPlan | None = 
         moved_bytes,
         lead,
         changed,
-        leader_balance=leaders.balance.summary() if leaders is not None else None,
+        leader_balance=_leader_summary(leaders),
     )
 
 
@@ -1049,6 +1090,20 @@ def rule_context(snapshot, params: PlanParams) -> RuleContext:
     missing = sorted(set(params.rf_topics) - topics)
     if missing:
         raise UsageError(f"--topics: topic(s) {missing} are not in the snapshot")
+    demote = set(params.demote_brokers)
+    if demote:
+        unknown = sorted(demote - set(racks))
+        if unknown:
+            raise UsageError(f"--demote-brokers: broker(s) {unknown} are not in the snapshot")
+        if params.remove_brokers or params.replication_factor is not None:
+            raise UsageError(
+                "--demote-brokers makes a leaders-only plan (replica order only, nothing "
+                "copied); it does not combine with --remove-brokers or --replication-factor"
+            )
+        if tuple(params.balance) != ("leaders",):
+            raise UsageError("--demote-brokers balances leaders only (--balance leaders)")
+        if not set(racks) - demote:
+            raise UsageError("--demote-brokers: no broker would be left to lead")
     _, excluded = params.topic_filter.split(params.rf_topics)
     if excluded:
         raise UsageError(
@@ -1078,18 +1133,29 @@ def plan_in_process(snapshot, params: PlanParams | None = None) -> PlanResult:
     by_chunk: dict[int, list[Row]] = defaultdict(list)
     for r in rows:
         by_chunk[chunk_key(r[0], r[1]) % params.chunks].append(r)
+    t = time.perf_counter()
     finals = {c: plan_chunk(by_chunk[c], prep, c) for c in sorted(by_chunk)}
+    timings = {"plan_replicas_s": time.perf_counter() - t}
     changed: list[Changed] = []
     if "leaders" not in params.balance:
         for c in sorted(finals):
             changed += [r for r in finals[c] if list(r[3]) != list(r[2])]
-        return _with_excluded(finish(changed, prep), full, excluded, ctx)
+        result = _with_excluded(finish(changed, prep), full, excluded, ctx)
+        result.timings = timings
+        return result
+    t = time.perf_counter()
+    demoted = frozenset(params.demote_brokers)
     lp = prepare_leaders(
-        leader_groups([(c, r[2], r[3]) for c, rs in finals.items() for r in rs], ctx), ctx
+        leader_groups([(c, r[2], r[3]) for c, rs in finals.items() for r in rs], ctx, demoted),
+        ctx,
+        demoted,
     )
+    timings["leader_flow_s"] = time.perf_counter() - t
     for c in sorted(finals):
         changed += lead_chunk(finals[c], lp, c)
-    return _with_excluded(finish(changed, prep, lp), full, excluded, ctx)
+    result = _with_excluded(finish(changed, prep, lp), full, excluded, ctx)
+    result.timings = timings
+    return result
 
 
 def _with_excluded(result: PlanResult, full, excluded: Mapping[str, str], ctx) -> PlanResult:

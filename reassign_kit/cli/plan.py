@@ -3,6 +3,7 @@ a plan against it — offline, with planning and big validations running on Spar
 
     reassign-kit snapshot --bootstrap-server B [--command-config F] --output S.json
     reassign-kit plan --snapshot S.json [--remove-brokers 1,2] [--balance replicas,leaders,bytes]
+        [--demote-brokers 3]
         [--replication-factor N --topics t1,t2] [--spark-master URL] --output plan.json
         [--report report.json] [--rollback rollback.json]
     reassign-kit validate --snapshot S.json --reassignment-json-file plan.json
@@ -99,6 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--snapshot", required=True)
     pl.add_argument("--remove-brokers", type=_int_list("--remove-brokers"), default=[])
     pl.add_argument("--balance", default="replicas,leaders", help="goals: replicas,leaders,bytes")
+    pl.add_argument(
+        "--demote-brokers",
+        type=_int_list("--demote-brokers"),
+        default=[],
+        help="a leaders-only plan (replica order only, nothing copied): these brokers lead no "
+        "partition another replica can lead (before maintenance)",
+    )
     pl.add_argument("--replication-factor", type=int)
     pl.add_argument("--topics", type=_topics, default=[])
     pl.add_argument("--spark-master", help="any spark.master (default local[2])")
@@ -177,6 +185,7 @@ def _plan(args: argparse.Namespace) -> int:
         engine=args.engine,
         chunks=args.chunks or DEFAULT_CHUNKS,
         topic_filter=topic_filter(args),
+        demote_brokers=args.demote_brokers,
     )
     if not len(result.plan):
         print("plan: nothing to move; the cluster already meets the goals", file=sys.stderr)

@@ -288,12 +288,16 @@ def plan_and_validate_spark(
             from pyspark.sql import functions as F
 
             final = final.cache()
+            demoted = frozenset(params.demote_brokers)
+            may = F.array_sort(
+                F.array_except("new", F.array(*[F.lit(b) for b in sorted(demoted)] or [F.lit(-2)]))
+            )
             groups = {
                 (r.chunk, tuple(r.s), r.o): r["count"]
                 for r in final.groupBy(
                     "chunk",
-                    F.when(_pinned(ctx), F.slice("new", 1, 1))
-                    .otherwise(F.array_sort("new"))
+                    F.when(_pinned(ctx) | (F.size(may) == 0), F.slice("new", 1, 1))
+                    .otherwise(may)
                     .alias("s"),
                     F.coalesce(F.element_at("old", 1), F.lit(-1)).alias("o"),
                 )
@@ -302,7 +306,7 @@ def plan_and_validate_spark(
             }
             timings["plan_replicas_s"] = time.perf_counter() - t
             t2 = time.perf_counter()
-            lp = prepare_leaders(groups, ctx)
+            lp = prepare_leaders(groups, ctx, demoted)
             timings["leader_flow_s"] = time.perf_counter() - t2
 
             def lead_chunks(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
