@@ -60,7 +60,39 @@ class SimPartition:
     dirs: dict[int, str] = field(default_factory=dict)  # broker -> log dir (default: its first)
     future: dict[int, list] = field(default_factory=dict)  # broker -> [log dir, bytes copied]
 
+    _cached: tuple | None = field(default=None, repr=False, compare=False)
+
     def state(self) -> PartitionState:
+        """What the partition is now; the same PartitionState again while nothing it is made
+        of changed (issue 12: building it was a third of a simulated poll). The lists are
+        held, not their ids, so a new list never passes for an old one; the model only
+        appends to ``isr`` in place (its length tells) and assigns new lists otherwise."""
+        c = self._cached
+        if (
+            c is not None
+            and c[0] is self.replicas
+            and c[1] == len(self.replicas)
+            and c[2] is self.isr
+            and c[3] == len(self.isr)
+            and c[4] == self.leader
+            and c[5] is self.target
+            and c[6] is self.original
+        ):
+            return c[7]
+        st = self._state()
+        self._cached = (
+            self.replicas,
+            len(self.replicas),
+            self.isr,
+            len(self.isr),
+            self.leader,
+            self.target,
+            self.original,
+            st,
+        )
+        return st
+
+    def _state(self) -> PartitionState:
         if self.target is None:
             return PartitionState(self.tp, tuple(self.replicas), tuple(self.isr), self.leader)
         orig = self.original or []

@@ -338,3 +338,47 @@ def test_journal_lines_are_what_redaction_gives_and_plain_events_skip_the_regex(
     assert "hunter2" not in path.read_text() and "s3cr3t" not in path.read_text()
     # only the events with nested objects, '=' in a string or a secret key took the regex
     assert searched["n"] == 5, searched
+
+
+# ---- the simulator hands out the same state while nothing changed --------------------------
+
+
+def test_simulated_states_are_always_what_the_partition_is_now(tmp_path, monkeypatch):
+    from reassign_kit.engine.run import ExecuteOptions, Run
+    from reassign_kit.simulate import MB, SimCluster
+
+    sim = SimCluster(5, bandwidth=2 * MB, tick=0.5)
+    sim.add_topic("a", [[p % 5, (p + 1) % 5, (p + 2) % 5] for p in range(10)], 3 * MB)
+    plan = Plan.of(
+        Move(tp, tuple((b + 2) % 5 for b in sp.replicas)) for tp, sp in sim.partitions.items()
+    )
+    checked = {"n": 0, "hits": 0}
+    real_sleep = sim.sleep
+
+    def sleep(seconds):
+        real_sleep(seconds)
+        for sp in sim.partitions.values():
+            before = sp._cached[7] if sp._cached is not None else None
+            got = sp.state()
+            assert got == sp._state()  # never stale
+            checked["n"] += 1
+            checked["hits"] += got is before
+
+    monkeypatch.setattr(sim, "sleep", sleep)
+    run = Run(
+        sim,
+        plan,
+        ExecuteOptions(
+            batch_size=4, incremental=True, parallel_replica_count=1, wait=True, throttle=1 * MB
+        ),
+        journal_path=tmp_path / "run.jsonl",
+        clock=sim.now,
+        sleep=sim.sleep,
+    )
+    assert run.run().state == "done"
+    assert checked["n"] > 100 and checked["hits"] > checked["n"] // 2, checked
+    # a test (or a fault) that replaces a list is seen at once
+    sp = sim.partitions[TP("a", 0)]
+    sp.state()
+    sp.isr = sp.isr[:1]
+    assert sp.state().isr == tuple(sp.isr)
