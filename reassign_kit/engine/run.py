@@ -52,6 +52,8 @@ log = logging.getLogger(__name__)
 PENDING, READY, MOVING = MoveStatus.PENDING, MoveStatus.READY, MoveStatus.MOVING
 ROLLING_BACK = MoveStatus.ROLLING_BACK
 DONE, CANCELLED, FAILED = MoveStatus.DONE, MoveStatus.CANCELLED, MoveStatus.FAILED
+CLEANUP_RETRY_S = 60.0  # the final cleanup asks a broker that did not answer again, this long
+CLEANUP_RETRY_EVERY_S = 3.0
 LOST_AFTER_POLLS = 3  # a move seen neither reassigning nor at its target this often is lost
 
 
@@ -1034,16 +1036,24 @@ class Run:
                 self._throttles.forget()
                 try:
                     self._sync_throttles(cluster)
+                    # the last chance to clean up: a broker just back (restarted moments ago)
+                    # may not answer yet; ask again for a bounded time before giving up
+                    deadline = self._clock() + CLEANUP_RETRY_S
+                    while self._throttles.skipped and self._clock() < deadline:
+                        self.gw.wrapped.sleep(CLEANUP_RETRY_EVERY_S)
+                        self._throttles.forget()
+                        self._sync_throttles(self.gw.list_reassignments())
                     if self._throttles.skipped:  # down brokers: their throttles wait for them
-                        self._emit(
-                            "warning",
-                            message="throttles of broker(s) "
-                            + ", ".join(str(b) for b in sorted(self._throttles.skipped, key=str))
-                            + " not cleaned up: not reachable. Once back, `reassign-kit "
-                            + "throttles --clean"
-                            + (f" --journal {self.journal_path}" if self.journal_path else "")
-                            + "` removes them (putting back the values there before)",
+                        left_on = ", ".join(
+                            str(b) for b in sorted(self._throttles.skipped, key=str)
                         )
+                        cleanup_error = (
+                            f"throttles of broker(s) {left_on} not cleaned up: not reachable for "
+                            f"{CLEANUP_RETRY_S:g} s. Once back, `reassign-kit throttles --clean"
+                            + (f" --journal {self.journal_path}" if self.journal_path else "")
+                            + "` removes them (putting back the values there before)"
+                        )
+                        self._emit("warning", message=cleanup_error)
                 except Exception as e:  # noqa: BLE001 - reported: throttles may be left
                     cleanup_error = f"{type(e).__name__}: {e}"
                     self._emit("error", message=f"throttle cleanup failed: {cleanup_error}")
