@@ -715,8 +715,33 @@ class ThrottleKeeper:
         self.applied = None
 
     def left(self) -> dict[str, Any]:
-        """The throttles in scope after the last sync (what the run leaves set)."""
-        return summary(self.applied) if self.applied is not None else {}
+        """The throttles in scope after the last sync that the run leaves set: an operator's
+        values put back (their recorded priors, their list entries) are not the run's."""
+        if self.applied is None:
+            return {}
+        pr = self.priors
+        topics: dict[str, dict[str, str]] = {}
+        for t, kv in self.applied.get("topics", {}).items():
+            mine = {}
+            for k, v in kv.items():
+                theirs = entry_set(pr.get("topics", t, k))
+                rest = set() if "*" in theirs else entry_set(v) - theirs
+                if rest:
+                    mine[k] = ",".join(sorted(rest))
+            if mine:
+                topics[t] = mine
+        brokers = {
+            b: d
+            for b, kv in self.applied.get("brokers", {}).items()
+            if (
+                d := {
+                    k: v
+                    for k, v in kv.items()
+                    if not (pr.known("brokers", b, k) and pr.get("brokers", b, k) == v)
+                }
+            )
+        }
+        return summary({"topics": topics, "brokers": brokers})
 
     def unrestored(self) -> dict[str, Any]:
         """Operator values recorded for brokers the last sync could not reach."""

@@ -93,7 +93,9 @@ def test_paced_run_puts_back_the_operators_throttles(tmp_path):
     # the prior was journaled before the first change was sent
     first_set = next(i for i, e in enumerate(ev) if e["event"] == "throttle_set")
     assert ev.index(prior[0]) < first_set
-    assert thr.summary(thr.current_throttles(sim, ["t"], [0, 1, 2, 3])) == res.throttles_left
+    # the operator's values put back are not throttles the run left (it said "left on
+    # brokers 1, 2" with nothing in flight)
+    assert not any(res.throttles_left.values()), res.throttles_left
 
 
 def test_killed_run_resumed_restores_the_priors_from_its_journal(tmp_path):
