@@ -140,7 +140,9 @@ def test_plan_on_a_standalone_cluster(standalone, tmp_path):
         capture_output=True,
         text=True,
         timeout=600,
-        env=dict(os.environ, PYSPARK_PYTHON=sys.executable),
+        # the driver on loopback (tests talk to 127.0.0.0/8 only): with a spark:// master
+        # Spark would otherwise advertise the host's own address
+        env=dict(os.environ, PYSPARK_PYTHON=sys.executable, RK_SPARK_DRIVER_HOST="127.0.0.1"),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     expected = plan_in_process(snap, PlanParams(remove_brokers=(2,)))
