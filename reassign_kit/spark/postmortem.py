@@ -24,7 +24,8 @@ TROUBLE = ("stuck", "deadline", "cancelled", "failed", "error", "warning")
 
 def session(master: str | None = None) -> Any:
     """The process's one Spark session (``spark.session.get_spark``: UI off, loopback driver,
-    workers on this Python). ``master`` only applies when no session exists yet."""
+    workers on this Python). ``master``: None takes the running session (or local mode);
+    another master than the running session's is refused (``SparkSessionError``)."""
     from .session import get_spark
 
     return get_spark(master)
