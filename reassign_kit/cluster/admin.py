@@ -355,6 +355,33 @@ class AdminGateway:
         ops = desc.authorized_operations
         return frozenset() if ops is None else frozenset(op.name for op in ops)
 
+    def topic_permissions(self, topics: Iterable[str]) -> dict[str, frozenset[str]] | None:
+        """Per topic, the operations this client's principal may perform on it (DescribeTopics'
+        authorized operations, KIP-430); empty for a topic it may not see."""
+        from confluent_kafka import TopicCollection
+
+        names = sorted(set(topics))
+        if not names:
+            return {}
+        futures = self.ck.describe_topics(
+            TopicCollection(names),
+            include_authorized_operations=True,
+            request_timeout=self.timeout_s,
+        )
+        out: dict[str, frozenset[str]] = {}
+        for name, fut in futures.items():
+            try:
+                desc = fut.result(timeout=self.timeout_s)
+            except Exception as e:  # noqa: BLE001 - sorted out below
+                text = _err_text(e)
+                if "AUTHORIZATION" in text.upper() or "UNKNOWN_TOPIC" in text.upper():
+                    out[name] = frozenset()
+                    continue
+                raise KafkaOperationError(f"describe topic {name}: {text}") from None
+            ops = desc.authorized_operations
+            out[name] = frozenset() if ops is None else frozenset(op.name for op in ops)
+        return out
+
     def now(self) -> float:
         """Wall-clock time (the simulator's twin is model time)."""
         return time.time()

@@ -120,6 +120,11 @@ CLUSTER_OPERATIONS = frozenset(
     }
 )
 
+# Kafka's operations on a TOPIC resource
+TOPIC_OPERATIONS = frozenset(
+    {"ALTER", "ALTER_CONFIGS", "CREATE", "DELETE", "DESCRIBE", "DESCRIBE_CONFIGS", "READ", "WRITE"}
+)
+
 
 class Gateway(Protocol):
     """Everything the engine, the operations, progress and the panel ask of a cluster: the
@@ -199,6 +204,11 @@ class Gateway(Protocol):
         Kafka's names (``CLUSTER_OPERATIONS``): asked before anything is sent, so a missing
         right is reported up front. Empty when it may not even DESCRIBE the cluster; None
         when the cluster does not say."""
+
+    def topic_permissions(self, topics: Iterable[str]) -> dict[str, frozenset[str]] | None:
+        """Per topic, the operations the client's principal may perform on it
+        (``TOPIC_OPERATIONS`` names; empty when it may not see the topic); None when the
+        cluster does not say. Asked for topics known to exist (never creates one)."""
 
     def now(self) -> float:
         """The gateway's clock: wall time for Kafka, model time for the simulator."""

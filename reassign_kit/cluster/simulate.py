@@ -33,6 +33,7 @@ from .gateway import (
     DEFAULT_BROKER,
     DEFAULT_SOURCE,
     STATIC_SOURCE,
+    TOPIC_OPERATIONS,
     TOPIC_SOURCE,
     BrokerInfo,
     ConfigValue,
@@ -152,6 +153,7 @@ class SimCluster:
         # what the client's principal may do on the cluster (a reader: DESCRIBE and
         # DESCRIBE_CONFIGS only; a principal without ACLs: empty)
         self.permissions: frozenset[str] | None = CLUSTER_OPERATIONS
+        self.topic_permissions_of: dict[str, frozenset[str]] = {}  # default: every operation
 
     # ---- building the model -------------------------------------------------------------
 
@@ -250,6 +252,10 @@ class SimCluster:
     def cluster_permissions(self) -> frozenset[str] | None:
         """As ``AdminGateway.cluster_permissions``: ``self.permissions``."""
         return self.permissions
+
+    def topic_permissions(self, topics: Iterable[str]) -> dict[str, frozenset[str]] | None:
+        """As ``AdminGateway.topic_permissions``: ``topic_permissions_of``, else all."""
+        return {t: self.topic_permissions_of.get(t, TOPIC_OPERATIONS) for t in topics}
 
     def cluster_info(self) -> dict[str, Any]:
         """As ``AdminGateway.cluster_info``: the model says what it is."""

@@ -67,6 +67,37 @@ def require_permissions(
     raise AuthorizationError("\n".join(lines))
 
 
+def require_topic_permissions(
+    gateway: Any, action: str, topics: Iterable[str], operations: Iterable[str], why: str
+) -> None:
+    """Raise ``AuthorizationError`` naming each operation on each topic that ``action`` needs
+    (``why``) and this client's principal lacks; called before anything is changed."""
+    ops = list(operations)
+    have = gateway.topic_permissions(sorted(set(topics)))
+    if have is None:
+        return
+    lacking: dict[str, list[str]] = {}
+    for topic, perms in sorted(have.items()):
+        for op in ops:
+            if op not in perms:
+                lacking.setdefault(op, []).append(topic)
+    if not lacking:
+        return
+    lines = [
+        f"{action}: not authorised; nothing was sent to the cluster. This client's principal "
+        "(the --command-config user) lacks:"
+    ]
+    for op, names in lacking.items():
+        shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        lines.append(f"  - {op} on TOPIC {shown}, needed to {why}")
+    acl = " ".join(f"--operation {_ACL_NAME.get(op, op)}" for op in lacking)
+    lines.append(
+        f"Grant it (kafka-acls --add --allow-principal User:<name> {acl} --topic <topic>) or use "
+        "a principal that has it."
+    )
+    raise AuthorizationError("\n".join(lines))
+
+
 def cluster_view(gateway: Any, plan: Plan, with_log_dirs: bool | None = None) -> ClusterView:
     """What validate needs about the plan's topics, brokers, partitions and (when the plan names
     log dirs) the brokers' log dirs: a few Admin calls whatever the plan's size."""

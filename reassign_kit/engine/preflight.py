@@ -22,6 +22,7 @@ from ..cluster.views import (
     in_flight_unless_additional,
     replica_log_dirs,
     require_permissions,
+    require_topic_permissions,
     rollback_plan,
 )
 from ..errors import InvalidPlanError, UsageError
@@ -164,6 +165,14 @@ def preflight(
         disallow_replication_factor_change=not opts.allow_replication_factor_change,
         source=source,
     )
+    if opts.throttle is not None:  # the plan's topics get throttled-replica lists
+        require_topic_permissions(
+            gateway,
+            "execute",
+            plan.topics(),
+            ["DESCRIBE_CONFIGS", "ALTER_CONFIGS"],
+            "set the replication throttle on the plan's topics (or run without --throttle)",
+        )
     in_flight: dict[TopicPartition, PartitionState] = {}
     rollback, path_written = None, None
     states = dict(view.states)

@@ -235,3 +235,18 @@ def test_kafka_python_debug_config_dump_is_masked(caplog):
         kafka.setLevel(old)
     assert "Starting KafkaAdminClient with configuration" in caplog.text
     assert "sasl_plain_password': '***'" in caplog.text and "hunter2pw" not in caplog.text
+
+
+def test_a_throttle_on_topics_the_principal_may_not_alter_is_refused_before_any_change(tmp_path):
+    """Cluster rights are not enough: the throttled-replica lists are topic configs. Before,
+    nothing asked: the refusal came from the first AlterConfigs, after the rollback file was
+    written (and a paced run had started and journaled)."""
+    sim, plan = sim_and_plan()
+    sim.topic_permissions_of = {"a": frozenset({"DESCRIBE", "DESCRIBE_CONFIGS", "READ"})}
+    with pytest.raises(AuthorizationError) as e:
+        reassign_kit.execute(plan, gateway=sim, rollback_path=tmp_path / "rb.json", throttle=MB)
+    assert "ALTER_CONFIGS on TOPIC a, needed to set the replication throttle" in str(e.value)
+    assert sim.calls["alter_reassignments"] == 0 and sim.throttles.is_empty()
+    assert not (tmp_path / "rb.json").exists()
+    res = reassign_kit.execute(plan, gateway=sim, rollback_path=None)  # no throttle: allowed
+    assert res.exit_code == 0

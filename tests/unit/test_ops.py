@@ -23,6 +23,9 @@ class FakeCluster:
     def cluster_permissions(self):  # the cluster does not say: nothing checked
         return None
 
+    def topic_permissions(self, topics):
+        return None
+
     def __init__(self, states, in_flight=None, reject=None):
         self.states = dict(states)
         self.in_flight = dict(in_flight or {})

@@ -174,6 +174,9 @@ class FakeGateway:
     def cluster_permissions(self):  # the cluster does not say: nothing checked
         return None
 
+    def topic_permissions(self, topics):
+        return None
+
     def __init__(self, states, logs):
         self.states, self.logs, self.calls = states, logs, []
 

@@ -107,6 +107,9 @@ class FakeGateway:
     def cluster_permissions(self):  # the cluster does not say: nothing checked
         return None
 
+    def topic_permissions(self, topics):
+        return None
+
     def brokers(self):
         return [BrokerInfo(1, "h", 1, "a"), BrokerInfo(2, "h", 2, "b"), BrokerInfo(3, "h", 3, None)]
 

@@ -120,6 +120,9 @@ class FakeGateway:
     def cluster_permissions(self):  # the cluster does not say: nothing checked
         return None
 
+    def topic_permissions(self, topics):
+        return None
+
     def __init__(self, in_flight=None):
         self.topic_changes, self.broker_changes = [], []
         self.in_flight = in_flight or {}
