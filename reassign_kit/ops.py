@@ -557,24 +557,15 @@ class CancelResult:
 
     def to_pandas(self) -> Any:
         rows = [
-            {"topic": tp.topic, "partition": tp.partition, "result": "cancelled"}
-            for tp in self.cancelled
-        ]
-        rows += [
-            {"topic": tp.topic, "partition": tp.partition, "result": "completed"}
-            for tp in self.completed
-        ]
-        rows += [
-            {"topic": tp.topic, "partition": tp.partition, "result": "rolling back"}
-            for tp in self.rolling_back
-        ]
-        rows += [
-            {"topic": tp.topic, "partition": tp.partition, "result": "original unknown"}
-            for tp in self.unknown
-        ]
-        rows += [
-            {"topic": tp.topic, "partition": tp.partition, "result": "not moving"}
-            for tp in self.not_moving
+            {"topic": tp.topic, "partition": tp.partition, "result": result}
+            for result, tps in (
+                ("cancelled", self.cancelled),
+                ("completed", self.completed),
+                ("rolling back", self.rolling_back),
+                ("original unknown", self.unknown),
+                ("not moving", self.not_moving),
+            )
+            for tp in tps
         ]
         rows += [
             {"topic": tp.topic, "partition": tp.partition, "result": e}

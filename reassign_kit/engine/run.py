@@ -573,18 +573,22 @@ class Run:
                 else:
                     ms.complete_step(st.replicas)
             elif not st.reassigning:
-                # lost only once metadata had time to settle (as ops.settle waits), and seen so
-                # at several polls: right after a move ends a broker may still show the
-                # intermediate replica set
-                ms.lost_polls += 1
-                ms.lost_since = now if ms.lost_since is None else ms.lost_since
-                if ms.lost_polls >= LOST_AFTER_POLLS and now - ms.lost_since >= METADATA_SETTLE_S:
+                if self._seen_lost(ms, now):
                     ms.fail(
                         f"no longer reassigning and not at its target {list(ms.step_target)} "
                         f"(replicas {list(st.replicas)}): cancelled or replaced outside this run"
                     )
             else:
                 ms.lost_polls, ms.lost_since = 0, None
+
+    @staticmethod
+    def _seen_lost(ms: MoveState, now: float) -> bool:
+        """Counts one more poll at which ``ms`` is neither reassigning nor where it should be;
+        lost only once metadata had time to settle (as ops.settle waits) and it was seen so at
+        several polls: right after a move ends a broker may still show the intermediate set."""
+        ms.lost_polls += 1
+        ms.lost_since = now if ms.lost_since is None else ms.lost_since
+        return ms.lost_polls >= LOST_AFTER_POLLS and now - ms.lost_since >= METADATA_SETTLE_S
 
     def _update_rollback(self, ms: MoveState, st: PartitionState, now: float) -> None:
         """A move rolling back: cancelled once the cluster shows its original replicas (in
@@ -593,9 +597,7 @@ class Run:
         if is_complete(ms.original, st):
             self._back_at_original(ms, st, ms.cancel_reason or "cancel")
         elif not st.reassigning:
-            ms.lost_polls += 1
-            ms.lost_since = now if ms.lost_since is None else ms.lost_since
-            if ms.lost_polls >= LOST_AFTER_POLLS and now - ms.lost_since >= METADATA_SETTLE_S:
+            if self._seen_lost(ms, now):
                 ms.fail(
                     f"rollback to {list(ms.original)} ended at {list(st.replicas)}: "
                     "cancelled or replaced outside this run"
@@ -1120,17 +1122,8 @@ class Run:
         self._draining = True
         self._stop_submitting = True
         log.error("%s; no more moves are submitted, waiting for those in flight", error)
-        for fn in list(self._subscribers):
-            try:
-                fn(
-                    {
-                        "event": "warning",
-                        "run_id": self.run_id,
-                        "message": f"{error} (not journaled)",
-                    }
-                )
-            except Exception:  # noqa: BLE001 - a broken subscriber must not stop the run
-                log.exception("subscriber failed on the journal warning")
+        # _emit skips the broken journal (_journal_error is set) and tells the subscribers
+        self._emit("warning", message=f"{error} (not journaled)")
 
     def _commit_before_change(self) -> None:
         """Before any change is sent: the events describing it are on disk. While finishing
