@@ -5,7 +5,8 @@ it and exits with its code instead of a traceback. Each exit code means one thin
 
     ReassignKitError (1: unexpected)
     ├── UsageError (2)                   bad options or option combinations
-    │   └── SparkSessionError (2)        a Spark session on another master already runs
+    │   ├── SparkSessionError (2)        a Spark session on another master already runs
+    │   └── SparkStartError (2)          Spark cannot start (no Java, JAVA_HOME wrong, ...)
     ├── InvalidPlanError (3)             an input file failed validation; ``problems`` lists all
     ├── KafkaOperationError (4)          the cluster refused or failed an operation
     │   └── AuthorizationError (4)       the client's principal lacks a right the action needs
@@ -44,6 +45,11 @@ class UsageError(ReassignKitError):
 class SparkSessionError(UsageError):
     """This process already runs a Spark session on another master than the one asked for
     (Spark would silently hand back the running one); the message names both."""
+
+
+class SparkStartError(UsageError):
+    """Spark could not start (Java missing, JAVA_HOME pointing nowhere, a master that does not
+    answer); the message names the master, JAVA_HOME and the engine that needs no Spark."""
 
 
 class InvalidPlanError(ReassignKitError):

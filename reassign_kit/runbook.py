@@ -156,6 +156,69 @@ def _cell_error(output_nb: str) -> str:
     return ""
 
 
+_PARAM_TYPES: dict[str, tuple[type, ...]] = {
+    "str": (str,),
+    "int": (int,),
+    "float": (int, float),
+    "bool": (bool,),
+    "list": (list,),
+    "dict": (dict,),
+}
+
+
+def notebook_parameters(name: str) -> dict[str, str]:
+    """The parameters a notebook declares in its ``parameters`` cell (``name: type = value``
+    lines), as {name: type name}."""
+    import ast
+
+    src = notebooks_dir() / (name if name.endswith(".ipynb") else f"{name}.ipynb")
+    try:
+        nb = json.loads(src.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise UsageError(f"no readable notebook {src}: {e}") from None
+    declared: dict[str, str] = {}
+    for cell in nb.get("cells", ()):
+        if "parameters" not in cell.get("metadata", {}).get("tags", ()):
+            continue
+        source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                ann = node.annotation
+                declared[node.target.id] = ann.id if isinstance(ann, ast.Name) else "object"
+    return declared
+
+
+def check_parameters(name: str, parameters: Mapping[str, Any]) -> None:
+    """Refuse, before a kernel starts, a parameter the notebook does not declare (papermill
+    would inject it silently: a typo would leave the default in force) or a value of another
+    type than the declared one (a cell would fail midway, perhaps after changing the
+    cluster). Every problem is listed; values are not echoed (never a secret in a message)."""
+    import math
+
+    declared = notebook_parameters(name)
+    problems: list[str] = []
+    for key, value in parameters.items():
+        if not isinstance(key, str) or key not in declared:
+            problems.append(
+                f"unknown parameter {key!r} (its parameters: {', '.join(sorted(declared))})"
+            )
+            continue
+        kind = declared[key]
+        ok = _PARAM_TYPES.get(kind)
+        if ok is None:
+            continue
+        if isinstance(value, bool) and kind != "bool" or not isinstance(value, ok):
+            problems.append(f"parameter {key} must be of type {kind}, got {type(value).__name__}")
+        elif kind == "float" and not math.isfinite(value):
+            problems.append(f"parameter {key} must be a finite number")
+    if problems:
+        nb = name if name.endswith(".ipynb") else f"{name}.ipynb"
+        raise UsageError(
+            f"{nb}: {len(problems)} bad parameter(s); no kernel was started:\n  - "
+            + "\n  - ".join(problems)
+        )
+
+
 def run_notebook(
     name: str,
     output_dir: str,
@@ -173,9 +236,14 @@ def run_notebook(
     src = notebooks_dir() / (name if name.endswith(".ipynb") else f"{name}.ipynb")
     if not src.exists():
         raise UsageError(f"no notebook {src}")
-    os.makedirs(output_dir, exist_ok=True)
-    out = os.path.join(os.path.abspath(output_dir), src.stem + ".out.ipynb")
     params = {"output_dir": os.path.abspath(output_dir), **(parameters or {})}
+    check_parameters(src.name, params)
+    try:
+        os.makedirs(output_dir, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"output_dir {output_dir}: cannot create it: {e.strerror or e}") from None
+    out = os.path.join(os.path.abspath(output_dir), src.stem + ".out.ipynb")
+    failure: RunbookError | None = None
     try:
         pm.execute_notebook(
             str(src),
@@ -188,17 +256,28 @@ def run_notebook(
             cwd=str(notebooks_dir()),
         )
     except PapermillExecutionError as e:
-        raise RunbookError(
+        failure = RunbookError(
             f"{src.name} failed in cell {e.exec_count}: {e.ename}: {e.evalue}\n  details: {out}"
-        ) from None
+        )
     except Exception as e:  # timeouts, dead kernels: still a clear message, never a traceback
         detail = _cell_error(out) if os.path.exists(out) else ""
-        raise RunbookError(
+        failure = RunbookError(
             f"{src.name} did not finish: {type(e).__name__}: {e} {detail}\n  details: {out}"
-        ) from None
-    finally:
-        if os.path.exists(out):
+        )
+    size: int | None = None
+    if os.path.exists(out):
+        try:
             size = strip_widget_state(out)
+        except Exception as e:  # noqa: BLE001 - truncated / not a notebook: said, by file
+            if failure is None:  # else the run's own failure is the better message
+                failure = RunbookError(
+                    f"{src.name}: the output notebook {out} cannot be read (truncated or not a "
+                    f"notebook: {type(e).__name__}: {str(e)[:200]})"
+                )
+    if failure is not None:
+        raise failure
+    if size is None:
+        raise RunbookError(f"{src.name}: papermill wrote no output notebook {out}")
     if size > max_output_bytes:
         raise RunbookError(
             f"{out} is {size} bytes (> {max_output_bytes}): a cell stores too much output"
@@ -318,7 +397,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--execution-timeout", type=int, default=DEFAULT_TIMEOUT_S)
     d.add_argument("--sandbox-dir", default="")
     d.add_argument("--bootstrap-server", default="")
-    args = ap.parse_args(argv)
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:  # argparse said what is wrong (usage), or --help
+        return e.code if isinstance(e.code, int) else 0 if e.code is None else 2
     try:
         if args.cmd == "demo":
             res = demo(

@@ -6,6 +6,7 @@ module translates flags into library calls and prints results."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 
@@ -36,3 +37,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("reassign-kit: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except SystemExit as e:  # --help of a sub-command (argparse exits)
+        return e.code if isinstance(e.code, int) else 0 if e.code is None else 2
+    except Exception as e:  # a bug: a message, not a traceback (as the drop-in CLI)
+        if os.environ.get("RK_DEBUG"):
+            raise
+        print(
+            f"reassign-kit: unexpected {type(e).__name__}: {e} (set RK_DEBUG=1 for a traceback)",
+            file=sys.stderr,
+        )
+        return ReassignKitError.exit_code

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from typing import Any
 
@@ -146,8 +147,28 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def check_output(path: str, flag: str, directory_ok: bool = False) -> None:
+    """An output file's folder must exist (and the path must not be a folder, unless
+    ``directory_ok``: a Parquet snapshot): said before anything is read, planned or asked."""
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise UsageError(f"{flag} {path}: the directory {parent} does not exist (create it first)")
+    if os.path.isdir(path) and not directory_ok:
+        raise UsageError(f"{flag} {path}: is a directory, not a file")
+
+
+def write_output(flag: str, path: str, write) -> None:
+    """``write()``; an OSError (disk full, no permission) becomes a UsageError naming the
+    option and the file."""
+    try:
+        write()
+    except OSError as e:
+        raise UsageError(f"{flag} {path}: cannot write it: {e.strerror or e}") from None
+
+
 def _snapshot(args: argparse.Namespace) -> int:
 
+    check_output(args.output, "--output", directory_ok=True)
     selection = topic_filter(args)
     gw = connect(args.bootstrap_server, args.command_config)
     try:
@@ -155,7 +176,7 @@ def _snapshot(args: argparse.Namespace) -> int:
     finally:
         gw.close()
     snap, excluded = full.select(selection)
-    snap.write(args.output)
+    write_output("--output", args.output, lambda: snap.write(args.output))
     print(
         f"snapshot: {len(snap.brokers)} brokers, {len(snap.topics)} topics, "
         f"{len(snap.partitions)} partitions, {snap.replica_count()} replicas -> {args.output}"
@@ -175,6 +196,13 @@ def _plan(args: argparse.Namespace) -> int:
         raise UsageError(
             "--topics needs --replication-factor (it names the topics whose RF changes)"
         )
+    for flag, path in (
+        ("--output", args.output),
+        ("--report", args.report),
+        ("--rollback", args.rollback),
+    ):
+        if path:
+            check_output(path, flag)
     result = make_plan(
         args.snapshot,
         remove_brokers=args.remove_brokers,
@@ -189,18 +217,22 @@ def _plan(args: argparse.Namespace) -> int:
     )
     if not len(result.plan):
         print("plan: nothing to move; the cluster already meets the goals", file=sys.stderr)
-    result.plan.write(args.output)
+    write_output("--output", args.output, lambda: result.plan.write(args.output))
     report = result.report()
     if args.report:
-        with open(args.report, "w", encoding="utf-8") as f:
-            json.dump(report, f, indent=2)
-            f.write("\n")
+        write_output("--report", args.report, lambda: _write_json(args.report, report))
     if args.rollback:
-        result.current.write(args.rollback)
+        write_output("--rollback", args.rollback, lambda: result.current.write(args.rollback))
     if not args.quiet:
         print(format_report(report))
         print(f"plan: {len(result.plan)} partition(s) -> {args.output}")
     return 0
+
+
+def _write_json(path: str, obj: Any) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
 
 
 def _validate(args: argparse.Namespace) -> int:

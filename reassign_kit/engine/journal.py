@@ -142,9 +142,20 @@ class Journal:
         self.error: JournalError | None = None
         self.fsyncs = 0
         d = os.path.dirname(os.path.abspath(self.path))
-        os.makedirs(d, exist_ok=True)
-        self.torn_bytes = cut_torn_tail(self.path)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:  # before anything is sent: a path that cannot be a journal is named, not a traceback
+            os.makedirs(d, exist_ok=True)
+        except OSError as e:
+            raise JournalError(
+                f"cannot open the journal {self.path} (--journal): its directory {d} cannot be "
+                f"created: {e.strerror or e}"
+            ) from None
+        try:
+            self.torn_bytes = cut_torn_tail(self.path)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        except OSError as e:
+            raise JournalError(
+                f"cannot open the journal {self.path} (--journal): {e.strerror or e}"
+            ) from None
         self._f = os.fdopen(fd, "a", encoding="utf-8")
 
     def write(self, event: str, **fields: Any) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import sys
 import threading
 from collections.abc import Mapping
 
-from ..errors import SparkSessionError
+from ..errors import SparkSessionError, SparkStartError
 
 LOOPBACK = "127.0.0.1"
 DRIVER_HOST = "spark.driver.host"
@@ -155,9 +155,33 @@ def get_spark(
             builder = builder.config(
                 "spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"]
             )
-        _session = builder.getOrCreate()
+        try:
+            session = builder.getOrCreate()
+        except Exception as e:  # noqa: BLE001 - Java / gateway failures: named, no traceback
+            raise SparkStartError(_start_failure(master, e)) from None
+        _session = session
         _session.sparkContext.setLogLevel("ERROR")
         return _session
+
+
+def _start_failure(master: str, err: BaseException) -> str:
+    """Why Spark did not start, with what to check: JAVA_HOME (set, and holding bin/java) or
+    java on PATH, and the engine that runs without Spark."""
+    import shutil
+
+    text = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and not os.path.isfile(os.path.join(java_home, "bin", "java")):
+        java = f"JAVA_HOME={java_home} has no bin/java: point it at a Java 17+ installation"
+    elif java_home:
+        java = f"JAVA_HOME={java_home}"
+    else:
+        found = shutil.which("java")
+        java = f"java: {found}" if found else "no java on PATH and JAVA_HOME is not set"
+    return (
+        f"Spark could not start (master {master}): {type(err).__name__}: {text}; {java} "
+        "(Spark needs Java 17+); `--engine local` (plan, validate) runs without Spark"
+    )
 
 
 def stop_spark() -> None:

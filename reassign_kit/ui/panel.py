@@ -114,7 +114,12 @@ class Panel:
         self.gateway = gateway
         self.output_dir = output_dir
         if output_dir:
-            os.makedirs(output_dir, exist_ok=True)
+            try:
+                os.makedirs(output_dir, exist_ok=True)
+            except OSError as e:
+                raise UsageError(
+                    f"output_dir {output_dir}: cannot create it: {e.strerror or e}"
+                ) from None
         self.journal_path = journal_path or (
             os.path.join(output_dir, "journal.jsonl") if output_dir else None
         )
@@ -265,6 +270,7 @@ class Panel:
         self._dirty.set()
 
     def _say(self, text: str, error: bool = False) -> None:
+        self._said = text
         color = "#b00020" if error else "#1b5e20"
         self.message.value = (
             f'<pre style="color:{color};white-space:pre-wrap;margin:0">{html.escape(text)}</pre>'
@@ -344,9 +350,18 @@ class Panel:
             self._say(str(e), error=True)
             return
         self._keep_rollback(prepared.rollback_path)
+        try:  # plan.json beside the rollback file, before anything moves
+            self._save_start_artefacts()
+        except OSError as e:
+            self._say(
+                f"cannot write the panel's artefacts in {self.output_dir}: "
+                f"{e.strerror or e} ({e.filename or ''}); nothing was sent to the cluster",
+                error=True,
+            )
+            return
         with self._lock:
             self.events = []
-        self._launch(prepared.run, save_start=True)
+        self._launch(prepared.run)
 
     def _rollback_target(self) -> str | None:
         return os.path.join(self.output_dir, "rollback.json") if self.output_dir else None
@@ -388,13 +403,11 @@ class Panel:
             return
         with self._lock:  # the chart goes on from where the journal left it
             self.events = read_events(self.journal_path) if self.journal_path else []
-        self._launch(prepared.run, save_start=False)
+        self._launch(prepared.run)
         self._note(f"resuming run {first.get('run_id')} from {self.journal_path} with its options")
 
-    def _launch(self, run: Any, save_start: bool) -> None:
+    def _launch(self, run: Any) -> None:
         self.run, self.result, self.verify_result, self._asked = run, None, None, None
-        if save_start:
-            self._save_start_artefacts()
         run.subscribe(self._on_event)
         self._say("")
         self._set_phase("running")
@@ -497,7 +510,7 @@ class Panel:
             self._say(f"verify failed: {type(e).__name__}: {e}", error=True)
         finally:
             self._set_phase(before)
-        self.save_artefacts()
+        self._save_artefacts_or_say()
 
     # ---------------------------------------------------------------- run wiring
 
@@ -549,7 +562,7 @@ class Panel:
             )
             self._say(_describe_result(self.result) + hint)
         self._safe_refresh()
-        self.save_artefacts()
+        self._save_artefacts_or_say()
 
     # ---------------------------------------------------------------- artefacts
 
@@ -594,6 +607,21 @@ class Panel:
             "changes": self._notes(),  # caps changed during the run, resumes: what the user did
             "artefacts": dict(self.artefacts),
         }
+
+    def _save_artefacts_or_say(self) -> None:
+        """``save_artefacts`` from a button or the watcher thread: a failure to write (disk
+        full, folder removed, no permission) is shown in the panel, after what it says already,
+        instead of landing in the widget's callback log."""
+        try:
+            self.save_artefacts()
+        except OSError as e:
+            shown = getattr(self, "_said", "")
+            shown = shown + "\n" if shown else ""
+            self._say(
+                f"{shown}cannot write the panel's artefacts in {self.output_dir}: "
+                f"{e.strerror or e} ({e.filename or ''})",
+                error=True,
+            )
 
     def save_artefacts(self) -> dict[str, str]:
         """report.json and the chart as standalone HTML in ``output_dir`` (if one was given)."""
