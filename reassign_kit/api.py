@@ -32,7 +32,11 @@ def execute(
     never reach the journal). Options are ``ExecuteOptions``' fields (and the CLI's
     ``disallow_replication_factor_change``). Those the official tool has too (``additional``,
     ``throttle``, ``log_dir_throttle``, ``allow_replication_factor_change``, ``timeout_s``)
-    make the legacy single request (``ops.execute``, returns ``ops.ExecuteResult``); any
+    and ``elect_leaders`` make the legacy single request (``ops.execute``, returns
+    ``ops.ExecuteResult``), where preferred leader elections are off unless
+    ``elect_leaders=True`` (as the CLI's ``--elect-leaders``); in a paced run they are on
+    unless ``elect_leaders=False`` (``--no-elect-leaders``), at most
+    ``max_elections_per_poll`` per poll; any
     pacing option (``batch_size``, ``incremental``, caps, deadlines, ``wait``, ...), ``resume``
     or an explicit ``journal`` makes a paced run that blocks until KIP-1335's return point (or
     the end with ``wait=True``) and returns its ``RunResult``; a failed run raises
@@ -77,6 +81,7 @@ def execute(
                 timeout_s=opts.timeout_s,
                 rollback_path=rb,
                 source=source,
+                elect_leaders=bool(options.get("elect_leaders", False)),
             )
         journal_path = os.fspath(journal) if journal else pf.default_journal_path()
         if resume:

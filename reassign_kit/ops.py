@@ -29,6 +29,7 @@ from .cluster.views import (  # noqa: F401
     rollback_plan,
 )
 from .engine import throttle as thr
+from .engine.elections import ElectionResult, elect_preferred
 from .engine.logdirs import (  # noqa: F401
     RETRIABLE_LOG_DIR_ERRORS,
     log_dir_round,
@@ -124,6 +125,8 @@ class ExecuteResult:
     notes: list[str] = field(default_factory=list)
     priors: thr.Priors = field(default_factory=thr.Priors)
     priors_path: str | None = None
+    # --elect-leaders: the elections of the moves that completed at once (replica order only)
+    elections: ElectionResult | None = None
 
     @property
     def failed(self) -> list[dict[str, Any]]:
@@ -182,6 +185,7 @@ def execute(
     timeout_s: float = 10.0,
     rollback_path: str | None = "",
     source: str = "the plan",
+    elect_leaders: bool = False,
 ) -> ExecuteResult:
     """Legacy execution, as ``kafka-reassign-partitions --execute``: validate the whole plan,
     refuse when other reassignments are in flight unless ``additional``, write the rollback
@@ -197,7 +201,14 @@ def execute(
     (``priors=``, CLI ``--throttle-priors``) and ``reassign-kit throttles --clean --priors``
     to put back. When the submission fails as a whole (the controller refuses or times out:
     an exception) or every partition is rejected, the throttles it set are removed at once
-    and the operator's values put back (issue 14 #5)."""
+    and the operator's values put back (issue 14 #5).
+
+    ``elect_leaders`` (CLI ``--elect-leaders``; off by default, as the official tool): the
+    moves that change only the replica order complete at once in Kafka; they are read back
+    (for up to the metadata settle window) and their preferred leaders elected in one request
+    (KIP-460), then checked (``ExecuteResult.elections``). A move that copies data is not
+    waited for (the request stays a fire-and-forget, as the official tool's): ``verify(...,
+    elect_leaders=True)`` elects its preferred leader once it sees it complete."""
     p = preflight(
         gateway,
         plan,
@@ -299,6 +310,9 @@ def execute(
     if with_dirs:
         wanted = log_dir_targets(m for m in plan if m.tp in ok)
         log_dir_rows = start_log_dir_moves(gateway, wanted, timeout_s)
+    elections = None
+    if elect_leaders and ok:
+        elections = _elect_reorders(gateway, plan, states, ok, notes)
     if path:
         notes.insert(0, f"The rollback plan (the current assignment) was saved to {path}")
     if priors and priors_path and ok:
@@ -307,7 +321,48 @@ def execute(
             f"`--verify --throttle-priors {priors_path}` (or `reassign-kit throttles --clean "
             f"--priors {priors_path}`) puts them back instead of deleting them."
         )
-    return ExecuteResult(rows, rollback, path, changes, log_dir_rows, notes, priors, priors_path)
+    return ExecuteResult(
+        rows, rollback, path, changes, log_dir_rows, notes, priors, priors_path, elections
+    )
+
+
+def _elect_reorders(
+    gateway: Any,
+    plan: Plan,
+    states: Mapping[TopicPartition, PartitionState],
+    ok: set[TopicPartition],
+    notes: list[str],
+) -> ElectionResult | None:
+    """``execute(elect_leaders=True)``: the submitted moves that changed the preferred leader
+    and only the replica order (complete at once in Kafka) are read back until complete and
+    elected; those that copy data are named for ``--verify --elect-leaders``."""
+    changed = [
+        m
+        for m in plan
+        if m.tp in ok and states[m.tp].replicas and states[m.tp].replicas[0] != m.replicas[0]
+    ]
+    reorders = {m.tp: m.replicas for m in changed if set(states[m.tp].replicas) == set(m.replicas)}
+    copying = [m.tp for m in changed if m.tp not in reorders]
+    result = None
+    if reorders:
+        now = gateway.describe_partitions(list(reorders))
+        for _ in range(SETTLE_ATTEMPTS):
+            if all(is_complete(t, now.get(tp)) for tp, t in reorders.items()):
+                break
+            gateway.sleep(SETTLE_PAUSE_S)
+            now.update(gateway.describe_partitions(list(reorders)))
+        complete = {tp: now[tp] for tp, t in reorders.items() if is_complete(t, now.get(tp))}
+        late = [tp for tp in reorders if tp not in complete]
+        result = elect_preferred(gateway, complete)
+        notes += result.lines()
+        copying += late
+    if copying:
+        notes.append(
+            f"{len(copying)} move(s) change their preferred leader once complete (e.g. "
+            f"{copying[0]}): run --verify --elect-leaders until the reassignment completes; "
+            "it elects their preferred leaders."
+        )
+    return result
 
 
 # ----------------------------------------------------------------------------- verify
@@ -324,6 +379,8 @@ class VerifyResult:
     log_dir_rows: list[dict[str, Any]]
     cleared: tuple[dict, dict] | None
     notes: list[str] = field(default_factory=list)
+    # --elect-leaders: the elections of the plan's complete partitions, and the check after
+    elections: ElectionResult | None = None
 
     def _statuses(self) -> set[str]:
         return {r["status"] for r in self.rows} | {r["status"] for r in self.log_dir_rows}
@@ -438,11 +495,18 @@ def verify(
     *,
     preserve_throttles: bool = False,
     priors: thr.Priors | str | None = None,
+    elect_leaders: bool = False,
 ) -> VerifyResult:
     """Is every move of the plan complete (``model.is_complete``), its replicas in the asked log
     dirs? Once nothing of the plan is in progress, clear the throttles of the plan's topics and
     every broker, except what reassignments still in flight elsewhere need; with ``priors``
-    (what ``execute`` saved, or a run's journal) the values there before are put back."""
+    (what ``execute`` saved, or a run's journal) the values there before are put back.
+
+    ``elect_leaders`` (CLI ``--verify --elect-leaders``, the panel's Verify with its "elect
+    preferred leaders" box): each complete partition of the plan that another replica than
+    its first leads gets a preferred leader election (KIP-460, one request), and every
+    complete partition is checked (``VerifyResult.elections``; those not led by their
+    preferred replica named with why). The exit code stays the reassignment's."""
     priors = thr.load_priors(priors)
     tps = [m.tp for m in plan]
     require_permissions(gateway, "verify", ["DESCRIBE"])
@@ -488,6 +552,17 @@ def verify(
                 }
             )
     result = VerifyResult(rows, log_dir_rows, None)
+    if elect_leaders:
+        complete = {
+            TopicPartition(r["topic"], r["partition"]): states[
+                TopicPartition(r["topic"], r["partition"])
+            ]
+            for r in rows
+            if r["status"] == COMPLETE
+        }
+        if complete:
+            result.elections = elect_preferred(gateway, complete)
+            result.notes += result.elections.lines()
     lacking = missing_permissions(gateway, ["DESCRIBE_CONFIGS", "ALTER_CONFIGS"])
     if IN_PROGRESS not in result._statuses() and not preserve_throttles and lacking:
         result.notes.append(

@@ -171,6 +171,13 @@ def _printer(run: Run):
             line = f"{ev.upper()}: {what} (policy: {e.get('policy')})"
         elif ev in ("warning", "error"):
             line = f"{ev.upper()}: {e.get('message')}"
+        elif ev == "leader_elected" and e.get("result") == "elected":
+            line = (
+                f"leader of {tp(e)}: {e.get('previous')} -> {e.get('leader')} (preferred, elected)"
+            )
+        elif ev == "election_failed":
+            final = "" if e.get("final") else f" (attempt {e.get('attempt')}, tried again)"
+            line = f"ELECTION FAILED: {tp(e)}: {e.get('why') or e.get('error')}{final}"
         elif ev in ("paused", "resumed", "caps_changed"):
             line = ev
         else:
@@ -178,6 +185,38 @@ def _printer(run: Run):
         print(f"[{stamp}] {line}", flush=True)
 
     return show
+
+
+def _report_elections(res: RunResult, args: argparse.Namespace) -> None:
+    """The preferred leader elections: counts, the check, and what is left to elect."""
+    el = res.elections
+    if not el:
+        return
+    print(
+        f"Preferred leader elections: {el.get('elected', 0)} elected, "
+        f"{el.get('not_needed', 0)} not needed (led by it already), {el.get('failed', 0)} "
+        f"failed, {el.get('pending', 0)} not sent."
+    )
+    if res.leaders_checked:
+        print(
+            f"Leaders checked: {res.leaders_checked - len(res.leaders_not_preferred)} of "
+            f"{res.leaders_checked} led by their preferred replica."
+        )
+    for tp, why in list(res.leaders_not_preferred.items())[:20]:
+        print(f"  NOT led by its preferred replica: {tp}: {why}")
+    left = len(res.elections_pending) + len(res.elections_not_due)
+    if left:
+        verify = _base_command(args) + [
+            "--verify",
+            "--elect-leaders",
+            "--reassignment-json-file",
+            args.reassignment_json_file,
+        ]
+        print(
+            f"{left} partition(s) still to be led by their new preferred replica (moves not "
+            f"complete when the run returned, or elections not sent): once complete, "
+            f"{shlex.join(verify)} elects them."
+        )
 
 
 def _report(res: RunResult, args: argparse.Namespace, journal: str, interrupted: bool) -> None:
@@ -203,6 +242,7 @@ def _report(res: RunResult, args: argparse.Namespace, journal: str, interrupted:
         )
     for tp, err in list(res.failed.items())[:20]:
         print(f"  failed: {tp}: {err}")
+    _report_elections(res, args)
     if res.error:
         print(f"Error: {res.error}", file=sys.stderr)
     rates = res.throttles_left.get("broker_rates") if res.throttles_left else None

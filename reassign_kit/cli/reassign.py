@@ -36,7 +36,7 @@ ACTION_OPTIONS: dict[str, set[str]] = {
     "execute": EXECUTE_FLAGS
     | {"reassignment_json_file", "rollback_file", "journal", "resume", "dry_run", "calibration"}
     | {"output"},
-    "verify": {"reassignment_json_file", "preserve_throttles", "throttle_priors"},
+    "verify": {"reassignment_json_file", "preserve_throttles", "throttle_priors", "elect_leaders"},
     "cancel": {
         "reassignment_json_file",
         "preserve_throttles",
@@ -177,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
         "official": "execute (kafka-reassign-partitions' own options)",
         "paced": "paced execution (KIP-1335 and beyond; --execute only)",
         "steps": "replica-level steps (KIP-435; --execute)",
+        "leaders": "preferred leader elections (KIP-460; --execute, --verify)",
     }
     groups: dict[str, argparse._ArgumentGroup] = {}
     for d in cli_options():
@@ -322,6 +323,7 @@ def _execute(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
         timeout_s=args.timeout / 1000,
         rollback_path=args.rollback_file or ops.default_rollback_path(),
         source=args.reassignment_json_file,
+        elect_leaders=bool(args.elect_leaders),  # legacy: off unless --elect-leaders
     )
     print("Current partition replica assignment\n")
     print(res.rollback.to_json())
@@ -378,7 +380,11 @@ def _duration(seconds: float) -> str:
 def _verify(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
     assert plan is not None
     vres = ops.verify(
-        gateway, plan, preserve_throttles=args.preserve_throttles, priors=args.throttle_priors
+        gateway,
+        plan,
+        preserve_throttles=args.preserve_throttles,
+        priors=args.throttle_priors,
+        elect_leaders=bool(args.elect_leaders),
     )
     _print(vres.lines())
     return vres.exit_code

@@ -76,7 +76,7 @@ class Option:
     help: str
     flag: str | None = None
     group: str = "paced"
-    action: str | None = None
+    action: Any = None  # an argparse action name or class
     type: Callable[[str], Any] | None = None
     choices: tuple[str, ...] = ()
     metavar: str | None = None
@@ -325,6 +325,40 @@ class ExecuteOptions:
             live=True,
         ),
     )
+    elect_leaders: bool = _opt(
+        True,
+        Option(
+            "Preferred leader elections (KIP-460) for the partitions whose preferred leader "
+            "(first replica) a move changed, once the move completes: reordering replicas "
+            "moves no leadership by itself. Paced runs: on (--no-elect-leaders: off), at most "
+            "--max-elections-per-poll per poll, each journaled, then a check that those "
+            "partitions are led by their preferred replica. The single legacy request: off "
+            "(as kafka-reassign-partitions); --elect-leaders elects at once the moves that "
+            "complete at once (replica order only), and --verify --elect-leaders the others "
+            "once --verify sees them complete.",
+            flag="--elect-leaders",
+            group="leaders",
+            action=argparse.BooleanOptionalAction,
+            label="elect preferred leaders",
+            widget="bool",
+            widget_help="KIP-460 preferred leader election once a move that changed its "
+            "first replica completes (and at Verify)",
+        ),
+    )
+    max_elections_per_poll: int = _opt(
+        100,
+        Option(
+            "At most E preferred leader elections per poll of a paced run, one request "
+            "(default 100).",
+            flag="--max-elections-per-poll",
+            type=int_arg("--max-elections-per-poll", 1),
+            metavar="E",
+            cli_default=100,
+            label="elections / poll",
+            widget="int",
+            widget_help="preferred leader elections per poll (one request)",
+        ),
+    )
     min_isr: int | None = _opt(
         None,
         Option("min.insync.replicas to keep satisfiable while stepping (None: each topic's own)."),
@@ -423,6 +457,15 @@ class ExecuteOptions:
         if self.parallel_replica_count is not None and self.parallel_replica_count < 1:
             raise UsageError(
                 f"--parallel-replica-count must be >= 1, got {self.parallel_replica_count}"
+            )
+        if (
+            isinstance(self.max_elections_per_poll, bool)
+            or not isinstance(self.max_elections_per_poll, int)
+            or self.max_elections_per_poll < 1
+        ):
+            raise UsageError(
+                f"--max-elections-per-poll must be a positive integer, got "
+                f"{self.max_elections_per_poll!r}"
             )
         return self
 

@@ -32,8 +32,11 @@ from .options import ExecuteOptions, cli_options
 from .resume import options_from_journal  # noqa: F401 (re-exported for the CLI)
 from .run import Run
 
-# the options kafka-reassign-partitions has too: alone, they make the legacy single request
-LEGACY_OPTIONS = frozenset(d.name for d in cli_options("official"))
+# the options kafka-reassign-partitions has too, and --elect-leaders (the legacy request's
+# opt-in, a paced run's opt-out): alone, they make the legacy single request
+LEGACY_OPTIONS = frozenset(
+    d.name for d in cli_options() if d.option.group in ("official", "leaders")
+)
 OPTION_NAMES = frozenset(f.name for f in fields(ExecuteOptions))
 
 

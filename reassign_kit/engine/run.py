@@ -37,6 +37,7 @@ from ..errors import JournalError, KafkaOperationError, ReassignKitError, UsageE
 from ..model import PartitionState, Plan, TopicPartition, is_complete
 from . import deadlines
 from . import throttle as thr
+from .elections import Elections
 from .journal import Journal, read_events
 from .logdirs import LogDirMoves
 from .moves import MoveIndex, MoveState, MoveStatus
@@ -135,6 +136,17 @@ class Run:
         # moves between log dirs (the plan's log_dirs), as ops.execute starts them for the
         # legacy request; a move is complete only when its replicas are also in those dirs
         self._dirs = LogDirMoves(self.gw, plan, self._moves, self.options.timeout_s, self._emit)
+        # preferred leader elections once a move that changed its first replica completes
+        # (engine/elections.py): it hears every ``completed`` event
+        self._elections = Elections(
+            self.gw,
+            self._emit,
+            lambda tp: self._moves[tp].original,
+            lambda tp: self._moves[tp].move.replicas,
+            enabled=self.options.elect_leaders,
+            per_poll=self.options.max_elections_per_poll,
+        )
+        self._subscribers.append(self._elections.on_event)
 
     # ---- control, from any thread ---------------------------------------------------------
 
@@ -346,6 +358,8 @@ class Run:
         resume) and set the throttles the moves in flight need: the first change this run
         makes to the cluster comes last, so a start that fails changes nothing."""
         prior, resuming = self._open_journal()
+        if resuming:
+            self._elections.replay(prior)  # elections queued before and not finished
         tps = [m.tp for m in self.plan]
         states = self.gw.describe_partitions(tps)
         cluster = self.gw.list_reassignments()
@@ -467,6 +481,7 @@ class Run:
             if self._complete(tp, st):
                 if j is not None and not j.get("completed"):
                     ms.submitted_at = float(j.get("submitted_ts", now))
+                    ms.original = tuple(j.get("original") or ())
                     ms.complete(now, st.replicas, adopted=True)
                 elif j is None:
                     ms.complete(now, st.replicas, already=True)
@@ -540,6 +555,8 @@ class Run:
             if self._end_state is not None:
                 return True
         self._sync_throttles(self.gw.list_reassignments() if self._dirty else cluster)
+        if not self._paused and not self._draining:  # a change: not while paused / draining
+            self._elections.poll()  # at most --max-elections-per-poll, one request
         return self._finished()
 
     _dirty = False
@@ -775,6 +792,8 @@ class Run:
             bad = idx.of(FAILED)[0]
             self._fail(f"{bad.move.tp}: {bad.error}")
             return True
+        if self._elections.pending:  # elections due: sent before the run ends
+            return False
         if idx.count(DONE, CANCELLED) == len(self._moves):
             self._end_state = self._end_state or ("deadline" if self._deadline_hit else "done")
             return True
@@ -785,6 +804,10 @@ class Run:
             return False
         if any(ms.step < len(ms.steps) for ms in idx.of(MOVING)):
             return False
+        if self._elections.enabled and any(
+            ms.original and set(ms.original) == set(ms.move.replicas) for ms in idx.of(MOVING)
+        ):
+            return False  # replica order only: complete at once, then elected by this run
         self._end_state = "submitted"
         return True
 
@@ -1064,6 +1087,11 @@ class Run:
                 ms.status in ("done", "cancelled") for ms in self._moves.values()
             ):
                 state = "done"
+            if self._began:
+                try:  # the leaders of the partitions elected: their preferred replicas?
+                    self._elections.finish(self.gw.wrapped.sleep)
+                except KafkaOperationError as e:
+                    self._emit("warning", message=f"cannot check the elected leaders: {e}")
         except BaseException as e:  # noqa: BLE001 - the report must still be written
             self._emit("error", message=f"while finishing: {type(e).__name__}: {e}")
             if self._error is None:
@@ -1084,6 +1112,7 @@ class Run:
             cleanup_error,
         )
         r = self._result
+        self._report_elections(r)
         self._emit(
             "run_finished",
             state=state,
@@ -1096,6 +1125,24 @@ class Run:
             throttles_left=left,
             error=self._error,
         )
+
+    def _report_elections(self, r: RunResult) -> None:
+        """The elections' part of the result: counts, what is left and the check."""
+        el = self._elections
+        if not el.enabled:
+            return
+        r.elections = {**el.counts, "pending": el.pending}
+        r.elections_pending = list(el.queue)
+        r.elections_not_due = [
+            ms.tp
+            for ms in self._index.of(MOVING, READY)
+            if not ms.original or ms.original[0] != ms.move.replicas[0]
+        ]
+        if el.check is not None:
+            r.leaders_checked = len(el.check.checked)
+            r.leaders_not_preferred = {
+                tp: why for tp, (_, _, why) in el.check.not_preferred.items()
+            }
 
     # ---- events -------------------------------------------------------------------------------
 

@@ -84,12 +84,6 @@ def _show(opt: Declared, value: Any) -> str:
 # --------------------------------------------------------------------------- the panel
 
 
-def _default_verify(gateway: Any, plan: Plan) -> Any:
-    from .. import ops
-
-    return ops.verify(gateway, plan)
-
-
 class Panel:
     """The widget tree plus its state; display it by leaving it last in a cell.
 
@@ -126,7 +120,7 @@ class Panel:
         self.artefacts: dict[str, str] = {}
         self.refresh_s = float(refresh_s)
         self._run_kwargs = dict(run_kwargs or {})
-        self._verify_fn = verify_fn or _default_verify
+        self._verify_fn = verify_fn or self._verify_electing
         self._clock = clock
         self.run: Any = None
         self.result: Any = None
@@ -495,6 +489,14 @@ class Panel:
                 "reports each partition"
             )
             self.run.cancel()
+
+    def _verify_electing(self, gateway: Any, plan: Plan) -> Any:
+        """The default Verify: ``ops.verify``, electing the preferred leaders of the complete
+        partitions when the "elect preferred leaders" box is ticked (the CLI's ``--verify
+        --elect-leaders``)."""
+        from .. import ops
+
+        return ops.verify(gateway, plan, elect_leaders=bool(self.controls["elect_leaders"].value))
 
     def _on_verify(self, _b: Any = None) -> None:
         if not self._allowed("verify"):
