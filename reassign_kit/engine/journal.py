@@ -104,7 +104,8 @@ def _plain(rec: Mapping[str, Any], extra: frozenset[str]) -> bool:
     secret-looking key, values that are scalars, strings without ``=`` or lists of scalars
     (a move's events). Anything else (nested objects, strings with ``=``) says False and
     takes ``might_hold_secrets`` / ``redact`` (issue 12: that regex over every line was a
-    tenth of a 10,000-partition run)."""
+    tenth of a 10,000-partition run). ``Journal.write`` asks it only of events its quicker
+    test (keys known plain, no ``=``, no nested object in the line) cannot clear."""
     for k, v in rec.items():
         if is_secret_key(k, extra):
             return False
@@ -137,6 +138,7 @@ class Journal:
         self._clock = clock
         self._secrets = tuple(secrets)
         self._secret_set = frozenset(str(k) for k in self._secrets)
+        self._plain_keys: dict[tuple, bool] = {}  # keys of an event -> none secret-looking
         self._lock = threading.Lock()
         self._dirty = False
         self.error: JournalError | None = None
@@ -163,11 +165,21 @@ class Journal:
         Raises JournalError when the write fails, and on every write after that."""
         rec = {"ts": round(self._clock(), 6), "event": event, "run_id": self.run_id}
         rec.update(fields)
-        line = json.dumps(rec, default=_default, separators=(",", ":"))
-        plain = _plain(rec, self._secret_set)  # else redact would change nothing:
-        if not plain and might_hold_secrets(line, self._secrets):
-            rec = redact(rec, self._secrets)
-            line = json.dumps(rec, default=_default, separators=(",", ":"))
+        line = _ENCODER.encode(rec)
+        keys = tuple(rec)
+        plain_keys = self._plain_keys.get(keys)
+        if plain_keys is None:  # once per kind of event, not at every event (issue 12)
+            plain_keys = self._plain_keys[keys] = all(
+                type(k) is str and not is_secret_key(k, self._secret_set) for k in keys
+            )
+        # redact changes nothing in a line whose keys are not secret-looking, with no "="
+        # (no inline secret) and no nested object (no key inside it) — a move's events; else
+        # the shape (_plain), then the regex (might_hold_secrets) decide
+        quick = plain_keys and "=" not in line and line.count("{") == 1
+        if not quick and not _plain(rec, self._secret_set):
+            if might_hold_secrets(line, self._secrets):
+                rec = redact(rec, self._secrets)
+                line = _ENCODER.encode(rec)
         with self._lock:
             if self._f.closed:
                 return rec
@@ -250,6 +262,9 @@ def _default(o: Any) -> Any:
     if isinstance(o, set | frozenset | tuple):
         return list(o)
     return str(o)
+
+
+_ENCODER = json.JSONEncoder(default=_default, separators=(",", ":"))
 
 
 def read_events(path: str | os.PathLike) -> list[dict[str, Any]]:

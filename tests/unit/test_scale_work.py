@@ -382,3 +382,63 @@ def test_simulated_states_are_always_what_the_partition_is_now(tmp_path, monkeyp
     sp.state()
     sp.isr = sp.isr[:1]
     assert sp.state().isr == tuple(sp.isr)
+
+
+def test_journal_looks_at_an_event_kinds_keys_once_not_at_every_event(tmp_path, monkeypatch):
+    """A poll that turns 2,000 moves over writes ~6,000 events: the secret-key test of every
+    key of every event (then json.dumps building an encoder per line) was most of it. Now an
+    event's keys are looked at once per kind of event; the lines are unchanged."""
+    import json
+
+    from reassign_kit.engine import journal as jr
+
+    looked = {"keys": 0, "shapes": 0}
+    real_key, real_plain = jr.is_secret_key, jr._plain
+
+    def is_secret_key(key, extra=frozenset()):
+        looked["keys"] += 1
+        return real_key(key, extra)
+
+    def plain(rec, extra):
+        looked["shapes"] += 1
+        return real_plain(rec, extra)
+
+    monkeypatch.setattr(jr, "is_secret_key", is_secret_key)
+    monkeypatch.setattr(jr, "_plain", plain)
+    path = tmp_path / "j.jsonl"
+    n = 500
+    with jr.Journal(path, "r1", clock=lambda: 2.5) as j:
+        for p in range(n):
+            j.write("completed", topic="a", partition=p, replicas=[3, 4], duration_s=20.0)
+            j.write(
+                "submitted",
+                topic="a",
+                partition=p,
+                target=[3, 4],
+                current=(1, 2),
+                batch=None,
+                size_bytes=1 << 20,
+                moves_leader=True,
+                brokers=[1, 2, 3, 4],
+            )
+    lines = path.read_text().splitlines()
+    assert len(lines) == 2 * n
+    assert lines[1] == json.dumps(
+        {
+            "ts": 2.5,
+            "event": "submitted",
+            "run_id": "r1",
+            "topic": "a",
+            "partition": 0,
+            "target": [3, 4],
+            "current": [1, 2],
+            "batch": None,
+            "size_bytes": 1 << 20,
+            "moves_leader": True,
+            "brokers": [1, 2, 3, 4],
+        },
+        separators=(",", ":"),
+    )
+    # two kinds of events: their keys (8 + 11) looked at once each, their shape once each
+    # (was: every key of every event, 19 * n, and the shape of every event)
+    assert looked["keys"] <= 19 and looked["shapes"] <= 2, looked
