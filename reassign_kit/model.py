@@ -107,7 +107,14 @@ class Plan:
             with open(path, encoding="utf-8") as f:
                 text = f.read()
         except OSError as e:
-            raise InvalidPlanError([f"cannot read {path}: {e.strerror}"], header=f"{path}") from e
+            raise InvalidPlanError(
+                [f"cannot read {path}: {e.strerror}"], header=f"reassignment plan {path}"
+            ) from e
+        except UnicodeDecodeError as e:
+            raise InvalidPlanError(
+                [f"not UTF-8 text (byte {e.start}: {e.reason})"],
+                header=f"{path} is not a reassignment plan",
+            ) from None
         return cls.from_json(text, source=path)
 
 

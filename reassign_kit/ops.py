@@ -63,6 +63,8 @@ def load_command_config(path: str) -> dict[str, str]:
             raw = f.read().splitlines()
     except OSError as e:
         raise UsageError(f"--command-config {path}: cannot read it: {e.strerror}") from None
+    except UnicodeDecodeError as e:  # the bytes may be a secret: only where, never what
+        raise UsageError(f"--command-config {path}: not UTF-8 text (byte {e.start})") from None
     props: dict[str, str] = {}
     logical: list[str] = []
     buf = ""

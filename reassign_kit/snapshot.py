@@ -292,6 +292,11 @@ class Snapshot:
             raise InvalidPlanError(
                 [f"cannot read {path}: {e.strerror}"], header=f"snapshot {path}"
             ) from e
+        except UnicodeDecodeError as e:
+            raise InvalidPlanError(
+                [f"not UTF-8 text (byte {e.start}: {e.reason})"],
+                header=f"{path} is not a snapshot",
+            ) from None
         return cls.from_json(text, source=path)
 
 

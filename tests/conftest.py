@@ -94,3 +94,21 @@ def gw(bootstrap):
     g = AdminGateway(bootstrap)
     yield g
     g.close()
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The fuzz suite's case counts per input kind (tests/unit/test_fuzz_*.py), when it ran."""
+    import json
+    import sys
+
+    fuzz = sys.modules.get("fuzz_strategies")
+    if fuzz is None or not fuzz.WRITTEN:
+        return
+    counts = json.loads(fuzz.COUNTS_FILE.read_text())
+    terminalreporter.write_sep("-", f"fuzz cases per input kind ({fuzz.COUNTS_FILE})")
+    for kind in fuzz.WRITTEN:
+        c = counts[kind]
+        terminalreporter.write_line(
+            f"{kind:<22} {c['cases']:>5} cases: {c['valid']} valid, {c['refused']} refused, "
+            f"{c['tracebacks']} tracebacks; exit codes {c['exit_codes']}"
+        )

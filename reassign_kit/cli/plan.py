@@ -275,6 +275,11 @@ def read_topics_to_move(path: str) -> list[str]:
             doc = json.load(f)
     except OSError as e:
         raise UsageError(f"--topics-to-move-json-file: cannot read {path}: {e.strerror}") from e
+    except UnicodeDecodeError as e:
+        raise InvalidPlanError(
+            [f"not UTF-8 text (byte {e.start}: {e.reason})"],
+            header=f"{path} is not a topics-to-move file",
+        ) from None
     except json.JSONDecodeError as e:
         raise InvalidPlanError(
             [f"not valid JSON: {e}"], header=f"{path} is not a topics-to-move file"

@@ -269,7 +269,7 @@ def _read_plan_or_report_all(path: str, args: argparse.Namespace) -> Plan:
         try:
             with open(path, encoding="utf-8") as f:
                 moves, _ = validate.parse_plan_partial(f.read(), path)
-        except (OSError, InvalidPlanError):
+        except (OSError, ValueError, InvalidPlanError):
             raise e from None
         if not moves:
             raise

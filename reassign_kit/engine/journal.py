@@ -272,8 +272,18 @@ def read_events(path: str | os.PathLike) -> list[dict[str, Any]]:
     crash) is left out; any other line that is not a JSON object raises JournalError naming
     the file and the line: a corrupt journal is never read as a shorter one."""
     out: list[dict[str, Any]] = []
-    with open(path, encoding="utf-8", newline="\n") as f:
-        lines = f.read().split("\n")
+    try:
+        with open(path, encoding="utf-8", newline="\n") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise  # callers that look before they read say "no such file" themselves
+    except OSError as e:
+        raise JournalError(f"cannot read the journal {os.fspath(path)}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise JournalError(
+            f"{os.fspath(path)}: not a journal (not UTF-8 text at byte {e.start})"
+        ) from None
+    lines = text.split("\n")
     last = len(lines) - 1  # "" when the file ends with a newline, else the unfinished line
     for i, line in enumerate(lines):
         if not line.strip():

@@ -60,7 +60,7 @@ def read_plan(path: str, gateway: Any = None, *, allow_rf_change: bool = True) -
         try:
             with open(path, encoding="utf-8") as f:
                 moves, _ = parse_plan_partial(f.read(), path)
-        except (OSError, InvalidPlanError):
+        except (OSError, ValueError, InvalidPlanError):
             raise e from None
         if not moves:
             raise

@@ -281,3 +281,53 @@ def test_spark_that_cannot_start_is_a_message_and_exit_2(snap, tmp_path):
     assert "Spark could not start (master local[2])" in proc.stderr
     assert f"JAVA_HOME={tmp_path / 'no-java'} has no bin/java" in proc.stderr
     assert "--engine local" in proc.stderr
+
+
+# ----------------------------------------------------------------------------- not UTF-8
+
+NOT_UTF8 = b'{"version": 1, "partitions": [{"topic": "\xff\xfe", "partition": 0}]}'
+
+
+@pytest.mark.parametrize(
+    "argv, code, message",
+    [
+        (["--verify", "--reassignment-json-file", "{f}"], 3, "{f} is not a reassignment plan"),
+        (["--cancel", "--reassignment-json-file", "{p}", "--rollback-file", "{f}"], 3,
+         "{f} is not a reassignment plan"),
+        (["--list", "--command-config", "{f}"], 2, "--command-config {f}: not UTF-8 text (byte"),
+        (["--generate", "--topics-to-move-json-file", "{f}", "--broker-list", "0,1"], 3,
+         "{f} is not a topics-to-move file"),
+        (["--progress", "--reassignment-json-file", "{p}", "--progress-journal", "{f}"], 12,
+         "{f}: not a journal (not UTF-8 text at byte"),
+        (["--cancel", "--journal", "{f}"], 12, "{f}: not a journal"),
+        (["validate", "--snapshot", "{f}", "--reassignment-json-file", "{p}"], 3,
+         "{f} is not a snapshot"),
+        (["plan", "--snapshot", "{f}", "--engine", "local", "--output", "{p}.out"], 3,
+         "{f} is not a snapshot"),
+    ],
+)  # fmt: skip
+def test_a_file_that_is_not_utf8_is_named(
+    argv, code, message, sim_cli, tmp_path, capsys, monkeypatch
+):
+    """Before: UnicodeDecodeError, exit 1 'unexpected' (the drop-in) or a traceback."""
+    _, plan = sim_cli
+    sim_connect = ops.connect
+    monkeypatch.setattr(  # the config is read (and refused) before anything connects
+        ops,
+        "connect",
+        lambda bs, cc=None, **k: sim_connect(ops.load_command_config(cc) if cc else None),
+    )
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(NOT_UTF8)
+    argv = [a.format(f=bad, p=plan) for a in argv]
+    if argv[0] not in ("validate", "plan"):
+        argv = ["--bootstrap-server", "h:1", *argv]
+    got, _, err = run_cli(argv, capsys)
+    assert got == code and message.format(f=bad) in err, err
+
+
+def test_a_missing_plan_file_says_it_is_the_plan(tmp_path, capsys):
+    missing = tmp_path / "p.json"
+    code, _, err = run_cli(["--bootstrap-server", "h:1", "--verify",
+                            "--reassignment-json-file", str(missing)], capsys)  # fmt: skip
+    assert code == 3 and f"reassignment plan {missing} (1 problem(s))" in err
