@@ -748,6 +748,17 @@ def _describe_result(result: Any) -> str:
             text += "; NOT back yet (rollback in flight, throttled): " + ", ".join(
                 map(str, rolling[:20])
             )
+    el = getattr(result, "elections", None) or {}
+    if el:  # preferred leader elections (engine/elections.py) and the check after them
+        text += (
+            f"; preferred leaders: {el.get('elected', 0)} elected, {el.get('not_needed', 0)} "
+            f"not needed, {el.get('failed', 0)} failed"
+        )
+        off = getattr(result, "leaders_not_preferred", None) or {}
+        if off:
+            text += "; NOT led by their preferred replica: " + ", ".join(
+                f"{tp} ({why})" for tp, why in list(off.items())[:10]
+            )
     return text
 
 

@@ -364,3 +364,32 @@ def test_api_execute_legacy_opt_in_and_paced_default(tmp_path):
     res = reassign_kit.execute(plan, gateway=sim, rollback_path=None, elect_leaders=True)
     assert isinstance(res, ops.ExecuteResult) and len(res.elections.elected) == N
     assert leaders(sim) == preferred(sim)
+
+
+def test_the_panel_box_drives_its_verify_and_its_runs(tmp_path):
+    """The panel's "elect preferred leaders" box (default on) is the option its runs get, and
+    its Verify elects through ops.verify when ticked — the same library calls as the CLI."""
+    from reassign_kit.ui.panel import Panel
+
+    sim = cluster()
+    plan = reorder_plan(sim)
+    ops.execute(sim, plan, rollback_path=None)  # the reorders, without elections
+    before = leaders(sim)
+    assert Panel(plan, sim, output_dir=str(tmp_path / "a")).options()["elect_leaders"] is True
+    p = Panel(plan, sim, output_dir=str(tmp_path / "b"), elect_leaders=False)
+    p.buttons["verify"].click()
+    assert leaders(sim) == before and "Preferred leader" not in p.message.value
+    p.controls["elect_leaders"].value = True
+    p.buttons["verify"].click()
+    assert leaders(sim) == preferred(sim)
+    assert "8 elected" in p.message.value and "8 of 8" in p.message.value
+
+    # a run from the panel, box ticked by default: the reorders back, elected
+    back = Plan.of(Move(tp, tuple(reversed(sp.replicas))) for tp, sp in sim.partitions.items())
+    run_kwargs = {"clock": sim.now, "sleep": sim.sleep}
+    p = Panel(back, sim, output_dir=str(tmp_path / "c"), refresh_s=0.02, run_kwargs=run_kwargs)
+    p.buttons["execute"].click()
+    p.wait(60)
+    assert p.phase == "done", p.message.value
+    assert leaders(sim) == before == preferred(sim)
+    assert "preferred leaders: 8 elected" in p.message.value
