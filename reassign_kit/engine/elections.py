@@ -430,7 +430,8 @@ class Elections:
             checked=len(self.check.checked),
             preferred=self.check.preferred,
             not_preferred=len(self.check.not_preferred),
-            partitions=self.check.rows(200),
-            pending=[str(tp) for tp in islice(self.queue, 200)],
+            # names no other event uses with another type (Spark infers one schema)
+            not_preferred_partitions=self.check.rows(200),
+            elections_not_sent=[str(tp) for tp in islice(self.queue, 200)],
         )
         return self.check

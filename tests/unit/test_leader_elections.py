@@ -220,7 +220,7 @@ def test_not_available_is_reported_with_why_and_not_needed_is_success(tmp_path):
     [nn] = [e for e in events(journal, "leader_elected") if e["partition"] == 1]
     assert nn["result"] == "not_needed"
     [check] = events(journal, "leaders_checked")
-    assert check["not_preferred"] == 1 and check["partitions"][0]["partition"] == 0
+    assert check["not_preferred"] == 1 and check["not_preferred_partitions"][0]["partition"] == 0
 
 
 def test_a_failed_election_request_is_retried(tmp_path):
