@@ -28,6 +28,9 @@ from .errors import UsageError
 from .model import PartitionState, Plan, TopicPartition
 
 DEFAULT_RATE_BPS = 100 * 1024 * 1024  # unthrottled, uncalibrated inbound replication per broker
+QUOTA_WINDOWS = (
+    11  # Kafka's replication.quota.window.num (of replication.quota.window.size.seconds 1)
+)
 
 
 @dataclass
@@ -178,7 +181,17 @@ def model_of(
     """A simulator holding the plan's partitions where they are now, with their sizes."""
     cal = calibration or Calibration()
     sim = SimCluster(list(brokers), bandwidth=float(throttle or DEFAULT_RATE_BPS), tick=0.5)
-    sim.broker_bandwidth = {b: cal.rate_of(b, throttle) for b in brokers}
+    if throttle:
+        # Kafka's quota: the throttle is a rate averaged over 11 one-second windows, so a
+        # broker that was idle (one move at a time, steps, waves) takes in a burst at full
+        # speed; the calibration says which share of the throttle each broker achieves
+        sim.quota_windows = QUOTA_WINDOWS
+        sim.broker_bandwidth = {
+            b: max(float(DEFAULT_RATE_BPS), cal.rate_of(b, None)) for b in brokers
+        }
+        sim.quota_factor = {b: min(1.0, cal.rate_of(b, throttle) / throttle) for b in brokers}
+    else:
+        sim.broker_bandwidth = {b: cal.rate_of(b, throttle) for b in brokers}
     by_topic: dict[str, dict[int, PartitionState]] = {}
     for tp, st in states.items():
         by_topic.setdefault(tp.topic, {})[tp.partition] = st
@@ -217,3 +230,101 @@ def predict(
         seconds = sim.now() + cal.overhead_s * waves
         out.append({"policy": pol.name, "seconds": round(seconds, 1), "state": res.state})
     return out
+
+
+# ---------------------------------------------------------------- one call for every front end
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """The what-if of one plan: per policy its predicted makespan (model seconds), the first
+    row being the options given. ``--execute --dry-run``, notebook 01 and the panel all show
+    this (``what_if``)."""
+
+    rows: tuple[dict[str, Any], ...]
+    moves: int
+    bytes_total: int
+    calibration: str | None  # where the calibration came from (None: throttle / defaults)
+
+    @property
+    def predicted_seconds(self) -> float:
+        return float(self.rows[0]["seconds"]) if self.rows else 0.0
+
+    def to_json_obj(self) -> dict[str, Any]:
+        return {"predicted_seconds": self.predicted_seconds, "policies": list(self.rows)}
+
+    def to_pandas(self):
+        import pandas as pd
+
+        return pd.DataFrame(list(self.rows), columns=["policy", "seconds", "state"])
+
+    def lines(self) -> list[str]:
+        """The terminal table (``--execute --dry-run``)."""
+        out = [
+            f"Predicted makespan of {self.moves} move(s), "
+            f"{self.bytes_total / 2**20:.1f} MiB (nothing was sent to the cluster)",
+            f"calibration: {self.calibration or CALIBRATION_NONE}",
+        ]
+        width = max((len(r["policy"]) for r in self.rows), default=0)
+        out += [f"  {r['policy']:<{width}}  {duration(r['seconds'])}" for r in self.rows]
+        return out
+
+
+CALIBRATION_NONE = "none (throttle or 100 MiB/s per broker, 0 s per move)"
+
+
+def duration(seconds: float) -> str:
+    s = int(round(seconds))
+    return (
+        f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s"
+        if s >= 3600
+        else f"{s // 60}m{s % 60:02d}s"
+    )
+
+
+def calibration_beside(journal: str | None) -> str | None:
+    """``calibration.json`` beside a run's journal, if there is one (the cluster's latest)."""
+    if not journal:
+        return None
+    beside = os.path.join(os.path.dirname(os.path.abspath(journal)), "calibration.json")
+    return beside if os.path.exists(beside) else None
+
+
+def what_if(
+    source: Any,
+    plan: Plan,
+    options: ExecuteOptions,
+    calibration: Calibration | str | os.PathLike | None = None,
+    *,
+    view: Any = None,
+) -> WhatIf:
+    """The plan's makespan predicted per pacing policy. ``source``: a gateway (read-only
+    calls: partition states, sizes, brokers — what ``--execute --dry-run`` and the panel
+    use) or a ``Snapshot`` (notebook 01: its replicas and sizes, no cluster call).
+    ``calibration``: a Calibration or a calibration file. Sends nothing. ``view``: a
+    ``cluster_view`` already read (the CLI validates with it first)."""
+    source_name = None
+    if isinstance(calibration, str | os.PathLike):
+        source_name = os.fspath(calibration)
+        calibration = Calibration.read(source_name)
+    elif calibration is not None:
+        source_name = ", ".join(calibration.journals) or "given"
+    tps = [m.tp for m in plan]
+    if hasattr(source, "by_tp") and hasattr(source, "broker_ids"):  # a Snapshot
+        entries = source.by_tp()
+        states = {
+            tp: PartitionState(tp, e.replicas, e.replicas, e.replicas[0] if e.replicas else None)
+            for tp in tps
+            if (e := entries.get(tp)) is not None
+        }
+        sizes = {tp: entries[tp].size_bytes for tp in states}
+        brokers = list(source.broker_ids())
+    else:
+        from .cluster.views import cluster_view, partition_sizes
+
+        view = view if view is not None else cluster_view(source, plan)
+        states = dict(view.states)
+        brokers = [b.id for b in source.brokers()]
+        sizes = partition_sizes(source, tps, brokers)
+    rows = predict(plan, states, sizes, brokers, options, calibration)
+    return WhatIf(tuple(rows), len(plan), sum(sizes.values()), source_name)

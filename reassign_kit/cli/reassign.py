@@ -346,35 +346,14 @@ def _dry_run(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
         disallow_replication_factor_change=not opts.allow_replication_factor_change,
         source=args.reassignment_json_file,
     )
-    cal_path = args.calibration
-    if cal_path is None and args.journal:
-        beside = os.path.join(os.path.dirname(os.path.abspath(args.journal)), "calibration.json")
-        cal_path = beside if os.path.exists(beside) else None
-    cal = whatif.Calibration.read(cal_path) if cal_path else None
-    sizes = ops.partition_sizes(gateway, [m.tp for m in plan])
-    brokers = [b.id for b in gateway.brokers()]
-    rows = whatif.predict(plan, view.states, sizes, brokers, opts, cal)
+    cal_path = args.calibration or whatif.calibration_beside(args.journal)
+    res = whatif.what_if(gateway, plan, opts, cal_path, view=view)
     if args.output == "json":
-        print(json.dumps({"predicted_seconds": rows[0]["seconds"], "policies": rows}, indent=2))
+        print(json.dumps(res.to_json_obj(), indent=2))
         return 0
-    print(
-        f"Predicted makespan of {len(plan)} move(s), "
-        f"{sum(sizes.values()) / 2**20:.1f} MiB (nothing was sent to the cluster)"
-    )
-    print(f"calibration: {cal_path or 'none (throttle or 100 MiB/s per broker, 0 s per move)'}")
-    width = max(len(r["policy"]) for r in rows)
-    for r in rows:
-        print(f"  {r['policy']:<{width}}  {_duration(r['seconds'])}")
+    for line in res.lines():
+        print(line)
     return 0
-
-
-def _duration(seconds: float) -> str:
-    s = int(round(seconds))
-    return (
-        f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s"
-        if s >= 3600
-        else f"{s // 60}m{s % 60:02d}s"
-    )
 
 
 def _verify(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:

@@ -136,6 +136,14 @@ class SimCluster:
         self.down: set[int] = set()
         self.bandwidth = float(bandwidth)
         self.broker_bandwidth: dict[int, float] = {}  # per broker, where it differs (what-if)
+        # Kafka's replication quota (what-if, issue 12): None = the throttle is a plain rate
+        # cap; N = a rate averaged over N windows of quota_window_s (Kafka's
+        # replication.quota.window.num, 11, and .size.seconds, 1), so a broker idle for a
+        # while copies (N - 1) s worth of the throttle at full speed before it bites
+        self.quota_windows: int | None = None
+        self.quota_window_s = 1.0
+        self.quota_factor: dict[int, float] = {}  # share of the throttle a broker achieves
+        self._quota: dict[int, list[list[float]]] = {}  # broker -> [[window start, bytes]]
         self.tick = tick
         self.t = 0.0
         self.partitions: dict[TopicPartition, SimPartition] = {}
@@ -197,7 +205,7 @@ class SimCluster:
                 if b not in sp.isr and b not in self.down:
                     per_broker.setdefault(b, []).append(sp)
         for b, sps in per_broker.items():
-            rate = self._rate_into(b, sps)
+            rate = self._rate_into(b, sps, dt)
             for sp in sps:
                 sp.copied[b] = sp.copied.get(b, 0.0) + rate * dt
                 if sp.copied[b] >= sp.size_bytes:
@@ -219,7 +227,7 @@ class SimCluster:
                     sp.dirs[b] = fut[0]
                     del sp.future[b]
 
-    def _rate_into(self, broker: int, sps: list[SimPartition]) -> float:
+    def _rate_into(self, broker: int, sps: list[SimPartition], dt: float = 0.0) -> float:
         eff = self.effective_broker_configs(broker)
         r = eff.get(FOLLOWER_RATE) or eff.get(LEADER_RATE)
         rate = int(float(r)) if r else None
@@ -229,9 +237,29 @@ class SimCluster:
             if (sp.tp.partition, broker) in self.throttles.follower_replicas.get(sp.tp.topic, ())
         ]
         bandwidth = self.broker_bandwidth.get(broker, self.bandwidth)
+        if rate is not None and throttled and self.quota_windows and dt > 0:
+            limit = rate * self.quota_factor.get(broker, 1.0)
+            moved = min(bandwidth * dt, self._quota_credit(broker, limit))
+            self._quota[broker][-1][1] += moved
+            return moved / dt / len(sps)
         if rate is not None and throttled:
             return min(rate, bandwidth) / len(sps)
         return bandwidth / len(sps)
+
+    def _quota_credit(self, broker: int, limit: float) -> float:
+        """Bytes the broker may still take in now under Kafka's quota: the rate measured over
+        the windows kept (the oldest dropped after N windows) may reach ``limit``. Measured on
+        the sandbox (bench_eta): a broker starting from idle gets no burst (the rate holds
+        from the first second), while one that was idle for part of the last N windows takes
+        in at full speed until its average over them reaches the throttle again."""
+        n, size = self.quota_windows or 11, self.quota_window_s
+        start = (self.t // size) * size
+        wins = [w for w in self._quota.get(broker, []) if w[0] > start - n * size]
+        if not wins or wins[-1][0] != start:
+            wins.append([start, 0.0])
+        self._quota[broker] = wins
+        span = max(self.t - wins[0][0], size)
+        return max(0.0, limit * span - sum(w[1] for w in wins))
 
     def _finish(self, sp: SimPartition) -> None:
         target = list(sp.target or [])
