@@ -22,6 +22,7 @@ from typing import Any
 from ..engine.journal import read_events
 from ..engine.options import ExecuteOptions, cli_options, options_from_cli
 from ..engine.preflight import default_journal_path, options_from_journal, prepare
+from ..engine.progress import run_progress_line
 from ..engine.results import RunError, RunResult
 from ..engine.run import Run
 from ..engine.steps import describe_steps, plan_steps
@@ -145,8 +146,13 @@ def _print_steps(prepared: Any, r: int) -> None:
             print(f"    {line}")
 
 
+PROGRESS_EVERY_S = 30.0  # the paced run's progress line (its samples come every 5 s)
+
+
 def _printer(run: Run):
     """One terminal line per event that matters (the journal has everything)."""
+
+    last_progress = [-1e18]  # ts of the last progress line printed
 
     def tp(e: dict[str, Any]) -> str:
         return f"{e.get('topic')}-{e.get('partition')}"
@@ -180,6 +186,13 @@ def _printer(run: Run):
             line = f"ELECTION FAILED: {tp(e)}: {e.get('why') or e.get('error')}{final}"
         elif ev in ("paused", "resumed", "caps_changed"):
             line = ev
+        elif ev == "throttle_changed":
+            line = f"throttle changed to {e.get('rate')} B/s"
+        elif ev == "sample" and e["ts"] - last_progress[0] >= PROGRESS_EVERY_S:
+            line = run_progress_line(e) or ""
+            if not line:
+                return
+            last_progress[0] = e["ts"]
         else:
             return
         print(f"[{stamp}] {line}", flush=True)

@@ -574,26 +574,48 @@ def build_report(
 
 
 def plan_eta(
-    remaining: int, rate: float | None, brokers: Sequence[BrokerRow], sampled: bool
+    remaining: int,
+    rate: float | None,
+    brokers: Sequence[BrokerRow],
+    sampled: bool,
+    cap: float | None = None,
 ) -> tuple[float | None, str | None]:
-    """The plan's ETA and what it rests on. The plan ends when its slowest broker has taken
-    in all it must: the largest of the brokers' own ETAs (bytes still to come in over the
-    rate they take them in at) — not the total over the total rate, which a fast idle broker
-    would make look short. Without a rate yet, no number but the reason."""
+    """The plan's ETA and what it rests on: the larger of two bounds.
+
+    - Per broker: the plan ends when its slowest broker has taken in all it must (bytes
+      still to come in over the rate it takes them in at) — not the total over the total
+      rate, which a fast idle broker would make look short. A broker with nothing in flight
+      now (queued behind a cap or a step) is counted at ``cap`` (the throttle), else at the
+      fastest broker's rate; every rate is capped by ``cap`` (Kafka's replication quota
+      averages over ~11 s, so a burst above it does not last).
+    - Overall: everything left over the plan's rate (``rate``, bytes/s over the window), the
+      bound when the caps, not the brokers, set the pace (one move at a time, steps).
+
+    Without a rate yet, no number but the reason; a broker with moves in flight that took in
+    nothing in the window (stalled) is named."""
     if remaining <= 0:
         return 0.0, None
     if not sampled:
         return None, "no earlier sample yet: a rate needs two"
     busy = [b for b in brokers if b.bytes_remaining > 0]
-    stalled = [b.broker for b in busy if b.rate_bps is not None and b.rate_bps <= 0]
+    stalled = [b.broker for b in busy if b.behind and b.rate_bps is not None and b.rate_bps <= 0]
     if stalled:
         return None, "broker(s) " + ", ".join(map(str, stalled)) + " took in nothing in the window"
-    if busy and all(b.eta_s is not None for b in busy):
-        slowest = max(busy, key=lambda b: b.eta_s or 0.0)
-        return slowest.eta_s, f"bound by broker {slowest.broker}"
     if rate is None or rate <= 0:
         return None, "no bytes copied in the window (stalled, throttled to 0, or just started)"
-    return _eta(remaining, rate), None
+
+    def capped(r: float) -> float:
+        return min(r, cap) if cap else r
+
+    bound, why = remaining / rate, "at the run's rate"
+    known = [capped(b.rate_bps) for b in busy if b.rate_bps is not None and b.rate_bps > 0]
+    fastest = max(known) if known else capped(rate)
+    for b in busy:
+        r = capped(b.rate_bps) if b.rate_bps is not None and b.rate_bps > 0 else cap or fastest
+        eta = b.bytes_remaining / r
+        if eta >= bound:
+            bound, why = eta, f"bound by broker {b.broker}"
+    return bound, why
 
 
 def _replace(r: ReplicaRow, **kw: Any) -> ReplicaRow:
@@ -653,12 +675,24 @@ def bytes_copied(
     gateway: Gateway, adding: Mapping[TopicPartition, set[int]]
 ) -> tuple[dict[TopicPartition, int], dict[int, str]]:
     """Bytes the new replicas (``adding``: partition -> brokers it is being copied to) hold
-    so far, summed per partition, from one DescribeLogDirs call on those brokers asking for
-    those partitions only (not every replica the brokers hold); when that
-    call fails, one call per broker, so that a broker that cannot answer leaves only its own
-    moves unmeasured. Returns (bytes per partition, broker -> error of those that failed)."""
-    brokers = sorted(set().union(*adding.values())) if adding else []
+    so far, summed per partition (``replica_bytes_copied``, summed)."""
+    per, failed = replica_bytes_copied(gateway, adding)
     copied: dict[TopicPartition, int] = {}
+    for (tp, _b), n in per.items():
+        copied[tp] = copied.get(tp, 0) + n
+    return copied, failed
+
+
+def replica_bytes_copied(
+    gateway: Gateway, adding: Mapping[TopicPartition, set[int]]
+) -> tuple[dict[tuple[TopicPartition, int], int], dict[int, str]]:
+    """Bytes each new replica (``adding``: partition -> brokers it is being copied to) holds
+    so far, from one DescribeLogDirs call on those brokers asking for those partitions only
+    (not every replica the brokers hold); when that call fails, one call per broker, so that
+    a broker that cannot answer leaves only its own moves unmeasured. Returns (bytes per
+    (partition, broker), broker -> error of those that failed)."""
+    brokers = sorted(set().union(*adding.values())) if adding else []
+    copied: dict[tuple[TopicPartition, int], int] = {}
     failed: dict[int, str] = {}
     if not brokers:
         return copied, failed
@@ -674,8 +708,177 @@ def bytes_copied(
                 failed[b] = str(e)
     for r in infos:
         if r.tp in adding and r.broker in adding[r.tp]:
-            copied[r.tp] = copied.get(r.tp, 0) + r.size_bytes
+            key = (r.tp, r.broker)
+            copied[key] = copied.get(key, 0) + r.size_bytes
     return copied, failed
+
+
+# ------------------------------------------------------------------------------ the run's ETA
+
+
+ETA_WINDOW_S = 60.0
+# a broker with moves in flight that took in nothing for this long is stalled (before: no
+# rate yet — a follower's first fetch may wait a quota window)
+STALLED_AFTER_S = 10.0
+
+
+class InboundEta:
+    """A run's ETA from its own counters (no Admin call of its own): per broker, the bytes
+    its new replicas still have to receive (``left``), the bytes they received so far
+    (``received``: of completed steps plus what the moves in flight copied, a counter that
+    only grows, so a move starting or completing inside the window changes nothing) and
+    its moves in flight. A broker's rate is its received bytes over the window divided by
+    the time it had moves in flight then (``busy``: a broker queued behind a cap is not
+    slow); the plan's rate is all received bytes over the window's wall time. The ETA is
+    ``plan_eta``'s, as the progress report's. A throttle change starts a new window (the
+    old rate says nothing about the new one). ``update`` once per sample; the journal's
+    ``sample`` event carries ``received``, ``busy`` and ``inflight``, so ``progress`` on that
+    journal measures the very same rates (``rates_from_events``)."""
+
+    def __init__(self, window_s: float = ETA_WINDOW_S):
+        self.window_s = window_s
+        self.history: list[tuple[float, dict[int, float], dict[int, float]]] = []
+        self.busy: dict[int, float] = {}  # seconds each broker had a move in flight
+        self._last: tuple[float, set[int]] | None = None  # ts and brokers busy then
+        self._restart = False
+        self.changed = False  # the throttle changed and no rate was measured since
+
+    def restart(self) -> None:
+        """A new window from the next sample on (the throttle changed)."""
+        self._restart = self.changed = True
+
+    def update(
+        self,
+        ts: float,
+        received: Mapping[int, float],
+        left: Mapping[int, float],
+        inflight: Mapping[int, int],
+        cap: float | None = None,
+    ) -> tuple[float | None, str | None, dict[int, float]]:
+        """(eta_s, reason, rate per broker) at ``ts``; ``inflight``: moves in flight to each
+        broker now."""
+        if self._last is not None:
+            for b in self._last[1]:
+                self.busy[b] = self.busy.get(b, 0.0) + (ts - self._last[0])
+        self._last = (ts, {b for b, n in inflight.items() if n > 0})
+        if self._restart:
+            self.history, self._restart = [], False
+        point = (ts, dict(received), dict(self.busy))
+        rates, total = window_rates(self.history, point, self.window_s)
+        self.history.append(point)
+        cutoff = ts - 2 * self.window_s
+        self.history = [h for h in self.history if h[0] >= cutoff]
+        self.changed = self.changed and total is None
+        eta, why = broker_eta(left, rates, total, inflight, cap, self.changed)
+        return eta, why, rates
+
+
+def window_rates(
+    history: Sequence[tuple[float, Mapping[int, float], Mapping[int, float]]],
+    now: tuple[float, Mapping[int, float], Mapping[int, float]],
+    window_s: float,
+) -> tuple[dict[int, float], float | None]:
+    """(rate per broker, plan rate) at ``now`` = (ts, received per broker, busy seconds per
+    broker), since the oldest point of ``history`` within ``window_s``: a broker's received
+    bytes over its busy seconds, the plan's over the wall seconds. ({}, None) without one."""
+    ts, received, busy = now
+    ref = next((h for h in history if h[0] < ts and ts - h[0] <= window_s), None)
+    if ref is None:
+        return {}, None
+    dt = ts - ref[0]
+    rates = {}
+    for b, n in received.items():
+        got = n - ref[1].get(b, 0.0)
+        spent = busy.get(b, 0.0) - ref[2].get(b, 0.0)
+        if got > 0 and spent > 0:
+            rates[b] = got / spent
+        elif got <= 0 and spent >= STALLED_AFTER_S:
+            rates[b] = 0.0  # busy that long and nothing came in: stalled
+        # else: no rate yet (its moves just started, or nothing was in flight): queued
+    total = (sum(received.values()) - sum(ref[1].values())) / dt
+    return rates, max(0.0, total)
+
+
+def broker_eta(
+    left: Mapping[int, float],
+    rates: Mapping[int, float],
+    total_rate: float | None,
+    inflight: Mapping[int, int],
+    cap: float | None = None,
+    changed: bool = False,
+) -> tuple[float | None, str | None]:
+    """``plan_eta`` over brokers given as bytes still to come in, their rates and moves in
+    flight (a broker with none is queued, not stalled). ``changed``: the throttle changed
+    and no rate was measured since; the brokers count at the new one (``cap``)."""
+    if changed and total_rate is None and cap:
+        busy = {b: n for b, n in left.items() if n > 0}
+        if not busy:
+            return 0.0, None
+        b = max(busy, key=lambda k: busy[k])
+        return busy[b] / cap, f"bound by broker {b} at the new throttle (no rate measured yet)"
+    rows = [
+        BrokerRow(
+            b,
+            0,
+            0,
+            int(inflight.get(b, 0)),
+            0,
+            0,
+            int(n),
+            rates.get(b) if inflight.get(b, 0) or rates.get(b) else None,
+        )
+        for b, n in sorted(left.items())
+    ]
+    return plan_eta(int(sum(left.values())), total_rate, rows, total_rate is not None, cap)
+
+
+def eta_text(eta_s: float | None, reason: str | None = None) -> str:
+    """The ETA as every front end shows it: ``1m02s``, ``0h..`` or ``unknown (reason)``."""
+    return _fmt_eta(eta_s, reason)
+
+
+def rates_from_events(
+    events: Iterable[Mapping[str, Any]], window_s: float = ETA_WINDOW_S
+) -> dict[str, Any] | None:
+    """What a run's journal says about its rates at its latest ``sample`` carrying the ETA
+    counters (``received``, ``busy``, ``inflight``: what the run itself computed then, the
+    window restarting at a ``throttle_changed``): {ts, rates, total_rate, inflight, cap,
+    changed (no rate since the throttle changed)}, or None without such a sample."""
+    events = list(events)
+    hist: list[tuple[float, dict[int, float], dict[int, float]]] = []
+    last: Mapping[str, Any] | None = None
+    changed = False
+    for e in sorted(events, key=lambda e: float(e.get("ts") or 0.0)):
+        if e.get("event") == "throttle_changed":
+            hist, changed = [], True
+            continue
+        if e.get("event") != "sample" or not isinstance(e.get("received"), Mapping):
+            continue
+        try:
+            rec = {int(b): float(n) for b, n in e["received"].items()}
+            busy = {int(b): float(n) for b, n in (e.get("busy") or {}).items()}
+            hist.append((float(e["ts"]), rec, busy))
+            last = e
+        except (TypeError, ValueError, KeyError, AttributeError):
+            continue
+    if last is None:
+        return None
+    rates, total = window_rates(hist[:-1], hist[-1], window_s) if hist else ({}, None)
+    inflight = {int(b): int(n) for b, n in (last.get("inflight") or {}).items()}
+    cap = last.get("throttle")
+    if changed and not hist:  # the throttle changed after the latest sample
+        cap = next(
+            (e.get("rate") for e in reversed(list(events)) if e.get("event") == "throttle_changed"),
+            cap,
+        )
+    return {
+        "ts": hist[-1][0] if hist else float(last["ts"]),
+        "rates": rates,
+        "total_rate": total,
+        "inflight": inflight,
+        "cap": float(cap) if isinstance(cap, int | float) and cap else None,
+        "changed": changed and total is None,
+    }
 
 
 def _event_tp(e: Mapping[str, Any]) -> TopicPartition | None:
@@ -843,7 +1046,42 @@ def progress(
     """One report now; rates and ETAs from the journal's ``sample`` events, if any."""
     events = list(events)
     obs = observe(gateway, plan, events, clock)
-    return build_report(obs, samples_from_events(events), window_s, history_only=True)
+    rep = build_report(obs, samples_from_events(events), window_s, history_only=True)
+    return with_run_eta(rep, rates_from_events(events, window_s))
+
+
+def with_run_eta(rep: ProgressReport, info: Mapping[str, Any] | None) -> ProgressReport:
+    """The report with the ETA of the run whose journal it read (``rates_from_events``: the
+    very rates the run computed at its latest sample) applied to the bytes each broker still
+    has to take in now: what the paced CLI's line and the panel showed then, brought up to
+    date. Unchanged without such samples, or once the plan is done."""
+    from dataclasses import replace
+
+    if info is None or rep.done:
+        return rep
+    left = {b.broker: b.bytes_remaining for b in rep.brokers if b.bytes_remaining > 0}
+    eta, why = broker_eta(
+        left, info["rates"], info["total_rate"], info["inflight"], info["cap"], info["changed"]
+    )
+    brokers = tuple(
+        replace(b, rate_bps=info["rates"].get(b.broker, b.rate_bps)) for b in rep.brokers
+    )
+    rate = info["total_rate"] if info["total_rate"] is not None else rep.rate_bps
+    return replace(rep, brokers=brokers, rate_bps=rate, eta_s=eta, eta_reason=why)
+
+
+def run_progress_line(sample: Mapping[str, Any]) -> str | None:
+    """The paced run's progress line from one of its ``sample`` events (the paced CLI prints
+    it, the panel shows it): percent of the bytes copied, how much, the rate, the ETA."""
+    total, left = sample.get("bytes_total"), sample.get("bytes_left")
+    if not isinstance(total, int | float) or not isinstance(left, int | float):
+        return None
+    pct = 100.0 if not total else _pct(int(total - left), int(total))
+    return (
+        f"progress: {_fmt_pct(pct)}  {_fmt_bytes(int(left))} of {_fmt_bytes(int(total))} to "
+        f"copy  {_fmt_rate(sample.get('rate_bps'))}  "
+        f"ETA {eta_text(sample.get('eta_s'), sample.get('eta_reason'))}"
+    )
 
 
 def watch(
@@ -869,6 +1107,9 @@ def watch(
             while True:
                 evs = list(events()) if events is not None else []
                 rep = tracker.update(observe(gateway, plan, evs))
+                # a paced run's journal: its own rates (the paced CLI's and the panel's ETA)
+                rep = with_run_eta(rep, rates_from_events(evs, tracker.window_s))
+                tracker.reports[-1] = rep
                 live.update(rep.to_rich(), refresh=True)
                 if on_report is not None:
                     on_report(rep)

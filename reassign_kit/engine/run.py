@@ -42,7 +42,7 @@ from .journal import Journal, read_events
 from .logdirs import LogDirMoves
 from .moves import MoveIndex, MoveState, MoveStatus
 from .options import ON_DEADLINE, ExecuteOptions, cli_options  # noqa: F401 (ON_DEADLINE: re-exported)
-from .progress import bytes_copied
+from .progress import InboundEta, eta_text, replica_bytes_copied
 from .results import RunError, RunResult, RunStatus
 from .retry import RetryingGateway
 from .schedule import Caps, Item, assign_batches, decide, item_for, order_items
@@ -126,6 +126,11 @@ class Run:
             self.gw, plan.topics(), self.options.throttle, self.options.log_dir_throttle, self._emit
         )
         self._last_sample = -1e18
+        # the run's ETA (issue 12): per broker, bytes its new replicas must receive (from the
+        # plan, once) and have received by completed steps (counted as they complete)
+        self._inbound_total: dict[int, int] = {}
+        self._inbound_landed: dict[int, int] = {}
+        self._eta = InboundEta()
         self._journal: Journal | None = None
         self._journal_error: JournalError | None = None  # the first failed journal write
         self._finishing = False
@@ -228,6 +233,21 @@ class Run:
             self._emit("caps_changed", caps={**asdict(new), "parallel_replica_count": self._r})
         self._wake.set()
         return new
+
+    def set_throttle(self, rate: int) -> None:
+        """A new replication throttle (bytes/s) for the rest of the run, as the official
+        tool's ``--execute --additional --throttle``: the brokers of the moves in flight get it
+        at the next poll, later moves from the start; journaled as ``throttle_changed``.
+        Only a run started with a throttle has one to change."""
+        if isinstance(rate, bool) or not isinstance(rate, int) or rate <= 0:
+            raise UsageError(f"throttle must be a positive number of bytes/s, got {rate!r}")
+        with self._lock:
+            if not self._throttles.active or self.options.throttle is None:
+                raise UsageError("this run has no throttle to change (start it with --throttle)")
+            self._throttles.set_rate(rate)
+            self._eta.restart()
+            self._emit("throttle_changed", rate=rate)
+        self._wake.set()
 
     @property
     def parallel_replica_count(self) -> int | None:
@@ -423,6 +443,9 @@ class Run:
                 else tuple(b for b in st.replicas if b not in st.adding)
             )
             items.append(item_for(m.tp, base, m.replicas, st.leader, sizes.get(m.tp, 0), under))
+            for b in m.replicas:
+                if b not in base:
+                    self._inbound_total[b] = self._inbound_total.get(b, 0) + sizes.get(m.tp, 0)
         ordered = assign_batches(order_items(items, self.options.order), self._caps)
         self._order = [i.tp for i in ordered]
         self._pos = {tp: i for i, tp in enumerate(self._order)}
@@ -585,6 +608,7 @@ class Run:
                 final = ms.step >= len(ms.steps) or tuple(st.replicas) == tuple(ms.move.replicas)
                 if final and not self._complete(tp, st):
                     continue  # replicas in place, still moving between log dirs
+                self._landed(ms)
                 if final:
                     ms.complete(now, st.replicas)
                 else:
@@ -597,6 +621,12 @@ class Run:
                     )
             else:
                 ms.lost_polls, ms.lost_since = 0, None
+
+    def _landed(self, ms: MoveState) -> None:
+        """The step in flight of ``ms`` completed: its new replicas hold the partition."""
+        for b in ms.step_target:
+            if b not in ms.step_from:
+                self._inbound_landed[b] = self._inbound_landed.get(b, 0) + ms.item.size_bytes
 
     @staticmethod
     def _seen_lost(ms: MoveState, now: float) -> bool:
@@ -941,7 +971,10 @@ class Run:
         adding = {ms.tp: {b for b in ms.step_target if b not in ms.step_from} for ms in moving}
         # best effort, no retries (the next sample comes soon): a broker that cannot answer
         # leaves its own moves unmeasured — waiting, never "stuck" — and the others measured
-        copied, failed = bytes_copied(self.gw.wrapped, adding)
+        per_replica, failed = replica_bytes_copied(self.gw.wrapped, adding)
+        copied: dict[TopicPartition, int] = {}
+        for (tp, _b), n in per_replica.items():
+            copied[tp] = copied.get(tp, 0) + n
         if failed:
             self._emit(
                 "warning",
@@ -976,7 +1009,52 @@ class Run:
                 pending=counts.pending,
                 bytes_copied=sum(copied.values()),
                 moves=rows,
+                **self._eta_fields(now, moving, per_replica),
             )
+
+    def _eta_fields(
+        self,
+        now: float,
+        moving: list[MoveState],
+        per_replica: Mapping[tuple[TopicPartition, int], int],
+    ) -> dict[str, Any]:
+        """The run's ETA at this sample (``progress.InboundEta``): per broker, bytes received
+        (completed steps + what the moves in flight copied, capped at their size) and bytes
+        still to come in (moves that failed or were cancelled no longer count)."""
+        received = {b: float(n) for b, n in self._inbound_landed.items()}
+        for ms in moving:
+            for b in ms.step_target:
+                if b not in ms.step_from:
+                    got = min(per_replica.get((ms.tp, b), 0), ms.item.size_bytes)
+                    received[b] = received.get(b, 0.0) + got
+        total = dict(self._inbound_total)
+        for ms in self._index.of(MoveStatus.FAILED, MoveStatus.CANCELLED):
+            for b in ms.move.replicas:
+                if b not in ms.original and b in total:
+                    total[b] -= ms.item.size_bytes
+        left = {b: max(0.0, n - received.get(b, 0.0)) for b, n in total.items()}
+        inflight: dict[int, int] = {}
+        for ms in moving:
+            for b in ms.step_target:
+                if b not in ms.step_from:
+                    inflight[b] = inflight.get(b, 0) + 1
+        cap = self._throttles.rate if self._throttles.active else None
+        eta, why, rates = self._eta.update(now, received, left, inflight, cap)
+        all_in = sum(total.values())
+        return {
+            "received": {str(b): round(n) for b, n in sorted(received.items())},
+            "busy": {str(b): round(n, 3) for b, n in sorted(self._eta.busy.items())},
+            "inflight": {str(b): n for b, n in sorted(inflight.items())},
+            "throttle": cap,
+            "landed_bytes": sum(self._inbound_landed.values()),
+            "left": {str(b): round(n) for b, n in sorted(left.items())},
+            "bytes_left": round(sum(left.values())),
+            "bytes_total": all_in,
+            "rate_bps": round(sum(rates.values())) if rates else None,
+            "eta_s": None if eta is None else round(eta, 1),
+            "eta_reason": why,
+            "eta": eta_text(eta, why),
+        }
 
     # ---- throttles ----------------------------------------------------------------------------
 

@@ -714,6 +714,12 @@ class ThrottleKeeper:
         """Read the cluster again at the next sync (at the end of a run)."""
         self.applied = None
 
+    def set_rate(self, rate: int) -> None:
+        """A new replication rate for the moves in flight and those to come: written at the
+        next sync (which then no longer takes the need for unchanged)."""
+        self.rate = rate
+        self._given = self._applied_for = None
+
     def left(self) -> dict[str, Any]:
         """The throttles in scope after the last sync that the run leaves set: an operator's
         values put back (their recorded priors, their list entries) are not the run's."""

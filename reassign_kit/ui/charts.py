@@ -11,6 +11,7 @@ import html
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -183,3 +184,70 @@ def write_html(path: str | os.PathLike, figures: Mapping[str, go.Figure], title:
     with open(path, "w", encoding="utf-8") as f:
         f.write(doc)
     return os.fspath(path)
+
+
+def whatif_figure(rows: Sequence[Mapping[str, Any]], title: str = "") -> go.Figure:
+    """The what-if as horizontal bars: predicted makespan (minutes) per pacing policy, the
+    options given first (highlighted)."""
+    names = [str(r["policy"]) for r in rows]
+    minutes = [float(r["seconds"]) / 60 for r in rows]
+    fig = go.Figure(
+        go.Bar(
+            x=minutes,
+            y=names,
+            orientation="h",
+            marker_color=["#1f77b4" if i == 0 else "#9ecae1" for i in range(len(rows))],
+            text=[f"{m:.1f} min" for m in minutes],
+            textposition="auto",
+        )
+    )
+    fig.update_layout(
+        title=title or "What-if: predicted makespan per pacing policy",
+        xaxis_title="minutes (predicted)",
+        yaxis={"autorange": "reversed"},
+        height=120 + 40 * len(rows),
+        margin={"l": 200},
+    )
+    return fig
+
+
+def whatif_table_html(rows: Sequence[Mapping[str, Any]], calibration: str | None) -> str:
+    """The what-if table for the panel (the CLI's --dry-run rows)."""
+    body = "".join(
+        "<tr><td>{}</td><td style='text-align:right'>{}</td></tr>".format(
+            html.escape(str(r["policy"])) + (" <b>(these options)</b>" if i == 0 else ""),
+            html.escape(_duration(float(r["seconds"]))),
+        )
+        for i, r in enumerate(rows)
+    )
+    cal = html.escape(calibration or "none (the throttle, or 100 MiB/s per broker)")
+    return (
+        "<b>what-if</b> (predicted makespan, nothing sent; calibration: "
+        f"{cal})<table style='font-size:12px'><tr><th>policy</th><th>predicted</th></tr>"
+        f"{body}</table>"
+    )
+
+
+def _duration(seconds: float) -> str:
+    s = int(round(seconds))
+    return (
+        f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s"
+        if s >= 3600
+        else f"{s // 60}m{s % 60:02d}s"
+    )
+
+
+def whatif_widget() -> go.FigureWidget:
+    """An empty what-if chart for the panel (``set_whatif`` fills it)."""
+    fig = go.FigureWidget(whatif_figure([]))
+    fig.layout.height = 160
+    return fig
+
+
+def set_whatif(fig: go.Figure, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Redraw the what-if chart with ``rows``."""
+    new = whatif_figure(rows)
+    with fig.batch_update():
+        fig.data = ()
+        fig.add_traces(list(new.data))
+        fig.layout = new.layout

@@ -29,11 +29,16 @@ from ..cluster.views import cluster_view, partition_sizes, require_permissions
 from ..engine.journal import read_events
 from ..engine.options import Declared, ExecuteOptions, panel_options
 from ..engine.preflight import preflight
-from ..engine.progress import behind_from_events
+from ..engine.progress import behind_from_events, run_progress_line
 from ..engine.resume import set_aside, unfinished_run
 from ..errors import ReassignKitError, UsageError
 from ..model import Plan
 from . import charts, controls, figures
+
+# the what-if (the CLI's --execute --dry-run, ``whatif.what_if``) is computed when the panel
+# opens and again when a pacing control changes before a run, up to this many moves (above
+# it, ``Panel.what_if()`` computes it on demand: the executor runs once per policy)
+WHATIF_AUTO_MOVES = 2000
 
 # --------------------------------------------------------------------------- pacing controls
 
@@ -102,6 +107,7 @@ class Panel:
         run_kwargs: Mapping[str, Any] | None = None,
         verify_fn: Callable[[Any, Plan], Any] | None = None,
         clock: Callable[[], float] = time.time,
+        calibration: Any = None,
         **defaults: Any,
     ):
         self.plan = plan
@@ -122,6 +128,8 @@ class Panel:
         self._run_kwargs = dict(run_kwargs or {})
         self._verify_fn = verify_fn or self._verify_electing
         self._clock = clock
+        self._calibration = calibration
+        self.whatif: Any = None  # whatif.WhatIf of the options the controls hold
         self.run: Any = None
         self.result: Any = None
         self.verify_result: Any = None
@@ -146,6 +154,8 @@ class Panel:
         }
         for name in controls.LIVE_CONTROLS:
             self.controls[name].observe(partial(self._on_live_change, name), names="value")
+        for w in self.controls.values():
+            w.observe(self._on_option_change, names="value")
         self.buttons: dict[str, W.Button] = {
             "execute": W.Button(
                 description="Execute",
@@ -195,6 +205,9 @@ class Panel:
         self.summary_html = W.HTML()
         self.behind_html = W.HTML()
         self.log_html = W.HTML()
+        self.eta_html = W.HTML()  # the run's progress line: percent, rate, ETA
+        self.whatif_html = W.HTML()
+        self.whatif_figure = charts.whatif_widget()
         self.figure = charts.new_figure(widget=True)
 
         self.summary = self._summarise()
@@ -212,9 +225,12 @@ class Panel:
                         )
                     ]
                 ),
+                self.whatif_html,
+                self.whatif_figure,
                 W.HBox(list(self.buttons.values()), layout=W.Layout(flex_flow="row wrap")),
                 self.status,
                 self.message,
+                self.eta_html,
                 self.figure,
                 W.HTML("<b>partitions furthest behind</b>"),
                 self.behind_html,
@@ -223,6 +239,13 @@ class Panel:
             ]
         )
         self._set_phase(self.phase)
+        if self.summary.valid and len(self.plan) <= WHATIF_AUTO_MOVES:
+            self.what_if()
+        elif self.summary.valid:
+            self.whatif_html.value = (
+                f"<b>what-if</b>: {len(self.plan)} moves; <code>panel.what_if()</code> "
+                "predicts the makespan per pacing policy (the executor runs once per policy)"
+            )
         if self.resumable is not None and self.phase == "ready":
             self._say(
                 f"the journal {self.journal_path} holds an unfinished run of this plan "
@@ -311,6 +334,35 @@ class Panel:
             f"brokers touched: {', '.join(map(str, s.brokers_touched)) or 'none'}; validation: {verdict}"
             + (f"<ul>{probs}{more}</ul>" if probs else "")
         )
+
+    # ---------------------------------------------------------------- what-if
+
+    def what_if(self) -> Any:
+        """The plan's makespan predicted per pacing policy for the options the controls hold
+        (``whatif.what_if``, what ``--execute --dry-run`` prints): shown as a table and a
+        chart above the buttons; returned (``.to_pandas()``). Nothing is sent."""
+        from ..whatif import calibration_beside, what_if
+
+        cal = self._calibration or calibration_beside(self.journal_path)
+        try:
+            opts = ExecuteOptions(**{**self.options(), "wait": True})
+            self.whatif = what_if(self.gateway, self.plan, opts, cal)
+        except (ReassignKitError, OSError) as e:
+            self.whatif = None
+            self.whatif_html.value = (
+                f"<b>what-if</b>: <span style='color:#b00020'>{html.escape(str(e))}</span>"
+            )
+            return None
+        self.whatif_html.value = charts.whatif_table_html(self.whatif.rows, self.whatif.calibration)
+        charts.set_whatif(self.whatif_figure, self.whatif.rows)
+        return self.whatif
+
+    def _on_option_change(self, _change: Mapping[str, Any]) -> None:
+        """A pacing control changed before a run: the what-if follows it (small plans)."""
+        if self._reverting or self.phase in ("running", "paused", "stopping", "invalid"):
+            return
+        if len(self.plan) <= WHATIF_AUTO_MOVES and hasattr(self, "whatif_figure"):
+            self.what_if()
 
     # ---------------------------------------------------------------- buttons
 
@@ -684,6 +736,9 @@ class Panel:
         with self._lock:
             evs = list(self.events)
         rows = behind_from_events(evs) or self._status_rows()
+        sample = next((e for e in reversed(evs) if e.get("event") == "sample"), None)
+        line = run_progress_line(sample) if sample is not None else None
+        self.eta_html.value = f"<b>{html.escape(line)}</b>" if line else ""
         self.behind_html.value = _table_html(figures.behind_rows(rows))
         with self._lock:
             lines = figures.log_lines(self.events, limit=figures.MAX_LOG_LINES)
