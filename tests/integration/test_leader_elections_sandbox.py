@@ -197,7 +197,8 @@ def test_demote_brokers_executed_moves_leadership_and_copies_nothing(
         )
         snap = take_snapshot(gw, topics=[topic])
         plan = make_plan(snap, demote_brokers=[demoted], engine="local").plan
-        assert len(plan) == 4  # the partitions the demoted broker led, reordered
+        led = {tp for tp in tps if before[tp].leader == demoted}
+        assert {m.tp for m in plan} >= led  # the partitions the demoted broker led, reordered
         for m in plan:  # replica order only: nothing to copy
             assert set(m.replicas) == set(before[m.tp].replicas) and m.replicas[0] != demoted
         plan_file = tmp_path / "demote.json"
@@ -223,7 +224,8 @@ def test_demote_brokers_executed_moves_leadership_and_copies_nothing(
         if how == "paced":
             evs = read_events(tmp_path / "run.jsonl")
             assert [e["state"] for e in evs if e["event"] == "run_finished"] == ["done"]
-            assert sum(e["event"] == "leader_elected" for e in evs) == 4
+            elected = {(e["topic"], e["partition"]) for e in evs if e["event"] == "leader_elected"}
+            assert elected >= {(tp.topic, tp.partition) for tp in led}
         (out_dir / "leaders.json").write_text(
             json.dumps(
                 {
