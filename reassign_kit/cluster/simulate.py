@@ -162,6 +162,9 @@ class SimCluster:
         # DESCRIBE_CONFIGS only; a principal without ACLs: empty)
         self.permissions: frozenset[str] | None = CLUSTER_OPERATIONS
         self.topic_permissions_of: dict[str, frozenset[str]] = {}  # default: every operation
+        self._topics: set[str] = set()  # _known_topics
+        self._topics_for = -1
+        self._parsed: dict[tuple[str, str], tuple[str, frozenset]] = {}  # _lists
 
     # ---- building the model -------------------------------------------------------------
 
@@ -466,7 +469,7 @@ class SimCluster:
 
     def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str]]:
         self.calls["describe_configs"] += 1
-        known = {tp.topic for tp in self.partitions}
+        known = self._known_topics()
         return {t: dict(self.topic_cfg.get(t, {})) for t in topics if t in known}
 
     def _reachable(self, broker: Any, what: str) -> None:
@@ -496,7 +499,7 @@ class SimCluster:
         named in ``unreachable``."""
         self.calls["describe_configs"] += 1
         out = ThrottleConfigs()
-        known = {tp.topic for tp in self.partitions}
+        known = self._known_topics()
         for t in sorted(set(topics)):
             kv = {
                 k: ConfigValue(v, TOPIC_SOURCE)
@@ -545,10 +548,19 @@ class SimCluster:
         for b in dead:
             self._reachable(b, "alter configs")
 
+    def _known_topics(self) -> set[str]:
+        """The topics that have partitions (issue 12: was a walk over every partition at each
+        config call); found again whenever the number of partitions changed."""
+        n = len(self.partitions)
+        if self._topics_for != n:
+            self._topics = {tp.topic for tp in self.partitions}
+            self._topics_for = n
+        return self._topics
+
     def _throttles_changed(self) -> None:
         self.throttles = ThrottleState(
-            _lists(self.topic_cfg, LEADER_REPLICAS),
-            _lists(self.topic_cfg, FOLLOWER_REPLICAS),
+            _lists(self.topic_cfg, LEADER_REPLICAS, self._parsed),
+            _lists(self.topic_cfg, FOLLOWER_REPLICAS, self._parsed),
             {
                 b: int(float(r))
                 for b, c in self.broker_cfg.items()
@@ -567,14 +579,29 @@ class SimCluster:
         return {tp: tuple(sp.replicas) for tp, sp in self.partitions.items()}
 
 
-def _lists(topic_cfg: Mapping[str, Mapping[str, str]], key: str) -> dict[str, frozenset]:
+def _lists(
+    topic_cfg: Mapping[str, Mapping[str, str]],
+    key: str,
+    parsed: dict[tuple[str, str], tuple[str, frozenset]] | None = None,
+) -> dict[str, frozenset]:
+    """Each topic's throttled-replica list ``key`` as (partition, broker) entries; a list
+    unchanged since the last call is taken from ``parsed`` (topic, key -> (value, entries))
+    instead of being read again (issue 12: every list was, at every config change)."""
     out: dict[str, frozenset] = {}
     for t, c in topic_cfg.items():
-        entries = set()
-        for e in (c.get(key) or "").split(","):
-            if ":" in e:
-                p, b = e.split(":", 1)
-                entries.add((int(p), int(b)))
+        value = c.get(key) or ""
+        hit = parsed.get((t, key)) if parsed is not None else None
+        if hit is not None and hit[0] == value:
+            entries = hit[1]
+        else:
+            found = set()
+            for e in value.split(","):
+                if ":" in e:
+                    p, b = e.split(":", 1)
+                    found.add((int(p), int(b)))
+            entries = frozenset(found)
+            if parsed is not None:
+                parsed[(t, key)] = (value, entries)
         if entries:
-            out[t] = frozenset(entries)
+            out[t] = entries
     return out

@@ -22,6 +22,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict
 from typing import Any
 
@@ -38,6 +39,7 @@ from ..model import PartitionState, Plan, TopicPartition, is_complete
 from . import deadlines
 from . import throttle as thr
 from .elections import Elections
+from .gcpause import between_polls
 from .journal import Journal, read_events
 from .logdirs import LogDirMoves
 from .moves import MoveIndex, MoveState, MoveStatus
@@ -306,12 +308,14 @@ class Run:
             self._begin()
             self.state = "running"
             while True:
-                try:
-                    done = self._poll()
-                    self._commit()  # group commit: one fsync per poll
-                except JournalError as e:
-                    self._drain(e)
-                    done = False
+                # a full garbage collection due in the poll runs after it (gcpause)
+                with between_polls():
+                    try:
+                        done = self._poll()
+                        self._commit()  # group commit: one fsync per poll
+                    except JournalError as e:
+                        self._drain(e)
+                        done = False
                 if self._draining and not self._index.count(MOVING):
                     assert self._journal_error is not None
                     raise self._journal_error  # drained: the run fails on the journal error
@@ -341,9 +345,11 @@ class Run:
     def _poll(self) -> bool:
         """One iteration; a cluster fault that outlasted the calls' retries ends the run only
         when the run deadline has passed (or the user stopped it): else it is journaled and
-        the next poll tries again."""
+        the next poll tries again. The poll's journal lines go to the OS together, at its
+        end or before it sends a change (``Journal.batch``)."""
         try:
-            return self._step_once()
+            with self._journal.batch() if self._journal is not None else nullcontext():
+                return self._step_once()
         except KafkaOperationError as e:
             if self._stop.is_set():
                 self._end_state = self._end_state or "stopped"

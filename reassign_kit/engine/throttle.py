@@ -408,7 +408,8 @@ def sync_changes(
         ):
             op = operator("topics", t, key, have.get(key), False)
             want = merge_lists(need, op)
-            if entry_set(have.get(key)) != entry_set(want):
+            cur = have.get(key)  # the same string is the same list, without reading it
+            if cur != want and entry_set(cur) != entry_set(want):
                 kv[key] = want or None
                 note("topics", t, key, op)
         if kv:
@@ -686,6 +687,7 @@ class ThrottleKeeper:
         # what the last sync was given: the same again (nothing submitted, no reassignment
         # in flight changed) needs the same throttles, without computing them (issue 12)
         self._given: Any = None
+        self._computed: Any = None  # (moves, their throttles, this run's brokers among them)
         self.managed_brokers: set[int] = set()  # brokers this run set a rate on
         self.managed_topics: set[str] = set()  # topics whose lists this run wrote
         self.priors = Priors()  # the operator's values, to put back
@@ -799,8 +801,14 @@ class ThrottleKeeper:
             targets[tp], states[tp] = tuple(tgt), st
         others = {tp: st for tp, st in cluster.items() if tp not in ours}
         moves = move_map(targets, states, others)
-        required = throttles_for(moves)
-        mine = {b for tp in targets for b in (*moves[tp].sources, *moves[tp].destinations)}
+        if self._computed is not None and self._computed[0] == moves:
+            # the same moves as the last time (the listing right after a submission shows
+            # what was just throttled): the same lists, not built and sorted again (issue 12)
+            required, mine = self._computed[1], self._computed[2]
+        else:
+            required = throttles_for(moves)
+            mine = {b for tp in targets for b in (*moves[tp].sources, *moves[tp].destinations)}
+            self._computed = (moves, required, mine)
         keep = required.brokers - mine
         topics = self.plan_topics | {tp.topic for tp in cluster} | self.managed_topics
         ld = set(ld_given) if self.log_dir_rate is not None else set()

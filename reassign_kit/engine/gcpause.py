@@ -1,0 +1,71 @@
+"""Full garbage collections between polls, not in the middle of one (issue 12).
+
+CPython collects its oldest generation — every container object of the process, a plan's
+moves included — when enough young collections happened and the long-lived objects grew by a
+quarter since the last full collection. With a large plan in memory that is a pause of a
+tenth of a second per 100,000 partitions, wherever the allocation that triggers it happens:
+in a poll that turns 2,000 moves over, it was most of that poll (issue 12's poll p99).
+
+``between_polls()`` wraps one poll: inside it, the automatic full collection waits (the
+oldest generation's threshold is set out of reach; the young generations are collected as
+always); when the last poll in progress ends, the thresholds are put back and CPython's own
+rule is asked at once (``_collect_if_due``): a full collection runs there, before the loop
+sleeps, exactly when it would have run in the poll. Nothing is collected less often and
+nothing is forced. Process-wide (the collector is): runs in several threads nest, the
+thresholds go back when the last poll ends, and a process whose collector is disabled (or
+whose thresholds say never) is left as it is.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+NEVER = 2**31 - 1  # an oldest-generation threshold never reached
+_lock = threading.Lock()
+_depth = 0  # polls in progress (threads)
+_saved: tuple[int, ...] | None = None  # the thresholds to put back
+
+
+@contextmanager
+def between_polls() -> Iterator[None]:
+    """Defer the automatic full collection until the poll this wraps ends; then run it if
+    it is due (see the module docstring)."""
+    global _depth, _saved
+    with _lock:
+        if _depth == 0:
+            t = gc.get_threshold()
+            if gc.isenabled() and t[0] > 0 and len(t) == 3 and t[2] < NEVER:
+                _saved = t
+                gc.set_threshold(t[0], t[1], NEVER)
+        _depth += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            saved = _saved if _depth == 0 else None
+            if saved is not None:
+                _saved = None
+                gc.set_threshold(*saved)
+        if saved is not None:
+            _collect_if_due(saved)
+
+
+class _Allocation:
+    """A container object made fresh each time (lists and dicts may come from free lists,
+    which the collector does not count)."""
+
+
+def _collect_if_due(thresholds: tuple[int, ...]) -> None:
+    """Let CPython's own rule decide now: an allocation past the youngest generation's
+    threshold starts the automatic collection, which takes the oldest generation whose
+    count is over its threshold (the oldest only when it grew by a quarter since it was last
+    collected). A threshold of 1 and two allocations make that allocation happen here."""
+    gc.set_threshold(1, *thresholds[1:])
+    try:
+        _trigger = (_Allocation(), _Allocation())  # noqa: F841 - the allocations are the point
+    finally:
+        gc.set_threshold(*thresholds)
