@@ -357,6 +357,7 @@ class Elections:
             for tp in todo:
                 self._again(tp, states[tp], f"the election request failed: {e}")
             return
+        refused: dict[TopicPartition, str] = {}
         for tp in todo:
             err = answers.get(tp, "no answer from the cluster")
             st = states[tp]
@@ -367,7 +368,14 @@ class Elections:
             elif transient(err):
                 self._again(tp, st, str(err))
             else:
-                self._fail(tp, self.queue[tp], st, str(err))
+                refused[tp] = str(err)
+        if refused:  # why, from the state after the refusal (e.g. out of the ISR since)
+            try:
+                now = self.gw.describe_partitions(list(refused))
+            except KafkaOperationError:
+                now = {}
+            for tp, err in refused.items():
+                self._fail(tp, self.queue[tp], now.get(tp) or states[tp], err)
 
     def _elected(self, tp: TopicPartition, st: PartitionState, result: str) -> None:
         self.queue.pop(tp, None)

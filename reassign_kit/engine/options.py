@@ -357,6 +357,7 @@ class ExecuteOptions:
             label="elections / poll",
             widget="int",
             widget_help="preferred leader elections per poll (one request)",
+            live=True,
         ),
     )
     min_isr: int | None = _opt(

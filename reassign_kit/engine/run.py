@@ -201,8 +201,8 @@ class Run:
 
     def set_caps(self, **changes: Any) -> Caps:
         """Change caps (batch_size, incremental, max_moves_per_broker, max_leader_moves,
-        cluster_max_reassignments, parallel_replica_count); effective at the next decision,
-        journaled as ``caps_changed``.
+        cluster_max_reassignments, parallel_replica_count, max_elections_per_poll); effective
+        at the next decision (the next poll's elections), journaled as ``caps_changed``.
 
         A new ``parallel_replica_count`` R (None = whole move at once; it also switches
         KIP-435's leader-moves-first batch collection, unless ``prefer_leader_moves`` is given)
@@ -212,6 +212,11 @@ class Run:
         in flight is never touched. A ``steps_for`` given to the constructor is replaced by
         KIP-435 steps with the new R."""
         with self._lock:
+            per_poll = changes.pop("max_elections_per_poll", self._elections.per_poll)
+            if isinstance(per_poll, bool) or not isinstance(per_poll, int) or per_poll < 1:
+                raise UsageError(
+                    f"--max-elections-per-poll must be a positive integer, got {per_poll!r}"
+                )
             r_given = "parallel_replica_count" in changes
             r = changes.pop("parallel_replica_count", self._r)
             if r_given:
@@ -227,12 +232,20 @@ class Run:
                     f"cannot switch pacing mode from {self._caps.mode} to {new.mode} during a run"
                 )
             self._caps = new
+            self._elections.per_poll = per_poll
             if r_given and r != self._r:
                 self._r = r
                 self._steps_for = steps_hook(r, self._min_isr_of)
                 for ms in self._index.of(MOVING, READY):
                     ms.replan = True
-            self._emit("caps_changed", caps={**asdict(new), "parallel_replica_count": self._r})
+            self._emit(
+                "caps_changed",
+                caps={
+                    **asdict(new),
+                    "parallel_replica_count": self._r,
+                    "max_elections_per_poll": per_poll,
+                },
+            )
         self._wake.set()
         return new
 

@@ -217,6 +217,7 @@ def test_not_available_is_reported_with_why_and_not_needed_is_success(tmp_path):
     assert "preferred replica 1 is not in the ISR [0]" in res.leaders_not_preferred[tp_out]
     [failed] = events(journal, "election_failed")
     assert failed["final"] and "PREFERRED_LEADER_NOT_AVAILABLE" in failed["error"]
+    assert failed["why"] == "its preferred replica 1 is not in the ISR [0]"
     [nn] = [e for e in events(journal, "leader_elected") if e["partition"] == 1]
     assert nn["result"] == "not_needed"
     [check] = events(journal, "leaders_checked")
@@ -393,3 +394,27 @@ def test_the_panel_box_drives_its_verify_and_its_runs(tmp_path):
     assert p.phase == "done", p.message.value
     assert leaders(sim) == before == preferred(sim)
     assert "preferred leaders: 8 elected" in p.message.value
+
+
+def test_the_cap_changes_while_the_run_goes_on(tmp_path):
+    """set_caps(max_elections_per_poll=) (the panel's live control) takes effect at the next
+    poll's elections and is journaled; a bad value is refused, naming the option."""
+    sim = cluster()
+    plan = reorder_plan(sim)
+    calls = record_elections(sim)
+    journal = tmp_path / "run.jsonl"
+    runs: list[Run] = []
+
+    def on_event(e):
+        if e["event"] == "leader_elected" and len(calls) == 1 and e["partition"] == 0:
+            runs[0].set_caps(max_elections_per_poll=5)
+
+    r = run(sim, plan, journal, max_elections_per_poll=1)
+    runs.append(r)
+    r.subscribe(on_event)
+    with pytest.raises(Exception, match="--max-elections-per-poll"):
+        r.set_caps(max_elections_per_poll=0)
+    assert r.run().state == "done"
+    assert [len(c) for c in calls] == [1, 5, 2]
+    [changed] = events(journal, "caps_changed")
+    assert changed["caps"]["max_elections_per_poll"] == 5
