@@ -754,9 +754,10 @@ class InboundEta:
         left: Mapping[int, float],
         inflight: Mapping[int, int],
         cap: float | None = None,
+        tail: float = 0.0,
     ) -> tuple[float | None, str | None, dict[int, float]]:
         """(eta_s, reason, rate per broker) at ``ts``; ``inflight``: moves in flight to each
-        broker now."""
+        broker now; ``tail``: seconds from the last byte to the run's end."""
         if self._last is not None:
             for b in self._last[1]:
                 self.busy[b] = self.busy.get(b, 0.0) + (ts - self._last[0])
@@ -769,7 +770,7 @@ class InboundEta:
         cutoff = ts - 2 * self.window_s
         self.history = [h for h in self.history if h[0] >= cutoff]
         self.changed = self.changed and total is None
-        eta, why = broker_eta(left, rates, total, inflight, cap, self.changed)
+        eta, why = broker_eta(left, rates, total, inflight, cap, self.changed, tail)
         return eta, why, rates
 
 
@@ -806,10 +807,26 @@ def broker_eta(
     inflight: Mapping[int, int],
     cap: float | None = None,
     changed: bool = False,
+    tail: float = 0.0,
 ) -> tuple[float | None, str | None]:
     """``plan_eta`` over brokers given as bytes still to come in, their rates and moves in
-    flight (a broker with none is queued, not stalled). ``changed``: the throttle changed
-    and no rate was measured since; the brokers count at the new one (``cap``)."""
+    flight (a broker with none is queued, not stalled), plus ``tail`` (the run's completion
+    lag: from a move's last byte to its completion) while anything is left. ``changed``: the
+    throttle changed and no rate was measured since; the brokers count at the new one."""
+    eta, why = _broker_eta(left, rates, total_rate, inflight, cap, changed)
+    if eta is not None and (eta > 0 or any(inflight.values())):
+        eta += tail
+    return eta, why
+
+
+def _broker_eta(
+    left: Mapping[int, float],
+    rates: Mapping[int, float],
+    total_rate: float | None,
+    inflight: Mapping[int, int],
+    cap: float | None,
+    changed: bool,
+) -> tuple[float | None, str | None]:
     if changed and total_rate is None and cap:
         busy = {b: n for b, n in left.items() if n > 0}
         if not busy:
@@ -878,6 +895,7 @@ def rates_from_events(
         "inflight": inflight,
         "cap": float(cap) if isinstance(cap, int | float) and cap else None,
         "changed": changed and total is None,
+        "tail": float(last.get("tail_s") or 0.0),
     }
 
 
@@ -1061,7 +1079,13 @@ def with_run_eta(rep: ProgressReport, info: Mapping[str, Any] | None) -> Progres
         return rep
     left = {b.broker: b.bytes_remaining for b in rep.brokers if b.bytes_remaining > 0}
     eta, why = broker_eta(
-        left, info["rates"], info["total_rate"], info["inflight"], info["cap"], info["changed"]
+        left,
+        info["rates"],
+        info["total_rate"],
+        info["inflight"],
+        info["cap"],
+        info["changed"],
+        info["tail"],
     )
     brokers = tuple(
         replace(b, rate_bps=info["rates"].get(b.broker, b.rate_bps)) for b in rep.brokers

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import statistics
 import threading
 import time
 import uuid
@@ -133,6 +134,9 @@ class Run:
         self._inbound_total: dict[int, int] = {}
         self._inbound_landed: dict[int, int] = {}
         self._eta = InboundEta()
+        # from a move's last byte (as a sample saw it) to its completion: added to the ETA
+        self._full_at: dict[TopicPartition, float] = {}
+        self._lags: list[float] = []
         self._journal: Journal | None = None
         self._journal_error: JournalError | None = None  # the first failed journal write
         self._finishing = False
@@ -627,7 +631,7 @@ class Run:
                 final = ms.step >= len(ms.steps) or tuple(st.replicas) == tuple(ms.move.replicas)
                 if final and not self._complete(tp, st):
                     continue  # replicas in place, still moving between log dirs
-                self._landed(ms)
+                self._landed(ms, now)
                 if final:
                     ms.complete(now, st.replicas)
                 else:
@@ -641,8 +645,12 @@ class Run:
             else:
                 ms.lost_polls, ms.lost_since = 0, None
 
-    def _landed(self, ms: MoveState) -> None:
-        """The step in flight of ``ms`` completed: its new replicas hold the partition."""
+    def _landed(self, ms: MoveState, now: float) -> None:
+        """The step in flight of ``ms`` completed: its new replicas hold the partition (and
+        the time since a sample saw its last byte in is one more completion lag)."""
+        full = self._full_at.pop(ms.tp, None)
+        if full is not None:
+            self._lags = [*self._lags[-19:], now - full]
         for b in ms.step_target:
             if b not in ms.step_from:
                 self._inbound_landed[b] = self._inbound_landed.get(b, 0) + ms.item.size_bytes
@@ -1042,10 +1050,14 @@ class Run:
         still to come in (moves that failed or were cancelled no longer count)."""
         received = {b: float(n) for b, n in self._inbound_landed.items()}
         for ms in moving:
+            full = True
             for b in ms.step_target:
                 if b not in ms.step_from:
                     got = min(per_replica.get((ms.tp, b), 0), ms.item.size_bytes)
                     received[b] = received.get(b, 0.0) + got
+                    full = full and got >= ms.item.size_bytes
+            if full and ms.tp not in self._full_at:
+                self._full_at[ms.tp] = now
         total = dict(self._inbound_total)
         for ms in self._index.of(MoveStatus.FAILED, MoveStatus.CANCELLED):
             for b in ms.move.replicas:
@@ -1058,13 +1070,21 @@ class Run:
                 if b not in ms.step_from:
                     inflight[b] = inflight.get(b, 0) + 1
         cap = self._throttles.rate if self._throttles.active else None
-        eta, why, rates = self._eta.update(now, received, left, inflight, cap)
+        # the last move is complete a completion lag after its last byte (the follower
+        # joins the ISR, the controller ends the reassignment, a poll sees it): the median
+        # measured so far, else half a poll interval
+        poll_s = self.options.poll_interval_ms / 1000
+        tail = statistics.median(self._lags) if self._lags else poll_s / 2
+        if self._full_at and not any(left.values()):  # every byte in: the lag runs down
+            tail = max(0.0, tail - (now - max(self._full_at.values())))
+        eta, why, rates = self._eta.update(now, received, left, inflight, cap, tail)
         all_in = sum(total.values())
         return {
             "received": {str(b): round(n) for b, n in sorted(received.items())},
             "busy": {str(b): round(n, 3) for b, n in sorted(self._eta.busy.items())},
             "inflight": {str(b): n for b, n in sorted(inflight.items())},
             "throttle": cap,
+            "tail_s": round(tail, 3),
             "landed_bytes": sum(self._inbound_landed.values()),
             "left": {str(b): round(n) for b, n in sorted(left.items())},
             "bytes_left": round(sum(left.values())),

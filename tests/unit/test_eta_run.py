@@ -108,7 +108,7 @@ def test_steps_the_second_broker_waits_its_turn(tmp_path):
     opts = replace(opts, sample_interval=1.0)
     samples, end = run_with_samples(sim, plan, opts, tmp_path)
     assert all(e["eta_s"] is not None for e in samples[1:])
-    assert max(errors_from(samples, end)) < 0.15
+    assert max(errors_from(samples, end)) < 0.2
 
 
 def test_a_throttle_change_starts_a_new_window(tmp_path):
@@ -176,3 +176,37 @@ def test_a_move_that_just_started_is_not_stalled_one_silent_for_long_is():
     for t in range(6, 20, 2):
         e, why, _ = eta.update(float(t), {3: 4 * MB, 4: 0}, {3: 6 * MB, 4: 10 * MB}, {3: 1, 4: 1})
     assert e is None and why == "broker(s) 4 took in nothing in the window"
+
+
+class LaggingSim(SimCluster):
+    """Completes a move 2 s after its last byte (Kafka: the follower joins the ISR, the
+    controller ends the reassignment, metadata reaches the brokers)."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.caught: dict = {}
+
+    def _finish(self, sp):
+        first = self.caught.setdefault(sp.tp, self.t)
+        if self.t - first >= 2.0 - 1e-9:
+            self.caught.pop(sp.tp)
+            super()._finish(sp)
+
+
+def test_the_eta_adds_the_completion_lag_the_run_measured(tmp_path):
+    """Bench_eta saw the last ~1.5 s of each run go by with every byte in (the end came a
+    completion lag later): the run measures the lag (a sample saw the bytes in, the move
+    completed later) and adds it while anything is left."""
+    sim = LaggingSim(4, bandwidth=100 * MB, tick=0.25)
+    sim.add_topic("a", [[p % 2] for p in range(6)], 4 * MB)
+    plan = Plan.of(Move(TP("a", p), (2 + p % 2,)) for p in range(6))
+    opts = ExecuteOptions(
+        batch_size=2, incremental=True, throttle=MB, wait=True, sample_interval=0.5
+    )
+    opts = replace(opts, poll_interval_ms=500)
+    samples, end = run_with_samples(sim, plan, opts, tmp_path)
+    assert samples[0]["tail_s"] == 0.25  # half a poll before any lag was measured
+    assert max(e["tail_s"] for e in samples) == pytest.approx(2.0, abs=0.6)
+    # every byte in, the last moves completing: the ETA counts the lag down to the end
+    last = [e for e in samples if moved(e) == 1.0]
+    assert len(last) >= 3 and all(e["eta_s"] == pytest.approx(end - e["ts"], abs=0.3) for e in last)
