@@ -127,3 +127,27 @@ def test_resume_without_a_journal_fails_loudly(executed, sandbox, tmp_path):
             execution_timeout=120,
         )
     assert "resume_run" in str(ei.value) and "no unfinished run" in str(ei.value)
+
+
+def test_01_plan_shows_the_what_if_before_anything_runs(executed, sandbox, tmp_path):
+    """01 with a throttle and a batch size (in-process planner): the what-if table — the
+    numbers ``--execute --dry-run`` prints (whatif.json) — and its chart in plan_charts.html."""
+    last = sorted(b["id"] for b in sandbox.brokers)[-1]
+    out = tmp_path / "01"
+    nb = runbook.run_notebook(
+        "01_plan",
+        str(out),
+        {
+            "sandbox_dir": str(sandbox.dir),
+            "engine": "local",
+            "remove_brokers": [last],
+            "throttle": 8_000_000,
+            "batch_size": 2,
+        },
+        execution_timeout=300,
+    )
+    wi = json.loads((out / "whatif.json").read_text())
+    assert wi["predicted_seconds"] > 0
+    assert [p["policy"] for p in wi["policies"]][:2] == ["as given", "legacy (one request)"]
+    assert '<section id="whatif">' in (out / "plan_charts.html").read_text()
+    assert os.path.getsize(nb) < runbook.MAX_OUTPUT_BYTES
