@@ -1,22 +1,26 @@
 """The executor at the sizes users have (issue 12): a paced incremental run (2,000 moves in
-flight, 1 MB each, about 20 model seconds per move, a poll per model second) and the legacy single request, of 10,000 / 100,000 / 1,000,000 partitions, on the
-simulator (model time: only the executor's own cost counts, and the simulator's).
+flight, 1 MB each, about 20 model seconds per move, a poll per model second; the run's defaults
+otherwise, preferred leader elections included) and the legacy single request, of 10,000 /
+100,000 / 1,000,000 partitions, on the simulator (model time: only the executor's own cost
+counts, and the simulator's).
 
 Each size runs in a fresh process (so peak memory is its own). Printed per size: wall time
 and CPU time (the process's own: on a shared machine wall time measures the neighbours too),
 preflight (read the cluster, validate, rollback file, build the run), per-poll cost (CPU and
 wall, mean and p99, the simulator's sleep excluded; the simulator's answers are inside it),
-Admin calls per poll, journal bytes, peak RSS and bytes per partition; beside them the linear
-extrapolation of the CPU time from the smallest size (growth <= 1.3x linear is the target)
-and the previous run's wall figure (bench/out/exec_scale/results.json). The load average
-during the run is printed with the table.
+Admin calls per poll, journal bytes, peak RSS and bytes per partition, the garbage collector's
+CPU time (full collections run between polls: engine/gcpause.py) and its longest pause; then,
+per size, the comparison with the figures before this work and with the targets. The load
+average during the run is printed with the table.
 
     .venv/bin/python bench/bench_exec_scale.py
     RK_BENCH_EXEC_SIZES=10000,100000 .venv/bin/python bench/bench_exec_scale.py
+    RK_BENCH_EXEC_MODES=paced .venv/bin/python bench/bench_exec_scale.py
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import resource
@@ -30,6 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 OUT = os.path.join(HERE, "out", "exec_scale")
 SIZES = [int(x) for x in os.environ.get("RK_BENCH_EXEC_SIZES", "10000,100000,1000000").split(",")]
+MODES = [m for m in os.environ.get("RK_BENCH_EXEC_MODES", "paced,legacy").split(",") if m]
 IN_FLIGHT = 2000
 BROKERS = 100
 MOVE_S = 20  # model seconds per move: each broker takes in 2 * IN_FLIGHT / BROKERS replicas at once
@@ -37,6 +42,20 @@ PER_TOPIC = 1000
 sys.path.insert(0, ROOT)
 
 TARGETS = "targets: 100,000 partitions <= 60 s; growth <= 1.3x linear; poll p99 <= 100 ms"
+# the figures before this work (main at ade6855, 2026-11-23 12:07 UTC, same box, load ~3, CPU
+# seconds; elections did not exist then): (mode, partitions) -> figures
+BEFORE = {
+    ("paced", 10_000): {"cpu_s": 3.8, "poll_cpu_p99_ms": 225.2, "poll_cpu_mean_ms": 26.7},
+    ("paced", 100_000): {
+        "cpu_s": 37.7,
+        "poll_cpu_p99_ms": 270.0,
+        "poll_cpu_mean_ms": 26.5,
+        "peak_rss_mb": 412,
+        "journal_mb": 51.2,
+    },
+    ("legacy", 10_000): {"cpu_s": 0.4},
+    ("legacy", 100_000): {"cpu_s": 6.4, "peak_rss_mb": 379},
+}
 
 
 def one(n: int, mode: str) -> dict:
@@ -80,6 +99,21 @@ def one(n: int, mode: str) -> dict:
     d = tempfile.mkdtemp(prefix="rk-bench-exec-")
     journal, rollback = os.path.join(d, "run.jsonl"), os.path.join(d, "rollback.json")
     out: dict = {"n": n, "mode": mode}
+    gcs = {"cpu": 0.0, "max": 0.0, "full": 0, "start": 0.0, "in_poll": 0}
+    where = {"poll": False}
+
+    def on_gc(phase, info):
+        if phase == "start":
+            gcs["start"] = time.process_time()
+            return
+        dt = time.process_time() - gcs["start"]
+        gcs["cpu"] += dt
+        gcs["max"] = max(gcs["max"], dt)
+        if info["generation"] == 2:
+            gcs["full"] += 1
+            gcs["in_poll"] += where["poll"]
+
+    gc.callbacks.append(on_gc)
     t0 = time.perf_counter()
     c0 = time.process_time()
     if mode == "legacy":
@@ -109,9 +143,11 @@ def one(n: int, mode: str) -> dict:
 
         def timed_poll():
             s, c = time.perf_counter(), time.process_time()
+            where["poll"] = True
             try:
                 return real_poll()
             finally:
+                where["poll"] = False
                 polls.append(time.perf_counter() - s)
                 poll_cpu.append(time.process_time() - c)
 
@@ -129,6 +165,11 @@ def one(n: int, mode: str) -> dict:
         out["calls_per_poll"] = (calls["n"] - calls_at_start) / max(1, len(polls))
         out["journal_bytes"] = os.path.getsize(journal)
         out["model_s"] = sim.now()
+    gc.callbacks.remove(on_gc)
+    out["gc_cpu_s"] = gcs["cpu"]
+    out["gc_max_ms"] = 1000 * gcs["max"]
+    out["gc_full"] = gcs["full"]
+    out["gc_full_in_poll"] = gcs["in_poll"]
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out["bytes_per_partition"] = out["peak_rss_mb"] * 1024 * 1024 / n
     return out
@@ -142,24 +183,45 @@ def fmt(x, spec: str = ".1f") -> str:
     return "-" if x is None else format(x, spec)
 
 
+def compare(r: dict, base: dict | None) -> str:
+    """The row against the figures before this work and against the targets."""
+    before = BEFORE.get((r["mode"], r["n"]), {})
+    out = []
+    cpu = r.get("cpu_s", r["wall_s"])
+    if "cpu_s" in before:
+        out.append(f"cpu {before['cpu_s']:g}->{cpu:.1f} s")
+    if r["n"] == 100_000:
+        verdict = "met" if cpu <= 60 else f"NOT met by {cpu - 60:.1f} s"
+        out.append(f"<=60 s: {verdict}")
+    if base is not None and r is not base:
+        g = cpu / (base.get("cpu_s", base["wall_s"]) * r["n"] / base["n"])
+        out.append(f"growth {g:.2f}x (<=1.3x: {'met' if g <= 1.3 else 'NOT met'})")
+    if r.get("poll_cpu_p99_ms") is not None:
+        p = r["poll_cpu_p99_ms"]
+        prev = before.get("poll_cpu_p99_ms")
+        out.append(
+            (f"p99 {prev:g}->{p:.0f} ms" if prev else f"p99 {p:.0f} ms")
+            + f" (<=100: {'met' if p <= 100 else f'NOT met by {p - 100:.0f} ms'})"
+        )
+    if "peak_rss_mb" in before:
+        out.append(f"peak {before['peak_rss_mb']:g}->{r['peak_rss_mb']:.0f} MB")
+    return "; ".join(out)
+
+
 def main() -> int:
     if len(sys.argv) == 4 and sys.argv[1] == "--one":
         print(json.dumps(one(int(sys.argv[2]), sys.argv[3])))
         return 0
     os.makedirs(OUT, exist_ok=True)
     path = os.path.join(OUT, "results.json")
-    prev = {}
-    if os.path.exists(path):
-        with open(path) as f:
-            prev = {(r["mode"], r["n"]): r for r in json.load(f)}
     rows = []
-    for mode in ("paced", "legacy"):
+    for mode in MODES:
         for n in SIZES:
             proc = subprocess.run(
                 [sys.executable, __file__, "--one", str(n), mode],
                 capture_output=True,
                 text=True,
-                timeout=3600,
+                timeout=7200,
                 env={**os.environ, "PYTHONPATH": ROOT},
             )
             if proc.returncode != 0:
@@ -167,39 +229,50 @@ def main() -> int:
                 rows.append({"n": n, "mode": mode, "error": proc.stderr[-500:]})
                 continue
             rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-    with open(path, "w") as f:
-        json.dump(rows, f, indent=2)
+            with open(path, "w") as f:  # what is done so far, if a later size never ends
+                json.dump(rows, f, indent=2)
     print(f"Executor at scale on the simulator ({TARGETS})")
     print(f"load average (1, 5, 15 min) at the end: {os.getloadavg()}, cores: {os.cpu_count()}")
-    for mode in ("paced", "legacy"):
+    for mode in MODES:
         rs = [r for r in rows if r["mode"] == mode and "error" not in r]
         if not rs:
             continue
         base = rs[0]
         print(
             f"\n{mode}: "
-            + ("incremental, 2,000 in flight, wait" if mode == "paced" else "one request")
+            + (
+                "incremental, 2,000 in flight, wait, elections on (the default)"
+                if mode == "paced"
+                else "one request"
+            )
         )
         print(
-            f"{'partitions':>10} {'wall s':>7} {'prev':>6} {'cpu s':>7} {'linear':>7} "
-            f"{'growth':>6} {'pre wall':>8} {'pre cpu':>7} {'polls':>5} {'poll cpu':>8} "
-            f"{'cpu p99':>7} {'wall p99':>8} {'calls/poll':>10} {'journal MB':>10} "
-            f"{'peak MB':>7} {'B/part':>6}"
+            f"{'partitions':>10} {'wall s':>7} {'cpu s':>7} {'growth':>6} {'pre wall':>8} "
+            f"{'pre cpu':>7} {'polls':>5} {'poll mean':>9} {'poll p99':>8} {'wall p99':>8} "
+            f"{'calls/poll':>10} {'journal MB':>10} {'peak MB':>7} {'B/part':>6} {'gc s':>5} "
+            f"{'gc max ms':>9}"
         )
         for r in rs:
             cpu = r.get("cpu_s", r["wall_s"])
             linear = base.get("cpu_s", base["wall_s"]) * r["n"] / base["n"]
-            p = prev.get((mode, r["n"]), {})
             print(
-                f"{r['n']:>10,} {r['wall_s']:>7.1f} {fmt(p.get('wall_s')):>6} {cpu:>7.1f} "
-                f"{linear:>7.1f} {cpu / linear:>6.2f} {fmt(r.get('preflight_s')):>8} "
-                f"{fmt(r.get('preflight_cpu_s')):>7} "
+                f"{r['n']:>10,} {r['wall_s']:>7.1f} {cpu:>7.1f} {cpu / linear:>6.2f} "
+                f"{fmt(r.get('preflight_s')):>8} {fmt(r.get('preflight_cpu_s')):>7} "
                 f"{fmt(r.get('polls'), 'd') if r.get('polls') is not None else '-':>5} "
-                f"{fmt(r.get('poll_cpu_mean_ms')):>8} {fmt(r.get('poll_cpu_p99_ms')):>7} "
+                f"{fmt(r.get('poll_cpu_mean_ms')):>9} {fmt(r.get('poll_cpu_p99_ms')):>8} "
                 f"{fmt(r.get('poll_p99_ms')):>8} {fmt(r.get('calls_per_poll')):>10} "
                 f"{fmt(r['journal_bytes'] / 2**20 if 'journal_bytes' in r else None):>10} "
-                f"{r['peak_rss_mb']:>7.0f} {r['bytes_per_partition']:>6.0f}"
+                f"{r['peak_rss_mb']:>7.0f} {r['bytes_per_partition']:>6.0f} "
+                f"{fmt(r.get('gc_cpu_s')):>5} {fmt(r.get('gc_max_ms'), '.0f'):>9}"
             )
+        print("  vs before this work / the targets:")
+        for r in rs:
+            print(f"  {r['n']:>10,}: {compare(r, base)}")
+    print(
+        "\npoll mean / p99: CPU ms per poll (wall p99 beside); growth: CPU time over the smallest "
+        "size's, scaled linearly; gc: the collector's CPU time in the run and its longest "
+        "collection (full ones run between polls)"
+    )
     return 0
 
 

@@ -30,6 +30,7 @@ from .cluster.views import (  # noqa: F401
 )
 from .engine import throttle as thr
 from .engine.elections import ElectionResult, elect_preferred
+from .engine.gcpause import defer_full_collections
 from .engine.logdirs import (  # noqa: F401
     RETRIABLE_LOG_DIR_ERRORS,
     log_dir_round,
@@ -176,6 +177,7 @@ class ExecuteResult:
         return out + self.notes
 
 
+@defer_full_collections
 def execute(
     gateway: Any,
     plan: Plan,

@@ -144,10 +144,11 @@ class MoveState:
     cancel_reason: str | None = None  # why it is rolling back (stop, deadline, ...)
     replan: bool = False  # R changed: plan the steps left again at the next step boundary
     index: MoveIndex | None = field(default=None, repr=False, compare=False)
+    # the move's partition, held (issue 12: read ~14 times per move turned over)
+    tp: TopicPartition = field(init=False, repr=False, compare=False)
 
-    @property
-    def tp(self) -> TopicPartition:
-        return self.move.tp
+    def __post_init__(self) -> None:
+        self.tp = self.move.tp
 
     @property
     def step_target(self) -> tuple[int, ...]:

@@ -28,6 +28,7 @@ from ..cluster.views import (
 from ..errors import InvalidPlanError, UsageError
 from ..model import PartitionState, Plan, TopicPartition
 from ..validate import ClusterView, parse_plan_partial, plan_problems, validate_plan
+from .gcpause import defer_full_collections
 from .options import ExecuteOptions, cli_options
 from .resume import options_from_journal  # noqa: F401 (re-exported for the CLI)
 from .run import Run
@@ -127,6 +128,7 @@ class Prepared:
     notes: list[str] = field(default_factory=list)
 
 
+@defer_full_collections
 def preflight(
     gateway: Any,
     plan: Plan | str | os.PathLike,

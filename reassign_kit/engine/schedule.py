@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..errors import UsageError
@@ -127,7 +127,7 @@ class Decision:
 
 def decide(
     pending: Iterable[Item],
-    inflight: Sequence[Item],
+    inflight: Sequence[Item] | Collection[Item],
     caps: Caps,
     *,
     ready: Sequence[Item] = (),
@@ -140,7 +140,9 @@ def decide(
     costs what it submits, not the plan): up to the incremental cap, to the end of the
     current batch, to the first move the cluster-wide cap stops; the whole of it only in
     legacy mode, with ``prefer_leader_moves``, or while broker / leader caps block moves.
-    ``inflight``: this run's moves reassigning now (they hold slots and broker load).
+    ``inflight``: this run's moves reassigning now (they hold slots and broker load): its
+    length is always taken, its items are read only under a broker or leader cap and in
+    batch mode (``len`` and ``iter`` are all it needs: it may build them lazily).
     ``ready``: this run's moves between two steps: they hold a slot, their next step needs
     broker / leader / cluster room but no new slot; they go before any new move.
     ``cluster_inflight``: every reassignment in flight on the cluster (ours included).
@@ -152,9 +154,12 @@ def decide(
     slots_used = len(inflight) + len(ready)
     broker_load: Counter[int] = Counter()
     leaders = 0
-    for it in inflight:
-        broker_load.update(it.brokers)
-        leaders += it.moves_leader
+    # the moves in flight are read only where a cap weighs them (issue 12: the count alone
+    # otherwise; with 2,000 in flight, reading them was a third of a quiet poll)
+    if caps.max_moves_per_broker is not None or caps.max_leader_moves is not None:
+        for it in inflight:
+            broker_load.update(it.brokers)
+            leaders += it.moves_leader
     cluster_room = (
         caps.cluster_max_reassignments - cluster_inflight
         if caps.cluster_max_reassignments is not None
@@ -203,7 +208,7 @@ def decide(
     rest = iter(pending)
     first = next(rest, None)
     candidates: Iterable[Item] = () if first is None else itertools.chain((first,), rest)
-    if caps.mode == "batch" and (first is not None or inflight or ready):
+    if caps.mode == "batch" and (first is not None or len(inflight) or ready):
         # batch numbers never decrease along ``pending``: its first move has its lowest
         batch = min(i.batch for i in (*(() if first is None else (first,)), *inflight, *ready))
         if first is not None and first.batch != batch:

@@ -687,3 +687,90 @@ def test_a_polls_journal_lines_go_to_the_os_together_and_before_any_change(tmp_p
     assert on_disk_at_change and all(on_disk_at_change)
     # was one per event
     assert files[0].flushes < written["n"] / 2, (files[0].flushes, written["n"])
+
+
+# ---- the moves in flight are made schedule items only where a cap weighs them ------------------
+
+
+def test_moves_in_flight_are_read_by_the_scheduler_only_under_a_cap_that_needs_them(tmp_path):
+    from reassign_kit.engine.run import ExecuteOptions, Run
+    from reassign_kit.engine.schedule import Caps, Item, decide
+    from reassign_kit.simulate import MB, SimCluster
+
+    class Sized(Counted):
+        def __len__(self):
+            return len(self.items)
+
+    items = [Item(TP("t", p), frozenset({p % 7, (p + 1) % 7}), p % 2 == 0) for p in range(50)]
+    for caps, reads in (
+        (Caps(60, incremental=True), False),  # the count is all it needs
+        (Caps(60, incremental=True, max_moves_per_broker=20), True),
+        (Caps(60, incremental=True, max_leader_moves=30), True),
+    ):
+        inflight = Sized(items[:40])
+        d = decide(Counted(items[40:]), inflight, caps)
+        assert (inflight.taken > 0) == reads, caps
+        assert d == decide(items[40:], items[:40], caps)  # the same decision
+
+    def built(**caps) -> int:
+        sim = SimCluster(6, bandwidth=1 * MB, tick=1.0)
+        sim.add_topic("a", [[p % 6, (p + 1) % 6] for p in range(12)], 4 * MB)
+        plan = Plan.of(
+            Move(tp, tuple((b + 2) % 6 for b in sp.replicas)) for tp, sp in sim.partitions.items()
+        )
+        run = Run(
+            sim,
+            plan,
+            ExecuteOptions(batch_size=6, incremental=True, wait=True, throttle=1 * MB, **caps),
+            journal_path=tmp_path / f"run{len(caps)}.jsonl",
+            clock=sim.now,
+            sleep=sim.sleep,
+        )
+        n = {"n": 0}
+        real = run._inflight_item
+
+        def inflight_item(ms):
+            n["n"] += 1
+            return real(ms)
+
+        run._inflight_item = inflight_item
+        assert run.run().state == "done"
+        return n["n"]
+
+    assert built() == 0  # was: every move in flight, at every poll
+    assert built(max_moves_per_broker=3) > 12
+
+
+def test_the_legacy_request_runs_at_most_one_full_collection(tmp_path):
+    """The legacy request (and the preflight) build objects for the whole plan: each quarter
+    of growth started a full collection walking everything built so far (two fifths of a
+    100,000-partition request); now at most one runs, at the end of the call."""
+    import gc
+
+    from reassign_kit import ops
+    from reassign_kit.simulate import MB, SimCluster
+
+    sim = SimCluster(6, bandwidth=50 * MB)
+    for t in range(4):
+        sim.add_topic(f"t{t}", [[p % 6, (p + 1) % 6] for p in range(500)], 1 * MB)
+    plan = Plan.of(
+        Move(tp, tuple((b + 2) % 6 for b in sp.replicas)) for tp, sp in sim.partitions.items()
+    )
+    full = {"n": 0}
+
+    def seen(phase, info):
+        full["n"] += phase == "start" and info["generation"] == 2
+
+    before = gc.get_threshold()
+    gc.freeze()  # the test session out of the count: only this call's objects weigh
+    gc.collect()
+    gc.set_threshold(50, 2, 2)
+    gc.callbacks.append(seen)
+    try:
+        res = ops.execute(sim, plan, throttle=50 * MB, rollback_path=str(tmp_path / "rb.json"))
+    finally:
+        gc.callbacks.remove(seen)
+        gc.set_threshold(*before)
+        gc.unfreeze()
+    assert not res.failed and len(sim.list_reassignments()) == 2000
+    assert full["n"] <= 1, full  # was 19 here
