@@ -6,6 +6,21 @@ the sum of RSS over the whole process tree (driver JVM and Python workers includ
 
     .venv/bin/python bench/bench_planner.py            # all sizes
     RK_BENCH_SIZES=100000,1000000 .venv/bin/python bench/bench_planner.py
+    RK_BENCH_CASES=bytes-goal RK_BENCH_SIZES=100000,1000000 .venv/bin/python bench/bench_planner.py
+    RK_BENCH_FLEET=10000000 .venv/bin/python bench/bench_planner.py --fleet
+
+``bytes-goal`` (issue 13 capacity goals): the decommission snapshot with a capacity file
+(unequal disks: every third broker 1.5x, 25% headroom over the bytes), ``--balance
+replicas,leaders,bytes`` and ``--bytes-tolerance 0.05``: whether every broker ends within 5%
+of its capacity share, bytes moved beside their lower bound.
+
+``--fleet`` (issue 13 fleet scale): ``RK_BENCH_FLEET`` replicas split over
+``RK_BENCH_FLEET_CLUSTERS`` (default 4) generated cluster snapshots, planned and validated one
+after the other in one Spark application on a standalone master and 2 workers (1 core each,
+started here from pyspark's ``spark-class`` on loopback, stopped by pid), with the bytes goal
+and a capacity file; peak memory per executor (its JVM and Python workers) and of the driver
+(the planning process tree) are sampled every 0.5 s. The comparison column is the in-process
+planner on the same snapshots (``RK_BENCH_FLEET_LOCAL=0`` skips it).
 
 Each run is a fresh process, so Spark start-up is part of every Spark time. ``load`` is the
 machine's 1-minute load average at the end of the run (the machine may be shared: with 2 cores, a
@@ -27,6 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "out", "planner")
 SIZES = [int(x) for x in os.environ.get("RK_BENCH_SIZES", "100000,1000000,3000000").split(",")]
 CASES = os.environ.get("RK_BENCH_CASES", "decommission,add-brokers,uneven-racks").split(",")
+TOLERANCE = 0.05
 ENGINES = os.environ.get("RK_BENCH_ENGINES", "spark,local").split(",")
 
 
@@ -39,6 +55,9 @@ def generate(replicas: int, case: str, path: str, seed: int = 7) -> dict:
 
     rng = np.random.default_rng(seed)
     per_rack = 10 if replicas <= 1_000_000 else 20
+    capacity = case == "bytes-goal"
+    if capacity:
+        case = "decommission"
     racks = ["a", "b", "c"]
     # "uneven-racks" (issue 13): 3 racks of unequal size (14, 10, 8 brokers), one decommissioned
     sizes = [14, 10, 8] if case == "uneven-racks" else [per_rack] * 3
@@ -98,6 +117,20 @@ def generate(replicas: int, case: str, path: str, seed: int = 7) -> dict:
         row_group_size=200_000,
     )
     remove = [1] if case in ("decommission", "uneven-racks") else []
+    if capacity:  # unequal disks: every third broker 1.5x; 25% headroom over the bytes
+        total = int((sizes * rf).sum())
+        w = {b: 1.5 if b % 3 == 0 else 1.0 for b, _ in brokers if b not in remove}
+        per = 1.25 * total / sum(w.values())
+        with open(os.path.join(path, "capacity.json"), "w") as f:
+            json.dump(
+                {
+                    "version": 1,
+                    "brokers": [
+                        {"id": int(b), "disk_bytes": int(per * w.get(b, 1.0))} for b, _ in brokers
+                    ],
+                },
+                f,
+            )
     meta = {
         "replicas": int(rf.sum()),
         "partitions": n_parts,
@@ -113,9 +146,8 @@ def generate(replicas: int, case: str, path: str, seed: int = 7) -> dict:
 def run_one(path: str, engine: str) -> dict:
     t0 = time.time()
     meta = json.load(open(os.path.join(path, "meta.json")))
-    from reassign_kit.planner import PlanParams
 
-    params = PlanParams(remove_brokers=tuple(meta["remove"]))
+    params = _params(path, meta)
     out: dict = {}
     if engine == "spark":
         from reassign_kit.spark.planner import plan_and_validate_spark
@@ -126,41 +158,66 @@ def run_one(path: str, engine: str) -> dict:
         result, problems = plan_and_validate_spark(spark, path, params)
         out.update(result.timings)
     else:
-        import pyarrow.parquet as pq
-
         from reassign_kit.plan_rules import plan_problems_offline
         from reassign_kit.planner import plan_in_process
-        from reassign_kit.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
 
-        b = pq.read_table(os.path.join(path, "brokers.parquet")).to_pydict()
-        t = pq.read_table(os.path.join(path, "topics.parquet")).to_pydict()
-        p = pq.read_table(os.path.join(path, "partitions.parquet")).to_pydict()
-        snap = Snapshot(
-            tuple(BrokerEntry(i, r) for i, r in zip(b["id"], b["rack"], strict=True)),
-            tuple(
-                TopicEntry(n, m) for n, m in zip(t["name"], t["min_insync_replicas"], strict=True)
-            ),
-            tuple(
-                PartitionEntry(tp, pa, tuple(r), s)
-                for tp, pa, r, s in zip(
-                    p["topic"], p["partition"], p["replicas"], p["size_bytes"], strict=True
-                )
-            ),
-        )
+        snap = _snapshot_local(path)
         out["startup_s"] = time.time() - t0
         result = plan_in_process(snap, params)
         out.update(result.timings)
         t1 = time.time()
-        problems = plan_problems_offline(result.plan, snap, result.prepared.ctx)
+        problems = plan_problems_offline(
+            result.plan, snap, result.prepared.ctx, capacity=params.capacity
+        )
         out["validate_s"] = time.time() - t1
+    out.update(_figures(result), problems=len(problems))
+    out["total_s"] = time.time() - t0
+    return out
+
+
+def _params(path: str, meta: dict):
+    from reassign_kit.plan_rules import Capacity
+    from reassign_kit.planner import PlanParams
+
+    cap = os.path.join(path, "capacity.json")
+    if os.path.exists(cap):
+        return PlanParams(
+            remove_brokers=tuple(meta["remove"]),
+            balance=("replicas", "leaders", "bytes"),
+            capacity=Capacity.read(cap),
+            bytes_tolerance=TOLERANCE,
+        )
+    return PlanParams(remove_brokers=tuple(meta["remove"]))
+
+
+def _snapshot_local(path: str):
+    import pyarrow.parquet as pq
+
+    from reassign_kit.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
+
+    b = pq.read_table(os.path.join(path, "brokers.parquet")).to_pydict()
+    t = pq.read_table(os.path.join(path, "topics.parquet")).to_pydict()
+    p = pq.read_table(os.path.join(path, "partitions.parquet")).to_pydict()
+    return Snapshot(
+        tuple(BrokerEntry(i, r) for i, r in zip(b["id"], b["rack"], strict=True)),
+        tuple(TopicEntry(n, m) for n, m in zip(t["name"], t["min_insync_replicas"], strict=True)),
+        tuple(
+            PartitionEntry(tp, pa, tuple(r), s)
+            for tp, pa, r, s in zip(
+                p["topic"], p["partition"], p["replicas"], p["size_bytes"], strict=True
+            )
+        ),
+    )
+
+
+def _figures(result) -> dict:
     report = result.report()
-    out.update(
-        total_s=time.time() - t0,
+    bg = report["bytes_goal"]
+    return dict(
         moved=result.moved_replicas,
         lower_bound=result.lower_bound,
         partitions_in_plan=len(result.plan),
         leadership_changes=result.leadership_changes,
-        problems=len(problems),
         replica_spread_after=report["balance"]["replicas"]["after"]["spread"],
         replica_spread_before=report["balance"]["replicas"]["before"]["spread"],
         leader_spread_before=report["balance"]["leaders"]["before"]["spread"],
@@ -173,8 +230,13 @@ def run_one(path: str, engine: str) -> dict:
         leader_balance=report.get("leader_balance"),
         digest=result.plan.digest(),
         load=os.getloadavg()[0],
+        bytes_goal=bg["goal"],
+        bytes_met=bg["met"],
+        bytes_max_dev=bg["max_deviation_from_share"],
+        moved_bytes=result.moved_bytes,
+        bytes_lower_bound=bg["lower_bound_moved_bytes"],
+        cpu_s=time.process_time(),
     )
-    return out
 
 
 def _tree_rss(proc: psutil.Process) -> int:
@@ -187,6 +249,49 @@ def _tree_rss(proc: psutil.Process) -> int:
     return total
 
 
+class TreeSampler:
+    """Peak RSS of process trees (each root with all its descendants) and the CPU seconds every
+    process seen in them used (the last reading of each, so processes that exit still count)."""
+
+    def __init__(self, roots: dict[str, psutil.Process], every: float = 0.2):
+        self.roots, self.every = roots, every
+        self.peak = dict.fromkeys(roots, 0)
+        self.cpu: dict[int, float] = {}
+        self.done = threading.Event()
+        self.th = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.done.is_set():
+            for name, root in self.roots.items():
+                try:  # an executor: a worker's descendants, not the worker JVM itself
+                    kids = root.children(recursive=True)
+                    procs = kids if name.startswith("executor") else [root] + kids
+                except psutil.Error:
+                    continue
+                rss = 0
+                for p in procs:
+                    try:
+                        rss += p.memory_info().rss
+                        t = p.cpu_times()
+                        self.cpu[p.pid] = t.user + t.system
+                    except psutil.Error:
+                        pass
+                self.peak[name] = max(self.peak[name], rss)
+            self.done.wait(self.every)
+
+    def __enter__(self) -> TreeSampler:
+        self.th.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.done.set()
+        self.th.join()
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(self.cpu.values())
+
+
 def measure(path: str, engine: str) -> dict:
     proc = subprocess.Popen(
         [sys.executable, __file__, "--one", path, engine],
@@ -194,35 +299,35 @@ def measure(path: str, engine: str) -> dict:
         stderr=subprocess.DEVNULL,
         text=True,
     )
-    ps = psutil.Process(proc.pid)
-    peak = [0]
-    done = threading.Event()
-
-    def sample():
-        while not done.is_set():
-            try:
-                peak[0] = max(peak[0], _tree_rss(ps))
-            except psutil.Error:
-                pass
-            done.wait(0.2)
-
-    th = threading.Thread(target=sample, daemon=True)
-    th.start()
-    out, _ = proc.communicate()
-    done.set()
-    th.join()
+    with TreeSampler({"run": psutil.Process(proc.pid)}) as sampler:
+        out, _ = proc.communicate()
+    peak = sampler.peak["run"]
     if proc.returncode != 0:
-        return {"error": f"exit {proc.returncode}", "peak_mb": peak[0] / 2**20}
+        return {"error": f"exit {proc.returncode}", "peak_mb": peak / 2**20}
     res = json.loads(out.strip().splitlines()[-1])
-    res["peak_mb"] = peak[0] / 2**20
+    res["peak_mb"] = peak / 2**20
+    res["cpu_s"] = sampler.cpu_s
     return res
+
+
+def _bytes_cell(r: dict) -> str:
+    """bytes goal met (largest deviation from a share), moved bytes / their lower bound."""
+    if not r.get("bytes_goal"):
+        return "-"
+    dev = r["bytes_max_dev"]
+    lb = r["bytes_lower_bound"]
+    return (
+        f"{'met' if r['bytes_met'] else 'NOT met'} {100 * dev:.1f}% "
+        f"{r['moved_bytes'] / 1e12:.2f}/{lb / 1e12:.2f} TB"
+        + (f" x{r['moved_bytes'] / lb:.2f}" if lb else "")
+    )
 
 
 def main() -> None:
     rows = []
     print(
         f"{'replicas':>9} {'case':<12} {'engine':<6} {'total s':>8} {'start s':>8} {'valid s':>8} "
-        f"{'moved':>8} {'lower b.':>8} {'ratio':>6} {'spread':>7} {'lead sp':>9} {'lead changes':>12} {'probl':>5} {'peak MB':>8} {'load':>5}"
+        f"{'moved':>8} {'lower b.':>8} {'ratio':>6} {'spread':>7} {'lead sp':>9} {'lead changes':>12} {'probl':>5} {'peak MB':>8} {'cpu s':>7} {'load':>5}  bytes goal (max dev.) moved/lower bound"
     )
     for size in SIZES:
         for case in CASES:
@@ -240,7 +345,7 @@ def main() -> None:
                 print(
                     f"{size:>9} {case:<12} {engine:<6} {r['total_s']:>8.1f} {r['startup_s']:>8.1f} {r['validate_s']:>8.1f} "
                     f"{r['moved']:>8} {r['lower_bound']:>8} {ratio:>6.3f} {r['replica_spread_before']:>3}->{r['replica_spread_after']:<3} "
-                    f"{r['leader_spread_before']:>4}->{r['leader_spread_after']:<4} {r['leadership_changes']:>12} {r['problems']:>5} {r['peak_mb']:>8.0f} {r['load']:>5.1f}",
+                    f"{r['leader_spread_before']:>4}->{r['leader_spread_after']:<4} {r['leadership_changes']:>12} {r['problems']:>5} {r['peak_mb']:>8.0f} {r['cpu_s']:>7.0f} {r['load']:>5.1f}  {_bytes_cell(r)}",
                     flush=True,
                 )
             if all(e in by_engine and "error" not in by_engine[e] for e in ("spark", "local")):
@@ -266,8 +371,207 @@ def main() -> None:
         json.dump(rows, f, indent=1)
 
 
+# -- fleet scale: several clusters' snapshots in one Spark application on a standalone cluster --
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_log(path: str, text: str, proc: subprocess.Popen, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.path.exists(path) and text in open(path, errors="replace").read():
+            return
+        if proc.poll() is not None:
+            raise RuntimeError(f"{path}: exited {proc.returncode}")
+        time.sleep(0.5)
+    raise RuntimeError(f"{path}: no {text!r} within {timeout} s")
+
+
+def start_standalone(work: str, worker_memory: str) -> tuple[str, list[subprocess.Popen]]:
+    """A master and 2 workers (1 core each) on loopback, from pyspark's spark-class."""
+    import pyspark
+
+    home = os.path.dirname(pyspark.__file__)
+    spark_class = os.path.join(home, "bin", "spark-class")
+    env = dict(
+        os.environ,
+        SPARK_HOME=home,
+        SPARK_LOCAL_IP="127.0.0.1",
+        PYSPARK_PYTHON=sys.executable,
+        SPARK_LOG_DIR=work,
+        SPARK_WORKER_DIR=os.path.join(work, "work"),
+    )
+    port = _free_port()
+    url = f"spark://127.0.0.1:{port}"
+    procs: list[subprocess.Popen] = []
+    mlog = os.path.join(work, "master.log")
+    master = subprocess.Popen(
+        [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
+        + ["--port", str(port), "--webui-port", str(_free_port())],
+        stdout=open(mlog, "w"),
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+    procs.append(master)
+    _wait_log(mlog, "I have been elected leader", master)
+    for i in range(2):
+        wlog = os.path.join(work, f"worker{i}.log")
+        w = subprocess.Popen(
+            [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1"]
+            + ["--cores", "1", "--memory", worker_memory, "--webui-port", str(_free_port())]
+            + ["--work-dir", os.path.join(work, f"w{i}"), url],
+            stdout=open(wlog, "w"),
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        procs.append(w)
+        _wait_log(wlog, "Successfully registered with master", w)
+    return url, procs
+
+
+def fleet_one(url: str, paths: list[str]) -> dict:
+    """The driver: one Spark session on the standalone master, every cluster planned (with the
+    bytes goal and its capacity file) and validated in it, one after the other."""
+    t0 = time.time()
+    from reassign_kit.spark.planner import plan_and_validate_spark
+    from reassign_kit.spark.session import get_spark
+
+    spark = get_spark(url)
+    out: dict = {"startup_s": time.time() - t0, "clusters": []}
+    for path in paths:
+        meta = json.load(open(os.path.join(path, "meta.json")))
+        t = time.time()
+        result, problems = plan_and_validate_spark(spark, path, _params(path, meta))
+        row = _figures(result)
+        row.update(result.timings, problems=len(problems), total_s=time.time() - t)
+        row["replicas"] = meta["replicas"]
+        row.pop("leader_balance", None)
+        out["clusters"].append(row)
+    out["total_s"] = time.time() - t0
+    return out
+
+
+def fleet() -> None:
+    import shutil
+    import tempfile
+
+    total = int(os.environ.get("RK_BENCH_FLEET", "10000000"))
+    n = int(os.environ.get("RK_BENCH_FLEET_CLUSTERS", "4"))
+    executor_memory = os.environ.get("RK_BENCH_EXECUTOR_MEMORY", "4g")
+    paths = []
+    for i in range(n):
+        path = os.path.join(OUT, f"fleet-{total // n}-{i}")
+        if not os.path.exists(os.path.join(path, "meta.json")):
+            generate(total // n, "bytes-goal", path, seed=11 + i)
+        paths.append(path)
+    work = tempfile.mkdtemp(prefix="rk-bench-fleet-")
+    conf = os.path.join(work, "conf")
+    os.makedirs(conf)
+    with open(os.path.join(conf, "spark-defaults.conf"), "w") as f:
+        f.write(f"spark.executor.memory {executor_memory}\nspark.executor.cores 1\n")
+    mem_gb = int(executor_memory.rstrip("g")) + 1
+    url, procs = start_standalone(work, f"{mem_gb}g")
+    env = dict(
+        os.environ,
+        PYSPARK_PYTHON=sys.executable,
+        SPARK_CONF_DIR=conf,
+        RK_SPARK_DRIVER_HOST="127.0.0.1",
+        RK_SPARK_DRIVER_BIND_ADDRESS="127.0.0.1",
+        RK_SPARK_DRIVER_MEMORY=os.environ.get("RK_BENCH_DRIVER_MEMORY", "4g"),
+    )
+    env.pop("SPARK_LOCAL_IP", None)
+    t0 = time.time()
+    try:
+        driver = subprocess.Popen(
+            [sys.executable, __file__, "--fleet-one", url, *paths],
+            stdout=subprocess.PIPE,
+            stderr=open(os.path.join(work, "driver.log"), "w"),
+            text=True,
+            env=env,
+        )
+        roots = {"driver": psutil.Process(driver.pid)}
+        roots.update({f"executor{i}": psutil.Process(w.pid) for i, w in enumerate(procs[1:])})
+        with TreeSampler(roots, every=0.5) as sampler:
+            out, _ = driver.communicate()
+        wall = time.time() - t0
+        if driver.returncode != 0:
+            print(f"fleet: driver exit {driver.returncode}; see {work}/driver.log")
+            return
+        res = json.loads(out.strip().splitlines()[-1])
+    finally:
+        for p in reversed(procs):  # ours, by pid
+            p.terminate()
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+    print(
+        f"fleet: {total} replicas in {n} clusters, one Spark application on a standalone master "
+        f"+ 2 workers (1 core, executor {executor_memory} each); wall {wall:.0f} s "
+        f"(Spark start {res['startup_s']:.0f} s), CPU {sampler.cpu_s:.0f} s over all processes, "
+        f"load {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"  peak RSS: driver (Python + JVM) {sampler.peak['driver'] / 2**20:.0f} MB; "
+        + ", ".join(
+            f"executor {i} (its JVM + Python workers) {sampler.peak[f'executor{i}'] / 2**20:.0f} MB"
+            for i in range(2)
+        )
+    )
+    local_on = os.environ.get("RK_BENCH_FLEET_LOCAL", "1") != "0"
+    print(
+        f"  {'cluster':<8} {'replicas':>9} {'spark s':>8} {'moved':>8} {'lower b.':>8} {'ratio':>6} "
+        f"{'spread':>7} {'lead sp':>9} {'probl':>5}  bytes goal (max dev.) moved/lower bound"
+        + ("   | in process: s, peak MB, same plan" if local_on else "")
+    )
+    rows = []
+    for i, (path, c) in enumerate(zip(paths, res["clusters"], strict=True)):
+        cmp_ = ""
+        loc = None
+        if local_on:
+            loc = measure(path, "local")
+            if "error" in loc:
+                cmp_ = f"   | {loc['error']} (peak {loc['peak_mb']:.0f} MB)"
+            else:
+                same = "same" if loc["digest"] == c["digest"] else "DIFFERENT"
+                cmp_ = f"   | {loc['total_s']:.0f} s, {loc['peak_mb']:.0f} MB, {same}"
+        ratio = c["moved"] / c["lower_bound"] if c["lower_bound"] else float("nan")
+        print(
+            f"  {i:<8} {c['replicas']:>9} {c['total_s']:>8.0f} {c['moved']:>8} {c['lower_bound']:>8} "
+            f"{ratio:>6.3f} {c['replica_spread_before']:>3}->{c['replica_spread_after']:<3} "
+            f"{c['leader_spread_before']:>4}->{c['leader_spread_after']:<4} {c['problems']:>5}  "
+            f"{_bytes_cell(c)}{cmp_}",
+            flush=True,
+        )
+        rows.append({"spark": c, "local": loc})
+    os.makedirs(OUT, exist_ok=True)
+    with open(os.path.join(OUT, f"fleet-{total}.json"), "w") as f:
+        json.dump(
+            {
+                "wall_s": wall,
+                "cpu_s": sampler.cpu_s,
+                "peak": sampler.peak,
+                "res": res,
+                "rows": rows,
+            },
+            f,
+            indent=1,
+        )
+    shutil.rmtree(work, ignore_errors=True)
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "--one":
         print(json.dumps(run_one(sys.argv[2], sys.argv[3])))
+    elif len(sys.argv) >= 3 and sys.argv[1] == "--fleet-one":
+        print(json.dumps(fleet_one(sys.argv[2], sys.argv[3:])))
+    elif sys.argv[1:] == ["--fleet"]:
+        fleet()
     else:
         main()

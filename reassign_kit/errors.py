@@ -8,6 +8,7 @@ it and exits with its code instead of a traceback. Each exit code means one thin
     │   ├── SparkSessionError (2)        a Spark session on another master already runs
     │   └── SparkStartError (2)          Spark cannot start (no Java, JAVA_HOME wrong, ...)
     ├── InvalidPlanError (3)             an input file failed validation; ``problems`` lists all
+    │   └── CapacityError (3)            no plan within the capacity file's hard limits
     ├── KafkaOperationError (4)          the cluster refused or failed an operation
     │   └── AuthorizationError (4)       the client's principal lacks a right the action needs
     ├── SandboxError (5)                 the local sandbox cannot do what was asked
@@ -62,6 +63,11 @@ class InvalidPlanError(ReassignKitError):
         lines = [f"{header} ({len(self.problems)} problem(s)); nothing was sent to the cluster:"]
         lines += [f"  - {p}" for p in self.problems]
         super().__init__("\n".join(lines))
+
+
+class CapacityError(InvalidPlanError):
+    """No plan keeps every broker within the capacity file's hard limits (disk bytes, max
+    replicas): ``problems`` names each broker at fault and by how much it would be over."""
 
 
 class KafkaOperationError(ReassignKitError):

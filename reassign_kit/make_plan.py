@@ -9,7 +9,15 @@ from collections.abc import Iterable
 
 from .errors import UsageError
 from .plan_report import PlanResult
-from .planner import DEFAULT_CHUNKS, PlanParams, parse_balance, plan_in_process, rule_context
+from .plan_rules import Capacity
+from .planner import (
+    DEFAULT_BYTES_TOLERANCE,
+    DEFAULT_CHUNKS,
+    PlanParams,
+    parse_balance,
+    plan_in_process,
+    rule_context,
+)
 from .snapshot import Snapshot, TopicFilter
 from .spark.frames import brokers_and_topics
 from .spark.planner import plan_spark
@@ -27,6 +35,8 @@ def plan(
     chunks: int = DEFAULT_CHUNKS,
     topic_filter: TopicFilter | None = None,
     demote_brokers: Iterable[int] = (),
+    capacity: Capacity | str | None = None,
+    bytes_tolerance: float = DEFAULT_BYTES_TOLERANCE,
 ) -> PlanResult:
     """``reassign_kit.plan``: a minimal-movement, balanced, rack-aware plan for a snapshot
     (a ``Snapshot``, or a path to its JSON / Parquet form). ``engine="spark"`` (the default)
@@ -34,7 +44,11 @@ def plan(
     this process. Either way the same snapshot and parameters give the same plan.
     ``topic_filter`` selects the topics planned (default: all but the internal ones).
     ``demote_brokers``: a leaders-only plan (replica order only) after which those brokers lead
-    no partition another replica can lead."""
+    no partition another replica can lead.
+    ``capacity``: a capacity file (path) or ``Capacity``: per broker ``disk_bytes`` and optional
+    ``max_replicas``, hard limits the plan never exceeds (else ``CapacityError``, exit 3), and
+    the weights of each broker's bytes share; with ``balance`` including ``bytes`` every broker
+    ends within ``bytes_tolerance`` of its share."""
     demote = tuple(sorted(set(demote_brokers)))
     params = PlanParams(
         remove_brokers=tuple(sorted(set(remove_brokers))),
@@ -44,6 +58,8 @@ def plan(
         chunks=chunks,
         topic_filter=topic_filter or TopicFilter(),
         demote_brokers=demote,
+        capacity=Capacity.read(capacity) if isinstance(capacity, str) else capacity,
+        bytes_tolerance=bytes_tolerance,
     )
     if engine not in ("spark", "local"):
         raise UsageError(f"engine must be 'spark' or 'local', got {engine!r}")

@@ -43,9 +43,10 @@ class PlanResult:
         return build_report(self)
 
 
-def build_report(result: PlanResult) -> dict[str, Any]:
+def broker_totals(result: PlanResult) -> dict[str, dict[int, int]]:
+    """Per broker before and after the plan: replicas, leaders, bytes, and what moves in / out."""
     prep = result.prepared
-    ctx, agg = prep.ctx, prep.agg
+    agg = prep.agg
     rf_change = prep.params.rf_change()
     before = {b: n for b, n in agg.per_broker(agg.replicas).items() if b != VIRTUAL}
     lead_before = {b: n for b, n in agg.per_broker(agg.leaders).items() if b != VIRTUAL}
@@ -76,6 +77,63 @@ def build_report(result: PlanResult) -> dict[str, Any]:
         for b in set(old) - set(new):
             rout[b] += 1
             bout[b] += size
+    return {
+        "replicas_before": before,
+        "replicas_after": after,
+        "leaders_before": lead_before,
+        "leaders_after": lead_after,
+        "bytes_before": bytes_before,
+        "bytes_after": bytes_after,
+        "replicas_in": dict(rin),
+        "replicas_out": dict(rout),
+        "bytes_in": dict(bin_),
+        "bytes_out": dict(bout),
+    }
+
+
+def bytes_goal(result: PlanResult, bytes_after: dict[int, int]) -> dict[str, Any]:
+    """The bytes goal and the capacity limits after the plan: each broker's share, band and
+    bytes, whether every broker is within its band, and bytes moved beside their lower bound."""
+    prep = result.prepared
+    params = prep.params
+    goal = "bytes" in params.balance
+    bands = getattr(prep, "bands", {}) or {}
+    shares = getattr(prep, "shares", {}) or {}
+    lb = int(getattr(prep, "bytes_lower_bound", 0))
+    outside = []
+    for b, (lo, hi) in sorted(bands.items()):
+        v = bytes_after.get(b, 0)
+        if v < lo or v > hi:
+            outside.append({"broker": b, "bytes_after": v, "low": int(lo), "high": int(hi)})
+    dev = [
+        abs(bytes_after.get(b, 0) - sh) / sh for b, sh in shares.items() if sh > 0 and b in bands
+    ]
+    cap = params.capacity
+    return {
+        "goal": goal,
+        "tolerance": params.bytes_tolerance if goal else None,
+        "capacity_file": cap.source if cap is not None else None,
+        "shares": "capacity" if cap is not None else "equal",
+        "met": (not outside) if bands else None,
+        "brokers_outside": outside,
+        "max_deviation_from_share": max(dev) if dev else None,
+        "moved_bytes": result.moved_bytes,
+        "lower_bound_moved_bytes": lb,
+        "moved_bytes_over_lower_bound": (result.moved_bytes / lb) if lb else None,
+    }
+
+
+def build_report(result: PlanResult) -> dict[str, Any]:
+    prep = result.prepared
+    ctx = prep.ctx
+    t = broker_totals(result)
+    before, after = t["replicas_before"], t["replicas_after"]
+    lead_before, lead_after = t["leaders_before"], t["leaders_after"]
+    bytes_before, bytes_after = t["bytes_before"], t["bytes_after"]
+    rin, rout, bin_, bout = t["replicas_in"], t["replicas_out"], t["bytes_in"], t["bytes_out"]
+    rf_change = prep.params.rf_change()
+    cap = prep.params.capacity
+    shares = getattr(prep, "shares", {}) or {}
     allowed = ctx.allowed
     brokers = sorted(set(ctx.racks) | set(before))
     per_broker = [
@@ -94,6 +152,9 @@ def build_report(result: PlanResult) -> dict[str, Any]:
             "bytes_after": bytes_after.get(b, 0),
             "bytes_in": bin_.get(b, 0),
             "bytes_out": bout.get(b, 0),
+            "bytes_share": int(shares[b]) if b in shares else None,
+            "disk_bytes": cap.disk(b) if cap is not None else None,
+            "max_replicas": cap.max_replicas(b) if cap is not None else None,
         }
         for b in brokers
     ]
@@ -135,6 +196,7 @@ def build_report(result: PlanResult) -> dict[str, Any]:
             "bytes": {"before": balance(bytes_before), "after": balance(bytes_after)},
         },
         "leader_balance": result.leader_balance,
+        "bytes_goal": bytes_goal(result, bytes_after),
         "topic_selection": {
             **prep.params.topic_filter.describe(),
             "excluded": result.excluded
@@ -158,6 +220,33 @@ def format_report(report: dict[str, Any]) -> str:
         f"leader spread: {b['leaders']['before']['spread']} -> {b['leaders']['after']['spread']}   "
         f"bytes max/min: {b['bytes']['after']['max']}/{b['bytes']['after']['min']}",
     ]
+    bg = report.get("bytes_goal")
+    if bg and (bg["goal"] or bg["capacity_file"]):
+        what = (
+            f"bytes within {100 * bg['tolerance']:g}% of each broker's {bg['shares']} share"
+            if bg["goal"]
+            else "bytes within each broker's disk_bytes"
+        )
+        if bg["capacity_file"]:
+            what += f" (capacity {bg['capacity_file']}: disk_bytes and max_replicas never exceeded)"
+        state = (
+            "met"
+            if bg["met"]
+            else "NOT met for broker(s) "
+            + ", ".join(
+                f"{o['broker']} ({o['bytes_after']} not in {o['low']}..{o['high']})"
+                for o in bg["brokers_outside"][:10]
+            )
+        )
+        dev = bg["max_deviation_from_share"]
+        ratio = bg["moved_bytes_over_lower_bound"]
+        lines.append(
+            f"bytes goal: {what}: {state}"
+            + (f"; max deviation from share {100 * dev:.2f}%" if dev is not None else "")
+            + f"; moved bytes {bg['moved_bytes']} (lower bound {bg['lower_bound_moved_bytes']}"
+            + (f", x{ratio:.3f}" if ratio else "")
+            + ")"
+        )
     lb = report.get("leader_balance")
     if lb and lb.get("demoted_brokers"):
         lead = {r["broker"]: (r["leaders_before"], r["leaders_after"]) for r in report["brokers"]}

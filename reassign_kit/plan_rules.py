@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from .model import Move, PartitionState, Plan
 from .validate import ClusterView, Problem, move_problems
@@ -139,13 +140,18 @@ def plan_problems_offline(
     snapshot,
     ctx: RuleContext | None = None,
     disallow_replication_factor_change: bool = False,
+    capacity: Capacity | None = None,
 ) -> list[Problem]:
-    """The in-process validator: every problem of the plan against the snapshot, in plan order."""
+    """The in-process validator: every problem of the plan against the snapshot, in plan order,
+    then (with ``capacity``) each broker over a hard capacity limit after the plan."""
     ctx = ctx or RuleContext(snapshot.racks())
     cluster = cluster_view(snapshot, [m.tp for m in plan])
     out: list[Problem] = []
     for move in plan:
         out += move_all_problems(move, cluster, ctx, disallow_replication_factor_change)
+    if capacity is not None:
+        reps, byts = totals_after(snapshot, plan)
+        out += capacity_problems(reps, byts, capacity, snapshot.broker_ids())
     return out
 
 
@@ -162,3 +168,217 @@ def apply_rf(topic: str, replicas: Sequence[int], rf_change: Mapping[str, int]) 
     if want < len(reps):
         return reps[:want]
     return reps + [-(i + 1) for i in range(want - len(reps))]
+
+
+# -- capacity (issue 13 "Capacity goals"): hard per-broker limits ------------------------------
+CAPACITY_DISK = "capacity-disk"
+CAPACITY_REPLICAS = "capacity-max-replicas"
+CAPACITY_VERSION = 1
+_CAP_TOP_KEYS = {"version", "default", "brokers"}
+_CAP_KEYS = {"disk_bytes", "max_replicas"}
+
+
+@dataclass(frozen=True)
+class BrokerCapacity:
+    """One broker's hard limits: the bytes its log directories may hold, and (optionally) the
+    replicas it may host."""
+
+    disk_bytes: int
+    max_replicas: int | None = None
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """A capacity file: per broker (or ``default`` for brokers not listed) ``disk_bytes`` and an
+    optional ``max_replicas``. Both are hard limits on a plan; ``disk_bytes`` also weighs each
+    broker's share of the bytes for ``--balance bytes``."""
+
+    brokers: tuple[tuple[int, BrokerCapacity], ...] = ()
+    default: BrokerCapacity | None = None
+    source: str = "capacity file"
+
+    @cached_property
+    def _by_id(self) -> dict[int, BrokerCapacity]:
+        return dict(self.brokers)
+
+    def of(self, broker: int) -> BrokerCapacity | None:
+        return self._by_id.get(broker, self.default)
+
+    def disk(self, broker: int) -> int | None:
+        c = self.of(broker)
+        return c.disk_bytes if c is not None else None
+
+    def max_replicas(self, broker: int) -> int | None:
+        c = self.of(broker)
+        return c.max_replicas if c is not None else None
+
+    def check_brokers(self, brokers: Sequence[int], removed: Sequence[int] = ()) -> None:
+        """Every broker a plan may use has a capacity; every listed broker is in the snapshot."""
+        from .errors import InvalidPlanError
+
+        known = set(brokers)
+        problems = [
+            f"broker {b}: not in the snapshot (brokers {sorted(known)})"
+            for b, _ in self.brokers
+            if b not in known
+        ]
+        if self.default is None:
+            gone = set(removed)
+            problems += [
+                f"broker {b}: no entry (and no 'default'); every broker the plan may use needs "
+                "'disk_bytes'"
+                for b in sorted(known - gone)
+                if b not in self._by_id
+            ]
+        if problems:
+            raise InvalidPlanError(problems, header=f"{self.source} does not fit the snapshot")
+
+    def describe(self, brokers: Sequence[int]) -> dict[int, dict]:
+        return {
+            b: {"disk_bytes": c.disk_bytes, "max_replicas": c.max_replicas}
+            for b in brokers
+            if (c := self.of(b)) is not None
+        }
+
+    @classmethod
+    def from_json_obj(cls, obj: Any, source: str = "capacity file") -> Capacity:
+        """Read strictly: every problem at once, each naming the broker (or entry) and field."""
+        from .errors import InvalidPlanError
+
+        if not isinstance(obj, dict):
+            raise InvalidPlanError(
+                ["the top level must be a JSON object"], header=f"{source} is not a capacity file"
+            )
+        problems: list[str] = []
+        for k in sorted(set(obj) - _CAP_TOP_KEYS):
+            problems.append(
+                f"unknown top-level key {k!r} (expected 'version', 'default', 'brokers')"
+            )
+        if obj.get("version") != CAPACITY_VERSION:
+            problems.append(f"'version' must be {CAPACITY_VERSION}, got {obj.get('version')!r}")
+        default = None
+        if "default" in obj:
+            default = _read_cap(obj["default"], "default", problems)
+        raw = obj.get("brokers", [])
+        entries: dict[int, BrokerCapacity] = {}
+        if not isinstance(raw, list):
+            problems.append('\'brokers\' must be a list of {"id": N, "disk_bytes": N}')
+            raw = []
+        for i, e in enumerate(raw):
+            if not isinstance(e, dict):
+                problems.append(f"brokers[{i}] must be an object")
+                continue
+            bid = e.get("id")
+            if not _is_count(bid, zero=True):
+                problems.append(f"brokers[{i}]: 'id' must be a non-negative integer, got {bid!r}")
+                continue
+            where = f"broker {bid}"
+            cap = _read_cap({k: v for k, v in e.items() if k != "id"}, where, problems)
+            if bid in entries:
+                problems.append(f"{where} is listed twice")
+            elif cap is not None:
+                entries[bid] = cap
+        if not raw and default is None and not problems:
+            problems.append("no broker listed and no 'default': the file sets no capacity")
+        if problems:
+            raise InvalidPlanError(problems, header=f"{source} is not a valid capacity file")
+        return cls(tuple(sorted(entries.items())), default, source)
+
+    @classmethod
+    def read(cls, path: str) -> Capacity:
+        import json
+
+        from .errors import InvalidPlanError
+
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise InvalidPlanError(
+                [f"cannot read {path}: {e.strerror}"], header=f"capacity file {path}"
+            ) from e
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise InvalidPlanError(
+                [f"not valid JSON: {e}"], header=f"{path} is not a capacity file"
+            ) from e
+        return cls.from_json_obj(obj, source=path)
+
+
+def _is_count(v: Any, zero: bool = False) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and (v >= 0 if zero else v > 0)
+
+
+def _read_cap(e: Any, where: str, problems: list[str]) -> BrokerCapacity | None:
+    if not isinstance(e, dict):
+        problems.append(f"{where} must be an object with 'disk_bytes' (and 'max_replicas')")
+        return None
+    ok = True
+    for k in sorted(set(e) - _CAP_KEYS):
+        problems.append(f"{where}: unknown field {k!r} (expected 'disk_bytes', 'max_replicas')")
+        ok = False
+    disk, mr = e.get("disk_bytes"), e.get("max_replicas")
+    if not _is_count(disk):
+        problems.append(f"{where}: 'disk_bytes' must be a positive integer (bytes), got {disk!r}")
+        ok = False
+    if mr is not None and not _is_count(mr):
+        problems.append(f"{where}: 'max_replicas' must be a positive integer or absent, got {mr!r}")
+        ok = False
+    return BrokerCapacity(disk, mr) if ok else None
+
+
+def _pct(over: float, of: float) -> str:
+    return f"{100 * over / of:.1f}%" if of else "inf%"
+
+
+def capacity_problems(
+    replicas_after: Mapping[int, int],
+    bytes_after: Mapping[int, int],
+    capacity: Capacity | None,
+    brokers: Sequence[int],
+) -> list[Problem]:
+    """The hard capacity limits on the brokers' totals after a plan: bytes within
+    ``disk_bytes``, replicas within ``max_replicas``. One problem per broker and limit, saying by
+    how much it is over. (The planner's refusal and both validators use this one rule.)"""
+    out: list[Problem] = []
+    if capacity is None:
+        return out
+    for b in sorted(brokers):
+        c = capacity.of(b)
+        if c is None:
+            continue
+        used = int(bytes_after.get(b, 0))
+        if used > c.disk_bytes:
+            over = used - c.disk_bytes
+            out.append(
+                Problem(
+                    f"broker {b}",
+                    CAPACITY_DISK,
+                    f"{used} bytes after the plan on a disk of {c.disk_bytes} bytes: {over} bytes "
+                    f"({_pct(over, c.disk_bytes)}) over",
+                )
+            )
+        n = int(replicas_after.get(b, 0))
+        if c.max_replicas is not None and n > c.max_replicas:
+            out.append(
+                Problem(
+                    f"broker {b}",
+                    CAPACITY_REPLICAS,
+                    f"{n} replicas after the plan, max_replicas is {c.max_replicas}: "
+                    f"{n - c.max_replicas} over",
+                )
+            )
+    return out
+
+
+def totals_after(snapshot, plan: Plan) -> tuple[dict[int, int], dict[int, int]]:
+    """(replicas, bytes) per broker once the plan is applied to the snapshot."""
+    new = {m.tp: m.replicas for m in plan}
+    reps: dict[int, int] = {}
+    byts: dict[int, int] = {}
+    for p in snapshot.partitions:
+        for b in new.get(p.tp, p.replicas):
+            reps[b] = reps.get(b, 0) + 1
+            byts[b] = byts.get(b, 0) + p.size_bytes
+    return reps, byts

@@ -23,21 +23,32 @@ crc32(topic-partition), so the plan does not depend on where it runs.
 from __future__ import annotations
 
 import heapq
+import math
 import time
 import zlib
+from bisect import bisect_left, bisect_right, insort
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .errors import UsageError
+from .errors import CapacityError, UsageError
 from .leader_flow import LeaderBalance, balance_leaders
 from .model import Move, Plan, TopicPartition
-from .plan_report import PlanResult
-from .plan_rules import VIRTUAL, RuleContext, apply_rf, required_racks
+from .plan_report import PlanResult, broker_totals
+from .plan_rules import (
+    VIRTUAL,
+    Capacity,
+    RuleContext,
+    apply_rf,
+    capacity_problems,
+    required_racks,
+)
 from .snapshot import Snapshot, TopicFilter, excluded_summary
 
 GOALS = ("replicas", "leaders", "bytes")
 DEFAULT_CHUNKS = 8
+DEFAULT_BYTES_TOLERANCE = 0.05
+BYTES_ROUNDS = 8  # bytes rounds at most (each re-aggregates the chunks' bytes)
 
 
 @dataclass(frozen=True)
@@ -51,6 +62,9 @@ class PlanParams:
     topic_filter: TopicFilter = TopicFilter()
     # a leaders-only plan moving preferred leadership off these brokers (issue 13 #4)
     demote_brokers: tuple[int, ...] = ()
+    # hard per-broker limits (disk bytes, max replicas) and the bytes goal's tolerance
+    capacity: Capacity | None = None
+    bytes_tolerance: float = DEFAULT_BYTES_TOLERANCE
 
     def rf_change(self) -> dict[str, int]:
         if self.replication_factor is None:
@@ -266,22 +280,68 @@ def _round_shares(shares: dict, total: int, tiebreak: Mapping) -> dict:
     return base
 
 
-def _waterfill(levels: dict[int, int], amount: int) -> dict[int, int]:
-    """Raise the lowest levels first by ``amount`` units (ties to the lower broker id)."""
+def _waterfill(
+    levels: dict[int, int], amount: int, caps: Mapping[int, int] | None = None
+) -> tuple[dict[int, int], int]:
+    """Raise the lowest levels first by ``amount`` units (ties to the lower broker id), never
+    above ``caps``; returns the levels and what did not fit."""
+    caps = caps or {}
     out = dict(levels)
-    heap = [(v, b) for b, v in out.items()]
+    heap = [(v, b) for b, v in out.items() if v < caps.get(b, v + amount + 1)]
     heapq.heapify(heap)
-    for _ in range(amount):
+    while amount > 0 and heap:
         v, b = heapq.heappop(heap)
         out[b] = v + 1
-        heapq.heappush(heap, (v + 1, b))
+        amount -= 1
+        if v + 1 < caps.get(b, v + 2):
+            heapq.heappush(heap, (v + 1, b))
+    return out, amount
+
+
+def _capped_split(n: int, bs: Sequence[int], cur: Mapping[int, int], caps: Mapping[int, int]):
+    """``n`` replicas over ``bs`` as evenly as ``caps`` allow; the ceilings go to the brokers
+    that hold most already (fewer moves). None when the caps cannot hold ``n``."""
+    left = list(bs)
+    out: dict[int, int] = {}
+    while left:
+        base = n // len(left)
+        fixed = [b for b in left if b in caps and caps[b] <= base]
+        if not fixed:
+            break
+        for b in fixed:
+            out[b] = caps[b]
+            n -= caps[b]
+            left.remove(b)
+    if not left:
+        return out if n == 0 else None
+    base, extra = divmod(n, len(left))
+    ranked = sorted(left, key=lambda b: (-cur.get(b, 0), b))
+    for i, b in enumerate(ranked):
+        out[b] = base + (1 if i < extra else 0)
     return out
 
 
+def _count_refusal(what: str, total: int, room: int, brokers: Sequence[int], caps) -> CapacityError:
+    return CapacityError(
+        [
+            f"{what}: {total} replicas to place, but brokers {sorted(brokers)} may hold "
+            f"{room} (max_replicas {dict(sorted((b, caps[b]) for b in brokers if b in caps))}): "
+            f"{total - room} over"
+        ],
+        header="no plan fits the capacity file's max_replicas",
+    )
+
+
 def broker_targets(
-    ctx: RuleContext, cur: Mapping[int, int], rf_hist: Mapping[int, int], balance: bool
+    ctx: RuleContext,
+    cur: Mapping[int, int],
+    rf_hist: Mapping[int, int],
+    balance: bool,
+    caps: Mapping[int, int] | None = None,
 ) -> dict[int, int]:
-    """Replica count each broker should end with (0 for removed brokers)."""
+    """Replica count each broker should end with (0 for removed brokers), never above its
+    ``caps`` (max_replicas); a CapacityError when the caps cannot hold the replicas."""
+    caps = dict(caps or {})
     allowed = ctx.allowed
     total = sum(cur.values())
     n_racks = ctx.rack_count
@@ -291,26 +351,56 @@ def broker_targets(
     targets = {b: 0 for b in set(cur) | set(ctx.racks)}
     if not balance:
         # keep everyone where they are; what must leave fills the emptiest brokers of its rack
-        levels = {b: cur.get(b, 0) for b in allowed}
+        levels = {b: min(cur.get(b, 0), caps.get(b, cur.get(b, 0))) for b in allowed}
         spill = 0
         by_rack: dict[str | None, int] = defaultdict(int)
         for b, n in cur.items():
-            if b in ctx.removed or b == VIRTUAL or b not in ctx.racks:
+            if b in ctx.removed or b == VIRTUAL or b not in ctx.racks or n > levels.get(b, n):
                 key = ctx.racks.get(b) if n_racks > 1 else None
+                n = n - levels.get(b, 0)  # all of a removed broker's, a capped one's excess
                 if key in groups:
                     by_rack[key] += n
                 else:
                     spill += n
         for key, n in sorted(by_rack.items(), key=lambda kv: str(kv[0])):
-            levels.update(_waterfill({b: levels[b] for b in groups[key]}, n))
-        levels = _waterfill(levels, spill)
+            filled, rest = _waterfill({b: levels[b] for b in groups[key]}, n, caps)
+            levels.update(filled)
+            spill += rest
+        levels, rest = _waterfill(levels, spill, caps)
+        if rest:
+            raise _count_refusal("the cluster", total, total - rest, allowed, caps)
         targets.update(levels)
         return targets
     cur_group = {k: sum(cur.get(b, 0) for b in bs) for k, bs in groups.items()}
+    room = {
+        k: (sum(caps[b] for b in bs) if all(b in caps for b in bs) else total)
+        for k, bs in groups.items()
+    }
     if len(groups) == 1:
         group_total = {next(iter(groups)): total}
+        k = next(iter(groups))
+        if room[k] < total:
+            raise _count_refusal("the cluster", total, room[k], groups[k], caps)
     else:
         bounds = {k: _rack_bounds(rf_hist, n_racks, len(bs)) for k, bs in groups.items()}
+        for k, (lo, hi) in list(bounds.items()):
+            if room[k] < lo:
+                raise _count_refusal(
+                    f"rack {k} (rack-awareness puts at least {lo} replicas there)",
+                    lo,
+                    room[k],
+                    groups[k],
+                    caps,
+                )
+            bounds[k] = (lo, min(hi, room[k]))
+        if sum(hi for _, hi in bounds.values()) < total:
+            raise _count_refusal(
+                "the cluster (rack-awareness and max_replicas)",
+                total,
+                sum(hi for _, hi in bounds.values()),
+                allowed,
+                caps,
+            )
         lo_l, hi_l = 0.0, float(total) + 1.0
         for _ in range(100):  # water level so that clamped shares add up to the total
             mid = (lo_l + hi_l) / 2
@@ -322,12 +412,21 @@ def broker_targets(
         scale = total / sum(shares.values()) if sum(shares.values()) else 0
         shares = {k: v * scale for k, v in shares.items()}
         group_total = _round_shares(shares, total, cur_group)
+        for k in sorted(group_total, key=str):  # rounding never lifts a rack over its bound
+            over = group_total[k] - bounds[k][1]
+            for k2 in sorted(group_total, key=str):
+                if over <= 0:
+                    break
+                give = min(over, bounds[k2][1] - group_total[k2]) if k2 != k else 0
+                if give > 0:
+                    group_total[k2] += give
+                    group_total[k] -= give
+                    over -= give
     for k, bs in groups.items():
-        n = group_total[k]
-        base, extra = divmod(n, len(bs))
-        ranked = sorted(bs, key=lambda b: (-cur.get(b, 0), b))
-        for i, b in enumerate(ranked):
-            targets[b] = base + (1 if i < extra else 0)
+        split = _capped_split(group_total[k], bs, cur, caps)
+        if split is None:  # rounding put one more on a full rack: cannot happen when bounded
+            raise _count_refusal(f"rack {k}", group_total[k], room[k], bs, caps)
+        targets.update(split)
     return targets
 
 
@@ -467,6 +566,19 @@ class Prepared:
     bytes_heavy: frozenset[int]
     agg: Aggregates
     dst_racks: frozenset = frozenset()
+    # bytes (issue 13 capacity goals): broker -> (low, high) bytes a plan aims within; high is
+    # the hard disk limit or, with --balance bytes, the share plus tolerance when that is lower
+    bands: dict[int, tuple[float, float]] = field(default_factory=dict)
+    shares: dict[int, float] = field(default_factory=dict)
+    bytes_lower_bound: int = 0
+    caps: dict[int, int] = field(default_factory=dict)  # max_replicas
+
+    @property
+    def bytes_pass(self) -> bool:
+        """Whether the bytes pass runs: a bytes goal, or disk limits to keep."""
+        return bool(self.bands) and (
+            "bytes" in self.params.balance or self.params.capacity is not None
+        )
 
 
 def _rack_key(ctx: RuleContext, b: int):
@@ -486,7 +598,10 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
         )
     chunks = list(range(params.chunks))
     cur = agg.per_broker(agg.replicas)
-    targets = broker_targets(ctx, cur, agg.rf_hist, "replicas" in params.balance)
+    cap = params.capacity
+    caps = {b: m for b in allowed if cap is not None and (m := cap.max_replicas(b)) is not None}
+    bands, byte_shares, bytes_lb = bytes_bands(agg, ctx, params)
+    targets = broker_targets(ctx, cur, agg.rf_hist, "replicas" in params.balance, caps)
     lb = lower_bound(cur, targets, ctx, agg.forced_by_rack())
     quotas = {c: ChunkQuota() for c in chunks}
     # give: removed / virtual give everything; over-full brokers give their surplus, by share
@@ -564,7 +679,57 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
     lb = max(
         lb, must + short, relay_bound(ctx, cur, targets, agg.capable, bool(params.rf_change()))
     )
-    return Prepared(ctx, params, targets, lb, quotas, heavy, agg, all_racks)
+    return Prepared(
+        ctx, params, targets, lb, quotas, heavy, agg, all_racks, bands, byte_shares, bytes_lb, caps
+    )
+
+
+def bytes_bands(
+    agg: Aggregates, ctx: RuleContext, params: PlanParams
+) -> tuple[dict[int, tuple[float, float]], dict[int, float], int]:
+    """Per allowed broker: (low, high) bytes, its share of the bytes, and the lower bound on
+    bytes moved.
+
+    share = disk / total disk x total bytes (equal shares without a capacity file). With
+    ``--balance bytes`` a broker aims within ``share x (1 +- tolerance)``; with a capacity file
+    its disk is a hard ceiling as well. The lower bound: every byte above a broker's ceiling
+    (all of a removed broker's, all an RF increase adds) must leave it, every byte below a
+    floor must arrive, and a moved replica's bytes leave one broker and arrive on one other:
+    moved bytes >= max(sum of excesses, sum of deficits)."""
+    allowed = ctx.allowed
+    cap = params.capacity
+    goal = "bytes" in params.balance
+    total = sum(agg.bytes.values())  # after the RF change; placeholders carry their size
+    weights = {b: (cap.disk(b) or 0) if cap is not None else 1 for b in allowed}
+    w = sum(weights.values())
+    shares = {b: total * weights[b] / w if w else 0.0 for b in allowed}
+    if cap is not None:
+        disk = sum(weights.values())
+        if total > disk:
+            raise CapacityError(
+                [
+                    f"brokers {allowed}: {total} bytes to hold on {disk} bytes of disk: "
+                    f"{total - disk} bytes ({100 * (total - disk) / disk:.1f}%) over"
+                ],
+                header="no plan fits the capacity file's disk_bytes",
+            )
+    if not goal and cap is None:
+        bands: dict[int, tuple[float, float]] = {}
+    else:
+        tol = params.bytes_tolerance if goal else 0.0
+        bands = {}
+        for b in allowed:
+            lo = shares[b] * (1 - tol) if goal else 0.0
+            hi = shares[b] * (1 + tol) if goal else float("inf")
+            if cap is not None:
+                hi = min(hi, float(cap.disk(b) or 0))
+            bands[b] = (lo, hi)
+    must = sum(n for b, n in agg.bytes.items() if b not in set(allowed))
+    out_ = must + sum(max(0.0, agg.bytes.get(b, 0) - bands[b][1]) for b in bands)
+    in_ = sum(max(0.0, bands[b][0] - agg.bytes.get(b, 0)) for b in bands)
+    v = max(out_, in_)
+    near = round(v)  # an integer up to float noise is that integer; else its floor
+    return bands, shares, int(near if abs(v - near) <= 1e-9 * max(1.0, v) else math.floor(v))
 
 
 # -- one chunk ------------------------------------------------------------------------------
@@ -924,7 +1089,7 @@ class _Chunk:
     def run(self) -> list[Changed]:
         """Every partition of the chunk, in chunk order: (topic, partition, old, new, size)."""
         self.mandatory()
-        if "replicas" in self.prep.params.balance:
+        if "replicas" in self.prep.params.balance or self.prep.caps:
             self.surplus()
         self.fix_racks()
         return [
@@ -937,6 +1102,288 @@ def plan_chunk(rows: Sequence[Row], prep: Prepared, chunk: int) -> list[Changed]
     """Plan one chunk's replica sets: the unit of work of a Spark task (or of the in-process
     loop). Returns every partition of the chunk, changed or not (the leader pass needs them)."""
     return _Chunk(rows, prep, prep.quotas.get(chunk, ChunkQuota())).run()
+
+
+# -- bytes: every broker within its band (capacity limits, --balance bytes) ----------------------
+def chunk_totals(rows: Iterable[Changed], chunk: int) -> dict[tuple[int, int], tuple[int, int]]:
+    """(chunk, broker) -> (bytes, replicas) of a chunk's final rows (the Spark twin is a
+    groupBy over the exploded replica lists)."""
+    byts: dict[int, int] = defaultdict(int)
+    reps: dict[int, int] = defaultdict(int)
+    for _, _, _, new, size in rows:
+        for b in new:
+            byts[b] += size
+            reps[b] += 1
+    return {(chunk, b): (byts[b], reps[b]) for b in byts}
+
+
+@dataclass
+class BytesQuota:
+    """A chunk's share of one bytes round: bytes each giver sheds (at least ``out``, at most
+    ``out_max``), bytes each receiver may take (hard ``cap``; ``aim`` first) and, when replica
+    counts may change, replicas each receiver may gain."""
+
+    out: dict[int, float] = field(default_factory=dict)
+    out_max: dict[int, float] = field(default_factory=dict)
+    cap: dict[int, float] = field(default_factory=dict)
+    aim: dict[int, float] = field(default_factory=dict)
+    add: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
+class BytesPlan:
+    ctx: RuleContext
+    quotas: dict[int, BytesQuota]
+    swap: bool  # replica counts are a goal: only count-neutral exchanges
+
+
+def bytes_off(totals: Mapping[int, float], bands: Mapping[int, tuple[float, float]]) -> float:
+    """Bytes outside the bands, summed over brokers."""
+    return sum(
+        max(0.0, totals.get(b, 0) - hi) + max(0.0, lo - totals.get(b, 0))
+        for b, (lo, hi) in bands.items()
+    )
+
+
+def prepare_bytes(
+    totals: Mapping[tuple[int, int], tuple[int, int]], prep: Prepared
+) -> BytesPlan | None:
+    """One bytes round, from the chunks' (bytes, replicas) per broker: which brokers give and
+    take how much. A giver's share goes to the chunks where it holds most (up to half of what it
+    holds there, then the rest), so that few chunks round a partition up; receivers' room
+    follows the flow. None when every broker is within its band."""
+    bands = prep.bands
+    x: dict[int, float] = defaultdict(float)
+    count: dict[int, int] = defaultdict(int)
+    per: dict[int, dict[int, int]] = defaultdict(dict)
+    for (c, b), (n_bytes, n) in totals.items():
+        x[b] += n_bytes
+        count[b] += n
+        per[b][c] = n_bytes
+    need_out = {b: x[b] - hi for b, (lo, hi) in bands.items() if x[b] > hi}
+    need_in = {b: lo - x[b] for b, (lo, hi) in bands.items() if x[b] < lo}
+    short, over = sum(need_in.values()), sum(need_out.values())
+    if short <= 0 and over <= 0:
+        return None
+    room_out = {b: x[b] - lo for b, (lo, hi) in bands.items() if x[b] > lo}
+    room_in = {b: hi - x[b] for b, (lo, hi) in bands.items() if x[b] < hi}
+    aim_out = dict(need_out)
+    # brokers within their band give too when those below their floor need more than those
+    # above their ceiling shed: the ones with the widest margin first (few givers, whole
+    # partitions), in the short broker's rack first (with RF >= racks every partition keeps one
+    # replica per rack: bytes cannot change rack)
+    spare = {b: room_out[b] - need_out.get(b, 0.0) for b in room_out}
+    spare = {b: v for b, v in spare.items() if v > 0}
+    rk = {b: _rack_key(prep.ctx, b) for b in bands}
+
+    def draw(amount: float, pool: list[int]) -> float:
+        for b in sorted(pool, key=lambda b: (-spare[b], b)):
+            if amount <= 0:
+                break
+            take = min(amount, spare[b])
+            if take > 0:
+                aim_out[b] = aim_out.get(b, 0.0) + take
+                spare[b] -= take
+                amount -= take
+        return amount
+
+    left_short = 0.0
+    for g in sorted(set(rk.values()), key=str):
+        gap = sum(v for b, v in need_in.items() if rk[b] == g) - sum(
+            v for b, v in need_out.items() if rk[b] == g
+        )
+        if gap > 0:
+            left_short += draw(gap, [b for b in spare if rk[b] == g])
+    draw(min(left_short, max(0.0, short - over)), list(spare))  # what no rack covers itself
+    total_out = sum(aim_out.values())
+    if total_out <= 0:
+        return None
+    chunks = list(range(prep.params.chunks))
+    quotas = {c: BytesQuota() for c in chunks}
+    flow: dict[int, float] = defaultdict(float)
+    for b, a in aim_out.items():
+        order = sorted((c for c, xb in per[b].items() if xb > 0), key=lambda c: (-per[b][c], c))
+        share: dict[int, float] = defaultdict(float)
+        left = a
+        for half in (0.5, 1.0):
+            for c in order:
+                take = min(left, per[b][c] * half - share[c])
+                if take > 0:
+                    share[c] += take
+                    left -= take
+        for c, v in share.items():
+            quotas[c].out[b] = v
+            # what this giver may shed there at most: its floor, spread like its holdings
+            quotas[c].out_max[b] = max(v, room_out.get(b, a) * per[b][c] / x[b])
+            flow[c] += v
+    swap = "replicas" in prep.params.balance
+    weights = [flow[c] for c in chunks]
+    for b, r in room_in.items():
+        if b in aim_out:
+            continue  # a broker does not both give and take in one round
+        adds = None
+        if not swap and b in prep.caps:  # replicas it may still gain, split like the flow
+            adds = apportion(max(0, prep.caps[b] - count[b]), [round(w) for w in weights])
+        for i, c in enumerate(chunks):
+            if flow[c] > 0:
+                quotas[c].cap[b] = r * flow[c] / total_out
+                quotas[c].aim[b] = need_in.get(b, 0.0) * flow[c] / total_out
+                if adds is not None:
+                    quotas[c].add[b] = adds[i]
+    return BytesPlan(prep.ctx, quotas, swap)
+
+
+def _rack_keeps(reps: Sequence[int], pos: int, dest: int, ctx: RuleContext) -> bool:
+    """Replacing reps[pos] by dest leaves min(RF, racks) racks spanned (the validator's rule
+    for every partition a plan touches)."""
+    if ctx.rack_count <= 1:
+        return True
+    after = len({ctx.racks.get(b) for j, b in enumerate(reps) if j != pos} | {ctx.racks.get(dest)})
+    return after >= required_racks(len(reps), ctx.rack_count)
+
+
+class _BytesChunk:
+    """Greedy bytes round of one chunk: a giver's replicas go to receivers (or, when replica
+    counts are a goal, are exchanged against smaller ones of the receiver) until the giver has
+    shed its share; replicas that arrive in this plan anyway are re-targeted first (no extra
+    move, no extra byte copied)."""
+
+    TRIES = 24  # candidates looked at per size window
+
+    def __init__(self, rows: Sequence[Changed], bp: BytesPlan, quota: BytesQuota):
+        self.rows = sorted(rows, key=lambda r: (chunk_key(r[0], r[1]), r[0], r[1]))
+        self.new = [list(r[3]) for r in self.rows]
+        self.old = [set(r[2]) for r in self.rows]
+        self.size = [r[4] for r in self.rows]
+        self.bp, self.ctx, self.q = bp, bp.ctx, quota
+        self.out = dict(quota.out)
+        self.out_max = dict(quota.out_max)
+        self.cap = dict(quota.cap)
+        self.aim = dict(quota.aim)
+        self.add = dict(quota.add)
+        watch = set(self.out) | (set(self.cap) if bp.swap else set())
+        # broker -> [free list, paid list] of (size, row), sorted: free = arrived in this plan
+        self.lists: dict[int, list[list[tuple[int, int]]]] = {b: [[], []] for b in watch}
+        for i, reps in enumerate(self.new):
+            for b in reps:
+                if b in self.lists:
+                    self.lists[b][0 if b not in self.old[i] else 1].append((self.size[i], i))
+        for ls in self.lists.values():
+            ls[0].sort()
+            ls[1].sort()
+
+    def _drop(self, b: int, i: int) -> None:
+        if b in self.lists:
+            for lst in self.lists[b]:
+                k = bisect_left(lst, (self.size[i], i))
+                if k < len(lst) and lst[k] == (self.size[i], i):
+                    del lst[k]
+                    return
+
+    def _add(self, b: int, i: int) -> None:
+        if b in self.lists:
+            insort(self.lists[b][0 if b not in self.old[i] else 1], (self.size[i], i))
+
+    def _move(self, i: int, a: int, b: int) -> None:
+        reps = self.new[i]
+        self._drop(a, i)
+        reps[reps.index(a)] = b
+        self._add(b, i)
+
+    def _fits(self, i: int, a: int, b: int) -> bool:
+        reps = self.new[i]
+        return b not in reps and _rack_keeps(reps, reps.index(a), b, self.ctx)
+
+    def _window(self, lst, lo: float, hi: float, low_first: bool):
+        """Rows of a sorted (size, row) list with lo <= size <= hi, a few, from one end."""
+        i = bisect_left(lst, (math.ceil(lo), -1))
+        j = len(lst) if hi == float("inf") else bisect_right(lst, (math.floor(hi), 1 << 62))
+        idx = range(i, j) if low_first else range(j - 1, i - 1, -1)
+        for n, k in enumerate(idx):
+            if n >= self.TRIES:
+                return
+            yield lst[k]
+
+    def _receivers(self) -> list[int]:
+        return sorted(
+            (b for b, c in self.cap.items() if c > 0 and self.add.get(b, 1) > 0),
+            key=lambda b: (-(self.aim.get(b, 0.0)), -self.cap[b], b),
+        )
+
+    def _one_move(self, a: int, finish: bool) -> bool:
+        need = self.out[a]
+        for lst in self.lists[a]:
+            for b in self._receivers():
+                hi = min(self._most(a) if finish else need, self.cap[b])
+                lo = need if finish else 1
+                for s, i in self._window(lst, lo, hi, low_first=finish):
+                    if self._fits(i, a, b):
+                        self._move(i, a, b)
+                        self._took(a, b, s)
+                        if b in self.add:
+                            self.add[b] -= 1
+                        return True
+        return False
+
+    def _one_swap(self, a: int, finish: bool) -> bool:
+        """Exchange a replica p of the giver for a smaller one q of a receiver: the giver sheds
+        size(p) - size(q), and 2 replicas (size(p) + size(q) bytes) move, so the cheapest
+        exchange of the right size wins: q as small as the receiver has, p just above it."""
+        need = self.out[a]
+        for b in self._receivers():
+            q_lists = self.lists.get(b, [])
+            qmin = min((ql[0][0] for ql in q_lists if ql), default=None)
+            if qmin is None:
+                continue
+            limit = min(self._most(a) if finish else need, self.cap[b])
+            want = need if finish else 1
+            if limit < want:
+                continue
+            for lst in self.lists[a]:
+                p_win = self._window(lst, qmin + want, qmin + limit, low_first=finish)
+                for sp, i in list(p_win):
+                    if not self._fits(i, a, b):
+                        continue
+                    lo, hi = sp - limit, sp - want
+                    for q_list in q_lists:
+                        for sq, j in self._window(q_list, max(0, lo), hi, low_first=not finish):
+                            if j == i or not self._fits(j, b, a):
+                                continue
+                            self._move(i, a, b)
+                            self._move(j, b, a)
+                            self._took(a, b, sp - sq)
+                            return True
+        return False
+
+    def _most(self, a: int) -> float:
+        """The most a finishing step may shed: down to the giver's floor."""
+        return self.out_max[a]
+
+    def _took(self, a: int, b: int, n: int) -> None:
+        self.out[a] -= n
+        self.out_max[a] -= n
+        self.cap[b] -= n
+        if b in self.aim:
+            self.aim[b] -= n
+
+    def run(self) -> list[Changed]:
+        step = self._one_swap if self.bp.swap else self._one_move
+        for a in sorted(self.out, key=lambda b: (-self.out[b], b)):
+            while self.out[a] > 0 and (step(a, False) or step(a, True)):
+                pass
+        return [
+            (t, p, old, new, sz)
+            for (t, p, old, _, sz), new in zip(self.rows, self.new, strict=True)
+        ]
+
+
+def bytes_chunk(rows: Sequence[Changed], bp: BytesPlan, chunk: int) -> list[Changed]:
+    """Apply a chunk's share of a bytes round to its final rows (every partition of the chunk);
+    returns them all, in chunk order."""
+    quota = bp.quotas.get(chunk)
+    if quota is None or not quota.out:
+        return sorted(rows, key=lambda r: (chunk_key(r[0], r[1]), r[0], r[1]))
+    return _BytesChunk(rows, bp, quota).run()
 
 
 # -- preferred leaders: one flow over the final replica sets ---------------------------------
@@ -1069,7 +1516,7 @@ def finish(changed: list[Changed], prep: Prepared, leaders: LeaderPlan | None = 
         moved += arrived
         moved_bytes += arrived * size
         lead += int(new[0] != old[0])
-    return PlanResult(
+    result = PlanResult(
         Plan(tuple(moves)),
         Plan(tuple(current)),
         prep,
@@ -1079,6 +1526,18 @@ def finish(changed: list[Changed], prep: Prepared, leaders: LeaderPlan | None = 
         changed,
         leader_balance=_leader_summary(leaders),
     )
+    if prep.params.capacity is not None:  # hard limits: refuse rather than exceed one
+        t = broker_totals(result)
+        problems = capacity_problems(
+            t["replicas_after"], t["bytes_after"], prep.params.capacity, prep.ctx.allowed
+        )
+        if problems:
+            raise CapacityError(
+                [f"{p.where}: {p.detail}" for p in problems],
+                header=f"no plan found within the hard limits of {prep.params.capacity.source} "
+                "(disk_bytes, max_replicas)",
+            )
+    return result
 
 
 def rule_context(snapshot, params: PlanParams) -> RuleContext:
@@ -1118,6 +1577,13 @@ def rule_context(snapshot, params: PlanParams) -> RuleContext:
         raise UsageError("--topics needs --replication-factor")
     if params.chunks < 1:
         raise UsageError(f"chunks must be >= 1, got {params.chunks}")
+    if not 0 <= params.bytes_tolerance < 1:
+        raise UsageError(
+            f"--bytes-tolerance must be in [0, 1) (0.05 = within 5% of the share), "
+            f"got {params.bytes_tolerance}"
+        )
+    if params.capacity is not None:
+        params.capacity.check_brokers(sorted(racks), params.remove_brokers)
     return RuleContext(racks, frozenset(params.remove_brokers), params.rf_change())
 
 
@@ -1136,6 +1602,19 @@ def plan_in_process(snapshot, params: PlanParams | None = None) -> PlanResult:
     t = time.perf_counter()
     finals = {c: plan_chunk(by_chunk[c], prep, c) for c in sorted(by_chunk)}
     timings = {"plan_replicas_s": time.perf_counter() - t}
+    if prep.bytes_pass:
+        t = time.perf_counter()
+        seen = None
+        for _ in range(BYTES_ROUNDS):
+            totals: dict = {}
+            for c, rs in finals.items():
+                totals.update(chunk_totals(rs, c))
+            bp = prepare_bytes(totals, prep) if totals != seen else None
+            if bp is None:  # within the bands, or the last round changed nothing
+                break
+            seen = totals
+            finals = {c: bytes_chunk(rs, bp, c) for c, rs in finals.items()}
+        timings["bytes_s"] = time.perf_counter() - t
     changed: list[Changed] = []
     if "leaders" not in params.balance:
         for c in sorted(finals):
@@ -1177,8 +1656,10 @@ def generate(
     topics: Iterable[str],
     broker_list: Iterable[int],
     topic_filter: TopicFilter | None = None,
+    capacity: Capacity | None = None,
 ) -> tuple[Plan, Plan]:
-    """``--generate``: place the partitions of ``topics`` on ``broker_list`` with this planner.
+    """``--generate``: place the partitions of ``topics`` on ``broker_list`` with this planner
+    (within ``capacity``'s hard limits when given; counted over those topics only).
 
     Returns (current assignment, proposed assignment) for every partition of those topics that
     ``topic_filter`` selects (internal topics only with ``include_internal``)."""
@@ -1201,7 +1682,9 @@ def generate(
         [p for p in snapshot.partitions if p.topic in set(topics)],
     )
     remove = tuple(b for b in sorted(known_b) if b not in set(brokers))
-    result = plan_in_process(sub, PlanParams(remove_brokers=remove, topic_filter=topic_filter))
+    result = plan_in_process(
+        sub, PlanParams(remove_brokers=remove, topic_filter=topic_filter, capacity=capacity)
+    )
     sub, _ = sub.select(topic_filter)
     proposed = {m.tp: m for m in result.plan}
     cur = [Move(p.tp, tuple(p.replicas)) for p in sub.partitions]

@@ -5,9 +5,13 @@ The JSON form is a contract (``version`` 1)::
     {"version": 1,
      "brokers": [{"id": 1, "rack": "a"}],
      "topics": [{"name": "t", "min_insync_replicas": 2}],
+     (a tiered topic, KIP-405, adds "remote_storage_enable": true, "local_retention_bytes": N,
+      "local_retention_ms": N — its configs remote.storage.enable, local.retention.bytes/ms)
      "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2, 3], "size_bytes": 123}]}
 
-A broker listed with no replicas is a new, empty broker. Reading is strict (every problem at
+A broker listed with no replicas is a new, empty broker. ``size_bytes`` is what a new replica
+copies: the leader's log size from DescribeLogDirs, which for a tiered topic counts only its
+local segments (remote ones are not copied by a move). Reading is strict (every problem at
 once, each naming the entry at fault); writing is canonical (sorted, fixed key order) so the same
 cluster state always gives the same bytes. Big clusters may use the Parquet form instead: a
 directory with ``brokers.parquet``, ``topics.parquet`` and ``partitions.parquet`` holding the
@@ -118,7 +122,8 @@ def excluded_summary(
 
 
 _BROKER_KEYS = {"id", "rack"}
-_TOPIC_KEYS = {"name", "min_insync_replicas"}
+_TIERED_KEYS = ("remote_storage_enable", "local_retention_bytes", "local_retention_ms")
+_TOPIC_KEYS = {"name", "min_insync_replicas", *_TIERED_KEYS}
 _PARTITION_KEYS = {"topic", "partition", "replicas", "size_bytes"}
 _TOP_KEYS = {"version", "brokers", "topics", "partitions"}
 
@@ -133,6 +138,20 @@ class BrokerEntry:
 class TopicEntry:
     name: str
     min_insync_replicas: int | None = None
+    # tiered storage (KIP-405): remote.storage.enable and the local retention it keeps; sizes
+    # stay the local bytes (what a move copies)
+    remote_storage_enable: bool = False
+    local_retention_bytes: int | None = None
+    local_retention_ms: int | None = None
+
+    def to_json_obj(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "min_insync_replicas": self.min_insync_replicas}
+        if self.remote_storage_enable or self.local_retention_bytes is not None:
+            out["remote_storage_enable"] = self.remote_storage_enable
+        for k in ("local_retention_bytes", "local_retention_ms"):
+            if getattr(self, k) is not None:
+                out[k] = getattr(self, k)
+        return out
 
 
 @dataclass(frozen=True)
@@ -218,10 +237,7 @@ class Snapshot:
             "brokers": [
                 {"id": b.id, "rack": b.rack} for b in sorted(self.brokers, key=lambda b: b.id)
             ],
-            "topics": [
-                {"name": t.name, "min_insync_replicas": t.min_insync_replicas}
-                for t in sorted(self.topics, key=lambda t: t.name)
-            ],
+            "topics": [t.to_json_obj() for t in sorted(self.topics, key=lambda t: t.name)],
             "partitions": [
                 {
                     "topic": p.topic,
@@ -353,10 +369,26 @@ def _read_topics(raw: Any, problems: list[str]) -> dict[str, TopicEntry]:
                 f"topic {name}: 'min_insync_replicas' must be a positive integer or null, got {misr!r}"
             )
             continue
+        remote = t.get("remote_storage_enable", False)
+        if not isinstance(remote, bool):
+            problems.append(
+                f"topic {name}: 'remote_storage_enable' must be true or false, got {remote!r}"
+            )
+            continue
+        bad = False
+        for k in ("local_retention_bytes", "local_retention_ms"):
+            v = t.get(k)
+            if v is not None and (not _is_int(v) or v < -2):
+                problems.append(f"topic {name}: {k!r} must be an integer >= -2 or null, got {v!r}")
+                bad = True
+        if bad:
+            continue
         if name in out:
             problems.append(f"topic {name} is listed twice")
             continue
-        out[name] = TopicEntry(name, misr)
+        out[name] = TopicEntry(
+            name, misr, remote, t.get("local_retention_bytes"), t.get("local_retention_ms")
+        )
     return out
 
 
@@ -447,6 +479,15 @@ def write_parquet(snap: Snapshot, path: str) -> None:
                 "min_insync_replicas": pa.array(
                     [t.min_insync_replicas for t in snap.topics], pa.int32()
                 ),
+                "remote_storage_enable": pa.array(
+                    [t.remote_storage_enable for t in snap.topics], pa.bool_()
+                ),
+                "local_retention_bytes": pa.array(
+                    [t.local_retention_bytes for t in snap.topics], pa.int64()
+                ),
+                "local_retention_ms": pa.array(
+                    [t.local_retention_ms for t in snap.topics], pa.int64()
+                ),
             }
         ),
         os.path.join(path, "topics.parquet"),
@@ -474,7 +515,7 @@ def read_parquet(path: str) -> Snapshot:
 
     try:
         brokers = pq.read_table(os.path.join(path, "brokers.parquet")).to_pylist()
-        topics = pq.read_table(os.path.join(path, "topics.parquet")).to_pylist()
+        topics = [_tiered_defaults(t) for t in _read_topics_parquet(path)]
         parts = pq.read_table(os.path.join(path, "partitions.parquet")).to_pylist()
     except (OSError, ValueError) as e:
         raise InvalidPlanError(
@@ -482,6 +523,41 @@ def read_parquet(path: str) -> Snapshot:
         ) from e
     obj = {"version": VERSION, "brokers": brokers, "topics": topics, "partitions": parts}
     return Snapshot.from_json_obj(obj, source=path)
+
+
+def _read_topics_parquet(path: str) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(os.path.join(path, "topics.parquet")).to_pylist()
+
+
+def _tiered_defaults(t: dict) -> dict:
+    """A Parquet row: the tiered columns (absent in older snapshots; null = not set)."""
+    t = dict(t)
+    if t.get("remote_storage_enable") is None:
+        t.pop("remote_storage_enable", None)
+    for k in ("local_retention_bytes", "local_retention_ms"):
+        if k in t and t[k] is None:
+            del t[k]
+    return t
+
+
+def tiered_of(configs: Mapping[str, str]) -> dict[str, Any]:
+    """remote.storage.enable and local.retention.bytes / .ms from a topic's effective configs."""
+    out: dict[str, Any] = {
+        "remote_storage_enable": str(configs.get("remote.storage.enable", "false")).lower()
+        == "true"
+    }
+    for key, field_ in (
+        ("local.retention.bytes", "local_retention_bytes"),
+        ("local.retention.ms", "local_retention_ms"),
+    ):
+        v = configs.get(key)
+        try:
+            out[field_] = int(v) if v is not None and out["remote_storage_enable"] else None
+        except ValueError:
+            out[field_] = None
+    return out
 
 
 # -- from a live cluster ---------------------------------------------------------------------
@@ -494,7 +570,10 @@ def take_snapshot(
     With ``topic_filter``, only the topics it selects (of ``topics``, or of all) are recorded.
 
     ``size_bytes`` is the leader's log size from DescribeLogDirs (the bytes a new replica must
-    copy); when the leader is unknown, the largest replica's log stands in."""
+    copy); when the leader is unknown, the largest replica's log stands in. For a tiered topic
+    (``remote.storage.enable``) that is its local log only — DescribeLogDirs reports the local
+    segments, and a move copies only those — so nothing here uses a total (remote) size; the
+    topic entry records the setting and its local retention."""
     require_permissions(gateway, "snapshot", ["DESCRIBE"])
     brokers = [BrokerEntry(b.id, b.rack) for b in gateway.brokers()]
     counts = gateway.topic_partition_counts(list(topics) if topics is not None else None)
@@ -502,9 +581,15 @@ def take_snapshot(
         counts = {t: n for t, n in counts.items() if topic_filter.selects(t)}
     tps = [TopicPartition(t, p) for t, n in counts.items() for p in range(n)]
     states = gateway.describe_partitions(tps) if tps else {}
-    misr: dict[str, int | None] = (
-        dict(gateway.min_insync_replicas(sorted(counts))) if counts else {}
-    )
+    misr: dict[str, int | None] = {}
+    tiered: dict[str, dict[str, Any]] = {}
+    if counts:
+        # effective configs: min.insync.replicas and the tiered-storage settings (KIP-405)
+        cfgs = gateway.topic_configs(sorted(counts))
+        for t in counts:
+            c = cfgs.get(t, {})
+            misr[t] = int(c.get("min.insync.replicas", "1"))
+            tiered[t] = tiered_of(c)
     sizes: dict[tuple[int, TopicPartition], int] = {}
     for info in gateway.describe_log_dirs([b.id for b in brokers]) if brokers else []:
         if info.is_future:
@@ -518,5 +603,5 @@ def take_snapshot(
         else:
             size = max((sizes.get((r, tp), 0) for r in st.replicas), default=0)
         parts.append(PartitionEntry(tp.topic, tp.partition, tuple(st.replicas), int(size)))
-    topic_entries = [TopicEntry(t, misr.get(t)) for t in counts]
+    topic_entries = [TopicEntry(t, misr.get(t), **tiered.get(t, {})) for t in counts]
     return Snapshot.of(brokers, topic_entries, parts)

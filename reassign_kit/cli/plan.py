@@ -3,11 +3,11 @@ a plan against it — offline, with planning and big validations running on Spar
 
     reassign-kit snapshot --bootstrap-server B [--command-config F] --output S.json
     reassign-kit plan --snapshot S.json [--remove-brokers 1,2] [--balance replicas,leaders,bytes]
-        [--demote-brokers 3]
+        [--demote-brokers 3] [--capacity capacity.json [--bytes-tolerance 0.05]]
         [--replication-factor N --topics t1,t2] [--spark-master URL] --output plan.json
         [--report report.json] [--rollback rollback.json]
     reassign-kit validate --snapshot S.json --reassignment-json-file plan.json
-        [--disallow-replication-factor-change] [--remove-brokers 1,2]
+        [--disallow-replication-factor-change] [--remove-brokers 1,2] [--capacity capacity.json]
 
 Each takes a topic selection: [--topics-regex RE] [--exclude-topics-regex RE]
 [--include-internal] (internal topics such as __consumer_offsets are left out by default).
@@ -28,8 +28,8 @@ from ..make_plan import plan as make_plan
 from ..model import Plan
 from ..ops import connect
 from ..plan_report import format_report
-from ..plan_rules import RuleContext, plan_problems_offline, selection_problems
-from ..planner import DEFAULT_CHUNKS, generate
+from ..plan_rules import Capacity, RuleContext, plan_problems_offline, selection_problems
+from ..planner import DEFAULT_BYTES_TOLERANCE, DEFAULT_CHUNKS, generate
 from ..snapshot import Snapshot, TopicFilter, take_snapshot
 
 SPARK_VALIDATE_MIN_MOVES = 20_000  # below this an in-process pass is faster than Spark start-up
@@ -53,6 +53,18 @@ def _int_list(flag: str):
         return out
 
     return conv
+
+
+def _tolerance(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--bytes-tolerance takes a fraction like 0.05, got {text!r}"
+        ) from None
+    if not 0 <= v < 1:
+        raise argparse.ArgumentTypeError(f"--bytes-tolerance must be in [0, 1), got {text!r}")
+    return v
 
 
 def _topics(text: str) -> list[str]:
@@ -108,6 +120,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="a leaders-only plan (replica order only, nothing copied): these brokers lead no "
         "partition another replica can lead (before maintenance)",
     )
+    pl.add_argument(
+        "--capacity",
+        metavar="FILE",
+        help="capacity file (JSON, see README): per broker disk_bytes and optional "
+        "max_replicas, hard limits the plan never exceeds; weighs --balance bytes",
+    )
+    pl.add_argument(
+        "--bytes-tolerance",
+        type=_tolerance,
+        default=DEFAULT_BYTES_TOLERANCE,
+        metavar="F",
+        help="with --balance bytes: each broker's bytes within this fraction of its share "
+        f"(capacity share, equal without --capacity; default {DEFAULT_BYTES_TOLERANCE})",
+    )
     pl.add_argument("--replication-factor", type=int)
     pl.add_argument("--topics", type=_topics, default=[])
     pl.add_argument("--spark-master", help="any spark.master (default local[2])")
@@ -135,6 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=_int_list("--remove-brokers"),
         default=[],
         help="also reject targets on these brokers",
+    )
+    v.add_argument(
+        "--capacity",
+        metavar="FILE",
+        help="also reject a plan leaving a broker over its disk_bytes / max_replicas",
     )
     v.add_argument("--spark-master")
     v.add_argument(
@@ -214,6 +245,8 @@ def _plan(args: argparse.Namespace) -> int:
         chunks=args.chunks or DEFAULT_CHUNKS,
         topic_filter=topic_filter(args),
         demote_brokers=args.demote_brokers,
+        capacity=Capacity.read(args.capacity) if args.capacity else None,
+        bytes_tolerance=args.bytes_tolerance,
     )
     if not len(result.plan):
         print("plan: nothing to move; the cluster already meets the goals", file=sys.stderr)
@@ -243,6 +276,9 @@ def _validate(args: argparse.Namespace) -> int:
     if unknown:
         raise UsageError(f"--remove-brokers: broker(s) {unknown} are not in the snapshot")
     ctx = RuleContext(snap.racks(), frozenset(args.remove_brokers))
+    capacity = Capacity.read(args.capacity) if args.capacity else None
+    if capacity is not None:
+        capacity.check_brokers(snap.broker_ids(), args.remove_brokers)
     engine = args.engine
     if engine == "auto":
         engine = (
@@ -253,10 +289,17 @@ def _validate(args: argparse.Namespace) -> int:
         from ..spark.validate import validate_spark
 
         problems = validate_spark(
-            get_spark(args.spark_master), snap, plan_, ctx, args.disallow_replication_factor_change
+            get_spark(args.spark_master),
+            snap,
+            plan_,
+            ctx,
+            args.disallow_replication_factor_change,
+            capacity=capacity,
         )
     else:
-        problems = plan_problems_offline(plan_, snap, ctx, args.disallow_replication_factor_change)
+        problems = plan_problems_offline(
+            plan_, snap, ctx, args.disallow_replication_factor_change, capacity
+        )
     # moves of topics the selection leaves out (internal ones by default) are problems too
     problems = [*problems, *selection_problems(plan_, topic_filter(args))]
     if problems:
@@ -329,6 +372,8 @@ def check_generate(args: argparse.Namespace) -> None:
             f"--broker-list takes non-negative broker ids like 1,2,3, got {args.broker_list!r}"
         )
     read_topics_to_move(args.topics_to_move_json_file)
+    if getattr(args, "capacity", None):
+        Capacity.read(args.capacity)  # a bad file fails before anything connects
 
 
 def run_generate(args: argparse.Namespace, gateway: Any, _plan: Any = None) -> int:
@@ -361,7 +406,8 @@ def run_generate(args: argparse.Namespace, gateway: Any, _plan: Any = None) -> i
             "--generate: the topic selection leaves out every topic of "
             f"--topics-to-move-json-file ({'; '.join(f'{t}: {w}' for t, w in excluded.items())})"
         )
-    current, proposed = generate(snap, topics, brokers, selection)
+    capacity = Capacity.read(args.capacity) if getattr(args, "capacity", None) else None
+    current, proposed = generate(snap, topics, brokers, selection, capacity)
     print("Current partition replica assignment")
     print(current.to_json())
     print()

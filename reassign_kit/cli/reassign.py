@@ -171,6 +171,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--topics-to-move-json-file", metavar="FILE")
     g.add_argument("--broker-list", metavar="1,2,3")
     g.add_argument("--disable-rack-aware", action="store_true")
+    g.add_argument(
+        "--capacity",
+        metavar="FILE",
+        help="capacity file (see `reassign-kit plan --capacity`): the proposal keeps every "
+        "broker within its disk_bytes and max_replicas",
+    )
     plan_cmd.add_topic_selection(g)
     # the execute options: one declaration (engine.options) that the panel reads too
     titles = {

@@ -48,6 +48,15 @@ def brokers_and_topics(source: Snapshot | str) -> Snapshot:
     topics = pq.read_table(os.path.join(source, "topics.parquet")).to_pylist()
     return Snapshot.of(
         [BrokerEntry(int(b["id"]), b["rack"]) for b in brokers],
-        [TopicEntry(t["name"], t["min_insync_replicas"]) for t in topics],
+        [
+            TopicEntry(
+                t["name"],
+                t["min_insync_replicas"],
+                bool(t.get("remote_storage_enable") or False),
+                t.get("local_retention_bytes"),
+                t.get("local_retention_ms"),
+            )
+            for t in topics
+        ],
         [],
     )

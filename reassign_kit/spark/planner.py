@@ -8,14 +8,17 @@ import json
 from collections.abc import Iterator
 
 from ..planner import (
+    BYTES_ROUNDS,
     Aggregates,
     PlanParams,
     PlanResult,
     aggregate_rows,
+    bytes_chunk,
     finish,
     lead_chunk,
     plan_chunk,
     prepare,
+    prepare_bytes,
     prepare_leaders,
     rule_context,
 )
@@ -217,6 +220,47 @@ def aggregate_spark(df, params: PlanParams, ctx) -> Aggregates:
     return agg
 
 
+def _bytes_rounds(final, prep):
+    """The bytes rounds of ``planner`` on Spark: each round the (chunk, broker) bytes and
+    replicas come to the driver (small), ``prepare_bytes`` splits the round over the chunks, and
+    the chunks apply their share in executors. Returns the final rows and the rounds run."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    final = final.cache()
+    rounds = 0
+    seen = None
+    for _ in range(BYTES_ROUNDS):
+        totals = {
+            (r.chunk, r.b): (int(r.bytes), int(r.n))
+            for r in final.select("chunk", "size_bytes", F.explode("new").alias("b"))
+            .groupBy("chunk", "b")
+            .agg(F.sum("size_bytes").alias("bytes"), F.count(F.lit(1)).alias("n"))
+            .collect()
+        }
+        bp = prepare_bytes(totals, prep) if totals != seen else None
+        if bp is None:  # within the bands, or the last round changed nothing
+            break
+        seen = totals
+        rounds += 1
+
+        def apply(batches: Iterator[pd.DataFrame], bp=bp) -> Iterator[pd.DataFrame]:
+            parts = [b for b in batches if len(b)]
+            if not parts:
+                return
+            pdf = pd.concat(parts, ignore_index=True)
+            for c, group in pdf.groupby("chunk", sort=True):
+                rows = bytes_chunk(_changed_rows(group), bp, int(c))
+                if rows:
+                    yield _frame(rows, int(c))
+
+        nxt = final.mapInPandas(apply, FINAL_SCHEMA).cache()
+        nxt.count()  # materialised before the previous round's rows are dropped
+        final.unpersist()
+        final = nxt
+    return final, rounds
+
+
 def plan_spark(spark, source: Snapshot | str, params: PlanParams | None = None) -> PlanResult:
     """Plan on Spark from a snapshot object or a Parquet snapshot directory."""
     return plan_and_validate_spark(spark, source, params, validate=False)[0]
@@ -267,6 +311,7 @@ def plan_and_validate_spark(
         timings["prepare_s"] = time.perf_counter() - t
         t = time.perf_counter()
         leaders = "leaders" in params.balance
+        keep_all = leaders or prep.bytes_pass  # later passes need every partition
 
         def plan_chunks(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
             parts = [b for b in batches if len(b)]
@@ -275,7 +320,7 @@ def plan_and_validate_spark(
             pdf = pd.concat(parts, ignore_index=True)
             for c, group in pdf.groupby("chunk", sort=True):
                 rows = plan_chunk(_rows(group), prep, int(c))
-                if not leaders:
+                if not keep_all:
                     rows = [r for r in rows if list(r[3]) != list(r[2])]
                 if rows:
                     yield _frame(rows, int(c))
@@ -284,6 +329,9 @@ def plan_and_validate_spark(
         # the driver sees only the per-(chunk, set, leader) counts and, at the end, the plan
         final = df.mapInPandas(plan_chunks, FINAL_SCHEMA)
         lp = None
+        if prep.bytes_pass:
+            final, timings["bytes_rounds"] = _bytes_rounds(final, prep)
+            timings["bytes_s"] = time.perf_counter() - t
         if leaders:
             from pyspark.sql import functions as F
 
@@ -322,6 +370,10 @@ def plan_and_validate_spark(
             out = final.mapInPandas(lead_chunks, CHANGED_SCHEMA).toPandas()
             final.unpersist()
         else:
+            from pyspark.sql import functions as F
+
+            if keep_all:
+                final = final.filter(F.col("new") != F.col("old"))
             out = final.drop("chunk").toPandas()  # Arrow, not pickled rows
         changed = _changed_rows(out)
         result = finish(changed, prep, lp)
@@ -330,7 +382,9 @@ def plan_and_validate_spark(
         t = time.perf_counter()
         problems = None
         if validate:
-            problems = validate_spark(spark, source, result.plan, ctx, parts_df=df)
+            problems = validate_spark(
+                spark, source, result.plan, ctx, parts_df=df, capacity=params.capacity
+            )
             timings["validate_s"] = time.perf_counter() - t
         result.timings = timings
         return result, problems

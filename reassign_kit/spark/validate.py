@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..model import Move, PartitionState, Plan, TopicPartition
-from ..plan_rules import RuleContext, move_all_problems
+from ..plan_rules import Capacity, RuleContext, capacity_problems, move_all_problems
 from ..snapshot import Snapshot
 from ..validate import ClusterView, Problem
 from .frames import brokers_and_topics, partitions_df
@@ -23,8 +23,11 @@ def validate_spark(
     disallow_replication_factor_change: bool = False,
     plan_df=None,
     parts_df=None,
+    capacity: Capacity | None = None,
 ) -> list[Problem]:
-    """Every problem of ``plan`` against the snapshot, in plan order (topic, partition)."""
+    """Every problem of ``plan`` against the snapshot, in plan order (topic, partition), then
+    (with ``capacity``) each broker over a hard limit once the plan is applied: the per-broker
+    totals are Spark aggregates, judged by the same ``plan_rules.capacity_problems``."""
     import pandas as pd
     from pyspark.sql import functions as F
 
@@ -83,4 +86,20 @@ def validate_spark(
 
     rows = joined.mapInPandas(check, PROBLEM_SCHEMA).collect()
     rows.sort(key=lambda r: (r.topic, r.partition, r.i))
-    return [Problem(r.where, r.rule, r.detail) for r in rows]
+    out = [Problem(r.where, r.rule, r.detail) for r in rows]
+    if capacity is not None:
+        after = (
+            parts.join(
+                plan_df.select("topic", "partition", "target"), ["topic", "partition"], "left"
+            )
+            .select(
+                "size_bytes", F.explode(F.coalesce(F.col("target"), F.col("replicas"))).alias("b")
+            )
+            .groupBy("b")
+            .agg(F.count(F.lit(1)).alias("n"), F.sum("size_bytes").alias("bytes"))
+            .collect()
+        )
+        out += capacity_problems(
+            {r.b: r.n for r in after}, {r.b: r.bytes for r in after}, capacity, brokers
+        )
+    return out

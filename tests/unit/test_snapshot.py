@@ -125,6 +125,9 @@ class FakeGateway:
     def min_insync_replicas(self, topics):
         return {"t": 2}
 
+    def topic_configs(self, topics):  # effective configs, as the admin gateway returns them
+        return {"t": {"min.insync.replicas": "2", "cleanup.policy": "delete"}}
+
     def describe_log_dirs(self, brokers):
         t0, t1 = TopicPartition("t", 0), TopicPartition("t", 1)
         return [
