@@ -742,6 +742,7 @@ class InboundEta:
         self._last: tuple[float, set[int]] | None = None  # ts and brokers busy then
         self._restart = False
         self.changed = False  # the throttle changed and no rate was measured since
+        self.total_rate: float | None = None  # the plan's, at the last update
 
     def restart(self) -> None:
         """A new window from the next sample on (the throttle changed)."""
@@ -766,6 +767,7 @@ class InboundEta:
             self.history, self._restart = [], False
         point = (ts, dict(received), dict(self.busy))
         rates, total = window_rates(self.history, point, self.window_s)
+        self.total_rate = total
         self.history.append(point)
         cutoff = ts - 2 * self.window_s
         self.history = [h for h in self.history if h[0] >= cutoff]

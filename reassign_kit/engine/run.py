@@ -1077,7 +1077,7 @@ class Run:
         tail = statistics.median(self._lags) if self._lags else poll_s / 2
         if self._full_at and not any(left.values()):  # every byte in: the lag runs down
             tail = max(0.0, tail - (now - max(self._full_at.values())))
-        eta, why, rates = self._eta.update(now, received, left, inflight, cap, tail)
+        eta, why, _ = self._eta.update(now, received, left, inflight, cap, tail)
         all_in = sum(total.values())
         return {
             "received": {str(b): round(n) for b, n in sorted(received.items())},
@@ -1089,7 +1089,7 @@ class Run:
             "left": {str(b): round(n) for b, n in sorted(left.items())},
             "bytes_left": round(sum(left.values())),
             "bytes_total": all_in,
-            "rate_bps": round(sum(rates.values())) if rates else None,
+            "rate_bps": None if self._eta.total_rate is None else round(self._eta.total_rate),
             "eta_s": None if eta is None else round(eta, 1),
             "eta_reason": why,
             "eta": eta_text(eta, why),

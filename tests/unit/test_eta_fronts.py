@@ -77,3 +77,6 @@ def test_the_same_eta_in_the_paced_line_the_panel_progress_and_the_api(tmp_path,
     assert shown["--progress"].splitlines()[-1].startswith("plan: ")
     assert re.fullmatch(r"\d+m\d\ds", shown["journal"]), shown["journal"]
     assert set(values.values()) == {shown["journal"]}, values
+    # and the same rate: the plan's (bytes received over the window), not a sum of brokers'
+    rate = re.compile(r"copy  (\S+ \S+/s)  ETA")
+    assert rate.findall(shown["paced"]) == rate.findall(shown["api"]) != []
