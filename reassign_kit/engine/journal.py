@@ -332,16 +332,76 @@ def read_events(path: str | os.PathLike) -> list[dict[str, Any]]:
             continue
         try:
             rec = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             rec = None
-        if isinstance(rec, dict):
+        problem = event_problem(rec) if isinstance(rec, dict) else "not a journal event"
+        if problem is None:
             out.append(rec)
         elif i != last:
             raise JournalError(
-                f"{os.fspath(path)}:{i + 1}: not a journal event (the journal is corrupt; "
+                f"{os.fspath(path)}:{i + 1}: {problem} (the journal is corrupt; "
                 "fix or remove that line, or start a new journal)"
             )
     return out
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return (
+        (_is_int(v) or isinstance(v, float)) and v == v and v not in (float("inf"), -float("inf"))
+    )
+
+
+def _int_list(v: Any) -> bool:
+    return isinstance(v, list) and all(_is_int(b) for b in v)
+
+
+# field -> (check, what it must be), for fields the readers of a journal rely on when present
+_FIELD_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "ts": (_is_number, "a number"),
+    "run_id": (lambda v: isinstance(v, str), "a string"),
+    "partition": (lambda v: _is_int(v) and v >= 0, "a non-negative integer"),
+    "current": (_int_list, "a list of broker ids"),
+    "original": (_int_list, "a list of broker ids"),
+    "target": (_int_list, "a list of broker ids"),
+    "replicas": (_int_list, "a list of broker ids"),
+    "preferred": (_is_int, "a broker id"),
+    "options": (lambda v: isinstance(v, dict), "an object"),
+    "plan": (lambda v: isinstance(v, dict), "an object"),
+    "plan_path": (lambda v: isinstance(v, str), "a string"),
+    "duration_s": (_is_number, "a number"),
+    "received": (lambda v: isinstance(v, dict), "an object"),
+    "busy": (lambda v: isinstance(v, dict), "an object"),
+    "inflight": (lambda v: isinstance(v, dict), "an object"),
+    "brokers": (lambda v: isinstance(v, dict | list), "an object or a list"),
+    "topics": (lambda v: isinstance(v, dict | list), "an object or a list"),
+}
+_REQUIRED = {"run_started": ("run_id",), "election_queued": ("preferred",)}
+
+
+def event_problem(rec: Mapping[str, Any]) -> str | None:
+    """What makes a decoded line unusable as an event for the journal's readers (resume,
+    cancel, progress, throttle priors, calibrate, postmortem), or None: ``event`` a string,
+    ``ts`` a number, a partition's events with a ``topic`` string and a ``partition``, and
+    the fields the readers use of the types they use (``null`` stands for absent)."""
+    kind = rec.get("event")
+    if not isinstance(kind, str):
+        return "not a journal event (no 'event' name)"
+    if "ts" not in rec:
+        return f"event {kind!r} has no 'ts'"
+    if "topic" in rec and (not isinstance(rec["topic"], str) or "partition" not in rec):
+        return f"event {kind!r}: 'topic' must be a topic name, with its 'partition'"
+    for key in _REQUIRED.get(kind, ()):
+        if rec.get(key) is None:
+            return f"event {kind!r} has no {key!r}"
+    for key, (ok, what) in _FIELD_RULES.items():
+        value = rec.get(key)
+        if value is not None and not ok(value):
+            return f"event {kind!r}: {key!r} must be {what}"
+    return None
 
 
 def to_pandas(paths: str | os.PathLike | Iterable[str | os.PathLike]):

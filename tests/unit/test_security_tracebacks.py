@@ -6,6 +6,7 @@ test_client_security.py; these are the rest."""
 from __future__ import annotations
 
 import html
+import json
 import os
 import subprocess
 import sys
@@ -331,3 +332,63 @@ def test_a_missing_plan_file_says_it_is_the_plan(tmp_path, capsys):
     code, _, err = run_cli(["--bootstrap-server", "h:1", "--verify",
                             "--reassignment-json-file", str(missing)], capsys)  # fmt: skip
     assert code == 3 and f"reassignment plan {missing} (1 problem(s))" in err
+
+
+# ----------------------------------------------------------------------------- damaged journals
+
+
+@pytest.fixture
+def journal_of_a_run(sim_cli, tmp_path, capsys) -> list[dict]:
+    _, plan = sim_cli
+    path = tmp_path / "run.jsonl"
+    code, _, _ = run_cli(
+        ["--bootstrap-server", "h:1", "--execute", "--reassignment-json-file", plan,
+         "--reassignment-batch-size", "1", "--throttle", "10000000", "--wait", "--journal", str(path),
+         "--rollback-file", str(tmp_path / "rb.json")],
+        capsys,
+    )  # fmt: skip
+    assert code == 0
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize(
+    "event, change, problem",
+    [
+        ("submitted", {"partition": None}, "'topic' must be a topic name, with its 'partition'"),
+        ("submitted", {"current": "0,1"}, "'current' must be a list of broker ids"),
+        ("run_started", {"options": [1]}, "'options' must be an object"),
+        ("completed", {"duration_s": "1s"}, "'duration_s' must be a number"),
+        ("throttle_set", {"ts": None}, "has no 'ts'"),
+    ],
+)
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--cancel", "--journal", "{j}"],
+        ["--execute", "--resume", "--journal", "{j}", "--reassignment-json-file", "{p}"],
+        ["--progress", "--reassignment-json-file", "{p}", "--progress-journal", "{j}"],
+        ["calibrate", "--journal", "{j}", "--output", "{j}.cal"],
+    ],
+)
+def test_a_damaged_journal_event_is_named_by_line(
+    event, change, problem, argv, journal_of_a_run, sim_cli, tmp_path, capsys
+):
+    """Before: KeyError / TypeError / ValueError from the event's reader, exit 1 'unexpected'
+    (e.g. ``--cancel --journal`` with a submitted event without its partition)."""
+    _, plan = sim_cli
+    events = [dict(e) for e in journal_of_a_run]
+    i = next(n for n, e in enumerate(events) if e["event"] == event)
+    for k, v in change.items():
+        if v is None:
+            events[i].pop(k)
+        else:
+            events[i][k] = v
+    j = tmp_path / "damaged.jsonl"
+    j.write_text("".join(json.dumps(e) + "\n" for e in events))
+    argv = [a.format(j=j, p=plan) for a in argv]
+    if argv[0] != "calibrate":
+        argv = ["--bootstrap-server", "h:1", *argv]
+    code, _, err = run_cli(argv, capsys)
+    assert code == JournalError.exit_code, err
+    assert f"{j}:{i + 1}: event {event!r}" in err or f"{j}:{i + 1}: " in err
+    assert problem in err and "the journal is corrupt" in err
