@@ -40,7 +40,7 @@ from ..model import PartitionState, Plan, TopicPartition, is_complete
 from . import deadlines
 from . import throttle as thr
 from .elections import Elections
-from .gcpause import between_polls
+from .gcpause import between_polls, freeze_heap, thaw_heap
 from .journal import Journal, read_events
 from .logdirs import LogDirMoves
 from .moves import MoveIndex, MoveState, MoveStatus
@@ -324,6 +324,7 @@ class Run:
         try:
             self._begin()
             self.state = "running"
+            freeze_heap(self)  # the plan's objects out of the full collections (gcpause)
             while True:
                 # a full garbage collection due in the poll runs after it (gcpause)
                 with between_polls():
@@ -473,8 +474,9 @@ class Run:
         self._order = [i.tp for i in ordered]
         self._pos = {tp: i for i, tp in enumerate(self._order)}
         plan_by_tp = self.plan.by_tp()
+        emit = self._emit  # one bound method for every move (was one object per move)
         for it in ordered:
-            ms = MoveState(plan_by_tp[it.tp], it, emit=self._emit)
+            ms = MoveState(plan_by_tp[it.tp], it, emit=emit)
             self._moves[it.tp] = ms
             self._index.add(ms)
         return ordered
@@ -1114,6 +1116,7 @@ class Run:
         """``_finish_run``, after which ``wait()`` always returns (even when finishing failed
         in a way nothing else caught: the result then says so)."""
         self._finishing = True
+        thaw_heap(self)
         try:
             self._finish_run()
         finally:
