@@ -15,12 +15,14 @@ replicas,leaders,bytes`` and ``--bytes-tolerance 0.05``: whether every broker en
 of its capacity share, bytes moved beside their lower bound.
 
 ``--fleet`` (issue 13 fleet scale): ``RK_BENCH_FLEET`` replicas split over
-``RK_BENCH_FLEET_CLUSTERS`` (default 4) generated cluster snapshots, planned and validated one
-after the other in one Spark application on a standalone master and 2 workers (1 core each,
-started here from pyspark's ``spark-class`` on loopback, stopped by pid), with the bytes goal
-and a capacity file; peak memory per executor (its JVM and Python workers) and of the driver
+``RK_BENCH_FLEET_CLUSTERS`` (default 4) generated cluster snapshots (``RK_BENCH_FLEET_CASE``,
+default decommission; ``bytes-goal`` adds the capacity file and the bytes goal), planned and
+validated one after the other in one Spark application on a standalone master and 2 workers
+(1 core each, started here from pyspark's ``spark-class`` on loopback, stopped by pid); peak
+memory per executor (its JVM and Python workers) and of the driver
 (the planning process tree) are sampled every 0.5 s. The comparison column is the in-process
-planner on the same snapshots (``RK_BENCH_FLEET_LOCAL=0`` skips it).
+planner on the first ``RK_BENCH_FLEET_LOCAL`` snapshots (default all; 0 skips it). Each
+cluster's row is printed as it finishes, so a run cut short still gives its finished part.
 
 Each run is a fresh process, so Spark start-up is part of every Spark time. ``load`` is the
 machine's 1-minute load average at the end of the run (the machine may be shared: with 2 cores, a
@@ -451,22 +453,28 @@ def fleet_one(url: str, paths: list[str]) -> dict:
         row["replicas"] = meta["replicas"]
         row.pop("leader_balance", None)
         out["clusters"].append(row)
+        print("CLUSTER " + json.dumps(row), flush=True)  # as each finishes: partial results
     out["total_s"] = time.time() - t0
     return out
 
 
 def fleet() -> None:
+    for total in os.environ.get("RK_BENCH_FLEET", "10000000").split(","):
+        fleet_run(int(total))
+
+
+def fleet_run(total: int) -> None:
     import shutil
     import tempfile
 
-    total = int(os.environ.get("RK_BENCH_FLEET", "10000000"))
     n = int(os.environ.get("RK_BENCH_FLEET_CLUSTERS", "4"))
+    case = os.environ.get("RK_BENCH_FLEET_CASE", "decommission")
     executor_memory = os.environ.get("RK_BENCH_EXECUTOR_MEMORY", "4g")
     paths = []
     for i in range(n):
-        path = os.path.join(OUT, f"fleet-{total // n}-{i}")
+        path = os.path.join(OUT, f"fleet-{case}-{total // n}-{i}")
         if not os.path.exists(os.path.join(path, "meta.json")):
-            generate(total // n, "bytes-goal", path, seed=11 + i)
+            generate(total // n, case, path, seed=11 + i)
         paths.append(path)
     work = tempfile.mkdtemp(prefix="rk-bench-fleet-")
     conf = os.path.join(work, "conf")
@@ -495,13 +503,24 @@ def fleet() -> None:
         )
         roots = {"driver": psutil.Process(driver.pid)}
         roots.update({f"executor{i}": psutil.Process(w.pid) for i, w in enumerate(procs[1:])})
+        lines = []
         with TreeSampler(roots, every=0.5) as sampler:
-            out, _ = driver.communicate()
+            for line in driver.stdout:  # each cluster as it finishes (partial results)
+                lines.append(line)
+                if line.startswith("CLUSTER "):
+                    c = json.loads(line[len("CLUSTER ") :])
+                    print(
+                        f"  [{time.time() - t0:.0f} s] cluster of {c['replicas']} replicas done in "
+                        f"{c['total_s']:.0f} s; peak MB so far: "
+                        + ", ".join(f"{k} {v / 2**20:.0f}" for k, v in sampler.peak.items()),
+                        flush=True,
+                    )
+            driver.wait()
         wall = time.time() - t0
         if driver.returncode != 0:
             print(f"fleet: driver exit {driver.returncode}; see {work}/driver.log")
             return
-        res = json.loads(out.strip().splitlines()[-1])
+        res = json.loads(lines[-1])
     finally:
         for p in reversed(procs):  # ours, by pid
             p.terminate()
@@ -524,7 +543,9 @@ def fleet() -> None:
             for i in range(2)
         )
     )
-    local_on = os.environ.get("RK_BENCH_FLEET_LOCAL", "1") != "0"
+    # the comparison column for the first RK_BENCH_FLEET_LOCAL clusters (default all)
+    n_local = int(os.environ.get("RK_BENCH_FLEET_LOCAL", str(n)))
+    local_on = n_local > 0
     print(
         f"  {'cluster':<8} {'replicas':>9} {'spark s':>8} {'moved':>8} {'lower b.':>8} {'ratio':>6} "
         f"{'spread':>7} {'lead sp':>9} {'probl':>5}  bytes goal (max dev.) moved/lower bound"
@@ -534,7 +555,7 @@ def fleet() -> None:
     for i, (path, c) in enumerate(zip(paths, res["clusters"], strict=True)):
         cmp_ = ""
         loc = None
-        if local_on:
+        if i < n_local:
             loc = measure(path, "local")
             if "error" in loc:
                 cmp_ = f"   | {loc['error']} (peak {loc['peak_mb']:.0f} MB)"
@@ -551,6 +572,7 @@ def fleet() -> None:
         )
         rows.append({"spark": c, "local": loc})
     os.makedirs(OUT, exist_ok=True)
+    print(f"  (fleet wall {wall:.0f} s, {wall / (total / 1e6):.0f} s per million replicas)")
     with open(os.path.join(OUT, f"fleet-{total}.json"), "w") as f:
         json.dump(
             {

@@ -254,7 +254,16 @@ def _bytes_rounds(final, prep):
                 if rows:
                     yield _frame(rows, int(c))
 
-        nxt = final.mapInPandas(apply, FINAL_SCHEMA).cache()
+        # only the chunks with a share of this round pass through Python; the others are kept
+        # as they are (each chunk stays whole in one Spark partition on either side)
+        active = sorted(c for c, q in bp.quotas.items() if q.out)
+        busy = F.col("chunk").isin(active)
+        nxt = (
+            final.filter(~busy)
+            .unionByName(final.filter(busy).mapInPandas(apply, FINAL_SCHEMA))
+            .coalesce(prep.params.chunks)  # merges whole partitions: a chunk is never split
+            .cache()
+        )
         nxt.count()  # materialised before the previous round's rows are dropped
         final.unpersist()
         final = nxt
