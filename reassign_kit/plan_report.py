@@ -255,7 +255,7 @@ def format_report(report: dict[str, Any]) -> str:
             + ", ".join(
                 f"broker {b} leads {lead.get(b, (0, 0))[0]} -> {lead.get(b, (0, 0))[1]}"
                 + (
-                    f" ({n} with no other replica that may lead)"
+                    f" ({n} still led by it: no other in-sync replica may lead)"
                     if (n := lb["demoted_still_leading"].get(b, 0))
                     else ""
                 )

@@ -1397,26 +1397,51 @@ def leader_pinned(old: Sequence[int], new: Sequence[int], ctx: RuleContext) -> b
 
 
 def leader_key(
-    old: Sequence[int], new: Sequence[int], ctx: RuleContext, demoted: frozenset = frozenset()
+    old: Sequence[int],
+    new: Sequence[int],
+    ctx: RuleContext,
+    demoted: frozenset = frozenset(),
+    isr: Sequence[int] | None = None,
 ) -> tuple:
     """(the brokers that may lead, current leader): the replica set less the demoted brokers, or
-    the leader alone when the partition is pinned or only demoted brokers hold it."""
+    the leader alone when the partition is pinned or only demoted brokers hold it. When a
+    demoted broker holds the partition and its ISR is known, only the others in the ISR may
+    lead (a preferred election needs the first replica in sync), unless none is."""
     cur = old[0] if old else VIRTUAL
     may = tuple(sorted(b for b in new if b not in demoted))
+    if isr and demoted and len(may) < len(new):
+        in_sync = tuple(b for b in may if b in isr)
+        may = in_sync or may
     return ((new[0],) if leader_pinned(old, new, ctx) or not may else may, cur)
 
 
+# a partition's recorded state: (leader, ISR), either None when the snapshot does not know it
+NO_STATE: tuple[int | None, tuple[int, ...] | None] = (None, None)
+
+
 def leader_groups(
-    finals: Iterable[tuple[int, Sequence[int], Sequence[int]]],
+    finals: Iterable[tuple],
     ctx,
     demoted: frozenset = frozenset(),
 ) -> dict:
-    """(chunk, brokers that may lead, current leader) -> partitions, from (chunk, old, new)
-    rows; the Spark twin is a groupBy in spark/planner.py."""
+    """(chunk, brokers that may lead, current leader) -> partitions, from (chunk, old, new) or
+    (chunk, old, new, isr) rows; the Spark twin is a groupBy in spark/planner.py."""
     out: dict[tuple, int] = defaultdict(int)
-    for c, old, new in finals:
-        out[(c, *leader_key(old, new, ctx, demoted))] += 1
+    for c, old, new, *isr in finals:
+        out[(c, *leader_key(old, new, ctx, demoted, isr[0] if isr else None))] += 1
     return dict(out)
+
+
+def demote_states(partitions: Iterable, demoted: frozenset) -> dict:
+    """(topic, partition) -> (leader, ISR) of the partitions a demoted broker holds whose state
+    the snapshot records (what a demotion needs beyond the replica order)."""
+    if not demoted:
+        return {}
+    return {
+        (p.topic, p.partition): (p.leader, p.isr)
+        for p in partitions
+        if (p.leader is not None or p.isr is not None) and any(b in demoted for b in p.replicas)
+    }
 
 
 @dataclass
@@ -1430,10 +1455,16 @@ class LeaderPlan:
     demoted: frozenset = frozenset()
     # partitions a demoted broker keeps leading: no other replica may (or the rack rule pins it)
     stuck: dict[int, int] = field(default_factory=dict)
+    # (topic, partition) -> (leader, ISR) as recorded, for the partitions a demoted broker holds
+    # (demote_states); empty when the snapshot records none (and on Spark)
+    states: dict[tuple[str, int], tuple] = field(default_factory=dict)
 
 
 def prepare_leaders(
-    groups: Mapping[tuple, int], ctx: RuleContext, demoted: frozenset = frozenset()
+    groups: Mapping[tuple, int],
+    ctx: RuleContext,
+    demoted: frozenset = frozenset(),
+    states: Mapping[tuple[str, int], tuple] | None = None,
 ) -> LeaderPlan:
     """Solve the leader flow on the groups summed over chunks, then split every group's leaders
     over the chunks that hold its partitions (each chunk then applies its share on its own).
@@ -1458,16 +1489,23 @@ def prepare_leaders(
         m = apportion_2d([n for _, n in chunks], [n for _, n in to])
         for ci, (c, _) in enumerate(chunks):
             quotas[c][g] = [(b, m[ci][j]) for j, (b, _) in enumerate(to) if m[ci][j]]
-    return LeaderPlan(balance, ctx, dict(quotas), frozenset(demoted), dict(stuck))
+    return LeaderPlan(
+        balance, ctx, dict(quotas), frozenset(demoted), dict(stuck), dict(states or {})
+    )
 
 
 def lead_chunk(rows: Sequence[Changed], lp: LeaderPlan, chunk: int) -> list[Changed]:
     """Apply a chunk's leader share to its final rows (in chunk order, as ``plan_chunk`` returns
     them): only the order of each replica list changes. Returns the rows that differ from before
-    the plan."""
+    the plan, and those a demoted broker leads (as recorded) though it is not their first
+    replica: their list may stay as it is, the execution elects its first."""
     quota = {g: dict(q) for g, q in lp.quotas.get(chunk, {}).items()}
     rows = sorted(rows, key=lambda r: (chunk_key(r[0], r[1]), r[0], r[1]))
-    keys = [leader_key(r[2], r[3], lp.ctx, lp.demoted) for r in rows]
+    states = [lp.states.get((r[0], r[1]), NO_STATE) for r in rows]
+    keys = [
+        leader_key(r[2], r[3], lp.ctx, lp.demoted, st[1])
+        for r, st in zip(rows, states, strict=True)
+    ]
     lead: list[int | None] = [None] * len(rows)
     for i, r in enumerate(rows):  # partitions whose leader already is a quota's keep it
         left = quota.get(keys[i])
@@ -1487,10 +1525,40 @@ def lead_chunk(rows: Sequence[Changed], lp: LeaderPlan, chunk: int) -> list[Chan
         if lp.demoted and not fixed:
             # demoted brokers last: an election that cannot use the first picks the next
             rest = [x for x in rest if x not in lp.demoted] + [x for x in rest if x in lp.demoted]
-        new = [b, *rest]
-        if new != list(old):
+        # drifted: a demoted broker leads (as recorded) though another replica may
+        drifted = not fixed and states[i][0] in lp.demoted and b not in lp.demoted
+        if drifted and list(old[:1]) == [b]:
+            # its first replica stays: the list stays as it is too, so a run finds the move
+            # complete at its start and elects the first replica (a reorder that keeps the
+            # first would complete without an election)
+            new = list(old)
+        else:
+            new = [b, *rest]
+        if new != list(old) or drifted:
             out.append((topic, part, old, new, size))
     return out
+
+
+def demoted_leading_after(
+    partitions: Iterable, changed: Iterable[Changed], demoted: frozenset
+) -> dict[int, int]:
+    """Demoted broker -> partitions it will still lead once the plan is executed with its
+    elections: a planned partition is led by its new first replica when that one is in the
+    recorded ISR (or none is recorded), else by its leader as recorded; a partition the plan
+    leaves is led by its recorded leader (else its first replica)."""
+    target = {(t, p): new for t, p, _, new, _ in changed}
+    out: dict[int, int] = {b: 0 for b in demoted}
+    for p in partitions:
+        new = target.get((p.topic, p.partition))
+        if new is None:
+            lead = p.leader if p.leader is not None else p.replicas[0]
+        elif p.isr is None or new[0] in p.isr or p.leader is None:
+            lead = new[0]
+        else:
+            lead = p.leader
+        if lead in demoted:
+            out[lead] += 1
+    return {b: n for b, n in out.items() if n}
 
 
 def _leader_summary(lp: LeaderPlan | None) -> dict | None:
@@ -1624,14 +1692,26 @@ def plan_in_process(snapshot, params: PlanParams | None = None) -> PlanResult:
         return result
     t = time.perf_counter()
     demoted = frozenset(params.demote_brokers)
+    states = demote_states(snapshot.partitions, demoted)
     lp = prepare_leaders(
-        leader_groups([(c, r[2], r[3]) for c, rs in finals.items() for r in rs], ctx, demoted),
+        leader_groups(
+            [
+                (c, r[2], r[3], states.get((r[0], r[1]), NO_STATE)[1])
+                for c, rs in finals.items()
+                for r in rs
+            ],
+            ctx,
+            demoted,
+        ),
         ctx,
         demoted,
+        states,
     )
     timings["leader_flow_s"] = time.perf_counter() - t
     for c in sorted(finals):
         changed += lead_chunk(finals[c], lp, c)
+    if states:  # what the recorded leaders and ISRs say the demoted brokers will still lead
+        lp.stuck = demoted_leading_after(snapshot.partitions, changed, demoted)
     result = _with_excluded(finish(changed, prep, lp), full, excluded, ctx)
     result.timings = timings
     return result

@@ -7,7 +7,14 @@ The JSON form is a contract (``version`` 1)::
      "topics": [{"name": "t", "min_insync_replicas": 2}],
      (a tiered topic, KIP-405, adds "remote_storage_enable": true, "local_retention_bytes": N,
       "local_retention_ms": N — its configs remote.storage.enable, local.retention.bytes/ms)
-     "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2, 3], "size_bytes": 123}]}
+     "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2, 3], "size_bytes": 123,
+                     "leader": 2, "isr": [2, 3]}]}
+
+``leader`` and ``isr`` (optional; older snapshots have neither) are the partition's state when
+the snapshot was taken: the broker leading it (null: none) and its in-sync replicas, both among
+its replicas. A demotion plan uses them: a demoted broker may lead a partition it is not the
+first replica of (leadership drifts, e.g. after a broker restart), and the new first replica
+should be one the controller can elect (in the ISR).
 
 A broker listed with no replicas is a new, empty broker. ``size_bytes`` is what a new replica
 copies: the leader's log size from DescribeLogDirs, which for a tiered topic counts only its
@@ -124,7 +131,7 @@ def excluded_summary(
 _BROKER_KEYS = {"id", "rack"}
 _TIERED_KEYS = ("remote_storage_enable", "local_retention_bytes", "local_retention_ms")
 _TOPIC_KEYS = {"name", "min_insync_replicas", *_TIERED_KEYS}
-_PARTITION_KEYS = {"topic", "partition", "replicas", "size_bytes"}
+_PARTITION_KEYS = {"topic", "partition", "replicas", "size_bytes", "leader", "isr"}
 _TOP_KEYS = {"version", "brokers", "topics", "partitions"}
 
 
@@ -160,6 +167,9 @@ class PartitionEntry:
     partition: int
     replicas: tuple[int, ...]
     size_bytes: int = 0
+    # the partition's state when recorded (None: not recorded, or no leader)
+    leader: int | None = None
+    isr: tuple[int, ...] | None = None
 
     @property
     def tp(self) -> TopicPartition:
@@ -239,12 +249,7 @@ class Snapshot:
             ],
             "topics": [t.to_json_obj() for t in sorted(self.topics, key=lambda t: t.name)],
             "partitions": [
-                {
-                    "topic": p.topic,
-                    "partition": p.partition,
-                    "replicas": list(p.replicas),
-                    "size_bytes": p.size_bytes,
-                }
+                _partition_obj(p)
                 for p in sorted(self.partitions, key=lambda p: (p.topic, p.partition))
             ],
         }
@@ -314,6 +319,20 @@ class Snapshot:
                 header=f"{path} is not a snapshot",
             ) from None
         return cls.from_json(text, source=path)
+
+
+def _partition_obj(p: PartitionEntry) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "topic": p.topic,
+        "partition": p.partition,
+        "replicas": list(p.replicas),
+        "size_bytes": p.size_bytes,
+    }
+    if p.leader is not None:
+        out["leader"] = p.leader
+    if p.isr is not None:
+        out["isr"] = list(p.isr)
+    return out
 
 
 def _is_int(v: Any) -> bool:
@@ -447,8 +466,30 @@ def _read_partitions(
                 f"partition {name}: 'size_bytes' must be a non-negative integer, got {size!r}"
             )
             ok = False
+        leader, isr = p.get("leader"), p.get("isr")
+        if leader is not None and (not _is_int(leader) or leader not in reps):
+            problems.append(
+                f"partition {name}: 'leader' must be one of its replicas {reps} or null, "
+                f"got {leader!r}"
+            )
+            ok = False
+        if isr is not None:
+            if not isinstance(isr, list) or not all(_is_int(r) for r in isr):
+                problems.append(
+                    f"partition {name}: 'isr' must be a list of broker ids or null, got {isr!r}"
+                )
+                ok = False
+            elif len(set(isr)) != len(isr) or not set(isr) <= set(reps):
+                problems.append(
+                    f"partition {name}: 'isr' {isr} must be distinct replicas of {reps}"
+                )
+                ok = False
         if ok:
-            out.append(PartitionEntry(topic, part, tuple(reps), size))
+            out.append(
+                PartitionEntry(
+                    topic, part, tuple(reps), size, leader, tuple(isr) if isr is not None else None
+                )
+            )
     return out
 
 
@@ -501,6 +542,11 @@ def write_parquet(snap: Snapshot, path: str) -> None:
                     [list(p.replicas) for p in snap.partitions], pa.list_(pa.int32())
                 ),
                 "size_bytes": pa.array([p.size_bytes for p in snap.partitions], pa.int64()),
+                "leader": pa.array([p.leader for p in snap.partitions], pa.int32()),
+                "isr": pa.array(
+                    [list(p.isr) if p.isr is not None else None for p in snap.partitions],
+                    pa.list_(pa.int32()),
+                ),
             }
         ),
         os.path.join(path, "partitions.parquet"),
@@ -602,6 +648,11 @@ def take_snapshot(
             size = sizes[(st.leader, tp)]
         else:
             size = max((sizes.get((r, tp), 0) for r in st.replicas), default=0)
-        parts.append(PartitionEntry(tp.topic, tp.partition, tuple(st.replicas), int(size)))
+        leader = st.leader if st.leader in st.replicas else None  # None / -1: no leader
+        # an empty ISR (a gateway that does not report it, or no leader) records nothing
+        isr = tuple(b for b in (st.isr or ()) if b in st.replicas) or None
+        parts.append(
+            PartitionEntry(tp.topic, tp.partition, tuple(st.replicas), int(size), leader, isr)
+        )
     topic_entries = [TopicEntry(t, misr.get(t), **tiered.get(t, {})) for t in counts]
     return Snapshot.of(brokers, topic_entries, parts)
