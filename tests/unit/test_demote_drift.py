@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from reassign_kit.engine.run import ExecuteOptions, Run
 from reassign_kit.errors import InvalidPlanError
 from reassign_kit.make_plan import plan as make_plan
 from reassign_kit.model import TopicPartition
 from reassign_kit.plan_report import format_report
-from reassign_kit.plan_rules import plan_problems_offline
+from reassign_kit.plan_rules import plan_problems_offline, required_racks
 from reassign_kit.simulate import MB, SimCluster
 from reassign_kit.snapshot import (
     BrokerEntry,
@@ -191,3 +193,57 @@ def test_drifted_leadership_is_demoted_end_to_end_on_the_simulator(tmp_path):
     led = [tp for tp, sp in sim.partitions.items() if sp.leader == demoted]
     assert led == []
     assert sim.partitions[drifted].leader == targets(result)[drifted][0]
+
+
+@st.composite
+def drifted_snapshots(draw):
+    """Random replica sets, racks, and recorded states: a leader among an ISR (or none)."""
+    n = draw(st.integers(2, 6))
+    n_racks = draw(st.sampled_from([0, 2, 3]))
+    brokers = [BrokerEntry(b, None if not n_racks else "abc"[b % n_racks]) for b in range(1, n + 1)]
+    ids = [b.id for b in brokers]
+    parts = []
+    for p in range(draw(st.integers(1, 25))):
+        reps = tuple(draw(st.permutations(ids))[: draw(st.integers(1, min(3, n)))])
+        if draw(st.booleans()):
+            isr = tuple(b for b in reps if draw(st.booleans())) or (reps[-1],)
+            parts.append(PartitionEntry("t", p, reps, 10, draw(st.sampled_from(isr)), isr))
+        else:
+            parts.append(PartitionEntry("t", p, reps, 10))
+    demote = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=n - 1, unique=True))
+    return Snapshot.of(brokers, [TopicEntry("t", 1)], parts), frozenset(demote)
+
+
+def rack_broken(s: Snapshot, reps) -> bool:
+    racks = s.racks()
+    n_racks = len(set(racks.values())) if any(r is not None for r in racks.values()) else 0
+    return n_racks > 1 and len({racks[b] for b in reps}) < required_racks(len(reps), n_racks)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(drifted_snapshots())
+def test_demotion_with_recorded_states_holds_its_promises(case):
+    s, demote = case
+    result = make_plan(s, demote_brokers=demote, engine="local", chunks=3)
+    assert result.moved_replicas == 0
+    assert plan_problems_offline(result.plan, s, result.prepared.ctx) == []
+    t = targets(result)
+    still = dict.fromkeys(sorted(demote), 0)
+    for p in s.partitions:
+        new = t.get(p.tp, p.replicas)
+        assert sorted(new) == sorted(p.replicas)
+        in_sync = [b for b in p.replicas if b not in demote and b in (p.isr or ())]
+        holds = any(b in demote for b in p.replicas)
+        if p.isr and in_sync and holds and not rack_broken(s, p.replicas):
+            assert new[0] in in_sync, (p, new)  # a demoted broker holds it: an in-sync first
+        if p.leader in demote and in_sync and not rack_broken(s, p.replicas):
+            assert p.tp in t, p  # led by a demoted broker: planned, drifted or not
+        # who leads once executed: the first replica if the election can make it, else as is
+        if p.tp not in t:
+            lead = p.leader if p.leader is not None else p.replicas[0]
+        else:
+            lead = new[0] if p.isr is None or new[0] in p.isr or p.leader is None else p.leader
+        if lead in demote:
+            still[lead] += 1
+    lb = result.report()["leader_balance"]
+    assert lb["demoted_still_leading"] == still
