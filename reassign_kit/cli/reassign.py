@@ -175,7 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--capacity",
         metavar="FILE",
         help="capacity file (see `reassign-kit plan --capacity`): the proposal keeps every "
-        "broker within its disk_bytes and max_replicas",
+        "broker within its disk_bytes and max_replicas, counted over the topics to move (the "
+        "only ones --generate reads); for whole-broker limits use `reassign-kit plan`",
     )
     plan_cmd.add_topic_selection(g)
     # the execute options: one declaration (engine.options) that the panel reads too
