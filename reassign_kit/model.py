@@ -21,6 +21,22 @@ from .errors import InvalidPlanError
 ANY_LOG_DIR = "any"
 
 
+def read_text(path: str, kind: str) -> str:
+    """An input file's text, or InvalidPlanError naming the file and what it was meant to be
+    (``kind``: "reassignment plan", "snapshot", ...) — never an OSError or UnicodeDecodeError."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise InvalidPlanError(
+            [f"cannot read {path}: {e.strerror}"], header=f"{kind} {path}"
+        ) from e
+    except UnicodeDecodeError as e:
+        raise InvalidPlanError(
+            [f"not UTF-8 text (byte {e.start}: {e.reason})"], header=f"{path} is not a {kind}"
+        ) from None
+
+
 class TopicPartition(NamedTuple):
     topic: str
     partition: int
@@ -106,19 +122,7 @@ class Plan:
 
     @classmethod
     def read(cls, path: str) -> Plan:
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except OSError as e:
-            raise InvalidPlanError(
-                [f"cannot read {path}: {e.strerror}"], header=f"reassignment plan {path}"
-            ) from e
-        except UnicodeDecodeError as e:
-            raise InvalidPlanError(
-                [f"not UTF-8 text (byte {e.start}: {e.reason})"],
-                header=f"{path} is not a reassignment plan",
-            ) from None
-        return cls.from_json(text, source=path)
+        return cls.from_json(read_text(path, "reassignment plan"), source=path)
 
 
 @dataclass(frozen=True)

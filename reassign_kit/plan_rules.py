@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from .model import Move, PartitionState, Plan
+from .model import Move, PartitionState, Plan, read_text
 from .validate import ClusterView, Problem, move_problems
 
 REMOVED_BROKER = "removed-broker"
@@ -290,13 +290,7 @@ class Capacity:
 
         from .errors import InvalidPlanError
 
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except OSError as e:
-            raise InvalidPlanError(
-                [f"cannot read {path}: {e.strerror}"], header=f"capacity file {path}"
-            ) from e
+        text = read_text(path, "capacity file")
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as e:

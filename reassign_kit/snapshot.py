@@ -36,7 +36,7 @@ from typing import Any
 
 from .cluster.views import require_permissions
 from .errors import InvalidPlanError, UsageError
-from .model import TopicPartition
+from .model import TopicPartition, read_text
 
 VERSION = 1
 # Kafka's own topics; every name starting with "__" is treated as internal (issue 13 #2)
@@ -306,19 +306,7 @@ class Snapshot:
     def read(cls, path: str) -> Snapshot:
         if _is_parquet_path(path):
             return read_parquet(path)
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except OSError as e:
-            raise InvalidPlanError(
-                [f"cannot read {path}: {e.strerror}"], header=f"snapshot {path}"
-            ) from e
-        except UnicodeDecodeError as e:
-            raise InvalidPlanError(
-                [f"not UTF-8 text (byte {e.start}: {e.reason})"],
-                header=f"{path} is not a snapshot",
-            ) from None
-        return cls.from_json(text, source=path)
+        return cls.from_json(read_text(path, "snapshot"), source=path)
 
 
 def _partition_obj(p: PartitionEntry) -> dict[str, Any]:

@@ -446,3 +446,18 @@ def test_tiered_fields_survive_parquet(tmp_path):
     from reassign_kit.spark.frames import brokers_and_topics
 
     assert brokers_and_topics(str(tmp_path / "s.parquet")).topics == snap.topics
+
+
+def test_a_capacity_file_that_is_not_text_is_named_not_a_traceback(tmp_path, capsys):
+    """A capacity file in another encoding (or binary junk) is refused naming the file, exit 3
+    (regression: Capacity.read let UnicodeDecodeError out — the drop-in's last resort, exit 1)."""
+    from reassign_kit.cli import main as cli_main
+
+    s, c = _cli_snap(tmp_path), tmp_path / "cap.json"
+    c.write_bytes(b'{"version": 1, "default": {"disk_bytes": 1\xff\xfe}}')
+    with pytest.raises(InvalidPlanError, match=r"cap.json is not a capacity file"):
+        Capacity.read(str(c))
+    argv = ["plan", "--snapshot", str(s), "--engine", "local", "--capacity", str(c)]
+    assert cli_main([*argv, "--output", str(tmp_path / "p.json")]) == 3
+    err = capsys.readouterr().err
+    assert "cap.json" in err and "not UTF-8" in err and "Traceback" not in err
