@@ -188,6 +188,34 @@ topics_files = json_file_contents(
     topics_docs(), json.dumps({"version": 1, "topics": [{"topic": "a"}]})
 )
 
+# --------------------------------------------------------------------------- capacity files
+
+
+@st.composite
+def capacity_docs(draw) -> Any:
+    """Capacity files (plan --capacity): near-valid broker entries and junk."""
+    entry = st.fixed_dictionaries(
+        {"id": st.one_of(broker_ids, json_scalars)},
+        optional={
+            "disk_bytes": st.one_of(st.integers(-1, 1 << 62), json_scalars),
+            "max_replicas": st.one_of(st.integers(-1, 50), json_scalars),
+            "disk": json_scalars,
+        },
+    )
+    doc: dict[str, Any] = {}
+    if draw(st.integers(0, 6)):
+        doc["version"] = draw(st.one_of(st.just(1), json_scalars))
+    if draw(st.integers(0, 3)):
+        doc["default"] = draw(st.one_of(entry.map(lambda e: {**e, "id": None}), json_values))
+    if draw(st.integers(0, 8)):
+        doc["brokers"] = draw(st.one_of(st.lists(st.one_of(entry, json_values), max_size=5)))
+    return doc if draw(st.integers(0, 10)) else draw(json_values)
+
+
+capacity_files = json_file_contents(
+    capacity_docs(), json.dumps({"version": 1, "default": {"disk_bytes": 1 << 40}})
+)
+
 # --------------------------------------------------------------------------- snapshots
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from fuzz_strategies import (
     Tally,
+    capacity_files,
     check_outcome,
     config_files,
     json_values,
@@ -185,6 +186,24 @@ def test_fuzz_snapshot_json(env):
 
     case()
     assert tally.write()["cases"] >= 200
+
+
+def test_fuzz_capacity_file(env):
+    tally = Tally("capacity_file")
+
+    @settings(**FUZZ, max_examples=150)
+    @given(data=capacity_files, validate=st.booleans())
+    def case(data, validate):
+        path = env.file(data)
+        if validate:
+            argv = ["validate", "--snapshot", env.snapshot, "--reassignment-json-file", env.plan]
+        else:
+            argv = ["plan", "--snapshot", env.snapshot, "--engine", "local"]
+            argv += ["--balance", "replicas,leaders,bytes", "--output", env.fresh(".json")]
+        run_case(env, tally, [*argv, "--capacity", path], names=[path])
+
+    case()
+    assert tally.write()["cases"] >= 150
 
 
 def _parquet_variants():
