@@ -1425,7 +1425,8 @@ def leader_groups(
     demoted: frozenset = frozenset(),
 ) -> dict:
     """(chunk, brokers that may lead, current leader) -> partitions, from (chunk, old, new) or
-    (chunk, old, new, isr) rows; the Spark twin is a groupBy in spark/planner.py."""
+    (chunk, old, new, isr) rows; the Spark twin is a groupBy in spark/planner.py (with recorded
+    ISRs, this function in executors)."""
     out: dict[tuple, int] = defaultdict(int)
     for c, old, new, *isr in finals:
         out[(c, *leader_key(old, new, ctx, demoted, isr[0] if isr else None))] += 1
@@ -1456,7 +1457,7 @@ class LeaderPlan:
     # partitions a demoted broker keeps leading: no other replica may (or the rack rule pins it)
     stuck: dict[int, int] = field(default_factory=dict)
     # (topic, partition) -> (leader, ISR) as recorded, for the partitions a demoted broker holds
-    # (demote_states); empty when the snapshot records none (and on Spark)
+    # (demote_states); empty when the snapshot records none
     states: dict[tuple[str, int], tuple] = field(default_factory=dict)
 
 

@@ -5,27 +5,33 @@ small aggregates and the plan itself (the partitions that change), never the rep
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 
 from ..planner import (
     BYTES_ROUNDS,
+    NO_STATE,
     Aggregates,
     PlanParams,
     PlanResult,
     aggregate_rows,
     bytes_chunk,
+    demote_states,
+    demoted_leading_after,
     finish,
     lead_chunk,
+    leader_groups,
     plan_chunk,
     prepare,
     prepare_bytes,
     prepare_leaders,
     rule_context,
 )
-from ..snapshot import Snapshot, excluded_summary
+from ..snapshot import PartitionEntry, Snapshot, excluded_summary
 from .frames import brokers_and_topics, partitions_df, with_chunk
 
 AGG_SCHEMA = "kind string, c int, key string, n long"
+GROUP_SCHEMA = "c int, s array<int>, o int, n long"
 CHANGED_SCHEMA = "topic string, partition int, old array<int>, new array<int>, size_bytes long"
 FINAL_SCHEMA = "chunk int, " + CHANGED_SCHEMA
 
@@ -270,6 +276,75 @@ def _bytes_rounds(final, prep):
     return final, rounds
 
 
+def _demoted_partitions(spark, source, params: PlanParams, demoted: frozenset, kept) -> list:
+    """The selected partitions a demoted broker holds, with their recorded leader and ISR
+    (``PartitionEntry``; leader / isr None when not recorded). From a Parquet snapshot they are
+    read by Spark (only those rows reach the driver; a snapshot without the columns has none)."""
+    if not demoted:
+        return []
+    if isinstance(source, Snapshot):
+        sel, _ = source.select(params.topic_filter)
+        return [p for p in sel.partitions if any(b in demoted for b in p.replicas)]
+    from pyspark.sql import functions as F
+
+    raw = spark.read.parquet(os.path.join(source, "partitions.parquet"))
+    cols = set(raw.columns)
+    df = raw.select(
+        "topic",
+        F.col("partition").cast("int").alias("partition"),
+        F.col("replicas").cast("array<int>").alias("replicas"),
+        F.col("size_bytes").cast("long").alias("size_bytes"),
+        (F.col("leader") if "leader" in cols else F.lit(None)).cast("int").alias("leader"),
+        (F.col("isr") if "isr" in cols else F.lit(None)).cast("array<int>").alias("isr"),
+    )
+    if kept is not None:
+        df = df.filter(F.col("topic").isin(list(kept)))
+    df = df.filter(F.arrays_overlap("replicas", F.array(*[F.lit(b) for b in sorted(demoted)])))
+    return [
+        PartitionEntry(
+            r.topic,
+            int(r.partition),
+            tuple(int(b) for b in r.replicas),
+            int(r.size_bytes),
+            None if r.leader is None else int(r.leader),
+            None if r.isr is None else tuple(int(b) for b in r.isr),
+        )
+        for r in df.collect()
+    ]
+
+
+def _isr_groups(final, ctx, demoted: frozenset, states) -> dict:
+    """planner.leader_groups over the final rows, in executors, with each partition's recorded
+    ISR (``states`` ships with the function): (chunk, brokers that may lead, leader) -> count."""
+    import pandas as pd
+
+    def groups(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        for pdf in batches:
+            rows = [
+                (c, o, n, states.get((t, p), NO_STATE)[1])
+                for c, (t, p, o, n, _) in zip(pdf["chunk"], _changed_rows(pdf), strict=True)
+            ]
+            g = leader_groups(rows, ctx, demoted)
+            if g:
+                yield pd.DataFrame(
+                    {
+                        "c": [int(k[0]) for k in g],
+                        "s": [list(k[1]) for k in g],
+                        "o": [int(k[2]) for k in g],
+                        "n": list(g.values()),
+                    }
+                )
+
+    return {
+        (r.c, tuple(r.s), r.o): int(r.n)
+        for r in final.mapInPandas(groups, GROUP_SCHEMA)
+        .groupBy("c", "s", "o")
+        .sum("n")
+        .withColumnRenamed("sum(n)", "n")
+        .collect()
+    }
+
+
 def plan_spark(spark, source: Snapshot | str, params: PlanParams | None = None) -> PlanResult:
     """Plan on Spark from a snapshot object or a Parquet snapshot directory."""
     return plan_and_validate_spark(spark, source, params, validate=False)[0]
@@ -349,21 +424,28 @@ def plan_and_validate_spark(
             may = F.array_sort(
                 F.array_except("new", F.array(*[F.lit(b) for b in sorted(demoted)] or [F.lit(-2)]))
             )
-            groups = {
-                (r.chunk, tuple(r.s), r.o): r["count"]
-                for r in final.groupBy(
-                    "chunk",
-                    F.when(_pinned(ctx) | (F.size(may) == 0), F.slice("new", 1, 1))
-                    .otherwise(may)
-                    .alias("s"),
-                    F.coalesce(F.element_at("old", 1), F.lit(-1)).alias("o"),
-                )
-                .count()
-                .collect()
-            }
+            # the recorded (leader, ISR) of the partitions a demoted broker holds: they decide
+            # who may lead (planner.leader_key) and what the demoted brokers still lead after
+            held = _demoted_partitions(spark, source, params, demoted, kept if excluded else None)
+            states = demote_states(held, demoted)
+            if states:  # the groups by planner.leader_groups itself (the ISR is in the key)
+                groups = _isr_groups(final, ctx, demoted, states)
+            else:
+                groups = {
+                    (r.chunk, tuple(r.s), r.o): r["count"]
+                    for r in final.groupBy(
+                        "chunk",
+                        F.when(_pinned(ctx) | (F.size(may) == 0), F.slice("new", 1, 1))
+                        .otherwise(may)
+                        .alias("s"),
+                        F.coalesce(F.element_at("old", 1), F.lit(-1)).alias("o"),
+                    )
+                    .count()
+                    .collect()
+                }
             timings["plan_replicas_s"] = time.perf_counter() - t
             t2 = time.perf_counter()
-            lp = prepare_leaders(groups, ctx, demoted)
+            lp = prepare_leaders(groups, ctx, demoted, states)
             timings["leader_flow_s"] = time.perf_counter() - t2
 
             def lead_chunks(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -385,6 +467,8 @@ def plan_and_validate_spark(
                 final = final.filter(F.col("new") != F.col("old"))
             out = final.drop("chunk").toPandas()  # Arrow, not pickled rows
         changed = _changed_rows(out)
+        if lp is not None and lp.states:  # as planner.plan_in_process: by the recorded ISRs
+            lp.stuck = demoted_leading_after(held, changed, lp.demoted)
         result = finish(changed, prep, lp)
         result.excluded = excluded_info or excluded_summary({}, {})
         timings["plan_s"] = time.perf_counter() - t
