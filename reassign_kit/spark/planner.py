@@ -36,6 +36,17 @@ CHANGED_SCHEMA = "topic string, partition int, old array<int>, new array<int>, s
 FINAL_SCHEMA = "chunk int, " + CHANGED_SCHEMA
 
 
+def _chunk_groups(batches):
+    """(chunk, its rows) of one mapInPandas partition: the batches Spark hands over, joined
+    and grouped by chunk (each chunk is planned whole, in one executor)."""
+    import pandas as pd
+
+    parts = [b for b in batches if len(b)]
+    if not parts:
+        return
+    yield from pd.concat(parts, ignore_index=True).groupby("chunk", sort=True)
+
+
 def _frame(rows, chunk: int | None = None):
     import pandas as pd
 
@@ -251,11 +262,7 @@ def _bytes_rounds(final, prep):
         rounds += 1
 
         def apply(batches: Iterator[pd.DataFrame], bp=bp) -> Iterator[pd.DataFrame]:
-            parts = [b for b in batches if len(b)]
-            if not parts:
-                return
-            pdf = pd.concat(parts, ignore_index=True)
-            for c, group in pdf.groupby("chunk", sort=True):
+            for c, group in _chunk_groups(batches):
                 rows = bytes_chunk(_changed_rows(group), bp, int(c))
                 if rows:
                     yield _frame(rows, int(c))
@@ -398,11 +405,7 @@ def plan_and_validate_spark(
         keep_all = leaders or prep.bytes_pass  # later passes need every partition
 
         def plan_chunks(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-            parts = [b for b in batches if len(b)]
-            if not parts:
-                return
-            pdf = pd.concat(parts, ignore_index=True)
-            for c, group in pdf.groupby("chunk", sort=True):
+            for c, group in _chunk_groups(batches):
                 rows = plan_chunk(_rows(group), prep, int(c))
                 if not keep_all:
                     rows = [r for r in rows if list(r[3]) != list(r[2])]
@@ -449,11 +452,7 @@ def plan_and_validate_spark(
             timings["leader_flow_s"] = time.perf_counter() - t2
 
             def lead_chunks(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-                parts = [b for b in batches if len(b)]
-                if not parts:
-                    return
-                pdf = pd.concat(parts, ignore_index=True)
-                for c, group in pdf.groupby("chunk", sort=True):
+                for c, group in _chunk_groups(batches):
                     rows = lead_chunk(_changed_rows(group), lp, int(c))
                     if rows:
                         yield _frame(rows)
