@@ -9,7 +9,7 @@ import itertools
 import json
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from reassign_kit.errors import CapacityError, InvalidPlanError, UsageError
@@ -215,6 +215,8 @@ def _brute_min_moved_bytes(snap: Snapshot, lo: dict, hi: dict) -> int | None:
     st.lists(st.tuples(st.integers(0, 2), st.integers(1, 50)), min_size=1, max_size=6),
     st.sampled_from([0.0, 0.1, 0.3]),
 )
+# feasible and met: both guarded assertions below run at least on this case
+@example(2, [(0, 10), (0, 10)], 0.0)
 def test_bytes_lower_bound_is_a_lower_bound(n, rows, tol):
     """Brute force over every placement (RF 1): the least bytes any plan within the bands moves
     is at least the bound the report states."""
