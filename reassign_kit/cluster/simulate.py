@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import KafkaOperationError
 from ..model import PartitionState, TopicPartition
-from .admin import (
+from .config import (
     BROKER_THROTTLE_KEYS,
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,

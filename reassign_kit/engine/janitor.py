@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..cluster.admin import (
+from ..cluster.config import (
     BROKER_THROTTLE_KEYS,
     FOLLOWER_REPLICAS,
     LEADER_REPLICAS,
