@@ -504,7 +504,9 @@ def verify(
     """Is every move of the plan complete (``model.is_complete``), its replicas in the asked log
     dirs? Once nothing of the plan is in progress, clear the throttles of the plan's topics and
     every broker, except what reassignments still in flight elsewhere need; with ``priors``
-    (what ``execute`` saved, or a run's journal) the values there before are put back.
+    (what ``execute`` saved, or a run's journal) the values there before are put back and
+    only the configs that run changed are touched (an operator's rate on a broker it never
+    throttled stays).
 
     ``elect_leaders`` (CLI ``--verify --elect-leaders``, the panel's Verify with its "elect
     preferred leaders" box): each complete partition of the plan that another replica than
@@ -577,7 +579,11 @@ def verify(
             "throttle is left."
         )
     elif IN_PROGRESS not in result._statuses() and not preserve_throttles:
-        result.cleared = thr.clear_throttles(gateway, plan.topics(), priors=priors)
+        # with the run's priors (its record), only what that run changed is touched (issue 19
+        # item 6); without, every broker's rate goes, as the official tool does
+        result.cleared = thr.clear_throttles(
+            gateway, plan.topics(), priors=priors, only_recorded=priors is not None
+        )
         kept = {
             t: kv for t, kv in result.cleared[0].items() if any(v is not None for v in kv.values())
         }
@@ -859,7 +865,9 @@ def cancel(
         else:
             back[tp] = orig
     if back:
-        cancelled_back, rolling, refused = _roll_back(gateway, back, states, rate, timeout_s)
+        cancelled_back, rolling, refused = _roll_back(
+            gateway, back, states, rate, timeout_s, priors
+        )
         cancelled += cancelled_back
         errors.update(refused)
     else:
@@ -884,7 +892,9 @@ def cancel(
         # after an earlier --cancel --preserve-throttles), except what moves in flight need;
         # the operator's values recorded before are put back (issue 14 #13)
         named = set(plan.topics()) if plan is not None else set(topics or ())
-        cleared = thr.clear_throttles(gateway, sorted(touched | named), priors=priors)
+        cleared = thr.clear_throttles(
+            gateway, sorted(touched | named), priors=priors, only_recorded=priors is not None
+        )
     return CancelResult(
         cancelled,
         sorted(not_moving),
@@ -908,6 +918,7 @@ def _roll_back(
     states: Mapping[TopicPartition, PartitionState],
     rate: int | None,
     timeout_s: float,
+    priors: thr.Priors | None = None,
 ) -> tuple[
     list[TopicPartition],
     dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]]],
@@ -915,10 +926,14 @@ def _roll_back(
 ]:
     """Submit each partition's original list (throttles first, when a rate is known: the way
     back may copy a replica a step dropped) and wait, bounded, until the cluster shows it.
-    Returns (back at original, still rolling back: (original, now), refused: error)."""
+    Returns (back at original, still rolling back: (original, now), refused: error). The
+    values the throttles had before are recorded into ``priors`` (when given), so the end
+    puts them back and touches no other config."""
     if rate is not None:
         others = {tp: st for tp, st in gateway.list_reassignments().items() if tp not in back}
-        thr.apply_throttles(gateway, thr.required_throttles(back, states, others), rate)
+        thr.apply_throttles(
+            gateway, thr.required_throttles(back, states, others), rate, priors=priors
+        )
     res = gateway.alter_reassignments(dict(back), allow_replication_factor_change=True)
     refused = {
         tp: f"rollback to [{_fmt(o)}] refused: {res.get(tp) or 'no answer from the controller'}"

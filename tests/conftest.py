@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -68,6 +70,7 @@ def out_dir(request: pytest.FixtureRequest) -> Path:
 
 
 DEFAULT_ARTEFACTS = ("reassign-rollback-*.json", "reassign-run-*.jsonl")
+STATE_DIR_ENV = "REASSIGN_KIT_STATE_DIR"  # reassign_kit.state.STATE_DIR_ENV
 
 
 @pytest.fixture(autouse=True)
@@ -77,8 +80,23 @@ def no_default_artefacts_left(request: pytest.FixtureRequest) -> Iterator[None]:
     litters the repo. The test that leaves one there fails, naming the files."""
     cwd = Path.cwd()
     before = {p for g in DEFAULT_ARTEFACTS for p in cwd.glob(g)}
-    yield
+    before |= {cwd / ".reassign-kit"} if (cwd / ".reassign-kit").exists() else set()
+    # every test gets its own run-state dir (issue 19: each execute records its run there),
+    # so runs of one test are never found by another's --verify / --cancel / throttles
+    saved = os.environ.get(STATE_DIR_ENV)
+    state_dir = tempfile.mkdtemp(prefix="rk-state-")
+    os.environ[STATE_DIR_ENV] = state_dir
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(STATE_DIR_ENV, None)
+        else:
+            os.environ[STATE_DIR_ENV] = saved
+        shutil.rmtree(state_dir, ignore_errors=True)
     left = sorted({p for g in DEFAULT_ARTEFACTS for p in cwd.glob(g)} - before)
+    if (cwd / ".reassign-kit").exists() and cwd / ".reassign-kit" not in before:
+        left.append(cwd / ".reassign-kit")
     if left:
         pytest.fail(
             f"{request.node.nodeid} left {', '.join(p.name for p in left)} in {cwd}: "

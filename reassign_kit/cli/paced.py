@@ -19,9 +19,10 @@ import sys
 import time
 from typing import Any
 
+from .. import state
 from ..engine.journal import read_events
 from ..engine.options import ExecuteOptions, cli_options, options_from_cli
-from ..engine.preflight import default_journal_path, options_from_journal, prepare
+from ..engine.preflight import options_from_journal, prepare
 from ..engine.progress import run_progress_line
 from ..engine.results import RunError, RunResult
 from ..engine.run import Run
@@ -75,17 +76,38 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
         opts = options_from_journal(args.journal)
     else:
         opts = options_from_args(args)
-    journal = args.journal or default_journal_path()
-    prepared = prepare(
-        gateway,
-        plan,
-        opts,
-        journal,
-        resume=args.resume,
-        rollback_path=args.rollback_file or "",
-        source=args.reassignment_json_file,
-        plan_path=os.path.abspath(args.reassignment_json_file),
-    )
+    home = None
+    if not args.resume:  # the run's home, before anything is sent (a clear error if not)
+        home = state.begin(
+            gateway,
+            plan,
+            kind="paced",
+            state_dir=getattr(args, "state_dir", None),
+            source=args.reassignment_json_file,
+            rollback=args.rollback_file,
+            journal=args.journal,
+            throttle=opts.throttle,
+        )
+    journal = args.journal or (home.journal if home is not None else None)
+    assert journal is not None
+    try:
+        prepared = prepare(
+            gateway,
+            plan,
+            opts,
+            journal,
+            resume=args.resume,
+            rollback_path=home.rollback if home is not None else "",
+            source=args.reassignment_json_file,
+            plan_path=os.path.abspath(args.reassignment_json_file),
+        )
+    except state.REFUSED:
+        if home is not None:
+            state.discard(home)
+        raise
+    if home is not None:
+        home.written(prepared.rollback_path)
+        print(f"Run state: {home.dir}")
     run = prepared.run
     if args.resume:
         first = next(e for e in read_events(args.journal) if e.get("event") == "run_started")
@@ -127,6 +149,8 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
         for s, h in old.items():
             signal.signal(s, h)
     _report(result, args, journal, bool(interrupted))
+    if home is not None and result.state == "done" and not interrupted:
+        home.mark_finished("done")
     if interrupted:
         return EXIT_INTERRUPTED
     return result.exit_code

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import ops, validate, whatif
+from .. import ops, state, validate, whatif
 from ..engine.options import cli_options
 from ..errors import InvalidPlanError, ReassignKitError, UsageError, format_exit_codes
 from ..model import Plan
@@ -35,9 +35,16 @@ EXECUTE_FLAGS = {d.dest for d in cli_options()}  # engine.options: the one decla
 ACTION_OPTIONS: dict[str, set[str]] = {
     "execute": EXECUTE_FLAGS
     | {"reassignment_json_file", "rollback_file", "journal", "resume", "dry_run", "calibration"}
-    | {"output"},
-    "verify": {"reassignment_json_file", "preserve_throttles", "throttle_priors", "elect_leaders"},
+    | {"output", "state_dir"},
+    "verify": {
+        "reassignment_json_file",
+        "preserve_throttles",
+        "throttle_priors",
+        "elect_leaders",
+        "state_dir",
+    },
     "cancel": {
+        "state_dir",
         "reassignment_json_file",
         "preserve_throttles",
         "throttle_priors",
@@ -49,7 +56,7 @@ ACTION_OPTIONS: dict[str, set[str]] = {
         "throttle",
         "rollback_timeout",
     },
-    "list": {"output"},
+    "list": {"output", "state_dir"},
     "generate": {
         "topics_to_move_json_file",
         "broker_list",
@@ -157,9 +164,19 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument(
         "--rollback-file",
         metavar="FILE",
-        help="Where --execute saves the current assignment (default: "
-        "reassign-rollback-<UTC time>.json); with --cancel, the original replica lists to "
-        "roll back to.",
+        help="Where --execute saves the current assignment (default: rollback.json in the "
+        "run's state dir, see --state-dir); with --cancel, the original replica lists to "
+        "roll back to (default: the run's, found by the plan).",
+    )
+    o.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="Where runs keep their state (default $REASSIGN_KIT_STATE_DIR, else "
+        "./.reassign-kit/runs): --execute records its rollback file, throttle priors and "
+        "journal under <DIR>/<cluster id>/<plan hash>/<run id>/ before anything is sent; "
+        "--verify, --cancel and --list find them there by the plan (say which run), so the "
+        "operator's throttle values come back exactly and a cancel restores the original "
+        "replica order. Explicit --rollback-file / --journal / --throttle-priors win.",
     )
     o.add_argument(
         "--output",
@@ -211,7 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument(
         "--journal",
         metavar="FILE",
-        help="The run's JSON-lines journal (default reassign-run-<UTC time>.jsonl); with "
+        help="The run's JSON-lines journal (default journal.jsonl in the run's state dir, "
+        "see --state-dir); with "
         "--progress, rates and step numbers come from it; with --cancel, the run to roll back "
         "(its plan, each move's original replicas, its throttle rate).",
     )
@@ -320,18 +338,32 @@ def _execute(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
         return _dry_run(args, gateway, plan)
     if paced.is_paced(args):
         return paced.run_paced(args, gateway, plan)
-    res = ops.execute(
+    home = state.begin(  # the run's home, before anything is sent (a clear error if not)
         gateway,
         plan,
-        additional=args.additional,
-        throttle=args.throttle,
-        log_dir_throttle=args.replica_alter_log_dirs_throttle,
-        disallow_replication_factor_change=args.disallow_replication_factor_change,
-        timeout_s=args.timeout / 1000,
-        rollback_path=args.rollback_file or ops.default_rollback_path(),
+        kind="legacy",
+        state_dir=args.state_dir,
         source=args.reassignment_json_file,
-        elect_leaders=bool(args.elect_leaders),  # legacy: off unless --elect-leaders
+        rollback=args.rollback_file,
+        throttle=args.throttle,
     )
+    try:
+        res = ops.execute(
+            gateway,
+            plan,
+            additional=args.additional,
+            throttle=args.throttle,
+            log_dir_throttle=args.replica_alter_log_dirs_throttle,
+            disallow_replication_factor_change=args.disallow_replication_factor_change,
+            timeout_s=args.timeout / 1000,
+            rollback_path=home.rollback,
+            source=args.reassignment_json_file,
+            elect_leaders=bool(args.elect_leaders),  # legacy: off unless --elect-leaders
+        )
+    except state.REFUSED:
+        state.discard(home)
+        raise
+    home.written(res.rollback_path, res.priors_path if res.priors else None)
     print("Current partition replica assignment\n")
     print(res.rollback.to_json())
     print(
@@ -339,6 +371,10 @@ def _execute(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
         f"(saved to {res.rollback_path})"
     )
     _print([line for line in res.lines() if not line.startswith("The rollback plan")])
+    print(
+        f"Run state: {home.dir} (--verify / --cancel with this plan find it: the originals "
+        "and the throttle values before the run)"
+    )
     return res.exit_code
 
 
@@ -363,16 +399,36 @@ def _dry_run(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
     return 0
 
 
+def _found(args: argparse.Namespace, gateway: Any, plan: Plan | None, what: str) -> Any:
+    """The run of ``plan`` recorded in the state dir (None without a plan or a record); what
+    was found is said before anything is done."""
+    if plan is None:
+        return None
+    found = state.find(gateway, plan, args.state_dir)
+    if found is None:
+        print(
+            f"Run state ({what}): no run of this plan recorded under "
+            f"{state.key_dir(state.state_root(args.state_dir), gateway.cluster_id(), plan)}"
+        )
+    else:
+        _print(found.lines(what))
+    return found
+
+
 def _verify(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
     assert plan is not None
+    found = None if args.throttle_priors else _found(args, gateway, plan, "--verify")
+    priors = args.throttle_priors or (found.throttle_priors() if found else None)
     vres = ops.verify(
         gateway,
         plan,
         preserve_throttles=args.preserve_throttles,
-        priors=args.throttle_priors,
+        priors=priors,
         elect_leaders=bool(args.elect_leaders),
     )
     _print(vres.lines())
+    if found is not None and vres.exit_code == 0 and vres.cleared is not None:
+        found.mark_finished("verified")
     return vres.exit_code
 
 
@@ -380,19 +436,37 @@ def _cancel(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
     topics = [t.strip() for t in args.topics.split(",") if t.strip()] if args.topics else None
     if args.topics is not None and not topics:
         raise UsageError("--topics needs at least one topic name")
+    explicit = args.rollback_file and args.journal and args.throttle_priors
+    found = None if explicit else _found(args, gateway, plan, "--cancel")
+    run = found.run if found is not None else None
+    rollback_file, journal, priors, rate = (
+        args.rollback_file,
+        args.journal,
+        args.throttle_priors,
+        args.throttle,
+    )
+    if run is not None:  # each explicit option wins over what the run recorded
+        rollback_file = rollback_file or run.rollback_file()
+        journal = journal or run.journal_file()
+        if priors is None and not args.journal:
+            priors = found.throttle_priors()
+        if rate is None and journal is None:
+            rate = run.throttle  # a legacy run's rate, for the way back
     cres = ops.cancel(
         gateway,
         plan,
         topics=topics,
         all=args.all,
         preserve_throttles=args.preserve_throttles,
-        rollback_file=args.rollback_file,
-        journal=args.journal,
-        throttle=args.throttle,
+        rollback_file=rollback_file,
+        journal=journal,
+        throttle=rate,
         timeout_s=args.rollback_timeout or ops.ROLLBACK_TIMEOUT_S,
-        priors=args.throttle_priors,
+        priors=priors,
     )
     _print(cres.lines())
+    if found is not None and cres.exit_code == 0:
+        found.mark_finished("cancelled")
     return cres.exit_code
 
 
@@ -405,6 +479,7 @@ def _list(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
         if lres.states:
             print("\nAs a reassignment JSON (the targets):")
             print(lres.to_json())
+        _print(state.runs_in_flight_lines(gateway, lres.states, args.state_dir))
     return 0
 
 

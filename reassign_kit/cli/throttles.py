@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from .. import state
 from ..cluster.views import require_permissions
 from ..engine import janitor
 from ..engine.throttle import load_priors
@@ -41,6 +42,13 @@ def _parser() -> argparse.ArgumentParser:
     priors.add_argument(
         "--throttle-priors", metavar="FILE", help="the same from legacy --execute's priors file"
     )
+    p.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="where runs keep their state (default $REASSIGN_KIT_STATE_DIR, else "
+        "./.reassign-kit/runs): without --journal / --throttle-priors, the priors of the "
+        "unfinished runs recorded there for this cluster are used (which ones is said)",
+    )
     p.add_argument("--output", choices=("text", "json"), default="text")
     return p
 
@@ -49,11 +57,16 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     priors = load_priors(args.journal or args.throttle_priors)
     gw = connect(args.bootstrap_server, args.command_config)
+    found: list[str] = []
     try:
         needed = ["DESCRIBE", "DESCRIBE_CONFIGS"] + (["ALTER_CONFIGS"] if args.clean else [])
         require_permissions(gw, "throttles", needed)
+        recorded = False
+        if priors is None:  # the runs recorded for this cluster say what was the operator's
+            priors, found = state.cluster_priors(gw, args.state_dir)
+            recorded = priors is not None
         if args.clean:
-            result = janitor.clean_throttles(gw, priors)
+            result = janitor.clean_throttles(gw, priors, only_recorded=recorded)
         else:
             result = janitor.check_throttles(gw, priors)
     finally:
@@ -61,5 +74,5 @@ def main(argv: list[str]) -> int:
     if args.output == "json":
         print(json.dumps(result.to_json_obj(), indent=2))
     else:
-        print("\n".join(result.lines()))
+        print("\n".join([*found, *result.lines()]))
     return result.exit_code

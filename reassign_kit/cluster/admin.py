@@ -270,6 +270,13 @@ class AdminGateway:
             (BrokerInfo(n.id, n.host, n.port, n.rack) for n in desc.nodes), key=lambda b: b.id
         )
 
+    def cluster_id(self) -> str:
+        """The cluster id DescribeCluster answers (one call; ``cluster_info`` asks far more)."""
+        desc = self._wait(
+            self.ck.describe_cluster(request_timeout=self.timeout_s), "describe cluster"
+        )
+        return str(desc.cluster_id)
+
     def cluster_info(self) -> dict[str, Any]:
         """Which cluster and which Kafka a run talked to, for journals and reports.
 

@@ -137,6 +137,9 @@ class Gateway(Protocol):
     def cluster_info(self) -> dict[str, Any]:
         """Cluster id, controller and the Kafka version (for the journal's run_started)."""
 
+    def cluster_id(self) -> str:
+        """The cluster's id (DescribeCluster), one cheap call: a run's state is kept under it."""
+
     def topic_partition_counts(self, topics: Iterable[str] | None = None) -> dict[str, int]:
         """Topic name -> partition count (all topics when ``topics`` is None)."""
 

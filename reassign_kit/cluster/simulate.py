@@ -165,6 +165,7 @@ class SimCluster:
         self._topics: set[str] = set()  # _known_topics
         self._topics_for = -1
         self._parsed: dict[tuple[str, str], tuple[str, frozenset]] = {}  # _lists
+        self.id = "simulated"  # what cluster_id() answers (a test may name its model)
 
     # ---- building the model -------------------------------------------------------------
 
@@ -288,10 +289,14 @@ class SimCluster:
         """As ``AdminGateway.topic_permissions``: ``topic_permissions_of``, else all."""
         return {t: self.topic_permissions_of.get(t, TOPIC_OPERATIONS) for t in topics}
 
+    def cluster_id(self) -> str:
+        """As ``AdminGateway.cluster_id``: the model's ``id``."""
+        return self.id
+
     def cluster_info(self) -> dict[str, Any]:
         """As ``AdminGateway.cluster_info``: the model says what it is."""
         return {
-            "cluster_id": "simulated",
+            "cluster_id": self.id,
             "brokers": len(self.broker_ids),
             "kafka_version": "simulated",
         }

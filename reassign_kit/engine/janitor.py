@@ -12,7 +12,7 @@ that cannot be asked (down) is named, not guessed. ``cli/throttles.py`` only pri
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..cluster.config import (
@@ -68,6 +68,8 @@ class ThrottleCheck:
     strays: list[Stray]
     unreachable: dict[int, str]  # brokers that could not be asked -> error
     cleaned: tuple[ConfigChanges, ConfigChanges] | None = None
+    # --clean with the runs' records: strays no recorded run changed, left as they are
+    kept: list[Stray] = field(default_factory=list)
 
     @property
     def left(self) -> list[Stray]:
@@ -98,6 +100,11 @@ class ThrottleCheck:
                 out.append(
                     f"  left as it is: {s.resource} {s.name} {s.key} "
                     f"({SOURCES.get(s.source, s.source)}: change it there)"
+                )
+            for s in self.kept:
+                out.append(
+                    f"  left as it is: {s.resource} {s.name} {s.key}={s.value} (no recorded "
+                    "run changed it: give --journal / --throttle-priors of the run that did)"
                 )
         for b, e in sorted(self.unreachable.items()):
             out.append(f"Broker {b} could not be asked ({e}): check again once it is back.")
@@ -168,17 +175,28 @@ def check_throttles(
 
 
 def clean_throttles(
-    gateway: Any, priors: Priors | None = None, check: ThrottleCheck | None = None
+    gateway: Any,
+    priors: Priors | None = None,
+    check: ThrottleCheck | None = None,
+    only_recorded: bool = False,
 ) -> ThrottleCheck:
     """Remove what ``check_throttles`` finds (checked now unless given) that is set on the topic
     or broker itself: a list narrowed to what the moves need (deleted when nothing is left), a
     rate deleted, or put back at its prior when ``priors`` know one. The cluster default and
-    server.properties values are left as they are (reported)."""
+    server.properties values are left as they are (reported). ``only_recorded`` (the runs'
+    records found, issue 19): only the configs ``priors`` record — those the runs changed —
+    are changed; the others are reported as kept."""
     check = check or check_throttles(gateway, priors)
     tch: ConfigChanges = {}
     bch: ConfigChanges = {}
+    pr = priors or Priors()
     for s in check.strays:
         if not s.removable:
+            continue
+        part = "topics" if s.resource == "topic" else "brokers"
+        name = s.name if s.resource == "topic" else int(s.name)
+        if only_recorded and not pr.known(part, name, s.key):
+            check.kept.append(s)
             continue
         if s.resource == "topic":
             left = entry_set(s.value) - entry_set(s.unneeded)

@@ -201,32 +201,41 @@ def clear_changes(
     remaining_in_flight: Mapping[TopicPartition, PartitionState],
     keep_log_dir_brokers: Iterable[int] = (),
     priors: Priors | None = None,
+    only_recorded: bool = False,
 ) -> tuple[ConfigChanges, ConfigChanges]:
     """(topic changes, broker changes) that remove the throttles of ``topics`` and ``brokers``
     except what the reassignments still in flight need: a topic with partitions still moving
     gets its lists narrowed to those moves, a broker still a source or destination keeps its
     rates, a broker still moving a replica between log dirs keeps its log-dir rate. A key
     with a recorded prior (``priors``) gets that value back instead of being deleted (the
-    operator's list entries kept beside what the moves in flight need). Pure."""
+    operator's list entries kept beside what the moves in flight need). ``only_recorded``
+    (a run's own record is known: issue 19 item 6): only the keys ``priors`` recorded — the
+    ones that run changed — are touched; an operator's value elsewhere (a rate on a broker
+    the run never throttled) is left as it is. Pure."""
     still = throttles_for(move_map({}, {}, remaining_in_flight))
     keep_ld = set(keep_log_dir_brokers)
     pr = priors or Priors()
+
+    def mine(part: str, name: Any, key: str) -> bool:
+        return not only_recorded or pr.known(part, name, key)
+
     topic_changes: ConfigChanges = {}
     for t in sorted(set(topics)):
-        topic_changes[t] = {
-            LEADER_REPLICAS: merge_lists(still.leader.get(t), pr.get("topics", t, LEADER_REPLICAS)),
-            FOLLOWER_REPLICAS: merge_lists(
-                still.follower.get(t), pr.get("topics", t, FOLLOWER_REPLICAS)
-            ),
-        }
+        kv: dict[str, str | None] = {}
+        for key, need in ((LEADER_REPLICAS, still.leader), (FOLLOWER_REPLICAS, still.follower)):
+            if mine("topics", t, key):
+                kv[key] = merge_lists(need.get(t), pr.get("topics", t, key))
+        if kv:
+            topic_changes[t] = kv
     broker_changes: ConfigChanges = {}
     for b in sorted(set(brokers), key=str):
-        kv: dict[str, str | None] = {}
-        if b not in still.brokers:
-            kv[LEADER_RATE] = pr.get("brokers", b, LEADER_RATE)
-            kv[FOLLOWER_RATE] = pr.get("brokers", b, FOLLOWER_RATE)
-        if b not in keep_ld:
-            kv[LOG_DIR_RATE] = pr.get("brokers", b, LOG_DIR_RATE)
+        kv = {}
+        keys = ((LEADER_RATE, FOLLOWER_RATE) if b not in still.brokers else ()) + (
+            (LOG_DIR_RATE,) if b not in keep_ld else ()
+        )
+        for key in keys:
+            if mine("brokers", b, key):
+                kv[key] = pr.get("brokers", b, key)
         if kv:
             broker_changes[b] = kv
     return topic_changes, broker_changes
@@ -573,9 +582,11 @@ def clear_throttles(
     remaining_in_flight: Mapping[TopicPartition, PartitionState] | None = None,
     keep_log_dir_brokers: Iterable[int] | None = None,
     priors: Priors | None = None,
+    only_recorded: bool = False,
 ) -> tuple[ConfigChanges, ConfigChanges]:
     """Remove throttles no remaining in-flight move needs, putting back the ``priors``
-    recorded. ``brokers`` None = every broker (as the official tool); ``remaining_in_flight``
+    recorded (``only_recorded``: touching only the keys they record, see ``clear_changes``).
+    ``brokers`` None = every broker (as the official tool); ``remaining_in_flight``
     None = ask the cluster; ``keep_log_dir_brokers`` None = brokers with a future replica (a
     log-dir move still running). A broker that cannot take the change is skipped."""
     if brokers is None:
@@ -589,7 +600,7 @@ def clear_throttles(
         live = [b for b in brokers if b != DEFAULT_BROKER]
         keep_log_dir_brokers = {r.broker for r in gateway.describe_log_dirs(live) if r.is_future}
     topic_changes, broker_changes = clear_changes(
-        topics, brokers, remaining_in_flight, keep_log_dir_brokers, priors
+        topics, brokers, remaining_in_flight, keep_log_dir_brokers, priors, only_recorded
     )
     gateway.alter_topic_configs(topic_changes)
     alter_brokers(gateway, broker_changes)
