@@ -13,13 +13,13 @@ __version__ = "0.1.0"
 
 # public name -> (module relative to this package, attribute)
 _LAZY: dict[str, tuple[str, str]] = {
-    "plan": (".make_plan", "plan"),
+    "plan": (".api", "plan"),
     "execute": (".api", "execute"),
     "progress": (".api", "progress"),
-    "verify": (".ops", "verify"),
+    "verify": (".api", "verify"),
     "cancel": (".api", "cancel"),
-    "list_reassignments": (".ops", "list_reassignments"),
-    "rollback_plan": (".ops", "rollback_plan"),
+    "list_reassignments": (".api", "list_reassignments"),
+    "rollback_plan": (".api", "rollback_plan"),
     "Run": (".engine.run", "Run"),
 }
 

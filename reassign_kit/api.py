@@ -1,11 +1,17 @@
-"""The package-level Python API: plain functions that open a cluster connection (or take a
-gateway), call the library and close what they opened. ``reassign_kit.execute(...)`` and
-``reassign_kit.progress(...)`` are these functions (no callable modules)."""
+"""The package-level Python API: every public function (``reassign_kit.plan``, ``execute``,
+``progress``, ``verify``, ``cancel``, ``list_reassignments``, ``rollback_plan``) lives here.
+
+One convention for "where is the cluster" (``cluster``): a bootstrap string (``"h:9092"``,
+connected with ``command_config``), a client config dict (Java-style properties with
+``bootstrap.servers``; the other keys as ``--command-config`` holds them) or a connected
+gateway (an ``AdminGateway``, a ``SimCluster``). What a function opens it closes; a gateway
+given is left open. ``ops`` keeps the one-shot operations these call."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -13,23 +19,133 @@ if TYPE_CHECKING:
     from .model import Plan
 
 
+@contextlib.contextmanager
+def connected(
+    cluster: Any, command_config: Mapping[str, str] | str | os.PathLike | None = None
+) -> Iterator[Any]:
+    """The gateway of ``cluster`` (see the module doc), closed on exit when opened here."""
+    from . import ops
+    from .errors import UsageError
+
+    if isinstance(command_config, str | os.PathLike):
+        command_config = ops.load_command_config(os.fspath(command_config))
+    if isinstance(cluster, str):
+        gw = ops.connect(cluster, command_config)
+    elif isinstance(cluster, Mapping):
+        config = {str(k): str(v) for k, v in cluster.items()}
+        bootstrap = config.pop("bootstrap.servers", "")
+        if not bootstrap:
+            raise UsageError(
+                "cluster: a client config dict needs bootstrap.servers (the brokers to connect to)"
+            )
+        gw = ops.connect(bootstrap, {**(command_config or {}), **config})
+    elif cluster is None:
+        raise UsageError(
+            "cluster: give a bootstrap string, a client config dict with bootstrap.servers, "
+            "or a connected gateway"
+        )
+    else:
+        yield cluster
+        return
+    try:
+        yield gw
+    finally:
+        gw.close()
+
+
+def _plan_of(plan: Any) -> tuple[Plan, str]:
+    from .model import Plan
+
+    if isinstance(plan, str | os.PathLike):
+        return Plan.read(os.fspath(plan)), os.fspath(plan)
+    return plan, "the plan"
+
+
+def __getattr__(name: str) -> Any:
+    """``plan`` is ``make_plan.plan`` (a snapshot in, a ``PlanResult`` out), imported on first
+    use so that importing the API loads neither the planner nor pyspark."""
+    if name == "plan":
+        from .make_plan import plan
+
+        return plan
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def rollback_plan(plan: Plan, states: Mapping[Any, Any]) -> Plan:
+    """The plan that puts ``plan``'s partitions back where ``states`` say they are now."""
+    from .cluster.views import rollback_plan as rb
+
+    return rb(plan, states)
+
+
+def verify(
+    cluster: Any,
+    plan: Plan | str | os.PathLike,
+    *,
+    preserve_throttles: bool = False,
+    priors: Any = None,
+    elect_leaders: bool = False,
+    command_config: Mapping[str, str] | str | None = None,
+    state_dir: str | os.PathLike | None = None,
+) -> Any:
+    """As the CLI's ``--verify``: is every move of ``plan`` complete? Once nothing of it is in
+    progress the throttles go; the run's recorded throttle priors (found in the state dir by
+    the cluster id and the plan, unless ``priors`` is given) put the operator's values back
+    and only the configs that run changed are touched. Returns ``ops.VerifyResult``."""
+    from . import ops, state
+
+    plan, _ = _plan_of(plan)
+    with connected(cluster, command_config) as gw:
+        found = None
+        if priors is None:
+            found = state.find(gw, plan, state_dir)
+            priors = found.throttle_priors() if found is not None else None
+        res = ops.verify(
+            gw,
+            plan,
+            preserve_throttles=preserve_throttles,
+            priors=priors,
+            elect_leaders=elect_leaders,
+        )
+        if found is not None:
+            res.notes[:0] = found.lines("verify")
+            if res.exit_code == 0 and res.cleared is not None:
+                found.mark_finished("verified")
+        return res
+
+
+def list_reassignments(
+    cluster: Any, *, command_config: Mapping[str, str] | str | None = None
+) -> Any:
+    """Every reassignment in flight (``ops.ListResult``), as the CLI's ``--list``."""
+    from . import ops
+
+    with connected(cluster, command_config) as gw:
+        return ops.list_reassignments(gw)
+
+
 def execute(
     plan: Plan | str | os.PathLike,
-    bootstrap_servers: str | None = None,
+    cluster: Any = None,
     *,
     gateway: Any = None,
+    bootstrap_servers: str | None = None,
     command_config: Mapping[str, str] | str | None = None,
     journal: str | os.PathLike | None = "",
     resume: bool = False,
     rollback_path: str | os.PathLike | None = "",
+    state_dir: str | os.PathLike | None = None,
     **options: Any,
 ) -> Any:
     """``reassign_kit.execute(plan, bootstrap_servers=..., **options)``, from a notebook or a
     script, as the CLI's ``--execute``.
 
-    ``plan`` is a Plan or a JSON file path; the cluster is ``gateway`` (e.g. a simulator) or
-    ``bootstrap_servers`` with ``command_config`` (a dict or a .properties path; its secrets
-    never reach the journal). Options are ``ExecuteOptions``' fields (and the CLI's
+    ``plan`` is a Plan or a JSON file path; ``cluster`` is a bootstrap string, a client config
+    dict or a gateway (the module's convention; ``gateway=`` / ``bootstrap_servers=`` are the
+    same by name), with ``command_config`` (a dict or a .properties path; its secrets never
+    reach the journal). The run is recorded in its state dir (``state_dir``, else
+    ``$REASSIGN_KIT_STATE_DIR``, else ``./.reassign-kit/runs``), where ``verify`` / ``cancel``
+    with the same plan find it. Options are ``ExecuteOptions``' fields (and the CLI's
     ``disallow_replication_factor_change``). Those the official tool has too (``additional``,
     ``throttle``, ``log_dir_throttle``, ``allow_replication_factor_change``, ``timeout_s``)
     and ``elect_leaders`` make the legacy single request (``ops.execute``, returns
@@ -40,10 +156,10 @@ def execute(
     pacing option (``batch_size``, ``incremental``, caps, deadlines, ``wait``, ...), ``resume``
     or an explicit ``journal`` makes a paced run that blocks until KIP-1335's return point (or
     the end with ``wait=True``) and returns its ``RunResult``; a failed run raises
-    ``RunError``. Both results have ``.to_pandas()``. ``journal`` / ``rollback_path``: "" = a
-    timestamped file in the working directory (as the CLI), None = none. Both go through
-    ``engine.preflight``; for a run in the background use ``preflight(...).run.start()``."""
-    from . import ops
+    ``RunError``. Both results have ``.to_pandas()``. ``journal`` / ``rollback_path``: "" = in
+    the run's state dir (as the CLI), None = none. Both go through ``engine.preflight``; for
+    a run in the background use ``preflight(...).run.start()``."""
+    from . import ops, state
     from .engine import preflight as pf
     from .engine.options import ExecuteOptions
     from .errors import UsageError
@@ -58,76 +174,95 @@ def execute(
             f"execute: unknown option(s) {', '.join(unknown)}; known: "
             + ", ".join(sorted(pf.OPTION_NAMES | {"disallow_replication_factor_change"}))
         )
-    if (gateway is None) == (bootstrap_servers is None):
-        raise UsageError("execute needs exactly one of bootstrap_servers and gateway")
+    given = [c for c in (cluster, gateway, bootstrap_servers) if c is not None]
+    if len(given) != 1:
+        raise UsageError("execute needs exactly one of cluster, gateway and bootstrap_servers")
+    cluster = given[0]
     opts = ExecuteOptions(**options).validate()  # every option checked before anything is read
     paced = pf.is_paced(options, resume=resume, journal=journal)
     source = os.fspath(plan) if isinstance(plan, str | os.PathLike) else "the plan"
     if isinstance(plan, str | os.PathLike):
         plan = Plan.read(source)
-    if isinstance(command_config, str | os.PathLike):
-        command_config = ops.load_command_config(os.fspath(command_config))
-    rb = None if rollback_path is None else os.fspath(rollback_path)
-    gw = gateway if gateway is not None else ops.connect(bootstrap_servers, command_config)
-    try:
-        if not paced:
-            return ops.execute(
+    with connected(cluster, command_config) as gw:
+        home = None
+        if not resume:  # the run's home, before anything is sent
+            home = state.begin(
                 gw,
                 plan,
-                additional=opts.additional,
+                kind="paced" if paced else "legacy",
+                state_dir=state_dir,
+                source=source,
+                rollback=os.fspath(rollback_path) if rollback_path else None,
+                journal=os.fspath(journal) if journal else None,
                 throttle=opts.throttle,
-                log_dir_throttle=opts.log_dir_throttle,
-                disallow_replication_factor_change=not opts.allow_replication_factor_change,
-                timeout_s=opts.timeout_s,
+            )
+        rb = None if rollback_path is None else home.rollback if home is not None else ""
+        try:
+            if not paced:
+                res = ops.execute(
+                    gw,
+                    plan,
+                    additional=opts.additional,
+                    throttle=opts.throttle,
+                    log_dir_throttle=opts.log_dir_throttle,
+                    disallow_replication_factor_change=not opts.allow_replication_factor_change,
+                    timeout_s=opts.timeout_s,
+                    rollback_path=rb,
+                    source=source,
+                    elect_leaders=bool(options.get("elect_leaders", False)),
+                )
+                assert home is not None
+                home.written(res.rollback_path, res.priors_path if res.priors else None)
+                return res
+            if resume:
+                if not journal:
+                    raise UsageError("resume needs the journal of the run to resume")
+                journal_path = os.fspath(journal)
+                opts = pf.options_from_journal(journal_path)
+            else:
+                assert home is not None and home.journal is not None
+                journal_path = home.journal
+            prepared = pf.preflight(
+                gw,
+                plan,
+                opts,
+                journal_path,
+                resume=resume,
                 rollback_path=rb,
                 source=source,
-                elect_leaders=bool(options.get("elect_leaders", False)),
+                plan_path=os.path.abspath(source) if source != "the plan" else None,
             )
-        journal_path = os.fspath(journal) if journal else pf.default_journal_path()
-        if resume:
-            opts = pf.options_from_journal(journal_path)
-        prepared = pf.preflight(
-            gw,
-            plan,
-            opts,
-            journal_path,
-            resume=resume,
-            rollback_path=rb,
-            source=source,
-            plan_path=os.path.abspath(source) if source != "the plan" else None,
-        )
+        except state.REFUSED:
+            if home is not None:
+                state.discard(home)
+            raise
+        if home is not None:
+            home.written(prepared.rollback_path)
         assert prepared.run is not None
-        return prepared.run.run()
-    finally:
-        if gateway is None:
-            gw.close()
+        result = prepared.run.run()
+        if home is not None and getattr(result, "state", None) == "done":
+            home.mark_finished("done")
+        return result
 
 
 def progress(
-    gateway: Any,
+    cluster: Any,
     plan: Plan | str | os.PathLike,
     journal: str | os.PathLike | Iterable[Mapping[str, Any]] | None = None,
     *,
     command_config: Mapping[str, str] | str | None = None,
     window_s: float = 60.0,
 ) -> ProgressReport:
-    """The KIP-179 progress report of ``plan`` on a gateway or a bootstrap string (connect,
-    report, close); ``journal`` (path or events) adds steps and rates: see
-    ``engine.progress.report``."""
-    from . import ops
+    """The KIP-179 progress report of ``plan`` on ``cluster`` (the module's convention);
+    ``journal`` (path or events) adds steps and rates: see ``engine.progress.report``."""
     from .engine.progress import report
 
-    if not isinstance(gateway, str):
-        return report(gateway, plan, journal, window_s=window_s)
-    gw = ops.connect(gateway, command_config)
-    try:
+    with connected(cluster, command_config) as gw:
         return report(gw, plan, journal, window_s=window_s)
-    finally:
-        gw.close()
 
 
 def cancel(
-    gateway: Any,
+    cluster: Any,
     plan: Plan | str | os.PathLike | None = None,
     *,
     topics: Iterable[str] | None = None,
@@ -138,34 +273,45 @@ def cancel(
     throttle: int | None = None,
     timeout_s: float | None = None,
     command_config: Mapping[str, str] | str | None = None,
+    state_dir: str | os.PathLike | None = None,
 ) -> Any:
     """Cancel means rollback, as the CLI's ``--cancel``: every partition of ``plan`` (a Plan
     or a JSON path; or the plan of the run ``journal`` holds), of ``topics`` or ``all`` in
     flight goes back to its ORIGINAL replica list, in order, KIP-435 stepped moves between
     steps included; the cancel waits for it (``timeout_s``, default 5 minutes) and verifies.
-    Originals come from ``journal`` / ``rollback_file``, else from the reassignment in flight.
-    ``gateway`` is a gateway or a bootstrap string (connected with ``command_config`` and
-    closed). Returns ``ops.CancelResult`` (per partition: cancelled, completed, rolling back,
+    Originals come from ``journal`` / ``rollback_file``, else from the run of ``plan``
+    recorded in the state dir (its rollback file, journal and throttle priors), else from the
+    reassignment in flight. ``cluster``: the module's convention. Returns ``ops.CancelResult`` (per partition: cancelled, completed, rolling back,
     not moving; ``.to_pandas()``). To stop a run without rolling back (drain), use
     ``Run.stop()``; to roll a running ``Run`` back, ``Run.cancel()``."""
-    from . import ops
-    from .model import Plan
+    from . import ops, state
 
-    if isinstance(plan, str | os.PathLike):
-        plan = Plan.read(os.fspath(plan))
-    kwargs: dict[str, Any] = dict(
-        topics=topics,
-        all=all,
-        preserve_throttles=preserve_throttles,
-        journal=os.fspath(journal) if journal is not None else None,
-        rollback_file=os.fspath(rollback_file) if rollback_file is not None else None,
-        throttle=throttle,
-        timeout_s=ops.ROLLBACK_TIMEOUT_S if timeout_s is None else timeout_s,
-    )
-    if not isinstance(gateway, str):
-        return ops.cancel(gateway, plan, **kwargs)
-    gw = ops.connect(gateway, command_config)
-    try:
-        return ops.cancel(gw, plan, **kwargs)
-    finally:
-        gw.close()
+    if plan is not None:
+        plan, _ = _plan_of(plan)
+    journal = os.fspath(journal) if journal is not None else None
+    rollback_file = os.fspath(rollback_file) if rollback_file is not None else None
+    with connected(cluster, command_config) as gw:
+        found = state.find(gw, plan, state_dir) if plan is not None else None
+        priors = None
+        if found is not None:
+            rollback_file = rollback_file or found.run.rollback_file()
+            if journal is None:
+                journal = found.run.journal_file()
+                priors = found.throttle_priors()
+            if throttle is None and journal is None:
+                throttle = found.run.throttle
+        res = ops.cancel(
+            gw,
+            plan,
+            topics=topics,
+            all=all,
+            preserve_throttles=preserve_throttles,
+            journal=journal,
+            rollback_file=rollback_file,
+            throttle=throttle,
+            timeout_s=ops.ROLLBACK_TIMEOUT_S if timeout_s is None else timeout_s,
+            priors=priors,
+        )
+        if found is not None and res.exit_code == 0:
+            found.mark_finished("cancelled")
+        return res

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -475,7 +474,7 @@ def settle(
         again = [tp for tp, st in states.items() if suspect(tp, st)]
         if not again:
             break
-        time.sleep(SETTLE_PAUSE_S if pause_s is None else pause_s)
+        gateway.sleep(SETTLE_PAUSE_S if pause_s is None else pause_s)  # its clock (model time)
         states.update(gateway.describe_partitions(again))
     return states
 

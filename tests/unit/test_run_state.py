@@ -80,15 +80,14 @@ def test_dropin_verify_puts_the_operators_rates_back_exactly(sim, tmp_path, caps
     )
     assert code == 0, out
     assert sim.broker_cfg[1][LEADER_RATE] == "1000000"  # the run's rate is in force
-    assert "Run state:" in out
     code, out = reassign(capsys, "--verify", "--reassignment-json-file", plan)
     assert code == 10, out  # in progress: nothing cleared yet
     finish(sim)
     code, out = reassign(capsys, "--verify", "--reassignment-json-file", plan)
     assert code == 0, out
-    assert "found run" in out and "started" in out  # says which run it found
     assert sim.broker_cfg == {0: OPERATOR, 1: OPERATOR}
     assert sim.topic_cfg.get("t", {}) == {}
+    assert "found run" in out and "started" in out  # says which run it found
 
 
 def test_dropin_cancel_restores_the_original_order(sim, tmp_path, capsys):
@@ -106,9 +105,9 @@ def test_dropin_cancel_restores_the_original_order(sim, tmp_path, capsys):
         capsys, "--cancel", "--reassignment-json-file", plan, "--rollback-timeout", "30"
     )
     assert code == 0, out
-    assert "found run" in out
     assert sim.describe_partitions([TP("t", 0)])[TP("t", 0)].replicas == ORIGINAL
     assert sim.broker_cfg == {0: OPERATOR, 1: OPERATOR}
+    assert "found run" in out
 
 
 def test_verify_with_priors_touches_only_what_the_run_changed(sim, tmp_path, capsys):
@@ -273,3 +272,32 @@ def test_throttles_clean_with_nothing_uses_the_recorded_runs(sim, tmp_path, caps
     assert "unfinished run(s) of this cluster" in out, out
     assert sim.broker_cfg == {0: OPERATOR, 1: OPERATOR}
     assert code in (0, 8), out
+
+
+def test_the_api_has_one_convention_for_the_cluster(sim, tmp_path):
+    """Item 4: verify / list / progress / cancel / execute take a bootstrap string, a client
+    config dict or a gateway alike (verify("host:9092") used to fail where cancel worked)."""
+    import reassign_kit
+    from reassign_kit.errors import UsageError
+
+    res = reassign_kit.execute(PLAN, "sim:9092", throttle=1_000_000)
+    assert res.exit_code == 0
+    finish(sim)
+    for cluster in ("sim:9092", {"bootstrap.servers": "sim:9092"}, sim):
+        assert reassign_kit.verify(cluster, PLAN).exit_code == 0
+        assert reassign_kit.list_reassignments(cluster).states == {}
+        assert reassign_kit.progress(cluster, PLAN) is not None
+    assert sim.broker_cfg == {0: OPERATOR, 1: OPERATOR}  # the API found the run's priors too
+    with pytest.raises(UsageError, match=r"bootstrap\.servers"):
+        reassign_kit.verify({"security.protocol": "SSL"}, PLAN)
+    assert reassign_kit.plan.__module__ == "reassign_kit.make_plan"
+
+
+def test_settle_waits_on_the_gateways_clock():
+    """Item 5 (ops.settle): the re-reads wait on the gateway's clock (model time on the
+    simulator), not the wall clock."""
+    sim = cluster()
+    t0 = sim.now()
+    states = sim.describe_partitions([TP("t", 0)])
+    ops.settle(sim, states, lambda tp, st: True, attempts=3, pause_s=10.0)
+    assert sim.now() - t0 >= 30.0
