@@ -163,7 +163,7 @@ def execute(
     from .engine import preflight as pf
     from .engine.options import ExecuteOptions
     from .errors import UsageError
-    from .model import Plan
+    from .model import Plan, TopicPartition
 
     if "disallow_replication_factor_change" in options:  # the CLI's name for the same thing
         disallow = options.pop("disallow_replication_factor_change")
@@ -212,7 +212,11 @@ def execute(
                     elect_leaders=bool(options.get("elect_leaders", False)),
                 )
                 assert home is not None
-                home.written(res.rollback_path, res.priors_path if res.priors else None)
+                home.written(
+                    res.rollback_path,
+                    res.priors_path if res.priors else None,
+                    [TopicPartition(r["topic"], r["partition"]) for r in res.rows if r["replaces"]],
+                )
                 return res
             if resume:
                 if not journal:
@@ -237,7 +241,9 @@ def execute(
                 state.discard(home)
             raise
         if home is not None:
-            home.written(prepared.rollback_path)
+            home.written(
+                prepared.rollback_path, in_flight=[m.tp for m in plan if m.tp in prepared.in_flight]
+            )
         assert prepared.run is not None
         result = prepared.run.run()
         if home is not None and getattr(result, "state", None) == "done":
@@ -294,12 +300,13 @@ def cancel(
         found = state.find(gw, plan, state_dir) if plan is not None else None
         priors = None
         if found is not None:
-            rollback_file = rollback_file or found.run.rollback_file()
+            run = found.origin
+            rollback_file = rollback_file or run.rollback_file()
             if journal is None:
-                journal = found.run.journal_file()
+                journal = run.journal_file()
                 priors = found.throttle_priors()
             if throttle is None and journal is None:
-                throttle = found.run.throttle
+                throttle = run.throttle
         res = ops.cancel(
             gw,
             plan,

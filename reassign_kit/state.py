@@ -31,7 +31,7 @@ import re
 import secrets
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -120,6 +120,9 @@ class RunRecord:
     throttle: int | None = None
     finished: str | None = None
     outcome: str | None = None
+    # plan partitions already reassigning when it started (--additional over an earlier run
+    # of the same plan): its rollback has their set, not their order (KIP-455)
+    in_flight_at_start: list[str] = field(default_factory=list)
 
     @property
     def started(self) -> str:
@@ -155,12 +158,16 @@ class RunRecord:
         """Whether it got as far as writing its undo information (rollback file, journal)."""
         return bool(self.rollback_file() or self.journal_file())
 
-    def written(self, rollback: str | None, priors: str | None = None) -> None:
+    def written(
+        self, rollback: str | None, priors: str | None = None, in_flight: Iterable[Any] = ()
+    ) -> None:
         """Record where the preflight actually wrote the rollback (a taken name gets a
-        ``-2`` suffix) and the priors file (None: nothing to restore was recorded)."""
+        ``-2`` suffix), the priors file (None: nothing to restore was recorded) and the plan's
+        partitions that were already reassigning."""
         self.rollback = os.path.abspath(rollback) if rollback else None
         if self.kind == "legacy":
             self.priors = os.path.abspath(priors) if priors else None
+        self.in_flight_at_start = sorted(str(tp) for tp in in_flight)
         self.save()
 
     def mark_finished(self, outcome: str) -> None:
@@ -251,6 +258,7 @@ def read_record(d: str) -> RunRecord:
             "--journal / --throttle-priors explicitly, or move that run directory away"
         )
     fields_ = {k: obj.get(k) for k in RunRecord.__dataclass_fields__ if k != "dir"}
+    fields_["in_flight_at_start"] = list(obj.get("in_flight_at_start") or [])
     return RunRecord(dir=d, **fields_)
 
 
@@ -273,6 +281,9 @@ def _record_problems(obj: Any) -> list[str]:
             out.append(f'"{k}" must be a path / text or null')
     if obj.get("throttle") is not None and not isinstance(obj.get("throttle"), int):
         out.append('"throttle" must be a whole number or null')
+    moving = obj.get("in_flight_at_start", [])
+    if not isinstance(moving, list) or not all(isinstance(x, str) for x in moving):
+        out.append('"in_flight_at_start" must be a list of partition names')
     if obj.get("kind") not in (None, "legacy", "paced") and isinstance(obj.get("kind"), str):
         out.append('"kind" must be "legacy" or "paced"')
     return out
@@ -325,6 +336,26 @@ class Found:
     def mark_finished(self, outcome: str) -> None:
         for r in self.unfinished:
             r.mark_finished(outcome)
+
+    @property
+    def origin(self) -> RunRecord:
+        """The run whose originals are the partitions' lists before any of these runs: the
+        found run, or, when it started over an earlier unfinished run's moves still in
+        flight (its rollback then holds their sets in Kafka's order), that earlier run."""
+        earlier = [r for r in self.unfinished if r.started_ts < self.run.started_ts]
+        run = self.run
+        while run.in_flight_at_start and earlier:
+            run = earlier.pop()
+        return run
+
+    def origin_lines(self) -> list[str]:
+        o = self.origin
+        if o is self.run:
+            return []
+        return [
+            f"  It started while {len(self.run.in_flight_at_start)} of its partitions were "
+            f"still moving for run {o.run_id}: the originals are that run's ({o.rollback})."
+        ]
 
 
 def find(gateway: Any, plan: Plan, state_dir: str | os.PathLike | None = None) -> Found | None:

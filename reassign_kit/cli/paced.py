@@ -106,7 +106,9 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
             state.discard(home)
         raise
     if home is not None:
-        home.written(prepared.rollback_path)
+        home.written(
+            prepared.rollback_path, in_flight=[m.tp for m in plan if m.tp in prepared.in_flight]
+        )
         print(f"Run state: {home.dir}")
     run = prepared.run
     if args.resume:

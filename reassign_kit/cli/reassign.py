@@ -19,7 +19,7 @@ from typing import Any
 from .. import ops, state, validate, whatif
 from ..engine.options import cli_options
 from ..errors import InvalidPlanError, ReassignKitError, UsageError, format_exit_codes
-from ..model import Plan
+from ..model import Plan, TopicPartition
 from . import paced, progress
 from . import plan as plan_cmd
 
@@ -363,7 +363,11 @@ def _execute(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
     except state.REFUSED:
         state.discard(home)
         raise
-    home.written(res.rollback_path, res.priors_path if res.priors else None)
+    home.written(
+        res.rollback_path,
+        res.priors_path if res.priors else None,
+        [TopicPartition(r["topic"], r["partition"]) for r in res.rows if r["replaces"]],
+    )
     print("Current partition replica assignment\n")
     print(res.rollback.to_json())
     print(
@@ -446,6 +450,8 @@ def _cancel(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
         args.throttle,
     )
     if run is not None:  # each explicit option wins over what the run recorded
+        run = found.origin
+        _print(found.origin_lines())
         rollback_file = rollback_file or run.rollback_file()
         journal = journal or run.journal_file()
         if priors is None and not args.journal:

@@ -301,3 +301,28 @@ def test_settle_waits_on_the_gateways_clock():
     states = sim.describe_partitions([TP("t", 0)])
     ops.settle(sim, states, lambda tp, st: True, attempts=3, pause_s=10.0)
     assert sim.now() - t0 >= 30.0
+
+
+def test_a_second_run_over_the_first_cancels_to_the_first_runs_originals(sim, tmp_path, capsys):
+    """The same plan executed again with --additional while the first run's move is in flight
+    (its rollback then holds (3, 1, 2): the set, in Kafka's order): --cancel with only the
+    plan finds the newest run, says it started over the first run's moves, and puts the
+    partition back at the first run's (1, 2, 3)."""
+    sim.stall(TP("t", 0))
+    plan = plan_file(tmp_path)
+    assert (
+        reassign(capsys, "--execute", "--reassignment-json-file", plan, "--throttle", "1000000")[0]
+        == 0
+    )
+    code, out = reassign(capsys, "--execute", "--additional", "--reassignment-json-file", plan)
+    assert code == 0, out
+    found = state.find(sim, PLAN)
+    assert found is not None and found.run.in_flight_at_start == ["t-0"]
+    assert found.origin is found.runs[0]
+    code, out = reassign(
+        capsys, "--cancel", "--reassignment-json-file", plan, "--rollback-timeout", "30"
+    )
+    assert code == 0, out
+    assert sim.describe_partitions([TP("t", 0)])[TP("t", 0)].replicas == ORIGINAL
+    assert "still moving for run " + found.runs[0].run_id in out
+    assert sim.broker_cfg == {0: OPERATOR, 1: OPERATOR}
