@@ -25,6 +25,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from .. import state
 from ..cluster.views import cluster_view, partition_sizes, require_permissions
 from ..engine.journal import read_events
 from ..engine.options import Declared, ExecuteOptions, panel_options
@@ -108,10 +109,12 @@ class Panel:
         verify_fn: Callable[[Any, Plan], Any] | None = None,
         clock: Callable[[], float] = time.time,
         calibration: Any = None,
+        state_dir: str | None = None,
         **defaults: Any,
     ):
         self.plan = plan
         self.gateway = gateway
+        self.state_dir = state_dir  # the runs' home (reassign_kit.state): None = the default
         self.output_dir = output_dir
         if output_dir:
             try:
@@ -123,6 +126,8 @@ class Panel:
         self.journal_path = journal_path or (
             os.path.join(output_dir, "journal.jsonl") if output_dir else None
         )
+        # the journal path asked for (else each Execute journals in its run's home)
+        self._fixed_journal = self.journal_path
         self.artefacts: dict[str, str] = {}
         self.refresh_s = float(refresh_s)
         self._run_kwargs = dict(run_kwargs or {})
@@ -375,24 +380,45 @@ class Panel:
         journal at the same path is kept beside it."""
         if not self._allowed("execute"):
             return
+        home = None
         try:
             # the panel stays until every move is complete (the CLI's --wait), so the chart
             # reaches the end and the throttles are cleared by the run itself
             opts = ExecuteOptions(**{**self.options(), "wait": True})
+            # the run's home (as the CLI's): its originals, priors and journal are found by
+            # --verify / --cancel with the plan; the output folder's paths are recorded there
+            home = state.begin(
+                self.gateway,
+                self.plan,
+                kind="paced",
+                state_dir=self.state_dir,
+                source="the panel's plan",
+                rollback=self._rollback_target(),
+                journal=self._fixed_journal,
+                throttle=opts.throttle,
+            )
+            journal = self._fixed_journal or home.journal
             prepared = preflight(
                 self.gateway,
                 self.plan,
                 opts,
-                self.journal_path,
-                rollback_path=self._rollback_target(),
+                journal,
+                rollback_path=home.rollback,
                 **self._run_kwargs,
             )
-            if self.journal_path:
-                aside = set_aside(self.journal_path)
+            if self._fixed_journal:
+                aside = set_aside(self._fixed_journal)
                 if aside:
                     self.artefacts["previous_journal"] = aside
-                self.resumable = None
+            self.journal_path = journal  # Resume after a Stop goes on from it
+            self.resumable = None
+            home.written(
+                prepared.rollback_path,
+                in_flight=[m.tp for m in self.plan if m.tp in prepared.in_flight],
+            )
         except (ReassignKitError, OSError) as e:
+            if home is not None and isinstance(e, state.REFUSED):
+                state.discard(home)
             self._say(str(e), error=True)
             return
         self._keep_rollback(prepared.rollback_path)
@@ -546,9 +572,15 @@ class Panel:
         """The default Verify: ``ops.verify``, electing the preferred leaders of the complete
         partitions when the "elect preferred leaders" box is ticked (the CLI's ``--verify
         --elect-leaders``)."""
-        from .. import ops
+        from ..api import verify
 
-        return ops.verify(gateway, plan, elect_leaders=bool(self.controls["elect_leaders"].value))
+        # the run's recorded throttle priors (found by the plan): the operator's values back
+        return verify(
+            gateway,
+            plan,
+            elect_leaders=bool(self.controls["elect_leaders"].value),
+            state_dir=self.state_dir,
+        )
 
     def _on_verify(self, _b: Any = None) -> None:
         if not self._allowed("verify"):
@@ -862,6 +894,7 @@ def panel(
     command_config: Mapping[str, str] | str | None = None,
     journal_path: str | None = None,
     output_dir: str | None = None,
+    state_dir: str | None = None,
     **defaults: Any,
 ) -> Panel:
     """Show ``plan`` (a Plan or the path of a reassignment JSON file) with pacing controls
@@ -876,4 +909,11 @@ def panel(
         if isinstance(command_config, str):
             command_config = load_command_config(command_config)
         gateway = connect(bootstrap_servers, command_config)
-    return Panel(plan, gateway, journal_path=journal_path, output_dir=output_dir, **defaults)
+    return Panel(
+        plan,
+        gateway,
+        journal_path=journal_path,
+        output_dir=output_dir,
+        state_dir=state_dir,
+        **defaults,
+    )

@@ -326,3 +326,34 @@ def test_a_second_run_over_the_first_cancels_to_the_first_runs_originals(sim, tm
     assert sim.describe_partitions([TP("t", 0)])[TP("t", 0)].replicas == ORIGINAL
     assert "still moving for run " + found.runs[0].run_id in out
     assert sim.broker_cfg == {0: OPERATOR, 1: OPERATOR}
+
+
+def test_the_panel_records_its_run_and_its_verify_keeps_the_operators_rates(tmp_path):
+    """The panel is an execute too: without an output folder its run's journal and rollback
+    land in the run's home, and its Verify (as --verify) finds the run's priors: the
+    operator's rates (on a broker of the plan and on one outside it) stay; on main the
+    panel's Verify deleted them."""
+    import time
+
+    from reassign_kit.ui.panel import Panel
+
+    sim = cluster()
+
+    def sleep(dt: float) -> None:
+        sim.sleep(dt)
+        time.sleep(0.01)
+
+    p = Panel(PLAN, sim, refresh_s=0.02, run_kwargs={"clock": sim.now, "sleep": sleep},
+              throttle=1_000_000)  # fmt: skip
+    p.buttons["execute"].click()
+    p.wait(60)
+    assert p.phase == "done", p.message.value
+    found = state.find(sim, PLAN)
+    assert found is not None and found.run.kind == "paced"
+    assert p.journal_path == found.run.journal and os.path.exists(found.run.journal)
+    assert found.run.rollback_file() is not None
+    assert sim.broker_cfg == {0: OPERATOR, 1: OPERATOR}  # the run put them back itself
+    p.buttons["verify"].click()
+    assert p.report()["verify_complete"] is True
+    assert sim.broker_cfg == {0: OPERATOR, 1: OPERATOR}
+    assert state.find(sim, PLAN).run.finished is not None
