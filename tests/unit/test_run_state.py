@@ -247,7 +247,7 @@ def test_a_paced_run_keeps_its_journal_in_its_home(sim, tmp_path, capsys):
     found = state.find(sim, PLAN)
     assert found is not None and found.run.kind == "paced", out
     assert found.run.journal == os.path.join(found.run.dir, state.JOURNAL_FILE)
-    assert os.path.exists(found.run.journal)
+    assert os.path.exists(found.run.journal), out
     assert not list(tmp_path.glob("reassign-run-*.jsonl"))
     code, out = reassign(
         capsys, "--cancel", "--reassignment-json-file", plan, "--rollback-timeout", "30"
