@@ -115,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
         "list is submitted (throttled with --throttle or the journal's rate), waited for "
         "(--rollback-timeout) and verified; a partition that completed is left at its target. "
         "Originals: from --journal (the run's), --rollback-file (what --execute saved), else "
-        "from the reassignment in flight. (Stop, the drain, is Ctrl-C / SIGTERM of a paced "
+        "from the run of the plan recorded in the state dir (see --state-dir), else from the "
+        "reassignment in flight. (Stop, the drain, is Ctrl-C / SIGTERM of a paced "
         "run without --on-interrupt cancel.)",
     )
     a.add_argument(
