@@ -5,6 +5,7 @@ same rollback JSON, same throttled-replica lists, same --list lines."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 
@@ -18,6 +19,16 @@ from reassign_kit.sandbox import run_kafka_class
 pytestmark = pytest.mark.integration
 TP = TopicPartition
 OFFICIAL = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+OFFICIAL_TIMEOUT = 180  # seconds one run of the official tool may take
+# A replication throttle is no rate cap: a leader checks its quota before a follower's fetch
+# and charges the bytes after it, and a follower fetch is not capped to the quota window
+# (KafkaApis caps only consumers), so every fetch carries up to replica.fetch.max.bytes
+# (1 MiB) per partition; then the leader refuses until that second's sample leaves its 11 x 1 s
+# window (replication.quota.window.num/.size.seconds). Whatever the rate (10000 B/s or 1 B/s),
+# a leader sending B MiB to throttled followers is done after about (B - 1) x 11 s. A move
+# that must still be listed after the official tool's --execute and --list (one JVM each)
+# therefore needs more than 2 x OFFICIAL_TIMEOUT / 11 s + 1 MiB through each leader.
+QUOTA_WINDOW_S = 11
 
 
 def load(sandbox, topic: str, mb: float) -> None:
@@ -25,7 +36,9 @@ def load(sandbox, topic: str, mb: float) -> None:
 
 
 def official(bootstrap: str, *args: str) -> str:
-    proc = run_kafka_class(OFFICIAL, ["--bootstrap-server", bootstrap, *args], timeout=180)
+    proc = run_kafka_class(
+        OFFICIAL, ["--bootstrap-server", bootstrap, *args], timeout=OFFICIAL_TIMEOUT
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 
@@ -158,7 +171,11 @@ def test_list_output_matches_the_official_tool(sandbox, bootstrap, topic_name, t
     gw = AdminGateway(bootstrap)
     topic = topic_name("parity-list")
     create_assigned(sandbox, topic, [(1, 2), (3, 4)])
-    load(sandbox, topic, 1)
+    # Each leader (1 for p0, 3 for p1) sends its partition to two new replicas: 2 x mb MiB.
+    # 1 MB was one fetch per replica: the moves were done ~11 s after --execute, before the
+    # official --list's JVM came up on a loaded machine.
+    mb = math.ceil((2 * OFFICIAL_TIMEOUT / QUOTA_WINDOW_S + 1) / 2)  # 17: > 360 s of moves
+    load(sandbox, topic, mb)
     plan = Plan.of([Move(TP(topic, 0), (3, 4)), Move(TP(topic, 1), (1, 2))])
     plan_file = tmp_path / "plan.json"
     plan.write(str(plan_file))
