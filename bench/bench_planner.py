@@ -45,6 +45,7 @@ OUT = os.path.join(HERE, "out", "planner")
 SIZES = [int(x) for x in os.environ.get("RK_BENCH_SIZES", "100000,1000000,3000000").split(",")]
 CASES = os.environ.get("RK_BENCH_CASES", "decommission,add-brokers,uneven-racks").split(",")
 TOLERANCE = 0.05
+REPAIR_SHARE = 0.15  # rack-repair cases: partitions holding two replicas in one rack
 ENGINES = os.environ.get("RK_BENCH_ENGINES", "spark,local").split(",")
 
 
@@ -60,6 +61,10 @@ def generate(replicas: int, case: str, path: str, seed: int = 7) -> dict:
     capacity = case == "bytes-goal"
     if capacity:
         case = "decommission"
+    # issue 20 #1: RF 3 everywhere and 15% of partitions with two replicas in one rack
+    repair = case.startswith("rack-repair")
+    if repair:
+        case = "decommission" if case == "rack-repair-decommission" else "rebalance"
     racks = ["a", "b", "c"]
     # "uneven-racks" (issue 13): 3 racks of unequal size (14, 10, 8 brokers), one decommissioned
     sizes = [14, 10, 8] if case == "uneven-racks" else [per_rack] * 3
@@ -76,6 +81,14 @@ def generate(replicas: int, case: str, path: str, seed: int = 7) -> dict:
     picks = np.stack(
         [rng.choice(sizes[r], n_parts, p=weights[r]) + first[r] for r in range(3)], axis=1
     )
+    if repair:
+        rf = np.full(n_parts, 3)
+        bad = np.flatnonzero(rng.random(n_parts) < REPAIR_SHARE)
+        src = rng.integers(0, 3, len(bad))  # the rack left without a replica
+        dst = (src + rng.integers(1, 3, len(bad))) % 3  # the rack that holds two
+        other = rng.integers(1, per_rack, len(bad))  # another broker of that rack
+        base = np.array(first)[dst]
+        picks[bad, src] = (picks[bad, dst] - base + other) % per_rack + base
     rot = rng.integers(0, 3, n_parts)  # leader rack rotates
     order = (np.arange(3)[None, :] + rot[:, None]) % 3
     reps = np.take_along_axis(picks, order, axis=1)
@@ -222,6 +235,14 @@ def _figures(result) -> dict:
         leadership_changes=result.leadership_changes,
         replica_spread_after=report["balance"]["replicas"]["after"]["spread"],
         replica_spread_before=report["balance"]["replicas"]["before"]["spread"],
+        # issue 20 #1: rack violations before -> after, worst replica spread within a rack
+        rack_violations=[
+            (report.get("rack_repair") or {}).get("violations_before", 0),
+            (report.get("rack_repair") or {}).get("violations_after", 0),
+        ],
+        rack_spread_after=max(
+            (report["balance"]["replicas"]["after"].get("spread_within_rack") or {0: 0}).values()
+        ),
         leader_spread_before=report["balance"]["leaders"]["before"]["spread"],
         leader_spread_after=report["balance"]["leaders"]["after"]["spread"],
         leader_min_max_after=[

@@ -34,6 +34,8 @@ class PlanResult:
     leader_balance: dict | None = None
     # snapshot.excluded_summary(): the topics the selection left out (issue 13 #2)
     excluded: dict | None = None
+    # rack_repair.repair_report(): rack violations before / after the plan and why any is left
+    rack_repair: dict | None = None
 
     @property
     def lower_bound(self) -> int:
@@ -196,6 +198,7 @@ def build_report(result: PlanResult) -> dict[str, Any]:
             "bytes": {"before": balance(bytes_before), "after": balance(bytes_after)},
         },
         "leader_balance": result.leader_balance,
+        "rack_repair": result.rack_repair,
         "bytes_goal": bytes_goal(result, bytes_after),
         "topic_selection": {
             **prep.params.topic_filter.describe(),
@@ -247,21 +250,37 @@ def format_report(report: dict[str, Any]) -> str:
             + (f", x{ratio:.3f}" if ratio else "")
             + ")"
         )
+    rr = report.get("rack_repair")
+    if rr and (rr["violations_before"] or rr["violations_after"]):
+        lines.append(
+            f"rack-awareness: {rr['violations_before']} partition(s) spanned fewer racks than "
+            f"min(RF, racks) -> {rr['violations_after']} after the plan "
+            f"({rr['repaired']} repaired)"
+            + "".join(
+                f"; {v['partitions']} left: {why} (e.g. {', '.join(v['examples'][:3])})"
+                for why, v in rr["left"].items()
+            )
+        )
     lb = report.get("leader_balance")
     if lb and lb.get("demoted_brokers"):
         lead = {r["broker"]: (r["leaders_before"], r["leaders_after"]) for r in report["brokers"]}
+        left = lb.get("not_demoted") or {}
         lines.append(
             "demoted: "
             + ", ".join(
                 f"broker {b} leads {lead.get(b, (0, 0))[0]} -> {lead.get(b, (0, 0))[1]}"
-                + (
-                    f" ({n} still led by it: no other in-sync replica may lead)"
-                    if (n := lb["demoted_still_leading"].get(b, 0))
-                    else ""
-                )
                 for b in lb["demoted_brokers"]
             )
+            + (
+                f"; {left['count']} partition(s) still led by a demoted broker"
+                if left.get("count")
+                else ""
+            )
         )
+        for r in left.get("partitions", [])[:20]:
+            lines.append(f"  not demoted: {r['partition']} (broker {r['broker']}): {r['why']}")
+        if left.get("count", 0) > 20:
+            lines.append(f"  … {left['count'] - 20} more (see the JSON report)")
     if lb and not lb["achievable"]:
         lines.append(
             f"leader spread {lb['spread']} is the best these replica sets allow "

@@ -19,6 +19,7 @@ from .validate import ClusterView, Problem, move_problems
 REMOVED_BROKER = "removed-broker"
 REPLICATION_FACTOR_TARGET = "replication-factor-target"
 RACK_AWARENESS = "rack-awareness"
+CORDONED = "cordoned-broker"
 TOPIC_EXCLUDED = "topic-excluded"
 
 
@@ -42,10 +43,18 @@ class RuleContext:
     racks: Mapping[int, str | None]  # every broker in the snapshot -> rack
     removed: frozenset[int] = frozenset()
     rf_change: Mapping[str, int] = field(default_factory=dict)  # topic -> requested RF
+    # brokers whose log dirs are all cordoned (KIP-1066 ``cordoned.log.dirs``): they keep what
+    # they hold, but no new replica may be placed on them
+    cordoned: frozenset[int] = frozenset()
 
     @cached_property
     def allowed(self) -> list[int]:
         return sorted(b for b in self.racks if b not in self.removed)
+
+    @cached_property
+    def placeable(self) -> list[int]:
+        """The brokers a new replica may go to: not removed, not cordoned."""
+        return [b for b in self.allowed if b not in self.cordoned]
 
     @cached_property
     def rack_set(self) -> frozenset[str]:
@@ -73,12 +82,30 @@ def required_racks(rf: int, rack_count: int) -> int:
     return min(rf, rack_count)
 
 
-def target_problems(move: Move, ctx: RuleContext) -> list[Problem]:
+def target_problems(
+    move: Move, ctx: RuleContext, current: Sequence[int] | None = None
+) -> list[Problem]:
     """The planner's hard constraints for one target: no removed broker, the requested
-    replication factor, rack-awareness (min(RF, racks) racks spanned)."""
+    replication factor, rack-awareness (min(RF, racks) racks spanned), no new replica on a
+    cordoned broker. With ``current`` (the partition's replicas now): a reorder of the same set
+    copies nothing and changes no placement, so rack-awareness does not forbid it (a demotion
+    of a rack-breaking replica set, issue 20 #2)."""
     out: list[Problem] = []
     where = str(move.tp)
     target = list(move.replicas)
+    reorder = current is not None and sorted(current) == sorted(target)
+    added = sorted(set(target) - set(current or ()))
+    cordoned = [b for b in added if b in ctx.cordoned]
+    if cordoned:
+        out.append(
+            Problem(
+                where,
+                CORDONED,
+                f"replicas {target} place a new replica on broker(s) {cordoned}, whose log "
+                "dirs are all cordoned (cordoned.log.dirs, KIP-1066): the broker refuses new "
+                "replicas",
+            )
+        )
     removed = sorted({b for b in target if b in ctx.removed})
     if removed:
         out.append(
@@ -98,7 +125,7 @@ def target_problems(move: Move, ctx: RuleContext) -> list[Problem]:
             )
         )
     n_racks = ctx.rack_count
-    if n_racks > 1 and all(b in ctx.racks for b in target):
+    if n_racks > 1 and not reorder and all(b in ctx.racks for b in target):
         spanned = len({ctx.racks[b] for b in target})
         need = required_racks(len(set(target)), n_racks)
         if spanned < need:
@@ -116,9 +143,10 @@ def target_problems(move: Move, ctx: RuleContext) -> list[Problem]:
 def move_all_problems(
     move: Move, cluster: ClusterView, ctx: RuleContext, disallow_replication_factor_change: bool
 ) -> list[Problem]:
+    st = cluster.states.get(move.tp)
     return move_problems(
         move, cluster, disallow_replication_factor_change=disallow_replication_factor_change
-    ) + target_problems(move, ctx)
+    ) + target_problems(move, ctx, st.replicas if st is not None else None)
 
 
 def cluster_view(snapshot, states_for: Sequence | None = None) -> ClusterView:

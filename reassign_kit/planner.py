@@ -43,6 +43,13 @@ from .plan_rules import (
     capacity_problems,
     required_racks,
 )
+from .rack_repair import (
+    choose_repairs,
+    is_violating,
+    repair_bound,
+    repair_report,
+    shape,
+)
 from .snapshot import Snapshot, TopicFilter, excluded_summary
 
 GOALS = ("replicas", "leaders", "bytes")
@@ -105,6 +112,31 @@ class Aggregates:
     classes: dict[tuple, int] = field(default_factory=dict)
     # broker -> replicas on it that rack-awareness lets change rack (for the lower bound)
     capable: dict[int, int] = field(default_factory=dict)
+    # the partitions that span fewer racks than they could (rack_repair.is_violating): few,
+    # they come to the driver whole, as rows (topic, partition, replicas, size)
+    violating: list = field(default_factory=list)
+
+    def plus(self, add: Aggregates, sub: Aggregates) -> Aggregates:
+        """These aggregates with ``add``'s counts added and ``sub``'s taken away (the repaired
+        partitions counted with their placeholders instead of their replicas)."""
+        out = Aggregates(violating=self.violating)
+        for name in (
+            "replicas",
+            "leaders",
+            "bytes",
+            "partitions",
+            "rf_hist",
+            "forced",
+            "classes",
+            "capable",
+        ):
+            t: dict = defaultdict(int, getattr(self, name))
+            for k, n in getattr(add, name).items():
+                t[k] += n
+            for k, n in getattr(sub, name).items():
+                t[k] -= n
+            setattr(out, name, {k: n for k, n in t.items() if n})
+        return out
 
     def forced_by_rack(self) -> dict[str, int]:
         out: dict[str, int] = defaultdict(int)
@@ -164,7 +196,7 @@ def replica_options(reps: Sequence[int], pos: int, ctx: RuleContext) -> tuple:
     out = []
     for rk in sorted(ctx.rack_set):
         if min(need, len(real | {rk}) + holes) >= before and any(
-            b not in members for b in ctx.rack_brokers[rk]
+            b not in members and b not in ctx.cordoned for b in ctx.rack_brokers[rk]
         ):  # and a broker there that does not hold the partition yet
             out.append(rk)
     return tuple(out)
@@ -186,8 +218,10 @@ def aggregate_rows(
     rows: Iterable[tuple[str, int, Sequence[int], int]],
     params: PlanParams,
     ctx: RuleContext | None = None,
+    repairs: Mapping[tuple[str, int], tuple[int, ...]] | None = None,
 ) -> Aggregates:
-    """The in-process twin of the Spark aggregation."""
+    """The in-process twin of the Spark aggregation (``repairs``: count the repaired replicas as
+    placeholders that must move, ``rack_repair.shape``)."""
     agg = Aggregates()
     rf_change = params.rf_change()
     reps_t: dict[tuple[int, int], int] = defaultdict(int)
@@ -200,9 +234,14 @@ def aggregate_rows(
     capable: dict[int, int] = defaultdict(int)
     n = params.chunks
     n_racks = ctx.rack_count if ctx is not None else 0
+    look = ctx is not None and n_racks > 1 and repairs is None
     for topic, part, replicas, size in rows:
         c = chunk_key(topic, part) % n
         reps = apply_rf(topic, replicas, rf_change)
+        if repairs:
+            reps = shape(reps, repairs.get((topic, part)))
+        if look and is_violating(replicas, ctx, rf_change, topic):
+            agg.violating.append((topic, part, tuple(replicas), size))
         parts[c] += 1
         rfh[len(reps)] += 1
         if ctx is not None:
@@ -223,6 +262,7 @@ def aggregate_rows(
     agg.partitions, agg.rf_hist, agg.forced = dict(parts), dict(rfh), dict(forced)
     agg.classes = dict(classes)
     agg.capable = dict(capable)
+    agg.violating.sort(key=lambda r: (r[0], r[1]))
     return agg
 
 
@@ -572,6 +612,11 @@ class Prepared:
     shares: dict[int, float] = field(default_factory=dict)
     bytes_lower_bound: int = 0
     caps: dict[int, int] = field(default_factory=dict)  # max_replicas
+    # rack repair: (topic, partition) -> positions of the replicas that change rack; and the
+    # violating partitions left as they are (no broker of a missing rack may take a replica):
+    # the chunk pass changes no replica of theirs, the validator would refuse the set
+    repairs: dict[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)
+    frozen: frozenset = frozenset()
 
     @property
     def bytes_pass(self) -> bool:
@@ -587,6 +632,16 @@ def _rack_key(ctx: RuleContext, b: int):
     return ctx.racks.get(b)
 
 
+def _caps(ctx: RuleContext, params: PlanParams, cur: Mapping[int, int]) -> dict[int, int]:
+    """max_replicas per broker; a fully cordoned broker may not grow (KIP-1066)."""
+    cap = params.capacity
+    caps = {b: m for b in ctx.allowed if cap is not None and (m := cap.max_replicas(b)) is not None}
+    for b in ctx.cordoned:
+        if b in set(ctx.allowed):
+            caps[b] = min(caps.get(b, cur.get(b, 0)), cur.get(b, 0))
+    return caps
+
+
 def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
     allowed = ctx.allowed
     if not allowed:
@@ -597,16 +652,49 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
             f"replication factor {max_rf} needs {max_rf} brokers, only {len(allowed)} would remain ({allowed})"
         )
     chunks = list(range(params.chunks))
-    cur = agg.per_broker(agg.replicas)
-    cap = params.capacity
-    caps = {b: m for b in allowed if cap is not None and (m := cap.max_replicas(b)) is not None}
+    cur0 = agg.per_broker(agg.replicas)
+    balance = "replicas" in params.balance
     bands, byte_shares, bytes_lb = bytes_bands(agg, ctx, params)
-    targets = broker_targets(ctx, cur, agg.rf_hist, "replicas" in params.balance, caps)
-    lb = lower_bound(cur, targets, ctx, agg.forced_by_rack())
+    for b in ctx.cordoned:  # a cordoned broker cannot be raised to a floor (it takes nothing)
+        if b in bands:
+            bands[b] = (min(bands[b][0], agg.bytes.get(b, 0)), bands[b][1])
+    # rack repair (issue 20 #1): the replicas that leave a doubled rack, chosen against the
+    # targets (rack totals do not depend on which of the doubled replicas leaves)
+    repairs: dict[tuple[str, int], tuple[int, ...]] = {}
+    leaving: dict[str, int] = {}
+    chosen = None
+    work = agg
+    if agg.violating and not params.demote_brokers:
+        targets0 = broker_targets(ctx, cur0, agg.rf_hist, balance, _caps(ctx, params, cur0))
+        chosen = choose_repairs(agg.violating, cur0, targets0, ctx, params.rf_change())
+        repairs, leaving = chosen.positions, chosen.leaving
+        if repairs:
+            rows = [r for r in agg.violating if (r[0], r[1]) in repairs]
+            work = agg.plus(
+                aggregate_rows(rows, params, ctx, repairs), aggregate_rows(rows, params, ctx, {})
+            )
+    cur = work.per_broker(work.replicas)
+    caps = _caps(ctx, params, cur)
+    targets = broker_targets(ctx, cur, work.rf_hist, balance, caps)
+    if balance:  # bounds on the snapshot as it is (which doubled replica leaves is free)
+        lb = max(
+            lower_bound(cur0, targets, ctx, work.forced_by_rack()),
+            repair_bound(
+                cur0,
+                targets,
+                ctx,
+                work.forced_by_rack(),
+                leaving,
+                chosen.beyond_excess(cur0, targets, ctx) if chosen is not None else 0,
+            ),
+        )
+    else:  # no count goal: what must move (removed brokers, placeholders, repairs) is the bound
+        lb = lower_bound(cur, targets, ctx, None if repairs else work.forced_by_rack())
+
     quotas = {c: ChunkQuota() for c in chunks}
     # give: removed / virtual give everything; over-full brokers give their surplus, by share
     for b, n in cur.items():
-        per = [agg.replicas.get((c, b), 0) for c in chunks]
+        per = [work.replicas.get((c, b), 0) for c in chunks]
         surplus = n if (b < 0 or b in ctx.removed) else max(0, n - targets.get(b, 0))
         shares = per if surplus == n else apportion(surplus, per)
         for c, s in zip(chunks, shares, strict=True):
@@ -620,7 +708,7 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
     all_racks = frozenset(dst_racks)
     supply_cls: dict[tuple, int] = defaultdict(int)  # (chunk, class) -> replicas
     must_given: dict[tuple, int] = defaultdict(int)
-    for (c, k, opts), n in agg.classes.items():
+    for (c, k, opts), n in work.classes.items():
         supply_cls[(c, frozenset(opts) & all_racks)] += n
         must_given[(c, k)] += n
     for c, q in quotas.items():
@@ -668,19 +756,45 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
         heavy = frozenset(b for b, v in real.items() if v > avg)
     # no plan can avoid a detour for replicas the racks with room cannot take
     must_flow = _max_flow(
-        _sum_by(((0, frozenset(o) & all_racks), n) for (_, _, o), n in agg.classes.items()),
+        _sum_by(((0, frozenset(o) & all_racks), n) for (_, _, o), n in work.classes.items()),
         {
             dr: max(0, sum(targets[b] - cur.get(b, 0) for b in allowed if _rack_key(ctx, b) == dr))
             for dr in dst_racks
         },
     )
-    must = sum(agg.classes.values())
+    must = sum(work.classes.values())
     short = must - sum(must_flow.values())
     lb = max(
-        lb, must + short, relay_bound(ctx, cur, targets, agg.capable, bool(params.rf_change()))
+        lb,
+        must + (short if balance or not repairs else 0),  # without a count goal no rack is full
+        relay_bound(
+            ctx,
+            cur0 if balance else cur,
+            targets,
+            agg.capable if balance else work.capable,
+            bool(params.rf_change()),
+        ),
+    )
+    frozen = (
+        frozenset((r[0], r[1]) for r in agg.violating if (r[0], r[1]) not in repairs)
+        if not params.demote_brokers
+        else frozenset()
     )
     return Prepared(
-        ctx, params, targets, lb, quotas, heavy, agg, all_racks, bands, byte_shares, bytes_lb, caps
+        ctx,
+        params,
+        targets,
+        lb,
+        quotas,
+        heavy,
+        agg,
+        all_racks,
+        bands,
+        byte_shares,
+        bytes_lb,
+        caps,
+        repairs,
+        frozen,
     )
 
 
@@ -746,6 +860,7 @@ class _Chunk:
         self.n_racks = prep.ctx.rack_count
         self.allowed = prep.ctx.allowed
         self.allowed_set = set(self.allowed)
+        self.placeable = prep.ctx.placeable  # where a replica may arrive (not cordoned)
         self.removed = prep.ctx.removed
         rf_change = prep.params.rf_change()
         keyed = sorted((chunk_key(t, p), t, p, r, s) for t, p, r, s in rows)
@@ -753,7 +868,14 @@ class _Chunk:
         self.part = [k[2] for k in keyed]
         self.old = [list(k[3]) for k in keyed]
         self.size = [k[4] for k in keyed]
-        self.new = [apply_rf(t, r, rf_change) for t, r in zip(self.topic, self.old, strict=True)]
+        self.new = [
+            shape(apply_rf(t, r, rf_change), prep.repairs.get((t, p)))
+            for t, p, r in zip(self.topic, self.part, self.old, strict=True)
+        ]
+        # violating partitions no repair can fix: none of their replicas moves (rack_repair)
+        self.frozen = {
+            i for i, tp in enumerate(zip(self.topic, self.part, strict=True)) if tp in prep.frozen
+        }
         self.give = dict(quota.give)
         self.take = {b: n for b, n in quota.take.items() if n > 0}
         self.flows = dict(quota.flows)
@@ -812,7 +934,7 @@ class _Chunk:
             return None
         reps = self.new[i]
         members = set(reps)
-        for x in self.allowed:
+        for x in self.placeable:
             if x in members or not self.placed.get(x) or not self._rack_ok(reps, pos, x):
                 continue
             for j, pj in self.placed[x]:
@@ -901,7 +1023,7 @@ class _Chunk:
         # broker, its own rack first, and let that broker shed one more in the surplus pass
         reps = self.new[i]
         members = set(reps)
-        cands = [d for d in self.allowed if d not in members]
+        cands = [d for d in self.placeable if d not in members]
         ok = [d for d in cands if self._rack_ok(reps, pos, d)]
         pool = ok or cands
         if not pool:
@@ -955,7 +1077,7 @@ class _Chunk:
             ttotal[t] += len(reps)
             for b in reps:
                 tcount[(t, b)] += 1
-                if b in over_set:
+                if b in over_set and i not in self.frozen:
                     cands[b].append(i)
         nb = len(self.allowed)
         # the rack's share of cross-rack routes goes first, spread over its over-full brokers
@@ -1024,10 +1146,14 @@ class _Chunk:
             need = min(owe, left)
             if need <= 0:
                 continue
-            relays = [x for x in self.allowed if _rack_key(self.ctx, x) == k and x not in set(over)]
+            relays = [
+                x for x in self.placeable if _rack_key(self.ctx, x) == k and x not in set(over)
+            ]
             rel_set = set(relays)
             by_x: dict[int, list[int]] = defaultdict(list)
             for i, reps in enumerate(self.new):
+                if i in self.frozen:
+                    continue
                 for b in reps:
                     if b in rel_set:
                         by_x[b].append(i)
@@ -1071,7 +1197,7 @@ class _Chunk:
                         break
                     seen[rk] = j
                 used = {self.racks[b] for b in reps}
-                cands = [d for d in self.allowed if self.racks[d] not in used]
+                cands = [d for d in self.placeable if self.racks[d] not in used]
                 if pos is None or not cands:
                     break
                 d = min(
@@ -1306,7 +1432,11 @@ class _BytesChunk:
 
     def _receivers(self) -> list[int]:
         return sorted(
-            (b for b, c in self.cap.items() if c > 0 and self.add.get(b, 1) > 0),
+            (
+                b
+                for b, c in self.cap.items()
+                if c > 0 and self.add.get(b, 1) > 0 and b not in self.bp.ctx.cordoned
+            ),
             key=lambda b: (-(self.aim.get(b, 0.0)), -self.cap[b], b),
         )
 
@@ -1387,15 +1517,6 @@ def bytes_chunk(rows: Sequence[Changed], bp: BytesPlan, chunk: int) -> list[Chan
 
 
 # -- preferred leaders: one flow over the final replica sets ---------------------------------
-def leader_pinned(old: Sequence[int], new: Sequence[int], ctx: RuleContext) -> bool:
-    """A partition the plan leaves alone whose replicas already break rack-awareness: reordering
-    it would put it in the plan, where the validator refuses it, so its leader stays. (The Spark
-    twin is an SQL expression in spark/planner.py.)"""
-    if ctx.rack_count <= 1 or list(new) != list(old) or not all(b in ctx.racks for b in new):
-        return False
-    return len({ctx.racks[b] for b in new}) < required_racks(len(set(new)), ctx.rack_count)
-
-
 def leader_key(
     old: Sequence[int],
     new: Sequence[int],
@@ -1404,15 +1525,16 @@ def leader_key(
     isr: Sequence[int] | None = None,
 ) -> tuple:
     """(the brokers that may lead, current leader): the replica set less the demoted brokers, or
-    the leader alone when the partition is pinned or only demoted brokers hold it. When a
-    demoted broker holds the partition and its ISR is known, only the others in the ISR may
-    lead (a preferred election needs the first replica in sync), unless none is."""
+    the first replica alone when only demoted brokers hold it. When a demoted broker holds the
+    partition and its ISR is known, only the others in the ISR may lead (a preferred election
+    needs the first replica in sync), unless none is. Rack placement never pins a leader: a
+    reorder changes no placement (the validator accepts it on a rack-breaking set, issue 20)."""
     cur = old[0] if old else VIRTUAL
     may = tuple(sorted(b for b in new if b not in demoted))
     if isr and demoted and len(may) < len(new):
         in_sync = tuple(b for b in may if b in isr)
         may = in_sync or may
-    return ((new[0],) if leader_pinned(old, new, ctx) or not may else may, cur)
+    return ((new[0],) if not may else may, cur)
 
 
 # a partition's recorded state: (leader, ISR), either None when the snapshot does not know it
@@ -1459,6 +1581,8 @@ class LeaderPlan:
     # (topic, partition) -> (leader, ISR) as recorded, for the partitions a demoted broker holds
     # (demote_states); empty when the snapshot records none
     states: dict[tuple[str, int], tuple] = field(default_factory=dict)
+    # demoted_left: the partitions the demoted brokers keep leading, and why
+    left: dict = field(default_factory=dict)
 
 
 def prepare_leaders(
@@ -1521,7 +1645,7 @@ def lead_chunk(rows: Sequence[Changed], lp: LeaderPlan, chunk: int) -> list[Chan
             b = next((x for x in sorted(left) if left[x] > 0), new[0])
             if left.get(b, 0) > 0:
                 left[b] -= 1
-        fixed = leader_pinned(old, new, lp.ctx) or all(x in lp.demoted for x in new)
+        fixed = all(x in lp.demoted for x in new)
         rest = [x for x in new if x != b]
         if lp.demoted and not fixed:
             # demoted brokers last: an election that cannot use the first picks the next
@@ -1562,15 +1686,78 @@ def demoted_leading_after(
     return {b: n for b, n in out.items() if n}
 
 
+def _led_after(p, new: Sequence[int] | None) -> int:
+    """Who leads a partition once a plan's elections ran (see ``demoted_leading_after``)."""
+    if new is None:
+        return p.leader if p.leader is not None else p.replicas[0]
+    if p.isr is None or new[0] in p.isr or p.leader is None:
+        return new[0]
+    return p.leader
+
+
+def demoted_left(
+    partitions: Iterable,
+    changed: Iterable[Changed],
+    demoted: frozenset,
+    excluded: Mapping[str, str],
+    limit: int = 100,
+) -> dict:
+    """The partitions a demoted broker will still lead after the plan, each with the true
+    reason (issue 20 #2): its topic is filtered out; only demoted brokers hold it; the demoted
+    broker is its only in-sync replica (as the snapshot recorded the ISR). ``partitions``: the
+    partitions the demoted brokers hold, of every topic (selected or not)."""
+    target = {(t, p): new for t, p, _, new, _ in changed}
+    rows: list[dict] = []
+    why_count: dict[str, int] = defaultdict(int)
+    for p in sorted(partitions, key=lambda p: (p.topic, p.partition)):
+        if not p.replicas:
+            continue
+        if p.topic in excluded:
+            lead = _led_after(p, None)
+            kind, why = (
+                "topic-filtered-out",
+                f"topic {p.topic} is filtered out: {excluded[p.topic]}",
+            )
+        else:
+            lead = _led_after(p, target.get((p.topic, p.partition)))
+            others = [b for b in p.replicas if b not in demoted]
+            if not others:
+                kind, why = (
+                    "only-demoted-replicas",
+                    (f"only demoted brokers hold it (replicas {list(p.replicas)})"),
+                )
+            elif p.isr is not None and not any(b in p.isr for b in others):
+                kind, why = (
+                    "only-in-sync-replica",
+                    (f"broker {lead} is its only in-sync replica (ISR {list(p.isr)})"),
+                )
+            else:
+                kind, why = "not-planned", "the plan leaves it led by a demoted broker"
+        if lead not in demoted:
+            continue
+        why_count[kind] += 1
+        if len(rows) < limit:
+            rows.append(
+                {
+                    "partition": f"{p.topic}-{p.partition}",
+                    "broker": lead,
+                    "reason": kind,
+                    "why": why,
+                }
+            )
+    return {"count": sum(why_count.values()), "by_reason": dict(why_count), "partitions": rows}
+
+
 def _leader_summary(lp: LeaderPlan | None) -> dict | None:
     if lp is None:
         return None
     out = lp.balance.summary()
     if lp.demoted:
         out["demoted_brokers"] = sorted(lp.demoted)
-        # what a demoted broker still leads: no other replica, or a rack-breaking replica set
-        # the plan may not touch
+        # what a demoted broker still leads among the selected topics (no other replica, or no
+        # other in-sync one), and every partition it keeps leading with the reason
         out["demoted_still_leading"] = {b: lp.stuck.get(b, 0) for b in sorted(lp.demoted)}
+        out["not_demoted"] = lp.left
     return out
 
 
@@ -1594,6 +1781,14 @@ def finish(changed: list[Changed], prep: Prepared, leaders: LeaderPlan | None = 
         lead,
         changed,
         leader_balance=_leader_summary(leaders),
+    )
+    result.rack_repair = repair_report(
+        prep.agg.violating,
+        prep.repairs,
+        {(t, p): new for t, p, _, new, _ in changed},
+        prep.ctx,
+        prep.params.rf_change(),
+        demote=bool(prep.params.demote_brokers),
     )
     if prep.params.capacity is not None:  # hard limits: refuse rather than exceed one
         t = broker_totals(result)
@@ -1711,8 +1906,14 @@ def plan_in_process(snapshot, params: PlanParams | None = None) -> PlanResult:
     timings["leader_flow_s"] = time.perf_counter() - t
     for c in sorted(finals):
         changed += lead_chunk(finals[c], lp, c)
-    if states:  # what the recorded leaders and ISRs say the demoted brokers will still lead
+    if demoted:  # what the recorded leaders and ISRs say the demoted brokers will still lead
         lp.stuck = demoted_leading_after(snapshot.partitions, changed, demoted)
+        lp.left = demoted_left(
+            [p for p in full.partitions if any(b in demoted for b in p.replicas)],
+            changed,
+            demoted,
+            excluded,
+        )
     result = _with_excluded(finish(changed, prep, lp), full, excluded, ctx)
     result.timings = timings
     return result

@@ -18,6 +18,7 @@ from ..planner import (
     bytes_chunk,
     demote_states,
     demoted_leading_after,
+    demoted_left,
     finish,
     lead_chunk,
     leader_groups,
@@ -27,6 +28,7 @@ from ..planner import (
     prepare_leaders,
     rule_context,
 )
+from ..rack_repair import is_violating
 from ..snapshot import PartitionEntry, Snapshot, excluded_summary
 from .frames import brokers_and_topics, partitions_df, with_chunk
 
@@ -60,23 +62,6 @@ def _frame(rows, chunk: int | None = None):
     if chunk is not None:
         cols = {"chunk": [chunk] * len(rows), **cols}
     return pd.DataFrame(cols)
-
-
-def _pinned(ctx):
-    """planner.leader_pinned as a Spark column over (old, new)."""
-    from pyspark.sql import functions as F
-
-    if ctx.rack_count <= 1:
-        return F.lit(False)
-    known = sorted(ctx.racks)
-    racked = [
-        b for b in known if ctx.racks[b] is not None
-    ]  # no rack: null, one "rack" as in Python
-    rack_map = F.create_map(*[x for b in racked for x in (F.lit(b), F.lit(ctx.racks[b]))])
-    all_known = F.forall("new", lambda b: F.array_contains(F.array(*map(F.lit, known)), b))
-    spanned = F.size(F.array_distinct(F.transform("new", lambda b: F.element_at(rack_map, b))))
-    need = F.least(F.size(F.array_distinct("new")), F.lit(ctx.rack_count))
-    return (F.col("new") == F.col("old")) & all_known & (spanned < need)
 
 
 def _changed_rows(pdf) -> list[tuple]:
@@ -208,6 +193,32 @@ def aggregate_spark(df, params: PlanParams, ctx) -> Aggregates:
         )
         for r in rx.filter(capable).groupBy("b").count().collect():
             agg.capable[r.b] = r["count"]
+    if ctx.rack_count > 1:  # rack repair: the partitions spanning too few racks come to the driver
+        known = F.create_map(
+            *[
+                x
+                for b, r in sorted(ctx.racks.items())
+                if r is not None
+                for x in (F.lit(b), F.lit(r))
+            ]
+        )
+
+        def short(col):  # a superset of rack_repair.is_violating, exact in Python below
+            racks = F.filter(
+                F.transform(col, lambda b: F.element_at(known, b)), lambda r: r.isNotNull()
+            )
+            return F.size(F.array_distinct(racks)) < F.least(
+                F.size(F.array_distinct(col)), F.lit(ctx.rack_count)
+            )
+
+        rf = params.rf_change()
+        agg.violating = sorted(
+            (r.topic, int(r.partition), tuple(int(b) for b in r.replicas), int(r.size_bytes))
+            for r in shaped.filter(short(F.col("replicas")) | short(F.col("reps")))
+            .select("topic", "partition", "replicas", "size_bytes")
+            .collect()
+            if is_violating(r.replicas, ctx, rf, r.topic)
+        )
     removed = sorted(ctx.removed)
     must = F.exists(
         "reps",
@@ -283,15 +294,15 @@ def _bytes_rounds(final, prep):
     return final, rounds
 
 
-def _demoted_partitions(spark, source, params: PlanParams, demoted: frozenset, kept) -> list:
-    """The selected partitions a demoted broker holds, with their recorded leader and ISR
-    (``PartitionEntry``; leader / isr None when not recorded). From a Parquet snapshot they are
-    read by Spark (only those rows reach the driver; a snapshot without the columns has none)."""
+def _demoted_partitions(spark, source, demoted: frozenset) -> list:
+    """The partitions a demoted broker holds (of every topic, selected or not), with their
+    recorded leader and ISR (``PartitionEntry``; leader / isr None when not recorded). From a
+    Parquet snapshot they are read by Spark (only those rows reach the driver; a snapshot
+    without the columns has none)."""
     if not demoted:
         return []
     if isinstance(source, Snapshot):
-        sel, _ = source.select(params.topic_filter)
-        return [p for p in sel.partitions if any(b in demoted for b in p.replicas)]
+        return [p for p in source.partitions if any(b in demoted for b in p.replicas)]
     from pyspark.sql import functions as F
 
     raw = spark.read.parquet(os.path.join(source, "partitions.parquet"))
@@ -304,8 +315,6 @@ def _demoted_partitions(spark, source, params: PlanParams, demoted: frozenset, k
         (F.col("leader") if "leader" in cols else F.lit(None)).cast("int").alias("leader"),
         (F.col("isr") if "isr" in cols else F.lit(None)).cast("array<int>").alias("isr"),
     )
-    if kept is not None:
-        df = df.filter(F.col("topic").isin(list(kept)))
     df = df.filter(F.arrays_overlap("replicas", F.array(*[F.lit(b) for b in sorted(demoted)])))
     return [
         PartitionEntry(
@@ -429,7 +438,8 @@ def plan_and_validate_spark(
             )
             # the recorded (leader, ISR) of the partitions a demoted broker holds: they decide
             # who may lead (planner.leader_key) and what the demoted brokers still lead after
-            held = _demoted_partitions(spark, source, params, demoted, kept if excluded else None)
+            every = _demoted_partitions(spark, source, demoted)
+            held = [p for p in every if p.topic not in excluded]
             states = demote_states(held, demoted)
             if states:  # the groups by planner.leader_groups itself (the ISR is in the key)
                 groups = _isr_groups(final, ctx, demoted, states)
@@ -438,9 +448,7 @@ def plan_and_validate_spark(
                     (r.chunk, tuple(r.s), r.o): r["count"]
                     for r in final.groupBy(
                         "chunk",
-                        F.when(_pinned(ctx) | (F.size(may) == 0), F.slice("new", 1, 1))
-                        .otherwise(may)
-                        .alias("s"),
+                        F.when(F.size(may) == 0, F.slice("new", 1, 1)).otherwise(may).alias("s"),
                         F.coalesce(F.element_at("old", 1), F.lit(-1)).alias("o"),
                     )
                     .count()
@@ -466,8 +474,9 @@ def plan_and_validate_spark(
                 final = final.filter(F.col("new") != F.col("old"))
             out = final.drop("chunk").toPandas()  # Arrow, not pickled rows
         changed = _changed_rows(out)
-        if lp is not None and lp.states:  # as planner.plan_in_process: by the recorded ISRs
+        if lp is not None and lp.demoted:  # as planner.plan_in_process: by the recorded ISRs
             lp.stuck = demoted_leading_after(held, changed, lp.demoted)
+            lp.left = demoted_left(every, changed, lp.demoted, excluded)
         result = finish(changed, prep, lp)
         result.excluded = excluded_info or excluded_summary({}, {})
         timings["plan_s"] = time.perf_counter() - t

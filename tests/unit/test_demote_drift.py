@@ -101,7 +101,11 @@ def test_demoted_still_leading_counts_partitions_with_no_other_in_sync_replica()
     assert t[TopicPartition("t", 2)] == (3, B)
     assert result.report()["leader_balance"]["demoted_still_leading"] == {B: 2}
     text = format_report(result.report())
-    assert "broker 2 leads 2 -> 0 (2 still led by it: no other in-sync replica may lead)" in text
+    # issue 20 #2: each partition it keeps, with the true reason
+    assert "2 partition(s) still led by a demoted broker" in text
+    assert "not demoted: t-0 (broker 2): broker 2 is its only in-sync replica (ISR [2])" in text
+    assert "not demoted: t-1 (broker 2): broker 2 is its only in-sync replica (ISR [2])" in text
+    assert "no other in-sync replica may lead" not in text
 
 
 def test_a_snapshot_without_leaders_or_isr_still_loads_and_plans_as_before(tmp_path):
