@@ -37,6 +37,7 @@ def plan(
     demote_brokers: Iterable[int] = (),
     capacity: Capacity | str | None = None,
     bytes_tolerance: float = DEFAULT_BYTES_TOLERANCE,
+    drain_cordoned: bool = False,
 ) -> PlanResult:
     """``reassign_kit.plan``: a minimal-movement, balanced, rack-aware plan for a snapshot
     (a ``Snapshot``, or a path to its JSON / Parquet form). ``engine="spark"`` (the default)
@@ -48,7 +49,9 @@ def plan(
     ``capacity``: a capacity file (path) or ``Capacity``: per broker ``disk_bytes`` and optional
     ``max_replicas``, hard limits the plan never exceeds (else ``CapacityError``, exit 3), and
     the weights of each broker's bytes share; with ``balance`` including ``bytes`` every broker
-    ends within ``bytes_tolerance`` of its share."""
+    ends within ``bytes_tolerance`` of its share. ``drain_cordoned``: every broker whose log dirs
+    are all cordoned (KIP-1066, as the snapshot recorded them) is drained like a removed one; a
+    cordoned broker never receives a new replica either way."""
     demote = tuple(sorted(set(demote_brokers)))
     params = PlanParams(
         remove_brokers=tuple(sorted(set(remove_brokers))),
@@ -60,6 +63,7 @@ def plan(
         demote_brokers=demote,
         capacity=Capacity.read(capacity) if isinstance(capacity, str) else capacity,
         bytes_tolerance=bytes_tolerance,
+        drain_cordoned=drain_cordoned,
     )
     if engine not in ("spark", "local"):
         raise UsageError(f"engine must be 'spark' or 'local', got {engine!r}")

@@ -102,8 +102,9 @@ def target_problems(
                 where,
                 CORDONED,
                 f"replicas {target} place a new replica on broker(s) {cordoned}, whose log "
-                "dirs are all cordoned (cordoned.log.dirs, KIP-1066): the broker refuses new "
-                "replicas",
+                "dirs are all cordoned (cordoned.log.dirs, KIP-1066): it is to take no new "
+                "replica (Kafka 4.3 places no new partition there; a reassignment is not "
+                "stopped by the broker, so the plan must not ask for one)",
             )
         )
     removed = sorted({b for b in target if b in ctx.removed})
@@ -172,7 +173,7 @@ def plan_problems_offline(
 ) -> list[Problem]:
     """The in-process validator: every problem of the plan against the snapshot, in plan order,
     then (with ``capacity``) each broker over a hard capacity limit after the plan."""
-    ctx = ctx or RuleContext(snapshot.racks())
+    ctx = ctx or RuleContext(snapshot.racks(), cordoned=snapshot.cordoned())
     cluster = cluster_view(snapshot, [m.tp for m in plan])
     out: list[Problem] = []
     for move in plan:

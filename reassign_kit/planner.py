@@ -72,6 +72,8 @@ class PlanParams:
     # hard per-broker limits (disk bytes, max replicas) and the bytes goal's tolerance
     capacity: Capacity | None = None
     bytes_tolerance: float = DEFAULT_BYTES_TOLERANCE
+    # KIP-1066: treat every broker whose log dirs are all cordoned as one to drain
+    drain_cordoned: bool = False
 
     def rf_change(self) -> dict[str, int]:
         if self.replication_factor is None:
@@ -688,8 +690,9 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
                 chosen.beyond_excess(cur0, targets, ctx) if chosen is not None else 0,
             ),
         )
-    else:  # no count goal: what must move (removed brokers, placeholders, repairs) is the bound
-        lb = lower_bound(cur, targets, ctx, None if repairs else work.forced_by_rack())
+    else:  # no count goal: what must move (removed brokers, placeholders, repairs) is the
+        # bound; the targets are no goal, so no rack is full and no forced arrival costs more
+        lb = lower_bound(cur, targets)
 
     quotas = {c: ChunkQuota() for c in chunks}
     # give: removed / virtual give everything; over-full brokers give their surplus, by share
@@ -766,14 +769,9 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
     short = must - sum(must_flow.values())
     lb = max(
         lb,
-        must + (short if balance or not repairs else 0),  # without a count goal no rack is full
-        relay_bound(
-            ctx,
-            cur0 if balance else cur,
-            targets,
-            agg.capable if balance else work.capable,
-            bool(params.rf_change()),
-        ),
+        must + (short if balance else 0),  # without a count goal no rack is full
+        # departures beyond what may change rack: a bound only where counts are a goal
+        relay_bound(ctx, cur0, targets, agg.capable, bool(params.rf_change())) if balance else 0,
     )
     frozen = (
         frozenset((r[0], r[1]) for r in agg.violating if (r[0], r[1]) not in repairs)
@@ -883,6 +881,12 @@ class _Chunk:
         for reps in self.new:
             for b in reps:
                 self.count[b] += 1
+        # what each broker of the chunk should hold once its quotas are used
+        self.intended = {
+            b: self.count.get(b, 0) - quota.give.get(b, 0) + quota.take.get(b, 0)
+            for b in set(self.count) | set(quota.take)
+            if b >= 0
+        }
         self.ring: dict = defaultdict(list)
         for b in sorted(self.take):
             self.ring[_rack_key(self.ctx, b)].append(b)
@@ -1212,12 +1216,52 @@ class _Chunk:
                     self.take[d] -= 1
                 self._place(i, pos, d)
 
+    def settle(self) -> None:
+        """Where a detour left a broker of a rack above what the chunk's quotas intend and
+        another of the same rack below (a pinned replica overfilled the emptiest broker, rack
+        repairs crowding one rack), an arrival on the first is re-pointed to the second (no
+        extra move), else one of its replicas moves there (rack spread unchanged)."""
+        over = sorted(b for b in self.allowed if self.count.get(b, 0) > self.intended.get(b, 0))
+        for o in over:
+            k = _rack_key(self.ctx, o)
+            for u in self.placeable:
+                if self.count.get(o, 0) <= self.intended.get(o, 0):
+                    break
+                if u == o or _rack_key(self.ctx, u) != k:
+                    continue
+                while self.count.get(o, 0) > self.intended.get(o, 0) and self.count.get(
+                    u, 0
+                ) < self.intended.get(u, 0):
+                    arrived = [
+                        (i, pos)
+                        for i, pos in self.placed.get(o, [])
+                        if self.new[i][pos] == o and u not in self.new[i]
+                    ]
+                    if arrived:
+                        i, pos = arrived[0]
+                        self.placed[o].remove((i, pos))
+                    else:
+                        i = next(
+                            (
+                                i
+                                for i, reps in enumerate(self.new)
+                                if o in reps and u not in reps and i not in self.frozen
+                            ),
+                            -1,
+                        )
+                        if i < 0:
+                            break
+                        pos = self.new[i].index(o)
+                    self._place(i, pos, u)
+
     def run(self) -> list[Changed]:
         """Every partition of the chunk, in chunk order: (topic, partition, old, new, size)."""
         self.mandatory()
         if "replicas" in self.prep.params.balance or self.prep.caps:
             self.surplus()
         self.fix_racks()
+        if "replicas" in self.prep.params.balance:
+            self.settle()
         return [
             (self.topic[i], self.part[i], self.old[i], self.new[i], self.size[i])
             for i in range(len(self.new))
@@ -1846,9 +1890,17 @@ def rule_context(snapshot, params: PlanParams) -> RuleContext:
             f"--bytes-tolerance must be in [0, 1) (0.05 = within 5% of the share), "
             f"got {params.bytes_tolerance}"
         )
+    cordoned = snapshot.cordoned() if hasattr(snapshot, "cordoned") else frozenset()
+    removed = frozenset(params.remove_brokers)
+    if params.drain_cordoned:
+        if params.demote_brokers:
+            raise UsageError(
+                "--drain-cordoned moves replicas; it does not combine with --demote-brokers"
+            )
+        removed |= cordoned
     if params.capacity is not None:
-        params.capacity.check_brokers(sorted(racks), params.remove_brokers)
-    return RuleContext(racks, frozenset(params.remove_brokers), params.rf_change())
+        params.capacity.check_brokers(sorted(racks), tuple(sorted(removed)))
+    return RuleContext(racks, removed, params.rf_change(), cordoned)
 
 
 def plan_in_process(snapshot, params: PlanParams | None = None) -> PlanResult:

@@ -752,6 +752,32 @@ class Sandbox:
 
         return AdminClient({"bootstrap.servers": self.bootstrap_servers, **self._client_conf()})
 
+    def cordon(self, broker_id: int, dirs: str | None = "*", timeout: float = 30) -> None:
+        """KIP-1066 (Kafka 4.3): set broker ``broker_id``'s dynamic ``cordoned.log.dirs``
+        ("*" = every log dir; ``None`` deletes it: the cordon is lifted) by an
+        incrementalAlterConfigs. A broker that does not know the config refuses it."""
+        from confluent_kafka.admin import (
+            AlterConfigOpType,
+            ConfigEntry,
+            ConfigResource,
+            ResourceType,
+        )
+
+        self.node(broker_id)  # a known broker, or SandboxError
+        op = AlterConfigOpType.SET if dirs is not None else AlterConfigOpType.DELETE
+        res = ConfigResource(
+            ResourceType.BROKER,
+            str(broker_id),
+            incremental_configs=[
+                ConfigEntry("cordoned.log.dirs", dirs or "", incremental_operation=op)
+            ],
+        )
+        admin = self.admin()
+        try:
+            admin.incremental_alter_configs([res])[res].result(timeout)
+        except Exception as e:
+            raise SandboxError(f"cordoning broker {broker_id} failed: {e}") from e
+
     def create_topic(
         self,
         name: str,

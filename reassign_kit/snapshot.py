@@ -128,7 +128,7 @@ def excluded_summary(
     }
 
 
-_BROKER_KEYS = {"id", "rack"}
+_BROKER_KEYS = {"id", "rack", "log_dirs", "cordoned_log_dirs"}
 _TIERED_KEYS = ("remote_storage_enable", "local_retention_bytes", "local_retention_ms")
 _TOPIC_KEYS = {"name", "min_insync_replicas", *_TIERED_KEYS}
 _PARTITION_KEYS = {"topic", "partition", "replicas", "size_bytes", "leader", "isr"}
@@ -139,6 +139,25 @@ _TOP_KEYS = {"version", "brokers", "topics", "partitions"}
 class BrokerEntry:
     id: int
     rack: str | None = None
+    # KIP-1066 (Kafka 4.3): the broker's log dirs and its ``cordoned.log.dirs`` ("*" = all), as
+    # the snapshot read them from its config; None = not recorded (older Kafka, older snapshot)
+    log_dirs: tuple[str, ...] | None = None
+    cordoned_log_dirs: tuple[str, ...] | None = None
+
+    @property
+    def cordoned(self) -> bool:
+        """Every log dir cordoned: the broker takes no new replica."""
+        c = self.cordoned_log_dirs
+        if not c:
+            return False
+        return "*" in c or (bool(self.log_dirs) and set(self.log_dirs) <= set(c))
+
+    def to_json_obj(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "rack": self.rack}
+        for k in ("log_dirs", "cordoned_log_dirs"):
+            if getattr(self, k) is not None:
+                out[k] = list(getattr(self, k))
+        return out
 
 
 @dataclass(frozen=True)
@@ -205,6 +224,10 @@ class Snapshot:
     def racks(self) -> dict[int, str | None]:
         return {b.id: b.rack for b in self.brokers}
 
+    def cordoned(self) -> frozenset[int]:
+        """Brokers whose log dirs are all cordoned (KIP-1066)."""
+        return frozenset(b.id for b in self.brokers if b.cordoned)
+
     def by_tp(self) -> dict[TopicPartition, PartitionEntry]:
         return {p.tp: p for p in self.partitions}
 
@@ -244,9 +267,7 @@ class Snapshot:
     def to_json_obj(self) -> dict[str, Any]:
         return {
             "version": VERSION,
-            "brokers": [
-                {"id": b.id, "rack": b.rack} for b in sorted(self.brokers, key=lambda b: b.id)
-            ],
+            "brokers": [b.to_json_obj() for b in sorted(self.brokers, key=lambda b: b.id)],
             "topics": [t.to_json_obj() for t in sorted(self.topics, key=lambda t: t.name)],
             "partitions": [
                 _partition_obj(p)
@@ -351,7 +372,18 @@ def _read_brokers(raw: Any, problems: list[str]) -> dict[int, BrokerEntry]:
         if bid in out:
             problems.append(f"broker {bid} is listed twice")
             continue
-        out[bid] = BrokerEntry(bid, rack)
+        dirs = {}
+        for k in ("log_dirs", "cordoned_log_dirs"):
+            v = b.get(k)
+            if v is not None and (
+                not isinstance(v, list) or not all(isinstance(d, str) and d for d in v)
+            ):
+                problems.append(
+                    f"broker {bid}: {k!r} must be a list of non-empty strings or null, got {v!r}"
+                )
+                v = None
+            dirs[k] = tuple(v) if v is not None else None
+        out[bid] = BrokerEntry(bid, rack, **dirs)
     return out
 
 
@@ -497,6 +529,17 @@ def write_parquet(snap: Snapshot, path: str) -> None:
             {
                 "id": [b.id for b in snap.brokers],
                 "rack": pa.array([b.rack for b in snap.brokers], pa.string()),
+                "log_dirs": pa.array(
+                    [list(b.log_dirs) if b.log_dirs is not None else None for b in snap.brokers],
+                    pa.list_(pa.string()),
+                ),
+                "cordoned_log_dirs": pa.array(
+                    [
+                        list(b.cordoned_log_dirs) if b.cordoned_log_dirs is not None else None
+                        for b in snap.brokers
+                    ],
+                    pa.list_(pa.string()),
+                ),
             }
         ),
         os.path.join(path, "brokers.parquet"),
@@ -595,6 +638,34 @@ def tiered_of(configs: Mapping[str, str]) -> dict[str, Any]:
 
 
 # -- from a live cluster ---------------------------------------------------------------------
+def parse_cordons(cfg: Mapping[str, str]) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
+    """(log dirs, cordoned log dirs) from a broker's effective config: ``cordoned.log.dirs``
+    (KIP-1066, Kafka 4.3: a comma list, "*" = all) is None when the broker does not know it
+    (older Kafka: no cordons, no error); ``log.dirs`` else ``log.dir``."""
+    raw = cfg.get("log.dirs") or cfg.get("log.dir")
+    dirs = tuple(d.strip() for d in raw.split(",") if d.strip()) if raw else None
+    if "cordoned.log.dirs" not in cfg:
+        return dirs, None
+    cordoned = tuple(d.strip() for d in cfg["cordoned.log.dirs"].split(",") if d.strip())
+    return dirs, cordoned
+
+
+def cordons_of(gateway: Any, brokers: list[BrokerEntry]) -> list[BrokerEntry]:
+    """The brokers with their log dirs and cordons as their configs say (one DescribeConfigs
+    per broker). A broker whose configs cannot be read records none (its cordons unknown)."""
+    from .errors import KafkaOperationError
+
+    try:
+        cfgs = gateway.broker_configs([b.id for b in brokers]) if brokers else {}
+    except KafkaOperationError:
+        return brokers
+    out = []
+    for b in brokers:
+        dirs, cordoned = parse_cordons(cfgs.get(b.id, {}))
+        out.append(BrokerEntry(b.id, b.rack, dirs, cordoned))
+    return out
+
+
 def take_snapshot(
     gateway: Any,
     topics: Iterable[str] | None = None,
@@ -610,6 +681,7 @@ def take_snapshot(
     topic entry records the setting and its local retention."""
     require_permissions(gateway, "snapshot", ["DESCRIBE"])
     brokers = [BrokerEntry(b.id, b.rack) for b in gateway.brokers()]
+    brokers = cordons_of(gateway, brokers)
     counts = gateway.topic_partition_counts(list(topics) if topics is not None else None)
     if topic_filter is not None:
         counts = {t: n for t, n in counts.items() if topic_filter.selects(t)}

@@ -3,7 +3,7 @@ a plan against it — offline, with planning and big validations running on Spar
 
     reassign-kit snapshot --bootstrap-server B [--command-config F] --output S.json
     reassign-kit plan --snapshot S.json [--remove-brokers 1,2] [--balance replicas,leaders,bytes]
-        [--demote-brokers 3] [--capacity capacity.json [--bytes-tolerance 0.05]]
+        [--demote-brokers 3] [--drain-cordoned] [--capacity capacity.json [--bytes-tolerance 0.05]]
         [--replication-factor N --topics t1,t2] [--spark-master URL] --output plan.json
         [--report report.json] [--rollback rollback.json]
     reassign-kit validate --snapshot S.json --reassignment-json-file plan.json
@@ -134,6 +134,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --balance bytes: each broker's bytes within this fraction of its share "
         f"(capacity share, equal without --capacity; default {DEFAULT_BYTES_TOLERANCE})",
     )
+    pl.add_argument(
+        "--drain-cordoned",
+        action="store_true",
+        help="drain every broker whose log dirs are all cordoned (KIP-1066 cordoned.log.dirs, "
+        "as the snapshot recorded it); a cordoned broker never receives a replica either way",
+    )
     pl.add_argument("--replication-factor", type=int)
     pl.add_argument("--topics", type=_topics, default=[])
     pl.add_argument("--spark-master", help="any spark.master (default local[2])")
@@ -247,6 +253,7 @@ def _plan(args: argparse.Namespace) -> int:
         demote_brokers=args.demote_brokers,
         capacity=Capacity.read(args.capacity) if args.capacity else None,
         bytes_tolerance=args.bytes_tolerance,
+        drain_cordoned=args.drain_cordoned,
     )
     if not len(result.plan):
         print("plan: nothing to move; the cluster already meets the goals", file=sys.stderr)
@@ -275,7 +282,7 @@ def _validate(args: argparse.Namespace) -> int:
     unknown = sorted(set(args.remove_brokers) - set(snap.broker_ids()))
     if unknown:
         raise UsageError(f"--remove-brokers: broker(s) {unknown} are not in the snapshot")
-    ctx = RuleContext(snap.racks(), frozenset(args.remove_brokers))
+    ctx = RuleContext(snap.racks(), frozenset(args.remove_brokers), cordoned=snap.cordoned())
     capacity = Capacity.read(args.capacity) if args.capacity else None
     if capacity is not None:
         capacity.check_brokers(snap.broker_ids(), args.remove_brokers)

@@ -63,6 +63,15 @@ def _parser() -> argparse.ArgumentParser:
     ]:
         sp = with_dir(sub.add_parser(name, help=text))
         sp.add_argument("broker_id", metavar="ID")
+    cordon = with_dir(
+        sub.add_parser(
+            "cordon",
+            help="cordon a broker's log dirs (KIP-1066 cordoned.log.dirs, Kafka 4.3+; dynamic)",
+        )
+    )
+    cordon.add_argument("--broker", type=int, required=True)
+    cordon.add_argument("--dirs", default="*", help='log dirs to cordon (default "*": all)')
+    cordon.add_argument("--uncordon", action="store_true", help="lift the broker's cordon")
     load = with_dir(sub.add_parser("load", help="create topics and fill them with data (acks=all)"))
     load.add_argument(
         "--topics", default="load", help="a count (topics named load-0..) or a comma list of names"
@@ -130,6 +139,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         role, act = NODE_ACTIONS[c]
         node = _node_id(sb, role, args.broker_id)
         {"stop": sb.stop_node, "kill": sb.kill_node, "start": sb.start_node}[act](node)
+    elif c == "cordon":
+        sb.cordon(args.broker, None if args.uncordon else args.dirs)
     elif c == "load":
         if args.partitions < 1 or args.replication_factor < 1 or args.mb_per_partition < 0:
             raise SandboxError(

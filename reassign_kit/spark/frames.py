@@ -47,7 +47,15 @@ def brokers_and_topics(source: Snapshot | str) -> Snapshot:
     brokers = pq.read_table(os.path.join(source, "brokers.parquet")).to_pylist()
     topics = pq.read_table(os.path.join(source, "topics.parquet")).to_pylist()
     return Snapshot.of(
-        [BrokerEntry(int(b["id"]), b["rack"]) for b in brokers],
+        [
+            BrokerEntry(
+                int(b["id"]),
+                b["rack"],
+                tuple(b["log_dirs"]) if b.get("log_dirs") is not None else None,
+                tuple(b["cordoned_log_dirs"]) if b.get("cordoned_log_dirs") is not None else None,
+            )
+            for b in brokers
+        ],
         [
             TopicEntry(
                 t["name"],

@@ -32,7 +32,7 @@ def validate_spark(
     from pyspark.sql import functions as F
 
     small = brokers_and_topics(source)
-    ctx = ctx or RuleContext(small.racks())
+    ctx = ctx or RuleContext(small.racks(), cordoned=small.cordoned())
     parts = parts_df if parts_df is not None else partitions_df(spark, source)
     counts = {t.name: 0 for t in small.topics}
     for r in parts.groupBy("topic").agg(F.max("partition").alias("m")).collect():
