@@ -363,14 +363,19 @@ def _capped_split(n: int, bs: Sequence[int], cur: Mapping[int, int], caps: Mappi
     return out
 
 
-def _count_refusal(what: str, total: int, room: int, brokers: Sequence[int], caps) -> CapacityError:
+def _count_refusal(
+    what: str, total: int, room: int, brokers: Sequence[int], caps, cordoned=frozenset()
+) -> CapacityError:
+    held = sorted(b for b in brokers if b in cordoned)
     return CapacityError(
         [
             f"{what}: {total} replicas to place, but brokers {sorted(brokers)} may hold "
-            f"{room} (max_replicas {dict(sorted((b, caps[b]) for b in brokers if b in caps))}): "
-            f"{total - room} over"
+            f"{room} (max_replicas {dict(sorted((b, caps[b]) for b in brokers if b in caps))}"
+            + (f"; broker(s) {held} cordoned (cordoned.log.dirs): none may grow" if held else "")
+            + f"): {total - room} over"
         ],
-        header="no plan fits the capacity file's max_replicas",
+        header="no plan fits the capacity file's max_replicas"
+        + (" and the cordoned brokers" if held else ""),
     )
 
 
@@ -410,7 +415,7 @@ def broker_targets(
             spill += rest
         levels, rest = _waterfill(levels, spill, caps)
         if rest:
-            raise _count_refusal("the cluster", total, total - rest, allowed, caps)
+            raise _count_refusal("the cluster", total, total - rest, allowed, caps, ctx.cordoned)
         targets.update(levels)
         return targets
     cur_group = {k: sum(cur.get(b, 0) for b in bs) for k, bs in groups.items()}
@@ -422,7 +427,7 @@ def broker_targets(
         group_total = {next(iter(groups)): total}
         k = next(iter(groups))
         if room[k] < total:
-            raise _count_refusal("the cluster", total, room[k], groups[k], caps)
+            raise _count_refusal("the cluster", total, room[k], groups[k], caps, ctx.cordoned)
     else:
         bounds = {k: _rack_bounds(rf_hist, n_racks, len(bs)) for k, bs in groups.items()}
         for k, (lo, hi) in list(bounds.items()):
@@ -433,6 +438,7 @@ def broker_targets(
                     room[k],
                     groups[k],
                     caps,
+                    ctx.cordoned,
                 )
             bounds[k] = (lo, min(hi, room[k]))
         if sum(hi for _, hi in bounds.values()) < total:
@@ -442,6 +448,7 @@ def broker_targets(
                 sum(hi for _, hi in bounds.values()),
                 allowed,
                 caps,
+                ctx.cordoned,
             )
         lo_l, hi_l = 0.0, float(total) + 1.0
         for _ in range(100):  # water level so that clamped shares add up to the total
@@ -467,7 +474,7 @@ def broker_targets(
     for k, bs in groups.items():
         split = _capped_split(group_total[k], bs, cur, caps)
         if split is None:  # rounding put one more on a full rack: cannot happen when bounded
-            raise _count_refusal(f"rack {k}", group_total[k], room[k], bs, caps)
+            raise _count_refusal(f"rack {k}", group_total[k], room[k], bs, caps, ctx.cordoned)
         targets.update(split)
     return targets
 

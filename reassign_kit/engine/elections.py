@@ -347,6 +347,15 @@ class Elections:
                 del self.queue[tp]
                 if not q.if_off:
                     self._elected(tp, st, "not_needed")
+            elif st.isr and q.preferred not in st.isr:
+                # checked when the election is sent (issue 20 #2): a replica out of the ISR is
+                # not elected; tried again at the next polls (it may catch up), then final
+                self._again(
+                    tp,
+                    st,
+                    f"its preferred replica {q.preferred} is not in the ISR {list(st.isr)}: "
+                    "not elected",
+                )
             else:
                 todo.append(tp)
         if not todo:

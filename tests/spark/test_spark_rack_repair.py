@@ -53,3 +53,29 @@ def test_spark_demotes_a_rack_breaking_set_as_in_process(spark):
         "t-1": "only-in-sync-replica",
         "__internal-0": "topic-filtered-out",
     }
+
+
+def test_spark_validator_rejects_a_cordoned_target_as_in_process(spark):
+    from reassign_kit.model import Move, Plan, TopicPartition
+    from reassign_kit.plan_rules import plan_problems_offline
+    from reassign_kit.spark.validate import validate_spark
+
+    brokers = [BrokerEntry(b, None, ("/d",), ("*",) if b == 4 else ()) for b in range(1, 5)]
+    s = Snapshot.of(
+        brokers,
+        [TopicEntry("t", 1)],
+        [PartitionEntry("t", p, (1 + p % 3, 1 + (p + 1) % 3), 10) for p in range(6)],
+    )
+    plan = Plan(
+        (
+            Move(TopicPartition("t", 0), (4, 2)),  # a new replica on the cordoned broker
+            Move(TopicPartition("t", 1), (3, 2)),  # a reorder: fine
+        )
+    )
+    offline = plan_problems_offline(plan, s)
+    assert [(p.where, p.rule) for p in offline] == [("t-0", "cordoned-broker")]
+    assert validate_spark(spark, s, plan) == offline
+    # and the Spark planner never targets it (the same plan as in process)
+    local = same(s, spark)
+    cur = {p.tp: set(p.replicas) for p in s.partitions}
+    assert not any(4 in set(m.replicas) - cur[m.tp] for m in local.plan)

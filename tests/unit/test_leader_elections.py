@@ -418,3 +418,32 @@ def test_the_cap_changes_while_the_run_goes_on(tmp_path):
     assert [len(c) for c in calls] == [1, 5, 2]
     [changed] = events(journal, "caps_changed")
     assert changed["caps"]["max_elections_per_poll"] == 5
+
+
+def test_a_preferred_replica_out_of_the_isr_at_submit_time_is_not_elected(tmp_path):
+    # issue 20 #2: the ISR is checked when the election is sent; a replica out of it is not
+    # elected (no request for it), the journal says why, tried again at later polls, then final
+    sim = cluster()
+    plan = reorder_plan(sim)
+    tp_out = TopicPartition("a", 0)
+    real_describe = sim.describe_partitions
+
+    def lagging(tps):  # 1, its new first replica, stays out of the ISR throughout
+        sp = sim.partitions[tp_out]
+        sp.isr = [b for b in sp.isr if b != 1]
+        return real_describe(tps)
+
+    sim.describe_partitions = lagging
+    calls = record_elections(sim)
+    journal = tmp_path / "run.jsonl"
+    res = run(sim, plan, journal).run()
+    assert res.state == "done"
+    assert all(tp_out not in c for c in calls), calls  # never sent for it
+    assert sim.partitions[tp_out].leader == 0  # still led by its in-sync replica
+    fails = [e for e in events(journal, "election_failed") if e["partition"] == 0]
+    assert fails and fails[-1]["final"], fails
+    assert all(
+        "preferred replica 1 is not in the ISR [0]: not elected" in e["error"] for e in fails
+    )
+    assert fails[-1]["why"] == "its preferred replica 1 is not in the ISR [0]"
+    assert res.elections["elected"] == N - 1 and res.elections["failed"] == 1
