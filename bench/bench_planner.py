@@ -9,6 +9,12 @@ the sum of RSS over the whole process tree (driver JVM and Python workers includ
     RK_BENCH_CASES=bytes-goal RK_BENCH_SIZES=100000,1000000 .venv/bin/python bench/bench_planner.py
     RK_BENCH_FLEET=10000000 .venv/bin/python bench/bench_planner.py --fleet
 
+``rack-repair`` / ``rack-repair-decommission`` (issue 20 #1): RF 3 everywhere over the 3 racks
+and 15% of partitions holding two replicas in one rack (a rack left out); a rebalance, and a
+decommission of broker 1. ``rack viol.`` is partitions spanning fewer racks than min(RF, racks)
+before -> after, ``in-rack`` the largest replica spread within a rack after the plan; the lower
+bound counts the repairs.
+
 ``bytes-goal`` (issue 13 capacity goals): the decommission snapshot with a capacity file
 (unequal disks: every third broker 1.5x, 25% headroom over the bytes), ``--balance
 replicas,leaders,bytes`` and ``--bytes-tolerance 0.05``: whether every broker ends within 5%
@@ -43,7 +49,10 @@ import psutil
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "out", "planner")
 SIZES = [int(x) for x in os.environ.get("RK_BENCH_SIZES", "100000,1000000,3000000").split(",")]
-CASES = os.environ.get("RK_BENCH_CASES", "decommission,add-brokers,uneven-racks").split(",")
+CASES = os.environ.get(
+    "RK_BENCH_CASES",
+    "decommission,add-brokers,uneven-racks,rack-repair,rack-repair-decommission",
+).split(",")
 TOLERANCE = 0.05
 REPAIR_SHARE = 0.15  # rack-repair cases: partitions holding two replicas in one rack
 ENGINES = os.environ.get("RK_BENCH_ENGINES", "spark,local").split(",")
@@ -350,7 +359,7 @@ def main() -> None:
     rows = []
     print(
         f"{'replicas':>9} {'case':<12} {'engine':<6} {'total s':>8} {'start s':>8} {'valid s':>8} "
-        f"{'moved':>8} {'lower b.':>8} {'ratio':>6} {'spread':>7} {'lead sp':>9} {'lead changes':>12} {'probl':>5} {'peak MB':>8} {'cpu s':>7} {'load':>5}  bytes goal (max dev.) moved/lower bound"
+        f"{'moved':>8} {'lower b.':>8} {'ratio':>6} {'spread':>7} {'lead sp':>9} {'lead changes':>12} {'probl':>5} {'peak MB':>8} {'cpu s':>7} {'load':>5} {'rack viol.':>11} {'in-rack':>7}  bytes goal (max dev.) moved/lower bound"
     )
     for size in SIZES:
         for case in CASES:
@@ -368,7 +377,8 @@ def main() -> None:
                 print(
                     f"{size:>9} {case:<12} {engine:<6} {r['total_s']:>8.1f} {r['startup_s']:>8.1f} {r['validate_s']:>8.1f} "
                     f"{r['moved']:>8} {r['lower_bound']:>8} {ratio:>6.3f} {r['replica_spread_before']:>3}->{r['replica_spread_after']:<3} "
-                    f"{r['leader_spread_before']:>4}->{r['leader_spread_after']:<4} {r['leadership_changes']:>12} {r['problems']:>5} {r['peak_mb']:>8.0f} {r['cpu_s']:>7.0f} {r['load']:>5.1f}  {_bytes_cell(r)}",
+                    f"{r['leader_spread_before']:>4}->{r['leader_spread_after']:<4} {r['leadership_changes']:>12} {r['problems']:>5} {r['peak_mb']:>8.0f} {r['cpu_s']:>7.0f} {r['load']:>5.1f} "
+                    f"{r['rack_violations'][0]:>5}->{r['rack_violations'][1]:<5} {r['rack_spread_after']:>7}  {_bytes_cell(r)}",
                     flush=True,
                 )
             if all(e in by_engine and "error" not in by_engine[e] for e in ("spark", "local")):

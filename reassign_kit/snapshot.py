@@ -655,8 +655,11 @@ def cordons_of(gateway: Any, brokers: list[BrokerEntry]) -> list[BrokerEntry]:
     per broker). A broker whose configs cannot be read records none (its cordons unknown)."""
     from .errors import KafkaOperationError
 
+    read = getattr(gateway, "broker_configs", None)  # a gateway without broker configs: none
+    if read is None or not brokers:
+        return brokers
     try:
-        cfgs = gateway.broker_configs([b.id for b in brokers]) if brokers else {}
+        cfgs = read([b.id for b in brokers])
     except KafkaOperationError:
         return brokers
     out = []
