@@ -655,11 +655,10 @@ def cordons_of(gateway: Any, brokers: list[BrokerEntry]) -> list[BrokerEntry]:
     per broker). A broker whose configs cannot be read records none (its cordons unknown)."""
     from .errors import KafkaOperationError
 
-    read = getattr(gateway, "broker_configs", None)  # a gateway without broker configs: none
-    if read is None or not brokers:
+    if not brokers:
         return brokers
     try:
-        cfgs = read([b.id for b in brokers])
+        cfgs = gateway.broker_configs([b.id for b in brokers])
     except KafkaOperationError:
         return brokers
     out = []

@@ -413,6 +413,9 @@ def test_tiered_topic_is_recorded_and_sized_by_its_local_bytes():
                 "classic": {"min.insync.replicas": "1"},
             }
 
+        def broker_configs(self, brokers):
+            return {b: {} for b in brokers}
+
         def describe_log_dirs(self, brokers):
             # DescribeLogDirs reports the local segments only (KIP-405)
             return [

@@ -128,6 +128,9 @@ class FakeGateway:
     def topic_configs(self, topics):  # effective configs, as the admin gateway returns them
         return {"t": {"min.insync.replicas": "2", "cleanup.policy": "delete"}}
 
+    def broker_configs(self, brokers):  # a broker older than Kafka 4.3: no cordoned.log.dirs
+        return {b: {"log.dirs": "/d"} for b in brokers}
+
     def describe_log_dirs(self, brokers):
         t0, t1 = TopicPartition("t", 0), TopicPartition("t", 1)
         return [
