@@ -26,7 +26,7 @@ def same(s, spark, **kw):
 
 @pytest.mark.parametrize(
     "seed,n,share,remove",
-    [(1, 120, 0.15, ()), (2, 120, 0.15, (1,)), (3, 60, 0.5, (5, 9)), (4, 200, 0.05, ())],
+    [(1, 120, 0.15, ()), (2, 120, 0.15, (1,)), (3, 60, 0.5, (5, 9))],
 )
 def test_spark_repairs_as_in_process(spark, seed, n, share, remove):
     s = racked_snapshot(seed, n, share)
