@@ -1897,7 +1897,7 @@ def rule_context(snapshot, params: PlanParams) -> RuleContext:
             f"--bytes-tolerance must be in [0, 1) (0.05 = within 5% of the share), "
             f"got {params.bytes_tolerance}"
         )
-    cordoned = snapshot.cordoned() if hasattr(snapshot, "cordoned") else frozenset()
+    cordoned = snapshot.cordoned()
     removed = frozenset(params.remove_brokers)
     if params.drain_cordoned:
         if params.demote_brokers:
