@@ -96,8 +96,14 @@ def connect(
     command_config: Mapping[str, str] | str | None = None,
     timeout_s: float = 30,
 ) -> Any:
-    """An ``admin.AdminGateway``; ``command_config`` is a dict or a .properties path."""
+    """An ``admin.AdminGateway``; ``command_config`` is a dict or a .properties path.
+    ``sim:PATH`` is a simulated cluster kept in a state file (``cluster/simfile.py``: the
+    kill-fuzz harness runs the CLI on one)."""
     from .cluster.admin import AdminGateway
+    from .cluster.simfile import SIM_PREFIX, FileSim, is_sim
+
+    if is_sim(bootstrap_servers):
+        return FileSim(bootstrap_servers[len(SIM_PREFIX) :])
 
     if isinstance(command_config, str):
         command_config = load_command_config(command_config)

@@ -68,8 +68,8 @@ def options_from_journal(journal_path: str) -> ExecuteOptions:
 @dataclass
 class JournaledRun:
     """What a cancel needs from a run's journal: its plan, the original replica list of
-    every move it touched (from ``submitted``'s ``current``: where the move started, before
-    any KIP-435 step), the moves it completed, and its options (the throttle rate)."""
+    every move it touched (from its first write-ahead ``intent``, else ``submitted``'s
+    ``current``: where the move started, before any KIP-435 step), the moves it completed, and its options (the throttle rate)."""
 
     plan: Plan | None
     originals: dict[TopicPartition, tuple[int, ...]]
@@ -98,7 +98,9 @@ def journaled_run(journal_path: str) -> JournaledRun:
             continue
         tp = TopicPartition(e["topic"], int(e["partition"]))
         kind = e.get("event")
-        if kind == "submitted" and e.get("current") and tp not in originals:
+        if kind == "intent" and e.get("original") and tp not in originals:
+            originals[tp] = tuple(int(b) for b in e["original"])  # the write-ahead record
+        elif kind == "submitted" and e.get("current") and tp not in originals:
             originals[tp] = tuple(int(b) for b in e["current"])
         elif kind == "rolling_back" and e.get("original") and tp not in originals:
             originals[tp] = tuple(int(b) for b in e["original"])

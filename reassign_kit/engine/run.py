@@ -121,6 +121,9 @@ class Run:
         self._pos: dict[TopicPartition, int] = {}  # plan order of each move
         self._index = MoveIndex()  # the moves by status, kept by the transitions
         self._inflight_items: dict[TopicPartition, tuple[tuple, Item]] = {}
+        # write-ahead originals read back from the journal on resume (issue 19 item 1)
+        self._wal_originals: dict[TopicPartition, tuple[int, ...]] = {}
+        self._order_unknown: set[TopicPartition] = set()  # originals from KIP-455's set
         # every admin call of the loop retried with backoff, each retry journaled
         self.gw = RetryingGateway(
             gateway, self._sleep, self._emit, before_change=self._commit_before_change
@@ -555,12 +558,19 @@ class Run:
             if "topic" not in e:
                 continue
             tp = TopicPartition(e["topic"], int(e["partition"]))
-            if ev == "submitted":
-                out.setdefault(tp, {}).update(
-                    submitted_ts=e["ts"], original=e.get("current"), completed=False
-                )
+            if ev == "intent" and e.get("original"):
+                # the write-ahead record: the first one holds the move's original
+                self._wal_originals.setdefault(tp, tuple(int(b) for b in e["original"]))
+                out.setdefault(tp, {"completed": False})
+                out[tp].setdefault("original", e.get("original"))
+            elif ev == "submitted":
+                j = out.setdefault(tp, {"completed": False})
+                j["submitted_ts"] = e["ts"]
+                j.setdefault("original", e.get("current"))
             elif ev == "completed" and tp in out:
                 out[tp]["completed"] = True
+            elif ev in ("rolling_back", "cancelled") and tp in out:
+                out[tp]["rolled"] = ev
         return out
 
     def _sizes(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
@@ -789,7 +799,10 @@ class Run:
                 ms.fail("partition no longer exists")
                 continue
             if ms.status == "pending":
-                ms.original = tuple(st.replicas)
+                original = self._original_at_submit(ms, st)
+                if original is None:
+                    continue  # refused by name (already reassigning, no original known)
+                ms.original = original
                 ms.steps = self._plan_steps(ms, st)
                 ms.step = 0
             nxt_i = ms.step + 1
@@ -797,6 +810,21 @@ class Run:
             steps_info[tp] = nxt_i
         if not targets:
             return
+        # write-ahead (issue 19 item 1): each move's intent and what undoes it — its original
+        # replica list, in order — is in the journal, fsynced (the gateway commits it before
+        # any change), before the throttles and the Alter are sent; a SIGKILL right after the
+        # Alter leaves the original on disk for the resume and the cancel
+        for tp, tgt in targets.items():
+            ms = self._moves[tp]
+            self._emit(
+                "intent",
+                **_tpf(tp),
+                action="alter",
+                original=list(ms.original),
+                target=list(tgt),
+                step=steps_info[tp],
+                order_known=tp not in self._order_unknown,
+            )
         # throttles first: the moves about to start must never run unthrottled
         self._sync_throttles(
             cluster,
@@ -826,6 +854,37 @@ class Run:
                 f"{len(errors)} submission(s) rejected, e.g. {tp0}: {e0}; the run stopped "
                 f"after submitting {submitted} move(s) (see the journal)"
             )
+
+    def _original_at_submit(self, ms: MoveState, st: PartitionState) -> tuple[int, ...] | None:
+        """The replicas a move starts from: the cluster's list when nothing is reassigning
+        it; for a partition found already reassigning (an Alter that timed out on the client
+        but was applied, another tool's move) the write-ahead record of this run's journal,
+        else KIP-455's ``replicas - adding`` (the right set; Kafka lists the target first,
+        so its order is unknown) when adopted explicitly (``--additional``), else refused by
+        name. Never ``replicas`` of a reassigning partition: that is target + original."""
+        if not st.reassigning:
+            return tuple(st.replicas)
+        wal = self._wal_originals.get(ms.tp)
+        if wal:
+            return wal
+        kip455 = tuple(b for b in st.replicas if b not in st.adding)
+        if self.options.additional and kip455:
+            self._order_unknown.add(ms.tp)
+            self._emit(
+                "warning",
+                **_tpf(ms.tp),
+                message=f"{ms.tp}: already reassigning (replicas {list(st.replicas)}, adding "
+                f"{list(st.adding)}); adopted with the original replica set {list(kip455)} "
+                "from KIP-455 (its order is not known: a cancel restores the set in this order)",
+            )
+            return kip455
+        ms.fail(
+            f"already reassigning (replicas {list(st.replicas)}, adding {list(st.adding)}) "
+            "and this run's journal has no record of its original replicas: refused (another "
+            "reassignment is in flight; --additional adopts it with the original set "
+            f"{list(kip455)} from KIP-455, order unknown)"
+        )
+        return None
 
     def _inflight_item(self, ms: MoveState) -> Item:
         """The step in flight as a schedule item (kept per step: asked for at every poll)."""
