@@ -38,6 +38,12 @@ from .engine.logdirs import (  # noqa: F401
 )
 from .engine.options import ExecuteOptions
 from .engine.preflight import preflight, write_rollback  # noqa: F401
+from .engine.rollback import (  # noqa: F401 (ROLLBACK_POLL_S, restore_leaders: re-exported)
+    ROLLBACK_POLL_S,
+    merge_originals,
+    restore_leaders,
+    roll_back,
+)
 from .errors import (  # noqa: F401 (ReassignmentInProgressError, EXIT_*: re-exported)
     EXIT_IN_PROGRESS,
     EXIT_MISMATCH,
@@ -609,7 +615,6 @@ def verify(
 
 
 ROLLBACK_TIMEOUT_S = 300.0  # how long a cancel waits for the partitions to be back
-ROLLBACK_POLL_S = 1.0
 
 
 @dataclass
@@ -725,48 +730,27 @@ class CancelResult:
         return out
 
 
-def restore_leaders(
-    gateway: Any, originals: Mapping[TopicPartition, tuple[int, ...]]
-) -> dict[TopicPartition, str]:
-    """Partitions back at their original replica lists but led by another replica (a step
-    dropped the original leader and the way back kept the one that took over: Kafka moves
-    leadership by itself only when the leader leaves) get a preferred-leader election
-    (KIP-460). Returns the partitions it failed for, with the error."""
-    if not originals:
-        return {}
-    states = gateway.describe_partitions(list(originals))
-    off = [
-        tp
-        for tp, orig in originals.items()
-        if (st := states.get(tp)) is not None and st.leader is not None and st.leader != orig[0]
-    ]
-    if not off:
-        return {}
-    try:
-        res = gateway.elect_preferred_leaders(off)
-    except KafkaOperationError as e:
-        return dict.fromkeys(off, str(e))
-    return {tp: str(res[tp]) for tp in off if res.get(tp)}
-
-
 def _originals_from(
     rollback_file: str | None, journal: str | None
 ) -> tuple[Plan | None, dict[TopicPartition, tuple[int, ...]], set[TopicPartition], int | None]:
     """(the journaled plan, original replica lists, journaled completions, throttle rate)
-    from a run's journal and / or a rollback file (the journal's originals win: it knows
-    exactly which moves the run touched)."""
+    from a run's journal and / or a rollback file; where both name a partition they must
+    agree (order included), else nothing is sent and both lists are named
+    (``rollback.merge_originals``; before, the journal's silently won)."""
     from .engine.resume import journaled_run
 
-    plan, originals, completed, rate = None, {}, set(), None
-    if rollback_file:
-        if not os.path.exists(rollback_file):
-            raise UsageError(f"--rollback-file {rollback_file}: no such file")
-        originals.update({m.tp: tuple(m.replicas) for m in Plan.read(rollback_file)})
+    plan, completed, rate = None, set(), None
+    sources: dict[str, dict[TopicPartition, tuple[int, ...]]] = {}
     if journal:
         jr = journaled_run(journal)
         plan, completed, rate = jr.plan, jr.completed, jr.options.throttle
-        originals.update(jr.originals)
-    return plan, originals, completed, rate
+        sources[f"the journal {journal}"] = jr.originals
+    if rollback_file:
+        if not os.path.exists(rollback_file):
+            raise UsageError(f"--rollback-file {rollback_file}: no such file")
+        rb = {m.tp: tuple(m.replicas) for m in Plan.read(rollback_file)}
+        sources[f"--rollback-file {rollback_file}"] = rb
+    return plan, merge_originals(sources), completed, rate
 
 
 def cancel(
@@ -870,7 +854,7 @@ def cancel(
         else:
             back[tp] = orig
     if back:
-        cancelled_back, rolling, refused = _roll_back(
+        cancelled_back, rolling, refused = roll_back(
             gateway, back, states, rate, timeout_s, priors
         )
         cancelled += cancelled_back
@@ -915,53 +899,6 @@ def cancel(
         journal=journal,
         leader_not_restored=leader_not_restored,
     )
-
-
-def _roll_back(
-    gateway: Any,
-    back: Mapping[TopicPartition, tuple[int, ...]],
-    states: Mapping[TopicPartition, PartitionState],
-    rate: int | None,
-    timeout_s: float,
-    priors: thr.Priors | None = None,
-) -> tuple[
-    list[TopicPartition],
-    dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]]],
-    dict[TopicPartition, str],
-]:
-    """Submit each partition's original list (throttles first, when a rate is known: the way
-    back may copy a replica a step dropped) and wait, bounded, until the cluster shows it.
-    Returns (back at original, still rolling back: (original, now), refused: error). The
-    values the throttles had before are recorded into ``priors`` (when given), so the end
-    puts them back and touches no other config."""
-    if rate is not None:
-        others = {tp: st for tp, st in gateway.list_reassignments().items() if tp not in back}
-        thr.apply_throttles(
-            gateway, thr.required_throttles(back, states, others), rate, priors=priors
-        )
-    res = gateway.alter_reassignments(dict(back), allow_replication_factor_change=True)
-    refused = {
-        tp: f"rollback to [{_fmt(o)}] refused: {res.get(tp) or 'no answer from the controller'}"
-        for tp, o in back.items()
-        if tp not in res or res[tp] is not None
-    }
-    waiting = {tp: o for tp, o in back.items() if tp not in refused}
-    done: list[TopicPartition] = []
-    deadline = gateway.now() + timeout_s
-    now_states: dict[TopicPartition, PartitionState] = {}
-    while waiting:
-        now_states = gateway.describe_partitions(list(waiting))
-        for tp in [tp for tp, o in waiting.items() if is_complete(o, now_states.get(tp))]:
-            done.append(tp)
-            del waiting[tp]
-        if not waiting or gateway.now() >= deadline:
-            break
-        gateway.sleep(ROLLBACK_POLL_S)
-    rolling = {
-        tp: (o, tuple(now_states[tp].replicas) if tp in now_states else ())
-        for tp, o in waiting.items()
-    }
-    return done, rolling, refused
 
 
 def cancel_run(gateway: Any, journal: str, **kwargs: Any) -> CancelResult:

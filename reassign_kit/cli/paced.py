@@ -308,7 +308,7 @@ def _report(res: RunResult, args: argparse.Namespace, journal: str, interrupted:
         )
     else:
         print("No throttle left by this run.")
-    if res.state in ("stopped", "deadline", "failed") or interrupted:
+    if res.state in ("stopped", "cancelled", "deadline", "failed") or interrupted:
         base = _base_command(args)
         plan_file = args.reassignment_json_file
         resume = base + [

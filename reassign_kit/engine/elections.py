@@ -360,6 +360,8 @@ class Elections:
                 todo.append(tp)
         if not todo:
             return
+        # write-ahead: the request and what it changes, on disk before it is sent
+        self._emit("intent", action="elect", partitions=[str(tp) for tp in todo])
         try:
             answers = self.gw.elect_preferred_leaders(todo)
         except KafkaOperationError as e:  # after the gateway's retries: again at later polls

@@ -72,7 +72,7 @@ class RunStatus:
 
 @dataclass
 class RunResult:
-    state: str  # done | submitted | stopped | deadline | failed
+    state: str  # done | submitted | stopped | cancelled | deadline | failed
     run_id: str
     journal_path: str | None
     submitted: list[TopicPartition]
@@ -155,7 +155,11 @@ class RunResult:
     def exit_code(self) -> int:
         if self.cleanup_error is not None:  # someone must act: it comes first
             return ThrottleCleanupError.exit_code
-        return 0 if self.ok else (130 if self.state == "stopped" else RunError.exit_code)
+        return (
+            0
+            if self.ok
+            else (130 if self.state in ("stopped", "cancelled") else RunError.exit_code)
+        )
 
     def cleanup_lines(self, command: str = "reassign-kit --verify on the plan") -> list[str]:
         """When the final throttle cleanup failed: what may be left and what removes it

@@ -31,7 +31,6 @@ from .. import __version__
 from ..cluster.gateway import Gateway
 from ..cluster.views import (
     METADATA_SETTLE_S,
-    no_reassignment_in_progress,
     partition_sizes,
     refuse_in_flight,
 )
@@ -48,6 +47,7 @@ from .options import ON_DEADLINE, ExecuteOptions, cli_options  # noqa: F401 (ON_
 from .progress import InboundEta, eta_text, replica_bytes_copied
 from .results import RunError, RunResult, RunStatus
 from .retry import RetryingGateway
+from .rollback import RollbackPart
 from .schedule import Caps, Item, assign_batches, decide, item_for, order_items
 from .steps import StepsFor, steps_hook
 
@@ -58,13 +58,15 @@ ROLLING_BACK = MoveStatus.ROLLING_BACK
 DONE, CANCELLED, FAILED = MoveStatus.DONE, MoveStatus.CANCELLED, MoveStatus.FAILED
 CLEANUP_RETRY_S = 60.0  # the final cleanup asks a broker that did not answer again, this long
 CLEANUP_RETRY_EVERY_S = 3.0
+OWED_ELECTION_ROUNDS = 5  # at the end: rounds of the elections still owed, a pause between
+OWED_ELECTION_PAUSE_S = 1.0
 LOST_AFTER_POLLS = 3  # a move seen neither reassigning nor at its target this often is lost
 
 
 # ---------------------------------------------------------------------------- the Run
 
 
-class Run:
+class Run(RollbackPart):
     """One paced execution of a plan. See the module docstring."""
 
     def __init__(
@@ -427,11 +429,20 @@ class Run:
                 message=f"the journal's last line was torn ({self._journal.torn_bytes} bytes "
                 "without a newline: the process died mid-write); it was cut off",
             )
+        # a run killed while it was being cancelled resumes as a cancel (issue 19 item 3)
+        self._resume_cancel = resuming and cancel_interrupted(prior)
         self._reconcile(states, journaled, resuming)
         if resuming:
             self._throttles.remember(prior)
         self._began = True  # from here on the run may change the cluster
         self._sync_throttles(cluster)
+        if self._resume_cancel:
+            self._emit(
+                "warning",
+                message="the journaled run was being cancelled when it ended: the cancel is "
+                "resumed (every move it touched goes back to its original replicas)",
+            )
+            self.stop(cancel_inflight=True)
 
     def _open_journal(self) -> tuple[list[dict[str, Any]], bool]:
         """The journal's earlier events and whether this run resumes them; sets the run id
@@ -539,6 +550,17 @@ class Run:
                 else:  # journaled complete already
                     ms.completed_at = now
                     ms.restore(MoveStatus.DONE)
+            elif (
+                self._resume_cancel
+                and j is not None
+                and j.get("rolled")
+                and st.reassigning
+                and tuple(st.target) == tuple(j.get("original") or ())
+            ):  # its way back, in flight: watched until it is at its original
+                ms.submitted_at = float(j.get("submitted_ts", now))
+                ms.original = tuple(j["original"])
+                ms.cancel_reason = "stop"
+                ms.restore(ROLLING_BACK)
             elif resuming and j is not None and st.reassigning:
                 ms.submitted_at = float(j.get("submitted_ts", now))
                 ms.original = tuple(j.get("original") or ())
@@ -621,6 +643,7 @@ class Run:
     _began = False  # the start went through: the run may have changed the cluster
     _exc: ReassignKitError | None = None
     _deadline_hit = False
+    _resume_cancel = False  # resuming a run killed during its cancel
 
     def _complete(self, tp: TopicPartition, st: PartitionState | None) -> bool:
         """``model.is_complete`` plus, for a move with log dirs, its replicas in those dirs."""
@@ -675,44 +698,6 @@ class Run:
         ms.lost_polls += 1
         ms.lost_since = now if ms.lost_since is None else ms.lost_since
         return ms.lost_polls >= LOST_AFTER_POLLS and now - ms.lost_since >= METADATA_SETTLE_S
-
-    def _update_rollback(self, ms: MoveState, st: PartitionState, now: float) -> None:
-        """A move rolling back: cancelled once the cluster shows its original replicas (in
-        order, not reassigning); failed if its reassignment ended elsewhere (seen so after
-        the metadata settle window, as a lost move)."""
-        if is_complete(ms.original, st):
-            self._back_at_original(ms, st, ms.cancel_reason or "cancel")
-        elif not st.reassigning:
-            if self._seen_lost(ms, now):
-                ms.fail(
-                    f"rollback to {list(ms.original)} ended at {list(st.replicas)}: "
-                    "cancelled or replaced outside this run"
-                )
-        else:
-            ms.lost_polls, ms.lost_since = 0, None
-
-    def _back_at_original(self, ms: MoveState, st: PartitionState, reason: str) -> None:
-        """A cancelled move is at its original replica list: ``cancelled``. When another
-        replica still leads (a step dropped the original leader, and the way back kept the one
-        that took over), its preferred — original — leader is elected (KIP-460): Kafka moves
-        leadership by itself only when the leader leaves the replica set."""
-        lead = ms.original[0]
-        if st.leader is not None and st.leader != lead:
-            try:
-                err = self.gw.elect_preferred_leaders([ms.tp]).get(ms.tp)
-            except KafkaOperationError as e:
-                err = str(e)
-            if err:
-                self._emit(
-                    "warning",
-                    **_tpf(ms.tp),
-                    message=f"{ms.tp}: back at its original replicas, led by {st.leader}; "
-                    f"electing its original leader {lead} failed: {err} (kafka-leader-election "
-                    "--election-type PREFERRED, or Kafka's auto leader rebalance, moves it)",
-                )
-            else:
-                self._emit("leader_elected", **_tpf(ms.tp), leader=lead, previous=st.leader)
-        ms.cancel(reason, replicas=st.replicas)
 
     def _schedule(
         self,
@@ -950,104 +935,8 @@ class Run:
             if expired.run:  # every move of the run not complete, between steps included
                 victims = self._index.of(MOVING, READY)
                 self._end_state = "deadline"
+                self._emit("cancel_started", moves=len(victims), reason="deadline")
             self._cancel([ms.move.tp for ms in victims], reason="deadline")
-
-    def _cancel(self, tps: Sequence[TopicPartition], reason: str) -> None:
-        """Cancel means rollback: every move among ``tps`` that is under way (a step in
-        flight, or between steps) goes back to its original replica list, in order.
-
-        The step in flight is cancelled first (Kafka puts the partition back where that step
-        started and deletes the replicas it added); then the original list is submitted as a
-        reassignment (throttled like any move) and watched until the cluster shows it
-        (``_update_rollback``). A move that finished just before the cancel reached the
-        controller ("no reassignment in progress") and is at its target is reported as what it
-        is: completed."""
-        mine = [self._moves[tp] for tp in tps if self._moves[tp].status in (MOVING, READY)]
-        if not mine:
-            return
-        inflight = [ms.tp for ms in mine if ms.status is MOVING]
-        res = self.gw.alter_reassignments(dict.fromkeys(inflight)) if inflight else {}
-        self._dirty = True
-        states = self.gw.describe_partitions([ms.tp for ms in mine])
-        now = self._clock()
-        back: dict[TopicPartition, tuple[tuple[int, ...], PartitionState]] = {}
-        for ms in mine:
-            tp, err, st = ms.tp, res.get(ms.tp), states.get(ms.tp)
-            if err and not no_reassignment_in_progress(err):
-                self._emit("error", **_tpf(tp), message=f"{tp}: cancel failed: {err}")
-                continue
-            if st is None:
-                ms.fail("partition no longer exists")
-                continue
-            if not st.reassigning and self._complete(tp, st):
-                ms.complete(now, st.replicas)  # it finished before the cancel reached it
-                continue
-            if not ms.original:  # adopted without a journaled original: where the cancel left it
-                self._emit(
-                    "warning",
-                    **_tpf(tp),
-                    message=f"{tp}: its original replicas are not journaled; cancelled at "
-                    f"{list(st.replicas)}",
-                )
-                ms.original = tuple(st.replicas)
-            if is_complete(ms.original, st):
-                self._back_at_original(ms, st, reason)
-                continue
-            back[tp] = (tuple(ms.original), st)
-        if not back:
-            return
-        # the way back copies data when a step dropped an original replica: throttle it first
-        self._sync_throttles(self.gw.list_reassignments(), back)
-        results = self.gw.alter_reassignments(
-            {tp: orig for tp, (orig, _) in back.items()}, allow_replication_factor_change=True
-        )
-        for tp, (orig, st) in back.items():
-            ms = self._moves[tp]
-            err = results.get(tp, "no answer from the controller")
-            if err:
-                ms.fail(f"rollback to {list(orig)} refused: {err}")
-                continue
-            ms.roll_back(reason, st.replicas)
-
-    def _await_rollbacks(self) -> None:
-        """At the end of a run: wait (at most ``options.rollback_timeout``, polling at the
-        run's interval) for the moves rolling back to reach their original replicas, keeping
-        their throttles; what is not back by then is reported as rolling back."""
-        if not self._index.count(ROLLING_BACK):
-            return
-        sleep = self._sleep_fn or self._abandon.wait
-        deadline = self._clock() + self.options.rollback_timeout
-        while True:
-            if self._abandon.is_set():
-                left = self._index.of(ROLLING_BACK)
-                self._emit(
-                    "warning",
-                    message=f"stopped waiting for {len(left)} rollback(s) (asked again, e.g. a "
-                    f"second Ctrl-C; e.g. {left[0].tp}); the rollback goes on, throttled: "
-                    "`--cancel --journal` waits for it and verifies",
-                )
-                return
-            try:
-                tps = [ms.tp for ms in self._index.of(MOVING, READY, ROLLING_BACK)]
-                states = self.gw.describe_partitions(tps)
-                with self._lock:
-                    self._update(states, self._clock())
-                if not self._index.count(ROLLING_BACK):
-                    return
-                self._sync_throttles(self.gw.list_reassignments())
-                self._commit_before_change()
-            except KafkaOperationError as e:
-                self._emit("warning", message=f"while waiting for the rollback: {e}")
-            if self._clock() >= deadline:
-                left = self._index.of(ROLLING_BACK)
-                self._emit(
-                    "warning",
-                    message=f"{len(left)} move(s) not back at their original replicas after "
-                    f"{self.options.rollback_timeout:g}s (e.g. {left[0].tp}); the rollback goes "
-                    "on, throttled: `--cancel --journal` waits for it and verifies",
-                )
-                return
-            sleep(self.options.poll_interval_ms / 1000.0)
 
     def _maybe_sample(self, now: float, force: bool) -> None:
         """Bytes copied by the moves in flight (DescribeLogDirs, one call), at a bounded rate
@@ -1201,6 +1090,7 @@ class Run:
         state = self._end_state or ("stopped" if self._stop.is_set() else "failed")
         idle: set[TopicPartition] = set()
         touched: list[TopicPartition] = []  # what a user's cancel acted on
+        cancelled_run = False
         cleanup_error: str | None = None
         last_known = self._throttles.left()
         try:
@@ -1208,6 +1098,10 @@ class Run:
                 pass
             elif self._cancel_on_stop and self._stop.is_set():  # Ctrl-C / SIGTERM / cancel()
                 touched = [ms.tp for ms in self._index.of(MOVING, READY)]
+                cancelled_run = True
+                # journaled (and fsynced before the first Alter back): a SIGKILL from here
+                # on resumes as a cancel, not as a forward move
+                self._emit("cancel_started", moves=len(touched), reason="stop")
                 try:
                     self._cancel(touched, reason="stop")
                 except KafkaOperationError as e:  # reported; the throttles are still made right
@@ -1266,6 +1160,10 @@ class Run:
                 ms.status in ("done", "cancelled") for ms in self._moves.values()
             ):
                 state = "done"
+            if cancelled_run and state in ("stopped", "submitted", "done"):
+                state = "cancelled"  # run_finished says what the panel / CLI asked for
+            if self._began and self._journal_error is None:
+                self._owed_elections()
             if self._began:
                 try:  # the leaders of the partitions elected: their preferred replicas?
                     self._elections.finish(self.gw.wrapped.sleep)
@@ -1304,6 +1202,25 @@ class Run:
             throttles_left=left,
             error=self._error,
         )
+
+    def _owed_elections(self) -> None:
+        """Elections queued for moves that completed (also just before a stop or a cancel,
+        and those a resumed run replayed) are carried out before the run ends, a bounded
+        number of rounds; what is still queued is reported as owed (``elections_pending``)."""
+        el = self._elections
+        for _ in range(OWED_ELECTION_ROUNDS):
+            if not el.pending:
+                return
+            try:
+                while el.pending:
+                    before = el.pending
+                    el.poll()
+                    if el.pending >= before:
+                        break  # transient failures: retried after a pause
+            except KafkaOperationError as e:
+                self._emit("warning", message=f"owed elections: {e}")
+            if el.pending:
+                self.gw.wrapped.sleep(OWED_ELECTION_PAUSE_S)
 
     def _report_elections(self, r: RunResult) -> None:
         """The elections' part of the result: counts, what is left and the check."""
@@ -1408,6 +1325,19 @@ class _InflightItems:
                 keep = {ms.tp for ms in moving}
                 run._inflight_items = {tp: v for tp, v in run._inflight_items.items() if tp in keep}
         return iter(self._items)
+
+
+def cancel_interrupted(events: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a journal's run was being cancelled when it ended without finishing: a
+    ``cancel_started`` after its last ``run_finished`` (or with none)."""
+    last_cancel = last_end = -1
+    for i, e in enumerate(events):
+        kind = e.get("event")
+        if kind == "cancel_started":
+            last_cancel = i
+        elif kind == "run_finished":
+            last_end = i
+    return last_cancel > last_end
 
 
 def _tpf(tp: TopicPartition) -> dict[str, Any]:

@@ -101,7 +101,7 @@ def test_a_stepped_move_cancelled_between_steps_goes_back_to_its_original_list(
     run = run_of(sim, plan(A0), tmp_path)
     on_event(run, "step_completed", lambda: run.stop(cancel_inflight=True), nth=after_step)
     res = run.run()
-    assert res.state == "stopped"
+    assert res.state == "cancelled"  # issue 19 item 4: a cancelled run says so (was "stopped")
     assert_rolled_back(sim, tmp_path, res, A0)
     back = events(tmp_path, "rolling_back")
     assert [(e["replicas"], e["original"]) for e in back] == [
@@ -173,7 +173,7 @@ def test_a_cancel_as_the_last_step_is_submitted_is_not_reported_done(tmp_path):
     on_event(run, "step_submitted", run.cancel, step=3)
     res = run.run()
     assert_rolled_back(sim, tmp_path, res, A0)
-    assert res.state == "stopped" and not res.ok and res.exit_code != 0
+    assert res.state == "cancelled" and not res.ok and res.exit_code != 0
 
 
 # ---------------------------------------------------------------- interrupt, deadline

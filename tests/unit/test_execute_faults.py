@@ -127,7 +127,7 @@ def test_on_interrupt_cancel_still_cancels_on_stop(tmp_path):
     run = run_of(sim, shifted(sim, [TP("a", 1)]), tmp_path, cancel_on_stop=True, wait=True)
     run.subscribe(lambda e: run.stop() if e["event"] == "step_submitted" else None)
     res = run.run()
-    assert res.state == "stopped" and res.cancelled == [TP("a", 1)]
+    assert res.state == "cancelled" and res.cancelled == [TP("a", 1)]
     assert TP("a", 1) not in sim.list_reassignments()
 
 
