@@ -291,8 +291,11 @@ def sim_trial(seed: int, d: Path, fork: bool = False) -> tuple[Counts, list[str]
     steps.append((resume if final == "resume" else cancel, None))
     for args, kill in steps:
         if args is not steps[0][0] and not journal.exists():
-            # killed before its journal existed: nothing was sent; start it again
+            # killed before its journal existed: nothing was sent; start it again (a final
+            # cancel becomes a final execute: it is let run, then resumed once settled)
             args = steps[0][0]
+            if kill is None:
+                final = "resume"
         t0 = time.monotonic()
         p = cli(case.bootstrap, args, case.dir, kill, fork=fork)
         log.append(f"{time.monotonic() - t0:.1f}s")
@@ -385,3 +388,178 @@ def run_sim(seeds: Sequence[int], root: Path, fork: bool = False) -> Counts:
 def as_json(c: Counts) -> dict[str, Any]:
     return {k: getattr(c, k) for k in ("trials", "kill_points", "wrong_originals", "rf_above",
                                        "misplaced", "stray_throttles", "operator_not_back")}  # fmt: skip
+
+
+# ------------------------------------------------------------------------------- the sandbox
+
+SANDBOX_KILLS = (
+    "alter_reassignments:1",
+    "alter_reassignments:2",
+    "alter_broker_configs:1",
+    "alter_topic_configs:1",
+    "elect_preferred_leaders:1",
+    "any:3",
+)
+
+
+def _popen_killed(
+    bootstrap: str, args: Sequence[str], cwd: Path, rng: random.Random, kill: str | None
+) -> int:
+    """The CLI on a real cluster, SIGKILLed at a named change call (``RK_KILL_AT``) or after
+    a random moment (``kill`` = ``time``); returns its exit code (-9: killed)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("RK_SIM_KILL_AT", "RK_KILL_AT")}
+    if kill and kill != "time":
+        env["RK_KILL_AT"] = kill
+    p = subprocess.Popen(
+        [sys.executable, "-m", "reassign_kit.cli", "--bootstrap-server", bootstrap, *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        if kill == "time":
+            try:
+                return p.wait(timeout=rng.uniform(0.5, 6.0))
+            except subprocess.TimeoutExpired:
+                p.send_signal(9)
+        return p.wait(timeout=CLI_TIMEOUT_S * 2)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def sandbox_trial(sandbox: Any, gw: Any, seed: int, d: Path) -> tuple[Counts, list[str]]:
+    """One trial on the sandbox: a 3-partition RF-2 topic (1 MiB each, moved at 256 KiB/s),
+    an operator's rates on one broker; execute killed, up to two killed follow-ups, a last
+    resume or cancel let run; then the same checks as on the simulator."""
+    from reassign_kit.engine import throttle as thr
+
+    rng = random.Random(seed)
+    d.mkdir(parents=True, exist_ok=True)
+    b = sorted(x["id"] for x in sandbox.brokers)
+    topic = f"kf-{seed}-{os.getpid()}"
+    assignment = [[b[0], b[1]], [b[1], b[2]], [b[2], b[3]]]
+    sandbox.create_topic(topic, assignment=assignment)
+    sandbox.load(topic, 1)
+    tps = [TopicPartition(topic, p) for p in range(3)]
+    originals = {tp: tuple(gw.describe_partitions(tps)[tp].replicas) for tp in tps}
+    moves = []
+    for tp, orig in originals.items():
+        spare = [x for x in b if x not in orig]
+        tgt = [rng.choice(spare), orig[0]] if rng.random() < 0.5 else [orig[1], rng.choice(spare)]
+        moves.append({"topic": topic, "partition": tp.partition, "replicas": tgt})
+    plan_path = d / "plan.json"
+    plan_path.write_text(json.dumps({"version": 1, "partitions": moves}))
+    plan = Plan.read(str(plan_path))
+    targets = {m.tp: tuple(m.replicas) for m in plan}
+    op_broker = b[1]
+    operator = {op_broker: dict.fromkeys(RATE_KEYS, OPERATOR_RATE)}
+    gw.alter_broker_configs(operator)
+    journal = d / "run.jsonl"
+    c = Counts(trials=1)
+    log: list[str] = []
+    execute = ["--execute", "--reassignment-json-file", str(plan_path), "--additional", "--wait"]
+    execute += ["--journal", str(journal), "--throttle", str(256 * 1024)]
+    execute += ["--rollback-file", str(d / "rollback.json")]
+    execute += ["--reassignment-poll-interval-ms", "300"]
+    resume = ["--execute", "--reassignment-json-file", str(plan_path)]
+    resume += ["--journal", str(journal), "--resume"]
+    cancel = ["--cancel", "--journal", str(journal)]
+    try:
+        steps: list[tuple[list[str], str | None]] = [
+            (execute, rng.choice([*SANDBOX_KILLS, "time", "time"]))
+        ]
+        for _ in range(rng.randint(1, 2)):
+            steps.append((rng.choice([resume, cancel]), rng.choice(["time", *SANDBOX_KILLS])))
+        final = rng.choice([resume, cancel])
+        steps.append((final, None))
+        for args, kill in steps:
+            if args is not execute and not journal.exists():
+                args = execute
+            rc = _popen_killed(sandbox.bootstrap_servers, args, d, rng, kill)
+            log.append(f"{args[0]} kill={kill} rc={rc}")
+            c.kill_points += rc == -9
+        # the last command ran to its end; the moves it left in flight (a cancel waits for
+        # its rollbacks, a resume with --wait for the moves) are over within a bound
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and any(
+            tp.topic == topic for tp in gw.list_reassignments()
+        ):
+            time.sleep(1)
+        states = gw.describe_partitions(tps)
+        if journal.exists():
+            for e in read_events(str(journal)):
+                f = {"intent": "original", "rolling_back": "original"}.get(e.get("event", ""))
+                if f and e.get(f) is not None:
+                    tp = TopicPartition(e["topic"], e["partition"])
+                    if tuple(e[f]) != originals[tp]:
+                        c.wrong_originals += 1
+                        log.append(f"wrong original {tp} in {e['event']}: {e[f]}")
+        for tp in tps:
+            st = states[tp]
+            now = tuple(st.replicas)
+            if st.reassigning or now not in (originals[tp], targets[tp]):
+                c.misplaced += 1
+                log.append(f"{tp} at {list(now)} ({originals[tp]} -> {targets[tp]})")
+            if len(set(now)) > max(len(originals[tp]), len(targets[tp])):
+                c.rf_above += 1
+
+        def throttles() -> tuple[int, int, list[str]]:
+            stray = not_back = 0
+            notes: list[str] = []
+            have = thr.current_throttles(gw, [topic], b)
+            for k, v in have.get("topics", {}).get(topic, {}).items():
+                if v:
+                    stray += 1
+                    notes.append(f"topic {k}={v} left")
+            brokers = have.get("brokers", {})
+            for x in b:
+                kv = {k: v for k, v in brokers.get(x, brokers.get(str(x), {})).items() if v}
+                want = operator.get(x, {})
+                for k in RATE_KEYS:
+                    if kv.get(k) != want.get(k):
+                        if want.get(k):
+                            not_back += 1
+                        else:
+                            stray += 1
+                        notes.append(f"broker {x} {k}={kv.get(k)} (operator's {want.get(k)})")
+            return stray, not_back, notes
+
+        # a broker applies a config change after the controller commits it: read back until
+        # right, bounded (what is still wrong then is counted)
+        deadline = time.monotonic() + 30
+        while True:
+            stray, not_back, notes = throttles()
+            if not (stray or not_back) or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        c.stray_throttles += stray
+        c.operator_not_back += not_back
+        log += notes
+    finally:
+        # leave the shared sandbox as found: no move of this topic, no rate, no topic
+        left = [tp for tp in gw.list_reassignments() if tp.topic == topic]
+        if left:
+            gw.alter_reassignments(dict.fromkeys(left))
+        gw.alter_broker_configs({x: dict.fromkeys(RATE_KEYS) for x in b})
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": sandbox.bootstrap_servers})
+        for f in admin.delete_topics([topic]).values():
+            f.result(timeout=60)
+    if c.bad:
+        c.failures.append(f"sandbox seed {seed}: " + " | ".join(log))
+    return c, log
+
+
+def run_sandbox(sandbox: Any, gw: Any, seeds: Sequence[int], root: Path, kills: int) -> Counts:
+    """Trials until ``kills`` kill points (at most ``len(seeds)`` trials)."""
+    total = Counts()
+    for s in seeds:
+        c, _ = sandbox_trial(sandbox, gw, s, root / f"sandbox-{s}")
+        total.add(c)
+        if total.kill_points >= kills:
+            break
+    return total

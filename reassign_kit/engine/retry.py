@@ -8,6 +8,8 @@ goes on at its next poll unless a deadline expired or the user stopped it)."""
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +17,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 from ..errors import KafkaOperationError
 
+KILL_ENV = "RK_KILL_AT"  # tests only: see _kill_point
 ATTEMPTS = 4  # per call: the first try and 3 retries
 WAIT_MIN_S, WAIT_MAX_S = 0.5, 8.0
 
@@ -94,16 +97,38 @@ class RetryingGateway:
                     wait_s=round(state.next_action.sleep, 3),
                 )
 
-            for attempt in Retrying(
-                stop=stop_after_attempt(self._attempts),
-                wait=wait_exponential(multiplier=WAIT_MIN_S, min=WAIT_MIN_S, max=WAIT_MAX_S),
-                retry=retry_if_exception_type(KafkaOperationError),
-                sleep=self._sleep,
-                before_sleep=journal,
-                reraise=True,
-            ):
-                with attempt:
-                    return attr(*args, **kwargs)
-            raise AssertionError("unreachable")  # pragma: no cover - reraise=True
+            try:
+                for attempt in Retrying(
+                    stop=stop_after_attempt(self._attempts),
+                    wait=wait_exponential(multiplier=WAIT_MIN_S, min=WAIT_MIN_S, max=WAIT_MAX_S),
+                    retry=retry_if_exception_type(KafkaOperationError),
+                    sleep=self._sleep,
+                    before_sleep=journal,
+                    reraise=True,
+                ):
+                    with attempt:
+                        return attr(*args, **kwargs)
+                raise AssertionError("unreachable")  # pragma: no cover - reraise=True
+            finally:
+                if name in CHANGE_CALLS and _KILL:
+                    _kill_point(name)
 
         return call
+
+
+_KILL = os.environ.get(KILL_ENV, "")
+_kill_seen: dict[str, int] = {}
+
+
+def _kill_point(name: str) -> None:
+    """``RK_KILL_AT=<call>:<n>`` (tests only: the kill-fuzz harness on a real cluster): the
+    process SIGKILLs itself right after the n-th change call ``<call>`` (``any``: every
+    change call) returned — e.g. between an Alter and the journal line that records it."""
+    if not _KILL:
+        return
+    call, _, n = _KILL.rpartition(":")
+    if call not in ("any", name):
+        return
+    _kill_seen[call] = _kill_seen.get(call, 0) + 1
+    if _kill_seen[call] == int(n):
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -728,10 +728,11 @@ class ThrottleKeeper:
         self.applied = None
 
     def set_rate(self, rate: int) -> None:
-        """A new replication rate for the moves in flight and those to come: written at the
-        next sync (which then no longer takes the need for unchanged)."""
+        """A new replication rate for the moves in flight and those to come (from any
+        thread): written at the next sync, the one owner of what is on the cluster — the
+        rate is part of the keys its caches compare, so a sync under way when the rate
+        changes cannot make the next one skip it."""
         self.rate = rate
-        self._given = self._applied_for = None
 
     def left(self) -> dict[str, Any]:
         """The throttles in scope after the last sync that the run leaves set: an operator's
@@ -794,8 +795,12 @@ class ThrottleKeeper:
         ``submitting``: tp -> (target, current state), about to be submitted."""
         if not self.active:
             return
+        # the rate is read once, here, and is part of what the caches compare: a
+        # ``set_rate`` from another thread while this sync runs (the panel's slider, the
+        # API) is never covered by this sync's caches; the next sync writes it (issue 19 #7)
+        rate = self.rate
         ld_given = frozenset(log_dir_brokers)
-        given = (ld_given, frozenset(self.managed_topics), frozenset(self.managed_brokers))
+        given = (ld_given, frozenset(self.managed_topics), frozenset(self.managed_brokers), rate)
         if (
             self.applied is not None
             and not submitting
@@ -824,7 +829,14 @@ class ThrottleKeeper:
         topics = self.plan_topics | {tp.topic for tp in cluster} | self.managed_topics
         ld = set(ld_given) if self.log_dir_rate is not None else set()
         brokers = self.managed_brokers | set(required.brokers) | ld
-        key = (required, frozenset(keep), frozenset(topics), frozenset(brokers), frozenset(ld))
+        key = (
+            required,
+            frozenset(keep),
+            frozenset(topics),
+            frozenset(brokers),
+            frozenset(ld),
+            rate,
+        )
         if (
             self.applied is not None
             and not submitting
@@ -837,7 +849,7 @@ class ThrottleKeeper:
         before, after, changes, skipped = sync_throttles(
             self.gw,
             required,
-            self.rate,
+            rate,
             topics,
             brokers,
             keep,
@@ -865,9 +877,7 @@ class ThrottleKeeper:
             return
         self.managed_topics |= set(changes[0])
         self.managed_brokers |= {b for b, kv in changes[1].items() if any(kv.values())}
-        if (self.rate is not None and (required.brokers or required.topics)) or ld:
-            self.emit(
-                "throttle_set", rate=self.rate, log_dir_rate=self.log_dir_rate, **summary(after)
-            )
+        if (rate is not None and (required.brokers or required.topics)) or ld:
+            self.emit("throttle_set", rate=rate, log_dir_rate=self.log_dir_rate, **summary(after))
         else:
             self.emit("throttle_cleared", **summary(before))

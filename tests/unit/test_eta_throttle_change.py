@@ -52,3 +52,41 @@ def test_set_throttle_refuses_a_run_without_one_and_bad_values(tmp_path):
     throttled = Run(sim, plan, ExecuteOptions(throttle=MB), None, clock=sim.now, sleep=sim.sleep)
     with pytest.raises(UsageError, match="positive"):
         throttled.set_throttle(0)
+
+
+def test_set_throttle_during_the_loops_own_sync_is_never_lost(tmp_path):
+    """Issue 19 item 7: the new rate arrives while the loop's throttle sync is writing the
+    old one (another thread: the panel's slider, the API). The sync then cached the old
+    rate's key over the reset set_rate made, and the next syncs skipped: the brokers kept
+    the old rate to the end of the move."""
+    sim = SimCluster(4, bandwidth=100 * MB, tick=0.5)
+    sim.add_topic("a", [[0], [1]], 40 * MB)
+    plan = Plan.of([Move(TP("a", 0), (2,)), Move(TP("a", 1), (3,))])
+    opts = ExecuteOptions(batch_size=2, incremental=True, throttle=MB, wait=True)
+    real_alter = sim.alter_broker_configs
+    state = {"fired": False, "samples_after": 0, "rates": None}
+
+    class Racing:
+        """The simulator, with set_throttle landing inside the first broker config write."""
+
+        def __getattr__(self, name):
+            return getattr(sim, name)
+
+        def alter_broker_configs(self, changes):
+            if not state["fired"]:
+                state["fired"] = True
+                run.set_throttle(4 * MB)  # as from the UI thread, mid-sync
+            return real_alter(changes)
+
+    run = Run(Racing(), plan, opts, str(tmp_path / "j.jsonl"), clock=sim.now, sleep=sim.sleep)
+
+    def on(e):
+        if e["event"] == "sample" and state["fired"]:
+            state["samples_after"] += 1
+            if state["samples_after"] <= 3:  # the next polls, the moves still copying
+                state["rates"] = dict(sim.throttles.broker_rates)
+
+    run.subscribe(on)
+    run.run()
+    assert state["fired"] and state["rates"], "the race happened and was observed"
+    assert set(state["rates"].values()) == {4 * MB}, state["rates"]
