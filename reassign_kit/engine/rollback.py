@@ -14,7 +14,7 @@ shows exactly its original list, in order (so never with more replicas than it h
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..cluster.views import no_reassignment_in_progress
 from ..errors import KafkaOperationError, UsageError

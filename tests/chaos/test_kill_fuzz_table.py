@@ -39,7 +39,7 @@ def test_kill_fuzz_simulator_1000_kill_points(tmp_path):
     while total.kill_points < 1000 and total.trials < 1500:
         total.add(run_sim([seed], tmp_path, fork=seed % 10 != 0))
         seed += 1
-    _record("simulator", total, "pytest -m chaos tests/chaos/test_kill_fuzz.py")
+    _record("simulator", total, "pytest -m chaos tests/chaos/test_kill_fuzz_table.py")
     assert total.kill_points >= 1000
     assert total.bad == 0 and not total.failures, "\n".join(total.failures[:20])
 
@@ -47,7 +47,7 @@ def test_kill_fuzz_simulator_1000_kill_points(tmp_path):
 @pytest.mark.chaos
 def test_kill_fuzz_sandbox_30_kill_points(sandbox, gw, tmp_path):
     total = run_sandbox(sandbox, gw, range(100, 160), tmp_path, kills=30)
-    _record("sandbox", total, "pytest -m chaos tests/chaos/test_kill_fuzz.py")
+    _record("sandbox", total, "pytest -m chaos tests/chaos/test_kill_fuzz_table.py")
     assert total.kill_points >= 30
     assert total.bad == 0 and not total.failures, "\n".join(total.failures[:20])
 
