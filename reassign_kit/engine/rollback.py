@@ -22,9 +22,6 @@ from ..model import PartitionState, TopicPartition, is_complete
 from . import throttle as thr
 from .moves import MoveState, MoveStatus
 
-if TYPE_CHECKING:  # the run's parts share one state: the Run (engine/run.py)
-    pass
-
 MOVING, READY = MoveStatus.MOVING, MoveStatus.READY
 ROLLING_BACK = MoveStatus.ROLLING_BACK
 ROLLBACK_POLL_S = 1.0

@@ -33,6 +33,7 @@ def _record(name: str, c: Counts, command: str) -> None:
 
 
 @pytest.mark.chaos
+@pytest.mark.timeout(3600)  # ~10 min on an idle machine
 def test_kill_fuzz_simulator_1000_kill_points(tmp_path):
     total = Counts()
     seed = 0
@@ -45,6 +46,7 @@ def test_kill_fuzz_simulator_1000_kill_points(tmp_path):
 
 
 @pytest.mark.chaos
+@pytest.mark.timeout(3600)  # ~20 min: each trial loads a topic and moves it
 def test_kill_fuzz_sandbox_30_kill_points(sandbox, gw, tmp_path):
     total = run_sandbox(sandbox, gw, range(100, 160), tmp_path, kills=30)
     _record("sandbox", total, "pytest -m chaos tests/chaos/test_kill_fuzz_table.py")

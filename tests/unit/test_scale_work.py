@@ -212,7 +212,7 @@ def test_decide_reads_pending_only_as_far_as_it_submits():
 
 
 def test_a_paced_run_reads_pending_moves_only_as_far_as_it_submits(tmp_path, monkeypatch):
-    from reassign_kit.engine import run as run_mod
+    from reassign_kit.engine import submit as submit_mod
     from reassign_kit.engine.run import ExecuteOptions, Run
     from reassign_kit.simulate import MB, SimCluster
 
@@ -223,7 +223,7 @@ def test_a_paced_run_reads_pending_moves_only_as_far_as_it_submits(tmp_path, mon
         Move(tp, tuple((b + 2) % 8 for b in sp.replicas)) for tp, sp in sim.partitions.items()
     )
     reads: list[int] = []
-    real_decide = run_mod.decide
+    real_decide = submit_mod.decide
 
     def decide(pending, *a, **k):
         counted = Counted(pending)
@@ -231,7 +231,7 @@ def test_a_paced_run_reads_pending_moves_only_as_far_as_it_submits(tmp_path, mon
         reads.append(counted.taken)
         return d
 
-    monkeypatch.setattr(run_mod, "decide", decide)
+    monkeypatch.setattr(submit_mod, "decide", decide)
     run = Run(
         sim,
         plan,
