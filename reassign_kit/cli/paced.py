@@ -153,7 +153,7 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
     _report(result, args, journal, bool(interrupted))
     if home is not None and result.state == "done" and not interrupted:
         home.mark_finished("done")
-    if interrupted:
+    if interrupted and result.cleanup_error is None:  # a cleanup left undone says so: exit 8
         return EXIT_INTERRUPTED
     return result.exit_code
 

@@ -6,6 +6,10 @@ that cleans it (exit 8) — then the result and ``run_finished``."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
+
 from ..errors import KafkaOperationError
 from ..model import TopicPartition
 from .gcpause import thaw_heap
@@ -14,6 +18,7 @@ from .results import RunResult
 
 CLEANUP_RETRY_S = 60.0  # the final cleanup asks a broker that did not answer again, this long
 CLEANUP_RETRY_EVERY_S = 3.0
+FINAL_ATTEMPTS = 5  # rounds of retries of each final step (each retried by the gateway too)
 OWED_ELECTION_ROUNDS = 5  # at the end: rounds of the elections still owed, a pause between
 OWED_ELECTION_PAUSE_S = 1.0
 PENDING, READY, MOVING = MoveStatus.PENDING, MoveStatus.READY, MoveStatus.MOVING
@@ -50,24 +55,25 @@ class FinishPart:
     def _finish_run(self) -> None:
         """Every exit path: cancel if asked, leave exactly the throttles still needed, report.
         A run whose start failed changed nothing, so it touches nothing now either (another
-        run's throttles stay); a throttle cleanup that fails is reported as such."""
+        run's throttles stay). Each final step retries a transient error (``_final``); the
+        throttle cleanup runs even when a step before it failed, and a cleanup that cannot
+        finish is reported with what is left and the command that cleans it (exit 8)."""
         state = self._end_state or ("stopped" if self._stop.is_set() else "failed")
         idle: set[TopicPartition] = set()
         touched: list[TopicPartition] = []  # what a user's cancel acted on
         cancelled_run = False
         cleanup_error: str | None = None
         last_known = self._throttles.left()
+        cluster: Any = None
         try:
-            if not self._began:
-                pass
-            elif self._cancel_on_stop and self._stop.is_set():  # Ctrl-C / SIGTERM / cancel()
+            if self._began and self._cancel_on_stop and self._stop.is_set():
+                # Ctrl-C / SIGTERM / cancel(): journaled (and fsynced before the first Alter
+                # back) so that a SIGKILL from here on resumes as a cancel
                 touched = [ms.tp for ms in self._index.of(MOVING, READY)]
                 cancelled_run = True
-                # journaled (and fsynced before the first Alter back): a SIGKILL from here
-                # on resumes as a cancel, not as a forward move
                 self._emit("cancel_started", moves=len(touched), reason="stop")
                 try:
-                    self._cancel(touched, reason="stop")
+                    self._final(lambda: self._cancel(touched, reason="stop"), "the cancel")
                 except KafkaOperationError as e:  # reported; the throttles are still made right
                     self._error = self._error or f"cancel failed: {e}"
                     self._emit("error", message=f"cancel failed: {e}")
@@ -80,46 +86,16 @@ class FinishPart:
                 self._moves[tp].status in rolled for tp in touched
             ):
                 state = "stopped"
-            cluster = self.gw.list_reassignments() if self._began else {}
-            watch = [ms.tp for ms in self._index.of(MOVING, READY, ROLLING_BACK)]
-            if watch and self._began:
-                states = self.gw.describe_partitions(watch)
-                with self._lock:
-                    self._update(states, self._clock())
-                    # between steps or lost: nothing of theirs in flight, reported as pending
-                    idle = {
-                        tp
-                        for tp in watch
-                        if self._moves[tp].status == "moving"
-                        and (st := states.get(tp)) is not None
-                        and not st.reassigning
-                    }
             if self._began:
-                self._throttles.forget()
-                try:
-                    self._sync_throttles(cluster)
-                    # the last chance to clean up: a broker just back (restarted moments ago)
-                    # may not answer yet; ask again for a bounded time before giving up
-                    deadline = self._clock() + CLEANUP_RETRY_S
-                    while self._throttles.skipped and self._clock() < deadline:
-                        self.gw.wrapped.sleep(CLEANUP_RETRY_EVERY_S)
-                        self._throttles.forget()
-                        self._sync_throttles(self.gw.list_reassignments())
-                    if self._throttles.skipped:  # down brokers: their throttles wait for them
-                        left_on = ", ".join(
-                            str(b) for b in sorted(self._throttles.skipped, key=str)
-                        )
-                        cleanup_error = (
-                            f"throttles of broker(s) {left_on} not cleaned up: not reachable for "
-                            f"{CLEANUP_RETRY_S:g} s. Once back, `reassign-kit throttles --clean"
-                            + (f" --journal {self.journal_path}" if self.journal_path else "")
-                            + "` removes them (putting back the values there before)"
-                        )
-                        self._emit("warning", message=cleanup_error)
-                except Exception as e:  # noqa: BLE001 - reported: throttles may be left
-                    cleanup_error = f"{type(e).__name__}: {e}"
-                    self._emit("error", message=f"throttle cleanup failed: {cleanup_error}")
-                    self._throttles.applied = None
+                cluster = self._final(self.gw.list_reassignments, "listing reassignments")
+                idle = self._final(self._final_states, "reading the moves' partitions")
+        except BaseException as e:  # noqa: BLE001 - the cleanup and the report still run
+            self._emit("error", message=f"while finishing: {type(e).__name__}: {e}")
+            if self._error is None:
+                self._error = f"while finishing: {e}"
+        if self._began:
+            cleanup_error = self._cleanup_throttles(cluster)
+        try:
             if state == "submitted" and all(
                 ms.status in ("done", "cancelled") for ms in self._moves.values()
             ):
@@ -167,6 +143,92 @@ class FinishPart:
             error=self._error,
         )
 
+    def _final(self, fn: Any, what: str) -> Any:
+        """``fn()`` with a transient cluster error retried (tenacity, ``FINAL_ATTEMPTS``
+        rounds, each already retried by the run's gateway): the last steps of a run are its
+        last chance, so a blip there must not skip them."""
+
+        def note(rs: Any) -> None:
+            self._emit(
+                "retry",
+                call=what,
+                attempt=rs.attempt_number,
+                error=str(rs.outcome.exception()),
+                wait_s=CLEANUP_RETRY_EVERY_S,
+            )
+
+        for attempt in Retrying(
+            stop=stop_after_attempt(FINAL_ATTEMPTS),
+            wait=wait_fixed(CLEANUP_RETRY_EVERY_S),
+            retry=retry_if_exception_type(KafkaOperationError),
+            sleep=self.gw.wrapped.sleep,
+            before_sleep=note,
+            reraise=True,
+        ):
+            with attempt:
+                return fn()
+        raise AssertionError("unreachable")  # pragma: no cover - reraise=True
+
+    def _final_states(self) -> set[TopicPartition]:
+        """The moves still watched read once more; those between steps or lost (nothing of
+        theirs in flight) are returned, reported as pending."""
+        watch = [ms.tp for ms in self._index.of(MOVING, READY, ROLLING_BACK)]
+        if not watch:
+            return set()
+        states = self.gw.describe_partitions(watch)
+        with self._lock:
+            self._update(states, self._clock())
+            return {
+                tp
+                for tp in watch
+                if self._moves[tp].status == "moving"
+                and (st := states.get(tp)) is not None
+                and not st.reassigning
+            }
+
+    def _cleanup_throttles(self, cluster: Any) -> str | None:
+        """The throttles made exactly what the moves still in flight need, retried; what
+        could not be cleaned up is named with the command that does it (None: clean)."""
+        clean = "`reassign-kit throttles --clean" + (
+            f" --journal {self.journal_path}`" if self.journal_path else "`"
+        )
+        known = self._throttles.left()  # what the last sync that went through set
+        self._throttles.forget()
+        try:
+            if cluster is None:
+                cluster = self._final(self.gw.list_reassignments, "listing reassignments")
+            self._final(lambda: self._sync_throttles(cluster), "the throttle cleanup")
+            # the last chance to clean up: a broker just back (restarted moments ago) may not
+            # answer yet; ask again for a bounded time before giving up
+            deadline = self._clock() + CLEANUP_RETRY_S
+            while self._throttles.skipped and self._clock() < deadline:
+                self.gw.wrapped.sleep(CLEANUP_RETRY_EVERY_S)
+                self._throttles.forget()
+                self._final(
+                    lambda: self._sync_throttles(self.gw.list_reassignments()),
+                    "the throttle cleanup",
+                )
+        except Exception as e:  # noqa: BLE001 - reported: throttles may be left
+            left = self._throttles.left() or known
+            msg = (
+                f"{type(e).__name__}: {e} (after {FINAL_ATTEMPTS} rounds of retries); left "
+                f"as the last sync set them: {_left_text(left)}. {clean} removes them "
+                "(putting back the values there before)"
+            )
+            self._emit("error", message=f"throttle cleanup failed: {msg}")
+            self._throttles.applied = None
+            return msg
+        if self._throttles.skipped:  # down brokers: their throttles wait for them
+            left_on = ", ".join(str(b) for b in sorted(self._throttles.skipped, key=str))
+            msg = (
+                f"throttles of broker(s) {left_on} not cleaned up: not reachable for "
+                f"{CLEANUP_RETRY_S:g} s. Once back, {clean} removes them (putting back the "
+                "values there before)"
+            )
+            self._emit("warning", message=msg)
+            return msg
+        return None
+
     def _owed_elections(self) -> None:
         """Elections queued for moves that completed (also just before a stop or a cancel,
         and those a resumed run replayed) are carried out before the run ends, a bounded
@@ -203,3 +265,17 @@ class FinishPart:
             r.leaders_not_preferred = {
                 tp: why for tp, (_, _, why) in el.check.not_preferred.items()
             }
+
+
+def _left_text(left: Any) -> str:
+    """The throttles left, short: which brokers carry a rate, which topics a list."""
+    if not left:
+        return "unknown (read them with `reassign-kit throttles --check`)"
+    rates = sorted(str(b) for b in (left.get("broker_rates") or {}))
+    topics = sorted({*(left.get("leader_replicas") or {}), *(left.get("follower_replicas") or {})})
+    parts = []
+    if rates:
+        parts.append("rates on broker(s) " + ", ".join(rates))
+    if topics:
+        parts.append("replica lists on topic(s) " + ", ".join(topics[:10]))
+    return "; ".join(parts) or "none recorded"

@@ -285,3 +285,93 @@ def test_one_broker_failing_describe_log_dirs_does_not_make_healthy_moves_stuck(
     events = read_events(tmp_path / "run.jsonl")
     assert not any(e["event"] == "stuck" for e in events)
     assert any("broker(s) 3" in (e.get("message") or "") for e in events)
+
+
+# ---------------------------------------------------------------- issue 19 item 8
+
+
+class BlipAtTheEnd(SimCluster):
+    """Listing reassignments fails ``blips`` times once the run is stopping (a controller
+    failover right at the end): more often than one call's own retries ride out."""
+
+    stopping = False
+    blips = 0
+
+    def list_reassignments(self, *a, **kw):
+        if self.stopping and self.blips > 0:
+            self.blips -= 1
+            raise KafkaOperationError("list reassignments: timed out after 30s")
+        return super().list_reassignments(*a, **kw)
+
+
+def test_a_transient_error_in_the_final_steps_is_retried_and_the_throttles_cleaned(tmp_path):
+    """Before: the error in the finish's listing skipped the throttle cleanup (rates left on
+    the brokers, no cleanup error reported, exit 130 from the CLI)."""
+    sim = cluster(BlipAtTheEnd)
+    run = run_of(sim, shifted(sim, [TP("a", 1)]), tmp_path, wait=True, throttle=MB)
+
+    def on(e):
+        if e["event"] == "completed":  # the run's end comes next
+            sim.stopping, sim.blips = True, 6  # the gateway's own retries: 4 attempts
+
+    run.subscribe(on)
+    res = run.run()
+    assert sim.blips == 0, "the blips happened"
+    assert res.state == "done" and res.cleanup_error is None and res.exit_code == 0
+    assert sim.current_throttles().is_empty(), "no throttle outlives its moves"
+    assert any(e["event"] == "retry" for e in read_events(tmp_path / "run.jsonl"))
+
+
+class NeverAtTheEnd(BlipAtTheEnd):
+    def list_reassignments(self, *a, **kw):
+        if self.stopping:
+            raise KafkaOperationError("list reassignments: timed out after 30s")
+        return SimCluster.list_reassignments(self, *a, **kw)
+
+
+def test_a_cleanup_that_cannot_finish_exits_8_naming_what_is_left_and_the_command(tmp_path):
+    sim = cluster(NeverAtTheEnd)
+    run = run_of(sim, shifted(sim, [TP("a", 1)]), tmp_path, wait=True, throttle=MB)
+
+    def on(e):
+        if e["event"] == "step_submitted":
+            sim.stopping = True
+            run.stop()
+
+    run.subscribe(on)
+    res = run.run()
+    assert res.cleanup_error is not None and res.exit_code == 8
+    assert "throttles --clean --journal" in res.cleanup_error
+    assert "rates on broker(s)" in res.cleanup_error
+
+
+def test_the_cli_interrupted_with_a_cleanup_left_exits_8_not_130(tmp_path, monkeypatch, capsys):
+    """Ctrl-C / SIGTERM, then a cleanup that cannot finish: exit 8 (someone must act),
+    with the command that cleans up; it was 130."""
+    import os
+    import signal
+
+    from reassign_kit.cli import main
+
+    sim = cluster(NeverAtTheEnd)
+    plan = shifted(sim, [TP("a", 1)])
+    path = tmp_path / "plan.json"
+    plan.write(str(path))
+    monkeypatch.setattr(ops, "connect", lambda *a, **k: sim)
+    real_alter = sim.alter_reassignments
+
+    def alter(*a, **kw):  # the first submission in, then Ctrl-C
+        out = real_alter(*a, **kw)
+        sim.stopping = True
+        os.kill(os.getpid(), signal.SIGINT)
+        return out
+
+    monkeypatch.setattr(sim, "alter_reassignments", alter)
+    code = main(
+        ["--bootstrap-server", "x:9092", "--execute", "--reassignment-json-file", str(path),
+         "--throttle", str(MB), "--journal", str(tmp_path / "j.jsonl"), "--wait",
+         "--rollback-file", str(tmp_path / "rb.json")]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 8, err
+    assert "throttles --clean" in err
