@@ -854,9 +854,7 @@ def cancel(
         else:
             back[tp] = orig
     if back:
-        cancelled_back, rolling, refused = roll_back(
-            gateway, back, states, rate, timeout_s, priors
-        )
+        cancelled_back, rolling, refused = roll_back(gateway, back, states, rate, timeout_s, priors)
         cancelled += cancelled_back
         errors.update(refused)
     else:
