@@ -40,12 +40,13 @@ from ..model import PartitionState, Plan, TopicPartition, is_complete
 from . import deadlines
 from . import throttle as thr
 from .elections import Elections
+from .eta import RunEta
 from .gcpause import between_polls, freeze_heap, thaw_heap
 from .journal import Journal, read_events
 from .logdirs import LogDirMoves
 from .moves import MoveIndex, MoveState, MoveStatus
 from .options import ON_DEADLINE, ExecuteOptions, cli_options  # noqa: F401 (ON_DEADLINE: re-exported)
-from .progress import InboundEta, eta_text, replica_bytes_copied
+from .progress import eta_text, replica_bytes_copied
 from .results import RunError, RunResult, RunStatus
 from .retry import RetryingGateway
 from .schedule import Caps, Item, assign_batches, decide, item_for, order_items
@@ -133,7 +134,7 @@ class Run:
         # plan, once) and have received by completed steps (counted as they complete)
         self._inbound_total: dict[int, int] = {}
         self._inbound_landed: dict[int, int] = {}
-        self._eta = InboundEta()
+        self._eta = RunEta()
         # from a move's last byte (as a sample saw it) to its completion: added to the ETA
         self._full_at: dict[TopicPartition, float] = {}
         self._lags: list[float] = []
@@ -1047,7 +1048,7 @@ class Run:
         moving: list[MoveState],
         per_replica: Mapping[tuple[TopicPartition, int], int],
     ) -> dict[str, Any]:
-        """The run's ETA at this sample (``progress.InboundEta``): per broker, bytes received
+        """The run's ETA at this sample (``eta.RunEta``): per broker, bytes received
         (completed steps + what the moves in flight copied, capped at their size) and bytes
         still to come in (moves that failed or were cancelled no longer count)."""
         received = {b: float(n) for b, n in self._inbound_landed.items()}
@@ -1079,7 +1080,10 @@ class Run:
         tail = statistics.median(self._lags) if self._lags else poll_s / 2
         if self._full_at and not any(left.values()):  # every byte in: the lag runs down
             tail = max(0.0, tail - (now - max(self._full_at.values())))
-        eta, why, _ = self._eta.update(now, received, left, inflight, cap, tail)
+        eta, why, _ = self._eta.update(
+            now, received, left, inflight, cap, tail,
+            moves=self._index, copied=per_replica, caps=self._caps, r=self._r,
+        )  # fmt: skip
         all_in = sum(total.values())
         return {
             "received": {str(b): round(n) for b, n in sorted(received.items())},
@@ -1095,6 +1099,7 @@ class Run:
             "eta_s": None if eta is None else round(eta, 1),
             "eta_reason": why,
             "eta": eta_text(eta, why),
+            **self._eta.fields(),
         }
 
     # ---- throttles ----------------------------------------------------------------------------

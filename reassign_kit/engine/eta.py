@@ -1,0 +1,569 @@
+"""A paced run's ETA (issue 21): what is left, simulated at both ends of every copy.
+
+What is left is a set of *flows*, one per move not done: the step in flight (bytes each new
+replica still needs), the steps after it (KIP-435), then the moves queued behind batches and
+caps, admitted by the run's own ``schedule.decide``. Each new replica being filled is a
+stream from the partition's leader; a broker's leader-side throttle is shared by the streams
+reading from it and its follower-side throttle by those writing to it (``cluster.quota``,
+the simulator's and the what-if's model too): a drain of one broker is bound by that source,
+whichever target it feeds. A step completes a completion lag after its last byte (the
+follower joins the ISR, the controller ends it, a poll sees it: the run's measured
+``tail_s``), and only then does its slot go to the next move.
+
+The capacities are the throttle (a nominal ``PRIOR_BPS`` without one) times the *share* of it
+the cluster achieves, measured: at each sample the model's rate for the streams then in
+flight, and over the window the bytes really received against the bytes the model says
+those streams would have moved (a trapezoid between samples). Before ``MIN_WINDOW_S`` and
+``MIN_WINDOW_BYTES`` of measurement the share is 1 (the prior); after, the measurement plus
+``PRIOR_S`` seconds' worth of the prior, so it takes over within seconds. A ratio of bytes
+over a window of bytes cannot explode as a rate over a near-empty window does (bench_eta saw
+"13981h" when one broker's moves ended between samples). The interval: the same simulation
+at the 10th and 90th percentiles of the share measured between samples in the window. The
+ETA never exceeds the bound of the bytes left at ``BOUND_SHARE`` of the throttle (plus a
+completion lag per step left) unless ``eta_reason`` says why (the brokers measured slower).
+
+``RunEta.update`` once per sample (``Run._eta_fields``); ``fields()`` adds its figures to
+the ``sample`` event, from which ``progress`` on the journal, the paced CLI's line and the
+panel show the same finish time and range."""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..cluster.quota import fair_share
+from ..model import TopicPartition
+from .moves import MoveIndex, MoveState, MoveStatus
+from .schedule import Caps, Item, decide
+
+ETA_WINDOW_S = 60.0
+# a broker with bytes in flight to it that took in nothing for this long is stalled (before:
+# no rate yet — a follower's first fetch may wait a quota window)
+STALLED_AFTER_S = 10.0
+MIN_WINDOW_S = 3.0  # measured seconds before the measured share replaces the prior
+MIN_WINDOW_BYTES = 1 << 20  # and bytes (a follower fetches up to 1 MiB per partition)
+PRIOR_S = 2.0  # the prior's weight: this many seconds at the model's rate
+PRIOR_BPS = 100 * 1024 * 1024  # nominal capacity of a broker end without a throttle
+BOUND_SHARE = 0.5  # the ETA's bound: the bytes left at this share of the throttle
+SHARE_RANGE = (0.05, 20.0)  # a measured share outside this is clipped
+SPREAD_FLOOR = 0.08  # the interval is at least this share either side of the ETA
+SIM_PENDING = 300  # queued moves simulated one by one; the rest in proportion
+MAX_EVENTS = 400  # steps of one simulation (larger plans advance in coarser steps)
+
+
+@dataclass
+class Flow:
+    """One move not done, for the simulation: ``steps`` are the new brokers of each step
+    left (the first in flight when ``state`` is moving), ``left`` the bytes each new replica
+    of the step in flight still needs, ``full_s`` how long that step has had every byte."""
+
+    tp: TopicPartition
+    item: Item
+    src: int | None
+    size: float
+    steps: list[tuple[int, ...]]
+    state: str  # moving | ready | pending
+    left: dict[int, float] = field(default_factory=dict)
+    full_s: float = 0.0
+
+
+def _new(step: Sequence[int], before: Sequence[int]) -> tuple[int, ...]:
+    return tuple(b for b in step if b not in before)
+
+
+def _source(before: Sequence[int]) -> int | None:
+    return before[0] if before else None
+
+
+def flows_of(
+    index: MoveIndex,
+    copied: Mapping[tuple[TopicPartition, int], int],
+    r: int | None,
+    limit: int = SIM_PENDING,
+) -> tuple[list[Flow], int, float]:
+    """The run's work left as flows: moves in flight and between steps, then the first
+    ``limit`` queued ones in run order; also how many queued moves and bytes were left out."""
+    out: list[Flow] = []
+    for ms in index.iter(MoveStatus.MOVING):
+        out.append(_moving(ms, copied))
+    for ms in index.iter(MoveStatus.READY):
+        steps = _steps_after(ms, ms.step)
+        if steps:
+            prev = ms.steps[ms.step - 1] if 1 <= ms.step <= len(ms.steps) else ms.original
+            out.append(Flow(ms.tp, ms.item, _source(prev), ms.item.size_bytes, steps, "ready"))
+    n = rest = 0
+    rest_bytes = 0.0
+    for ms in index.iter(MoveStatus.PENDING):
+        if n >= limit:
+            rest += 1
+            rest_bytes += ms.item.size_bytes * max(1, len(_added(ms)))
+            continue
+        n += 1
+        out.append(_pending(ms, r))
+    return out, rest, rest_bytes
+
+
+def _steps_after(ms: MoveState, k: int) -> list[tuple[int, ...]]:
+    """New brokers of each step after the ``k``-th (1-based; 0 = from the original)."""
+    if not ms.steps:
+        return [_new(ms.move.replicas, ms.original)] if k == 0 else []
+    out = []
+    for i in range(k, len(ms.steps)):
+        prev = ms.steps[i - 1] if i >= 1 else ms.original
+        nb = _new(ms.steps[i], prev)
+        if nb:
+            out.append(nb)
+    return out
+
+
+def _moving(ms: MoveState, copied: Mapping[tuple[TopicPartition, int], int]) -> Flow:
+    now_new = _new(ms.step_target, ms.step_from)
+    size = float(ms.item.size_bytes)
+    left = {b: max(0.0, size - min(float(copied.get((ms.tp, b), 0)), size)) for b in now_new}
+    later = _steps_after(ms, ms.step) if ms.steps else []
+    return Flow(ms.tp, ms.item, _source(ms.step_from), size, [now_new, *later], "moving", left)
+
+
+def _added(ms: MoveState) -> list[int]:
+    return [b for b in ms.move.replicas if b in ms.item.brokers]
+
+
+def _pending(ms: MoveState, r: int | None) -> Flow:
+    """A queued move: its current replicas are not known before it starts, but its item says
+    which brokers it adds and removes; the leader it will read from is guessed among those
+    it leaves (exact for one replica). Steps: ``r`` new replicas at a time (KIP-435)."""
+    added = _added(ms)
+    removed = sorted(ms.item.brokers - set(ms.move.replicas))
+    kept = [b for b in ms.move.replicas if b not in ms.item.brokers]
+    src = removed[0] if removed else (kept[0] if kept else None)
+    if r is None or r >= len(added):
+        steps = [tuple(added)] if added else []
+    else:
+        steps = [tuple(added[i : i + r]) for i in range(0, len(added), r)]
+    return Flow(ms.tp, ms.item, src, float(ms.item.size_bytes), steps, "pending")
+
+
+# ------------------------------------------------------------------------- the simulation
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """One simulation of what is left: ``seconds`` to the last completion, of which
+    ``copy_s`` with bytes moving (they scale with the share), and the end that binds."""
+
+    seconds: float
+    copy_s: float
+    bottleneck: str | None
+
+
+def _caps_of(flows: Iterable[Flow], capacity: float) -> tuple[dict, dict]:
+    brokers_in: set[int] = set()
+    brokers_out: set[int] = set()
+    for f in flows:
+        for st in f.steps:
+            brokers_in.update(st)
+        if f.src is not None:
+            brokers_out.add(f.src)
+    return dict.fromkeys(brokers_out, capacity), dict.fromkeys(brokers_in, capacity)
+
+
+def model_rate(flows: Sequence[Flow], capacity: float) -> float:
+    """The model's rate (bytes/s) of the streams in flight now, at ``capacity`` per end."""
+    streams = [(f.src, b) for f in flows if f.state == "moving" for b, n in f.left.items() if n > 0]
+    if not streams:
+        return 0.0
+    out_cap, in_cap = _caps_of(flows, capacity)
+    return float(sum(r for r in fair_share(streams, out_cap, in_cap) if math.isfinite(r)))
+
+
+def simulate(
+    flows: Sequence[Flow],
+    capacity: float,
+    caps: Caps,
+    lag: float,
+    rest_bytes: float = 0.0,
+) -> Forecast:
+    """Seconds until every flow completes, each broker end at ``capacity`` bytes/s, the
+    queued flows admitted by ``schedule.decide`` under ``caps``, each step completing
+    ``lag`` after its last byte. Bounded: at most ``MAX_EVENTS`` steps (larger plans advance
+    in coarser ones); ``rest_bytes`` (queued moves not simulated) are added in proportion."""
+    out_cap, in_cap = _caps_of(flows, capacity)
+    active: list[Flow] = []
+    ready: list[Flow] = []
+    pending = [f for f in flows if f.state == "pending"]
+    done_at: list[tuple[float, int, Flow]] = []  # bytes all in: completes at
+    seq = 0
+    t = copy_s = 0.0
+    for f in flows:
+        f = _copy(f)
+        if f.state == "moving":
+            active.append(f)
+        elif f.state == "ready":
+            ready.append(f)
+    total_left = sum(n for f in active for n in f.left.values())
+    total_left += sum(f.size * sum(len(s) for s in f.steps) for f in ready + pending)
+    for f in active:
+        if not any(f.left.values()):
+            seq += 1
+            heapq.heappush(done_at, (max(0.0, lag - f.full_s), seq, f))
+    load: dict[tuple[str, int], float] = {}
+    for f in active + ready + pending:
+        for i, st in enumerate(f.steps):
+            for b in st:
+                n = f.left.get(b, f.size) if (i == 0 and f.state == "moving") else f.size
+                load[("i", b)] = load.get(("i", b), 0.0) + n
+                if f.src is not None:
+                    load[("o", f.src)] = load.get(("o", f.src), 0.0) + n
+    # the end with the most bytes to pass (a receiving end first on a tie)
+    bottleneck = max(load, key=lambda k: (load[k], k[0] == "i")) if load else None
+    horizon = total_left / max(capacity, 1.0) + lag
+    min_dt = horizon / MAX_EVENTS
+    pending_q = list(pending)
+    for _ in range(MAX_EVENTS * 4):
+        _admit(active, ready, pending_q, caps)
+        copying = [(f, b) for f in active for b, n in f.left.items() if n > 0]
+        if not copying and not done_at:
+            break
+        dt = math.inf
+        rates: list[float] = []
+        if copying:
+            rates = fair_share([(f.src, b) for f, b in copying], out_cap, in_cap)
+            for (f, b), r in zip(copying, rates, strict=True):
+                if r > 0:
+                    dt = min(dt, f.left[b] / r)
+        if done_at:
+            dt = min(dt, done_at[0][0] - t)
+        if not math.isfinite(dt):
+            return Forecast(math.inf, math.inf, _name(bottleneck))
+        dt = max(dt, min_dt if copying else 0.0)
+        if copying:
+            copy_s += dt
+            for (f, b), r in zip(copying, rates, strict=True):
+                f.left[b] = max(0.0, f.left[b] - r * dt) if f.left[b] - r * dt > 1e-6 else 0.0
+                if not any(f.left.values()):
+                    seq += 1
+                    heapq.heappush(done_at, (t + dt + lag, seq, f))
+        t += dt
+        while done_at and done_at[0][0] <= t + 1e-9:
+            _, _, f = heapq.heappop(done_at)
+            active.remove(f)
+            f.steps = f.steps[1:]
+            if f.steps:
+                f.state, f.left = "ready", {}
+                ready.append(f)
+    if rest_bytes > 0 and total_left > 0:
+        t += copy_s * rest_bytes / total_left
+        copy_s += copy_s * rest_bytes / total_left
+    return Forecast(t, copy_s, _name(bottleneck))
+
+
+def _name(res: tuple[str, int] | None) -> str | None:
+    if res is None:
+        return None
+    return f"bound by broker {res[1]} ({'sending' if res[0] == 'o' else 'receiving'})"
+
+
+def _copy(f: Flow) -> Flow:
+    return Flow(f.tp, f.item, f.src, f.size, list(f.steps), f.state, dict(f.left), f.full_s)
+
+
+def _admit(active: list[Flow], ready: list[Flow], pending: list[Flow], caps: Caps) -> None:
+    """Start what ``schedule.decide`` lets start now: next steps, then queued moves."""
+    if not ready and not pending:
+        return
+    by_tp = {f.tp: f for f in ready + pending}
+    if caps.mode == "legacy":
+        chosen: Iterable[TopicPartition] = list(by_tp)
+    else:
+        d = decide(
+            (f.item for f in pending),
+            [f.item for f in active],
+            caps,
+            ready=[f.item for f in ready],
+            cluster_inflight=len(active) + len(ready),
+        )
+        chosen = d.submit
+    for tp in chosen:
+        f = by_tp[tp]
+        if f in ready:
+            ready.remove(f)
+        else:
+            pending.remove(f)
+        if not f.steps:
+            continue
+        f.state = "moving"
+        f.left = dict.fromkeys(f.steps[0], f.size)
+        active.append(f)
+
+
+# ------------------------------------------------------------------------- the run's ETA
+
+
+def _weighted_pct(pairs: Sequence[tuple[float, float]], q: float) -> float:
+    """The ``q`` quantile of values weighted by weights: ``pairs`` = (value, weight)."""
+    pairs = sorted(pairs)
+    total = sum(w for _, w in pairs)
+    acc = 0.0
+    for v, w in pairs:
+        acc += w
+        if acc >= q * total:
+            return v
+    return pairs[-1][0]
+
+
+class RunEta:
+    """A run's ETA from its own counters and moves (no Admin call of its own). ``update``
+    once per sample; see the module docstring."""
+
+    def __init__(self, window_s: float = ETA_WINDOW_S):
+        self.window_s = window_s
+        # (ts, bytes received in all, the model's rate then, capacity then, measurable)
+        self.points: list[tuple[float, float, float, float, bool]] = []
+        self.history: list[tuple[float, dict[int, float], dict[int, float]]] = []
+        self.busy: dict[int, float] = {}  # seconds each broker had a move in flight
+        self._last: tuple[float, set[int]] | None = None
+        self._grew: dict[int, tuple[float, float]] = {}  # broker -> (received, since)
+        self._full_since: dict[TopicPartition, float] = {}
+        self._straddles = False  # the throttle changed since the last sample
+        self._changed_ts = -math.inf  # the last sample before the change
+        self.changed = False  # the throttle changed and no interval after it was measured
+        self._first: tuple[float, float] | None = None
+        self.total_rate: float | None = None
+        self.rates: dict[int, float] = {}
+        self.share = 1.0
+        self.share_range = (1.0, 1.0)
+        self.measured = False
+        self.low: float | None = None
+        self.high: float | None = None
+        self.bound: float | None = None
+        self.ts = 0.0
+        self.eta: float | None = None
+
+    def restart(self) -> None:
+        """The throttle changed: the interval it falls in says nothing (the share of the old
+        throttle still says much about the new one, so the window stays); until an interval
+        after it is measured the reason says so."""
+        self.changed = self._straddles = True
+        self._changed_ts = self._last[0] if self._last is not None else -math.inf
+
+    def update(
+        self,
+        ts: float,
+        received: Mapping[int, float],
+        left: Mapping[int, float],
+        inflight: Mapping[int, int],
+        cap: float | None = None,
+        tail: float = 0.0,
+        *,
+        moves: MoveIndex | None = None,
+        copied: Mapping[tuple[TopicPartition, int], int] | None = None,
+        caps: Caps | None = None,
+        r: int | None = None,
+    ) -> tuple[float | None, str | None, dict[int, float]]:
+        """(eta_s, reason, rate per broker) at ``ts``. ``received`` / ``left``: bytes each
+        broker's new replicas received so far / still need; ``inflight``: moves in flight to
+        each broker; ``cap``: the throttle; ``tail``: the completion lag (counted down once
+        every byte is in); ``moves`` / ``copied`` / ``caps`` / ``r``: the run's moves, bytes
+        each new replica holds, caps and KIP-435 R, for the simulation."""
+        self.ts = ts
+        self._busy(ts, inflight)
+        self.rates, self.total_rate = self._window_rates(ts, received)
+        flows, rest, rest_bytes = (
+            flows_of(moves, copied or {}, r) if moves is not None else ([], 0, 0.0)
+        )
+        for f in flows:
+            if f.state == "moving" and not any(f.left.values()):
+                f.full_s = ts - self._full_since.setdefault(f.tp, ts)
+        self._full_since = {
+            tp: t for tp, t in self._full_since.items() if any(f.tp == tp for f in flows)
+        }
+        capacity = float(cap) if cap else float(PRIOR_BPS)
+        self._measure(ts, float(sum(received.values())), model_rate(flows, capacity), capacity)
+        eta, why = self._estimate(ts, received, left, inflight, cap, tail, flows, caps, rest_bytes)
+        self.eta = eta
+        return eta, why, dict(self.rates)
+
+    # ---- measurement ----------------------------------------------------------------------
+
+    def _busy(self, ts: float, inflight: Mapping[int, int]) -> None:
+        if self._last is not None:
+            for b in self._last[1]:
+                self.busy[b] = self.busy.get(b, 0.0) + (ts - self._last[0])
+        self._last = (ts, {b for b, n in inflight.items() if n > 0})
+
+    def _window_rates(
+        self, ts: float, received: Mapping[int, float]
+    ) -> tuple[dict[int, float], float | None]:
+        point = (ts, dict(received), dict(self.busy))
+        rates, total = window_rates(self.history, point, self.window_s)
+        self.history.append(point)
+        self.history = [h for h in self.history if h[0] >= ts - 2 * self.window_s]
+        return rates, total
+
+    def _measure(self, ts: float, got: float, rate: float, capacity: float) -> None:
+        """The share of the throttle achieved over the window: bytes received against the
+        model's bytes for the streams in flight at its samples (trapezoid between two)."""
+        if self._first is None:
+            self._first = (ts, got)
+        ok = not self._straddles  # the interval ending now holds a throttle change
+        self._straddles = False
+        self.points.append((ts, got, rate, capacity, ok))
+        self.points = [p for p in self.points if p[0] >= ts - self.window_s]
+        if ok and self.changed and len(self.points) >= 2 and self.points[-2][0] > self._changed_ts:
+            self.changed = False  # an interval wholly after the change
+        pairs: list[tuple[float, float]] = []
+        actual = model = secs = 0.0
+        for (t0, g0, r0, c0, _), (t1, g1, r1, c1, ok1) in zip(
+            self.points, self.points[1:], strict=False
+        ):
+            dt = t1 - t0
+            # the model's bytes at the share 1 (each end of the rate as a share of its
+            # capacity, at the capacity in force at the interval's end)
+            m = (r0 / c0 + r1 / c1) / 2 * dt * c1 if dt > 0 else 0.0
+            if not ok1 or m <= 0:
+                continue
+            a = max(0.0, g1 - g0)
+            actual, model, secs = actual + a, model + m, secs + dt
+            pairs.append((a / m, m))
+        if secs < MIN_WINDOW_S or actual < MIN_WINDOW_BYTES or not pairs:
+            self.share, self.share_range, self.measured = 1.0, (1.0, 1.0), False
+            return
+        prior = PRIOR_S * max(rate, model / secs)
+        lo, hi = SHARE_RANGE
+        self.share = min(hi, max(lo, (actual + prior) / (model + prior)))
+        p10 = min(hi, max(lo, _weighted_pct(pairs, 0.1)))
+        p90 = min(hi, max(lo, _weighted_pct(pairs, 0.9)))
+        self.share_range = (min(p10, self.share), max(p90, self.share))
+        self.measured = True
+
+    def since_start(self) -> float | None:
+        """Bytes per second since the first sample (the bound without a throttle)."""
+        if self._first is None or not self.points:
+            return None
+        t0, g0 = self._first
+        ts, got = self.points[-1][0], self.points[-1][1]
+        return (got - g0) / (ts - t0) if ts > t0 and got > g0 else None
+
+    def _stalled(self, ts: float, received: Mapping[int, float], left: Mapping[int, float]):
+        out = []
+        busy = self._last[1] if self._last is not None else set()
+        for b in sorted(set(received) | set(left)):
+            n = float(received.get(b, 0.0))
+            prev = self._grew.get(b)
+            if b not in busy or not left.get(b) or prev is None or n > prev[0]:
+                self._grew[b] = (n, ts)
+            elif ts - prev[1] >= STALLED_AFTER_S:
+                out.append(b)
+        return out
+
+    # ---- the estimate ---------------------------------------------------------------------
+
+    def _estimate(
+        self,
+        ts: float,
+        received: Mapping[int, float],
+        left: Mapping[int, float],
+        inflight: Mapping[int, int],
+        cap: float | None,
+        tail: float,
+        flows: list[Flow],
+        caps: Caps | None,
+        rest_bytes: float,
+    ) -> tuple[float | None, str | None]:
+        self.low = self.high = self.bound = None
+        bytes_left = float(sum(left.values()))
+        stalled = self._stalled(ts, received, left)
+        if bytes_left <= 0 and not any(inflight.values()):
+            self.low = self.high = 0.0
+            return 0.0, None
+        if bytes_left <= 0:  # every byte in: the completion lag counts down
+            self.low = self.high = tail
+            return tail, None
+        if stalled:
+            return None, "broker(s) " + ", ".join(
+                map(str, stalled)
+            ) + " took in nothing in the window"
+        if not flows:
+            return None, "no moves to estimate"
+        capacity = float(cap) if cap else float(PRIOR_BPS)
+        caps = caps or Caps()
+        fc = simulate(flows, capacity * self.share, caps, tail, rest_bytes)
+        if not math.isfinite(fc.seconds):
+            return None, "no bytes can move (a throttle of 0?)"
+        lo_s, hi_s = self.share_range
+
+        def at(share: float) -> float:
+            return fc.seconds - fc.copy_s + fc.copy_s * self.share / share
+
+        eta = fc.seconds
+        low, high = at(hi_s), at(lo_s)
+        low = min(low, eta * (1 - SPREAD_FLOOR))
+        high = max(high, eta * (1 + SPREAD_FLOOR))
+        why = fc.bottleneck or "at the run's rate"
+        if self.changed:
+            why = f"{why}, at the new throttle (no rate measured since it changed)"
+        elif not self.measured:
+            why = f"{why}, at the throttle (no rate measured yet)" if cap else why
+        steps_left = sum(len(f.steps) for f in flows)
+        floor_rate = BOUND_SHARE * cap if cap else None
+        if floor_rate is None and (since := self.since_start()):
+            floor_rate = BOUND_SHARE * since  # no throttle: half the rate since the start
+        if floor_rate:
+            self.bound = (bytes_left + rest_bytes) / floor_rate + tail * (steps_left + 1)
+            if eta > self.bound:
+                if cap and self.measured and self.share < BOUND_SHARE:
+                    why = (
+                        f"{why}; the brokers copy at {self.share:.0%} of the throttle "
+                        "(measured), beyond the throttle's bound"
+                    )
+                else:
+                    eta = self.bound
+                    why = f"at the bound: the bytes left at {BOUND_SHARE:.0%} of the " + (
+                        "throttle" if cap else "rate since the start"
+                    )
+                    high = max(min(high, self.bound), eta)
+                    low = min(low, eta)
+        self.low, self.high = low, high
+        return eta, why
+
+    def fields(self) -> dict[str, Any]:
+        """The sample event's figures beside ``eta_s``: the range and the finish times (the
+        one ETA every front end shows), the bound and the measured share of the throttle."""
+        if self.eta is None:
+            return {"eta_range_s": None, "finish_ts": None, "finish_range_ts": None}
+        low = self.eta if self.low is None else self.low
+        high = self.eta if self.high is None else self.high
+        return {
+            "eta_range_s": [round(low, 1), round(high, 1)],
+            "finish_ts": round(self.ts + self.eta, 1),
+            "finish_range_ts": [round(self.ts + low, 1), round(self.ts + high, 1)],
+            "eta_bound_s": None if self.bound is None else round(self.bound, 1),
+            "throttle_share": round(self.share, 3) if self.measured else None,
+        }
+
+
+def window_rates(
+    history: Sequence[tuple[float, Mapping[int, float], Mapping[int, float]]],
+    now: tuple[float, Mapping[int, float], Mapping[int, float]],
+    window_s: float,
+) -> tuple[dict[int, float], float | None]:
+    """(rate per broker, plan rate) at ``now`` = (ts, received per broker, busy seconds per
+    broker), since the oldest point of ``history`` within ``window_s``: a broker's received
+    bytes over its busy seconds (for display; shown only over ``MIN_WINDOW_S`` busy), the
+    plan's over the wall seconds. ({}, None) without one."""
+    ts, received, busy = now
+    ref = next((h for h in history if h[0] < ts and ts - h[0] <= window_s), None)
+    if ref is None:
+        return {}, None
+    dt = ts - ref[0]
+    rates = {}
+    for b, n in received.items():
+        got = n - ref[1].get(b, 0.0)
+        spent = busy.get(b, 0.0) - ref[2].get(b, 0.0)
+        if got > 0 and spent >= min(MIN_WINDOW_S, dt):
+            rates[b] = got / spent
+    total = (sum(received.values()) - sum(ref[1].values())) / dt
+    return rates, max(0.0, total)
