@@ -211,11 +211,27 @@ class SimCluster:
             for b in sp.target:
                 if b not in sp.isr and b not in self.down:
                     streams.append((sp, b))
-        for (sp, b), rate in zip(streams, self._stream_rates(streams, dt), strict=True):
-            sp.copied[b] = sp.copied.get(b, 0.0) + rate * dt
-            if sp.copied[b] >= sp.size_bytes:
-                sp.copied[b] = float(sp.size_bytes)
-                sp.isr.append(b)
+        # a stream that ends within the tick leaves its share to the others for the rest of
+        # it (a tick is split where one ends: the model is fluid, not a tick's granularity)
+        left_dt = dt
+        for _ in range(len(streams) + 1):
+            if not streams or left_dt <= 1e-12:
+                break
+            rates = self._stream_rates(streams, left_dt)
+            step = left_dt
+            for (sp, b), rate in zip(streams, rates, strict=True):
+                if rate > 0:
+                    step = min(step, (sp.size_bytes - sp.copied.get(b, 0.0)) / rate)
+            step = max(step, 0.0)
+            for (sp, b), rate in zip(streams, rates, strict=True):
+                sp.copied[b] = sp.copied.get(b, 0.0) + rate * step
+                if sp.copied[b] >= sp.size_bytes - 1e-6:
+                    sp.copied[b] = float(sp.size_bytes)
+                    sp.isr.append(b)
+            if self.quota_windows and step < left_dt:  # the quota was charged for left_dt
+                self._refund(streams, rates, left_dt - step)
+            streams = [(sp, b) for sp, b in streams if b not in sp.isr]
+            left_dt -= step
         for sp in moving:
             if sp.target is not None and all(b in sp.isr for b in sp.target):
                 self._finish(sp)
@@ -261,6 +277,14 @@ class SimCluster:
                 if src in out_cap and (w := self._quota_out.get(src)) is not None:
                     w.record(r * dt)
         return rates
+
+    def _refund(self, streams: list, rates: list[float], unused: float) -> None:
+        """Give back the quota charged for the part of a tick not yet played."""
+        for (sp, b), r in zip(streams, rates, strict=True):
+            for store, end in ((self._quota, b), (self._quota_out, sp.leader)):
+                w = store.get(end) if end is not None else None
+                if w is not None and w.wins:
+                    w.wins[-1][1] = max(0.0, w.wins[-1][1] - r * unused)
 
     def _cap(self, broker: int, inbound: bool, throttled: bool, dt: float) -> float | None:
         """What one end of a broker allows now (bytes/s); None: unbounded (an outbound end

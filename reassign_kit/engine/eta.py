@@ -35,9 +35,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..cluster.quota import fair_share
+from ..errors import ReassignKitError
 from ..model import TopicPartition
 from .moves import MoveIndex, MoveState, MoveStatus
 from .schedule import Caps, Item, decide
+from .steps import plan_steps
 
 ETA_WINDOW_S = 60.0
 # a broker with bytes in flight to it that took in nothing for this long is stalled (before:
@@ -110,13 +112,11 @@ def _steps_after(ms: MoveState, k: int) -> list[tuple[int, ...]]:
     """New brokers of each step after the ``k``-th (1-based; 0 = from the original)."""
     if not ms.steps:
         return [_new(ms.move.replicas, ms.original)] if k == 0 else []
-    out = []
-    for i in range(k, len(ms.steps)):
-        prev = ms.steps[i - 1] if i >= 1 else ms.original
-        nb = _new(ms.steps[i], prev)
-        if nb:
-            out.append(nb)
-    return out
+    # a step that only drops replicas copies nothing but still costs a completion
+    return [
+        _new(ms.steps[i], ms.steps[i - 1] if i >= 1 else ms.original)
+        for i in range(k, len(ms.steps))
+    ]
 
 
 def _moving(ms: MoveState, copied: Mapping[tuple[TopicPartition, int], int]) -> Flow:
@@ -134,15 +134,25 @@ def _added(ms: MoveState) -> list[int]:
 def _pending(ms: MoveState, r: int | None) -> Flow:
     """A queued move: its current replicas are not known before it starts, but its item says
     which brokers it adds and removes; the leader it will read from is guessed among those
-    it leaves (exact for one replica). Steps: ``r`` new replicas at a time (KIP-435)."""
-    added = _added(ms)
-    removed = sorted(ms.item.brokers - set(ms.move.replicas))
-    kept = [b for b in ms.move.replicas if b not in ms.item.brokers]
-    src = removed[0] if removed else (kept[0] if kept else None)
-    if r is None or r >= len(added):
-        steps = [tuple(added)] if added else []
+    it leaves (exact for one replica). Steps: KIP-435's (``steps.plan_steps``) with ``r``
+    from that guess, at min.insync.replicas 1."""
+    target = tuple(ms.move.replicas)
+    removed = sorted(ms.item.brokers - set(target))
+    kept = [b for b in target if b not in ms.item.brokers]
+    current = tuple(removed + kept)
+    src = current[0] if current else None
+    added = tuple(b for b in target if b in ms.item.brokers)
+    if r is None or not current:
+        steps = [added] if added or removed else []
     else:
-        steps = [tuple(added[i : i + r]) for i in range(0, len(added), r)]
+        try:
+            planned = plan_steps(current, target, r)
+        except ReassignKitError:
+            planned = [target]
+        steps, prev = [], current
+        for tr in planned:
+            steps.append(_new(tr, prev))
+            prev = tr
     return Flow(ms.tp, ms.item, src, float(ms.item.size_bytes), steps, "pending")
 
 
@@ -170,6 +180,80 @@ def _caps_of(flows: Iterable[Flow], capacity: float) -> tuple[dict, dict]:
     return dict.fromkeys(brokers_out, capacity), dict.fromkeys(brokers_in, capacity)
 
 
+QUOTA_WINDOW_S = 11.0  # Kafka's replication.quota.window.num x .size.seconds
+QUOTA_IN_FORECAST = False
+
+
+class _Ends:
+    """The broker ends of the streams in a simulation, with Kafka's windowed quota as a
+    fluid credit (``cluster.quota.Windows``' rule): an end may move ``burst`` bytes/s while
+    it has credit, else ``limit``; the credit shrinks by what it moves above the limit,
+    grows by the limit while it moves less (an idle end too), is at most the windows' worth
+    and falls back to one second's after the windows' length of idleness. Without
+    ``credit`` an end is a plain rate cap at ``limit``."""
+
+    def __init__(self, limit: float, credit: Mapping | None, burst: float):
+        self.limit, self.burst = limit, max(burst, limit)
+        self.credit = dict(credit) if credit is not None else None
+        self.idle: dict[tuple[str, int], float] = {}
+
+    def caps(self, ends: Iterable[tuple[str, int]]) -> tuple[dict, dict]:
+        out_cap: dict = {}
+        in_cap: dict = {}
+        for e in ends:
+            c = self.limit
+            if self.credit is not None and self.credit.get(e, self.limit) > 1e-6:
+                c = self.burst
+            (out_cap if e[0] == "o" else in_cap)[e[1]] = c
+        return out_cap, in_cap
+
+    def until_spent(self, used: Mapping[tuple[str, int], float]) -> float:
+        """Seconds until an end moving above the limit has spent its credit."""
+        if self.credit is None:
+            return math.inf
+        t = math.inf
+        for e, r in used.items():
+            c = self.credit.get(e, self.limit)
+            if c > 1e-6 and r > self.limit:
+                t = min(t, c / (r - self.limit))
+        return t
+
+    def advance(self, used: Mapping[tuple[str, int], float], dt: float) -> None:
+        if self.credit is None:
+            return
+        top = self.limit * QUOTA_WINDOW_S
+        for e in set(self.credit) | set(used):
+            r = used.get(e, 0.0)
+            c = self.credit.get(e, self.limit)
+            if r > 0:
+                self.idle[e] = 0.0
+                c = c + (self.limit - r) * dt
+            else:
+                self.idle[e] = self.idle.get(e, 0.0) + dt
+                c = self.limit if self.idle[e] > QUOTA_WINDOW_S else c + self.limit * dt
+            self.credit[e] = min(top, max(0.0, c))
+
+
+def _used(ends: Sequence[tuple[int | None, int]], rates: Sequence[float]) -> dict:
+    used: dict[tuple[str, int], float] = {}
+    for (s, b), r in zip(ends, rates, strict=True):
+        if not math.isfinite(r):
+            continue
+        used[("i", b)] = used.get(("i", b), 0.0) + r
+        if s is not None:
+            used[("o", s)] = used.get(("o", s), 0.0) + r
+    return used
+
+
+def _all_ends(ends: Iterable[tuple[int | None, int]]) -> set[tuple[str, int]]:
+    out = set()
+    for s, b in ends:
+        out.add(("i", b))
+        if s is not None:
+            out.add(("o", s))
+    return out
+
+
 def model_rate(flows: Sequence[Flow], capacity: float) -> float:
     """The model's rate (bytes/s) of the streams in flight now, at ``capacity`` per end."""
     streams = [(f.src, b) for f in flows if f.state == "moving" for b, n in f.left.items() if n > 0]
@@ -179,36 +263,109 @@ def model_rate(flows: Sequence[Flow], capacity: float) -> float:
     return float(sum(r for r in fair_share(streams, out_cap, in_cap) if math.isfinite(r)))
 
 
+# the streams in flight: (source, target, bytes left, partition)
+Snapshot = list[tuple[int | None, int, float, TopicPartition]]
+
+
+def snapshot_of(flows: Sequence[Flow]) -> Snapshot:
+    return [
+        (f.src, b, n, f.tp)
+        for f in flows
+        if f.state == "moving"
+        for b, n in f.left.items()
+        if n > 0
+    ]
+
+
+def new_rate(snap: Snapshot, old: frozenset, capacity: float) -> float:
+    """The model's rate, in ``snap``, of the streams not in ``old`` (started since)."""
+    ends = [(s, b) for s, b, _, _ in snap]
+    if not ends:
+        return 0.0
+    out_cap = {s: capacity for s, _ in ends if s is not None}
+    in_cap = {b: capacity for _, b in ends}
+    rates = fair_share(ends, out_cap, in_cap)
+    return sum(r for (_, b, _, tp), r in zip(snap, rates, strict=True) if (tp, b) not in old)
+
+
+def model_bytes(
+    snap: Snapshot,
+    capacity: float,
+    seconds: float,
+    credit: Mapping | None = None,
+    burst: float = 0.0,
+) -> float:
+    """The bytes the model moves in ``seconds`` from the streams ``snap``, none starting:
+    a stream that ends leaves its share to the others (at ``capacity`` per end, with the
+    quota's ``credit`` per end when given)."""
+    left = [n for _, _, n, _ in snap]
+    ends = [(s, b) for s, b, _, _ in snap]
+    q = _Ends(capacity, credit, burst)
+    moved, t = 0.0, 0.0
+    for _ in range(4 * len(snap) + 8):
+        live = [k for k, n in enumerate(left) if n > 0]
+        if not live or t >= seconds - 1e-9:
+            break
+        live_ends = [ends[k] for k in live]
+        out_cap, in_cap = q.caps(_all_ends(live_ends))
+        rates = fair_share(live_ends, out_cap, in_cap)
+        used = _used(live_ends, rates)
+        step = min(
+            [seconds - t, q.until_spent(used)]
+            + [left[k] / r for k, r in zip(live, rates, strict=True) if r > 0]
+        )
+        for k, r in zip(live, rates, strict=True):
+            d = min(left[k], r * step)
+            left[k] -= d
+            moved += d
+            if left[k] <= 1e-6:
+                left[k] = 0.0
+        q.advance(used, step)
+        t += step
+    return moved
+
+
 def simulate(
     flows: Sequence[Flow],
     capacity: float,
     caps: Caps,
     lag: float,
     rest_bytes: float = 0.0,
+    poll: float = 0.0,
+    credit: Mapping | None = None,
+    burst: float = 0.0,
 ) -> Forecast:
     """Seconds until every flow completes, each broker end at ``capacity`` bytes/s, the
     queued flows admitted by ``schedule.decide`` under ``caps``, each step completing
-    ``lag`` after its last byte. Bounded: at most ``MAX_EVENTS`` steps (larger plans advance
-    in coarser ones); ``rest_bytes`` (queued moves not simulated) are added in proportion."""
-    out_cap, in_cap = _caps_of(flows, capacity)
-    active: list[Flow] = []
-    ready: list[Flow] = []
-    pending = [f for f in flows if f.state == "pending"]
+    ``lag`` after its last byte, as the run sees it: at one of its polls (every ``poll``
+    seconds from now; half a poll of the lag is that wait). Bounded: at most ``MAX_EVENTS``
+    steps (larger plans advance in coarser ones); ``rest_bytes`` (queued moves not
+    simulated) are added in proportion. ``credit``: the quota's credit per broker end now
+    (``_Ends``; None: the throttle is a plain cap), ``burst`` the rate while it lasts."""
+    q = _Ends(capacity, credit, burst)
+    # the lag beyond the wait for a poll; never none: the follower joining the ISR and the
+    # controller ending the reassignment take a moment, so a copy ending right at a poll
+    # is seen at the next one
+    extra = max(0.0, lag - poll / 2) if poll > 0 else lag
+
+    def seen(x: float) -> float:
+        return math.ceil(x / poll - 1e-9) * poll if poll > 0 else x
+
+    copies = [_copy(f) for f in flows]
+    active = [f for f in copies if f.state == "moving"]
+    ready = [f for f in copies if f.state == "ready"]
+    pending = [f for f in copies if f.state == "pending"]
     done_at: list[tuple[float, int, Flow]] = []  # bytes all in: completes at
+    scheduled: set[int] = set()
     seq = 0
     t = copy_s = 0.0
-    for f in flows:
-        f = _copy(f)
-        if f.state == "moving":
-            active.append(f)
-        elif f.state == "ready":
-            ready.append(f)
     total_left = sum(n for f in active for n in f.left.values())
     total_left += sum(f.size * sum(len(s) for s in f.steps) for f in ready + pending)
     for f in active:
         if not any(f.left.values()):
             seq += 1
-            heapq.heappush(done_at, (max(0.0, lag - f.full_s), seq, f))
+            scheduled.add(id(f))
+            heapq.heappush(done_at, (seen(max(1e-6, extra - f.full_s)), seq, f))
     load: dict[tuple[str, int], float] = {}
     for f in active + ready + pending:
         for i, st in enumerate(f.steps):
@@ -221,16 +378,25 @@ def simulate(
     bottleneck = max(load, key=lambda k: (load[k], k[0] == "i")) if load else None
     horizon = total_left / max(capacity, 1.0) + lag
     min_dt = horizon / MAX_EVENTS
-    pending_q = list(pending)
     for _ in range(MAX_EVENTS * 4):
-        _admit(active, ready, pending_q, caps)
+        _admit(active, ready, pending, caps)
+        for f in active:
+            if id(f) not in scheduled and not any(f.left.values()):  # a step copying nothing
+                seq += 1
+                scheduled.add(id(f))
+                heapq.heappush(done_at, (seen(t + max(extra, 1e-6)), seq, f))
         copying = [(f, b) for f in active for b, n in f.left.items() if n > 0]
         if not copying and not done_at:
             break
         dt = math.inf
         rates: list[float] = []
+        used: dict[tuple[str, int], float] = {}
         if copying:
-            rates = fair_share([(f.src, b) for f, b in copying], out_cap, in_cap)
+            ends = [(f.src, b) for f, b in copying]
+            out_cap, in_cap = q.caps(_all_ends(ends))
+            rates = fair_share(ends, out_cap, in_cap)
+            used = _used(ends, rates)
+            dt = q.until_spent(used)
             for (f, b), r in zip(copying, rates, strict=True):
                 if r > 0:
                     dt = min(dt, f.left[b] / r)
@@ -239,16 +405,20 @@ def simulate(
         if not math.isfinite(dt):
             return Forecast(math.inf, math.inf, _name(bottleneck))
         dt = max(dt, min_dt if copying else 0.0)
+        q.advance(used, dt)
         if copying:
             copy_s += dt
             for (f, b), r in zip(copying, rates, strict=True):
-                f.left[b] = max(0.0, f.left[b] - r * dt) if f.left[b] - r * dt > 1e-6 else 0.0
-                if not any(f.left.values()):
+                f.left[b] = f.left[b] - r * dt if f.left[b] - r * dt > 1e-6 else 0.0
+            for f, _ in copying:
+                if id(f) not in scheduled and not any(f.left.values()):
                     seq += 1
-                    heapq.heappush(done_at, (t + dt + lag, seq, f))
+                    scheduled.add(id(f))
+                    heapq.heappush(done_at, (seen(t + dt + extra), seq, f))
         t += dt
         while done_at and done_at[0][0] <= t + 1e-9:
             _, _, f = heapq.heappop(done_at)
+            scheduled.discard(id(f))
             active.remove(f)
             f.steps = f.steps[1:]
             if f.steps:
@@ -318,10 +488,12 @@ class RunEta:
     """A run's ETA from its own counters and moves (no Admin call of its own). ``update``
     once per sample; see the module docstring."""
 
-    def __init__(self, window_s: float = ETA_WINDOW_S):
+    def __init__(self, window_s: float = ETA_WINDOW_S, poll_s: float = 0.0):
         self.window_s = window_s
-        # (ts, bytes received in all, the model's rate then, capacity then, measurable)
-        self.points: list[tuple[float, float, float, float, bool]] = []
+        self.poll_s = poll_s  # the run sees completions at its polls
+        # (ts, bytes received in all, the model's rate then, capacity then, measurable, the
+        # streams in flight then, and what they had left)
+        self.points: list[tuple] = []
         self.history: list[tuple[float, dict[int, float], dict[int, float]]] = []
         self.busy: dict[int, float] = {}  # seconds each broker had a move in flight
         self._last: tuple[float, set[int]] | None = None
@@ -331,6 +503,10 @@ class RunEta:
         self._changed_ts = -math.inf  # the last sample before the change
         self.changed = False  # the throttle changed and no interval after it was measured
         self._first: tuple[float, float] | None = None
+        self._sent: dict[int, float] = {}  # bytes each source sent (its streams' progress)
+        self._copied: dict[tuple[TopicPartition, int], tuple[int | None, float, float]] = {}
+        self._ends: list[tuple[float, dict, frozenset]] = []  # (ts, bytes per end, busy ends)
+        self._cap: float | None = None
         self.total_rate: float | None = None
         self.rates: dict[int, float] = {}
         self.share = 1.0
@@ -381,12 +557,73 @@ class RunEta:
             tp: t for tp, t in self._full_since.items() if any(f.tp == tp for f in flows)
         }
         capacity = float(cap) if cap else float(PRIOR_BPS)
-        self._measure(ts, float(sum(received.values())), model_rate(flows, capacity), capacity)
+        streams = frozenset((f.tp, b) for f in flows if f.state == "moving" for b in f.left)
+        rate = model_rate(flows, capacity)
+        self._count_ends(ts, received, flows)
+        self._cap = cap
+        self._measure(
+            ts,
+            float(sum(received.values())),
+            rate,
+            capacity,
+            streams,
+            snapshot_of(flows),
+            self.credits(capacity) if cap and QUOTA_IN_FORECAST else None,
+        )
         eta, why = self._estimate(ts, received, left, inflight, cap, tail, flows, caps, rest_bytes)
         self.eta = eta
         return eta, why, dict(self.rates)
 
     # ---- measurement ----------------------------------------------------------------------
+
+    def _count_ends(self, ts: float, received: Mapping[int, float], flows: list[Flow]) -> None:
+        """Bytes through each broker end so far (a target's: ``received``; a source's: what
+        its streams copied, a stream gone since counted whole) and the ends busy now: what
+        Kafka's quota windows held (``credits``)."""
+        now: dict[tuple[TopicPartition, int], tuple[int | None, float, float]] = {}
+        busy: set[tuple[str, int]] = set()
+        for f in flows:
+            if f.state != "moving":
+                continue
+            for b, n in f.left.items():
+                got = f.size - n
+                was = self._copied.get((f.tp, b))
+                if f.src is not None:
+                    self._sent[f.src] = self._sent.get(f.src, 0.0) + max(
+                        0.0, got - (was[1] if was else 0.0)
+                    )
+                now[(f.tp, b)] = (f.src, got, f.size)
+                if n > 0:
+                    busy.add(("i", b))
+                    if f.src is not None:
+                        busy.add(("o", f.src))
+        for key, (src, got, size) in self._copied.items():
+            if key not in now and src is not None:
+                self._sent[src] = self._sent.get(src, 0.0) + max(0.0, size - got)
+        self._copied = now
+        counters = {("i", b): float(n) for b, n in received.items()}
+        counters.update({("o", s): n for s, n in self._sent.items()})
+        self._ends.append((ts, counters, frozenset(busy)))
+        self._ends = [p for p in self._ends if p[0] >= ts - QUOTA_WINDOW_S - 1.0]
+
+    def credits(self, limit: float) -> dict[tuple[str, int], float]:
+        """Each busy end's quota credit now at ``limit`` (``_Ends``): the limit over the
+        time since the earliest sample within the windows at which it was busy, less the
+        bytes it moved since."""
+        if not self._ends:
+            return {}
+        ts, counters, _ = self._ends[-1]
+        out: dict[tuple[str, int], float] = {}
+        for t0, c0, busy in self._ends:
+            if ts - t0 > QUOTA_WINDOW_S:
+                continue
+            for e in busy:
+                if e in out:
+                    continue
+                span = max(1.0, ts - t0)
+                moved = counters.get(e, 0.0) - c0.get(e, 0.0)
+                out[e] = min(limit * QUOTA_WINDOW_S, max(0.0, limit * span - moved))
+        return out
 
     def _busy(self, ts: float, inflight: Mapping[int, int]) -> None:
         if self._last is not None:
@@ -403,34 +640,53 @@ class RunEta:
         self.history = [h for h in self.history if h[0] >= ts - 2 * self.window_s]
         return rates, total
 
-    def _measure(self, ts: float, got: float, rate: float, capacity: float) -> None:
+    def _measure(
+        self,
+        ts: float,
+        got: float,
+        rate: float,
+        capacity: float,
+        streams: frozenset,
+        snap: Snapshot,
+        credit: Mapping | None = None,
+    ) -> None:
         """The share of the throttle achieved over the window: bytes received against the
-        model's bytes for the streams in flight at its samples (trapezoid between two)."""
+        model's bytes for the streams in flight at its samples (trapezoid between two).
+        Intervals in which no stream started or ended count alone when they cover enough
+        (a move starting or ending between samples leaves the model's bytes unknown);
+        else every interval does."""
         if self._first is None:
             self._first = (ts, got)
         ok = not self._straddles  # the interval ending now holds a throttle change
         self._straddles = False
-        self.points.append((ts, got, rate, capacity, ok))
+        self.points.append((ts, got, rate, capacity, ok, streams, snap, credit))
         self.points = [p for p in self.points if p[0] >= ts - self.window_s]
         if ok and self.changed and len(self.points) >= 2 and self.points[-2][0] > self._changed_ts:
             self.changed = False  # an interval wholly after the change
-        pairs: list[tuple[float, float]] = []
-        actual = model = secs = 0.0
-        for (t0, g0, r0, c0, _), (t1, g1, r1, c1, ok1) in zip(
+        every: list[tuple[float, float, float, bool]] = []  # (actual, model, seconds, clean)
+        for (t0, g0, _, c0, _, s0, snap0, q0), (t1, g1, _, c1, ok1, s1, snap1, _) in zip(
             self.points, self.points[1:], strict=False
         ):
             dt = t1 - t0
-            # the model's bytes at the share 1 (each end of the rate as a share of its
-            # capacity, at the capacity in force at the interval's end)
-            m = (r0 / c0 + r1 / c1) / 2 * dt * c1 if dt > 0 else 0.0
-            if not ok1 or m <= 0:
+            if dt <= 0 or not ok1:
                 continue
-            a = max(0.0, g1 - g0)
-            actual, model, secs = actual + a, model + m, secs + dt
-            pairs.append((a / m, m))
-        if secs < MIN_WINDOW_S or actual < MIN_WINDOW_BYTES or not pairs:
+            # the model's bytes at the share 1: the streams of its start played for the
+            # interval, plus those that started in it for half of it at their end rate
+            clean = s0 == s1
+            m = model_bytes(snap0, c0, dt, q0, PRIOR_BPS)
+            if not clean:
+                m += new_rate(snap1, s0, c1) * dt / 2
+            if m > 0:
+                every.append((max(0.0, g1 - g0), m, dt, clean))
+        clean = [x for x in every if x[3]]
+        use = clean if sum(x[2] for x in clean) >= MIN_WINDOW_S else every
+        actual = sum(x[0] for x in use)
+        model = sum(x[1] for x in use)
+        secs = sum(x[2] for x in use)
+        if secs < MIN_WINDOW_S or actual < MIN_WINDOW_BYTES or not use:
             self.share, self.share_range, self.measured = 1.0, (1.0, 1.0), False
             return
+        pairs = [(a / m, m) for a, m, _, _ in use]
         prior = PRIOR_S * max(rate, model / secs)
         lo, hi = SHARE_RANGE
         self.share = min(hi, max(lo, (actual + prior) / (model + prior)))
@@ -490,7 +746,17 @@ class RunEta:
             return None, "no moves to estimate"
         capacity = float(cap) if cap else float(PRIOR_BPS)
         caps = caps or Caps()
-        fc = simulate(flows, capacity * self.share, caps, tail, rest_bytes)
+        limit = capacity * self.share
+        fc = simulate(
+            flows,
+            limit,
+            caps,
+            tail,
+            rest_bytes,
+            self.poll_s,
+            self.credits(limit) if cap and QUOTA_IN_FORECAST else None,
+            PRIOR_BPS,
+        )
         if not math.isfinite(fc.seconds):
             return None, "no bytes can move (a throttle of 0?)"
         lo_s, hi_s = self.share_range

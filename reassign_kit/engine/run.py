@@ -134,7 +134,7 @@ class Run:
         # plan, once) and have received by completed steps (counted as they complete)
         self._inbound_total: dict[int, int] = {}
         self._inbound_landed: dict[int, int] = {}
-        self._eta = RunEta()
+        self._eta = RunEta(poll_s=self.options.poll_interval_ms / 1000)
         # from a move's last byte (as a sample saw it) to its completion: added to the ETA
         self._full_at: dict[TopicPartition, float] = {}
         self._lags: list[float] = []
