@@ -54,6 +54,8 @@ SHARE_RANGE = (0.05, 20.0)  # a measured share outside this is clipped
 SPREAD_FLOOR = 0.08  # the interval is at least this share either side of the ETA
 SIM_PENDING = 300  # queued moves simulated one by one; the rest in proportion
 MAX_EVENTS = 400  # steps of one simulation (larger plans advance in coarser steps)
+WORK_BUDGET = 200_000  # streams x steps of one simulation
+MAX_STEPS_MEASURE = 50  # steps of the model's bytes over one interval
 
 
 @dataclass
@@ -180,80 +182,6 @@ def _caps_of(flows: Iterable[Flow], capacity: float) -> tuple[dict, dict]:
     return dict.fromkeys(brokers_out, capacity), dict.fromkeys(brokers_in, capacity)
 
 
-QUOTA_WINDOW_S = 11.0  # Kafka's replication.quota.window.num x .size.seconds
-QUOTA_IN_FORECAST = False
-
-
-class _Ends:
-    """The broker ends of the streams in a simulation, with Kafka's windowed quota as a
-    fluid credit (``cluster.quota.Windows``' rule): an end may move ``burst`` bytes/s while
-    it has credit, else ``limit``; the credit shrinks by what it moves above the limit,
-    grows by the limit while it moves less (an idle end too), is at most the windows' worth
-    and falls back to one second's after the windows' length of idleness. Without
-    ``credit`` an end is a plain rate cap at ``limit``."""
-
-    def __init__(self, limit: float, credit: Mapping | None, burst: float):
-        self.limit, self.burst = limit, max(burst, limit)
-        self.credit = dict(credit) if credit is not None else None
-        self.idle: dict[tuple[str, int], float] = {}
-
-    def caps(self, ends: Iterable[tuple[str, int]]) -> tuple[dict, dict]:
-        out_cap: dict = {}
-        in_cap: dict = {}
-        for e in ends:
-            c = self.limit
-            if self.credit is not None and self.credit.get(e, self.limit) > 1e-6:
-                c = self.burst
-            (out_cap if e[0] == "o" else in_cap)[e[1]] = c
-        return out_cap, in_cap
-
-    def until_spent(self, used: Mapping[tuple[str, int], float]) -> float:
-        """Seconds until an end moving above the limit has spent its credit."""
-        if self.credit is None:
-            return math.inf
-        t = math.inf
-        for e, r in used.items():
-            c = self.credit.get(e, self.limit)
-            if c > 1e-6 and r > self.limit:
-                t = min(t, c / (r - self.limit))
-        return t
-
-    def advance(self, used: Mapping[tuple[str, int], float], dt: float) -> None:
-        if self.credit is None:
-            return
-        top = self.limit * QUOTA_WINDOW_S
-        for e in set(self.credit) | set(used):
-            r = used.get(e, 0.0)
-            c = self.credit.get(e, self.limit)
-            if r > 0:
-                self.idle[e] = 0.0
-                c = c + (self.limit - r) * dt
-            else:
-                self.idle[e] = self.idle.get(e, 0.0) + dt
-                c = self.limit if self.idle[e] > QUOTA_WINDOW_S else c + self.limit * dt
-            self.credit[e] = min(top, max(0.0, c))
-
-
-def _used(ends: Sequence[tuple[int | None, int]], rates: Sequence[float]) -> dict:
-    used: dict[tuple[str, int], float] = {}
-    for (s, b), r in zip(ends, rates, strict=True):
-        if not math.isfinite(r):
-            continue
-        used[("i", b)] = used.get(("i", b), 0.0) + r
-        if s is not None:
-            used[("o", s)] = used.get(("o", s), 0.0) + r
-    return used
-
-
-def _all_ends(ends: Iterable[tuple[int | None, int]]) -> set[tuple[str, int]]:
-    out = set()
-    for s, b in ends:
-        out.add(("i", b))
-        if s is not None:
-            out.add(("o", s))
-    return out
-
-
 def model_rate(flows: Sequence[Flow], capacity: float) -> float:
     """The model's rate (bytes/s) of the streams in flight now, at ``capacity`` per end."""
     streams = [(f.src, b) for f in flows if f.state == "moving" for b, n in f.left.items() if n > 0]
@@ -288,39 +216,29 @@ def new_rate(snap: Snapshot, old: frozenset, capacity: float) -> float:
     return sum(r for (_, b, _, tp), r in zip(snap, rates, strict=True) if (tp, b) not in old)
 
 
-def model_bytes(
-    snap: Snapshot,
-    capacity: float,
-    seconds: float,
-    credit: Mapping | None = None,
-    burst: float = 0.0,
-) -> float:
+def model_bytes(snap: Snapshot, capacity: float, seconds: float) -> float:
     """The bytes the model moves in ``seconds`` from the streams ``snap``, none starting:
-    a stream that ends leaves its share to the others (at ``capacity`` per end, with the
-    quota's ``credit`` per end when given)."""
+    a stream that ends leaves its share to the others (at ``capacity`` per end). Bounded:
+    at most ``MAX_STEPS_MEASURE`` steps (streams ending within one step end together)."""
     left = [n for _, _, n, _ in snap]
     ends = [(s, b) for s, b, _, _ in snap]
-    q = _Ends(capacity, credit, burst)
+    out_cap = {s: capacity for s, _ in ends if s is not None}
+    in_cap = {b: capacity for _, b in ends}
     moved, t = 0.0, 0.0
-    for _ in range(4 * len(snap) + 8):
+    min_step = seconds / MAX_STEPS_MEASURE
+    for _ in range(MAX_STEPS_MEASURE + 1):
         live = [k for k, n in enumerate(left) if n > 0]
         if not live or t >= seconds - 1e-9:
             break
-        live_ends = [ends[k] for k in live]
-        out_cap, in_cap = q.caps(_all_ends(live_ends))
-        rates = fair_share(live_ends, out_cap, in_cap)
-        used = _used(live_ends, rates)
-        step = min(
-            [seconds - t, q.until_spent(used)]
-            + [left[k] / r for k, r in zip(live, rates, strict=True) if r > 0]
-        )
+        rates = fair_share([ends[k] for k in live], out_cap, in_cap)
+        step = min([seconds - t] + [left[k] / r for k, r in zip(live, rates, strict=True) if r > 0])
+        step = min(seconds - t, max(step, min_step))
         for k, r in zip(live, rates, strict=True):
             d = min(left[k], r * step)
             left[k] -= d
             moved += d
             if left[k] <= 1e-6:
                 left[k] = 0.0
-        q.advance(used, step)
         t += step
     return moved
 
@@ -332,17 +250,15 @@ def simulate(
     lag: float,
     rest_bytes: float = 0.0,
     poll: float = 0.0,
-    credit: Mapping | None = None,
-    burst: float = 0.0,
 ) -> Forecast:
     """Seconds until every flow completes, each broker end at ``capacity`` bytes/s, the
     queued flows admitted by ``schedule.decide`` under ``caps``, each step completing
     ``lag`` after its last byte, as the run sees it: at one of its polls (every ``poll``
     seconds from now; half a poll of the lag is that wait). Bounded: at most ``MAX_EVENTS``
     steps (larger plans advance in coarser ones); ``rest_bytes`` (queued moves not
-    simulated) are added in proportion. ``credit``: the quota's credit per broker end now
-    (``_Ends``; None: the throttle is a plain cap), ``burst`` the rate while it lasts."""
-    q = _Ends(capacity, credit, burst)
+    simulated) are added in proportion. Kafka's windowed quota is not replayed: the share
+    of the throttle measured over the window holds what its bursts gave."""
+    out_cap, in_cap = _caps_of(flows, capacity)
     # the lag beyond the wait for a poll; never none: the follower joining the ISR and the
     # controller ending the reassignment take a moment, so a copy ending right at a poll
     # is seen at the next one
@@ -377,7 +293,9 @@ def simulate(
     # the end with the most bytes to pass (a receiving end first on a tie)
     bottleneck = max(load, key=lambda k: (load[k], k[0] == "i")) if load else None
     horizon = total_left / max(capacity, 1.0) + lag
-    min_dt = horizon / MAX_EVENTS
+    # at most MAX_EVENTS steps, fewer when many streams copy (the work of a step)
+    n_streams = sum(len(f.left) for f in active) + 1
+    min_dt = horizon / max(20, min(MAX_EVENTS, WORK_BUDGET // n_streams))
     for _ in range(MAX_EVENTS * 4):
         _admit(active, ready, pending, caps)
         for f in active:
@@ -390,13 +308,8 @@ def simulate(
             break
         dt = math.inf
         rates: list[float] = []
-        used: dict[tuple[str, int], float] = {}
         if copying:
-            ends = [(f.src, b) for f, b in copying]
-            out_cap, in_cap = q.caps(_all_ends(ends))
-            rates = fair_share(ends, out_cap, in_cap)
-            used = _used(ends, rates)
-            dt = q.until_spent(used)
+            rates = fair_share([(f.src, b) for f, b in copying], out_cap, in_cap)
             for (f, b), r in zip(copying, rates, strict=True):
                 if r > 0:
                     dt = min(dt, f.left[b] / r)
@@ -405,7 +318,6 @@ def simulate(
         if not math.isfinite(dt):
             return Forecast(math.inf, math.inf, _name(bottleneck))
         dt = max(dt, min_dt if copying else 0.0)
-        q.advance(used, dt)
         if copying:
             copy_s += dt
             for (f, b), r in zip(copying, rates, strict=True):
@@ -491,8 +403,8 @@ class RunEta:
     def __init__(self, window_s: float = ETA_WINDOW_S, poll_s: float = 0.0):
         self.window_s = window_s
         self.poll_s = poll_s  # the run sees completions at its polls
-        # (ts, bytes received in all, the model's rate then, capacity then, measurable, the
-        # streams in flight then, and what they had left)
+        # the latest sample: (ts, bytes received in all, the model's rate then, capacity
+        # then, the streams in flight then, what they had left)
         self.points: list[tuple] = []
         self.history: list[tuple[float, dict[int, float], dict[int, float]]] = []
         self.busy: dict[int, float] = {}  # seconds each broker had a move in flight
@@ -503,10 +415,9 @@ class RunEta:
         self._changed_ts = -math.inf  # the last sample before the change
         self.changed = False  # the throttle changed and no interval after it was measured
         self._first: tuple[float, float] | None = None
-        self._sent: dict[int, float] = {}  # bytes each source sent (its streams' progress)
-        self._copied: dict[tuple[TopicPartition, int], tuple[int | None, float, float]] = {}
-        self._ends: list[tuple[float, dict, frozenset]] = []  # (ts, bytes per end, busy ends)
-        self._cap: float | None = None
+        # per interval between two samples: (end ts, bytes received, the model's, seconds,
+        # clean: no stream started or ended in it)
+        self.intervals: list[tuple[float, float, float, float, bool]] = []
         self.total_rate: float | None = None
         self.rates: dict[int, float] = {}
         self.share = 1.0
@@ -559,71 +470,14 @@ class RunEta:
         capacity = float(cap) if cap else float(PRIOR_BPS)
         streams = frozenset((f.tp, b) for f in flows if f.state == "moving" for b in f.left)
         rate = model_rate(flows, capacity)
-        self._count_ends(ts, received, flows)
-        self._cap = cap
         self._measure(
-            ts,
-            float(sum(received.values())),
-            rate,
-            capacity,
-            streams,
-            snapshot_of(flows),
-            self.credits(capacity) if cap and QUOTA_IN_FORECAST else None,
+            ts, float(sum(received.values())), rate, capacity, streams, snapshot_of(flows)
         )
         eta, why = self._estimate(ts, received, left, inflight, cap, tail, flows, caps, rest_bytes)
         self.eta = eta
         return eta, why, dict(self.rates)
 
     # ---- measurement ----------------------------------------------------------------------
-
-    def _count_ends(self, ts: float, received: Mapping[int, float], flows: list[Flow]) -> None:
-        """Bytes through each broker end so far (a target's: ``received``; a source's: what
-        its streams copied, a stream gone since counted whole) and the ends busy now: what
-        Kafka's quota windows held (``credits``)."""
-        now: dict[tuple[TopicPartition, int], tuple[int | None, float, float]] = {}
-        busy: set[tuple[str, int]] = set()
-        for f in flows:
-            if f.state != "moving":
-                continue
-            for b, n in f.left.items():
-                got = f.size - n
-                was = self._copied.get((f.tp, b))
-                if f.src is not None:
-                    self._sent[f.src] = self._sent.get(f.src, 0.0) + max(
-                        0.0, got - (was[1] if was else 0.0)
-                    )
-                now[(f.tp, b)] = (f.src, got, f.size)
-                if n > 0:
-                    busy.add(("i", b))
-                    if f.src is not None:
-                        busy.add(("o", f.src))
-        for key, (src, got, size) in self._copied.items():
-            if key not in now and src is not None:
-                self._sent[src] = self._sent.get(src, 0.0) + max(0.0, size - got)
-        self._copied = now
-        counters = {("i", b): float(n) for b, n in received.items()}
-        counters.update({("o", s): n for s, n in self._sent.items()})
-        self._ends.append((ts, counters, frozenset(busy)))
-        self._ends = [p for p in self._ends if p[0] >= ts - QUOTA_WINDOW_S - 1.0]
-
-    def credits(self, limit: float) -> dict[tuple[str, int], float]:
-        """Each busy end's quota credit now at ``limit`` (``_Ends``): the limit over the
-        time since the earliest sample within the windows at which it was busy, less the
-        bytes it moved since."""
-        if not self._ends:
-            return {}
-        ts, counters, _ = self._ends[-1]
-        out: dict[tuple[str, int], float] = {}
-        for t0, c0, busy in self._ends:
-            if ts - t0 > QUOTA_WINDOW_S:
-                continue
-            for e in busy:
-                if e in out:
-                    continue
-                span = max(1.0, ts - t0)
-                moved = counters.get(e, 0.0) - c0.get(e, 0.0)
-                out[e] = min(limit * QUOTA_WINDOW_S, max(0.0, limit * span - moved))
-        return out
 
     def _busy(self, ts: float, inflight: Mapping[int, int]) -> None:
         if self._last is not None:
@@ -648,45 +502,38 @@ class RunEta:
         capacity: float,
         streams: frozenset,
         snap: Snapshot,
-        credit: Mapping | None = None,
     ) -> None:
         """The share of the throttle achieved over the window: bytes received against the
-        model's bytes for the streams in flight at its samples (trapezoid between two).
-        Intervals in which no stream started or ended count alone when they cover enough
-        (a move starting or ending between samples leaves the model's bytes unknown);
-        else every interval does."""
+        model's bytes at the throttle for the streams in flight (those of an interval's
+        start played for it, plus those that started in it for half of it at their rate at
+        its end). Intervals in which no stream started or ended count alone when they cover
+        ``MIN_WINDOW_S``; else every interval does."""
         if self._first is None:
             self._first = (ts, got)
         ok = not self._straddles  # the interval ending now holds a throttle change
         self._straddles = False
-        self.points.append((ts, got, rate, capacity, ok, streams, snap, credit))
-        self.points = [p for p in self.points if p[0] >= ts - self.window_s]
-        if ok and self.changed and len(self.points) >= 2 and self.points[-2][0] > self._changed_ts:
-            self.changed = False  # an interval wholly after the change
-        every: list[tuple[float, float, float, bool]] = []  # (actual, model, seconds, clean)
-        for (t0, g0, _, c0, _, s0, snap0, q0), (t1, g1, _, c1, ok1, s1, snap1, _) in zip(
-            self.points, self.points[1:], strict=False
-        ):
-            dt = t1 - t0
-            if dt <= 0 or not ok1:
-                continue
-            # the model's bytes at the share 1: the streams of its start played for the
-            # interval, plus those that started in it for half of it at their end rate
-            clean = s0 == s1
-            m = model_bytes(snap0, c0, dt, q0, PRIOR_BPS)
-            if not clean:
-                m += new_rate(snap1, s0, c1) * dt / 2
-            if m > 0:
-                every.append((max(0.0, g1 - g0), m, dt, clean))
-        clean = [x for x in every if x[3]]
-        use = clean if sum(x[2] for x in clean) >= MIN_WINDOW_S else every
-        actual = sum(x[0] for x in use)
-        model = sum(x[1] for x in use)
-        secs = sum(x[2] for x in use)
+        if self.points and ok:
+            t0, g0, _, c0, s0, snap0 = self.points[-1]
+            dt = ts - t0
+            if dt > 0:
+                m = model_bytes(snap0, c0, dt)
+                if s0 != streams:
+                    m += new_rate(snap, s0, capacity) * dt / 2
+                if m > 0:
+                    self.intervals.append((ts, max(0.0, got - g0), m, dt, s0 == streams))
+                if self.changed and t0 > self._changed_ts:
+                    self.changed = False  # an interval wholly after the change
+        self.points = [(ts, got, rate, capacity, streams, snap)]
+        self.intervals = [x for x in self.intervals if x[0] >= ts - self.window_s]
+        clean = [x for x in self.intervals if x[4]]
+        use = clean if sum(x[3] for x in clean) >= MIN_WINDOW_S else self.intervals
+        actual = sum(x[1] for x in use)
+        model = sum(x[2] for x in use)
+        secs = sum(x[3] for x in use)
         if secs < MIN_WINDOW_S or actual < MIN_WINDOW_BYTES or not use:
             self.share, self.share_range, self.measured = 1.0, (1.0, 1.0), False
             return
-        pairs = [(a / m, m) for a, m, _, _ in use]
+        pairs = [(a / m, m) for _, a, m, _, _ in use]
         prior = PRIOR_S * max(rate, model / secs)
         lo, hi = SHARE_RANGE
         self.share = min(hi, max(lo, (actual + prior) / (model + prior)))
@@ -746,17 +593,7 @@ class RunEta:
             return None, "no moves to estimate"
         capacity = float(cap) if cap else float(PRIOR_BPS)
         caps = caps or Caps()
-        limit = capacity * self.share
-        fc = simulate(
-            flows,
-            limit,
-            caps,
-            tail,
-            rest_bytes,
-            self.poll_s,
-            self.credits(limit) if cap and QUOTA_IN_FORECAST else None,
-            PRIOR_BPS,
-        )
+        fc = simulate(flows, capacity * self.share, caps, tail, rest_bytes, self.poll_s)
         if not math.isfinite(fc.seconds):
             return None, "no bytes can move (a throttle of 0?)"
         lo_s, hi_s = self.share_range
