@@ -89,7 +89,8 @@ def flows_of(
     limit: int = SIM_PENDING,
 ) -> tuple[list[Flow], int, float]:
     """The run's work left as flows: moves in flight and between steps, then the first
-    ``limit`` queued ones in run order; also how many queued moves and bytes were left out."""
+    ``limit`` queued ones in run order; also, of the queued ones left out, how many move a
+    leader (an election each) and their bytes."""
     out: list[Flow] = []
     for ms in index.iter(MoveStatus.MOVING):
         out.append(_moving(ms, copied))
@@ -102,7 +103,7 @@ def flows_of(
     rest_bytes = 0.0
     for ms in index.iter(MoveStatus.PENDING):
         if n >= limit:
-            rest += 1
+            rest += ms.item.moves_leader
             rest_bytes += ms.item.size_bytes * max(1, len(_added(ms)))
             continue
         n += 1
@@ -250,14 +251,18 @@ def simulate(
     lag: float,
     rest_bytes: float = 0.0,
     poll: float = 0.0,
+    elections: tuple[int, int] | None = None,
+    rest_leaders: int = 0,
 ) -> Forecast:
     """Seconds until every flow completes, each broker end at ``capacity`` bytes/s, the
     queued flows admitted by ``schedule.decide`` under ``caps``, each step completing
     ``lag`` after its last byte, as the run sees it: at one of its polls (every ``poll``
     seconds from now; half a poll of the lag is that wait). Bounded: at most ``MAX_EVENTS``
     steps (larger plans advance in coarser ones); ``rest_bytes`` (queued moves not
-    simulated) are added in proportion. Kafka's windowed quota is not replayed: the share
-    of the throttle measured over the window holds what its bursts gave."""
+    simulated) are added in proportion. ``elections``: (queued now, at most per poll): a
+    move that changes its preferred leader queues one when it completes, the run sends
+    them at its polls and ends once none is left. Kafka's windowed quota is not replayed:
+    the share of the throttle measured over the window holds what its bursts gave."""
     out_cap, in_cap = _caps_of(flows, capacity)
     # the lag beyond the wait for a poll; never none: the follower joining the ISR and the
     # controller ending the reassignment take a moment, so a copy ending right at a poll
@@ -265,7 +270,7 @@ def simulate(
     extra = max(0.0, lag - poll / 2) if poll > 0 else lag
 
     def seen(x: float) -> float:
-        return math.ceil(x / poll - 1e-9) * poll if poll > 0 else x
+        return math.ceil(x / poll - 1e-4) * poll if poll > 0 else x  # bytes rounding
 
     copies = [_copy(f) for f in flows]
     active = [f for f in copies if f.state == "moving"]
@@ -275,6 +280,9 @@ def simulate(
     scheduled: set[int] = set()
     seq = 0
     t = copy_s = 0.0
+    queued, per_poll = elections if elections is not None else (0, 0)
+    elect = [queued, -1, 0]  # (_elect)
+    elect_end = _elect(elect, per_poll, 0.0, poll, 0) if queued else 0.0
     total_left = sum(n for f in active for n in f.left.values())
     total_left += sum(f.size * sum(len(s) for s in f.steps) for f in ready + pending)
     for f in active:
@@ -336,10 +344,36 @@ def simulate(
             if f.steps:
                 f.state, f.left = "ready", {}
                 ready.append(f)
+            elif elections is not None and f.item.moves_leader:
+                elect_end = max(elect_end, _elect(elect, per_poll, t, poll, 1))
     if rest_bytes > 0 and total_left > 0:
-        t += copy_s * rest_bytes / total_left
-        copy_s += copy_s * rest_bytes / total_left
+        extra_s = copy_s * rest_bytes / total_left
+        copy_s += extra_s
+        if elections is not None and rest_leaders:  # their elections go out meanwhile
+            per, step = max(1, per_poll), poll if poll > 0 else 1.0
+            drain = math.ceil((elect[0] + rest_leaders) / per) * step
+            elect_end = max(elect_end, t + drain)
+        t += extra_s
+    t = max(t, elect_end)
     return Forecast(t, copy_s, _name(bottleneck))
+
+
+def _elect(state: list, per_poll: int, t: float, poll: float, more: int) -> float:
+    """``more`` elections queued at the run's poll at ``t`` (model time; a poll every
+    ``poll`` s from 0): each poll sends up to ``per_poll``, those queued at it included.
+    ``state`` = [queued, index of the last poll counted, what it may still send], kept
+    between calls. Returns when the last one queued so far is sent."""
+    step = poll if poll > 0 else 1.0
+    per = max(1, per_poll)
+    k = math.floor(t / step + 1e-6)
+    queued, last, room = state
+    if k > last:  # the polls in between sent per_poll each; this one may send per_poll
+        queued = max(0, queued - max(0, k - last - 1) * per)
+        last, room = k, per
+    queued += more
+    sent = min(queued, room)
+    state[:] = [queued - sent, last, room - sent]
+    return (k + math.ceil(state[0] / per)) * step
 
 
 def _name(res: tuple[str, int] | None) -> str | None:
@@ -418,6 +452,8 @@ class RunEta:
         # per interval between two samples: (end ts, bytes received, the model's, seconds,
         # clean: no stream started or ended in it)
         self.intervals: list[tuple[float, float, float, float, bool]] = []
+        self._elections: tuple[int, int] | None = None
+        self._rest_leaders = 0
         self.total_rate: float | None = None
         self.rates: dict[int, float] = {}
         self.share = 1.0
@@ -449,16 +485,19 @@ class RunEta:
         copied: Mapping[tuple[TopicPartition, int], int] | None = None,
         caps: Caps | None = None,
         r: int | None = None,
+        elections: tuple[int, int] | None = None,
     ) -> tuple[float | None, str | None, dict[int, float]]:
         """(eta_s, reason, rate per broker) at ``ts``. ``received`` / ``left``: bytes each
         broker's new replicas received so far / still need; ``inflight``: moves in flight to
         each broker; ``cap``: the throttle; ``tail``: the completion lag (counted down once
         every byte is in); ``moves`` / ``copied`` / ``caps`` / ``r``: the run's moves, bytes
-        each new replica holds, caps and KIP-435 R, for the simulation."""
+        each new replica holds, caps and KIP-435 R, for the simulation; ``elections``:
+        (preferred leader elections queued, at most per poll), None when the run elects
+        none."""
         self.ts = ts
         self._busy(ts, inflight)
         self.rates, self.total_rate = self._window_rates(ts, received)
-        flows, rest, rest_bytes = (
+        flows, rest_leaders, rest_bytes = (
             flows_of(moves, copied or {}, r) if moves is not None else ([], 0, 0.0)
         )
         for f in flows:
@@ -473,6 +512,8 @@ class RunEta:
         self._measure(
             ts, float(sum(received.values())), rate, capacity, streams, snapshot_of(flows)
         )
+        self._elections = elections
+        self._rest_leaders = rest_leaders
         eta, why = self._estimate(ts, received, left, inflight, cap, tail, flows, caps, rest_bytes)
         self.eta = eta
         return eta, why, dict(self.rates)
@@ -582,9 +623,12 @@ class RunEta:
         if bytes_left <= 0 and not any(inflight.values()):
             self.low = self.high = 0.0
             return 0.0, None
-        if bytes_left <= 0:  # every byte in: the completion lag counts down
-            self.low = self.high = tail
-            return tail, None
+        if bytes_left <= 0:  # every byte in: the completion lag counts down (and the
+            # elections queued go out at the polls)
+            q, per = self._elections or (0, 1)
+            end = max(tail, math.ceil(q / max(1, per)) * (self.poll_s or 1.0) if q else 0.0)
+            self.low = self.high = end
+            return end, None
         if stalled:
             return None, "broker(s) " + ", ".join(
                 map(str, stalled)
@@ -593,7 +637,16 @@ class RunEta:
             return None, "no moves to estimate"
         capacity = float(cap) if cap else float(PRIOR_BPS)
         caps = caps or Caps()
-        fc = simulate(flows, capacity * self.share, caps, tail, rest_bytes, self.poll_s)
+        fc = simulate(
+            flows,
+            capacity * self.share,
+            caps,
+            tail,
+            rest_bytes,
+            self.poll_s,
+            self._elections,
+            self._rest_leaders,
+        )
         if not math.isfinite(fc.seconds):
             return None, "no bytes can move (a throttle of 0?)"
         lo_s, hi_s = self.share_range

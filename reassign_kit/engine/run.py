@@ -1083,6 +1083,8 @@ class Run:
         eta, why, _ = self._eta.update(
             now, received, left, inflight, cap, tail,
             moves=self._index, copied=per_replica, caps=self._caps, r=self._r,
+            elections=(self._elections.pending, self._elections.per_poll)
+            if self._elections.enabled else None,
         )  # fmt: skip
         all_in = sum(total.values())
         return {
