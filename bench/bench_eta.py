@@ -19,7 +19,7 @@ The truth is the run's last ``completed`` event. The what-if's makespan (``whati
 uncalibrated: the throttle) is printed beside the actual one. Times are wall seconds; the
 machine's load average is printed with the table (the machine is shared).
 
-Usage: nice -n 10 .venv/bin/python bench/bench_eta.py [--rate 4194304] [--dir DIR]
+Usage: nice -n 10 .venv/bin/python bench/bench_eta.py [--rate 2097152] [--dir DIR]
 [--shapes 1,3]. Writes bench/out/eta.txt and bench/out/eta.json (traces).
 """
 
@@ -51,14 +51,14 @@ QUOTA_IDLE_S = 12  # Kafka's replication quota averages over 11 one-second windo
 @dataclass
 class Shape:
     name: str
-    sizes_mb: list[float]  # per partition, at a 1 MiB/s throttle (scaled with --rate)
+    sizes_mb: list[float]  # per partition: seconds at the throttle (bytes = x --rate)
     before: list[list[int]]  # replicas per partition, as broker indexes 0..3 (ids 1..4)
     after: list[list[int]]
     options: dict[str, Any] = field(default_factory=dict)
     throttle_changes: list[tuple[float, float]] = field(default_factory=list)  # (%, x rate)
 
 
-TENFOLD = [2.5, 0.25, 0.25, 2.5, 0.25, 2.5, 0.25, 0.25, 2.5, 0.25, 2.5, 0.25]
+TENFOLD = [5.0, 0.5, 0.5, 5.0, 0.5, 5.0, 0.5, 0.5, 5.0, 0.5, 5.0, 0.5]  # ~29 s at the throttle
 
 SHAPES = [
     Shape(
@@ -70,42 +70,42 @@ SHAPES = [
     ),
     Shape(
         "spread 3->3, incr 3",
-        [1.5, 0.5, 1.0, 1.5, 0.5, 1.0, 1.5, 0.5, 1.0],
+        [15.0, 5.0, 10.0, 15.0, 5.0, 10.0, 15.0, 5.0, 10.0],
         [[p % 3] for p in range(9)],
         [[1 + p % 3] for p in range(9)],
         {"batch_size": 3},
     ),
     Shape(
         "rack-to-rack (1,3 -> 2,4), incr 4",
-        [1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0],
+        [5.0, 10.0, 5.0, 10.0, 5.0, 10.0, 5.0, 10.0],
         [[(p % 2) * 2] for p in range(8)],
         [[1 + (p % 2) * 2] for p in range(8)],
         {"batch_size": 4},
     ),
     Shape(
         "batches of 3, --incremental",
-        [2.0, 0.5, 1.0, 2.0, 0.5, 1.0, 2.0, 0.5, 1.0],
+        [12.0, 3.0, 6.0, 12.0, 3.0, 6.0, 12.0, 3.0, 6.0],
         [[p % 2] for p in range(9)],
         [[2 + p % 2] for p in range(9)],
         {"batch_size": 3},
     ),
     Shape(
         "broker cap 1, incr 4",
-        [1.5, 1.5, 1.0, 1.0, 1.5, 1.0],
+        [12.0, 12.0, 8.0, 8.0, 12.0, 8.0],
         [[0], [1], [0], [1], [0], [1]],
         [[2], [3], [2], [3], [2], [3]],
         {"batch_size": 4, "max_moves_per_broker": 1},
     ),
     Shape(
         "KIP-435 steps R=1, RF2, incr 2",
-        [1.0, 1.0, 1.5, 1.0],
+        [5.0, 5.0, 7.5, 5.0],
         [[0, 1]] * 4,
         [[2, 3]] * 4,
         {"batch_size": 2, "parallel_replica_count": 1},
     ),
     Shape(
         "throttle x2 at 30%, x1 at 60%, incr 4",
-        [2.0] * 8,
+        [10.0] * 8,
         [[p % 2] for p in range(8)],
         [[2 + p % 2] for p in range(8)],
         {"batch_size": 4},
@@ -281,7 +281,7 @@ def table(rows: list[dict[str, Any]], rate: int, wall: float) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rate", type=int, default=4 * MB, help="throttle, bytes/s (data scales)")
+    ap.add_argument("--rate", type=int, default=2 * MB, help="throttle, bytes/s (data scales)")
     ap.add_argument("--dir", help="a running 4-broker sandbox with 2 racks to reuse")
     ap.add_argument("--shapes", help="comma-separated shape numbers, 1-based (default all)")
     args = ap.parse_args()
