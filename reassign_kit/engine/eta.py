@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +53,9 @@ PRIOR_BPS = 100 * 1024 * 1024  # nominal capacity of a broker end without a thro
 BOUND_SHARE = 0.5  # the ETA's bound: the bytes left at this share of the throttle
 SHARE_RANGE = (0.05, 20.0)  # a measured share outside this is clipped
 SPREAD_FLOOR = 0.08  # the interval is at least this share either side of the ETA
+# the range of the share before it is measured: a broker that idled takes in a burst above
+# the throttle (Kafka's quota averages over 11 s), a loaded one stays below it
+PRIOR_RANGE = (0.75, 1.5)
 SIM_PENDING = 300  # queued moves simulated one by one; the rest in proportion
 MAX_EVENTS = 400  # steps of one simulation (larger plans advance in coarser steps)
 WORK_BUDGET = 200_000  # streams x steps of one simulation
@@ -72,6 +76,7 @@ class Flow:
     state: str  # moving | ready | pending
     left: dict[int, float] = field(default_factory=dict)
     full_s: float = 0.0
+    start_at: float = 0.0  # model time its step starts copying (submitted a gap after)
 
 
 def _new(step: Sequence[int], before: Sequence[int]) -> tuple[int, ...]:
@@ -253,6 +258,7 @@ def simulate(
     poll: float = 0.0,
     elections: tuple[int, int] | None = None,
     rest_leaders: int = 0,
+    gap: float = 0.0,
 ) -> Forecast:
     """Seconds until every flow completes, each broker end at ``capacity`` bytes/s, the
     queued flows admitted by ``schedule.decide`` under ``caps``, each step completing
@@ -261,7 +267,9 @@ def simulate(
     steps (larger plans advance in coarser ones); ``rest_bytes`` (queued moves not
     simulated) are added in proportion. ``elections``: (queued now, at most per poll): a
     move that changes its preferred leader queues one when it completes, the run sends
-    them at its polls and ends once none is left. Kafka's windowed quota is not replayed:
+    them at its polls and ends once none is left. ``gap``: from a slot freeing (a completion)
+    to the next submission copying (the run's admin calls). Kafka's windowed quota is not
+    replayed:
     the share of the throttle measured over the window holds what its bursts gave."""
     out_cap, in_cap = _caps_of(flows, capacity)
     # the lag beyond the wait for a poll; never none: the follower joining the ISR and the
@@ -305,16 +313,19 @@ def simulate(
     n_streams = sum(len(f.left) for f in active) + 1
     min_dt = horizon / max(20, min(MAX_EVENTS, WORK_BUDGET // n_streams))
     for _ in range(MAX_EVENTS * 4):
-        _admit(active, ready, pending, caps)
+        _admit(active, ready, pending, caps, t + gap)
         for f in active:
             if id(f) not in scheduled and not any(f.left.values()):  # a step copying nothing
                 seq += 1
                 scheduled.add(id(f))
-                heapq.heappush(done_at, (seen(t + max(extra, 1e-6)), seq, f))
-        copying = [(f, b) for f in active for b, n in f.left.items() if n > 0]
-        if not copying and not done_at:
+                heapq.heappush(done_at, (seen(max(t, f.start_at) + max(extra, 1e-6)), seq, f))
+        copying = [
+            (f, b) for f in active if f.start_at <= t + 1e-9 for b, n in f.left.items() if n > 0
+        ]
+        starts = [f.start_at for f in active if f.start_at > t + 1e-9]
+        if not copying and not done_at and not starts:
             break
-        dt = math.inf
+        dt = min(starts) - t if starts else math.inf
         rates: list[float] = []
         if copying:
             rates = fair_share([(f.src, b) for f, b in copying], out_cap, in_cap)
@@ -383,11 +394,16 @@ def _name(res: tuple[str, int] | None) -> str | None:
 
 
 def _copy(f: Flow) -> Flow:
-    return Flow(f.tp, f.item, f.src, f.size, list(f.steps), f.state, dict(f.left), f.full_s)
+    return Flow(
+        f.tp, f.item, f.src, f.size, list(f.steps), f.state, dict(f.left), f.full_s, f.start_at
+    )
 
 
-def _admit(active: list[Flow], ready: list[Flow], pending: list[Flow], caps: Caps) -> None:
-    """Start what ``schedule.decide`` lets start now: next steps, then queued moves."""
+def _admit(
+    active: list[Flow], ready: list[Flow], pending: list[Flow], caps: Caps, at: float
+) -> None:
+    """Start what ``schedule.decide`` lets start now: next steps, then queued moves; they
+    hold their slot from now and copy from ``at``."""
     if not ready and not pending:
         return
     by_tp = {f.tp: f for f in ready + pending}
@@ -412,6 +428,7 @@ def _admit(active: list[Flow], ready: list[Flow], pending: list[Flow], caps: Cap
             continue
         f.state = "moving"
         f.left = dict.fromkeys(f.steps[0], f.size)
+        f.start_at = at
         active.append(f)
 
 
@@ -454,10 +471,14 @@ class RunEta:
         self.intervals: list[tuple[float, float, float, float, bool]] = []
         self._elections: tuple[int, int] | None = None
         self._rest_leaders = 0
+        # from a completion to the next submission (the run's admin calls between them)
+        self._moving: dict[TopicPartition, tuple[MoveState, float | None]] = {}
+        self._last_done: float | None = None
+        self.gaps: list[float] = []
         self.total_rate: float | None = None
         self.rates: dict[int, float] = {}
         self.share = 1.0
-        self.share_range = (1.0, 1.0)
+        self.share_range = PRIOR_RANGE
         self.measured = False
         self.low: float | None = None
         self.high: float | None = None
@@ -496,6 +517,8 @@ class RunEta:
         none."""
         self.ts = ts
         self._busy(ts, inflight)
+        if moves is not None:
+            self._gaps(moves)
         self.rates, self.total_rate = self._window_rates(ts, received)
         flows, rest_leaders, rest_bytes = (
             flows_of(moves, copied or {}, r) if moves is not None else ([], 0, 0.0)
@@ -519,6 +542,29 @@ class RunEta:
         return eta, why, dict(self.rates)
 
     # ---- measurement ----------------------------------------------------------------------
+
+    def _gaps(self, moves: MoveIndex) -> None:
+        """Seconds from the latest completion to each (step) submission after it, as the
+        moves in flight show them from sample to sample (a move that left since completed
+        at its ``completed_at``)."""
+        now = {ms.tp: ms for ms in moves.iter(MoveStatus.MOVING)}
+        for tp, (ms, _) in self._moving.items():
+            if tp not in now and ms.completed_at is not None:
+                self._last_done = max(self._last_done or ms.completed_at, ms.completed_at)
+        seen: dict[TopicPartition, tuple[MoveState, float | None]] = {}
+        for tp, ms in now.items():
+            sub = ms.step_submitted_at if ms.step_submitted_at is not None else ms.submitted_at
+            was = self._moving.get(tp)
+            if (was is None or was[1] != sub) and sub is not None and self._last_done is not None:
+                gap = sub - self._last_done
+                if 0.0 <= gap <= ETA_WINDOW_S / 2:
+                    self.gaps = [*self.gaps[-19:], gap]
+            seen[tp] = (ms, sub)
+        self._moving = seen
+
+    def gap(self) -> float:
+        """The median measured gap (0 before one is)."""
+        return statistics.median(self.gaps) if self.gaps else 0.0
 
     def _busy(self, ts: float, inflight: Mapping[int, int]) -> None:
         if self._last is not None:
@@ -572,7 +618,7 @@ class RunEta:
         model = sum(x[2] for x in use)
         secs = sum(x[3] for x in use)
         if secs < MIN_WINDOW_S or actual < MIN_WINDOW_BYTES or not use:
-            self.share, self.share_range, self.measured = 1.0, (1.0, 1.0), False
+            self.share, self.share_range, self.measured = 1.0, PRIOR_RANGE, False
             return
         pairs = [(a / m, m) for _, a, m, _, _ in use]
         prior = PRIOR_S * max(rate, model / secs)
@@ -580,7 +626,13 @@ class RunEta:
         self.share = min(hi, max(lo, (actual + prior) / (model + prior)))
         p10 = min(hi, max(lo, _weighted_pct(pairs, 0.1)))
         p90 = min(hi, max(lo, _weighted_pct(pairs, 0.9)))
-        self.share_range = (min(p10, self.share), max(p90, self.share))
+        # and no narrower than what a few intervals can tell (half the share over the root of
+        # their count: +-25% on 4, +-10% on 25)
+        wide = max(SPREAD_FLOOR, 0.5 / math.sqrt(len(use)))
+        self.share_range = (
+            min(p10, self.share * (1 - wide)),
+            max(p90, self.share * (1 + wide)),
+        )
         self.measured = True
 
     def since_start(self) -> float | None:
@@ -646,6 +698,7 @@ class RunEta:
             self.poll_s,
             self._elections,
             self._rest_leaders,
+            self.gap(),
         )
         if not math.isfinite(fc.seconds):
             return None, "no bytes can move (a throttle of 0?)"
