@@ -28,6 +28,8 @@ panel show the same finish time and range."""
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -44,7 +46,7 @@ from .eta_model import (
     simulate,
     snapshot_of,
 )
-from .moves import MoveIndex, MoveState, MoveStatus
+from .moves import MoveIndex, MoveStatus
 from .schedule import Caps
 
 ETA_WINDOW_S = 60.0
@@ -57,6 +59,7 @@ PRIOR_S = 2.0  # the prior's weight: this many seconds at the model's rate
 PRIOR_BPS = 100 * 1024 * 1024  # nominal capacity of a broker end without a throttle
 BOUND_SHARE = 0.5  # the ETA's bound: the bytes left at this share of the throttle
 SHARE_RANGE = (0.05, 20.0)  # a measured share outside this is clipped
+RECENT_DONE = 50  # completions a submission's gap is measured against
 SPREAD_FLOOR = 0.08  # the interval is at least this share either side of the ETA
 # the range of the share before it is measured: a broker that idled takes in a burst above
 # the throttle (Kafka's quota averages over 11 s), a loaded one stays below it
@@ -103,8 +106,7 @@ class RunEta:
         self._elections: tuple[int, int] | None = None
         self._rest_leaders = 0
         # from a completion to the next submission (the run's admin calls between them)
-        self._moving: dict[TopicPartition, tuple[MoveState, float | None]] = {}
-        self._last_done: float | None = None
+        self._subs: dict[TopicPartition, float | None] = {}  # submission seen per move
         self.gaps: list[float] = []
         self.total_rate: float | None = None
         self.rates: dict[int, float] = {}
@@ -174,23 +176,26 @@ class RunEta:
     # ---- measurement ----------------------------------------------------------------------
 
     def _gaps(self, moves: MoveIndex) -> None:
-        """Seconds from the latest completion to each (step) submission after it, as the
-        moves in flight show them from sample to sample (a move that left since completed
-        at its ``completed_at``)."""
-        now = {ms.tp: ms for ms in moves.iter(MoveStatus.MOVING)}
-        for tp, (ms, _) in self._moving.items():
-            if tp not in now and ms.completed_at is not None:
-                self._last_done = max(self._last_done or ms.completed_at, ms.completed_at)
-        seen: dict[TopicPartition, tuple[MoveState, float | None]] = {}
-        for tp, ms in now.items():
+        """Seconds from the latest completion to each (step) submission after it: the new
+        submissions among the moves in flight against the latest completions (the last
+        ``RECENT_DONE`` moves done, newest first, without walking the others)."""
+        done = [
+            ms.completed_at
+            for ms in itertools.islice(
+                reversed(moves.by_status[MoveStatus.DONE].values()), RECENT_DONE
+            )
+            if ms.completed_at is not None
+        ]
+        done.sort()
+        seen: dict[TopicPartition, float | None] = {}
+        for ms in moves.iter(MoveStatus.MOVING):
             sub = ms.step_submitted_at if ms.step_submitted_at is not None else ms.submitted_at
-            was = self._moving.get(tp)
-            if (was is None or was[1] != sub) and sub is not None and self._last_done is not None:
-                gap = sub - self._last_done
-                if 0.0 <= gap <= ETA_WINDOW_S / 2:
-                    self.gaps = [*self.gaps[-19:], gap]
-            seen[tp] = (ms, sub)
-        self._moving = seen
+            if sub is not None and self._subs.get(ms.tp, -math.inf) != sub:
+                k = bisect.bisect_right(done, sub + 1e-9)
+                if k and 0.0 <= sub - done[k - 1] <= ETA_WINDOW_S / 2:
+                    self.gaps = [*self.gaps[-19:], sub - done[k - 1]]
+            seen[ms.tp] = sub
+        self._subs = seen
 
     def gap(self) -> float:
         """The median measured gap (0 before one is)."""

@@ -171,12 +171,14 @@ Snapshot = list[tuple[int | None, int, float, TopicPartition]]
 
 
 def snapshot_of(flows: Sequence[Flow]) -> Snapshot:
+    """The streams copying now: started (a follower's first fetch may wait for its quota
+    window: until its first byte a stream says nothing of the rate) and not done."""
     return [
         (f.src, b, n, f.tp)
         for f in flows
         if f.state == "moving"
         for b, n in f.left.items()
-        if n > 0
+        if 0 < n < f.size
     ]
 
 
