@@ -43,6 +43,7 @@ from .gateway import (
     ThrottleConfigs,
     alter_in_place,
 )
+from .quota import Windows, fair_share
 
 MB = 1024 * 1024
 
@@ -143,7 +144,8 @@ class SimCluster:
         self.quota_windows: int | None = None
         self.quota_window_s = 1.0
         self.quota_factor: dict[int, float] = {}  # share of the throttle a broker achieves
-        self._quota: dict[int, list[list[float]]] = {}  # broker -> [[window start, bytes]]
+        self._quota: dict[int, Windows] = {}  # inbound (follower) quota per broker
+        self._quota_out: dict[int, Windows] = {}  # outbound (leader) quota per broker
         self.tick = tick
         self.t = 0.0
         self.partitions: dict[TopicPartition, SimPartition] = {}
@@ -199,22 +201,37 @@ class SimCluster:
 
     def _advance(self, dt: float) -> None:
         self.t += dt
-        # inbound replication of each broker is shared by the replicas it is catching up
-        per_broker: dict[int, list[SimPartition]] = {}
+        # every new replica being filled is a stream from the partition's leader: the
+        # leader's outbound and the target's inbound throttle are both shared (issue 21)
+        streams: list[tuple[SimPartition, int]] = []
         moving = list(self.active.values())
         for sp in moving:
             if sp.target is None or sp.stalled:
                 continue
             for b in sp.target:
                 if b not in sp.isr and b not in self.down:
-                    per_broker.setdefault(b, []).append(sp)
-        for b, sps in per_broker.items():
-            rate = self._rate_into(b, sps, dt)
-            for sp in sps:
-                sp.copied[b] = sp.copied.get(b, 0.0) + rate * dt
-                if sp.copied[b] >= sp.size_bytes:
+                    streams.append((sp, b))
+        # a stream that ends within the tick leaves its share to the others for the rest of
+        # it (a tick is split where one ends: the model is fluid, not a tick's granularity)
+        left_dt = dt
+        for _ in range(len(streams) + 1):
+            if not streams or left_dt <= 1e-12:
+                break
+            rates = self._stream_rates(streams, left_dt)
+            step = left_dt
+            for (sp, b), rate in zip(streams, rates, strict=True):
+                if rate > 0:
+                    step = min(step, (sp.size_bytes - sp.copied.get(b, 0.0)) / rate)
+            step = max(step, 0.0)
+            for (sp, b), rate in zip(streams, rates, strict=True):
+                sp.copied[b] = sp.copied.get(b, 0.0) + rate * step
+                if sp.copied[b] >= sp.size_bytes - 1e-6:
                     sp.copied[b] = float(sp.size_bytes)
                     sp.isr.append(b)
+            if self.quota_windows and step < left_dt:  # the quota was charged for left_dt
+                self._refund(streams, rates, left_dt - step)
+            streams = [(sp, b) for sp, b in streams if b not in sp.isr]
+            left_dt -= step
         for sp in moving:
             if sp.target is not None and all(b in sp.isr for b in sp.target):
                 self._finish(sp)
@@ -231,39 +248,62 @@ class SimCluster:
                     sp.dirs[b] = fut[0]
                     del sp.future[b]
 
-    def _rate_into(self, broker: int, sps: list[SimPartition], dt: float = 0.0) -> float:
-        eff = self.effective_broker_configs(broker)
-        r = eff.get(FOLLOWER_RATE) or eff.get(LEADER_RATE)
-        rate = int(float(r)) if r else None
-        throttled = [
-            sp
-            for sp in sps
-            if (sp.tp.partition, broker) in self.throttles.follower_replicas.get(sp.tp.topic, ())
-        ]
-        bandwidth = self.broker_bandwidth.get(broker, self.bandwidth)
-        if rate is not None and throttled and self.quota_windows and dt > 0:
-            limit = rate * self.quota_factor.get(broker, 1.0)
-            moved = min(bandwidth * dt, self._quota_credit(broker, limit))
-            self._quota[broker][-1][1] += moved
-            return moved / dt / len(sps)
-        if rate is not None and throttled:
-            return min(rate, bandwidth) / len(sps)
-        return bandwidth / len(sps)
+    def _stream_rates(self, streams: list[tuple[SimPartition, int]], dt: float) -> list[float]:
+        """Each stream's rate this tick (``quota.fair_share``): a target takes in at most its
+        bandwidth, or its follower throttle when a stream into it is throttled; a source
+        whose leader replica is throttled sends at most its leader throttle; with
+        ``quota_windows`` both throttles are Kafka's windowed averages."""
+        if not streams:
+            return []
+        ends: list[tuple[int | None, int]] = []
+        thr_in: set[int] = set()
+        thr_out: set[int] = set()
+        for sp, b in streams:
+            src = sp.leader if sp.leader is not None and sp.leader not in self.down else None
+            ends.append((src, b))
+            p = sp.tp.partition
+            if (p, b) in self.throttles.follower_replicas.get(sp.tp.topic, ()):
+                thr_in.add(b)
+            if src is not None and (p, src) in self.throttles.leader_replicas.get(sp.tp.topic, ()):
+                thr_out.add(src)
+        in_cap = {b: self._cap(b, True, b in thr_in, dt) for _, b in ends}
+        out_cap = {s: self._cap(s, False, True, dt) for s in thr_out}
+        out_cap = {s: c for s, c in out_cap.items() if c is not None}
+        rates = fair_share(ends, out_cap, in_cap)
+        if self.quota_windows and dt > 0:
+            for (src, b), r in zip(ends, rates, strict=True):
+                if b in thr_in and (w := self._quota.get(b)) is not None:
+                    w.record(r * dt)
+                if src in out_cap and (w := self._quota_out.get(src)) is not None:
+                    w.record(r * dt)
+        return rates
 
-    def _quota_credit(self, broker: int, limit: float) -> float:
-        """Bytes the broker may still take in now under Kafka's quota: the rate measured over
-        the windows kept (the oldest dropped after N windows) may reach ``limit``. Measured on
-        the sandbox (bench_eta): a broker starting from idle gets no burst (the rate holds
-        from the first second), while one that was idle for part of the last N windows takes
-        in at full speed until its average over them reaches the throttle again."""
-        n, size = self.quota_windows or 11, self.quota_window_s
-        start = (self.t // size) * size
-        wins = [w for w in self._quota.get(broker, []) if w[0] > start - n * size]
-        if not wins or wins[-1][0] != start:
-            wins.append([start, 0.0])
-        self._quota[broker] = wins
-        span = max(self.t - wins[0][0], size)
-        return max(0.0, limit * span - sum(w[1] for w in wins))
+    def _refund(self, streams: list, rates: list[float], unused: float) -> None:
+        """Give back the quota charged for the part of a tick not yet played."""
+        for (sp, b), r in zip(streams, rates, strict=True):
+            for store, end in ((self._quota, b), (self._quota_out, sp.leader)):
+                w = store.get(end) if end is not None else None
+                if w is not None and w.wins:
+                    w.wins[-1][1] = max(0.0, w.wins[-1][1] - r * unused)
+
+    def _cap(self, broker: int, inbound: bool, throttled: bool, dt: float) -> float | None:
+        """What one end of a broker allows now (bytes/s); None: unbounded (an outbound end
+        without a throttle)."""
+        eff = self.effective_broker_configs(broker)
+        first, second = (FOLLOWER_RATE, LEADER_RATE) if inbound else (LEADER_RATE, FOLLOWER_RATE)
+        r = eff.get(first) or eff.get(second)
+        rate = int(float(r)) if r else None
+        bandwidth = self.broker_bandwidth.get(broker, self.bandwidth)
+        if rate is None or not throttled:
+            return bandwidth if inbound else None
+        if self.quota_windows and dt > 0:
+            limit = rate * self.quota_factor.get(broker, 1.0)
+            store = self._quota if inbound else self._quota_out
+            w = store.get(broker)
+            if w is None:
+                w = store[broker] = Windows(self.quota_windows, self.quota_window_s)
+            return min(bandwidth * dt, w.credit(self.t, limit)) / dt
+        return min(rate, bandwidth)
 
     def _finish(self, sp: SimPartition) -> None:
         target = list(sp.target or [])

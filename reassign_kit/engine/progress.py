@@ -33,6 +33,7 @@ from typing import Any
 from ..cluster.gateway import Gateway, ReplicaLogInfo
 from ..errors import ReassignKitError
 from ..model import PartitionState, Plan, TopicPartition, is_complete
+from .eta import ETA_WINDOW_S, window_rates
 
 IN_SYNC = "In sync"
 BEHIND = "Behind"
@@ -128,6 +129,8 @@ class ProgressReport:
     rate_bps: float | None = None
     eta_s: float | None = None
     eta_reason: str | None = None  # why there is no ETA, or what it is bound by
+    eta_low_s: float | None = None  # the range (a run's journal: 10th-90th percentile)
+    eta_high_s: float | None = None
 
     @property
     def done(self) -> bool:
@@ -183,6 +186,8 @@ class ProgressReport:
             "rate_bps": self.rate_bps,
             "eta_s": self.eta_s,
             "eta_reason": self.eta_reason,
+            "eta_low_s": self.eta_low_s,
+            "eta_high_s": self.eta_high_s,
             "replicas": [r.__dict__ for r in self.replicas],
             "partitions": [{**p.__dict__, "replicas": list(p.replicas)} for p in self.partitions],
             "brokers": [b.__dict__ for b in self.brokers],
@@ -208,7 +213,13 @@ class ProgressReport:
         return (
             f"plan: {self.status}  {_fmt_pct(self.pct)}  {_fmt_bytes(self.bytes_remaining)} "
             f"of {_fmt_bytes(self.bytes_total)} to copy  {_fmt_rate(self.rate_bps)}  "
-            f"ETA {_fmt_eta(self.eta_s, self.eta_reason)}"
+            + eta_range_text(
+                self.eta_s,
+                self.eta_reason,
+                self.eta_low_s,
+                self.eta_high_s,
+                self.ts if self.eta_low_s is not None else None,
+            )
         )
 
     def to_rich(self, max_rows: int = 40):
@@ -714,141 +725,7 @@ def replica_bytes_copied(
 
 
 # ------------------------------------------------------------------------------ the run's ETA
-
-
-ETA_WINDOW_S = 60.0
-# a broker with moves in flight that took in nothing for this long is stalled (before: no
-# rate yet — a follower's first fetch may wait a quota window)
-STALLED_AFTER_S = 10.0
-
-
-class InboundEta:
-    """A run's ETA from its own counters (no Admin call of its own): per broker, the bytes
-    its new replicas still have to receive (``left``), the bytes they received so far
-    (``received``: of completed steps plus what the moves in flight copied, a counter that
-    only grows, so a move starting or completing inside the window changes nothing) and
-    its moves in flight. A broker's rate is its received bytes over the window divided by
-    the time it had moves in flight then (``busy``: a broker queued behind a cap is not
-    slow); the plan's rate is all received bytes over the window's wall time. The ETA is
-    ``plan_eta``'s, as the progress report's. A throttle change starts a new window (the
-    old rate says nothing about the new one). ``update`` once per sample; the journal's
-    ``sample`` event carries ``received``, ``busy`` and ``inflight``, so ``progress`` on that
-    journal measures the very same rates (``rates_from_events``)."""
-
-    def __init__(self, window_s: float = ETA_WINDOW_S):
-        self.window_s = window_s
-        self.history: list[tuple[float, dict[int, float], dict[int, float]]] = []
-        self.busy: dict[int, float] = {}  # seconds each broker had a move in flight
-        self._last: tuple[float, set[int]] | None = None  # ts and brokers busy then
-        self._restart = False
-        self.changed = False  # the throttle changed and no rate was measured since
-        self.total_rate: float | None = None  # the plan's, at the last update
-
-    def restart(self) -> None:
-        """A new window from the next sample on (the throttle changed)."""
-        self._restart = self.changed = True
-
-    def update(
-        self,
-        ts: float,
-        received: Mapping[int, float],
-        left: Mapping[int, float],
-        inflight: Mapping[int, int],
-        cap: float | None = None,
-        tail: float = 0.0,
-    ) -> tuple[float | None, str | None, dict[int, float]]:
-        """(eta_s, reason, rate per broker) at ``ts``; ``inflight``: moves in flight to each
-        broker now; ``tail``: seconds from the last byte to the run's end."""
-        if self._last is not None:
-            for b in self._last[1]:
-                self.busy[b] = self.busy.get(b, 0.0) + (ts - self._last[0])
-        self._last = (ts, {b for b, n in inflight.items() if n > 0})
-        if self._restart:
-            self.history, self._restart = [], False
-        point = (ts, dict(received), dict(self.busy))
-        rates, total = window_rates(self.history, point, self.window_s)
-        self.total_rate = total
-        self.history.append(point)
-        cutoff = ts - 2 * self.window_s
-        self.history = [h for h in self.history if h[0] >= cutoff]
-        self.changed = self.changed and total is None
-        eta, why = broker_eta(left, rates, total, inflight, cap, self.changed, tail)
-        return eta, why, rates
-
-
-def window_rates(
-    history: Sequence[tuple[float, Mapping[int, float], Mapping[int, float]]],
-    now: tuple[float, Mapping[int, float], Mapping[int, float]],
-    window_s: float,
-) -> tuple[dict[int, float], float | None]:
-    """(rate per broker, plan rate) at ``now`` = (ts, received per broker, busy seconds per
-    broker), since the oldest point of ``history`` within ``window_s``: a broker's received
-    bytes over its busy seconds, the plan's over the wall seconds. ({}, None) without one."""
-    ts, received, busy = now
-    ref = next((h for h in history if h[0] < ts and ts - h[0] <= window_s), None)
-    if ref is None:
-        return {}, None
-    dt = ts - ref[0]
-    rates = {}
-    for b, n in received.items():
-        got = n - ref[1].get(b, 0.0)
-        spent = busy.get(b, 0.0) - ref[2].get(b, 0.0)
-        if got > 0 and spent > 0:
-            rates[b] = got / spent
-        elif got <= 0 and spent >= STALLED_AFTER_S:
-            rates[b] = 0.0  # busy that long and nothing came in: stalled
-        # else: no rate yet (its moves just started, or nothing was in flight): queued
-    total = (sum(received.values()) - sum(ref[1].values())) / dt
-    return rates, max(0.0, total)
-
-
-def broker_eta(
-    left: Mapping[int, float],
-    rates: Mapping[int, float],
-    total_rate: float | None,
-    inflight: Mapping[int, int],
-    cap: float | None = None,
-    changed: bool = False,
-    tail: float = 0.0,
-) -> tuple[float | None, str | None]:
-    """``plan_eta`` over brokers given as bytes still to come in, their rates and moves in
-    flight (a broker with none is queued, not stalled), plus ``tail`` (the run's completion
-    lag: from a move's last byte to its completion) while anything is left. ``changed``: the
-    throttle changed and no rate was measured since; the brokers count at the new one."""
-    eta, why = _broker_eta(left, rates, total_rate, inflight, cap, changed)
-    if eta is not None and (eta > 0 or any(inflight.values())):
-        eta += tail
-    return eta, why
-
-
-def _broker_eta(
-    left: Mapping[int, float],
-    rates: Mapping[int, float],
-    total_rate: float | None,
-    inflight: Mapping[int, int],
-    cap: float | None,
-    changed: bool,
-) -> tuple[float | None, str | None]:
-    if changed and total_rate is None and cap:
-        busy = {b: n for b, n in left.items() if n > 0}
-        if not busy:
-            return 0.0, None
-        b = max(busy, key=lambda k: busy[k])
-        return busy[b] / cap, f"bound by broker {b} at the new throttle (no rate measured yet)"
-    rows = [
-        BrokerRow(
-            b,
-            0,
-            0,
-            int(inflight.get(b, 0)),
-            0,
-            0,
-            int(n),
-            rates.get(b) if inflight.get(b, 0) or rates.get(b) else None,
-        )
-        for b, n in sorted(left.items())
-    ]
-    return plan_eta(int(sum(left.values())), total_rate, rows, total_rate is not None, cap)
+# (engine/eta.py computes it, issue 21; here: how the journal's samples show it)
 
 
 def eta_text(eta_s: float | None, reason: str | None = None) -> str:
@@ -859,17 +736,16 @@ def eta_text(eta_s: float | None, reason: str | None = None) -> str:
 def rates_from_events(
     events: Iterable[Mapping[str, Any]], window_s: float = ETA_WINDOW_S
 ) -> dict[str, Any] | None:
-    """What a run's journal says about its rates at its latest ``sample`` carrying the ETA
-    counters (``received``, ``busy``, ``inflight``: what the run itself computed then, the
-    window restarting at a ``throttle_changed``): {ts, rates, total_rate, inflight, cap,
-    changed (no rate since the throttle changed)}, or None without such a sample."""
+    """The run's ETA as its journal's latest ``sample`` carrying one says (``eta.RunEta``):
+    {ts, eta, low, high, reason, rates (per broker, over the window), total_rate, cap,
+    changed (the throttle changed after it), tail}, or None without such a sample."""
     events = list(events)
     hist: list[tuple[float, dict[int, float], dict[int, float]]] = []
     last: Mapping[str, Any] | None = None
-    changed = False
+    changed_to = None
     for e in sorted(events, key=lambda e: float(e.get("ts") or 0.0)):
         if e.get("event") == "throttle_changed":
-            hist, changed = [], True
+            changed_to = e.get("rate")
             continue
         if e.get("event") != "sample" or not isinstance(e.get("received"), Mapping):
             continue
@@ -877,27 +753,32 @@ def rates_from_events(
             rec = {int(b): float(n) for b, n in e["received"].items()}
             busy = {int(b): float(n) for b, n in (e.get("busy") or {}).items()}
             hist.append((float(e["ts"]), rec, busy))
-            last = e
+            last, changed_to = e, None
         except (TypeError, ValueError, KeyError, AttributeError):
             continue
     if last is None:
         return None
-    rates, total = window_rates(hist[:-1], hist[-1], window_s) if hist else ({}, None)
-    inflight = {int(b): int(n) for b, n in (last.get("inflight") or {}).items()}
-    cap = last.get("throttle")
-    if changed and not hist:  # the throttle changed after the latest sample
-        cap = next(
-            (e.get("rate") for e in reversed(list(events)) if e.get("event") == "throttle_changed"),
-            cap,
-        )
+    rates, _ = window_rates(hist[:-1], hist[-1], window_s)
+    cap = changed_to if changed_to is not None else last.get("throttle")
+    rng = last.get("eta_range_s")
+    eta = _number(last.get("eta_s"))
+    low, high = (
+        (_number(rng[0]), _number(rng[1]))
+        if isinstance(rng, list | tuple) and len(rng) == 2
+        else (eta, eta)
+    )
     return {
-        "ts": hist[-1][0] if hist else float(last["ts"]),
+        "ts": float(last["ts"]),
+        "eta": eta,
+        "low": low if low is not None else eta,
+        "high": high if high is not None else eta,
+        "reason": last.get("eta_reason") if isinstance(last.get("eta_reason"), str) else None,
         "rates": rates,
-        "total_rate": total,
-        "inflight": inflight,
+        "total_rate": _number(last.get("rate_bps")),
         "cap": float(cap) if isinstance(cap, int | float) and cap else None,
-        "changed": changed and total is None,
-        "tail": float(last.get("tail_s") or 0.0),
+        "changed": changed_to is not None,
+        "tail": float(_number(last.get("tail_s")) or 0.0),
+        "bytes_left": _number(last.get("bytes_left")),
     }
 
 
@@ -1071,43 +952,92 @@ def progress(
 
 
 def with_run_eta(rep: ProgressReport, info: Mapping[str, Any] | None) -> ProgressReport:
-    """The report with the ETA of the run whose journal it read (``rates_from_events``: the
-    very rates the run computed at its latest sample) applied to the bytes each broker still
-    has to take in now: what the paced CLI's line and the panel showed then, brought up to
-    date. Unchanged without such samples, or once the plan is done."""
+    """The report with the ETA of the run whose journal it read (``rates_from_events``): the
+    finish time and range the run estimated at its latest sample, counted from now — what
+    the paced CLI's line and the panel showed then. Unchanged without such a sample, or
+    once the plan is done."""
     from dataclasses import replace
 
     if info is None or rep.done:
         return rep
-    left = {b.broker: b.bytes_remaining for b in rep.brokers if b.bytes_remaining > 0}
-    eta, why = broker_eta(
-        left,
-        info["rates"],
-        info["total_rate"],
-        info["inflight"],
-        info["cap"],
-        info["changed"],
-        info["tail"],
-    )
     brokers = tuple(
         replace(b, rate_bps=info["rates"].get(b.broker, b.rate_bps)) for b in rep.brokers
     )
     rate = info["total_rate"] if info["total_rate"] is not None else rep.rate_bps
-    return replace(rep, brokers=brokers, rate_bps=rate, eta_s=eta, eta_reason=why)
+    eta, why = info["eta"], info["reason"]
+    if eta is None:
+        return replace(rep, brokers=brokers, rate_bps=rate, eta_s=None, eta_reason=why)
+    age = rep.ts - info["ts"]
+    low, high = info["low"], info["high"]
+    if info["changed"]:
+        why = f"{why}; the throttle changed after the run's latest sample"
+    if not 0.0 <= age <= ETA_WINDOW_S:
+        if ETA_WINDOW_S < age < 30 * 86400:
+            why = f"{why}; from the run's sample {age:.0f} s ago (is it still running?)"
+        # the sample is old (or on another clock: a model's): counted down by the bytes
+        # moved since at the run's rate, not by the time
+        was, r = info["bytes_left"], info["total_rate"]
+        age = max(0.0, was - rep.bytes_remaining) / r if was is not None and r else 0.0
+    return replace(
+        rep,
+        brokers=brokers,
+        rate_bps=rate,
+        eta_s=max(0.0, eta - age),
+        eta_reason=why,
+        eta_low_s=max(0.0, low - age),
+        eta_high_s=max(0.0, high - age),
+    )
 
 
 def run_progress_line(sample: Mapping[str, Any]) -> str | None:
     """The paced run's progress line from one of its ``sample`` events (the paced CLI prints
-    it, the panel shows it): percent of the bytes copied, how much, the rate, the ETA."""
+    it, the panel shows it): percent of the bytes copied, how much, the rate, the ETA with
+    its range and the finish time."""
     total, left = sample.get("bytes_total"), sample.get("bytes_left")
     if not isinstance(total, int | float) or not isinstance(left, int | float):
         return None
     pct = 100.0 if not total else _pct(int(total - left), int(total))
+    rng = sample.get("eta_range_s")
+    low, high = (
+        (rng[0], rng[1]) if isinstance(rng, list | tuple) and len(rng) == 2 else (None, None)
+    )
+    ts = sample.get("ts")
     return (
         f"progress: {_fmt_pct(pct)}  {_fmt_bytes(int(left))} of {_fmt_bytes(int(total))} to "
         f"copy  {_fmt_rate(sample.get('rate_bps'))}  "
-        f"ETA {eta_text(sample.get('eta_s'), sample.get('eta_reason'))}"
+        + eta_range_text(
+            _number(sample.get("eta_s")),
+            sample.get("eta_reason") if isinstance(sample.get("eta_reason"), str) else None,
+            _number(low),
+            _number(high),
+            _number(ts),
+        )
     )
+
+
+def eta_range_text(
+    eta: float | None,
+    reason: str | None,
+    low: float | None,
+    high: float | None,
+    now: float | None,
+) -> str:
+    """``ETA 1m02s [55s–1m10s], finish 04:12:33 UTC [04:12:26–04:12:41]``: the point, the
+    range (10th–90th percentile) and the finish time at ``now`` (a Unix time)."""
+    text = f"ETA {eta_text(eta, reason)}"
+    if eta is None:
+        return text
+    if low is not None and high is not None:
+        text += f" [{eta_text(low)}–{eta_text(high)}]"
+    if now is not None:
+        text += f", finish {_fmt_clock(now + eta)}"
+        if low is not None and high is not None:
+            text += f" [{_fmt_clock(now + low)}–{_fmt_clock(now + high)}]"
+    return text
+
+
+def _fmt_clock(ts: float) -> str:
+    return time.strftime("%H:%M:%S UTC", time.gmtime(ts))
 
 
 def watch(

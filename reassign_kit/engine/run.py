@@ -20,7 +20,7 @@ Ownership (one run state: this object's attributes; each part is a mixin with on
   ``_end_state``; deadlines.
 - ``submit.SubmitPart``: originals at submission, the write-ahead ``intent``, the Alter.
 - ``track.TrackPart``: each move's progress against the cluster; the ETA's inputs
-  (``_inbound_*``, ``_full_at``, ``_lags``: engine/progress.py's ``InboundEta`` owns the ETA).
+  (``_inbound_*``, ``_full_at``, ``_lags``: engine/eta.py's ``RunEta`` owns the ETA).
 - ``rollback.RollbackPart``: the way back to each move's original (every cancel path).
 - ``finish.FinishPart``: the end on every path (cancel, elections owed, throttle cleanup
   with retries, result).
@@ -51,13 +51,13 @@ from ..model import Plan, TopicPartition
 from . import throttle as thr
 from .begin import BeginPart
 from .elections import Elections
+from .eta import RunEta
 from .finish import FinishPart
 from .journal import Journal
 from .logdirs import LogDirMoves
 from .loop import LoopPart
 from .moves import MoveIndex, MoveState, MoveStatus
 from .options import ON_DEADLINE, ExecuteOptions, cli_options  # noqa: F401 (ON_DEADLINE: re-exported)
-from .progress import InboundEta
 from .results import RunError, RunResult, RunStatus  # noqa: F401 (RunError: re-exported)
 from .retry import RetryingGateway
 from .rollback import RollbackPart
@@ -145,7 +145,7 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart):
         # plan, once) and have received by completed steps (counted as they complete)
         self._inbound_total: dict[int, int] = {}
         self._inbound_landed: dict[int, int] = {}
-        self._eta = InboundEta()
+        self._eta = RunEta(poll_s=self.options.poll_interval_ms / 1000)
         # from a move's last byte (as a sample saw it) to its completion: added to the ETA
         self._full_at: dict[TopicPartition, float] = {}
         self._lags: list[float] = []

@@ -1,6 +1,6 @@
 """Tracking (a part of ``Run``, engine/run.py): each move against the cluster at every
 poll (a step complete, the move complete, lost), bytes copied sampled for stuck detection,
-and the fields the run hands to the ETA (engine/progress.py's ``InboundEta``)."""
+and the fields the run hands to the ETA (engine/eta.py's ``RunEta``)."""
 
 from __future__ import annotations
 
@@ -133,7 +133,7 @@ class TrackPart:
         moving: list[MoveState],
         per_replica: Mapping[tuple[TopicPartition, int], int],
     ) -> dict[str, Any]:
-        """The run's ETA at this sample (``progress.InboundEta``): per broker, bytes received
+        """The run's ETA at this sample (``eta.RunEta``): per broker, bytes received
         (completed steps + what the moves in flight copied, capped at their size) and bytes
         still to come in (moves that failed or were cancelled no longer count)."""
         received = {b: float(n) for b, n in self._inbound_landed.items()}
@@ -165,7 +165,12 @@ class TrackPart:
         tail = statistics.median(self._lags) if self._lags else poll_s / 2
         if self._full_at and not any(left.values()):  # every byte in: the lag runs down
             tail = max(0.0, tail - (now - max(self._full_at.values())))
-        eta, why, _ = self._eta.update(now, received, left, inflight, cap, tail)
+        eta, why, _ = self._eta.update(
+            now, received, left, inflight, cap, tail,
+            moves=self._index, copied=per_replica, caps=self._caps, r=self._r,
+            elections=(self._elections.pending, self._elections.per_poll)
+            if self._elections.enabled else None,
+        )  # fmt: skip
         all_in = sum(total.values())
         return {
             "received": {str(b): round(n) for b, n in sorted(received.items())},
@@ -181,6 +186,7 @@ class TrackPart:
             "eta_s": None if eta is None else round(eta, 1),
             "eta_reason": why,
             "eta": eta_text(eta, why),
+            **self._eta.fields(),
         }
 
 

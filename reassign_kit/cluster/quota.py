@@ -1,0 +1,92 @@
+"""Kafka's replication throttle at both ends of a copy (issue 21): the one model the simulator
+(``SimCluster``), the what-if and a run's ETA (``engine.eta``) share.
+
+Every new replica being filled is a *stream* from the partition's leader (its source) to the
+broker receiving it (its target). A broker's leader-side throttle is shared by every stream
+reading from it, its follower-side throttle by every stream writing to it; a stream goes as
+fast as the tighter of the two lets it, and the room one stream leaves is taken by the
+others (max-min fair share: a drain of one broker into three is bound by the source, each
+target getting a third; a spread from three brokers into one by the target). Kafka's quota
+is a rate averaged over windows (``replication.quota.window.num`` 11 of ``.size.seconds``
+1), so a broker that was idle for part of them takes in (or sends) a burst (``Windows``).
+Pure: numbers in, numbers out."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+
+Stream = tuple[Hashable | None, Hashable]  # (source: leader broker or None, target broker)
+
+
+def fair_share(
+    streams: Sequence[Stream],
+    out_cap: Mapping[Hashable, float],
+    in_cap: Mapping[Hashable, float],
+) -> list[float]:
+    """Each stream's rate (bytes/s) under max-min fair sharing of its source's outbound
+    capacity (``out_cap``; absent = unbounded) and its target's inbound one (``in_cap``;
+    absent = unbounded). Progressive filling: all streams rise together, those of the
+    first resource to fill stop there, the others go on. A stream with no bounded end gets
+    ``math.inf``."""
+    n = len(streams)
+    rates = [math.inf] * n
+    if not n:
+        return rates
+    # resources: ("o", broker) and ("i", broker) with their streams
+    members: dict[tuple[str, Hashable], list[int]] = {}
+    for k, (src, dst) in enumerate(streams):
+        if src is not None and src in out_cap:
+            members.setdefault(("o", src), []).append(k)
+        if dst in in_cap:
+            members.setdefault(("i", dst), []).append(k)
+    cap = {r: max(0.0, float((out_cap if r[0] == "o" else in_cap)[r[1]])) for r in members}
+    used = dict.fromkeys(members, 0.0)  # rate of the streams already fixed there
+    free = {r: len(ks) for r, ks in members.items()}  # streams still rising there
+    fixed = [False] * n
+    while True:
+        best, level = None, math.inf
+        for r, f in free.items():
+            if f > 0:
+                lv = (cap[r] - used[r]) / f
+                if lv < level:
+                    best, level = r, lv
+        if best is None:
+            break
+        level = max(0.0, level)
+        for k in members[best]:
+            if fixed[k]:
+                continue
+            fixed[k] = True
+            rates[k] = level
+            src, dst = streams[k]
+            for r in (("o", src), ("i", dst)):
+                if r in free:
+                    free[r] -= 1
+                    used[r] += level
+    return rates
+
+
+class Windows:
+    """Kafka's quota on one broker and direction: the bytes it may still move now so that
+    its rate over the windows kept (the oldest dropped after ``n``) stays at ``limit``.
+    Measured on the sandbox (bench_eta): a broker starting from idle gets no burst (the rate
+    holds from the first second), one idle for part of the last windows catches up at full
+    speed until its average is back at the throttle."""
+
+    def __init__(self, n: int = 11, size_s: float = 1.0):
+        self.n, self.size_s = n, size_s
+        self.wins: list[list[float]] = []  # [window start, bytes]
+
+    def credit(self, now: float, limit: float) -> float:
+        start = (now // self.size_s) * self.size_s
+        wins = [w for w in self.wins if w[0] > start - self.n * self.size_s]
+        if not wins or wins[-1][0] != start:
+            wins.append([start, 0.0])
+        self.wins = wins
+        span = max(now - wins[0][0], self.size_s)
+        return max(0.0, limit * span - sum(w[1] for w in wins))
+
+    def record(self, moved: float) -> None:
+        if self.wins:
+            self.wins[-1][1] += moved

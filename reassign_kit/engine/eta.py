@@ -1,0 +1,413 @@
+"""A paced run's ETA (issue 21): what is left, simulated at both ends of every copy.
+
+What is left is a set of *flows*, one per move not done: the step in flight (bytes each new
+replica still needs), the steps after it (KIP-435), then the moves queued behind batches and
+caps, admitted by the run's own ``schedule.decide``. Each new replica being filled is a
+stream from the partition's leader; a broker's leader-side throttle is shared by the streams
+reading from it and its follower-side throttle by those writing to it (``cluster.quota``,
+the simulator's and the what-if's model too): a drain of one broker is bound by that source,
+whichever target it feeds. A step completes a completion lag after its last byte (the
+follower joins the ISR, the controller ends it, a poll sees it: the run's measured
+``tail_s``), and only then does its slot go to the next move.
+
+The capacities are the throttle (a nominal ``PRIOR_BPS`` without one) times the *share* of it
+the cluster achieves, measured: at each sample the model's rate for the streams then in
+flight, and over the window the bytes really received against the bytes the model says
+those streams would have moved (a trapezoid between samples). Before ``MIN_WINDOW_S`` and
+``MIN_WINDOW_BYTES`` of measurement the share is 1 (the prior); after, the measurement plus
+``PRIOR_S`` seconds' worth of the prior, so it takes over within seconds. A ratio of bytes
+over a window of bytes cannot explode as a rate over a near-empty window does (bench_eta saw
+"13981h" when one broker's moves ended between samples). The interval: the same simulation
+at the 10th and 90th percentiles of the share measured between samples in the window. The
+ETA never exceeds the bound of the bytes left at ``BOUND_SHARE`` of the throttle (plus a
+completion lag per step left) unless ``eta_reason`` says why (the brokers measured slower).
+
+``RunEta.update`` once per sample (``Run._eta_fields``); ``fields()`` adds its figures to
+the ``sample`` event, from which ``progress`` on the journal, the paced CLI's line and the
+panel show the same finish time and range."""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..model import TopicPartition
+from .eta_model import (
+    Flow,
+    Snapshot,
+    flows_of,
+    model_bytes,
+    model_rate,
+    new_rate,
+    simulate,
+    snapshot_of,
+)
+from .moves import MoveIndex, MoveStatus
+from .schedule import Caps
+
+ETA_WINDOW_S = 60.0
+# a broker with bytes in flight to it that took in nothing for this long is stalled (before:
+# no rate yet — a follower's first fetch may wait a quota window)
+STALLED_AFTER_S = 10.0
+MIN_WINDOW_S = 3.0  # measured seconds before the measured share replaces the prior
+MIN_WINDOW_BYTES = 1 << 20  # and bytes (a follower fetches up to 1 MiB per partition)
+PRIOR_S = 2.0  # the prior's weight: this many seconds at the model's rate
+PRIOR_BPS = 100 * 1024 * 1024  # nominal capacity of a broker end without a throttle
+BOUND_SHARE = 0.5  # the ETA's bound: the bytes left at this share of the throttle
+SHARE_RANGE = (0.05, 20.0)  # a measured share outside this is clipped
+RECENT_DONE = 50  # completions a submission's gap is measured against
+SPREAD_FLOOR = 0.08  # the interval is at least this share either side of the ETA
+# the range of the share before it is measured: a broker that idled takes in a burst above
+# the throttle (Kafka's quota averages over 11 s), a loaded one stays below it
+PRIOR_RANGE = (0.75, 1.5)
+
+
+# ------------------------------------------------------------------------- the run's ETA
+
+
+def _weighted_pct(pairs: Sequence[tuple[float, float]], q: float) -> float:
+    """The ``q`` quantile of values weighted by weights: ``pairs`` = (value, weight)."""
+    pairs = sorted(pairs)
+    total = sum(w for _, w in pairs)
+    acc = 0.0
+    for v, w in pairs:
+        acc += w
+        if acc >= q * total:
+            return v
+    return pairs[-1][0]
+
+
+class RunEta:
+    """A run's ETA from its own counters and moves (no Admin call of its own). ``update``
+    once per sample; see the module docstring."""
+
+    def __init__(self, window_s: float = ETA_WINDOW_S, poll_s: float = 0.0):
+        self.window_s = window_s
+        self.poll_s = poll_s  # the run sees completions at its polls
+        # the latest sample: (ts, bytes received in all, the model's rate then, capacity
+        # then, the streams in flight then, what they had left)
+        self.points: list[tuple] = []
+        self.history: list[tuple[float, dict[int, float], dict[int, float]]] = []
+        self.busy: dict[int, float] = {}  # seconds each broker had a move in flight
+        self._last: tuple[float, set[int]] | None = None
+        self._grew: dict[int, tuple[float, float]] = {}  # broker -> (received, since)
+        self._full_since: dict[TopicPartition, float] = {}
+        self._straddles = False  # the throttle changed since the last sample
+        self._changed_ts = -math.inf  # the last sample before the change
+        self.changed = False  # the throttle changed and no interval after it was measured
+        self._first: tuple[float, float] | None = None
+        # per interval between two samples: (end ts, bytes received, the model's, seconds,
+        # clean: no stream started or ended in it)
+        self.intervals: list[tuple[float, float, float, float, bool]] = []
+        self._elections: tuple[int, int] | None = None
+        self._rest_leaders = 0
+        # from a completion to the next submission (the run's admin calls between them)
+        self._subs: dict[TopicPartition, float | None] = {}  # submission seen per move
+        self.gaps: list[float] = []
+        self.total_rate: float | None = None
+        self.rates: dict[int, float] = {}
+        self.share = 1.0
+        self.share_range = PRIOR_RANGE
+        self.measured = False
+        self.low: float | None = None
+        self.high: float | None = None
+        self.bound: float | None = None
+        self.ts = 0.0
+        self.eta: float | None = None
+
+    def restart(self) -> None:
+        """The throttle changed: the interval it falls in says nothing (the share of the old
+        throttle still says much about the new one, so the window stays); until an interval
+        after it is measured the reason says so."""
+        self.changed = self._straddles = True
+        self._changed_ts = self._last[0] if self._last is not None else -math.inf
+
+    def update(
+        self,
+        ts: float,
+        received: Mapping[int, float],
+        left: Mapping[int, float],
+        inflight: Mapping[int, int],
+        cap: float | None = None,
+        tail: float = 0.0,
+        *,
+        moves: MoveIndex | None = None,
+        copied: Mapping[tuple[TopicPartition, int], int] | None = None,
+        caps: Caps | None = None,
+        r: int | None = None,
+        elections: tuple[int, int] | None = None,
+    ) -> tuple[float | None, str | None, dict[int, float]]:
+        """(eta_s, reason, rate per broker) at ``ts``. ``received`` / ``left``: bytes each
+        broker's new replicas received so far / still need; ``inflight``: moves in flight to
+        each broker; ``cap``: the throttle; ``tail``: the completion lag (counted down once
+        every byte is in); ``moves`` / ``copied`` / ``caps`` / ``r``: the run's moves, bytes
+        each new replica holds, caps and KIP-435 R, for the simulation; ``elections``:
+        (preferred leader elections queued, at most per poll), None when the run elects
+        none."""
+        self.ts = ts
+        self._busy(ts, inflight)
+        if moves is not None:
+            self._gaps(moves)
+        self.rates, self.total_rate = self._window_rates(ts, received)
+        flows, rest_leaders, rest_bytes = (
+            flows_of(moves, copied or {}, r) if moves is not None else ([], 0, 0.0)
+        )
+        for f in flows:
+            if f.state == "moving" and not any(f.left.values()):
+                f.full_s = ts - self._full_since.setdefault(f.tp, ts)
+        live = {f.tp for f in flows}
+        self._full_since = {tp: t for tp, t in self._full_since.items() if tp in live}
+        capacity = float(cap) if cap else float(PRIOR_BPS)
+        streams = frozenset((f.tp, b) for f in flows if f.state == "moving" for b in f.left)
+        rate = model_rate(flows, capacity)
+        self._measure(
+            ts, float(sum(received.values())), rate, capacity, streams, snapshot_of(flows)
+        )
+        self._elections = elections
+        self._rest_leaders = rest_leaders
+        eta, why = self._estimate(ts, received, left, inflight, cap, tail, flows, caps, rest_bytes)
+        self.eta = eta
+        return eta, why, dict(self.rates)
+
+    # ---- measurement ----------------------------------------------------------------------
+
+    def _gaps(self, moves: MoveIndex) -> None:
+        """Seconds from the latest completion to each (step) submission after it: the new
+        submissions among the moves in flight against the latest completions (the last
+        ``RECENT_DONE`` moves done, newest first, without walking the others)."""
+        done = [
+            ms.completed_at
+            for ms in itertools.islice(
+                reversed(moves.by_status[MoveStatus.DONE].values()), RECENT_DONE
+            )
+            if ms.completed_at is not None
+        ]
+        done.sort()
+        seen: dict[TopicPartition, float | None] = {}
+        for ms in moves.iter(MoveStatus.MOVING):
+            sub = ms.step_submitted_at if ms.step_submitted_at is not None else ms.submitted_at
+            if sub is not None and self._subs.get(ms.tp, -math.inf) != sub:
+                k = bisect.bisect_right(done, sub + 1e-9)
+                if k and 0.0 <= sub - done[k - 1] <= ETA_WINDOW_S / 2:
+                    self.gaps = [*self.gaps[-19:], sub - done[k - 1]]
+            seen[ms.tp] = sub
+        self._subs = seen
+
+    def gap(self) -> float:
+        """The median measured gap (0 before one is)."""
+        return statistics.median(self.gaps) if self.gaps else 0.0
+
+    def _busy(self, ts: float, inflight: Mapping[int, int]) -> None:
+        if self._last is not None:
+            for b in self._last[1]:
+                self.busy[b] = self.busy.get(b, 0.0) + (ts - self._last[0])
+        self._last = (ts, {b for b, n in inflight.items() if n > 0})
+
+    def _window_rates(
+        self, ts: float, received: Mapping[int, float]
+    ) -> tuple[dict[int, float], float | None]:
+        point = (ts, dict(received), dict(self.busy))
+        rates, total = window_rates(self.history, point, self.window_s)
+        self.history.append(point)
+        self.history = [h for h in self.history if h[0] >= ts - 2 * self.window_s]
+        return rates, total
+
+    def _measure(
+        self,
+        ts: float,
+        got: float,
+        rate: float,
+        capacity: float,
+        streams: frozenset,
+        snap: Snapshot,
+    ) -> None:
+        """The share of the throttle achieved over the window: bytes received against the
+        model's bytes at the throttle for the streams in flight (those of an interval's
+        start played for it, plus those that started in it for half of it at their rate at
+        its end). Intervals in which no stream started or ended count alone when they cover
+        ``MIN_WINDOW_S``; else every interval does."""
+        if self._first is None:
+            self._first = (ts, got)
+        ok = not self._straddles  # the interval ending now holds a throttle change
+        self._straddles = False
+        if self.points and ok:
+            t0, g0, _, c0, s0, snap0 = self.points[-1]
+            dt = ts - t0
+            if dt > 0:
+                m = model_bytes(snap0, c0, dt)
+                if s0 != streams:
+                    m += new_rate(snap, s0, capacity) * dt / 2
+                if m > 0:
+                    self.intervals.append((ts, max(0.0, got - g0), m, dt, s0 == streams))
+                if self.changed and t0 > self._changed_ts:
+                    self.changed = False  # an interval wholly after the change
+        self.points = [(ts, got, rate, capacity, streams, snap)]
+        self.intervals = [x for x in self.intervals if x[0] >= ts - self.window_s]
+        clean = [x for x in self.intervals if x[4]]
+        use = clean if sum(x[3] for x in clean) >= MIN_WINDOW_S else self.intervals
+        actual = sum(x[1] for x in use)
+        model = sum(x[2] for x in use)
+        secs = sum(x[3] for x in use)
+        if secs < MIN_WINDOW_S or actual < MIN_WINDOW_BYTES or not use:
+            self.share, self.share_range, self.measured = 1.0, PRIOR_RANGE, False
+            return
+        pairs = [(a / m, m) for _, a, m, _, _ in use]
+        prior = PRIOR_S * max(rate, model / secs)
+        lo, hi = SHARE_RANGE
+        self.share = min(hi, max(lo, (actual + prior) / (model + prior)))
+        p10 = min(hi, max(lo, _weighted_pct(pairs, 0.1)))
+        p90 = min(hi, max(lo, _weighted_pct(pairs, 0.9)))
+        # and no narrower than what a few intervals can tell (half the share over the root of
+        # their count: +-25% on 4, +-10% on 25)
+        wide = max(SPREAD_FLOOR, 0.5 / math.sqrt(len(use)))
+        self.share_range = (
+            min(p10, self.share * (1 - wide)),
+            max(p90, self.share * (1 + wide)),
+        )
+        self.measured = True
+
+    def since_start(self) -> float | None:
+        """Bytes per second since the first sample (the bound without a throttle)."""
+        if self._first is None or not self.points:
+            return None
+        t0, g0 = self._first
+        ts, got = self.points[-1][0], self.points[-1][1]
+        return (got - g0) / (ts - t0) if ts > t0 and got > g0 else None
+
+    def _stalled(self, ts: float, received: Mapping[int, float], left: Mapping[int, float]):
+        out = []
+        busy = self._last[1] if self._last is not None else set()
+        for b in sorted(set(received) | set(left)):
+            n = float(received.get(b, 0.0))
+            prev = self._grew.get(b)
+            if b not in busy or not left.get(b) or prev is None or n > prev[0]:
+                self._grew[b] = (n, ts)
+            elif ts - prev[1] >= STALLED_AFTER_S:
+                out.append(b)
+        return out
+
+    # ---- the estimate ---------------------------------------------------------------------
+
+    def _estimate(
+        self,
+        ts: float,
+        received: Mapping[int, float],
+        left: Mapping[int, float],
+        inflight: Mapping[int, int],
+        cap: float | None,
+        tail: float,
+        flows: list[Flow],
+        caps: Caps | None,
+        rest_bytes: float,
+    ) -> tuple[float | None, str | None]:
+        self.low = self.high = self.bound = None
+        bytes_left = float(sum(left.values()))
+        stalled = self._stalled(ts, received, left)
+        if bytes_left <= 0 and not any(inflight.values()):
+            self.low = self.high = 0.0
+            return 0.0, None
+        if bytes_left <= 0:  # every byte in: the completion lag counts down (and the
+            # elections queued go out at the polls)
+            q, per = self._elections or (0, 1)
+            end = max(tail, math.ceil(q / max(1, per)) * (self.poll_s or 1.0) if q else 0.0)
+            self.low = self.high = end
+            return end, None
+        if stalled:
+            return None, "broker(s) " + ", ".join(
+                map(str, stalled)
+            ) + " took in nothing in the window"
+        if not flows:
+            return None, "no moves to estimate"
+        capacity = float(cap) if cap else float(PRIOR_BPS)
+        caps = caps or Caps()
+        fc = simulate(
+            flows,
+            capacity * self.share,
+            caps,
+            tail,
+            rest_bytes,
+            self.poll_s,
+            self._elections,
+            self._rest_leaders,
+            self.gap(),
+        )
+        if not math.isfinite(fc.seconds):
+            return None, "no bytes can move (a throttle of 0?)"
+        lo_s, hi_s = self.share_range
+
+        def at(share: float) -> float:
+            return fc.seconds - fc.copy_s + fc.copy_s * self.share / share
+
+        eta = fc.seconds
+        low, high = at(hi_s), at(lo_s)
+        low = min(low, eta * (1 - SPREAD_FLOOR))
+        high = max(high, eta * (1 + SPREAD_FLOOR))
+        why = fc.bottleneck or "at the run's rate"
+        if self.changed:
+            why = f"{why}, at the new throttle (no rate measured since it changed)"
+        elif not self.measured:
+            why = f"{why}, at the throttle (no rate measured yet)" if cap else why
+        steps_left = sum(len(f.steps) for f in flows)
+        floor_rate = BOUND_SHARE * cap if cap else None
+        if floor_rate is None and (since := self.since_start()):
+            floor_rate = BOUND_SHARE * since  # no throttle: half the rate since the start
+        if floor_rate:
+            self.bound = (bytes_left + rest_bytes) / floor_rate + tail * (steps_left + 1)
+            if eta > self.bound:
+                if cap and self.measured and self.share < BOUND_SHARE:
+                    why = (
+                        f"{why}; the brokers copy at {self.share:.0%} of the throttle "
+                        "(measured), beyond the throttle's bound"
+                    )
+                else:
+                    eta = self.bound
+                    why = f"at the bound: the bytes left at {BOUND_SHARE:.0%} of the " + (
+                        "throttle" if cap else "rate since the start"
+                    )
+                    high = max(min(high, self.bound), eta)
+                    low = min(low, eta)
+        self.low, self.high = low, high
+        return eta, why
+
+    def fields(self) -> dict[str, Any]:
+        """The sample event's figures beside ``eta_s``: the range and the finish times (the
+        one ETA every front end shows), the bound and the measured share of the throttle."""
+        if self.eta is None:
+            return {"eta_range_s": None, "finish_ts": None, "finish_range_ts": None}
+        low = self.eta if self.low is None else self.low
+        high = self.eta if self.high is None else self.high
+        return {
+            "eta_range_s": [round(low, 1), round(high, 1)],
+            "finish_ts": round(self.ts + self.eta, 1),
+            "finish_range_ts": [round(self.ts + low, 1), round(self.ts + high, 1)],
+            "eta_bound_s": None if self.bound is None else round(self.bound, 1),
+            "throttle_share": round(self.share, 3) if self.measured else None,
+        }
+
+
+def window_rates(
+    history: Sequence[tuple[float, Mapping[int, float], Mapping[int, float]]],
+    now: tuple[float, Mapping[int, float], Mapping[int, float]],
+    window_s: float,
+) -> tuple[dict[int, float], float | None]:
+    """(rate per broker, plan rate) at ``now`` = (ts, received per broker, busy seconds per
+    broker), since the oldest point of ``history`` within ``window_s``: a broker's received
+    bytes over its busy seconds (for display; shown only over ``MIN_WINDOW_S`` busy), the
+    plan's over the wall seconds. ({}, None) without one."""
+    ts, received, busy = now
+    ref = next((h for h in history if h[0] < ts and ts - h[0] <= window_s), None)
+    if ref is None:
+        return {}, None
+    dt = ts - ref[0]
+    rates = {}
+    for b, n in received.items():
+        got = n - ref[1].get(b, 0.0)
+        spent = busy.get(b, 0.0) - ref[2].get(b, 0.0)
+        if got > 0 and spent >= min(MIN_WINDOW_S, dt):
+            rates[b] = got / spent
+    total = (sum(received.values()) - sum(ref[1].values())) / dt
+    return rates, max(0.0, total)
