@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from waits import wait_until
@@ -366,7 +367,9 @@ def test_steps_alone_are_a_paced_run_sigterm_leaves_exact_throttles_and_a_resume
     )
 
     def journal() -> str | None:
-        found = sorted(tmp_path.glob("reassign-run-*.jsonl"))
+        # a paced run's journal lives in its run's home (reassign_kit.state), not the cwd
+        root = Path(env.get("REASSIGN_KIT_STATE_DIR") or tmp_path / ".reassign-kit" / "runs")
+        found = sorted(root.rglob("journal.jsonl"))
         return str(found[0]) if found else None
 
     try:
