@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from .errors import CapacityError, UsageError
 from .leader_flow import LeaderBalance, balance_leaders
+from .maxflow import augment
 from .model import Move, Plan, TopicPartition
 from .plan_report import PlanResult, broker_totals
 from .plan_rules import (
@@ -543,26 +544,7 @@ def _max_flow(
         for v in list(cap[u]):
             cap.setdefault(v, {}).setdefault(u, 0)
     orig = {u: dict(vs) for u, vs in cap.items()}
-    while True:
-        parent = {src: None}
-        queue = [src]
-        for u in queue:
-            if u == sink:
-                break
-            for v, r in cap[u].items():
-                if r > 0 and v not in parent:
-                    parent[v] = u
-                    queue.append(v)
-        if sink not in parent:
-            break
-        path, v = [], sink
-        while parent[v] is not None:
-            path.append((parent[v], v))
-            v = parent[v]
-        f = min(cap[u][v] for u, v in path)
-        for u, v in path:
-            cap[u][v] -= f
-            cap[v][u] += f
+    augment(cap, src, sink)
     out: dict[tuple, int] = {}
     for u, vs in orig.items():
         if u[0] != "C":

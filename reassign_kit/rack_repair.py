@@ -22,6 +22,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from .maxflow import augment
 from .plan_rules import RuleContext, apply_rf, required_racks
 
 REPAIR_BASE = -1000  # repair placeholders: -1000, -1001, ... (an RF increase uses -1, -2, ...)
@@ -92,26 +93,7 @@ def _flow(groups: Mapping[tuple, int], room: Mapping[int, int]) -> dict[tuple[tu
             cap[("B", b)][sink] += r
             cap[sink].setdefault(("B", b), 0)
     orig = {u: dict(vs) for u, vs in cap.items()}
-    while True:
-        parent = {src: None}
-        queue = [src]
-        for u in queue:
-            if u == sink:
-                break
-            for v, r in cap[u].items():
-                if r > 0 and v not in parent:
-                    parent[v] = u
-                    queue.append(v)
-        if sink not in parent:
-            break
-        path, v = [], sink
-        while parent[v] is not None:
-            path.append((parent[v], v))
-            v = parent[v]
-        f = min(cap[u][v] for u, v in path)
-        for u, v in path:
-            cap[u][v] -= f
-            cap[v][u] += f
+    augment(cap, src, sink)
     out = {}
     for u, vs in orig.items():
         if u[0] != "G":
