@@ -77,6 +77,11 @@ def generate(replicas: int, case: str, path: str, seed: int = 7) -> dict:
     racks = ["a", "b", "c"]
     # "uneven-racks" (issue 13): 3 racks of unequal size (14, 10, 8 brokers), one decommissioned
     sizes = [14, 10, 8] if case == "uneven-racks" else [per_rack] * 3
+    # "decommission-N" (issue 20 #4): N brokers in 3 racks, the first of each rack removed
+    wide = case.startswith("decommission-")
+    if wide:
+        n = int(case.split("-", 1)[1])
+        sizes = [n // 3 + (1 if r < n % 3 else 0) for r in range(3)]
     first = [1 + sum(sizes[:r]) for r in range(3)]
     brokers = [(first[r] + i, racks[r]) for r in range(3) for i in range(sizes[r])]
     if case == "add-brokers":  # one new, empty broker per rack
@@ -141,6 +146,8 @@ def generate(replicas: int, case: str, path: str, seed: int = 7) -> dict:
         row_group_size=200_000,
     )
     remove = [1] if case in ("decommission", "uneven-racks") else []
+    if wide:
+        remove = [first[r] for r in range(3)]
     if capacity:  # unequal disks: every third broker 1.5x; 25% headroom over the bytes
         total = int((sizes * rf).sum())
         w = {b: 1.5 if b % 3 == 0 else 1.0 for b, _ in brokers if b not in remove}
