@@ -646,6 +646,19 @@ def _file_max_replicas(params: PlanParams, b: int) -> int | None:
     return params.capacity.max_replicas(b) if params.capacity is not None else None
 
 
+def _targets(ctx: RuleContext, cur, rf_hist, balance: bool, params: PlanParams, caps) -> dict:
+    """broker_targets; when the capacity file's max_replicas make it refuse, the counts are
+    planned with the cordons' caps only: the targets' reading of max_replicas (rack bounds,
+    rounding) is no proof, the exact fit at the end decides (capacity_fit, issue 20 #3)."""
+    try:
+        return broker_targets(ctx, cur, rf_hist, balance, caps)
+    except CapacityError:
+        if params.capacity is None:
+            raise
+        bare = _caps(ctx, replace(params, capacity=None), cur)
+        return broker_targets(ctx, cur, rf_hist, balance, bare)
+
+
 def _caps(ctx: RuleContext, params: PlanParams, cur: Mapping[int, int]) -> dict[int, int]:
     """max_replicas per broker; a fully cordoned broker may not grow (KIP-1066)."""
     cap = params.capacity
@@ -679,7 +692,7 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
     chosen = None
     work = agg
     if agg.violating and not params.demote_brokers:
-        targets0 = broker_targets(ctx, cur0, agg.rf_hist, balance, _caps(ctx, params, cur0))
+        targets0 = _targets(ctx, cur0, agg.rf_hist, balance, params, _caps(ctx, params, cur0))
         chosen = choose_repairs(agg.violating, cur0, targets0, ctx, params.rf_change())
         repairs, leaving = chosen.positions, chosen.leaving
         if repairs:
@@ -693,16 +706,7 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
     file_caps = {b: m for b in allowed if (m := _file_max_replicas(params, b)) is not None}
     if file_caps and len(file_caps) == len(allowed) and sum(file_caps.values()) < total:
         raise _count_refusal("the cluster", total, sum(file_caps.values()), allowed, file_caps)
-    try:
-        targets = broker_targets(ctx, cur, work.rf_hist, balance, caps)
-    except CapacityError:
-        if not file_caps:
-            raise
-        # the targets' reading of max_replicas (rack bounds, rounding) is no proof: the counts
-        # are planned with the cordons' caps only and the exact fit decides (capacity_fit)
-        targets = broker_targets(
-            ctx, cur, work.rf_hist, balance, _caps(ctx, replace(params, capacity=None), cur)
-        )
+    targets = _targets(ctx, cur, work.rf_hist, balance, params, caps)
     if balance:  # bounds on the snapshot as it is (which doubled replica leaves is free)
         lb = max(
             lower_bound(cur0, targets, ctx, work.forced_by_rack()),
