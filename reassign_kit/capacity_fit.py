@@ -182,8 +182,10 @@ def _explain(
     limits: Limits,
     core: Sequence[int],
 ) -> str:
-    """The least bytes (then replicas) the core's brokers would be over, every other rule and
-    limit kept: what makes the capacity file infeasible, in bytes."""
+    """The least bytes (then replicas) the core's brokers would be over, every rule kept: the
+    core's limits alone admit no placement (the other brokers' limits are not enforced here,
+    their assumption literals left free), so the least excess is > 0: what makes the capacity
+    file infeasible, in bytes."""
     mdl = _Model(free, fixed_load, ctx, limits, skip=frozenset(core))
     m = mdl.m
     over_b, over_r = [], []
@@ -200,15 +202,15 @@ def _explain(
             over_r.append(v)
     m.clear_hints()
     m.minimize(sum(over_b) if over_b else 0)
-    solver, status = mdl.solve()
+    solver, status = mdl.solve(assumptions=False)
     if status != mdl.cp.OPTIMAL:
         return "no placement keeps them within their limits (over by an amount not computed)"
-    least_bytes = int(solver.objective_value)
+    least_bytes = round(solver.objective_value)
     if over_b:
         m.add(sum(over_b) <= least_bytes)
     m.minimize(sum(over_r) if over_r else 0)
-    solver, status = mdl.solve()
-    least_reps = int(solver.objective_value) if status == mdl.cp.OPTIMAL else 0
+    solver, status = mdl.solve(assumptions=False)
+    least_reps = round(solver.objective_value) if status == mdl.cp.OPTIMAL else 0
     disks = {b: limits.disk[b] for b in core if b in limits.disk}
     caps = {b: limits.replicas[b] for b in core if b in limits.replicas}
     parts = []
@@ -319,6 +321,8 @@ def fit(
     )
     raise CapacityError(
         [f"broker {b}: over a hard limit after the planner's passes" for b in over]
-        + [f"no placement within every limit was found, but its absence is not proven: {why}"],
+        + [
+            f"the search found no placement within every limit, but did not prove there is none: {why}"
+        ],
         header=header,
     )
