@@ -4,7 +4,9 @@ add-brokers case, at 100k, 1M and 3M replicas, Spark local mode (start-up includ
 plain in-process pass over the same snapshot; the validator runs on every plan; peak memory is
 the sum of RSS over the whole process tree (driver JVM and Python workers included).
 
-    .venv/bin/python bench/bench_planner.py            # all sizes
+    .venv/bin/python bench/bench_planner.py            # the headline: 1.05M, 3 of 120 removed
+    RK_BENCH_3M=1 .venv/bin/python bench/bench_planner.py   # and 3M on 250 brokers (Spark)
+    RK_BENCH_SIZES=100000,1000000,3000000 .venv/bin/python bench/bench_planner.py  # the matrix
     RK_BENCH_SIZES=100000,1000000 .venv/bin/python bench/bench_planner.py
     RK_BENCH_CASES=bytes-goal RK_BENCH_SIZES=100000,1000000 .venv/bin/python bench/bench_planner.py
     RK_BENCH_FLEET=10000000 .venv/bin/python bench/bench_planner.py --fleet
@@ -48,11 +50,19 @@ import psutil
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "out", "planner")
+# the matrix (sizes x cases x engines) runs when RK_BENCH_SIZES or RK_BENCH_CASES is set;
+# otherwise the headline (issue 20 #4): plan + validate at 1.05M replicas, 3 of 120 brokers
+# decommissioned, in process and on Spark local; with RK_BENCH_3M=1 also 3M replicas on 250
+# brokers on Spark local (minutes: optional in a routine `make bench`)
+MATRIX = bool(os.environ.get("RK_BENCH_SIZES") or os.environ.get("RK_BENCH_CASES"))
 SIZES = [int(x) for x in os.environ.get("RK_BENCH_SIZES", "100000,1000000,3000000").split(",")]
 CASES = os.environ.get(
     "RK_BENCH_CASES",
     "decommission,add-brokers,uneven-racks,rack-repair,rack-repair-decommission",
 ).split(",")
+HEADLINE = [(1_050_000, "decommission-120", ("local", "spark"))]
+if os.environ.get("RK_BENCH_3M") == "1":
+    HEADLINE.append((3_000_000, "decommission-250", ("spark",)))
 TOLERANCE = 0.05
 REPAIR_SHARE = 0.15  # rack-repair cases: partitions holding two replicas in one rack
 ENGINES = os.environ.get("RK_BENCH_ENGINES", "spark,local").split(",")
@@ -77,6 +87,11 @@ def generate(replicas: int, case: str, path: str, seed: int = 7) -> dict:
     racks = ["a", "b", "c"]
     # "uneven-racks" (issue 13): 3 racks of unequal size (14, 10, 8 brokers), one decommissioned
     sizes = [14, 10, 8] if case == "uneven-racks" else [per_rack] * 3
+    # "decommission-N" (issue 20 #4): N brokers in 3 racks, the first of each rack removed
+    wide = case.startswith("decommission-")
+    if wide:
+        n = int(case.split("-", 1)[1])
+        sizes = [n // 3 + (1 if r < n % 3 else 0) for r in range(3)]
     first = [1 + sum(sizes[:r]) for r in range(3)]
     brokers = [(first[r] + i, racks[r]) for r in range(3) for i in range(sizes[r])]
     if case == "add-brokers":  # one new, empty broker per rack
@@ -141,6 +156,8 @@ def generate(replicas: int, case: str, path: str, seed: int = 7) -> dict:
         row_group_size=200_000,
     )
     remove = [1] if case in ("decommission", "uneven-racks") else []
+    if wide:
+        remove = [first[r] for r in range(3)]
     if capacity:  # unequal disks: every third broker 1.5x; 25% headroom over the bytes
         total = int((sizes * rf).sum())
         w = {b: 1.5 if b % 3 == 0 else 1.0 for b, _ in brokers if b not in remove}
@@ -187,8 +204,10 @@ def run_one(path: str, engine: str) -> dict:
 
         snap = _snapshot_local(path)
         out["startup_s"] = time.time() - t0
+        t1 = time.time()
         result = plan_in_process(snap, params)
         out.update(result.timings)
+        out["plan_wall_s"] = time.time() - t1
         t1 = time.time()
         problems = plan_problems_offline(
             result.plan, snap, result.prepared.ctx, capacity=params.capacity
@@ -196,6 +215,7 @@ def run_one(path: str, engine: str) -> dict:
         out["validate_s"] = time.time() - t1
     out.update(_figures(result), problems=len(problems))
     out["total_s"] = time.time() - t0
+    out["plan_validate_s"] = out["total_s"] - out["startup_s"]
     return out
 
 
@@ -355,7 +375,46 @@ def _bytes_cell(r: dict) -> str:
     )
 
 
+def headline() -> None:
+    """Plan + validate (wall: the planning process's own; CPU: every process of its tree, JVM
+    and Python workers included) beside moved / lower bound and the leader spread."""
+    print(
+        f"{'replicas':>9} {'brokers':>7} {'case':<18} {'engine':<6} {'start s':>7} "
+        f"{'plan+valid s':>12} {'valid s':>7} {'cpu s':>6} {'load':>5} {'moved':>8} "
+        f"{'lower b.':>8} {'lead spread':>11} {'replica spread':>14} {'probl':>5} {'peak MB':>7}"
+    )
+    rows = []
+    for size, case, engines in HEADLINE:
+        path = os.path.join(OUT, f"{size}-{case}")
+        if not os.path.exists(os.path.join(path, "meta.json")):
+            generate(size, case, path)
+        meta = json.load(open(os.path.join(path, "meta.json")))
+        for engine in engines:
+            r = measure(path, engine)
+            rows.append({"replicas": meta["replicas"], "case": case, "engine": engine, **r})
+            if "error" in r:
+                print(
+                    f"{meta['replicas']:>9} {meta['brokers']:>7} {case:<18} {engine:<6} {r['error']}"
+                )
+                continue
+            print(
+                f"{meta['replicas']:>9} {meta['brokers']:>7} {case:<18} {engine:<6} "
+                f"{r['startup_s']:>7.1f} {r['plan_validate_s']:>12.1f} {r['validate_s']:>7.1f} "
+                f"{r['cpu_s']:>6.0f} {r['load']:>5.1f} {r['moved']:>8} {r['lower_bound']:>8} "
+                f"{r['leader_spread_before']:>5}->{r['leader_spread_after']:<5} "
+                f"{r['replica_spread_before']:>6}->{r['replica_spread_after']:<7} "
+                f"{r['problems']:>5} {r['peak_mb']:>7.0f}",
+                flush=True,
+            )
+    os.makedirs(OUT, exist_ok=True)
+    with open(os.path.join(OUT, "headline.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+
+
 def main() -> None:
+    if not MATRIX:
+        headline()
+        return
     rows = []
     print(
         f"{'replicas':>9} {'case':<12} {'engine':<6} {'total s':>8} {'start s':>8} {'valid s':>8} "

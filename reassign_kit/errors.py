@@ -20,7 +20,7 @@ it and exits with its code instead of a traceback. Each exit code means one thin
     └── IllegalTransition (1)            a move status change the table forbids: a bug
 
 Codes that are outcomes, not errors: 0 done, 10 / 11 --verify in progress / mismatch,
-130 interrupted. ``EXIT_CODES`` is the table ``--help`` prints.
+15 plan written but a stated goal not met, 130 interrupted. ``EXIT_CODES`` is the table ``--help`` prints.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_IN_PROGRESS = 10
 EXIT_MISMATCH = 11
+EXIT_GOAL_NOT_MET = 15
 EXIT_INTERRUPTED = 130
 
 
@@ -147,6 +148,8 @@ EXIT_CODES: dict[int, str] = {
     EXIT_IN_PROGRESS: "--verify: some moves are still in progress",
     EXIT_MISMATCH: "--verify: some partitions are neither complete nor moving toward the plan "
     "(other replicas, another reassignment, or a missing partition)",
+    EXIT_GOAL_NOT_MET: "plan: the plan (and report) were written, but a goal it states is not "
+    "met (--balance bytes: a broker outside its band; the report's bytes_goal names them)",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C / SIGTERM); a paced run prints how to resume or cancel",
 }
 

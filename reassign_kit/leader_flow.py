@@ -21,6 +21,7 @@ whatever the number of partitions (a few thousand groups for 30 brokers at RF 3)
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -53,55 +54,159 @@ class LeaderBalance:
         }
 
 
-def _nx():
-    import networkx as nx
+@dataclass(frozen=True)
+class Network:
+    """A min-cost flow network as flat arrays (node 0.. ``nodes`` - 1): what the solver gets, and
+    what a test hands to another solver to check the optimum. Parallel arcs are allowed."""
 
-    return nx
+    nodes: int
+    tail: list[int]
+    head: list[int]
+    capacity: list[int]
+    cost: list[int]
+    supply: list[int]  # per node; > 0 sends, < 0 receives, sums to 0
+
+
+def _group_list(groups: Mapping[Group, int]) -> list[tuple[Group, int]]:
+    """Groups in a fixed order (the solution, hence the plan, must not depend on dict order)."""
+    return sorted(groups.items())
+
+
+def leader_network(
+    groups: Mapping[Group, int], brokers: Sequence[int], low: int, high: int
+) -> tuple[Network, list[tuple[Group, int]], int]:
+    """The flow of ``_min_cost``: group node -> broker node (cost 1 when the leader changes) ->
+    sink, the sink arcs convex in the broker's count (the k-th leader above ``low`` costs
+    W·(2k-1), W = partitions + 1 so one step of balance outweighs every change); every broker
+    must take ``low``. Returns the network, the groups in node order and the first broker arc."""
+    items = _group_list(groups)
+    total = sum(n for _, n in items)
+    w = total + 1
+    g_n, b_n = len(items), len(brokers)
+    index = {b: g_n + i for i, b in enumerate(brokers)}
+    sink = g_n + b_n
+    tail: list[int] = []
+    head: list[int] = []
+    cap: list[int] = []
+    cost: list[int] = []
+    supply = [0] * (sink + 1)
+    for gi, ((reps, cur), n) in enumerate(items):
+        supply[gi] = n
+        for b in reps:
+            tail.append(gi)
+            head.append(index[b])
+            cap.append(n)
+            cost.append(0 if b == cur else 1)
+    first_broker_arc = len(tail)
+    segs = _segments(low, high)
+    for b in brokers:
+        supply[index[b]] = -low
+        prev = low
+        for width, end in segs:
+            # the units prev+1..end cost W·(2k-1) each, W·(end² - prev²) in all: per unit
+            tail.append(index[b])
+            head.append(sink)
+            cap.append(width)
+            cost.append(w * (prev + end))
+            prev = end
+    supply[sink] = -(total - low * b_n)
+    return Network(sink + 1, tail, head, cap, cost, supply), items, first_broker_arc
+
+
+def _solve_min_cost(net: Network):
+    """OR-Tools' min-cost flow (compiled): (optimal cost, flow per arc), or None when no flow
+    meets the supplies."""
+    import numpy as np
+    from ortools.graph.python import min_cost_flow
+
+    mcf = min_cost_flow.SimpleMinCostFlow()
+    mcf.add_arcs_with_capacity_and_unit_cost(
+        np.asarray(net.tail, dtype=np.int32),
+        np.asarray(net.head, dtype=np.int32),
+        np.asarray(net.capacity, dtype=np.int64),
+        np.asarray(net.cost, dtype=np.int64),
+    )
+    mcf.set_nodes_supplies(
+        np.arange(net.nodes, dtype=np.int32), np.asarray(net.supply, dtype=np.int64)
+    )
+    status = mcf.solve()
+    if status == mcf.OPTIMAL:
+        return mcf.optimal_cost(), mcf.flows(np.arange(len(net.tail), dtype=np.int32))
+    if status == mcf.INFEASIBLE:
+        return None
+    raise RuntimeError(f"leader flow: min-cost flow solver returned {status!r}")
+
+
+def _max_flow_cut(tail, head, cap, source: int, sink: int) -> tuple[int, list[int]]:
+    """OR-Tools' max flow: (value, the source side of a minimum cut)."""
+    import numpy as np
+    from ortools.graph.python import max_flow
+
+    mf = max_flow.SimpleMaxFlow()
+    if tail:
+        mf.add_arcs_with_capacity(
+            np.asarray(tail, dtype=np.int32),
+            np.asarray(head, dtype=np.int32),
+            np.asarray(cap, dtype=np.int64),
+        )
+    status = mf.solve(source, sink)
+    if status != mf.OPTIMAL:
+        raise RuntimeError(f"leader flow: max-flow solver returned {status!r}")
+    return mf.optimal_flow(), list(mf.get_source_side_min_cut())
+
+
+def _bipartite(groups: Mapping[Group, int], brokers: Sequence[int]):
+    """Replica sets (current leader dropped) and broker node numbers for the max-flow checks:
+    sets are nodes 2.., brokers after them; node 0 is the source, 1 the sink."""
+    sets: dict[tuple[int, ...], int] = defaultdict(int)
+    for (reps, _), n in _group_list(groups):
+        sets[reps] += n
+    bnode = {b: 2 + len(sets) + i for i, b in enumerate(brokers)}
+    return list(sets.items()), bnode
 
 
 def _upper_ok(groups: Mapping[Group, int], brokers: Sequence[int], cap: int, want_cut=False):
     """Can every partition get a leader with at most ``cap`` per broker? With ``want_cut``, also
     the brokers of a minimum cut: a set whose partitions lie wholly on it, too many for it."""
-    nx = _nx()
-    g = nx.DiGraph()
-    total = 0
-    for (reps, _), n in groups.items():
-        total += n
-        key = ("g", reps)
-        g.add_edge("s", key, capacity=g.get_edge_data("s", key, {}).get("capacity", 0) + n)
-        for b in reps:
-            g.add_edge(key, ("b", b))  # infinite capacity
-    for b in brokers:
-        g.add_edge(("b", b), "t", capacity=cap)
+    sets, bnode = _bipartite(groups, brokers)
+    total = sum(n for _, n in sets)
     if total == 0:
         return (True, []) if want_cut else True
-    value, (side, _) = nx.minimum_cut(g, "s", "t")
+    tail, head, caps = [], [], []
+    for i, (reps, n) in enumerate(sets):
+        tail.append(0), head.append(2 + i), caps.append(n)
+        for b in reps:  # "infinite": more than every partition
+            tail.append(2 + i), head.append(bnode[b]), caps.append(total + 1)
+    for b in brokers:
+        tail.append(bnode[b]), head.append(1), caps.append(cap)
+    value, side = _max_flow_cut(tail, head, caps, 0, 1)
     ok = value >= total
     if not want_cut:
         return ok
-    return ok, sorted(n[1] for n in side if isinstance(n, tuple) and n[0] == "b")
+    inside = set(side)
+    return ok, sorted(b for b in brokers if bnode[b] in inside)
 
 
 def _lower_ok(groups: Mapping[Group, int], brokers: Sequence[int], floor_: int, want_cut=False):
     """Can every broker lead at least ``floor_`` partitions? With ``want_cut``, the brokers of a
     minimum cut: a set that holds replicas of too few partitions to lead that many."""
-    nx = _nx()
-    g = nx.DiGraph()
-    for b in brokers:
-        g.add_edge("s", ("b", b), capacity=floor_)
-    for (reps, _), n in groups.items():
-        key = ("g", reps)
-        g.add_edge(key, "t", capacity=g.get_edge_data(key, "t", {}).get("capacity", 0) + n)
-        for b in reps:
-            g.add_edge(("b", b), key)
+    sets, bnode = _bipartite(groups, brokers)
     need = floor_ * len(brokers)
     if need == 0:
         return (True, []) if want_cut else True
-    value, (side, _) = nx.minimum_cut(g, "s", "t")
+    tail, head, caps = [], [], []
+    for b in brokers:
+        tail.append(0), head.append(bnode[b]), caps.append(floor_)
+    for i, (reps, n) in enumerate(sets):
+        tail.append(2 + i), head.append(1), caps.append(n)
+        for b in reps:  # "infinite": more than every partition
+            tail.append(bnode[b]), head.append(2 + i), caps.append(need + 1)
+    value, side = _max_flow_cut(tail, head, caps, 0, 1)
     ok = value >= need
     if not want_cut:
         return ok
-    return ok, sorted(n[1] for n in side if isinstance(n, tuple) and n[0] == "b")
+    inside = set(side)
+    return ok, sorted(b for b in brokers if bnode[b] in inside)
 
 
 def _who(cut: Sequence[int]) -> str:
@@ -124,34 +229,22 @@ def _segments(low: int, high: int) -> list[tuple[int, int]]:
 def _min_cost(groups: Mapping[Group, int], brokers: Sequence[int], low: int, high: int):
     """Min-cost flow with every broker in [low, high]: convex balance first, changes second.
     Returns the assignment or None when infeasible."""
-    nx = _nx()
-    total = sum(groups.values())
-    w = total + 1  # one step of balance outweighs every leadership change
-    g = nx.DiGraph()
-    g.add_node("t", demand=total - low * len(brokers))
-    for (reps, cur), n in groups.items():
-        key = ("g", reps, cur)
-        g.add_node(key, demand=-n)
-        for b in reps:
-            g.add_edge(key, ("b", b), capacity=n, weight=0 if b == cur else 1)
-    for b in brokers:
-        g.add_node(("b", b), demand=low)
-        prev = low
-        for i, (width, end) in enumerate(_segments(low, high)):
-            # the units prev+1..end cost W·(2k-1) each, W·(end² - prev²) in all: per unit
-            unit = w * (prev + end)
-            node = ("u", b, i)
-            g.add_edge(("b", b), node, capacity=width, weight=unit)
-            g.add_edge(node, "t", capacity=width, weight=0)
-            prev = end
-    try:
-        _, flow = nx.network_simplex(g)
-    except nx.NetworkXUnfeasible:
+    net, items, n_group_arcs = leader_network(groups, brokers, low, high)
+    solved = _solve_min_cost(net)
+    if solved is None:
         return None
+    _, flow = solved
     out: dict[Group, dict[int, int]] = {}
-    for (reps, cur), _n in groups.items():
-        f = flow[("g", reps, cur)]
-        out[(reps, cur)] = {b: f[("b", b)] for b in reps if f.get(("b", b), 0) > 0}
+    arc = 0
+    for (reps, cur), _n in items:
+        to = {}
+        for b in reps:
+            f = int(flow[arc])
+            if f > 0:
+                to[b] = f
+            arc += 1
+        out[(reps, cur)] = to
+    assert arc == n_group_arcs
     return out
 
 

@@ -209,6 +209,25 @@ def build_report(result: PlanResult) -> dict[str, Any]:
     }
 
 
+def unmet_goals(report: dict[str, Any]) -> list[str]:
+    """The stated goals the plan does not meet, one line each (empty: every goal met). The
+    CLI exits ``EXIT_GOAL_NOT_MET`` on any (issue 20 #3): a plan that leaves a broker outside
+    its bytes band is not 'done', even when it moves nothing."""
+    out = []
+    bg = report.get("bytes_goal") or {}
+    if bg.get("goal") and bg.get("met") is False:
+        shown = ", ".join(
+            f"broker {o['broker']} ({o['bytes_after']} bytes, band {o['low']}..{o['high']})"
+            for o in bg["brokers_outside"][:10]
+        )
+        more = len(bg["brokers_outside"]) - 10
+        out.append(
+            f"bytes goal (within {100 * bg['tolerance']:g}% of each broker's {bg['shares']} "
+            f"share) not met: {shown}" + (f" and {more} more" if more > 0 else "")
+        )
+    return out
+
+
 def format_report(report: dict[str, Any]) -> str:
     """A few lines for the terminal."""
     s = report["summary"]

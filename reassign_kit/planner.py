@@ -29,8 +29,9 @@ import zlib
 from bisect import bisect_left, bisect_right, insort
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from . import capacity_fit
 from .errors import CapacityError, UsageError
 from .leader_flow import LeaderBalance, balance_leaders
 from .maxflow import augment
@@ -623,6 +624,23 @@ def _rack_key(ctx: RuleContext, b: int):
     return ctx.racks.get(b)
 
 
+def _file_max_replicas(params: PlanParams, b: int) -> int | None:
+    return params.capacity.max_replicas(b) if params.capacity is not None else None
+
+
+def _targets(ctx: RuleContext, cur, rf_hist, balance: bool, params: PlanParams, caps) -> dict:
+    """broker_targets; when the capacity file's max_replicas make it refuse, the counts are
+    planned with the cordons' caps only: the targets' reading of max_replicas (rack bounds,
+    rounding) is no proof, the exact fit at the end decides (capacity_fit, issue 20 #3)."""
+    try:
+        return broker_targets(ctx, cur, rf_hist, balance, caps)
+    except CapacityError:
+        if params.capacity is None:
+            raise
+        bare = _caps(ctx, replace(params, capacity=None), cur)
+        return broker_targets(ctx, cur, rf_hist, balance, bare)
+
+
 def _caps(ctx: RuleContext, params: PlanParams, cur: Mapping[int, int]) -> dict[int, int]:
     """max_replicas per broker; a fully cordoned broker may not grow (KIP-1066)."""
     cap = params.capacity
@@ -656,7 +674,7 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
     chosen = None
     work = agg
     if agg.violating and not params.demote_brokers:
-        targets0 = broker_targets(ctx, cur0, agg.rf_hist, balance, _caps(ctx, params, cur0))
+        targets0 = _targets(ctx, cur0, agg.rf_hist, balance, params, _caps(ctx, params, cur0))
         chosen = choose_repairs(agg.violating, cur0, targets0, ctx, params.rf_change())
         repairs, leaving = chosen.positions, chosen.leaving
         if repairs:
@@ -666,7 +684,11 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
             )
     cur = work.per_broker(work.replicas)
     caps = _caps(ctx, params, cur)
-    targets = broker_targets(ctx, cur, work.rf_hist, balance, caps)
+    total = sum(cur.values())
+    file_caps = {b: m for b in allowed if (m := _file_max_replicas(params, b)) is not None}
+    if file_caps and len(file_caps) == len(allowed) and sum(file_caps.values()) < total:
+        raise _count_refusal("the cluster", total, sum(file_caps.values()), allowed, file_caps)
+    targets = _targets(ctx, cur, work.rf_hist, balance, params, caps)
     if balance:  # bounds on the snapshot as it is (which doubled replica leaves is free)
         lb = max(
             lower_bound(cur0, targets, ctx, work.forced_by_rack()),
@@ -1644,6 +1666,13 @@ def prepare_leaders(
     quotas: dict[int, dict[tuple, list[tuple[int, int]]]] = defaultdict(dict)
     for g, chunks in by_group.items():
         to = sorted(balance.assignment.get(g, {}).items())
+        if len(chunks) == 1:  # what apportion_2d gives one row or one column, without it
+            quotas[chunks[0][0]][g] = [(b, n) for b, n in to if n]
+            continue
+        if len(to) == 1:
+            for c, n in chunks:
+                quotas[c][g] = [(to[0][0], n)] if n else []
+            continue
         m = apportion_2d([n for _, n in chunks], [n for _, n in to])
         for ci, (c, _) in enumerate(chunks):
             quotas[c][g] = [(b, m[ci][j]) for j, (b, _) in enumerate(to) if m[ci][j]]
@@ -1837,6 +1866,23 @@ def finish(changed: list[Changed], prep: Prepared, leaders: LeaderPlan | None = 
     return result
 
 
+def fit_capacity(finals: Mapping[int, list[Changed]], prep: Prepared) -> dict[int, list[Changed]]:
+    """The chunks' final rows within the capacity file's hard limits and, where an exact search
+    finds a placement meeting it, the bytes goal (``capacity_fit.fit``: as they are when they
+    fit, else the placement nearest to them, else a refusal naming the brokers and bytes). Each
+    chunk keeps its rows and their order."""
+    chunks = sorted(finals)
+    rows = [r for c in chunks for r in finals[c]]
+    goal = prep.bands if "bytes" in prep.params.balance else {}
+    fitted = capacity_fit.fit(rows, prep.ctx, prep.params.capacity, goal)
+    out: dict[int, list[Changed]] = {}
+    i = 0
+    for c in chunks:
+        out[c] = fitted[i : i + len(finals[c])]
+        i += len(finals[c])
+    return out
+
+
 def rule_context(snapshot, params: PlanParams) -> RuleContext:
     racks = snapshot.racks()
     unknown = sorted(set(params.remove_brokers) - set(racks))
@@ -1920,6 +1966,10 @@ def plan_in_process(snapshot, params: PlanParams | None = None) -> PlanResult:
             seen = totals
             finals = {c: bytes_chunk(rs, bp, c) for c, rs in finals.items()}
         timings["bytes_s"] = time.perf_counter() - t
+    if params.capacity is not None or "bytes" in params.balance:
+        t = time.perf_counter()
+        finals = fit_capacity(finals, prep)
+        timings["capacity_fit_s"] = time.perf_counter() - t
     changed: list[Changed] = []
     if "leaders" not in params.balance:
         for c in sorted(finals):

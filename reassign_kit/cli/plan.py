@@ -23,11 +23,11 @@ import sys
 from typing import Any
 
 from ..cluster.views import require_permissions
-from ..errors import InvalidPlanError, UsageError
+from ..errors import EXIT_GOAL_NOT_MET, InvalidPlanError, UsageError
 from ..make_plan import plan as make_plan
 from ..model import Plan
 from ..ops import connect
-from ..plan_report import format_report
+from ..plan_report import format_report, unmet_goals
 from ..plan_rules import Capacity, RuleContext, plan_problems_offline, selection_problems
 from ..planner import DEFAULT_BYTES_TOLERANCE, DEFAULT_CHUNKS, generate
 from ..snapshot import Snapshot, TopicFilter, take_snapshot
@@ -255,10 +255,11 @@ def _plan(args: argparse.Namespace) -> int:
         bytes_tolerance=args.bytes_tolerance,
         drain_cordoned=args.drain_cordoned,
     )
-    if not len(result.plan):
+    report = result.report()
+    unmet = unmet_goals(report)
+    if not len(result.plan) and not unmet:
         print("plan: nothing to move; the cluster already meets the goals", file=sys.stderr)
     write_output("--output", args.output, lambda: result.plan.write(args.output))
-    report = result.report()
     if args.report:
         write_output("--report", args.report, lambda: _write_json(args.report, report))
     if args.rollback:
@@ -266,6 +267,15 @@ def _plan(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(format_report(report))
         print(f"plan: {len(result.plan)} partition(s) -> {args.output}")
+    if unmet:  # written (it may still help), but not done: a distinct exit code says so
+        for line in unmet:
+            print(f"plan: {line}", file=sys.stderr)
+        print(
+            f"plan: {len(result.plan)} partition(s) written, but a stated goal is not met "
+            f"(exit {EXIT_GOAL_NOT_MET})",
+            file=sys.stderr,
+        )
+        return EXIT_GOAL_NOT_MET
     return 0
 
 

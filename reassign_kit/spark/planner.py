@@ -294,6 +294,40 @@ def _bytes_rounds(final, prep):
     return final, rounds
 
 
+def _fit_capacity(spark, final, prep):
+    """planner.fit_capacity on Spark: the per-broker totals come to the driver; only when a
+    broker is over a hard limit or outside its bytes band do the final rows come too, to the same exact fit
+    (``capacity_fit.fit``, rows in chunk order as in process), and go back chunk-partitioned."""
+    from pyspark.sql import functions as F
+
+    from .. import capacity_fit
+
+    byts: dict[int, int] = {}
+    reps: dict[int, int] = {}
+    for r in (
+        final.select("size_bytes", F.explode("new").alias("b"))
+        .groupBy("b")
+        .agg(F.sum("size_bytes").alias("bytes"), F.count(F.lit(1)).alias("n"))
+        .collect()
+    ):
+        byts[r.b], reps[r.b] = int(r.bytes), int(r.n)
+    goal = prep.bands if "bytes" in prep.params.balance else {}
+    if not capacity_fit.needs_fit(byts, reps, prep.ctx, prep.params.capacity, goal):
+        return final
+    from ..planner import chunk_key, fit_capacity
+
+    pdf = final.toPandas()
+    finals: dict[int, list] = {}
+    for c, group in pdf.groupby("chunk", sort=True):
+        rows = _changed_rows(group)
+        finals[int(c)] = sorted(rows, key=lambda r: (chunk_key(r[0], r[1]), r[0], r[1]))
+    fitted = fit_capacity(finals, prep)
+    import pandas as pd
+
+    out = pd.concat([_frame(rows, c) for c, rows in sorted(fitted.items()) if rows])
+    return spark.createDataFrame(out, FINAL_SCHEMA).repartition(prep.params.chunks, "chunk").cache()
+
+
 def _demoted_partitions(spark, source, demoted: frozenset) -> list:
     """The partitions a demoted broker holds (of every topic, selected or not), with their
     recorded leader and ISR (``PartitionEntry``; leader / isr None when not recorded). From a
@@ -428,6 +462,10 @@ def plan_and_validate_spark(
         if prep.bytes_pass:
             final, timings["bytes_rounds"] = _bytes_rounds(final, prep)
             timings["bytes_s"] = time.perf_counter() - t
+        if params.capacity is not None or "bytes" in params.balance:
+            t3 = time.perf_counter()
+            final = _fit_capacity(spark, final, prep)
+            timings["capacity_fit_s"] = time.perf_counter() - t3
         if leaders:
             from pyspark.sql import functions as F
 

@@ -150,9 +150,10 @@ def test_refusal_names_the_broker_and_how_far_over():
     with pytest.raises(CapacityError) as e:
         plan_in_process(snap, PlanParams(capacity=_cap({1: 500, 2: 1300})))
     msg = str(e.value)
-    assert (
-        "broker 1: 900 bytes after the plan on a disk of 500 bytes: 400 bytes (80.0%) over" in msg
-    )
+    # issue 20 #3: the refusal is the exact search's verdict: the brokers of an infeasible core
+    # and the least bytes any placement leaves them over (broker 1 holds neither partition,
+    # broker 2 one of them: 400 bytes too many)
+    assert "brokers [1, 2]: every placement leaves them at least 400 bytes over" in msg, msg
 
 
 # -- the bytes goal ---------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""The flow-based preferred-leader assignment against a brute-force optimum (issue 13 #1)."""
+"""The flow-based preferred-leader assignment against a brute-force optimum (issue 13 #1), and
+the compiled solver (OR-Tools) against networkx's on the same networks (issue 20 #4)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ import itertools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reassign_kit.leader_flow import balance_leaders
+from reassign_kit.leader_flow import (
+    _lower_ok,
+    _min_cost,
+    _solve_min_cost,
+    _upper_ok,
+    balance_leaders,
+    leader_network,
+)
 from reassign_kit.planner import PlanParams, plan_in_process
 from reassign_kit.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
 
@@ -127,3 +135,103 @@ def test_planner_leader_spread_is_the_optimum_and_sets_unchanged(case):
         rep = result.report()
         assert rep["balance"]["leaders"]["after"]["spread"] == spread
         assert rep["leader_balance"]["spread"] == spread
+
+
+# -- the compiled solver against networkx's network simplex (issue 20 #4) -----------------------
+@st.composite
+def flow_instance(draw):
+    """Random groups over a few brokers and bounds around the even spread (some infeasible)."""
+    n_brokers = draw(st.integers(1, 6))
+    brokers = list(range(1, n_brokers + 1))
+    groups: dict = {}
+    for _ in range(draw(st.integers(0, 10))):
+        rf = draw(st.integers(1, min(3, n_brokers)))
+        reps = tuple(sorted(draw(st.permutations(brokers))[:rf]))
+        cur = draw(st.sampled_from([*reps, 99]))  # 99: the old leader left the set
+        groups[(reps, cur)] = groups.get((reps, cur), 0) + draw(st.integers(1, 40))
+    total = sum(groups.values())
+    low = draw(st.integers(0, total // n_brokers))
+    high = draw(st.integers(-(-total // n_brokers), max(total, 1)))
+    return groups, brokers, low, max(low, high)
+
+
+def _networkx_cost(net):
+    """The same network solved by networkx (pure Python): optimal cost, or None if infeasible."""
+    import networkx as nx
+
+    g = nx.MultiDiGraph()
+    for i, s in enumerate(net.supply):
+        g.add_node(i, demand=-s)
+    for u, v, c, w in zip(net.tail, net.head, net.capacity, net.cost, strict=True):
+        g.add_edge(u, v, capacity=c, weight=w)
+    try:
+        cost, _ = nx.network_simplex(g)
+    except nx.NetworkXUnfeasible:
+        return None
+    return cost
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(flow_instance())
+def test_compiled_min_cost_flow_has_networkx_optimum(inst):
+    """OR-Tools' min-cost flow reaches the optimum networkx's network simplex finds on the leader
+    network (same feasibility, same cost), and its flow is a valid one of that cost."""
+    groups, brokers, low, high = inst
+    net, items, n_group_arcs = leader_network(groups, brokers, low, high)
+    ours = _solve_min_cost(net)
+    ref = _networkx_cost(net)
+    assert (ours is None) == (ref is None)
+    if ours is None:
+        return
+    cost, flow = ours
+    assert cost == ref
+    assert sum(int(f) * c for f, c in zip(flow, net.cost, strict=True)) == cost
+    balance = [0] * net.nodes
+    for u, v, f, c in zip(net.tail, net.head, flow, net.capacity, strict=True):
+        assert 0 <= f <= c
+        balance[u] += int(f)
+        balance[v] -= int(f)
+    assert balance == list(net.supply)
+    # and the assignment read back from it keeps every group whole on its own replicas
+    assignment = _min_cost(groups, brokers, low, high)
+    for (reps, cur), n in items:
+        assert set(assignment[(reps, cur)]) <= set(reps)
+        assert sum(assignment[(reps, cur)].values()) == n
+    assert n_group_arcs == sum(len(r) for (r, _), _ in items)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(flow_instance(), st.integers(0, 50))
+def test_compiled_max_flow_checks_match_networkx(inst, bound):
+    """The bound checks (max flow + minimum cut) agree with networkx's minimum cut."""
+    import networkx as nx
+
+    groups, brokers, _, _ = inst
+    total = sum(groups.values())
+    up = nx.DiGraph()
+    low = nx.DiGraph()
+    up.add_nodes_from(["s", "t"])
+    low.add_nodes_from(["s", "t"])
+    sets: dict = {}
+    for (reps, _), n in groups.items():
+        sets[reps] = sets.get(reps, 0) + n
+    for reps, n in sets.items():
+        up.add_edge("s", ("g", reps), capacity=n)
+        low.add_edge(("g", reps), "t", capacity=n)
+        for b in reps:
+            up.add_edge(("g", reps), ("b", b))
+            low.add_edge(("b", b), ("g", reps))
+    for b in brokers:
+        up.add_edge(("b", b), "t", capacity=bound)
+        low.add_edge("s", ("b", b), capacity=bound)
+    ok, cut = _upper_ok(groups, brokers, bound, want_cut=True)
+    assert ok == (total == 0 or nx.maximum_flow_value(up, "s", "t") >= total)
+    if not ok:  # the cut's brokers hold every replica of more partitions than they may lead
+        inside = sum(n for r, n in sets.items() if set(r) <= set(cut))
+        assert inside > bound * len(cut)
+    need = bound * len(brokers)
+    ok, cut = _lower_ok(groups, brokers, bound, want_cut=True)
+    assert ok == (need == 0 or nx.maximum_flow_value(low, "s", "t") >= need)
+    if not ok:  # the cut's brokers hold replicas of fewer partitions than they must lead
+        touch = sum(n for r, n in sets.items() if set(r) & set(cut))
+        assert touch < bound * len(cut)
