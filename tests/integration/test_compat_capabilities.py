@@ -1,0 +1,21 @@
+"""Issue 23 on the session sandbox (Kafka 4.3.1 in `make test`; every release and mode in
+`make compat`): --disallow-replication-factor-change sends what the controller lists and says
+so, and no request goes out at a version the broker did not list. The same checks on a Kafka
+3.9 ZooKeeper cluster run in `make test` from test_compat_39zk.py."""
+
+from __future__ import annotations
+
+import pytest
+from compat_checks import assert_no_request_above_listed, assert_rf_guard_behaviour
+
+pytestmark = pytest.mark.integration
+
+
+def test_rf_guard_sends_what_the_controller_lists(
+    sandbox, gw, monkeypatch, capsys, tmp_path, topic_name
+):
+    assert_rf_guard_behaviour(sandbox, gw, monkeypatch, capsys, tmp_path, topic_name("rfg"))
+
+
+def test_no_request_above_a_listed_version(sandbox, gw, monkeypatch, capsys, tmp_path, topic_name):
+    assert_no_request_above_listed(sandbox, gw, monkeypatch, capsys, tmp_path, topic_name("api"))
