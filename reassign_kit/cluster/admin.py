@@ -311,6 +311,9 @@ class AdminGateway:
             f"(a broker newer than {newest} shows as {newest})",
             "broker_versions": {str(b): v for b, v in sorted(versions.items())},
             "metadata_version_level": level[1] if level else None,
+            # KRaft finalizes metadata.version; a ZooKeeper-mode cluster has no such feature
+            "metadata_mode": "kraft" if level else "zookeeper",
+            "capabilities": self.capabilities().summary(),
         }
 
     def capabilities(self) -> Capabilities:

@@ -71,6 +71,10 @@ def test_capabilities_are_what_the_brokers_report(gw39):
     assert c.max_version(caps.ALTER_PARTITION_REASSIGNMENTS) == 0  # v1 is Kafka 4.1+
     assert not c.has(caps.RF_GUARD) and not c.has(caps.CORDONS) and not c.has(caps.ELR)
     assert c.has(caps.LOG_DIR_MOVES) and c.has(caps.TIERED)
+    info = gw39.cluster_info()  # what a run's journal records (run_started)
+    assert info["metadata_mode"] == "zookeeper" and info["kafka_version"].startswith("3.9")
+    assert info["capabilities"] == c.summary()
+    assert info["capabilities"]["broker-side replication-factor guard"] is False
 
 
 def test_rf_guard_without_v1_is_client_side_with_one_warning(

@@ -19,3 +19,10 @@ def test_rf_guard_sends_what_the_controller_lists(
 
 def test_no_request_above_a_listed_version(sandbox, gw, monkeypatch, capsys, tmp_path, topic_name):
     assert_no_request_above_listed(sandbox, gw, monkeypatch, capsys, tmp_path, topic_name("api"))
+
+
+def test_cluster_info_names_the_metadata_mode(sandbox, gw):
+    """The journal's run_started records the mode and what the brokers support."""
+    info = gw.cluster_info()
+    assert info["metadata_mode"] == sandbox.metadata
+    assert info["capabilities"] == gw.capabilities().summary()
