@@ -116,6 +116,23 @@ def sigkill_tool_then_resume(ctx: Ctx) -> None:
     ctx.proc = start_cli(ctx.sb, *ctx.args, "--resume", log=ctx.work / "cli-resume.log")
 
 
+def broker_and_tool_sigkilled_then_resumed(ctx: Ctx) -> None:
+    """Issue 23: a target broker SIGKILLed mid-move, then the tool SIGKILLed (a real
+    subprocess SIGKILL) while the broker is down; the broker restarted, the run resumed."""
+    ctx.wait_event("submitted", 2)
+    ctx.sb.kill_broker(3)
+    try:
+        time.sleep(5)
+        assert ctx.proc is not None
+        ctx.proc.send_signal(signal.SIGKILL)
+        ctx.proc.wait(30)
+        time.sleep(5)
+    finally:
+        ctx.sb.start_broker(3)
+    ctx.person_acted = "resume"
+    ctx.proc = start_cli(ctx.sb, *ctx.args, "--resume", log=ctx.work / "cli-resume.log")
+
+
 def sigterm_after_first_step(ctx: Ctx) -> None:
     ctx.wait_event("step_completed")
     assert ctx.proc is not None
@@ -149,6 +166,14 @@ def test_no_controller_for_40s(quorum, work):
 @pytest.mark.chaos
 def test_tool_sigkilled_and_resumed(quorum, work):
     check(run_scenario(quorum, "tool SIGKILLed, resumed", work, sigkill_tool_then_resume))
+
+
+@pytest.mark.chaos
+def test_broker_and_tool_sigkilled_then_resumed(quorum, work):
+    row = run_scenario(
+        quorum, "broker+tool killed, resumed", work, broker_and_tool_sigkilled_then_resumed
+    )
+    check(row)
 
 
 @pytest.mark.chaos

@@ -97,6 +97,10 @@ SCENARIOS: list[tuple[str, str]] = [
         "tests/chaos/test_chaos.py::test_tool_sigkilled_and_resumed",
     ),
     (
+        "chaos: broker + tool SIGKILLed, resumed",
+        "tests/chaos/test_chaos.py::test_broker_and_tool_sigkilled_then_resumed",
+    ),
+    (
         "chaos: controller SIGKILLed",
         "tests/chaos/test_chaos.py::test_active_controller_sigkilled_and_restarted",
     ),

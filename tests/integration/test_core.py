@@ -279,6 +279,12 @@ def test_additional_on_top_of_an_in_flight_run(sandbox, gw, cli, topic_name, tmp
         for tp, st in moving.items():
             for b in st.adding:
                 assert f"{tp.partition}:{b}" in lists["follower.replication.throttled.replicas"]
+        if sandbox.metadata == "zookeeper":  # make compat's 3.x ZooKeeper columns
+            pytest.skip(
+                "ZooKeeper mode: the controller completes a re-target to replicas all in the ISR "
+                "at once (KRaft keeps the first run's adding replicas until they catch up), so "
+                "the in-progress part of this scenario does not arise"
+            )
         # KRaft keeps the replicas being added by the first run (as adding and removing) until
         # they catch up: the re-targeted partition is in progress toward the new target.
         assert moving[tps[0]].target == before[tps[0]].replicas[::-1]
