@@ -138,7 +138,7 @@ def column_name(version: str, mode: str) -> str:
 
 
 def run_column(
-    version: str, mode: str, ids: list[str], log: Path
+    version: str, mode: str, ids: list[str], log: Path, tag: str = ""
 ) -> tuple[dict[str, tuple[str, str]], float]:
     """Run the scenarios on one release and mode; node id -> (outcome, detail), wall seconds."""
     env = {**os.environ, "RK_SANDBOX_KAFKA_VERSION": version, "RK_SANDBOX_METADATA": mode}
@@ -162,9 +162,9 @@ def run_column(
         groups.setdefault(key, []).append(i)
     xmls = []
     t0 = time.monotonic()
-    with open(log, "w") as f:
+    with open(log, "a" if tag else "w") as f:
         for key, group in groups.items():
-            xml = OUT / f"{version}-{mode}-{key}.xml"
+            xml = OUT / f"{version}-{mode}-{key}{tag}.xml"
             xml.unlink(missing_ok=True)
             xmls.append(xml)
             f.write(f"== {key}\n")
@@ -179,7 +179,7 @@ def run_column(
             )
     wall = time.monotonic() - t0
     walls = json.loads(WALLS.read_text()) if WALLS.exists() else {}
-    walls[f"{version}/{mode}"] = wall
+    walls[f"{version}/{mode}{tag}"] = wall
     WALLS.write_text(json.dumps(walls, indent=1))
     return read_column(version, mode, ids), wall
 
@@ -187,7 +187,8 @@ def run_column(
 def read_column(version: str, mode: str, ids: list[str]) -> dict[str, tuple[str, str]]:
     """The column's outcomes from its JUnit files (the last run of that column)."""
     got: dict[str, tuple[str, str]] = {}
-    for xml in sorted(OUT.glob(f"{version}-{mode}-*.xml")):
+    # the newest file wins for a test in several (a --failed-only re-run after the full run)
+    for xml in sorted(OUT.glob(f"{version}-{mode}-*.xml"), key=lambda x: x.stat().st_mtime):
         for case in ET.parse(xml).getroot().iter("testcase"):
             module = (case.get("classname") or "").split(".")[-1]
             nid = f"{module}::{case.get('name')}"
@@ -256,6 +257,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", default="", help="comma list of VERSION/MODE columns")
     ap.add_argument("--out", default=str(ROOT / "docs" / "compat.md"))
+    ap.add_argument(
+        "--failed-only",
+        action="store_true",
+        help="run again only the scenarios that failed (or did not run) in each column's last "
+        "run; the table shows the newest result of each",
+    )
     args = ap.parse_args(argv)
     cols = COLUMNS
     if args.only:
@@ -266,7 +273,13 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     for c in cols:
         print(f"== {column_name(*c)}", flush=True)
-        run_column(*c, ids, OUT / f"{c[0]}-{c[1]}.log")
+        if args.failed_only:
+            last = read_column(*c, ids)
+            todo = [i for i in ids if last[i][0] in ("fail", "not run")]
+            if todo:
+                run_column(*c, todo, OUT / f"{c[0]}-{c[1]}.log", tag=f"-rerun{int(time.time())}")
+        else:
+            run_column(*c, ids, OUT / f"{c[0]}-{c[1]}.log")
         write_all(Path(args.out), cols, time.monotonic() - t0)
     results = {c: read_column(*c, ids) for c in cols}
     bad = any(o == "fail" for r in results.values() for o, _ in r.values())
@@ -280,6 +293,12 @@ def write_all(out: Path, ran: list, wall: float) -> None:
     results = {c: read_column(*c, ids) for c in COLUMNS}
     walls = {c: column_wall(*c) for c in COLUMNS}
     text = table(COLUMNS, results, walls)
+    reruns = json.loads(WALLS.read_text()) if WALLS.exists() else {}
+    again = [
+        f"{k.split('-rerun')[0]}: {v / 60:.1f} min" for k, v in reruns.items() if "-rerun" in k
+    ]
+    if again:
+        text += "\nRe-run of the failed scenarios only (--failed-only): " + "; ".join(again) + "\n"
     print(text, flush=True)
     write_doc(out, text, wall, ran)
 
