@@ -37,7 +37,7 @@ chromium:
 	fi
 
 test: setup lint
-	$(BIN)/pytest -q -ra --strict-markers --durations=15 -m "not chaos" $(PYTEST_ARGS)
+	$(BIN)/pytest -q -ra --strict-markers --durations=15 -m "not chaos and not compat" $(PYTEST_ARGS)
 
 # every fault scenario on a KRaft quorum; prints the table (also in tests/out/chaos/table.txt)
 chaos: setup
@@ -47,9 +47,10 @@ chaos: setup
 
 # the integration core and Kafka's reassignment scenarios on 3.6 ZK/KRaft, 3.7, 3.9 ZK/KRaft,
 # 4.0 and 4.3 (one sandbox at a time; long): the table goes to docs/compat.md.
-# COMPAT_ONLY=3.9.1/zookeeper,4.0.0/kraft runs some columns only.
+# COMPAT_ONLY=3.9.1/zookeeper,4.0.0/kraft runs some columns only; COMPAT_ARGS=--failed-only
+# runs again what failed (the table keeps each test's newest result).
 compat: setup
-	$(BIN)/python tests/compat/matrix.py $(if $(COMPAT_ONLY),--only $(COMPAT_ONLY))
+	$(BIN)/python tests/compat/matrix.py $(if $(COMPAT_ONLY),--only $(COMPAT_ONLY)) $(COMPAT_ARGS)
 
 # ruff lint + ruff format (one regime), and the import contracts of pyproject.toml
 # (layers point one way; only cluster access and the sandbox import the Kafka clients).

@@ -1,5 +1,5 @@
-"""Issue 23 on the session sandbox (Kafka 4.3.1 in `make test`; every release and mode in
-`make compat`): --disallow-replication-factor-change sends what the controller lists and says
+"""Issue 23 on the session sandbox (every release and mode in `make compat`; marked compat, so
+not in `make test`): --disallow-replication-factor-change sends what the controller lists and says
 so, and no request goes out at a version the broker did not list. The same checks on a Kafka
 3.9 ZooKeeper cluster run in `make test` from test_compat_39zk.py."""
 
@@ -8,7 +8,9 @@ from __future__ import annotations
 import pytest
 from compat_checks import assert_no_request_above_listed, assert_rf_guard_behaviour
 
-pytestmark = pytest.mark.integration
+# make compat runs these on every release (the v1 side on 4.1+); make test runs the same checks
+# on Kafka 3.9 ZooKeeper (test_compat_39zk.py) and the broker-side refusal on 4.3.1 (test_core)
+pytestmark = [pytest.mark.integration, pytest.mark.compat]
 
 
 def test_rf_guard_sends_what_the_controller_lists(
