@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import KafkaOperationError
 from ..model import PartitionState, TopicPartition
+from .capabilities import ALL, RF_GUARD, Capabilities, degraded, say_once
 from .config import (
     BROKER_THROTTLE_KEYS,
     FOLLOWER_RATE,
@@ -27,7 +28,6 @@ from .config import (
     LOG_DIR_RATE,
     TOPIC_THROTTLE_KEYS,
 )
-from .capabilities import ALL, RF_GUARD, Capabilities, degraded, say_once
 from .gateway import (
     BROKER_SOURCE,
     CLUSTER_OPERATIONS,
