@@ -328,10 +328,22 @@ class AdminGateway:
         desc = self._wait(
             self.ck.describe_cluster(request_timeout=self.timeout_s), "describe cluster"
         )
-        lists = {}
+        # a broker that does not answer (just killed, still registered) is left out: the
+        # others' lists decide; one that answers later is asked on the next gateway
+        lists: dict[int, dict[int, tuple[int, int]]] = {}
+        silent: list[int] = []
         for n in desc.nodes:
-            data = self._kp_call("api versions", self.kp.get_broker_version_data, n.id)
+            try:
+                data = self._kp_call("api versions", self.kp.get_broker_version_data, n.id)
+            except KafkaOperationError:
+                silent.append(n.id)
+                continue
             lists[n.id] = dict(data.api_versions or {})
+        if not lists:
+            raise KafkaOperationError(
+                f"api versions: no broker of {self.bootstrap_servers} answered "
+                f"(brokers {', '.join(map(str, silent))})"
+            )
         try:
             raw = self._kp_call("describe features", self.kp.describe_features)
         except KafkaOperationError:  # a broker before KIP-584: no features finalized
@@ -341,19 +353,22 @@ class AdminGateway:
             level = (f or {}).get("finalized")
             if level:
                 features[name] = int(level[1])
-        first = min(n.id for n in desc.nodes)
+        first = min(lists)
         res = ConfigResource(ResourceType.BROKER, str(first))
         futures = self.ck.describe_configs([res], request_timeout=self.timeout_s)
         configs = frozenset(self._wait(futures[res], f"describe configs of broker {first}"))
         controller = desc.controller.id if desc.controller is not None else None
-        self._caps = Capabilities(
+        caps = Capabilities(
             api=intersect(lists),
             configs=configs,
             features=features,
             basis=f"ApiVersions of brokers {', '.join(map(str, sorted(lists)))} "
-            f"(controller {controller}), features, broker {first}'s config names",
+            f"(controller {controller}), features, broker {first}'s config names"
+            + (f"; brokers {', '.join(map(str, silent))} did not answer" if silent else ""),
         )
-        return self._caps
+        if not silent:  # complete: kept for the gateway's life
+            self._caps = caps
+        return caps
 
     def _metadata(self, topics: Iterable[str] | None) -> dict[str, Any]:
         """Topic metadata, always from one request for ALL topics: a Metadata request that

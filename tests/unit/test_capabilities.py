@@ -110,3 +110,49 @@ def test_require_broker_rf_guard_on_v1_brokers_sends_the_guard():
     sim.caps = caps.ALL
     res = reassign_kit.execute(plan, gateway=sim, require_broker_rf_guard=True)
     assert res.exit_code == 0 and sim.calls["alter_reassignments_v0_guard"] == 0
+
+
+def test_a_broker_that_does_not_answer_is_left_out_and_asked_again_later():
+    """A broker just killed is still registered: its ApiVersions fail, the others decide (a
+    run with --disallow-replication-factor-change is not failed for it), and nothing is
+    cached so the next call asks it again."""
+    from types import SimpleNamespace as NS
+
+    import kafka.errors as Errors
+
+    from reassign_kit.cluster.admin import AdminGateway
+
+    class Fut:
+        def __init__(self, v):
+            self.v = v
+
+        def result(self, timeout=None):
+            return self.v
+
+    nodes = [NS(id=1), NS(id=2)]
+    asked: list[int] = []
+
+    class CK:
+        def describe_cluster(self, request_timeout=None):
+            return Fut(NS(nodes=nodes, controller=nodes[0]))
+
+        def describe_configs(self, resources, request_timeout=None):
+            return {r: Fut({"log.dirs": "x"}) for r in resources}
+
+    class KP:
+        def get_broker_version_data(self, broker):
+            asked.append(broker)
+            if broker == 2:
+                raise Errors.KafkaConnectionError("down")
+            return NS(api_versions={45: (0, 1), 46: (0, 0)})
+
+        def describe_features(self):
+            return {}
+
+    gw = AdminGateway("h:1")
+    gw._ck, gw._kp = CK(), KP()
+    gw._drop_kp = lambda: None  # keep the fake client
+    c = gw.capabilities()
+    assert c.has(caps.RF_GUARD) and "brokers 2 did not answer" in c.basis
+    gw.capabilities()
+    assert asked == [1, 2, 1, 2]  # not cached while one was silent
