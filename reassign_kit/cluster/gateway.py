@@ -140,6 +140,7 @@ class Gateway(Protocol):
 
     def cluster_id(self) -> str:
         """The cluster's id (DescribeCluster), one cheap call: a run's state is kept under it."""
+
     def capabilities(self) -> Capabilities:
         """What the brokers report they support (ApiVersions, features, config names):
         what decides which newer features may be used (``cluster.capabilities``)."""

@@ -296,6 +296,7 @@ class SimCluster:
     def cluster_id(self) -> str:
         """As ``AdminGateway.cluster_id``: the model's ``id``."""
         return self.id
+
     def capabilities(self) -> Capabilities:
         """As ``AdminGateway.capabilities``: ``self.caps``."""
         return self.caps
