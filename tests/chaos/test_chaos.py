@@ -171,7 +171,7 @@ def test_tool_sigkilled_and_resumed(quorum, work):
 @pytest.mark.chaos
 def test_broker_and_tool_sigkilled_then_resumed(quorum, work):
     row = run_scenario(
-        quorum, "broker+tool killed, resumed", work, broker_and_tool_sigkilled_then_resumed
+        quorum, "broker and tool killed, resumed", work, broker_and_tool_sigkilled_then_resumed
     )
     check(row)
 
