@@ -276,7 +276,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.failed_only:
             last = read_column(*c, ids)
             todo = [i for i in ids if last[i][0] in ("fail", "not run")]
-            if todo:
+            if len(todo) == len(ids):  # never run: a full run of the column
+                run_column(*c, ids, OUT / f"{c[0]}-{c[1]}.log")
+            elif todo:
                 run_column(*c, todo, OUT / f"{c[0]}-{c[1]}.log", tag=f"-rerun{int(time.time())}")
         else:
             run_column(*c, ids, OUT / f"{c[0]}-{c[1]}.log")
