@@ -562,6 +562,20 @@ class Sandbox:
         tmp.write_text(json.dumps(data, indent=2))
         os.replace(tmp, path)
 
+    def _reload_pids(self) -> None:
+        try:
+            data = json.loads((self.dir / STATE_FILE).read_text())
+        except (OSError, ValueError):
+            return
+        for c in data.get("controllers") or []:
+            if c["id"] in self.controllers:
+                self.controllers[c["id"]].pid = c.get("pid")
+        for b in data.get("brokers") or []:
+            if b["id"] in self.nodes:
+                self.nodes[b["id"]].pid = b.get("pid")
+        if self.zookeeper is not None and data.get("zookeeper"):
+            self.zookeeper.pid = data["zookeeper"].get("pid")
+
     def _launch(self, node: Node) -> None:
         if pid_alive(node.pid) and _is_ours(node.pid):
             raise SandboxError(f"{node.role} {node.id} is already running (pid {node.pid})")
@@ -851,7 +865,11 @@ class Sandbox:
             pass
 
     def down(self, timeout: float = 30) -> None:
-        """Stop every process of this cluster: brokers first (graceful), then the controller."""
+        """Stop every process of this cluster: brokers first (graceful), then the controller.
+        The pids are read again from sandbox.json first: a node another handle (the CLI, a
+        second Sandbox object) restarted has a new pid this object never saw (it was left
+        running: found by test_compat_39zk's start-controller)."""
+        self._reload_pids()
         brokers = [n for n in self.nodes.values() if pid_alive(n.pid)]
         for n in brokers:
             self._signal(n, signal.SIGTERM)

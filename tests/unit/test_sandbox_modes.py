@@ -76,3 +76,23 @@ def test_cli_names_a_bad_version_with_a_non_zero_exit(capsys):
     code = sandbox_cli.main(["fetch", "--kafka-version", "4.x"])
     err = capsys.readouterr().err
     assert code != 0 and "--kafka-version must be a release" in err and "Traceback" not in err
+
+
+def test_down_stops_a_node_another_handle_restarted(tmp_path):
+    """A node restarted through another handle (the CLI's start-controller) has a pid this
+    object never saw: down() reads sandbox.json again and stops it (it was left running)."""
+    import subprocess
+    import sys
+
+    sb = sbx.Sandbox.create(tmp_path / "sb", brokers=1, kafka_version="3.9.1", metadata="zookeeper")
+    other = sbx.Sandbox(sb.dir)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "kafka.Kafka"])
+    try:
+        other.nodes[1].pid = proc.pid
+        other._save()
+        assert sb.nodes[1].pid is None  # this handle's view is stale
+        sb.down(timeout=5)
+        assert proc.wait(10) is not None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
