@@ -6,8 +6,10 @@ BIN := $(VENV)/bin
 SANDBOX_DIR ?= $(CURDIR)/.cache/sandbox
 DEMO_OUT ?= $(CURDIR)/demo-out
 PYTEST_ARGS ?=
+# the older release `make test` also runs (tests/integration/test_compat_39zk.py, ZooKeeper mode)
+COMPAT_CI_VERSION := 3.9.1
 
-.PHONY: setup venv kafka chromium test chaos demo bench lint sandbox-up sandbox-down clean
+.PHONY: setup venv kafka chromium test chaos compat demo bench lint sandbox-up sandbox-down clean
 
 setup: venv kafka chromium
 
@@ -24,6 +26,7 @@ kafka: venv
 	@command -v java >/dev/null || { echo "setup: java not found: install OpenJDK 17+ (apt-get install openjdk-17-jre-headless)" >&2; exit 1; }
 	@command -v mvn >/dev/null || { echo "setup: mvn not found: install Maven (apt-get install maven)" >&2; exit 1; }
 	$(BIN)/reassign-kit sandbox fetch >/dev/null
+	$(BIN)/reassign-kit sandbox fetch --kafka-version $(COMPAT_CI_VERSION) >/dev/null
 
 # Debian's Chromium for the browser test (Playwright cannot download its own browser here).
 chromium:
@@ -34,13 +37,20 @@ chromium:
 	fi
 
 test: setup lint
-	$(BIN)/pytest -q -ra --strict-markers --durations=15 -m "not chaos" $(PYTEST_ARGS)
+	$(BIN)/pytest -q -ra --strict-markers --durations=15 -m "not chaos and not compat" $(PYTEST_ARGS)
 
 # every fault scenario on a KRaft quorum; prints the table (also in tests/out/chaos/table.txt)
 chaos: setup
 	rm -f tests/out/chaos/table.txt
 	$(BIN)/pytest -q -ra --strict-markers -p no:cacheprovider tests/chaos $(PYTEST_ARGS); rc=$$?; \
 	  echo; cat tests/out/chaos/table.txt 2>/dev/null; exit $$rc
+
+# the integration core and Kafka's reassignment scenarios on 3.6 ZK/KRaft, 3.7, 3.9 ZK/KRaft,
+# 4.0 and 4.3 (one sandbox at a time; long): the table goes to docs/compat.md.
+# COMPAT_ONLY=3.9.1/zookeeper,4.0.0/kraft runs some columns only; COMPAT_ARGS=--failed-only
+# runs again what failed (the table keeps each test's newest result).
+compat: setup
+	$(BIN)/python tests/compat/matrix.py $(if $(COMPAT_ONLY),--only $(COMPAT_ONLY)) $(COMPAT_ARGS)
 
 # ruff lint + ruff format (one regime), and the import contracts of pyproject.toml
 # (layers point one way; only cluster access and the sandbox import the Kafka clients).

@@ -206,6 +206,7 @@ def execute(
                     throttle=opts.throttle,
                     log_dir_throttle=opts.log_dir_throttle,
                     disallow_replication_factor_change=not opts.allow_replication_factor_change,
+                    require_broker_rf_guard=opts.require_broker_rf_guard,
                     timeout_s=opts.timeout_s,
                     rollback_path=rb,
                     source=source,

@@ -201,6 +201,7 @@ def execute(
     rollback_path: str | None = "",
     source: str = "the plan",
     elect_leaders: bool = False,
+    require_broker_rf_guard: bool = False,
 ) -> ExecuteResult:
     """Legacy execution, as ``kafka-reassign-partitions --execute``: validate the whole plan,
     refuse when other reassignments are in flight unless ``additional``, write the rollback
@@ -232,6 +233,7 @@ def execute(
             throttle=throttle or None,
             log_dir_throttle=log_dir_throttle or None,
             allow_replication_factor_change=not disallow_replication_factor_change,
+            require_broker_rf_guard=require_broker_rf_guard,
             timeout_s=timeout_s,
         ),
         rollback_path=rollback_path,

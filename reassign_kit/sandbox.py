@@ -1,7 +1,11 @@
-"""A real Apache Kafka (KRaft) cluster on loopback, for demos, rehearsal and tests.
+"""A real Apache Kafka cluster on loopback, for demos, rehearsal and tests.
 
 The jars come from Maven Central through ``mvn`` (``tools/kafka-pom.xml``) and are cached under
-``.cache/kafka/<version>/libs``. A cluster is one controller process plus N broker processes,
+``.cache/kafka/<version>/libs``, one folder per release (``kafka_version``: 4.3.1 unless asked;
+several side by side). ``metadata="kraft"`` (the default) runs KRaft; ``"zookeeper"`` (Kafka
+3.x only: ZooKeeper mode was removed in 4.0) runs one ZooKeeper server from the same jars
+(the kafka 3.x artifacts depend on org.apache.zookeeper:zookeeper) and brokers that elect one
+of themselves controller, as the clusters many users still run. A cluster is one controller process plus N broker processes,
 each broker with its own two log dirs (so intra-broker moves can be tested), small heaps and
 free ports on 127.0.0.1. ``controllers=3`` makes the KRaft quorum three controller
 processes, so a controller failover can be rehearsed (kill the active one: another takes
@@ -28,7 +32,15 @@ from typing import Any
 from .errors import SandboxError
 
 KAFKA_VERSION = "4.3.1"
+METADATA_MODES = ("kraft", "zookeeper")
+# The sandbox's defaults when a caller names no version / mode: what `make compat` sets to run
+# every test fixture (each starts its own sandbox) against another release.
+VERSION_ENV = "RK_SANDBOX_KAFKA_VERSION"
+METADATA_ENV = "RK_SANDBOX_METADATA"
 CONTROLLER_ID = 1000
+ZOOKEEPER_ID = 2000
+ZK_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+_MAINS = ("kafka.Kafka", ZK_MAIN)  # the only processes the sandbox ever signals
 STATE_FILE = "sandbox.json"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HEAP = os.environ.get("RK_SANDBOX_HEAP", "-Xms128m -Xmx512m")
@@ -60,6 +72,47 @@ logger.controller.level = INFO
 
 
 # --------------------------------------------------------------------------- jars
+
+
+def default_version() -> str:
+    """The release a sandbox runs when none is named: $RK_SANDBOX_KAFKA_VERSION, else 4.3.1."""
+    return check_version(os.environ.get(VERSION_ENV) or KAFKA_VERSION)
+
+
+def default_metadata() -> str:
+    """The metadata mode when none is named: $RK_SANDBOX_METADATA, else kraft."""
+    return os.environ.get(METADATA_ENV) or "kraft"
+
+
+def check_version(version: str) -> str:
+    """A release as Maven Central names it (3.9.1, 4.0.0): anything else is refused by name
+    before mvn is asked (a path in it would escape the cache folder)."""
+    import re
+
+    v = str(version).strip()
+    if not re.fullmatch(r"\d+\.\d+\.\d+", v):
+        raise SandboxError(
+            f"--kafka-version must be a release like 3.9.1 or 4.3.1, got {version!r}"
+        )
+    return v
+
+
+def check_mode(version: str, metadata: str) -> str:
+    if metadata not in METADATA_MODES:
+        raise SandboxError(
+            f"--metadata must be one of {', '.join(METADATA_MODES)}, got {metadata!r}"
+        )
+    major, minor = (int(x) for x in version.split(".")[:2])
+    if metadata == "zookeeper" and major >= 4:
+        raise SandboxError(
+            f"--metadata zookeeper needs Kafka 3.x: ZooKeeper mode was removed in 4.0 "
+            f"(asked for {version})"
+        )
+    if metadata == "kraft" and (major, minor) < (3, 3):
+        raise SandboxError(
+            f"KRaft is production-ready from Kafka 3.3: use --metadata zookeeper for {version}"
+        )
+    return metadata
 
 
 def kafka_home(version: str = KAFKA_VERSION) -> Path:
@@ -124,20 +177,34 @@ def java_binary() -> str:
 
 
 def run_kafka_class(
-    main_class: str, args: Sequence[str], timeout: float = 300, check: bool = False
+    main_class: str,
+    args: Sequence[str],
+    timeout: float = 300,
+    check: bool = False,
+    version: str = KAFKA_VERSION,
 ) -> subprocess.CompletedProcess[str]:
-    """Run a Kafka main class (e.g. the official ReassignPartitionsCommand) from the fetched jars."""
-    cmd = [java_binary(), "-Xmx256m", *JVM_FLAGS, "-cp", kafka_classpath(), main_class, *args]
+    """Run a Kafka main class (e.g. the official ReassignPartitionsCommand) from the fetched jars
+    (of ``version``: 4.3.1's official tool unless told)."""
+    cmd = [
+        java_binary(),
+        "-Xmx256m",
+        *JVM_FLAGS,
+        "-cp",
+        kafka_classpath(version),
+        main_class,
+        *args,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         raise SandboxError(f"{main_class} exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
     return proc
 
 
-def info() -> dict[str, Any]:
-    libs = kafka_home() / "libs"
+def info(version: str | None = None) -> dict[str, Any]:
+    version = check_version(version) if version else default_version()
+    libs = kafka_home(version) / "libs"
     return {
-        "kafka_version": KAFKA_VERSION,
+        "kafka_version": version,
         "libs": str(libs),
         "fetched": (libs / ".complete").exists(),
         "classpath": str(libs / "*"),
@@ -199,7 +266,7 @@ def _cmdline(pid: int) -> str:
 @dataclass
 class Node:
     id: int
-    role: str  # "controller" | "broker"
+    role: str  # "controller" | "broker" | "zookeeper"
     port: int
     rack: str | None
     log_dirs: list[str]
@@ -231,9 +298,14 @@ class Sandbox:
         data = json.loads(state.read_text())
         self.cluster_id: str = data["cluster_id"]
         self.version: str = data["kafka_version"]
-        ctrls = data.get("controllers") or [data["controller"]]
+        self.metadata: str = data.get("metadata", "kraft")
+        ctrls = data.get("controllers")
+        if ctrls is None:
+            ctrls = [data["controller"]] if data.get("controller") else []
+        # KRaft controller processes; none in ZooKeeper mode (a broker is the controller there)
         self.controllers: dict[int, Node] = {c["id"]: Node(**c) for c in ctrls}
-        self.controller = next(iter(self.controllers.values()))  # the first (compatibility)
+        self.controller = next(iter(self.controllers.values()), None)  # the first (compatibility)
+        self.zookeeper: Node | None = Node(**data["zookeeper"]) if data.get("zookeeper") else None
         self.nodes: dict[int, Node] = {b["id"]: Node(**b) for b in data["brokers"]}
         self.security: str = data.get("security", "plain")
         self._sec = _Security.load(self.dir, self.security) if self.security != "plain" else None
@@ -249,15 +321,27 @@ class Sandbox:
         configs: dict[str, str] | None = None,
         controllers: int = 1,
         security: str = "plain",
+        kafka_version: str | None = None,
+        metadata: str | None = None,
     ) -> Sandbox:
         """Write configs and format storage for a new cluster (does not start it).
-        ``security``: plain (default), sasl_scram, ssl or sasl_ssl (see ``_Security``)."""
+        ``security``: plain (default), sasl_scram, ssl or sasl_ssl (see ``_Security``).
+        ``kafka_version`` / ``metadata``: the release and mode (default 4.3.1 KRaft, or
+        $RK_SANDBOX_KAFKA_VERSION / $RK_SANDBOX_METADATA)."""
+        version = check_version(kafka_version) if kafka_version else default_version()
+        metadata = check_mode(version, metadata or default_metadata())
+        zk_mode = metadata == "zookeeper"
         if security not in SECURITY_MODES:
             raise SandboxError(
                 f"--security must be one of {', '.join(SECURITY_MODES)}, got {security!r}"
             )
         if brokers < 1:
             raise SandboxError(f"--brokers must be at least 1, got {brokers}")
+        if zk_mode and controllers != 1:
+            raise SandboxError(
+                "--controllers applies to KRaft: in ZooKeeper mode the controller is one of "
+                f"the brokers (got --controllers {controllers})"
+            )
         if controllers not in (1, 3, 5):
             raise SandboxError(
                 f"--controllers must be 1, 3 or 5 (a KRaft quorum), got {controllers}"
@@ -280,20 +364,28 @@ class Sandbox:
         sec = _Security.make(d, security) if security != "plain" else None
         listener = sec.protocol if sec else "PLAINTEXT"
         cluster_id = _random_cluster_id()
-        cports = {CONTROLLER_ID + i: free_port() for i in range(controllers)}
+        cports = {} if zk_mode else {CONTROLLER_ID + i: free_port() for i in range(controllers)}
         voters = ",".join(f"{cid}@127.0.0.1:{port}" for cid, port in cports.items())
         rf = min(3, brokers)
+        zk = _zookeeper_node(d) if zk_mode else None
+        meta_props = (
+            _zk_broker_props(zk, listener, sec)
+            if zk is not None
+            else {
+                "controller.quorum.voters": voters,
+                "controller.listener.names": "CONTROLLER",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                **(sec.common_props() if sec else {}),
+            }
+        )
         common = {
-            "controller.quorum.voters": voters,
-            "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            **meta_props,
             "num.network.threads": "2",
             "num.io.threads": "2",
             "background.threads": "2",
             "num.replica.fetchers": "1",
             "log.cleaner.threads": "1",
             "num.recovery.threads.per.data.dir": "1",
-            **(sec.common_props() if sec else {}),
         }
         ctrl_nodes = []
         for cid, cport in cports.items():
@@ -334,8 +426,8 @@ class Sandbox:
             )
             props = {
                 **common,
-                "process.roles": "broker",
-                "node.id": str(i),
+                **({"broker.id": str(i)} if zk_mode else {"process.roles": "broker"}),
+                **({} if zk_mode else {"node.id": str(i)}),
                 "listeners": f"{listener}://127.0.0.1:{port}",
                 "advertised.listeners": f"{listener}://127.0.0.1:{port}",
                 "inter.broker.listener.name": listener,
@@ -357,12 +449,13 @@ class Sandbox:
                 props["broker.rack"] = rack
             _write_props(node.config, props)
             nodes[i] = node
-        for node in [*ctrl_nodes, *nodes.values()]:
+        for node in [] if zk_mode else [*ctrl_nodes, *nodes.values()]:
             proc = run_kafka_class(
                 "kafka.tools.StorageTool",
                 ["format", "-t", cluster_id, "-c", node.config, "--ignore-formatted"]
                 + (sec.format_args() if sec and node.role == "controller" else []),
                 timeout=120,
+                version=version,
             )
             if proc.returncode != 0:
                 err = proc.stderr.strip()[-1500:]
@@ -371,10 +464,12 @@ class Sandbox:
                 raise SandboxError(f"formatting storage of node {node.id} failed: {err}")
         state = {
             "cluster_id": cluster_id,
-            "kafka_version": KAFKA_VERSION,
+            "kafka_version": version,
+            "metadata": metadata,
             "security": security,
-            "controller": ctrl_nodes[0].__dict__,
+            "controller": ctrl_nodes[0].__dict__ if ctrl_nodes else None,
             "controllers": [c.__dict__ for c in ctrl_nodes],
+            "zookeeper": zk.__dict__ if zk is not None else None,
             "brokers": [n.__dict__ for n in nodes.values()],
         }
         (d / STATE_FILE).write_text(json.dumps(state, indent=2))
@@ -390,8 +485,12 @@ class Sandbox:
         configs: dict[str, str] | None = None,
         controllers: int = 1,
         security: str = "plain",
+        kafka_version: str | None = None,
+        metadata: str | None = None,
     ) -> Sandbox:
-        fetch_kafka()
+        version = check_version(kafka_version) if kafka_version else default_version()
+        check_mode(version, metadata or default_metadata())
+        fetch_kafka(version)
         sb = cls.create(
             dir,
             brokers=brokers,
@@ -399,8 +498,12 @@ class Sandbox:
             configs=configs,
             controllers=controllers,
             security=security,
+            kafka_version=version,
+            metadata=metadata,
         )
         try:
+            if sb.zookeeper is not None:
+                _start_zookeeper(sb, timeout)
             for c in sb.controllers.values():
                 sb._launch(c)
             for node in sb.nodes.values():
@@ -423,6 +526,8 @@ class Sandbox:
         configs: dict[str, str] | None = None,
         controllers: int = 1,
         security: str = "plain",
+        kafka_version: str | None = None,
+        metadata: str | None = None,
     ) -> Iterator[Sandbox]:
         """Context manager: a running cluster that is torn down (no process left) on exit."""
         import tempfile
@@ -435,6 +540,8 @@ class Sandbox:
             configs=configs,
             controllers=controllers,
             security=security,
+            kafka_version=kafka_version,
+            metadata=metadata,
         )
         try:
             yield sb
@@ -446,25 +553,46 @@ class Sandbox:
     def _save(self) -> None:
         path = self.dir / STATE_FILE
         data = json.loads(path.read_text())
-        data["controller"] = self.controller.__dict__
+        data["controller"] = self.controller.__dict__ if self.controller is not None else None
         data["controllers"] = [c.__dict__ for c in self.controllers.values()]
+        if self.zookeeper is not None:
+            data["zookeeper"] = self.zookeeper.__dict__
         data["brokers"] = [n.__dict__ for n in self.nodes.values()]
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=2))
         os.replace(tmp, path)
 
+    def _reload_pids(self) -> None:
+        try:
+            data = json.loads((self.dir / STATE_FILE).read_text())
+        except (OSError, ValueError):
+            return
+        for c in data.get("controllers") or []:
+            if c["id"] in self.controllers:
+                self.controllers[c["id"]].pid = c.get("pid")
+        for b in data.get("brokers") or []:
+            if b["id"] in self.nodes:
+                self.nodes[b["id"]].pid = b.get("pid")
+        if self.zookeeper is not None and data.get("zookeeper"):
+            self.zookeeper.pid = data["zookeeper"].get("pid")
+
     def _launch(self, node: Node) -> None:
-        if pid_alive(node.pid) and "kafka.Kafka" in _cmdline(node.pid or 0):
+        if pid_alive(node.pid) and _is_ours(node.pid):
             raise SandboxError(f"{node.role} {node.id} is already running (pid {node.pid})")
+        zk = node.role == "zookeeper"
         cmd = [
             java_binary(),
-            *HEAP.split(),
+            *(
+                ["-Xms32m", "-Xmx128m", "-Dzookeeper.admin.enableServer=false"]
+                if zk
+                else HEAP.split()
+            ),
             *JVM_FLAGS,
             f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
             f"-Dkafka.logs.dir={self.dir / 'logs'}",
             "-cp",
             kafka_classpath(self.version),
-            "kafka.Kafka",
+            ZK_MAIN if zk else "kafka.Kafka",
             node.config,
         ]
         log = open(node.log, "ab")
@@ -491,11 +619,18 @@ class Sandbox:
         return [n.public() for n in self.nodes.values()]
 
     def running(self) -> bool:
-        return any(pid_alive(n.pid) for n in [*self.controllers.values(), *self.nodes.values()])
+        return any(pid_alive(n.pid) for n in self._processes())
+
+    def _processes(self) -> list[Node]:
+        zk = [self.zookeeper] if self.zookeeper is not None else []
+        return [*zk, *self.controllers.values(), *self.nodes.values()]
 
     def active_controller(self) -> int | None:
         """The quorum's leader as the controllers last wrote it (each one's ``quorum-state``
-        file: the newest epoch's leader), or None when no live controller names one."""
+        file: the newest epoch's leader), or None when no live controller names one. In
+        ZooKeeper mode: the broker the cluster names controller (DescribeCluster), if alive."""
+        if self.metadata == "zookeeper":
+            return _zk_controller_broker(self)
         best: tuple[int, int] | None = None
         for c in self.controllers.values():
             if not pid_alive(c.pid):
@@ -518,9 +653,11 @@ class Sandbox:
             "dir": str(self.dir),
             "cluster_id": self.cluster_id,
             "kafka_version": self.version,
+            "metadata": self.metadata,
             "bootstrap_servers": self.bootstrap_servers,
-            "controller": self.controller.public(),
+            "controller": self.controller.public() if self.controller is not None else None,
             "controllers": [c.public() for c in self.controllers.values()],
+            **({"zookeeper": self.zookeeper.public()} if self.zookeeper is not None else {}),
             "active_controller": self.active_controller(),
             "brokers": self.brokers,
             "running": self.running(),
@@ -635,11 +772,11 @@ class Sandbox:
         want = set(brokers) if brokers is not None else set(self.nodes)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for node in [*self.controllers.values(), *self.nodes.values()]:
+            for node in self._processes():
                 if (
                     node.pid
                     and not pid_alive(node.pid)
-                    and (node.id in want or (node.role == "controller" and brokers is None))
+                    and (node.id in want or (node.role != "broker" and brokers is None))
                 ):
                     raise SandboxError(
                         f"{node.role} {node.id} exited during start-up; see {node.log}:\n{_tail(node.log)}"
@@ -719,8 +856,8 @@ class Sandbox:
     def _signal(self, node: Node, sig: int) -> None:
         if not pid_alive(node.pid):
             return
-        # Only signal a process that is still the Kafka JVM we started (pids get reused).
-        if "kafka.Kafka" not in _cmdline(node.pid or 0):
+        # Only signal a process that is still the JVM we started (pids get reused).
+        if not _is_ours(node.pid or 0):
             return
         try:
             os.kill(node.pid or 0, sig)
@@ -728,7 +865,11 @@ class Sandbox:
             pass
 
     def down(self, timeout: float = 30) -> None:
-        """Stop every process of this cluster: brokers first (graceful), then the controller."""
+        """Stop every process of this cluster: brokers first (graceful), then the controller.
+        The pids are read again from sandbox.json first: a node another handle (the CLI, a
+        second Sandbox object) restarted has a new pid this object never saw (it was left
+        running: found by test_compat_39zk's start-controller)."""
+        self._reload_pids()
         brokers = [n for n in self.nodes.values() if pid_alive(n.pid)]
         for n in brokers:
             self._signal(n, signal.SIGTERM)
@@ -744,6 +885,12 @@ class Sandbox:
             if c.pid and not _wait_gone(c.pid, 15):
                 self._signal(c, signal.SIGKILL)
                 _wait_gone(c.pid, 10)
+        zk = self.zookeeper
+        if zk is not None and pid_alive(zk.pid):  # last: the brokers' controlled shutdown uses it
+            self._signal(zk, signal.SIGTERM)
+            if zk.pid and not _wait_gone(zk.pid, 15):
+                self._signal(zk, signal.SIGKILL)
+                _wait_gone(zk.pid, 10)
 
     # ---------------------------------------------------------------- data
 
@@ -878,6 +1025,128 @@ class Sandbox:
         if remaining or errors:
             raise SandboxError(f"loading {topic}: {remaining} undelivered, errors: {errors[:3]}")
         return sent
+
+
+# --------------------------------------------------------------------------- ZooKeeper mode
+#
+# ``--metadata zookeeper`` (Kafka 3.x): one ZooKeeper server on 127.0.0.1 (QuorumPeerMain from
+# the zookeeper jar the kafka 3.x artifacts depend on, standalone, no admin server), brokers
+# with ``broker.id`` and ``zookeeper.connect`` instead of ``process.roles`` / ``node.id``, no
+# storage format, no controller processes: one broker is elected controller through ZooKeeper,
+# DescribeCluster names it, and a controller failover is that broker's failover. Secured modes
+# put SCRAM users in ZooKeeper (ConfigCommand --zookeeper, KIP-554's bootstrap path) before the
+# brokers start and run the ZooKeeper-mode AclAuthorizer.
+
+_ZK_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
+
+
+def _is_ours(pid: int | None) -> bool:
+    """Whether ``pid`` is still a JVM this module starts (a broker, a controller, ZooKeeper)."""
+    line = _cmdline(pid or 0)
+    return any(main in line for main in _MAINS)
+
+
+def _zookeeper_node(d: Path) -> Node:
+    port = free_port()
+    zk = Node(
+        id=ZOOKEEPER_ID,
+        role="zookeeper",
+        port=port,
+        rack=None,
+        log_dirs=[str(d / "zookeeper")],
+        config=str(d / "zookeeper.properties"),
+        log=str(d / "logs" / "zookeeper.log"),
+    )
+    Path(zk.log_dirs[0]).mkdir(parents=True, exist_ok=True)
+    _write_props(
+        zk.config,
+        {
+            "dataDir": zk.log_dirs[0],
+            "clientPort": str(port),
+            "clientPortAddress": "127.0.0.1",
+            "maxClientCnxns": "0",
+            "tickTime": "2000",
+            "admin.enableServer": "false",
+            "4lw.commands.whitelist": "ruok,srvr",
+        },
+    )
+    return zk
+
+
+def _zk_broker_props(zk: Node, listener: str, sec: _Security | None) -> dict[str, str]:
+    """What a ZooKeeper-mode broker has instead of the KRaft quorum settings."""
+    props = {
+        "zookeeper.connect": f"127.0.0.1:{zk.port}",
+        "zookeeper.connection.timeout.ms": "30000",
+        "zookeeper.session.timeout.ms": "18000",
+        "listener.security.protocol.map": f"{listener}:{listener}",
+    }
+    if sec is not None:
+        kraft = sec.common_props()
+        props.update({k: v for k, v in kraft.items() if "controller" not in k})
+        props["listener.security.protocol.map"] = f"{listener}:{listener}"
+        props["authorizer.class.name"] = _ZK_AUTHORIZER
+    return props
+
+
+def _zk_ok(port: int) -> bool:
+    """ZooKeeper answers ``ruok`` with ``imok`` once it serves."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+            s.sendall(b"ruok")
+            return s.recv(4) == b"imok"
+    except OSError:
+        return False
+
+
+def _start_zookeeper(sb: Sandbox, timeout: float) -> None:
+    zk = sb.zookeeper
+    assert zk is not None
+    sb._launch(zk)
+    deadline = time.monotonic() + timeout
+    while not _zk_ok(zk.port):
+        if not pid_alive(zk.pid):
+            raise SandboxError(f"ZooKeeper exited during start-up; see {zk.log}:\n{_tail(zk.log)}")
+        if time.monotonic() > deadline:
+            raise SandboxError(f"ZooKeeper did not serve within {timeout:.0f}s; see {zk.log}")
+        time.sleep(0.3)
+    if sb._sec is not None and sb._sec.passwords and sb._sec.sasl:
+        for user, pw in sb._sec.passwords.items():
+            proc = run_kafka_class(
+                "kafka.admin.ConfigCommand",
+                ["--zookeeper", f"127.0.0.1:{zk.port}", "--alter", "--entity-type", "users"]
+                + ["--entity-name", user, "--add-config", f"{SCRAM}=[password={pw}]"],
+                timeout=120,
+                version=sb.version,
+            )
+            if proc.returncode != 0:
+                err = proc.stderr.strip()[-1500:].replace(pw, "***")
+                raise SandboxError(f"adding SCRAM user {user} to ZooKeeper failed: {err}")
+
+
+def _zk_controller_broker(sb: Sandbox) -> int | None:
+    """The broker DescribeCluster names controller (ZooKeeper mode), when it is alive."""
+    from confluent_kafka.admin import AdminClient
+
+    alive = [n for n in sb.nodes.values() if pid_alive(n.pid)]
+    if not alive:
+        return None
+    admin = AdminClient(
+        {
+            "bootstrap.servers": ",".join(f"127.0.0.1:{n.port}" for n in alive),
+            "socket.connection.setup.timeout.ms": 2000,
+            "log_level": 0,
+            "logger": _QuietLogger(),
+            **sb._client_conf(),
+        }
+    )
+    try:
+        desc = admin.describe_cluster(request_timeout=5).result(10)
+    except Exception:  # noqa: BLE001 - no broker answers: no controller known
+        return None
+    cid = desc.controller.id if desc.controller is not None else -1
+    node = sb.nodes.get(cid)
+    return cid if node is not None and pid_alive(node.pid) else None
 
 
 class _QuietLogger:

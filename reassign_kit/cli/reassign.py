@@ -203,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
         "paced": "paced execution (KIP-1335 and beyond; --execute only)",
         "steps": "replica-level steps (KIP-435; --execute)",
         "leaders": "preferred leader elections (KIP-460; --execute, --verify)",
+        "guard": "replication-factor guard (KIP-860; --execute)",
     }
     groups: dict[str, argparse._ArgumentGroup] = {}
     for d in cli_options():
@@ -356,6 +357,7 @@ def _execute(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
             throttle=args.throttle,
             log_dir_throttle=args.replica_alter_log_dirs_throttle,
             disallow_replication_factor_change=args.disallow_replication_factor_change,
+            require_broker_rf_guard=args.require_broker_rf_guard,
             timeout_s=args.timeout / 1000,
             rollback_path=home.rollback,
             source=args.reassignment_json_file,

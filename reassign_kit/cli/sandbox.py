@@ -14,7 +14,8 @@ from ..errors import SandboxError
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="reassign-kit sandbox",
-        description="A real Apache Kafka (KRaft) cluster on 127.0.0.1 for demos, rehearsal and tests.",
+        description="A real Apache Kafka cluster (KRaft, or ZooKeeper for 3.x) on 127.0.0.1 for "
+        "demos, rehearsal and tests.",
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -42,6 +43,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     up.add_argument("--timeout", type=float, default=120)
     up.add_argument(
+        "--kafka-version",
+        default=None,
+        metavar="V",
+        help=f"the Apache Kafka release (default {sbx.KAFKA_VERSION}, or "
+        f"${sbx.VERSION_ENV}); its jars are fetched from Maven Central into their own folder",
+    )
+    up.add_argument(
+        "--metadata",
+        choices=sbx.METADATA_MODES,
+        default=None,
+        help="kraft (default, or $RK_SANDBOX_METADATA) or zookeeper (Kafka 3.x: one ZooKeeper "
+        "on loopback; a broker is the controller)",
+    )
+    up.add_argument(
         "--security",
         choices=sbx.SECURITY_MODES,
         default="plain",
@@ -51,15 +66,32 @@ def _parser() -> argparse.ArgumentParser:
     )
     with_dir(sub.add_parser("down", help="stop every process of the cluster"))
     with_dir(sub.add_parser("status", help="brokers, pids and whether they are alive"))
-    sub.add_parser("info", help="Kafka version and where its jars are")
-    sub.add_parser("fetch", help="fetch the Kafka jars from Maven Central (once)")
+    for name, text in [
+        ("info", "Kafka version and where its jars are"),
+        ("fetch", "fetch the Kafka jars from Maven Central (once per version)"),
+    ]:
+        sub.add_parser(name, help=text).add_argument(
+            "--kafka-version", default=None, metavar="V", help=f"default {sbx.KAFKA_VERSION}"
+        )
     for name, text in [
         ("stop-broker", "graceful stop (SIGTERM)"),
         ("kill-broker", "SIGKILL"),
         ("start-broker", "start a stopped broker and wait until it serves requests"),
-        ("stop-controller", "graceful stop of a controller (ID as in status)"),
-        ("kill-controller", "SIGKILL a controller (`active` = the quorum's leader)"),
-        ("start-controller", "start a stopped controller and wait until the quorum has a leader"),
+        (
+            "stop-controller",
+            "graceful stop of a controller (ID as in status; `active` = the quorum's leader; "
+            "in ZooKeeper mode the controller broker)",
+        ),
+        (
+            "kill-controller",
+            "SIGKILL a controller (`active` = the quorum's leader; in ZooKeeper mode the "
+            "broker that is controller)",
+        ),
+        (
+            "start-controller",
+            "start a stopped controller and wait until the quorum has a leader (ZooKeeper "
+            "mode: a broker id)",
+        ),
     ]:
         sp = with_dir(sub.add_parser(name, help=text))
         sp.add_argument("broker_id", metavar="ID")
@@ -98,8 +130,22 @@ NODE_ACTIONS = {
 }
 
 
-def _node_id(sb: sbx.Sandbox, role: str, text: str) -> int:
-    """The node id a command names: a number of that role, or `active` for the controller."""
+def _node_id(sb: sbx.Sandbox, role: str, text: str, act: str = "") -> int:
+    """The node id a command names: a number of that role, or `active` for the controller.
+    ZooKeeper mode has no controller process: the controller is a broker, the one the cluster
+    names (stop / kill accept `active` or its id; start takes the broker to start)."""
+    if role == "controller" and sb.metadata == "zookeeper":
+        if act == "start":
+            return _node_id(sb, "broker", text)
+        active = sb.active_controller()
+        if active is None:
+            raise SandboxError("no live broker is the controller (ZooKeeper mode)")
+        if text not in ("active", str(active)):
+            raise SandboxError(
+                f"broker {text} is not the controller: in ZooKeeper mode the controller is "
+                f"broker {active} (use `active` or {active})"
+            )
+        return active
     ids = sb.nodes if role == "broker" else sb.controllers
     if role == "controller" and text == "active":
         active = sb.active_controller()
@@ -119,9 +165,10 @@ def _node_id(sb: sbx.Sandbox, role: str, text: str) -> int:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     c = args.command
     if c == "info":
-        return sbx.info()
+        return sbx.info(args.kafka_version)
     if c == "fetch":
-        return {"libs": str(sbx.fetch_kafka()), "kafka_version": sbx.KAFKA_VERSION}
+        version = sbx.check_version(args.kafka_version or sbx.default_version())
+        return {"libs": str(sbx.fetch_kafka(version)), "kafka_version": version}
     if c == "up":
         sb = sbx.Sandbox.up(
             args.dir,
@@ -130,6 +177,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             timeout=args.timeout,
             controllers=args.controllers,
             security=args.security,
+            kafka_version=args.kafka_version,
+            metadata=args.metadata,
         )
         return sb.status()
     sb = sbx.Sandbox(args.dir)
@@ -137,8 +186,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         sb.down()
     elif c in NODE_ACTIONS:
         role, act = NODE_ACTIONS[c]
-        node = _node_id(sb, role, args.broker_id)
+        node = _node_id(sb, role, args.broker_id, act)
         {"stop": sb.stop_node, "kill": sb.kill_node, "start": sb.start_node}[act](node)
+        acted = sb.node(node)
+        note = (
+            f"ZooKeeper mode: the controller is broker {node}; this {act} is a broker failover"
+            if role == "controller" and sb.metadata == "zookeeper"
+            else None
+        )
+        return {
+            **sb.status(),
+            "acted_on": {"command": c, "role": acted.role, "id": node, "note": note},
+        }
     elif c == "cordon":
         sb.cordon(args.broker, None if args.uncordon else args.dirs)
     elif c == "load":

@@ -3,8 +3,10 @@
 confluent-kafka (librdkafka) serves metadata, configs and offsets; kafka-python 3.x serves what
 confluent-kafka's Python API lacks: Alter/ListPartitionReassignments, DescribeLogDirs and
 AlterReplicaLogDirs. AlterPartitionReassignments is built here as a request (v1 when
-``allow_replication_factor_change`` is False, KIP-860) and sent to the controller through
-kafka-python's admin client, because its public method does not expose that field.
+``allow_replication_factor_change`` is False and the controller lists v1, KIP-860) and sent
+to the controller through kafka-python's admin client, because its public method does not
+expose that field. What the brokers support is read from them (``capabilities``: ApiVersions,
+features, config names), never assumed from a release.
 
 Security settings come as one dict of Java-style client properties (what ``--command-config``
 holds: ``security.protocol``, ``sasl.mechanism``, ``sasl.jaas.config``, ``ssl.*``), mapped to
@@ -22,6 +24,7 @@ from typing import Any
 
 from ..errors import KafkaOperationError, UsageError
 from ..model import PartitionState, TopicPartition
+from .capabilities import RF_GUARD, Capabilities, degraded, intersect, say_once
 from .config import (  # noqa: F401 (re-exported: client configuration lives in config.py)
     BROKER_THROTTLE_KEYS,
     CONFIG_REDACTOR,
@@ -98,6 +101,7 @@ class AdminGateway:
                 raise UsageError(f"command config: {key} {path}: {what}")
         self._ck: Any = None
         self._kp: Any = None
+        self._caps: Capabilities | None = None
 
     def __repr__(self) -> str:  # never show the config: it may hold secrets
         return f"AdminGateway({self.bootstrap_servers!r})"
@@ -307,7 +311,64 @@ class AdminGateway:
             f"(a broker newer than {newest} shows as {newest})",
             "broker_versions": {str(b): v for b, v in sorted(versions.items())},
             "metadata_version_level": level[1] if level else None,
+            # KRaft finalizes metadata.version; a ZooKeeper-mode cluster has no such feature
+            "metadata_mode": "kraft" if level else "zookeeper",
+            "capabilities": self.capabilities().summary(),
         }
+
+    def capabilities(self) -> Capabilities:
+        """What the cluster can do, as its brokers say (read once per gateway): the API
+        versions every live broker lists in ApiVersions (the controller is one of them in
+        ZooKeeper mode; KRaft brokers list forwarded requests as the controller takes them),
+        the finalized features and the broker config names of one broker."""
+        if self._caps is not None:
+            return self._caps
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        desc = self._wait(
+            self.ck.describe_cluster(request_timeout=self.timeout_s), "describe cluster"
+        )
+        # a broker that does not answer (just killed, still registered) is left out: the
+        # others' lists decide; one that answers later is asked on the next gateway
+        lists: dict[int, dict[int, tuple[int, int]]] = {}
+        silent: list[int] = []
+        for n in desc.nodes:
+            try:
+                data = self._kp_call("api versions", self.kp.get_broker_version_data, n.id)
+            except KafkaOperationError:
+                silent.append(n.id)
+                continue
+            lists[n.id] = dict(data.api_versions or {})
+        if not lists:
+            raise KafkaOperationError(
+                f"api versions: no broker of {self.bootstrap_servers} answered "
+                f"(brokers {', '.join(map(str, silent))})"
+            )
+        try:
+            raw = self._kp_call("describe features", self.kp.describe_features)
+        except KafkaOperationError:  # a broker before KIP-584: no features finalized
+            raw = {}
+        features = {}
+        for name, f in (raw or {}).items():
+            level = (f or {}).get("finalized")
+            if level:
+                features[name] = int(level[1])
+        first = min(lists)
+        res = ConfigResource(ResourceType.BROKER, str(first))
+        futures = self.ck.describe_configs([res], request_timeout=self.timeout_s)
+        configs = frozenset(self._wait(futures[res], f"describe configs of broker {first}"))
+        controller = desc.controller.id if desc.controller is not None else None
+        caps = Capabilities(
+            api=intersect(lists),
+            configs=configs,
+            features=features,
+            basis=f"ApiVersions of brokers {', '.join(map(str, sorted(lists)))} "
+            f"(controller {controller}), features, broker {first}'s config names"
+            + (f"; brokers {', '.join(map(str, silent))} did not answer" if silent else ""),
+        )
+        if not silent:  # complete: kept for the gateway's life
+            self._caps = caps
+        return caps
 
     def _metadata(self, topics: Iterable[str] | None) -> dict[str, Any]:
         """Topic metadata, always from one request for ALL topics: a Metadata request that
@@ -394,9 +455,16 @@ class AdminGateway:
     ) -> dict[TopicPartition, str | None]:
         """One AlterPartitionReassignments request to the controller. Per partition: None when
         accepted, else the broker's error name and message. ``allow_replication_factor_change``
-        False needs request v1 (KIP-860); a broker without it gets a clear error, nothing sent."""
+        False is sent as request v1 (KIP-860) when the brokers list it; when they list only v0
+        (every release before 4.1) the request goes out at v0 and the guard is the client-side
+        check the preflight ran (``validate_plan``), said once by name; the preflight refuses
+        instead when the user required the broker-side guard."""
         if not targets:
             return {}
+        broker_guard = not allow_replication_factor_change
+        if broker_guard and not self.capabilities().has(RF_GUARD):
+            say_once(degraded(RF_GUARD))
+            broker_guard = False
         import kafka.errors as Errors
         from kafka.protocol.admin import AlterPartitionReassignmentsRequest as Req
 
@@ -412,7 +480,7 @@ class AdminGateway:
             "timeout_ms": int(self.timeout_s * 1000),
             "topics": [Req.ReassignableTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
         }
-        if not allow_replication_factor_change:
+        if broker_guard:
             kwargs["allow_replication_factor_change"] = False
             kwargs["min_version"] = 1
         request = Req(**kwargs)
@@ -426,11 +494,14 @@ class AdminGateway:
                 admin._send_request_to_controller, request, top_level, False
             )
         except Errors.IncompatibleBrokerVersion:
+            # the brokers listed v1 when asked, the controller answering now does not (a
+            # rolling downgrade, a failover to an older controller): nothing was sent
+            self._caps = None
             raise KafkaOperationError(
-                "the controller does not support AlterPartitionReassignments v1 "
-                "(AllowReplicationFactorChange, KIP-860, Kafka 3.9+): it cannot honour "
-                "--disallow-replication-factor-change. Nothing was submitted; run again without "
-                "--disallow-replication-factor-change (the client-side check still applies) or "
+                "the controller does not list AlterPartitionReassignments v1 "
+                f"(AllowReplicationFactorChange, {RF_GUARD.kip}, Kafka {RF_GUARD.since}+) although "
+                "the brokers did when asked: it cannot honour the broker-side replication-factor "
+                "guard. Nothing was submitted; run again (the client-side check applies) or "
                 "upgrade the cluster"
             ) from None
         except Errors.KafkaError as e:

@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Any, Protocol
 
 from ..model import PartitionState, TopicPartition
+from .capabilities import Capabilities
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,10 @@ class Gateway(Protocol):
 
     def cluster_id(self) -> str:
         """The cluster's id (DescribeCluster), one cheap call: a run's state is kept under it."""
+
+    def capabilities(self) -> Capabilities:
+        """What the brokers report they support (ApiVersions, features, config names):
+        what decides which newer features may be used (``cluster.capabilities``)."""
 
     def topic_partition_counts(self, topics: Iterable[str] | None = None) -> dict[str, int]:
         """Topic name -> partition count (all topics when ``topics`` is None)."""

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import KafkaOperationError
 from ..model import PartitionState, TopicPartition
+from .capabilities import ALL, RF_GUARD, Capabilities, degraded, say_once
 from .config import (
     BROKER_THROTTLE_KEYS,
     FOLLOWER_RATE,
@@ -163,6 +164,9 @@ class SimCluster:
         # what the client's principal may do on the cluster (a reader: DESCRIBE and
         # DESCRIBE_CONFIGS only; a principal without ACLs: empty)
         self.permissions: frozenset[str] | None = CLUSTER_OPERATIONS
+        # what the model's brokers report they support (ALL; a test models an older release
+        # with e.g. Capabilities(api={45: (0, 0)}): no broker-side RF guard)
+        self.caps: Capabilities = ALL
         self.topic_permissions_of: dict[str, frozenset[str]] = {}  # default: every operation
         self._topics: set[str] = set()  # _known_topics
         self._topics_for = -1
@@ -333,6 +337,10 @@ class SimCluster:
         """As ``AdminGateway.cluster_id``: the model's ``id``."""
         return self.id
 
+    def capabilities(self) -> Capabilities:
+        """As ``AdminGateway.capabilities``: ``self.caps``."""
+        return self.caps
+
     def cluster_info(self) -> dict[str, Any]:
         """As ``AdminGateway.cluster_info``: the model says what it is."""
         return {
@@ -377,6 +385,10 @@ class SimCluster:
         allow_replication_factor_change: bool = True,
     ) -> dict[TopicPartition, str | None]:
         self.calls["alter_reassignments"] += 1
+        if not allow_replication_factor_change and not self.caps.has(RF_GUARD):
+            say_once(degraded(RF_GUARD))  # as the admin gateway: v0, the client-side check
+            allow_replication_factor_change = True
+            self.calls["alter_reassignments_v0_guard"] += 1
         out: dict[TopicPartition, str | None] = {}
         for tp, target in targets.items():
             sp = self.partitions.get(tp)

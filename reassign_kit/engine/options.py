@@ -309,6 +309,18 @@ class ExecuteOptions:
             from_cli=lambda disallow: not disallow,
         ),
     )
+    require_broker_rf_guard: bool = _opt(
+        False,
+        Option(
+            "Require the broker-side replication-factor guard (KIP-860, AlterPartitionReassignments "
+            "v1, Kafka 4.1+): refuse, naming the release needed, when the controller does not "
+            "list it (without this flag such a cluster gets the client-side check and a "
+            "warning). Implies --disallow-replication-factor-change.",
+            flag="--require-broker-rf-guard",
+            group="guard",
+            action="store_true",
+        ),
+    )
     parallel_replica_count: int | None = _opt(
         None,
         Option(
@@ -426,6 +438,8 @@ class ExecuteOptions:
     def validate(self) -> ExecuteOptions:
         """Raise UsageError naming the option at fault (KIP-1335's rules and ours)."""
         self.caps().validate()
+        if self.require_broker_rf_guard:  # the broker-side guard is the RF guard, enforced
+            self.allow_replication_factor_change = False
         if not isinstance(self.poll_interval_ms, int) or self.poll_interval_ms <= 0:
             raise UsageError(
                 f"--reassignment-poll-interval-ms must be > 0, got {self.poll_interval_ms}"

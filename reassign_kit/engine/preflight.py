@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from ..cluster.capabilities import RF_GUARD, degraded, refused, say_once
 from ..cluster.views import (
     cluster_view,
     default_rollback_path,
@@ -25,7 +26,7 @@ from ..cluster.views import (
     require_topic_permissions,
     rollback_plan,
 )
-from ..errors import InvalidPlanError, UsageError
+from ..errors import InvalidPlanError, KafkaOperationError, UsageError
 from ..model import PartitionState, Plan, TopicPartition
 from ..validate import ClusterView, parse_plan_partial, plan_problems, validate_plan
 from .gcpause import defer_full_collections
@@ -36,7 +37,7 @@ from .run import Run
 # the options kafka-reassign-partitions has too, and --elect-leaders (the legacy request's
 # opt-in, a paced run's opt-out): alone, they make the legacy single request
 LEGACY_OPTIONS = frozenset(
-    d.name for d in cli_options() if d.option.group in ("official", "leaders")
+    d.name for d in cli_options() if d.option.group in ("official", "leaders", "guard")
 )
 OPTION_NAMES = frozenset(f.name for f in fields(ExecuteOptions))
 
@@ -170,6 +171,7 @@ def preflight(
         disallow_replication_factor_change=not opts.allow_replication_factor_change,
         source=source,
     )
+    warnings = rf_guard_check(gateway, opts)
     if opts.throttle is not None:  # the plan's topics get throttled-replica lists
         require_topic_permissions(
             gateway,
@@ -198,6 +200,7 @@ def preflight(
     prepared = Prepared(
         plan, opts, view, in_flight, states, rollback, path_written, min_isr, journal_path
     )
+    prepared.notes += warnings
     if path_written:
         prepared.notes.append(
             f"The rollback plan (the current assignment) was saved to {path_written}"
@@ -217,6 +220,24 @@ def preflight(
             **run_kwargs,
         )
     return prepared
+
+
+def rf_guard_check(gateway: Any, opts: ExecuteOptions) -> list[str]:
+    """--disallow-replication-factor-change on a controller that does not list
+    AlterPartitionReassignments v1 (KIP-860): the plan has been checked client-side already
+    (``validate_plan``), so the run goes on with requests at v0 and says so once, by name;
+    with --require-broker-rf-guard it is refused (nothing sent) naming the release needed.
+    Returns the warnings said (for the API's and the panel's notes)."""
+    if opts.allow_replication_factor_change:
+        return []
+    caps = gateway.capabilities()
+    if caps.has(RF_GUARD):
+        return []
+    if opts.require_broker_rf_guard:
+        raise KafkaOperationError(refused(RF_GUARD, "--require-broker-rf-guard"))
+    text = degraded(RF_GUARD)
+    say_once(text)
+    return [text]
 
 
 def prepare(

@@ -11,10 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
+from compat_checks import needs
 from waits import wait_until
 
 from reassign_kit import ops
 from reassign_kit.cli import reassign as reassign_cli
+from reassign_kit.cluster.capabilities import RF_GUARD
 from reassign_kit.engine.throttle import current_throttles
 from reassign_kit.model import Move, Plan, TopicPartition
 
@@ -194,6 +196,7 @@ def test_rf_guard_client_side_and_broker_side(sandbox, gw, cli, topic_name, tmp_
     assert code == 3 and f"{topic}-0" in err and "replication-factor-change" in err
     assert gw.describe_partitions(tps) == before and not gw.list_reassignments(tps)
 
+    needs(gw, RF_GUARD)  # below Kafka 4.1: test_compat_* shows the client-side guard there
     # Broker-side (AllowReplicationFactorChange=false on request v1): the RF change is refused
     # with the broker's reason, the other partition of the same request stands.
     keep = Move(tps[1], tuple(reversed(before[tps[1]].replicas)))
@@ -276,6 +279,16 @@ def test_additional_on_top_of_an_in_flight_run(sandbox, gw, cli, topic_name, tmp
         for tp, st in moving.items():
             for b in st.adding:
                 assert f"{tp.partition}:{b}" in lists["follower.replication.throttled.replicas"]
+        if tps[0] not in moving:  # make compat: 3.x controllers (ZooKeeper and KRaft)
+            assert (
+                gw.describe_partitions([tps[0]])[tps[0]].replicas == before[tps[0]].replicas[::-1]
+            )
+            pytest.skip(
+                "this controller completed the re-target to replicas all in the ISR at once "
+                "(seen on Kafka 3.x, ZooKeeper and KRaft; 4.3 keeps the first run's adding "
+                "replicas until they catch up), so the in-progress part of the scenario does "
+                "not arise"
+            )
         # KRaft keeps the replicas being added by the first run (as adding and removing) until
         # they catch up: the re-targeted partition is in progress toward the new target.
         assert moving[tps[0]].target == before[tps[0]].replicas[::-1]

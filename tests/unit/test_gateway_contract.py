@@ -28,7 +28,7 @@ def test_the_protocol_is_complete():
     # every method the engine and the operations call (no getattr probing left to cover gaps)
     assert {
         "alter_broker_configs", "alter_reassignments", "alter_replica_log_dirs",
-        "alter_topic_configs", "broker_configs", "throttle_configs", "broker_log_dirs", "brokers", "close",
+        "alter_topic_configs", "broker_configs", "capabilities", "throttle_configs", "broker_log_dirs", "brokers", "close",
         "elect_preferred_leaders",
         "cluster_id", "cluster_info", "cluster_permissions", "describe_log_dirs", "describe_partitions", "list_reassignments",
         "min_insync_replicas", "now", "sleep", "topic_configs", "topic_partition_counts", "topic_permissions",

@@ -26,6 +26,11 @@ class FakeCluster:
     def topic_permissions(self, topics):
         return None
 
+    def capabilities(self):  # every feature (a Kafka 4.3 cluster)
+        from reassign_kit.cluster.capabilities import ALL
+
+        return ALL
+
     def __init__(self, states, in_flight=None, reject=None):
         self.states = dict(states)
         self.in_flight = dict(in_flight or {})

@@ -171,7 +171,7 @@ def test_missing_command_config_file_is_a_usage_error(capsys, plan_file):
 
 class _V0Manager:
     """Negotiates versions like kafka-python's connection does, with a broker that only speaks
-    AlterPartitionReassignments v0 (Kafka < 3.9)."""
+    AlterPartitionReassignments v0 (every release before 4.1)."""
 
     def __init__(self):
         from kafka.protocol.broker_version_data import BrokerVersionData
@@ -182,7 +182,8 @@ class _V0Manager:
     def run(self, fn, request, *args):
         request.API_VERSION = self.data.api_version(request)  # raises IncompatibleBrokerVersion
         self.sent.append(request)
-        raise AssertionError("a v0 request must not carry AllowReplicationFactorChange=false")
+        resp = type("R", (), {"error_code": 0, "error_message": None, "responses": []})
+        return resp()
 
 
 class _FakeKP:
@@ -193,15 +194,41 @@ class _FakeKP:
         raise AssertionError
 
 
-def test_v0_broker_gives_a_clear_error_naming_the_option():
+def test_v0_controller_degrades_to_the_client_side_guard_said_once(capsys):
+    """Issue 23: brokers that list only v0 (3.x, 4.0) get the request at v0, without
+    AllowReplicationFactorChange (the preflight checked the plan client-side), and the
+    warning names what is missing and the release that has it, once per process."""
+    from reassign_kit.cluster import capabilities as caps
+
+    caps._SAID.clear()
     gw = AdminGateway("h:1")
     gw._kp = _FakeKP()
+    gw._caps = caps.Capabilities(api={45: (0, 0), 46: (0, 0)})
+    for _ in range(2):
+        gw.alter_reassignments(
+            {TopicPartition("a", 0): [1, 2]}, allow_replication_factor_change=False
+        )
+    sent = gw._kp._manager.sent
+    assert [r.API_VERSION for r in sent] == [0, 0]
+    err = capsys.readouterr().err
+    assert err.count("warning:") == 1
+    assert "AlterPartitionReassignments v1" in err and "Kafka 4.1+" in err
+    assert "client-side" in err
+
+
+def test_a_controller_without_v1_after_the_brokers_listed_it_sends_nothing():
+    """The brokers listed v1 when asked but the controller answering does not (a failover to
+    an older controller): refused naming the release, nothing sent."""
+    from reassign_kit.cluster import capabilities as caps
+
+    gw = AdminGateway("h:1")
+    gw._kp = _FakeKP()
+    gw._caps = caps.Capabilities(api={45: (0, 1), 46: (0, 0)})
     with pytest.raises(KafkaOperationError) as e:
         gw.alter_reassignments(
             {TopicPartition("a", 0): [1, 2]}, allow_replication_factor_change=False
         )
-    assert "--disallow-replication-factor-change" in str(e.value)
-    assert "Nothing was submitted" in str(e.value)
+    assert "Kafka 4.1+" in str(e.value) and "Nothing was submitted" in str(e.value)
     assert gw._kp._manager.sent == []
 
 

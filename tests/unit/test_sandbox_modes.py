@@ -1,0 +1,98 @@
+"""Issue 23: the sandbox by release and metadata mode, without starting Kafka: bad versions and
+modes are refused by name before anything is fetched or written; a ZooKeeper-mode cluster's
+files (ZooKeeper on loopback, brokers with broker.id + zookeeper.connect, no controller
+process) and its state (version and mode in sandbox.json and status)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reassign_kit import sandbox as sbx
+from reassign_kit.cli import sandbox as sandbox_cli
+from reassign_kit.errors import SandboxError
+
+
+def props(path: str) -> dict[str, str]:
+    lines = open(path).read().splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
+@pytest.mark.parametrize("bad", ["4", "../4.3.1", "3.9.1; rm -rf /", "latest", ""])
+def test_a_version_that_is_not_a_release_is_refused_by_name(tmp_path, bad):
+    with pytest.raises(SandboxError, match="--kafka-version must be a release"):
+        sbx.Sandbox.create(tmp_path / "sb", brokers=1, kafka_version=bad or " ")
+    assert not (tmp_path / "sb").exists()
+
+
+def test_modes_a_release_does_not_have_are_refused(tmp_path):
+    with pytest.raises(SandboxError, match="ZooKeeper mode was removed in 4.0"):
+        sbx.Sandbox.create(tmp_path / "a", brokers=1, kafka_version="4.0.0", metadata="zookeeper")
+    with pytest.raises(SandboxError, match="--metadata must be one of"):
+        sbx.Sandbox.create(tmp_path / "b", brokers=1, metadata="etcd")
+    with pytest.raises(SandboxError, match="KRaft is production-ready from Kafka 3.3"):
+        sbx.Sandbox.create(tmp_path / "c", brokers=1, kafka_version="3.2.3", metadata="kraft")
+    with pytest.raises(
+        SandboxError, match="in ZooKeeper mode the controller is one of the brokers"
+    ):
+        sbx.Sandbox.create(
+            tmp_path / "d", brokers=3, controllers=3, kafka_version="3.9.1", metadata="zookeeper"
+        )
+    assert not any((tmp_path / n).exists() for n in "abcd")
+
+
+def test_zookeeper_mode_files_and_state(tmp_path):
+    sb = sbx.Sandbox.create(
+        tmp_path / "sb", brokers=2, racks=2, kafka_version="3.9.1", metadata="zookeeper"
+    )
+    assert (sb.version, sb.metadata) == ("3.9.1", "zookeeper")
+    assert sb.controllers == {} and sb.controller is None and sb.zookeeper is not None
+    zk = props(sb.zookeeper.config)
+    assert zk["clientPortAddress"] == "127.0.0.1" and zk["admin.enableServer"] == "false"
+    for b in sb.nodes.values():
+        p = props(b.config)
+        assert p["broker.id"] == str(b.id)
+        assert p["zookeeper.connect"] == f"127.0.0.1:{sb.zookeeper.port}"
+        assert not {"process.roles", "node.id", "controller.quorum.voters"} & set(p)
+    state = json.loads((sb.dir / sbx.STATE_FILE).read_text())
+    assert (state["kafka_version"], state["metadata"]) == ("3.9.1", "zookeeper")
+    st = sb.status()
+    assert (st["kafka_version"], st["metadata"], st["running"]) == ("3.9.1", "zookeeper", False)
+    assert st["controllers"] == [] and st["zookeeper"]["alive"] is False
+
+
+def test_defaults_stay_4_3_1_kraft_unless_the_environment_says(monkeypatch):
+    monkeypatch.delenv(sbx.VERSION_ENV, raising=False)
+    monkeypatch.delenv(sbx.METADATA_ENV, raising=False)
+    assert (sbx.default_version(), sbx.default_metadata()) == ("4.3.1", "kraft")
+    monkeypatch.setenv(sbx.VERSION_ENV, "3.6.2")
+    monkeypatch.setenv(sbx.METADATA_ENV, "zookeeper")
+    assert (sbx.default_version(), sbx.default_metadata()) == ("3.6.2", "zookeeper")
+    assert sbx.kafka_home("3.6.2").name == "3.6.2"  # one cache folder per release
+
+
+def test_cli_names_a_bad_version_with_a_non_zero_exit(capsys):
+    code = sandbox_cli.main(["fetch", "--kafka-version", "4.x"])
+    err = capsys.readouterr().err
+    assert code != 0 and "--kafka-version must be a release" in err and "Traceback" not in err
+
+
+def test_down_stops_a_node_another_handle_restarted(tmp_path):
+    """A node restarted through another handle (the CLI's start-controller) has a pid this
+    object never saw: down() reads sandbox.json again and stops it (it was left running)."""
+    import subprocess
+    import sys
+
+    sb = sbx.Sandbox.create(tmp_path / "sb", brokers=1, kafka_version="3.9.1", metadata="zookeeper")
+    other = sbx.Sandbox(sb.dir)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "kafka.Kafka"])
+    try:
+        other.nodes[1].pid = proc.pid
+        other._save()
+        assert sb.nodes[1].pid is None  # this handle's view is stale
+        sb.down(timeout=5)
+        assert proc.wait(10) is not None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
