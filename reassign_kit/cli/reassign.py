@@ -17,8 +17,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import ops, state, validate, whatif
+from ..engine.notify import Notifier, check_url
 from ..engine.options import cli_options
-from ..errors import InvalidPlanError, ReassignKitError, UsageError, format_exit_codes
+from ..errors import (
+    InvalidPlanError,
+    ReassignKitError,
+    UsageError,
+    format_exit_codes,
+    missing_extra,
+)
 from ..model import Plan, TopicPartition
 from ..plan_record import Approval
 from . import paced, progress
