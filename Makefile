@@ -8,25 +8,37 @@ DEMO_OUT ?= $(CURDIR)/demo-out
 PYTEST_ARGS ?=
 # the older release `make test` also runs (tests/integration/test_compat_39zk.py, ZooKeeper mode)
 COMPAT_CI_VERSION := 3.9.1
+# the versions `make setup` installs (pip-style lock, made by uv from pyproject.toml: `make lock`)
+LOCK := requirements.lock
+UV_VERSION := $(shell sed -n 's/^uv==\([^ ;]*\).*/\1/p' $(LOCK))
 
-.PHONY: setup venv kafka chromium test chaos compat demo bench lint sandbox-up sandbox-down clean
+.PHONY: setup venv lock kafka chromium test chaos compat demo bench lint sandbox-up sandbox-down clean
 
 setup: venv kafka chromium
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# uv (from PyPI, the lock's version) installs .[dev] with every version pinned by the lock:
+# no resolution from scratch, the same versions on every machine (issue 24 #1)
+$(VENV)/.installed: pyproject.toml $(LOCK)
 	@command -v $(PY) >/dev/null || { echo "setup: $(PY) not found (Python 3.11+ is needed)" >&2; exit 1; }
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
-	touch $@
+	@echo "setup: $(VENV) with .[dev] at the versions of $(LOCK) (uv $(UV_VERSION))"
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	@$(BIN)/uv --version 2>/dev/null | grep -q '^uv $(UV_VERSION)[ ]' || $(BIN)/python -m pip install -q --disable-pip-version-check 'uv==$(UV_VERSION)'
+	@$(BIN)/uv pip install -q --python $(BIN)/python -c $(LOCK) -e '.[dev]'
+	@touch $@
+
+# regenerate the lock after a change of pyproject.toml's dependencies (tests/unit/test_lock.py
+# fails while the lock does not satisfy them); --upgrade takes the newest allowed versions
+lock: venv
+	$(BIN)/uv pip compile pyproject.toml --extra dev --universal --python-version 3.11 \
+	  --no-header --annotation-style line -o $(LOCK) $(LOCK_ARGS)
 
 kafka: venv
 	@command -v java >/dev/null || { echo "setup: java not found: install OpenJDK 17+ (apt-get install openjdk-17-jre-headless)" >&2; exit 1; }
 	@command -v mvn >/dev/null || { echo "setup: mvn not found: install Maven (apt-get install maven)" >&2; exit 1; }
-	$(BIN)/reassign-kit sandbox fetch >/dev/null
-	$(BIN)/reassign-kit sandbox fetch --kafka-version $(COMPAT_CI_VERSION) >/dev/null
+	@$(BIN)/reassign-kit sandbox fetch >/dev/null
+	@$(BIN)/reassign-kit sandbox fetch --kafka-version $(COMPAT_CI_VERSION) >/dev/null
 
 # Debian's Chromium for the browser test (Playwright cannot download its own browser here).
 chromium:
@@ -71,7 +83,7 @@ sandbox-down: venv
 	-$(BIN)/reassign-kit sandbox down --dir $(SANDBOX_DIR) >/dev/null
 
 demo: setup sandbox-up
-	$(BIN)/python -m reassign_kit.demo --sandbox-dir $(SANDBOX_DIR) --output-dir $(DEMO_OUT)
+	@$(BIN)/python -m reassign_kit.demo --sandbox-dir $(SANDBOX_DIR) --output-dir $(DEMO_OUT)
 
 clean: sandbox-down
 	rm -rf $(DEMO_OUT) tests/out bench/out

@@ -135,6 +135,9 @@ def execute(
     resume: bool = False,
     rollback_path: str | os.PathLike | None = "",
     state_dir: str | os.PathLike | None = None,
+    expect_plan_hash: str | None = None,
+    allow_drift: bool = False,
+    plan_record: str | None = None,
     **options: Any,
 ) -> Any:
     """``reassign_kit.execute(plan, bootstrap_servers=..., **options)``, from a notebook or a
@@ -158,12 +161,17 @@ def execute(
     the end with ``wait=True``) and returns its ``RunResult``; a failed run raises
     ``RunError``. Both results have ``.to_pandas()``. ``journal`` / ``rollback_path``: "" = in
     the run's state dir (as the CLI), None = none. Both go through ``engine.preflight``; for
-    a run in the background use ``preflight(...).run.start()``."""
+    a run in the background use ``preflight(...).run.start()``.
+
+    Plans as approved: ``expect_plan_hash`` refuses another plan (``PlanHashError``);
+    the drift since the plan record (``plan_record``, default the one beside a plan file)
+    refuses the run (``PlanDriftError``) unless ``allow_drift``."""
     from . import ops, state
     from .engine import preflight as pf
     from .engine.options import ExecuteOptions
     from .errors import UsageError
     from .model import Plan, TopicPartition
+    from .plan_record import Approval
 
     if "disallow_replication_factor_change" in options:  # the CLI's name for the same thing
         disallow = options.pop("disallow_replication_factor_change")
@@ -183,6 +191,8 @@ def execute(
     source = os.fspath(plan) if isinstance(plan, str | os.PathLike) else "the plan"
     if isinstance(plan, str | os.PathLike):
         plan = Plan.read(source)
+    approval = Approval(expect_plan_hash, allow_drift, plan_record)
+    plan_path = os.path.abspath(source) if source != "the plan" else None
     with connected(cluster, command_config) as gw:
         home = None
         if not resume:  # the run's home, before anything is sent
@@ -211,6 +221,8 @@ def execute(
                     rollback_path=rb,
                     source=source,
                     elect_leaders=bool(options.get("elect_leaders", False)),
+                    plan_path=plan_path,
+                    approval=approval,
                 )
                 assert home is not None
                 home.written(
@@ -235,7 +247,8 @@ def execute(
                 resume=resume,
                 rollback_path=rb,
                 source=source,
-                plan_path=os.path.abspath(source) if source != "the plan" else None,
+                plan_path=plan_path,
+                approval=approval,
             )
         except state.REFUSED:
             if home is not None:

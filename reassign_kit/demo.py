@@ -57,20 +57,20 @@ def main(argv: list[str] | None = None) -> int:
             if goal["remove_brokers"]
             else "rebalance over every broker"
         )
-        print(f"demo: plan → execute → verify → postmortem on {sb.bootstrap_servers} ({what})")
+        print(f"demo: {what} on the sandbox at {sb.bootstrap_servers}", flush=True)
         artefacts = runbook.demo(
             bootstrap_servers=sb.bootstrap_servers,
             output_dir=str(out),
             sandbox_dir=str(sb.dir),
             extra={"01_plan": goal},
+            say=lambda text: print(text, end="", flush=True),
         )
     except ReassignKitError as e:
-        print(f"demo failed: {e}", file=sys.stderr)
+        print(f"\ndemo failed: {e}", file=sys.stderr)
         return e.exit_code
-    print("\nreassign_kit demo finished. Results:")
-    for name, path in artefacts.items():
-        print(f"  {name:<22} {path}")
     (out / "artefacts.json").write_text(json.dumps(artefacts, indent=2))
+    print(f"demo: results in {out} (artefacts.json lists them; logs: */*.log)")
+    print(f"demo: {runbook.demo_summary(artefacts)}")
     return 0
 
 

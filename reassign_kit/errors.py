@@ -6,7 +6,8 @@ it and exits with its code instead of a traceback. Each exit code means one thin
     ReassignKitError (1: unexpected)
     ├── UsageError (2)                   bad options or option combinations
     │   ├── SparkSessionError (2)        a Spark session on another master already runs
-    │   └── SparkStartError (2)          Spark cannot start (no Java, JAVA_HOME wrong, ...)
+    │   ├── SparkStartError (2)          Spark cannot start (no Java, JAVA_HOME wrong, ...)
+    │   └── MissingExtraError (2)        the feature's pip extra ([spark], [notebook]) is missing
     ├── InvalidPlanError (3)             an input file failed validation; ``problems`` lists all
     │   └── CapacityError (3)            no plan within the capacity file's hard limits
     ├── KafkaOperationError (4)          the cluster refused or failed an operation
@@ -17,6 +18,8 @@ it and exits with its code instead of a traceback. Each exit code means one thin
     ├── ThrottleCleanupError (8)         the final throttle cleanup failed: throttles may be left
     ├── RunbookError (9)                 a runbook notebook failed, timed out or grew too big
     ├── JournalError (12)                the journal cannot be written (disk full) or is corrupt
+    ├── PlanHashError (13)               the plan is not the approved one (--expect-plan-hash)
+    ├── PlanDriftError (14)              the cluster changed since the plan was made
     └── IllegalTransition (1)            a move status change the table forbids: a bug
 
 Codes that are outcomes, not errors: 0 done, 10 / 11 --verify in progress / mismatch,
@@ -52,6 +55,54 @@ class SparkSessionError(UsageError):
 class SparkStartError(UsageError):
     """Spark could not start (Java missing, JAVA_HOME pointing nowhere, a master that does not
     answer); the message names the master, JAVA_HOME and the engine that needs no Spark."""
+
+
+class MissingExtraError(UsageError):
+    """A feature whose optional dependencies (a pip extra) are not installed: the message
+    names the feature and the extra to install, e.g. ``reassign-kit[spark]`` (issue 24 #1)."""
+
+
+# which extra brings which top-level module (pyproject.toml's optional-dependencies)
+EXTRA_OF_MODULE = {
+    "pyspark": "spark",
+    "pyarrow": "spark",
+    "py4j": "spark",
+    "papermill": "notebook",
+    "nbformat": "notebook",
+    "nbclient": "notebook",
+    "ipykernel": "notebook",
+    "ipywidgets": "notebook",
+    "anywidget": "notebook",
+    "plotly": "notebook",
+    "jupyterlab": "notebook",
+}
+
+
+def missing_extra(err: ImportError, feature: str = "", hint: str = "") -> MissingExtraError | None:
+    """The ``MissingExtraError`` for an import of an optional dependency that failed (None
+    when the module is not one an extra brings: then it is a bug, not an install choice)."""
+    name = (getattr(err, "name", None) or "").split(".")[0]
+    extra = EXTRA_OF_MODULE.get(name)
+    if extra is None:
+        return None
+    what = feature or f"this feature (it imports {name})"
+    return MissingExtraError(
+        f"{what} needs the [{extra}] extra, which is not installed: "
+        f"pip install 'reassign-kit[{extra}]' (or [all])" + (f"; {hint}" if hint else "")
+    )
+
+
+def require_extra(module: str, feature: str, hint: str = "") -> None:
+    """Import ``module`` or raise ``MissingExtraError`` naming ``feature`` and its extra."""
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError as e:
+        found = missing_extra(e, feature, hint)
+        if found is None:
+            raise
+        raise found from None
 
 
 class InvalidPlanError(ReassignKitError):
@@ -120,6 +171,19 @@ class JournalError(ReassignKitError):
     exit_code = 12
 
 
+class PlanHashError(ReassignKitError):
+    """``--expect-plan-hash``: the plan file's content hash is another one (issue 24 #6)."""
+
+    exit_code = 13
+
+
+class PlanDriftError(ReassignKitError):
+    """The cluster changed since the plan was made (partitions moved, brokers gone, topics
+    deleted) and ``--allow-drift`` was not given; the message names each drift."""
+
+    exit_code = 14
+
+
 class IllegalTransition(ReassignKitError):
     """A move status change the transition table does not allow: a bug in the engine."""
 
@@ -145,6 +209,11 @@ EXIT_CODES: dict[int, str] = {
     RunbookError.exit_code: "runbook: a notebook cell failed or timed out",
     JournalError.exit_code: "the journal cannot be written (disk full, I/O error; a paced run "
     "stops submitting and cleans up) or is corrupt before its last line (the line is named)",
+    PlanHashError.exit_code: "--execute refused: the plan's sha256 is not --expect-plan-hash "
+    "(not the approved plan; nothing sent)",
+    PlanDriftError.exit_code: "--execute refused: the cluster changed since the plan was made "
+    "(each drifted partition, gone broker or deleted topic is named; nothing sent); "
+    "--allow-drift runs it anyway",
     EXIT_IN_PROGRESS: "--verify: some moves are still in progress",
     EXIT_MISMATCH: "--verify: some partitions are neither complete nor moving toward the plan "
     "(other replicas, another reassignment, or a missing partition)",

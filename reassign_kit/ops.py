@@ -53,6 +53,7 @@ from .errors import (  # noqa: F401 (ReassignmentInProgressError, EXIT_*: re-exp
     UsageError,
 )
 from .model import Move, PartitionState, Plan, TopicPartition, is_complete
+from .plan_record import Approval
 
 SETTLE_PAUSE_S = 0.5  # between re-reads of metadata that may lag the controller (see settle)
 SETTLE_ATTEMPTS = round(METADATA_SETTLE_S / SETTLE_PAUSE_S)  # 6: the one settle window
@@ -202,6 +203,8 @@ def execute(
     source: str = "the plan",
     elect_leaders: bool = False,
     require_broker_rf_guard: bool = False,
+    plan_path: str | None = None,
+    approval: Approval | None = None,
 ) -> ExecuteResult:
     """Legacy execution, as ``kafka-reassign-partitions --execute``: validate the whole plan,
     refuse when other reassignments are in flight unless ``additional``, write the rollback
@@ -238,7 +241,9 @@ def execute(
         ),
         rollback_path=rollback_path,
         source=source,
+        plan_path=plan_path,
         build_run=False,
+        approval=approval,
     )
     in_flight, states, rollback, path = p.in_flight, p.states, p.rollback, p.rollback_path
     assert rollback is not None  # not a resume: the preflight wrote (or skipped) it
@@ -332,6 +337,7 @@ def execute(
         elections = _elect_reorders(gateway, plan, states, ok, notes)
     if path:
         notes.insert(0, f"The rollback plan (the current assignment) was saved to {path}")
+    notes[:0] = p.approval
     if priors and priors_path and ok:
         notes.append(
             f"The throttle configs as they were before were saved to {priors_path}: "

@@ -17,11 +17,13 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import ReassignKitError, RunbookError, UsageError
+from .errors import ReassignKitError, RunbookError, UsageError, require_extra
+from .logfile import to_log_file
 
 NOTEBOOKS = ("01_plan", "02_execute", "03_verify", "04_postmortem")
 MAX_OUTPUT_BYTES = 3 * 1024 * 1024  # an output notebook bigger than this carries a bug
@@ -33,7 +35,33 @@ def repo_root() -> Path:
 
 
 def notebooks_dir() -> Path:
+    """The runbooks: shipped in the package (``reassign_kit/runbooks``, a wheel install), else
+    the checkout's ``notebooks/`` (an editable install, the repository)."""
+    packaged = Path(__file__).resolve().parent / "runbooks"
+    if (packaged / "01_plan.ipynb").exists():
+        return packaged
     return repo_root() / "notebooks"
+
+
+def list_runbooks() -> list[tuple[str, str]]:
+    """(name, first heading line) of every runbook, in order."""
+    out = []
+    for nb in sorted(notebooks_dir().glob("*.ipynb")):
+        title = ""
+        try:
+            cells = json.loads(nb.read_text(encoding="utf-8")).get("cells", ())
+            first = next((c for c in cells if c.get("cell_type") == "markdown"), None)
+            if first:
+                src = (
+                    first["source"]
+                    if isinstance(first["source"], str)
+                    else "".join(first["source"])
+                )
+                title = src.strip().splitlines()[0].lstrip("# ").strip() if src.strip() else ""
+        except (OSError, ValueError):
+            title = "(unreadable)"
+        out.append((nb.stem, title))
+    return out
 
 
 def default_sandbox_dir() -> str:
@@ -128,6 +156,12 @@ def demo_topic_and_plan(
     path = os.path.join(output_dir, "plan.json")
     plan.write(path)
     return path
+
+
+def log_path(output_notebook: str) -> str:
+    """The log file beside an output notebook: ``x.out.ipynb`` -> ``x.out.log``."""
+    stem = output_notebook[:-6] if output_notebook.endswith(".ipynb") else output_notebook
+    return stem + ".log"
 
 
 def strip_widget_state(path: str | os.PathLike) -> int:
@@ -228,33 +262,49 @@ def run_notebook(
     execution_timeout: int = DEFAULT_TIMEOUT_S,
     max_output_bytes: int = MAX_OUTPUT_BYTES,
     log_output: bool = False,
+    output_path: str | None = None,
+    verbose: bool | None = None,
 ) -> str:
-    """Execute notebooks/<name>.ipynb with papermill; return the output notebook's path."""
-    import papermill as pm
-    from papermill.exceptions import PapermillExecutionError
+    """Execute the runbook ``name`` (``notebooks_dir()``) with papermill; return the output
+    notebook's path (``output_path``, default ``<output_dir>/<name>.out.ipynb``).
 
+    Quiet (issue 24 #3): papermill's, Jupyter's and the kernel's own lines (and a JVM's the
+    kernel starts) go to ``log_path(output)``, unless ``verbose`` (default: $RK_VERBOSE)."""
     src = notebooks_dir() / (name if name.endswith(".ipynb") else f"{name}.ipynb")
     if not src.exists():
         raise UsageError(f"no notebook {src}")
     params = {"output_dir": os.path.abspath(output_dir), **(parameters or {})}
     check_parameters(src.name, params)
+    require_extra("papermill", "running a runbook", "the runbooks need the notebook stack")
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
     try:
         os.makedirs(output_dir, exist_ok=True)
     except OSError as e:
         raise UsageError(f"output_dir {output_dir}: cannot create it: {e.strerror or e}") from None
-    out = os.path.join(os.path.abspath(output_dir), src.stem + ".out.ipynb")
+    out = (
+        os.path.abspath(output_path)
+        if output_path
+        else os.path.join(os.path.abspath(output_dir), src.stem + ".out.ipynb")
+    )
+    if not os.path.isdir(os.path.dirname(out)):
+        raise UsageError(f"--output {out}: the directory {os.path.dirname(out)} does not exist")
+    if verbose is None:
+        verbose = bool(os.environ.get("RK_VERBOSE"))
     failure: RunbookError | None = None
     try:
-        pm.execute_notebook(
-            str(src),
-            out,
-            parameters=params,
-            kernel_name=kernel_name,
-            execution_timeout=execution_timeout,
-            progress_bar=False,
-            log_output=log_output,
-            cwd=str(notebooks_dir()),
-        )
+        with to_log_file(log_path(out), verbose=verbose, stdout_too=True):
+            pm.execute_notebook(
+                str(src),
+                out,
+                parameters=params,
+                kernel_name=kernel_name,
+                execution_timeout=execution_timeout,
+                progress_bar=False,
+                log_output=log_output,
+                cwd=str(notebooks_dir()),
+            )
     except PapermillExecutionError as e:
         failure = RunbookError(
             f"{src.name} failed in cell {e.exec_count}: {e.ename}: {e.evalue}\n  details: {out}"
@@ -285,6 +335,14 @@ def run_notebook(
     return out
 
 
+STEPS = {
+    "01_plan": "plan: snapshot the cluster, plan on Spark, check the plan",
+    "02_execute": "execute: the panel runs the plan paced, throttled",
+    "03_verify": "verify: every move complete, throttles removed",
+    "04_postmortem": "postmortem: the journal as tables and charts",
+}
+
+
 def demo(
     output_dir: str,
     *,
@@ -293,8 +351,11 @@ def demo(
     kernel_name: str = "python3",
     execution_timeout: int = DEFAULT_TIMEOUT_S,
     extra: Mapping[str, Mapping[str, Any]] | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> dict[str, str]:
-    """plan -> execute -> verify -> postmortem on the sandbox; return the artefacts' paths."""
+    """plan -> execute -> verify -> postmortem on the sandbox; return the artefacts' paths.
+    ``say(text)`` narrates: one line per step (what, then how long), the kernels' own lines
+    in each step's log file."""
     extra = extra or {}
     out = os.path.abspath(output_dir)
     sandbox_dir = sandbox_dir or ("" if bootstrap_servers else default_sandbox_dir())
@@ -303,15 +364,24 @@ def demo(
     dirs = {n: os.path.join(out, n) for n in NOTEBOOKS}
     done: dict[str, str] = {}
 
-    plan_path = ""
-    if (notebooks_dir() / "01_plan.ipynb").exists():
-        done["01_plan"] = run_notebook(
-            "01_plan",
-            dirs["01_plan"],
-            {**common, **extra.get("01_plan", {})},
+    def step(name: str, params: Mapping[str, Any]) -> None:
+        i = NOTEBOOKS.index(name) + 1
+        if say:
+            say(f"demo {i}/{len(NOTEBOOKS)} {STEPS[name]} ... ")
+        t0 = time.monotonic()
+        done[name] = run_notebook(
+            name,
+            dirs[name],
+            params,
             kernel_name=kernel_name,
             execution_timeout=execution_timeout,
         )
+        if say:
+            say(f"ok ({time.monotonic() - t0:.0f} s)\n")
+
+    plan_path = ""
+    if (notebooks_dir() / "01_plan.ipynb").exists():
+        step("01_plan", {**common, **extra.get("01_plan", {})})
         candidate = os.path.join(dirs["01_plan"], "plan.json")
         if os.path.exists(candidate) and _plan_has_moves(candidate):
             plan_path = candidate
@@ -325,29 +395,11 @@ def demo(
         "additional": True,
         **extra.get("02_execute", {}),
     }
-    done["02_execute"] = run_notebook(
-        "02_execute",
-        dirs["02_execute"],
-        p02,
-        kernel_name=kernel_name,
-        execution_timeout=execution_timeout,
-    )
+    step("02_execute", p02)
     executed_plan = os.path.join(dirs["02_execute"], "plan.json")
     journal = os.path.join(dirs["02_execute"], "journal.jsonl")
-    done["03_verify"] = run_notebook(
-        "03_verify",
-        dirs["03_verify"],
-        {**common, "plan_path": executed_plan, **extra.get("03_verify", {})},
-        kernel_name=kernel_name,
-        execution_timeout=execution_timeout,
-    )
-    done["04_postmortem"] = run_notebook(
-        "04_postmortem",
-        dirs["04_postmortem"],
-        {"journal_paths": journal, **extra.get("04_postmortem", {})},
-        kernel_name=kernel_name,
-        execution_timeout=execution_timeout,
-    )
+    step("03_verify", {**common, "plan_path": executed_plan, **extra.get("03_verify", {})})
+    step("04_postmortem", {"journal_paths": journal, **extra.get("04_postmortem", {})})
     found = {
         "execute_report": os.path.join(dirs["02_execute"], "execute_report.json"),
         "verify_report": os.path.join(dirs["03_verify"], "verify_report.json"),
@@ -361,6 +413,27 @@ def demo(
         "charts": ", ".join(charts),
         "output_dir": out,
     }
+
+
+def demo_summary(artefacts: Mapping[str, str]) -> str:
+    """The demo's one closing line: "5 moves, 21 MB, 7 s, verify OK" (from the execute and
+    verify reports)."""
+
+    def load(key: str) -> dict[str, Any]:
+        try:
+            with open(artefacts[key], encoding="utf-8") as f:
+                return json.load(f)
+        except (KeyError, OSError, ValueError):
+            return {}
+
+    ex, ver = load("execute_report"), load("verify_report")
+    moves = (ex.get("plan") or {}).get("moves", "?")
+    nbytes = (ex.get("plan") or {}).get("bytes_to_move")
+    secs = (ex.get("progress") or {}).get("seconds")
+    mb = f"{nbytes / 1e6:.0f} MB" if isinstance(nbytes, int | float) else "? MB"
+    took = f"{secs:.0f} s" if isinstance(secs, int | float) else "? s"
+    verdict = "verify OK" if ver.get("complete") is True else "verify FAILED"
+    return f"{moves} moves, {mb}, {took}, {verdict}"
 
 
 def _plan_has_moves(path: str) -> bool:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .cluster.views import require_permissions
-from .errors import InvalidPlanError, UsageError
+from .errors import InvalidPlanError, UsageError, require_extra
 from .model import TopicPartition, read_text
 
 VERSION = 1
@@ -520,6 +520,7 @@ def _is_parquet_path(path: str) -> bool:
 
 def write_parquet(snap: Snapshot, path: str) -> None:
     """The Parquet directory form: three files Spark can read straight into executors."""
+    require_extra("pyarrow.parquet", "a Parquet snapshot")
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -588,6 +589,7 @@ def write_parquet(snap: Snapshot, path: str) -> None:
 
 def read_parquet(path: str) -> Snapshot:
     """Read the Parquet form into memory, through the same strict checks as the JSON form."""
+    require_extra("pyarrow.parquet", "a Parquet snapshot")
     import pyarrow.parquet as pq
 
     try:

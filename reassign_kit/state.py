@@ -40,6 +40,8 @@ from .errors import (
     AuthorizationError,
     InvalidPlanError,
     JournalError,
+    PlanDriftError,
+    PlanHashError,
     ReassignmentInProgressError,
     UsageError,
 )
@@ -55,7 +57,14 @@ _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 # what a preflight refuses with before anything is sent: the run's directory is removed then
-REFUSED = (InvalidPlanError, ReassignmentInProgressError, UsageError, AuthorizationError)
+REFUSED = (
+    InvalidPlanError,
+    ReassignmentInProgressError,
+    UsageError,
+    AuthorizationError,
+    PlanHashError,  # issue 24: not the approved plan
+    PlanDriftError,  # issue 24: the cluster drifted since the plan was made
+)
 
 
 class StateRecordError(JournalError):

@@ -10,8 +10,8 @@ import os
 import sys
 from collections.abc import Callable
 
-from ..errors import EXIT_INTERRUPTED, ReassignKitError
-from . import calibrate, plan, reassign, sandbox, throttles
+from ..errors import EXIT_INTERRUPTED, ReassignKitError, missing_extra
+from . import calibrate, plan, reassign, report, runbook, sandbox, throttles
 
 # first word -> (main, whether the word is passed on)
 SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], bool]] = {
@@ -21,6 +21,8 @@ SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], bool]] = {
     "validate": (plan.main, True),
     "calibrate": (calibrate.main, False),
     "throttles": (throttles.main, False),
+    "runbook": (runbook.main, False),
+    "report": (report.main, False),
 }
 
 
@@ -37,6 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("reassign-kit: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except ImportError as e:  # an optional dependency: name the extra, never a traceback
+        found = missing_extra(e)
+        if found is None or os.environ.get("RK_DEBUG"):
+            raise
+        print(f"reassign-kit: {found}", file=sys.stderr)
+        return found.exit_code
     except SystemExit as e:  # --help of a sub-command (argparse exits)
         return e.code if isinstance(e.code, int) else 0 if e.code is None else 2
     except Exception as e:  # a bug: a message, not a traceback (as the drop-in CLI)

@@ -21,6 +21,7 @@ from typing import Any
 
 from .. import state
 from ..engine.journal import read_events
+from ..engine.notify import Notifier
 from ..engine.options import ExecuteOptions, cli_options, options_from_cli
 from ..engine.preflight import options_from_journal, prepare
 from ..engine.progress import run_progress_line
@@ -29,6 +30,7 @@ from ..engine.run import Run
 from ..engine.steps import describe_steps, plan_steps
 from ..errors import EXIT_INTERRUPTED, UsageError
 from ..model import Plan
+from ..plan_record import Approval
 
 PACED_GROUPS = ("paced", "steps")
 
@@ -100,6 +102,11 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
             rollback_path=home.rollback if home is not None else "",
             source=args.reassignment_json_file,
             plan_path=os.path.abspath(args.reassignment_json_file),
+            approval=Approval(
+                getattr(args, "expect_plan_hash", None),
+                bool(getattr(args, "allow_drift", False)),
+                getattr(args, "plan_record", None),
+            ),
         )
     except state.REFUSED:
         if home is not None:
@@ -110,6 +117,8 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
             prepared.rollback_path, in_flight=[m.tp for m in plan if m.tp in prepared.in_flight]
         )
         print(f"Run state: {home.dir}")
+    for line in prepared.approval:
+        print(line)
     run = prepared.run
     if args.resume:
         first = next(e for e in read_events(args.journal) if e.get("event") == "run_started")
@@ -131,6 +140,9 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
     )
 
     run.subscribe(_printer(run))
+    notifier = Notifier(args.notify) if getattr(args, "notify", None) else None
+    if notifier:
+        run.subscribe(notifier.on_event)
     interrupted: list[int] = []
 
     def on_signal(signum: int, _frame: Any) -> None:
@@ -150,6 +162,8 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+        if notifier:
+            notifier.close()
     _report(result, args, journal, bool(interrupted))
     if home is not None and result.state == "done" and not interrupted:
         home.mark_finished("done")

@@ -27,6 +27,7 @@ from ..errors import EXIT_GOAL_NOT_MET, InvalidPlanError, UsageError
 from ..make_plan import plan as make_plan
 from ..model import Plan
 from ..ops import connect
+from ..plan_record import PlanRecord, plan_hash, record_path
 from ..plan_report import format_report, unmet_goals
 from ..plan_rules import Capacity, RuleContext, plan_problems_offline, selection_problems
 from ..planner import DEFAULT_BYTES_TOLERANCE, DEFAULT_CHUNKS, generate
@@ -103,15 +104,32 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="reassign-kit", description="snapshot, plan and validate")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     s = sub.add_parser("snapshot", help="record brokers, topics, partitions and sizes")
-    s.add_argument("--bootstrap-server", required=True)
-    s.add_argument("--command-config", metavar="FILE")
+    s.add_argument(
+        "--bootstrap-server", required=True, metavar="HOST:PORT", help="the brokers to ask"
+    )
+    s.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="admin client .properties (security.protocol, sasl.*, ssl.*); never echoed",
+    )
     s.add_argument("--topics", type=_topics, help="only these topics (default: all)")
     s.add_argument("--output", required=True, help="S.json, or a directory ending in .parquet")
     add_topic_selection(s)
 
     pl = sub.add_parser("plan", help="a minimal-movement, balanced, rack-aware plan")
-    pl.add_argument("--snapshot", required=True)
-    pl.add_argument("--remove-brokers", type=_int_list("--remove-brokers"), default=[])
+    pl.add_argument(
+        "--snapshot",
+        required=True,
+        metavar="S.json",
+        help="the cluster to plan for (`reassign-kit snapshot`), JSON or a .parquet directory",
+    )
+    pl.add_argument(
+        "--remove-brokers",
+        type=_int_list("--remove-brokers"),
+        default=[],
+        metavar="1,2",
+        help="decommission: move every replica off these brokers",
+    )
     pl.add_argument("--balance", default="replicas,leaders", help="goals: replicas,leaders,bytes")
     pl.add_argument(
         "--demote-brokers",
@@ -140,8 +158,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="drain every broker whose log dirs are all cordoned (KIP-1066 cordoned.log.dirs, "
         "as the snapshot recorded it); a cordoned broker never receives a replica either way",
     )
-    pl.add_argument("--replication-factor", type=int)
-    pl.add_argument("--topics", type=_topics, default=[])
+    pl.add_argument(
+        "--replication-factor",
+        type=int,
+        metavar="N",
+        help="change the replication factor of the --topics to N",
+    )
+    pl.add_argument(
+        "--topics",
+        type=_topics,
+        default=[],
+        metavar="T1,T2",
+        help="with --replication-factor: the topics whose replication factor changes",
+    )
     pl.add_argument("--spark-master", help="any spark.master (default local[2])")
     pl.add_argument(
         "--engine",
@@ -150,18 +179,40 @@ def build_parser() -> argparse.ArgumentParser:
         help="spark (default) or local: the same planner in this process",
     )
     pl.add_argument("--chunks", type=int, default=None, help="hash buckets planned independently")
-    pl.add_argument("--output", required=True)
+    pl.add_argument(
+        "--output",
+        required=True,
+        metavar="PLAN.json",
+        help="the plan, in kafka-reassign-partitions' JSON; its record (hash, the state it was "
+        "planned from) is written beside it as PLAN.record.json",
+    )
     pl.add_argument("--report", help="write the plan report (JSON) here")
     pl.add_argument(
         "--rollback", help="write the current assignment of the planned partitions here"
     )
-    pl.add_argument("--quiet", action="store_true")
+    pl.add_argument(
+        "--quiet", action="store_true", help="print only the last line (partitions, sha256)"
+    )
+    pl.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show Spark's and the JVM's log lines here (else in the log file named at the end)",
+    )
     add_topic_selection(pl)
 
     v = sub.add_parser("validate", help="check a plan against a snapshot")
-    v.add_argument("--snapshot", required=True)
-    v.add_argument("--reassignment-json-file", required=True)
-    v.add_argument("--disallow-replication-factor-change", action="store_true")
+    v.add_argument(
+        "--snapshot", required=True, metavar="S.json", help="the cluster to check against"
+    )
+    v.add_argument(
+        "--reassignment-json-file", required=True, metavar="FILE", help="the plan to check"
+    )
+    v.add_argument(
+        "--disallow-replication-factor-change",
+        action="store_true",
+        help="also reject moves that change a partition's replication factor",
+    )
     v.add_argument(
         "--remove-brokers",
         type=_int_list("--remove-brokers"),
@@ -173,7 +224,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="also reject a plan leaving a broker over its disk_bytes / max_replicas",
     )
-    v.add_argument("--spark-master")
+    v.add_argument("--spark-master", help="any spark.master (default local[2])")
+    v.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show Spark's and the JVM's log lines here (else in the log file named at the end)",
+    )
     v.add_argument(
         "--engine",
         choices=("auto", "spark", "local"),
@@ -260,13 +317,20 @@ def _plan(args: argparse.Namespace) -> int:
     if not len(result.plan) and not unmet:
         print("plan: nothing to move; the cluster already meets the goals", file=sys.stderr)
     write_output("--output", args.output, lambda: result.plan.write(args.output))
+    report["plan_sha256"] = plan_hash(result.plan)
     if args.report:
         write_output("--report", args.report, lambda: _write_json(args.report, report))
     if args.rollback:
         write_output("--rollback", args.rollback, lambda: result.current.write(args.rollback))
+    record = PlanRecord.for_result(result, snapshot=args.snapshot)
+    record_file = record_path(args.output)
+    write_output("--output", record_file, lambda: record.write(record_file))
     if not args.quiet:
         print(format_report(report))
-        print(f"plan: {len(result.plan)} partition(s) -> {args.output}")
+    print(
+        f"plan: {len(result.plan)} partition(s) -> {args.output} (sha256 {record.plan_sha256}; "
+        f"the state it was planned from: {record_file})"
+    )
     if unmet:  # written (it may still help), but not done: a distinct exit code says so
         for line in unmet:
             print(f"plan: {line}", file=sys.stderr)
@@ -435,4 +499,11 @@ def run_generate(args: argparse.Namespace, gateway: Any, _plan: Any = None) -> i
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    return {"snapshot": _snapshot, "plan": _plan, "validate": _validate}[args.cmd](args)
+    if getattr(args, "verbose", False):
+        os.environ["RK_VERBOSE"] = "1"  # Spark's and the JVM's lines stay on the terminal
+    code = {"snapshot": _snapshot, "plan": _plan, "validate": _validate}[args.cmd](args)
+    from ..spark.session import log_path
+
+    if log_path():
+        print(f"{args.cmd}: Spark's and the JVM's log: {log_path()} (-v shows it here)")
+    return code

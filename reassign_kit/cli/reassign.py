@@ -17,9 +17,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import ops, state, validate, whatif
+from ..engine.notify import Notifier, check_url
 from ..engine.options import cli_options
-from ..errors import InvalidPlanError, ReassignKitError, UsageError, format_exit_codes
+from ..errors import (
+    InvalidPlanError,
+    ReassignKitError,
+    UsageError,
+    format_exit_codes,
+    missing_extra,
+)
 from ..model import Plan, TopicPartition
+from ..plan_record import Approval
 from . import paced, progress
 from . import plan as plan_cmd
 
@@ -35,7 +43,8 @@ EXECUTE_FLAGS = {d.dest for d in cli_options()}  # engine.options: the one decla
 ACTION_OPTIONS: dict[str, set[str]] = {
     "execute": EXECUTE_FLAGS
     | {"reassignment_json_file", "rollback_file", "journal", "resume", "dry_run", "calibration"}
-    | {"output", "state_dir"},
+    | {"output", "state_dir"}
+    | {"expect_plan_hash", "allow_drift", "plan_record", "notify"},
     "verify": {
         "reassignment_json_file",
         "preserve_throttles",
@@ -55,6 +64,7 @@ ACTION_OPTIONS: dict[str, set[str]] = {
         "journal",
         "throttle",
         "rollback_timeout",
+        "notify",
     },
     "list": {"output", "state_dir"},
     "generate": {
@@ -186,9 +196,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="Output format of --list, --progress and --execute --dry-run.",
     )
     g = p.add_argument_group("generate (see `reassign-kit plan`)")
-    g.add_argument("--topics-to-move-json-file", metavar="FILE")
-    g.add_argument("--broker-list", metavar="1,2,3")
-    g.add_argument("--disable-rack-aware", action="store_true")
+    g.add_argument(
+        "--topics-to-move-json-file",
+        metavar="FILE",
+        help='--generate: the topics to place, {"topics": [{"topic": "t"}], "version": 1}',
+    )
+    g.add_argument(
+        "--broker-list", metavar="1,2,3", help="--generate: the brokers to place them on"
+    )
+    g.add_argument(
+        "--disable-rack-aware",
+        action="store_true",
+        help="--generate: ignore broker.rack when placing replicas",
+    )
     g.add_argument(
         "--capacity",
         metavar="FILE",
@@ -225,6 +245,35 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="Rates and per-move cost learned from earlier journals (`reassign-kit calibrate`); "
         "default: calibration.json beside --journal when there is one.",
+    )
+    ap = p.add_argument_group("plans run as approved (--execute, legacy and paced)")
+    ap.add_argument(
+        "--expect-plan-hash",
+        metavar="SHA256",
+        help="Refuse (exit 13, nothing sent) unless the plan's content hash is this one: the "
+        "sha256 `reassign-kit plan` printed and wrote to the plan's record (canonical JSON, so "
+        "key order and whitespace do not count; a `sha256:` prefix is accepted).",
+    )
+    ap.add_argument(
+        "--allow-drift",
+        action="store_true",
+        help="Run even though the cluster changed since the plan was made (partitions whose "
+        "replicas changed, brokers gone, topics deleted); the drift is printed first. Without "
+        "it such a run is refused (exit 14), naming each drifted partition.",
+    )
+    ap.add_argument(
+        "--plan-record",
+        metavar="FILE",
+        help="The plan record to check drift against (default: PLAN.record.json beside the "
+        "plan, written by `reassign-kit plan`; a plan without one is not drift-checked).",
+    )
+    p.add_argument_group("notifications (--execute, --cancel)").add_argument(
+        "--notify",
+        metavar="URL",
+        help="POST a small JSON document (Slack-compatible: its 'text', plus 'event', "
+        "'run_id', counts) to this http(s) URL when the run starts, a move is stuck, and "
+        "when it fails, is cancelled or finishes. A failed post never fails the run; the URL "
+        "(a webhook's token) is never journaled or printed.",
     )
     j = p.add_argument_group("journal (paced --execute)")
     j.add_argument(
@@ -275,6 +324,11 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> str:
                 "--cancel needs exactly one of --reassignment-json-file, --topics or --all "
                 "(or --journal alone: the journaled run's plan)"
             )
+    if getattr(args, "notify", None):
+        try:
+            check_url(args.notify)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
     if action == "execute":
         paced.check(args)
     if action == "generate":
@@ -340,6 +394,23 @@ def _execute(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
         return _dry_run(args, gateway, plan)
     if paced.is_paced(args):
         return paced.run_paced(args, gateway, plan)
+    notifier = Notifier(args.notify) if args.notify else None
+    try:
+        code = _execute_legacy(args, gateway, plan, notifier)
+    except ReassignKitError as e:
+        if notifier:
+            notifier.post("failed", f"--execute of {args.reassignment_json_file} failed: {e}")
+        raise
+    finally:
+        if notifier:
+            notifier.close()
+    return code
+
+
+def _execute_legacy(
+    args: argparse.Namespace, gateway: Any, plan: Plan, notifier: Notifier | None
+) -> int:
+    """The official tool's single request (and its notifications)."""
     home = state.begin(  # the run's home, before anything is sent (a clear error if not)
         gateway,
         plan,
@@ -362,6 +433,8 @@ def _execute(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
             rollback_path=home.rollback,
             source=args.reassignment_json_file,
             elect_leaders=bool(args.elect_leaders),  # legacy: off unless --elect-leaders
+            plan_path=args.reassignment_json_file,
+            approval=approval_from_args(args),
         )
     except state.REFUSED:
         state.discard(home)
@@ -382,7 +455,29 @@ def _execute(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
         f"Run state: {home.dir} (--verify / --cancel with this plan find it: the originals "
         "and the throttle values before the run)"
     )
+    if notifier:
+        bad = sum(1 for r in res.rows if r.get("error"))
+        event, verb = ("failed", "failed for") if res.exit_code else ("finished", "submitted")
+        notifier.post(
+            event,
+            f"--execute of {args.reassignment_json_file}: {len(res.rows) - bad} move(s) "
+            f"submitted, {bad} refused (the single legacy request; --verify follows them)"
+            if res.exit_code
+            else f"--execute of {args.reassignment_json_file}: {len(res.rows)} move(s) {verb} "
+            "(the single legacy request; --verify follows them)",
+            moves=len(res.rows),
+            refused=bad,
+        )
     return res.exit_code
+
+
+def approval_from_args(args: argparse.Namespace) -> Approval:
+    """--expect-plan-hash / --allow-drift / --plan-record as the preflight's ``Approval``."""
+    return Approval(
+        expect_plan_hash=getattr(args, "expect_plan_hash", None),
+        allow_drift=bool(getattr(args, "allow_drift", False)),
+        record=getattr(args, "plan_record", None),
+    )
 
 
 def _dry_run(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
@@ -476,6 +571,14 @@ def _cancel(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
     _print(cres.lines())
     if found is not None and cres.exit_code == 0:
         found.mark_finished("cancelled")
+    if args.notify:
+        notifier = Notifier(args.notify)
+        notifier.post(
+            "cancelled" if cres.exit_code == 0 else "failed",
+            "--cancel: " + (cres.lines()[-1] if cres.lines() else f"exit {cres.exit_code}"),
+            exit_code=cres.exit_code,
+        )
+        notifier.close()
     return cres.exit_code
 
 
@@ -522,6 +625,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 130
+    except ImportError as e:  # an optional dependency: name the extra, never a traceback
+        found = missing_extra(e)
+        if found is None or os.environ.get("RK_DEBUG"):
+            raise
+        print(f"Error: {found}", file=sys.stderr)
+        return found.exit_code
     except Exception as e:  # a bug or an unexpected client failure: a message, not a traceback
         if os.environ.get("RK_DEBUG"):
             raise

@@ -30,7 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     up = with_dir(
         sub.add_parser("up", help="start a cluster and wait until every broker is registered")
     )
-    up.add_argument("--brokers", type=int, default=4)
+    up.add_argument("--brokers", type=int, default=4, help="how many brokers (default 4)")
     up.add_argument(
         "--racks", type=int, default=0, help="spread brokers over R racks (broker.rack)"
     )
@@ -41,7 +41,12 @@ def _parser() -> argparse.ArgumentParser:
         choices=(1, 3, 5),
         help="KRaft controller processes (3 = a quorum that survives losing its leader)",
     )
-    up.add_argument("--timeout", type=float, default=120)
+    up.add_argument(
+        "--timeout",
+        type=float,
+        default=120,
+        help="seconds to wait for every broker to register (default 120)",
+    )
     up.add_argument(
         "--kafka-version",
         default=None,
@@ -94,23 +99,35 @@ def _parser() -> argparse.ArgumentParser:
         ),
     ]:
         sp = with_dir(sub.add_parser(name, help=text))
-        sp.add_argument("broker_id", metavar="ID")
+        sp.add_argument("broker_id", metavar="ID", help="the node id (as `status` lists it)")
     cordon = with_dir(
         sub.add_parser(
             "cordon",
             help="cordon a broker's log dirs (KIP-1066 cordoned.log.dirs, Kafka 4.3+; dynamic)",
         )
     )
-    cordon.add_argument("--broker", type=int, required=True)
+    cordon.add_argument(
+        "--broker", type=int, required=True, help="the broker whose log dirs to cordon"
+    )
     cordon.add_argument("--dirs", default="*", help='log dirs to cordon (default "*": all)')
     cordon.add_argument("--uncordon", action="store_true", help="lift the broker's cordon")
     load = with_dir(sub.add_parser("load", help="create topics and fill them with data (acks=all)"))
     load.add_argument(
         "--topics", default="load", help="a count (topics named load-0..) or a comma list of names"
     )
-    load.add_argument("--partitions", type=int, default=4)
-    load.add_argument("--replication-factor", type=int, default=3)
-    load.add_argument("--mb-per-partition", type=float, default=1.0)
+    load.add_argument("--partitions", type=int, default=4, help="partitions per topic (4)")
+    load.add_argument(
+        "--replication-factor", type=int, default=3, help="replicas per partition (3)"
+    )
+    load.add_argument(
+        "--mb-per-partition", type=float, default=1.0, help="MB of data written to each (1.0)"
+    )
+    load.add_argument(
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="text: one line per topic (default); json: the full status document",
+    )
     return p
 
 
@@ -224,5 +241,22 @@ def main(argv: list[str]) -> int:
     except SandboxError as e:
         print(f"reassign-kit sandbox {args.command}: {e}", file=sys.stderr)
         return e.exit_code
+    if args.command == "load" and args.output == "text":
+        print(load_line(args, out))
+        return 0
     print(json.dumps(out, indent=2))
     return 0
+
+
+def load_line(args: argparse.Namespace, out: dict[str, Any]) -> str:
+    """`sandbox load`'s human summary (issue 24 #3): one line, not the status document."""
+    loaded = out.get("loaded_messages") or {}
+    topics = list(loaded)
+    msgs = sum(int(v or 0) for v in loaded.values())
+    mb = args.mb_per_partition * args.partitions * len(topics)
+    names = ", ".join(topics[:5]) + (f" and {len(topics) - 5} more" if len(topics) > 5 else "")
+    return (
+        f"loaded {len(topics)} topic(s) ({names}): {args.partitions} partitions x RF "
+        f"{args.replication_factor}, {mb:g} MB, {msgs} messages on "
+        f"{out.get('bootstrap_servers', '?')} (--output json for the full status)"
+    )

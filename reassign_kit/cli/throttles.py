@@ -22,7 +22,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Throttle configs no reassignment in flight needs: list them with their "
         "source (--check, exit 8 when any is set) or remove them (--clean).",
     )
-    p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
+    p.add_argument(
+        "--bootstrap-server", required=True, metavar="HOST:PORT", help="the brokers to connect to"
+    )
     p.add_argument("--command-config", metavar="FILE", help="client .properties (security)")
     action = p.add_mutually_exclusive_group(required=True)
     action.add_argument("--check", action="store_true", help="list them; exit 8 if any")
@@ -49,7 +51,9 @@ def _parser() -> argparse.ArgumentParser:
         "./.reassign-kit/runs): without --journal / --throttle-priors, the priors of the "
         "unfinished runs recorded there for this cluster are used (which ones is said)",
     )
-    p.add_argument("--output", choices=("text", "json"), default="text")
+    p.add_argument(
+        "--output", choices=("text", "json"), default="text", help="text (default) or JSON"
+    )
     return p
 
 

@@ -28,6 +28,7 @@ from ..cluster.views import (
 )
 from ..errors import InvalidPlanError, KafkaOperationError, UsageError
 from ..model import PartitionState, Plan, TopicPartition
+from ..plan_record import Approval, PlanRecord, check_hash, drift, refuse_drift
 from ..validate import ClusterView, parse_plan_partial, plan_problems, validate_plan
 from .gcpause import defer_full_collections
 from .options import ExecuteOptions, cli_options
@@ -80,6 +81,33 @@ def read_plan(path: str, gateway: Any = None, *, allow_rf_change: bool = True) -
         ) from None
 
 
+# ----------------------------------------------------------------------- plans as approved
+
+
+def check_approval(
+    gateway: Any, plan: Plan, approval: Approval, plan_path: str | None, source: str
+) -> list[str]:
+    """Issue 24 #6, before anything is sent: the plan's hash is the approved one
+    (``PlanHashError``, 13), and the cluster has not drifted since the plan record beside it
+    (``PlanDriftError``, 14, naming each drifted partition, gone broker and deleted topic)
+    unless ``allow_drift``. A plan with no record (a plain Kafka-format file) has no known
+    basis: its drift is not checked, and the returned note says so. Read-only calls."""
+    check_hash(plan, approval.expect_plan_hash, source)
+    record_file = approval.record_for(plan_path)
+    if record_file is None:
+        return [
+            f"no plan record beside {source}: drift since it was planned is not checked "
+            "(`reassign-kit plan` writes one); the rollback file holds the state it starts from"
+        ]
+    record = PlanRecord.read(record_file)
+    topics = set(record.topics) | {tp.topic for tp in record.partitions}
+    counts = gateway.topic_partition_counts(sorted(topics)) if topics else {}
+    states = gateway.describe_partitions([tp for tp in record.partitions if tp.topic in counts])
+    live = [b.id for b in gateway.brokers()]
+    found = drift(record, plan, states, live, counts.keys())
+    return refuse_drift(found, source, record_file, approval.allow_drift)
+
+
 # ----------------------------------------------------------------------- the rollback file
 
 
@@ -127,6 +155,7 @@ class Prepared:
     journal_path: str | None = None
     run: Run | None = None
     notes: list[str] = field(default_factory=list)
+    approval: list[str] = field(default_factory=list)  # the hash / drift check's lines
 
 
 @defer_full_collections
@@ -141,6 +170,7 @@ def preflight(
     source: str | None = None,
     plan_path: str | None = None,
     build_run: bool = True,
+    approval: Approval | None = None,
     **run_kwargs: Any,
 ) -> Prepared:
     """Everything before the first submission, whoever starts the run. Raises (nothing sent)
@@ -148,7 +178,9 @@ def preflight(
     moves in flight without ``additional``, ``UsageError`` (2) for an unwritable rollback.
 
     ``rollback_path``: "" = a timestamped file in the working dir, None = none; never
-    written on resume. ``run_kwargs`` go to ``Run`` (``clock``, ``sleep``, ``steps_for``);
+    written on resume. ``approval``: the plan's expected hash and the drift check
+    (``check_approval``; by default the record beside ``plan_path``, if any, is checked).
+    ``run_kwargs`` go to ``Run`` (``clock``, ``sleep``, ``steps_for``);
     a simulator's own clock is used when none is given."""
     opts = (options or ExecuteOptions()).validate()
     throttled = opts.throttle is not None or opts.log_dir_throttle is not None
@@ -164,6 +196,7 @@ def preflight(
         source = source or path
         plan_path = plan_path or os.path.abspath(path)
     source = source or "the plan"
+    approval_notes = check_approval(gateway, plan, approval or Approval(), plan_path, source)
     view = cluster_view(gateway, plan)
     validate_plan(
         plan,
@@ -201,6 +234,7 @@ def preflight(
         plan, opts, view, in_flight, states, rollback, path_written, min_isr, journal_path
     )
     prepared.notes += warnings
+    prepared.approval = approval_notes
     if path_written:
         prepared.notes.append(
             f"The rollback plan (the current assignment) was saved to {path_written}"
@@ -250,6 +284,7 @@ def prepare(
     rollback_path: str | None = "",
     source: str = "the plan",
     plan_path: str | None = None,
+    approval: Approval | None = None,
 ) -> Prepared:
     """``preflight`` of a paced run (the name the paced CLI calls)."""
     return preflight(
@@ -261,6 +296,7 @@ def prepare(
         rollback_path=rollback_path,
         source=source,
         plan_path=plan_path,
+        approval=approval,
     )
 
 

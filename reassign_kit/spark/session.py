@@ -20,7 +20,8 @@ import sys
 import threading
 from collections.abc import Mapping
 
-from ..errors import SparkSessionError, SparkStartError
+from ..errors import SparkSessionError, SparkStartError, require_extra
+from ..logfile import default_log_path, to_log_file
 
 LOOPBACK = "127.0.0.1"
 DRIVER_HOST = "spark.driver.host"
@@ -29,6 +30,7 @@ BIND_ADDRESS = "spark.driver.bindAddress"
 _PROPERTY = re.compile(r"^([^\s=:]+)(?:\s*[=:]\s*|\s+)(.*)$")
 _lock = threading.Lock()
 _session = None
+_log_path: str | None = None  # log_path()
 
 
 def is_local(master: str) -> bool:
@@ -122,6 +124,11 @@ def get_spark(
         if _session is not None and _session._sc._jsc is not None:
             _check_master(_session, master)
             return _session
+        require_extra(
+            "pyspark.sql",
+            "the Spark engine (plan's default engine, validate --engine spark)",
+            "or `--engine local`: the same planner in this process, without Spark",
+        )
         from pyspark.sql import SparkSession
 
         active = SparkSession.getActiveSession()  # one the user made (a notebook, a job)
@@ -155,10 +162,14 @@ def get_spark(
             builder = builder.config(
                 "spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"]
             )
-        try:
-            session = builder.getOrCreate()
+        global _log_path
+        log = default_log_path("spark")
+        try:  # the JVM keeps the log file as its stderr: log4j's lines never reach the terminal
+            with to_log_file(log, verbose=bool(os.environ.get("RK_VERBOSE"))):
+                session = builder.getOrCreate()
         except Exception as e:  # noqa: BLE001 - Java / gateway failures: named, no traceback
             raise SparkStartError(_start_failure(master, e)) from None
+        _log_path = None if os.environ.get("RK_VERBOSE") else log
         _session = session
         _session.sparkContext.setLogLevel("ERROR")
         return _session
@@ -182,6 +193,12 @@ def _start_failure(master: str, err: BaseException) -> str:
         f"Spark could not start (master {master}): {type(err).__name__}: {text}; {java} "
         "(Spark needs Java 17+); `--engine local` (plan, validate) runs without Spark"
     )
+
+
+def log_path() -> str | None:
+    """The file Spark's and the JVM's lines go to (issue 24 #3: quiet output), once a session
+    was started here without $RK_VERBOSE; None otherwise."""
+    return _log_path
 
 
 def stop_spark() -> None:

@@ -156,7 +156,9 @@ def apply(fig: go.Figure, data: ChartData) -> None:
         fig.update_yaxes(dtick=1 if p.total <= 10 else None, row=1, col=1)
 
 
-def write_html(path: str | os.PathLike, figures: Mapping[str, go.Figure], title: str) -> str:
+def write_html(
+    path: str | os.PathLike, figures: Mapping[str, go.Figure], title: str, extra_html: str = ""
+) -> str:
     """The figures of one run in ONE standalone HTML file, plotly.js embedded once (~4.8 MB):
     it opens offline, alone, anywhere, and an output folder holds one copy of plotly.js per
     report instead of one per chart. Returns the path."""
@@ -179,6 +181,7 @@ def write_html(path: str | os.PathLike, figures: Mapping[str, go.Figure], title:
         "section{margin-bottom:28px;border-bottom:1px solid #eee}</style></head><body>"
         f'<h1 style="font-size:20px">{html.escape(title)}</h1>'
         + "".join(parts)
+        + extra_html
         + "</body></html>\n"
     )
     with open(path, "w", encoding="utf-8") as f:

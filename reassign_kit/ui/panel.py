@@ -34,6 +34,7 @@ from ..engine.progress import behind_from_events, run_progress_line
 from ..engine.resume import set_aside, unfinished_run
 from ..errors import ReassignKitError, UsageError
 from ..model import Plan
+from ..plan_record import Approval
 from . import charts, controls, figures
 
 # the what-if (the CLI's --execute --dry-run, ``whatif.what_if``) is computed when the panel
@@ -110,9 +111,17 @@ class Panel:
         clock: Callable[[], float] = time.time,
         calibration: Any = None,
         state_dir: str | None = None,
+        plan_path: str | None = None,
+        expect_plan_hash: str | None = None,
+        allow_drift: bool = False,
+        plan_record: str | None = None,
         **defaults: Any,
     ):
         self.plan = plan
+        # plans as approved (issue 24 #6): checked by the preflight of Execute / Resume
+        self.plan_path = os.path.abspath(plan_path) if plan_path else None
+        self.approval = Approval(expect_plan_hash or None, bool(allow_drift), plan_record)
+        self.approval_lines: list[str] = []
         self.gateway = gateway
         self.state_dir = state_dir  # the runs' home (reassign_kit.state): None = the default
         self.output_dir = output_dir
@@ -404,8 +413,11 @@ class Panel:
                 opts,
                 journal,
                 rollback_path=home.rollback,
+                plan_path=self.plan_path,
+                approval=self.approval,
                 **self._run_kwargs,
             )
+            self.approval_lines = list(prepared.approval)  # shown in report()
             if self._fixed_journal:
                 aside = set_aside(self._fixed_journal)
                 if aside:
@@ -468,6 +480,8 @@ class Panel:
                 self.journal_path,
                 resume=True,
                 rollback_path=None,
+                plan_path=self.plan_path,
+                approval=self.approval,
                 **self._run_kwargs,
             )
         except ReassignKitError as e:
@@ -691,6 +705,7 @@ class Panel:
             "verify_complete": verify_complete(self.verify_result),
             "errors": list(self.errors),
             "changes": self._notes(),  # caps changed during the run, resumes: what the user did
+            "approval": list(self.approval_lines),  # plan hash / drift check (issue 24 #6)
             "artefacts": dict(self.artefacts),
         }
 
@@ -898,8 +913,11 @@ def panel(
     **defaults: Any,
 ) -> Panel:
     """Show ``plan`` (a Plan or the path of a reassignment JSON file) with pacing controls
-    pre-set from ``defaults`` (the ExecuteOptions names: batch_size, incremental, ...)."""
+    pre-set from ``defaults`` (the ExecuteOptions names: batch_size, incremental, ...;
+    and ``expect_plan_hash`` / ``allow_drift`` / ``plan_record``: plans as approved, with
+    ``plan_path`` when ``plan`` is a Plan read from a file)."""
     if isinstance(plan, str):
+        defaults.setdefault("plan_path", plan)
         plan = Plan.read(plan)
     if gateway is None:
         if not bootstrap_servers:

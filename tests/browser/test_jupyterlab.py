@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 import socket
@@ -12,13 +13,14 @@ import time
 import urllib.request
 from pathlib import Path
 
+import ci_env
 import pytest
 
 from reassign_kit import runbook
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = os.environ.get("RK_CHROMIUM", "/usr/bin/chromium")  # RK_CHROMIUM: a test's stand-in
 FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -36,8 +38,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.fixture(scope="session")
+def browser_ready() -> None:
+    """Before the sandbox starts (session fixtures are set up first, in argument order)."""
+    require_browser()
+
+
 @pytest.fixture
-def lab(tmp_path, sandbox):
+def lab(browser_ready, tmp_path, sandbox):
     """JupyterLab serving a parameterised copy of 02_execute.ipynb (papermill prepare_only)."""
     import papermill as pm
 
@@ -113,11 +121,16 @@ def lab(tmp_path, sandbox):
         log.close()
 
 
-def test_execute_in_jupyterlab(lab):
+def require_browser() -> None:
+    """Chromium and Playwright, or a failure in CI (whichever way it says CI: ci_env.in_ci)
+    and a skip that says why elsewhere; checked before JupyterLab starts."""
     if not os.path.exists(CHROMIUM):
-        if os.environ.get("CI"):  # in CI a missing browser is a failure, never a silent skip
-            pytest.fail(f"{CHROMIUM} is missing: `make setup` installs Debian's chromium")
-        pytest.skip("Debian's chromium is not installed (make setup)")
+        ci_env.missing(CHROMIUM, "`make setup` installs Debian's chromium")
+    if importlib.util.find_spec("playwright") is None:
+        ci_env.missing("playwright", "install the [dev] extra (make setup)")
+
+
+def test_execute_in_jupyterlab(lab):
     from playwright.sync_api import sync_playwright
 
     url, token, tmp = lab

@@ -49,3 +49,23 @@ def test_postmortem_tables_from_a_simulated_run(journal):
     s = rep["summary"]
     assert s["moves"] == 4 and s["states"] == {"completed": 4} and s["stuck"] == 0
     assert s["caps"][0]["batch_size"] == 2
+
+
+def test_report_html_is_one_offline_file_with_figures_and_tables(journal, tmp_path, capsys):
+    """`reassign-kit report JOURNAL --html out.html` (issue 24 #4): figures and their tables in
+    one file that needs no network, and the JSON beside it."""
+    import json
+    import re
+
+    from reassign_kit.cli import main
+
+    out = tmp_path / "pm.html"
+    assert main(["report", journal, "--html", str(out)]) == 0
+    assert f"-> {out}" in capsys.readouterr().out
+    doc = out.read_text()
+    assert not re.search(r"<script[^>]+src=", doc)  # plotly.js inline, nothing fetched
+    for section in ("timeline", "concurrency", "throughput", "batch_waits"):
+        assert f'<section id="{section}">' in doc
+    assert "<h2>moves</h2>" in doc and "<h2>throughput per broker</h2>" in doc
+    assert json.loads((tmp_path / "pm.json").read_text())["summary"]["moves"] == 4
+    assert main(["report", str(tmp_path / "nope.jsonl"), "--html", str(out)]) == 2

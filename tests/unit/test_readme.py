@@ -22,6 +22,7 @@ import reassign_kit
 from reassign_kit.cli import calibrate as calibrate_cli
 from reassign_kit.cli import plan as plan_cli
 from reassign_kit.cli import reassign as reassign_cli
+from reassign_kit.cli import runbook as runbook_cli
 from reassign_kit.cli import sandbox as sandbox_cli
 from reassign_kit.cli import throttles as throttles_cli
 from reassign_kit.engine.options import ExecuteOptions
@@ -106,6 +107,9 @@ def parse(argv: list[str]) -> str:
         if rest and rest[0] == "throttles":
             throttles_cli._parser().parse_args(rest[1:])
             return "throttles"
+        if rest and rest[0] == "runbook":
+            runbook_cli.build_parser().parse_args(rest[1:])
+            return "runbook"
         plan_cli.build_parser().parse_args(rest)
         return "plan"
     if head == "$RK":
