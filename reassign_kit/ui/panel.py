@@ -25,66 +25,26 @@ from typing import Any
 
 import ipywidgets as W
 
-from .. import state
 from ..cluster.views import cluster_view, partition_sizes, require_permissions
 from ..engine.journal import read_events
-from ..engine.options import Declared, ExecuteOptions, panel_options
+from ..engine.options import ExecuteOptions
 from ..engine.preflight import preflight
-from ..engine.progress import behind_from_events, run_progress_line
+from ..engine.progress import behind_from_events
 from ..engine.resume import set_aside, unfinished_run
 from ..errors import ReassignKitError, UsageError
 from ..model import Plan
-from . import charts, controls, figures
+from . import cancel_view, charts, controls, figures, status
+from . import control_widgets as cw
 
 # the what-if (the CLI's --execute --dry-run, ``whatif.what_if``) is computed when the panel
 # opens and again when a pacing control changes before a run, up to this many moves (above
 # it, ``Panel.what_if()`` computes it on demand: the executor runs once per policy)
 WHATIF_AUTO_MOVES = 2000
+# the panel's run samples its progress at least this often (the status refreshes with it)
+PANEL_SAMPLE_S = 1.0
 
-# --------------------------------------------------------------------------- pacing controls
-
-# The controls come from the one declaration of the execute options (engine/options.py):
-# label, widget kind, the widget value meaning "none", whether it is live-editable.
-PACING: tuple[Declared, ...] = panel_options()
-OPTIONS = {o.name: o for o in PACING}
-
-
-def _make_control(opt: Declared, value: Any) -> W.Widget:
-    style = {"description_width": "170px"}
-    layout = W.Layout(width="330px")
-    o = opt.option
-    tip = o.widget_help or o.help
-    if o.widget == "bool":
-        return W.Checkbox(
-            value=bool(value),
-            description=o.label,
-            tooltip=tip,
-            style=style,
-            indent=True,
-            layout=layout,
-        )
-    if o.widget == "choice":
-        return W.Dropdown(
-            options=list(o.choices), value=value, description=o.label, style=style, layout=layout
-        )
-    cls = W.IntText if o.widget == "int" else W.FloatText
-    return cls(value=value, description=o.label, tooltip=tip, style=style, layout=layout)
-
-
-def _widget_value(opt: Declared, value: Any) -> Any:
-    """Widget value -> ExecuteOptions value ("no limit" sentinels become None)."""
-    return opt.from_widget(value)
-
-
-def _from_option_value(opt: Declared, value: Any) -> Any:
-    return opt.to_widget(value)
-
-
-def _show(opt: Declared, value: Any) -> str:
-    """A control's value as a person reads it ("no cap" rather than None)."""
-    if value is None:
-        return "whole move at once" if opt.name == "parallel_replica_count" else "no cap"
-    return str(value)
+PACING = cw.PACING
+OPTIONS = cw.OPTIONS
 
 
 # --------------------------------------------------------------------------- the panel
@@ -109,12 +69,10 @@ class Panel:
         verify_fn: Callable[[Any, Plan], Any] | None = None,
         clock: Callable[[], float] = time.time,
         calibration: Any = None,
-        state_dir: str | None = None,
         **defaults: Any,
     ):
         self.plan = plan
         self.gateway = gateway
-        self.state_dir = state_dir  # the runs' home (reassign_kit.state): None = the default
         self.output_dir = output_dir
         if output_dir:
             try:
@@ -126,8 +84,6 @@ class Panel:
         self.journal_path = journal_path or (
             os.path.join(output_dir, "journal.jsonl") if output_dir else None
         )
-        # the journal path asked for (else each Execute journals in its run's home)
-        self._fixed_journal = self.journal_path
         self.artefacts: dict[str, str] = {}
         self.refresh_s = float(refresh_s)
         self._run_kwargs = dict(run_kwargs or {})
@@ -153,10 +109,7 @@ class Panel:
             raise ReassignKitError(
                 f"unknown panel option(s) {', '.join(bad)}; known: {', '.join(sorted(known))}"
             )
-        self.controls: dict[str, W.Widget] = {
-            o.name: _make_control(o, _from_option_value(o, defaults.get(o.name, o.default)))
-            for o in PACING
-        }
+        self.controls: dict[str, W.Widget] = cw.build(defaults)
         for name in controls.LIVE_CONTROLS:
             self.controls[name].observe(partial(self._on_live_change, name), names="value")
         for w in self.controls.values():
@@ -197,20 +150,31 @@ class Panel:
                 tooltip="cancel (roll back): end the run and bring every move not complete, "
                 "stepped moves between steps included, back to its original replicas",
             ),
-            "verify": W.Button(description="Verify", button_style="info", icon="check"),
+            "verify": W.Button(
+                description="Verify",
+                button_style="info",
+                icon="check",
+                tooltip="compare the cluster with the plan (--verify)",
+            ),
         }
         for name, b in self.buttons.items():
             b.layout = W.Layout(
                 width="auto", min_width="96px", padding="0 14px"
             )  # labels never cut
             b.on_click(getattr(self, f"_on_{name}"))
+        self.confirm, confirm_buttons = cancel_view.confirm_box(
+            self._on_confirm_cancel, self._on_keep_running
+        )
+        self.confirm_buttons = confirm_buttons
+        self.outcome: Any = None  # outcome.CancelReport after a cancel
+        self.outcome_html = W.HTML()
         self.resumable = self._resumable_run()
         self.status = W.HTML()
         self.message = W.HTML()
         self.summary_html = W.HTML()
         self.behind_html = W.HTML()
         self.log_html = W.HTML()
-        self.eta_html = W.HTML()  # the run's progress line: percent, rate, ETA
+        self.eta_html = W.HTML()  # the progress line: only what holds in the run's state
         self.whatif_html = W.HTML()
         self.whatif_figure = charts.whatif_widget()
         self.figure = charts.new_figure(widget=True)
@@ -219,23 +183,23 @@ class Panel:
         if not self.summary.valid:
             self._set_phase("invalid")
         self._render_summary()
+        grid, advanced = cw.layout(self.controls)
+        self.whatif_box = W.Accordion(
+            [W.VBox([self.whatif_html, self.whatif_figure])], selected_index=None
+        )
+        self.whatif_box.set_title(0, "what-if: predicted makespan per pacing policy")
         self.widget = W.VBox(
             [
                 self.summary_html,
-                W.HBox(
-                    [
-                        W.GridBox(
-                            list(self.controls.values()),
-                            layout=W.Layout(grid_template_columns="repeat(2, 340px)"),
-                        )
-                    ]
-                ),
-                self.whatif_html,
-                self.whatif_figure,
+                grid,
+                advanced,
+                self.whatif_box,
                 W.HBox(list(self.buttons.values()), layout=W.Layout(flex_flow="row wrap")),
                 self.status,
-                self.message,
                 self.eta_html,
+                self.message,
+                self.confirm,
+                self.outcome_html,
                 self.figure,
                 W.HTML("<b>partitions furthest behind</b>"),
                 self.behind_html,
@@ -271,17 +235,23 @@ class Panel:
 
     def options(self) -> dict[str, Any]:
         """The ExecuteOptions values the controls hold now."""
-        return {o.name: _widget_value(o, self.controls[o.name].value) for o in PACING}
+        return {o.name: cw.from_widget(o.name, self.controls[o.name].value) for o in PACING}
 
     def _set_phase(self, phase: str) -> None:
+        """The one place the panel's state is shown: buttons, controls (locked ones with their
+        reason on hover), the state line and the progress line all follow ``phase``."""
         self.phase = phase
         on = controls.enabled_buttons(phase, resumable=self.resumable is not None)
         for name, b in self.buttons.items():
             b.disabled = name not in on
-        editable = controls.editable_controls(phase, list(self.controls))
-        for name, w in self.controls.items():
-            w.disabled = name not in editable
-        live = " (caps can be changed while it runs)" if phase in ("running", "paused") else ""
+        run = self.run
+        throttled = bool(run is not None and getattr(run.options, "throttle", None))
+        batched = bool(run is not None and getattr(run.options, "batch_size", 0))
+        editable = controls.editable_controls(phase, list(self.controls), throttled, batched)
+        cw.lock(self.controls, editable, controls.lock_reasons(phase))
+        if phase not in ("running", "paused", "pausing", "starting"):
+            self.confirm.layout.display = "none"
+        live = " (the unlocked controls apply to this run now)" if phase in controls.RUNNING else ""
         self.status.value = f"<b>state:</b> {html.escape(phase)}{live}"
 
     def _note(self, text: str) -> None:
@@ -317,6 +287,7 @@ class Panel:
         except ReassignKitError as e:
             states, sizes, problems = {}, {}, [f"cannot read the cluster: {e}"]
         self.states = states
+        self._sizes = dict(sizes)
         self.current = {tp: tuple(s.replicas) for tp, s in states.items()}
         self.leaders = {tp: s.leader for tp, s in states.items() if s.leader is not None}
         rows = [
@@ -360,11 +331,19 @@ class Panel:
             return None
         self.whatif_html.value = charts.whatif_table_html(self.whatif.rows, self.whatif.calibration)
         charts.set_whatif(self.whatif_figure, self.whatif.rows)
+        if hasattr(self, "whatif_box") and self.whatif.rows:
+            first = self.whatif.rows[0]
+            thr = cw.show("throttle", self.options().get("throttle"))
+            self.whatif_box.set_title(
+                0,
+                f"what-if: {status.duration(float(first['seconds']))} predicted with these "
+                f"options ({thr}); open for the other pacing policies",
+            )
         return self.whatif
 
     def _on_option_change(self, _change: Mapping[str, Any]) -> None:
         """A pacing control changed before a run: the what-if follows it (small plans)."""
-        if self._reverting or self.phase in ("running", "paused", "stopping", "invalid"):
+        if self._reverting or self.run_active() or self.phase == "invalid":
             return
         if len(self.plan) <= WHATIF_AUTO_MOVES and hasattr(self, "whatif_figure"):
             self.what_if()
@@ -380,45 +359,24 @@ class Panel:
         journal at the same path is kept beside it."""
         if not self._allowed("execute"):
             return
-        home = None
         try:
             # the panel stays until every move is complete (the CLI's --wait), so the chart
             # reaches the end and the throttles are cleared by the run itself
-            opts = ExecuteOptions(**{**self.options(), "wait": True})
-            # the run's home (as the CLI's): its originals, priors and journal are found by
-            # --verify / --cancel with the plan; the output folder's paths are recorded there
-            home = state.begin(
-                self.gateway,
-                self.plan,
-                kind="paced",
-                state_dir=self.state_dir,
-                source="the panel's plan",
-                rollback=self._rollback_target(),
-                journal=self._fixed_journal,
-                throttle=opts.throttle,
-            )
-            journal = self._fixed_journal or home.journal
+            opts = ExecuteOptions(**{**self.options(), **self._panel_run_options()})
             prepared = preflight(
                 self.gateway,
                 self.plan,
                 opts,
-                journal,
-                rollback_path=home.rollback,
+                self.journal_path,
+                rollback_path=self._rollback_target(),
                 **self._run_kwargs,
             )
-            if self._fixed_journal:
-                aside = set_aside(self._fixed_journal)
+            if self.journal_path:
+                aside = set_aside(self.journal_path)
                 if aside:
                     self.artefacts["previous_journal"] = aside
-            self.journal_path = journal  # Resume after a Stop goes on from it
-            self.resumable = None
-            home.written(
-                prepared.rollback_path,
-                in_flight=[m.tp for m in self.plan if m.tp in prepared.in_flight],
-            )
+                self.resumable = None
         except (ReassignKitError, OSError) as e:
-            if home is not None and isinstance(e, state.REFUSED):
-                state.discard(home)
             self._say(str(e), error=True)
             return
         self._keep_rollback(prepared.rollback_path)
@@ -434,6 +392,13 @@ class Panel:
         with self._lock:
             self.events = []
         self._launch(prepared.run)
+
+    def _panel_run_options(self) -> dict[str, Any]:
+        """What the panel's run always has: it stays until every move is complete (the CLI's
+        --wait, so the charts reach the end and the run clears its throttles) and samples its
+        progress at least every PANEL_SAMPLE_S (the status line refreshes with it)."""
+        default = ExecuteOptions().sample_interval
+        return {"wait": True, "sample_interval": min(default, PANEL_SAMPLE_S)}
 
     def _rollback_target(self) -> str | None:
         return os.path.join(self.output_dir, "rollback.json") if self.output_dir else None
@@ -456,11 +421,13 @@ class Panel:
             return
         first = self.resumable
         journaled = {k: v for k, v in (first.get("options") or {}).items() if k != "wait"}
-        for name, opt in OPTIONS.items():
+        for name in OPTIONS:
             if name in journaled:
-                self._set_control(name, _from_option_value(opt, journaled[name]))
+                self._set_control(name, cw.to_widget(name, journaled[name]))
         try:
-            opts = ExecuteOptions.from_json_obj({**journaled, **self.options(), "wait": True})
+            opts = ExecuteOptions.from_json_obj(
+                {**journaled, **self.options(), **self._panel_run_options()}
+            )
             prepared = preflight(
                 self.gateway,
                 self.plan,
@@ -480,6 +447,7 @@ class Panel:
 
     def _launch(self, run: Any) -> None:
         self.run, self.result, self.verify_result, self._asked = run, None, None, None
+        self.outcome, self.outcome_html.value = None, ""
         run.subscribe(self._on_event)
         self._say("")
         self._set_phase("running")
@@ -503,37 +471,49 @@ class Panel:
         finally:
             self._reverting = False
 
+    def run_active(self) -> bool:
+        return self.run is not None and self.phase in controls.RUNNING
+
     def _on_live_change(self, name: str, change: Mapping[str, Any]) -> None:
-        """A cap changed while the run goes on: hand it to the run (effective at its next
-        scheduling decision); a value the run refuses is named and the control put back."""
-        if self._reverting or self.run is None or self.phase not in ("running", "paused"):
+        """A control changed while the run goes on: handed to the run through the call the
+        API uses (``Run.set_throttle``, journaled ``throttle_changed``; ``Run.set_caps``,
+        journaled ``caps_changed``), effective at its next poll / scheduling decision; a value
+        the run refuses is named and the control put back."""
+        if self._reverting or not self.run_active():
             return
-        opt = OPTIONS[name]
-        old, new = _widget_value(opt, change["old"]), _widget_value(opt, change["new"])
+        label = cw.short(name)
+        old, new = cw.from_widget(name, change["old"]), cw.from_widget(name, change["new"])
         try:
-            if (
-                name == "parallel_replica_count"
-                and new is not None
-                and (not isinstance(new, int) or new < 1)
-            ):
-                raise UsageError(
-                    f"parallel replica count must be >= 1 (0 = whole move at once), got {new}"
-                )
-            self.run.set_caps(**{name: new})  # R also switches KIP-435's leader-moves-first batches
+            if name == "throttle":
+                if new is None:
+                    raise UsageError(
+                        "a run's throttle cannot be removed while it runs (0 = no throttle is "
+                        "for a new run); give a rate in MiB/s"
+                    )
+                self.run.set_throttle(new)
+            else:
+                if (
+                    name == "parallel_replica_count"
+                    and new is not None
+                    and (not isinstance(new, int) or new < 1)
+                ):
+                    raise UsageError(
+                        f"parallel replica count must be >= 1 (0 = whole move at once), got {new}"
+                    )
+                self.run.set_caps(**{name: new})
         except ReassignKitError as e:
             self._set_control(name, change["old"])
-            self._say(f"{opt.option.label}: {e}", error=True)
-            self._note(f"{opt.option.label} not changed: {e}")
+            self._say(f"{label}: {e}", error=True)
+            self._note(f"{label} not changed: {e}")
             return
-        where = (
-            "moves not started and the next step of moves part-way"
-            if name == "parallel_replica_count"
-            else "the next scheduling decision"
-        )
+        where = {
+            "parallel_replica_count": "moves not started and the next step of moves part-way",
+            "throttle": "the brokers of the moves in flight at the next poll",
+        }.get(name, "the next scheduling decision")
         self._note(
-            f"{opt.option.label}: {_show(opt, old)} -> {_show(opt, new)} (takes effect at {where})"
+            f"{label}: {cw.show(name, old)} -> {cw.show(name, new)} (takes effect at {where})"
         )
-        self._say(f"{opt.option.label} is now {_show(opt, new)}")
+        self._say(f"{label} is now {cw.show(name, new)}")
 
     def _on_stop(self, _b: Any = None) -> None:
         if self.run is not None and self.phase in ("running", "paused"):
@@ -546,41 +526,51 @@ class Panel:
             self.run.stop(cancel_inflight=False)
 
     def _on_pause(self, _b: Any = None) -> None:
-        if self.run is not None and self.phase == "running":
+        if self.run is not None and self.phase in ("running", "starting"):
             self.run.pause()
             self._set_phase("paused")
             self._say("paused: no new move is submitted; moves in flight go on (throttled)")
+            self._dirty.set()
 
     def _on_resume(self, _b: Any = None) -> None:
-        if self.run is not None and self.phase == "paused":
+        if self.run is not None and self.phase in ("paused", "pausing"):
             self.run.resume()
             self._set_phase("running")
             self._say("")
+            self._dirty.set()
 
     def _on_cancel(self, _b: Any = None) -> None:
-        if self.run is not None and self.phase in ("running", "paused"):
+        """Cancel asks first: the confirmation says what will happen."""
+        if self.run is not None and self.phase in controls.RUNNING:
+            self.confirm.layout.display = "flex"
+
+    def _on_keep_running(self, _b: Any = None) -> None:
+        self.confirm.layout.display = "none"
+
+    def _on_confirm_cancel(self, _b: Any = None) -> None:
+        self.confirm.layout.display = "none"
+        if self.run is not None and self.phase in controls.RUNNING:
             self._asked = "cancel"
-            self._set_phase("stopping")
+            self._set_phase("cancelling")
             self._say(
                 "cancelling (rollback): every move not complete, stepped moves between steps "
                 "included, goes back to its original replicas; the panel waits for it and "
                 "reports each partition"
             )
             self.run.cancel()
+            self._dirty.set()
+
+    def cancel(self) -> None:
+        """Cancel without the confirmation (scripts, papermill): as Confirm cancel."""
+        self._on_confirm_cancel()
 
     def _verify_electing(self, gateway: Any, plan: Plan) -> Any:
         """The default Verify: ``ops.verify``, electing the preferred leaders of the complete
         partitions when the "elect preferred leaders" box is ticked (the CLI's ``--verify
         --elect-leaders``)."""
-        from ..api import verify
+        from .. import ops
 
-        # the run's recorded throttle priors (found by the plan): the operator's values back
-        return verify(
-            gateway,
-            plan,
-            elect_leaders=bool(self.controls["elect_leaders"].value),
-            state_dir=self.state_dir,
-        )
+        return ops.verify(gateway, plan, elect_leaders=bool(self.controls["elect_leaders"].value))
 
     def _on_verify(self, _b: Any = None) -> None:
         if not self._allowed("verify"):
@@ -607,30 +597,22 @@ class Panel:
         self._dirty.set()
 
     def _watch(self) -> None:
+        """The panel's refresher thread: every ``refresh_s`` the state is read from the run's
+        lifecycle and the status, charts and tables redrawn (FigureWidget updates from a
+        thread are fine, batched); the kernel is never blocked."""
         run = self.run
-        done = threading.Event()
-        outcome: dict[str, Any] = {}
-
-        def waiter() -> None:
-            try:
-                outcome["result"] = run.wait()
-            except BaseException as e:  # noqa: BLE001 - reported in the panel
-                outcome["error"] = e
-            finally:
-                done.set()
-                self._dirty.set()
-
-        threading.Thread(target=waiter, name="reassign-kit-panel-wait", daemon=True).start()
-        while not done.is_set():
-            self._dirty.wait(self.refresh_s)
-            if done.is_set():
-                break
+        while True:
+            finished = run.wait(self.refresh_s) is not None
             self._dirty.clear()
+            if finished:
+                break
+            state = status.run_lifecycle(run, self._asked)
+            if state != self.phase and state in controls.PHASES:
+                self._set_phase(state)
             self._safe_refresh()
-            time.sleep(self.refresh_s)  # bound the redraw rate
-        self.result = outcome.get("result")
+        self.result = run.wait(0)
         self.resumable = self._resumable_run()
-        err = outcome.get("error") or _result_error(self.result)
+        err = _result_error(self.result)
         if err is not None:
             msg = (
                 str(err)
@@ -640,15 +622,38 @@ class Panel:
             self._say(f"the run stopped with an error: {msg}", error=True)
             self._set_phase("failed")
         else:
-            self._set_phase(controls.phase_after_run(_result_state(self.result), self._asked))
+            self._set_phase(status.run_lifecycle(run, self._asked))
             hint = (
                 "; Resume from journal continues it"
                 if self.resumable is not None and self.phase in ("stopped", "cancelled")
                 else ""
             )
             self._say(_describe_result(self.result) + hint)
+        if self.phase == "cancelled" or self._asked == "cancel":
+            self._report_cancel()
         self._safe_refresh()
         self._save_artefacts_or_say()
+
+    def _report_cancel(self) -> None:
+        """Where each partition ended, read from the cluster (``outcome.cancel_report``, the
+        report ``--cancel`` prints); the elections kept moves owe carried out when "elect
+        preferred leaders" is on, else listed as owed."""
+        from ..outcome import cancel_report
+
+        with self._lock:
+            evs = list(self.events)
+        try:
+            self.outcome = cancel_report(
+                self.gateway,
+                self.plan,
+                evs,
+                originals=self.current,
+                elect=bool(self.controls["elect_leaders"].value),
+            )
+        except ReassignKitError as e:
+            self._say(f"cannot read where the partitions ended: {e}", error=True)
+            return
+        self.outcome_html.value = cancel_view.outcome_html(self.outcome)
 
     # ---------------------------------------------------------------- artefacts
 
@@ -689,6 +694,8 @@ class Panel:
             if self.verify_result is not None
             else None,
             "verify_complete": verify_complete(self.verify_result),
+            "status": self.current_status().line,
+            "cancel": self.outcome.to_json_obj() if self.outcome is not None else None,
             "errors": list(self.errors),
             "changes": self._notes(),  # caps changed during the run, resumes: what the user did
             "artefacts": dict(self.artefacts),
@@ -746,31 +753,70 @@ class Panel:
         except Exception:  # noqa: BLE001 - a drawing bug must not kill the watcher
             self._say("could not redraw the chart:\n" + traceback.format_exc(limit=3), error=True)
 
+    def current_status(self) -> status.Status:
+        """The one status the header, the progress line and the charts share."""
+        with self._lock:
+            evs = list(self.events)
+        state = self.phase
+        if self.run is None and state == "ready":
+            state = _state_from_events(evs) or state
+        err = getattr(self.result, "error", None) if self.result is not None else None
+        return status.status_of(
+            state, evs, self.summary.bytes_to_move, self.summary.moves, self._clock(), err
+        )
+
     def chart_data(self) -> charts.ChartData:
         with self._lock:
             evs = list(self.events)
-        total = self.summary.moves
-        progress = figures.progress_series(evs, total=total)
+        st = self.current_status()
+        started = any(e.get("event") == "run_started" for e in evs)
+        now = self._clock() if st.state in status.ACTIVE else None
+        progress = _up_to(figures.progress_series(evs, total=self.summary.moves), now)
+        bars, hidden = figures.move_bars(evs, now=now)
         live = figures.broker_bytes(evs, self.leaders)
-        bars, hidden = figures.move_bars(
-            evs, now=self._clock() if self.phase in ("running", "paused") else None
+        title = (
+            "bytes per broker: so far vs what the plan needs"
+            if started
+            else "bytes per broker the plan needs (nothing copied yet)"
         )
-        if live:
-            brokers, title = live, "bytes copied per broker (latest sample)"
-        else:
-            brokers, title = self.summary.per_broker, "bytes to move per broker (plan)"
-        return charts.ChartData(progress, brokers, title, bars, hidden)
+        return charts.ChartData(
+            progress,
+            live,
+            title,
+            bars,
+            hidden,
+            plan=self._broker_needs(),
+            header=st.header,
+            started=started,
+        )
+
+    def _broker_needs(self) -> dict[int, dict[str, float]]:
+        """What the plan needs of each broker: bytes its new replicas receive, and bytes it
+        sends as the leader the new replicas fetch from (the current leader)."""
+        out: dict[int, dict[str, float]] = {}
+        sizes = getattr(self.summary, "sizes", None) or self._sizes
+        for m in self.plan:
+            cur = self.current.get(m.tp, ())
+            new = [b for b in m.replicas if b not in cur]
+            size = float(sizes.get(m.tp, 0))
+            for b in new:
+                out.setdefault(b, {"bytes_in": 0.0, "bytes_out": 0.0})["bytes_in"] += size
+            src = self.leaders.get(m.tp, cur[0] if cur else None)
+            if src is not None and new:
+                out.setdefault(src, {"bytes_in": 0.0, "bytes_out": 0.0})["bytes_out"] += size * len(
+                    new
+                )
+        return dict(sorted(out.items()))
 
     def refresh(self) -> None:
-        """Redraw chart, table and log from the events so far (bounded data only)."""
+        """Redraw status, chart, table and log from the events so far (bounded data only)."""
         data = self.chart_data()
         charts.apply(self.figure, data)
+        line = self.current_status().line
+        self.eta_html.value = f"<b class='rk-progress'>{html.escape(line)}</b>"
         with self._lock:
             evs = list(self.events)
         rows = behind_from_events(evs) or self._status_rows()
-        sample = next((e for e in reversed(evs) if e.get("event") == "sample"), None)
-        line = run_progress_line(sample) if sample is not None else None
-        self.eta_html.value = f"<b>{html.escape(line)}</b>" if line else ""
         self.behind_html.value = _table_html(figures.behind_rows(rows))
         with self._lock:
             lines = figures.log_lines(self.events, limit=figures.MAX_LOG_LINES)
@@ -788,6 +834,38 @@ class Panel:
             return list(self.run.status().rows)
         except Exception:  # noqa: BLE001 - status is best effort while the run moves on
             return []
+
+
+def _state_from_events(events: list[dict[str, Any]]) -> str | None:
+    """A run's state from its journal alone (a panel shown beside a run it did not start)."""
+    state = None
+    for e in events:
+        kind = e.get("event")
+        if kind == "run_started":
+            state = "running"
+        elif kind == "paused" and state:
+            state = "paused"
+        elif kind == "resumed" and state:
+            state = "running"
+        elif kind == "run_finished":
+            state = status.final_state(e.get("state"))
+    return state
+
+
+def _up_to(p: figures.ProgressSeries, now: float | None) -> figures.ProgressSeries:
+    """The moves-over-time series drawn up to ``now`` (the run goes on: the last counts hold
+    until the next event)."""
+    if now is None or not p.t or p.t0 is None or now - p.t0 <= p.t[-1]:
+        return p
+    return figures.ProgressSeries(
+        t=[*p.t, now - p.t0],
+        done=[*p.done, p.done[-1]],
+        moving=[*p.moving, p.moving[-1]],
+        pending=[*p.pending, p.pending[-1]],
+        cancelled=[*p.cancelled, p.cancelled[-1]],
+        total=p.total,
+        t0=p.t0,
+    )
 
 
 def _table_html(rows: list[dict[str, Any]]) -> str:
@@ -894,7 +972,6 @@ def panel(
     command_config: Mapping[str, str] | str | None = None,
     journal_path: str | None = None,
     output_dir: str | None = None,
-    state_dir: str | None = None,
     **defaults: Any,
 ) -> Panel:
     """Show ``plan`` (a Plan or the path of a reassignment JSON file) with pacing controls
@@ -909,11 +986,4 @@ def panel(
         if isinstance(command_config, str):
             command_config = load_command_config(command_config)
         gateway = connect(bootstrap_servers, command_config)
-    return Panel(
-        plan,
-        gateway,
-        journal_path=journal_path,
-        output_dir=output_dir,
-        state_dir=state_dir,
-        **defaults,
-    )
+    return Panel(plan, gateway, journal_path=journal_path, output_dir=output_dir, **defaults)
