@@ -285,6 +285,11 @@ def run_notebook(
     return out
 
 
+# the pacing the demo's run uses; its plan notebook's what-if predicts with the same (a what-if
+# at another throttle than the run's predicts another run)
+DEMO_PACING = {"throttle": 4_000_000, "batch_size": 2}
+
+
 def demo(
     output_dir: str,
     *,
@@ -308,7 +313,7 @@ def demo(
         done["01_plan"] = run_notebook(
             "01_plan",
             dirs["01_plan"],
-            {**common, **extra.get("01_plan", {})},
+            {**common, **DEMO_PACING, **extra.get("01_plan", {})},
             kernel_name=kernel_name,
             execution_timeout=execution_timeout,
         )
@@ -323,6 +328,8 @@ def demo(
         "plan_path": plan_path,
         "auto_execute": True,
         "additional": True,
+        **DEMO_PACING,
+        "incremental": True,
         **extra.get("02_execute", {}),
     }
     done["02_execute"] = run_notebook(
@@ -337,7 +344,12 @@ def demo(
     done["03_verify"] = run_notebook(
         "03_verify",
         dirs["03_verify"],
-        {**common, "plan_path": executed_plan, **extra.get("03_verify", {})},
+        {
+            **common,
+            "plan_path": executed_plan,
+            "journal_path": journal,
+            **extra.get("03_verify", {}),
+        },
         kernel_name=kernel_name,
         execution_timeout=execution_timeout,
     )

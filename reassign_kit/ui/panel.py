@@ -207,6 +207,7 @@ class Panel:
                 self.log_html,
             ]
         )
+        self.widget.add_class("rk-panel")
         self._set_phase(self.phase)
         if self.summary.valid and len(self.plan) <= WHATIF_AUTO_MOVES:
             self.what_if()
