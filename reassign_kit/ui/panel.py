@@ -14,7 +14,6 @@ responsive and a 10,000-partition plan does not flood the browser.
 from __future__ import annotations
 
 import html
-import json
 import os
 import threading
 import time
@@ -26,22 +25,19 @@ from typing import Any
 import ipywidgets as W
 
 from ..cluster.views import cluster_view, partition_sizes, require_permissions
-from ..engine.journal import read_events
 from ..engine.options import ExecuteOptions
-from ..engine.preflight import preflight
 from ..engine.progress import behind_from_events
-from ..engine.resume import set_aside, unfinished_run
 from ..errors import ReassignKitError, UsageError
 from ..model import Plan
-from . import cancel_view, charts, controls, figures, status
+from . import cancel_view, charts, controls, describe, figures, status
 from . import control_widgets as cw
+from .artefacts import Artefacts
+from .wiring import RunWiring
 
 # the what-if (the CLI's --execute --dry-run, ``whatif.what_if``) is computed when the panel
 # opens and again when a pacing control changes before a run, up to this many moves (above
 # it, ``Panel.what_if()`` computes it on demand: the executor runs once per policy)
 WHATIF_AUTO_MOVES = 2000
-# the panel's run samples its progress at least this often (the status refreshes with it)
-PANEL_SAMPLE_S = 1.0
 
 PACING = cw.PACING
 OPTIONS = cw.OPTIONS
@@ -50,7 +46,7 @@ OPTIONS = cw.OPTIONS
 # --------------------------------------------------------------------------- the panel
 
 
-class Panel:
+class Panel(RunWiring, Artefacts):
     """The widget tree plus its state; display it by leaving it last in a cell.
 
     Execute and Resume go through ``engine.preflight`` (the CLI's checks, messages and rollback
@@ -349,399 +345,6 @@ class Panel:
         if len(self.plan) <= WHATIF_AUTO_MOVES and hasattr(self, "whatif_figure"):
             self.what_if()
 
-    # ---------------------------------------------------------------- buttons
-
-    def _allowed(self, button: str) -> bool:
-        return button in controls.enabled_buttons(self.phase, resumable=self.resumable is not None)
-
-    def _on_execute(self, _b: Any = None) -> None:
-        """A new run of the plan, through the one preflight (validation, others' moves refused
-        unless "additional", rollback file that never replaces an earlier one); an earlier
-        journal at the same path is kept beside it."""
-        if not self._allowed("execute"):
-            return
-        try:
-            # the panel stays until every move is complete (the CLI's --wait), so the chart
-            # reaches the end and the throttles are cleared by the run itself
-            opts = ExecuteOptions(**{**self.options(), **self._panel_run_options()})
-            prepared = preflight(
-                self.gateway,
-                self.plan,
-                opts,
-                self.journal_path,
-                rollback_path=self._rollback_target(),
-                **self._run_kwargs,
-            )
-            if self.journal_path:
-                aside = set_aside(self.journal_path)
-                if aside:
-                    self.artefacts["previous_journal"] = aside
-                self.resumable = None
-        except (ReassignKitError, OSError) as e:
-            self._say(str(e), error=True)
-            return
-        self._keep_rollback(prepared.rollback_path)
-        try:  # plan.json beside the rollback file, before anything moves
-            self._save_start_artefacts()
-        except OSError as e:
-            self._say(
-                f"cannot write the panel's artefacts in {self.output_dir}: "
-                f"{e.strerror or e} ({e.filename or ''}); nothing was sent to the cluster",
-                error=True,
-            )
-            return
-        with self._lock:
-            self.events = []
-        self._launch(prepared.run)
-
-    def _panel_run_options(self) -> dict[str, Any]:
-        """What the panel's run always has: it stays until every move is complete (the CLI's
-        --wait, so the charts reach the end and the run clears its throttles) and samples its
-        progress at least every PANEL_SAMPLE_S (the status line refreshes with it)."""
-        default = ExecuteOptions().sample_interval
-        return {"wait": True, "sample_interval": min(default, PANEL_SAMPLE_S)}
-
-    def _rollback_target(self) -> str | None:
-        return os.path.join(self.output_dir, "rollback.json") if self.output_dir else None
-
-    def _keep_rollback(self, path: str | None) -> None:
-        """The first rollback file of the output folder stays ``rollback``; later ones (a new
-        Execute after a stop, cancel or failure) are listed beside it."""
-        if not path:
-            return
-        if "rollback" not in self.artefacts:
-            self.artefacts["rollback"] = path
-        elif path != self.artefacts["rollback"]:
-            n = sum(k.startswith("rollback") for k in self.artefacts) + 1
-            self.artefacts[f"rollback_{n}"] = path
-
-    def _on_resume_run(self, _b: Any = None) -> None:
-        """Continue the journaled run with its own options (as ``--resume`` does): moves still
-        in flight are adopted, complete ones are not resubmitted, the rest is scheduled."""
-        if not self._allowed("resume_run") or self.resumable is None:
-            return
-        first = self.resumable
-        journaled = {k: v for k, v in (first.get("options") or {}).items() if k != "wait"}
-        for name in OPTIONS:
-            if name in journaled:
-                self._set_control(name, cw.to_widget(name, journaled[name]))
-        try:
-            opts = ExecuteOptions.from_json_obj(
-                {**journaled, **self.options(), **self._panel_run_options()}
-            )
-            prepared = preflight(
-                self.gateway,
-                self.plan,
-                opts,
-                self.journal_path,
-                resume=True,
-                rollback_path=None,
-                **self._run_kwargs,
-            )
-        except ReassignKitError as e:
-            self._say(str(e), error=True)
-            return
-        with self._lock:  # the chart goes on from where the journal left it
-            self.events = read_events(self.journal_path) if self.journal_path else []
-        self._launch(prepared.run)
-        self._note(f"resuming run {first.get('run_id')} from {self.journal_path} with its options")
-
-    def _launch(self, run: Any) -> None:
-        self.run, self.result, self.verify_result, self._asked = run, None, None, None
-        self.outcome, self.outcome_html.value = None, ""
-        run.subscribe(self._on_event)
-        self._say("")
-        self._set_phase("running")
-        try:
-            run.start()
-        except ReassignKitError as e:
-            self._say(str(e), error=True)
-            self._set_phase("failed")
-            return
-        self._watcher = threading.Thread(target=self._watch, name="reassign-kit-panel", daemon=True)
-        self._watcher.start()
-
-    def _resumable_run(self) -> dict[str, Any] | None:
-        """The ``run_started`` event of an unfinished run of this plan in the panel's journal."""
-        return unfinished_run(self.journal_path, self.plan) if self.journal_path else None
-
-    def _set_control(self, name: str, value: Any) -> None:
-        self._reverting = True
-        try:
-            self.controls[name].value = value
-        finally:
-            self._reverting = False
-
-    def run_active(self) -> bool:
-        return self.run is not None and self.phase in controls.RUNNING
-
-    def _on_live_change(self, name: str, change: Mapping[str, Any]) -> None:
-        """A control changed while the run goes on: handed to the run through the call the
-        API uses (``Run.set_throttle``, journaled ``throttle_changed``; ``Run.set_caps``,
-        journaled ``caps_changed``), effective at its next poll / scheduling decision; a value
-        the run refuses is named and the control put back."""
-        if self._reverting or not self.run_active():
-            return
-        label = cw.short(name)
-        old, new = cw.from_widget(name, change["old"]), cw.from_widget(name, change["new"])
-        try:
-            if name == "throttle":
-                if new is None:
-                    raise UsageError(
-                        "a run's throttle cannot be removed while it runs (0 = no throttle is "
-                        "for a new run); give a rate in MiB/s"
-                    )
-                self.run.set_throttle(new)
-            else:
-                if (
-                    name == "parallel_replica_count"
-                    and new is not None
-                    and (not isinstance(new, int) or new < 1)
-                ):
-                    raise UsageError(
-                        f"parallel replica count must be >= 1 (0 = whole move at once), got {new}"
-                    )
-                self.run.set_caps(**{name: new})
-        except ReassignKitError as e:
-            self._set_control(name, change["old"])
-            self._say(f"{label}: {e}", error=True)
-            self._note(f"{label} not changed: {e}")
-            return
-        where = {
-            "parallel_replica_count": "moves not started and the next step of moves part-way",
-            "throttle": "the brokers of the moves in flight at the next poll",
-        }.get(name, "the next scheduling decision")
-        self._note(
-            f"{label}: {cw.show(name, old)} -> {cw.show(name, new)} (takes effect at {where})"
-        )
-        self._say(f"{label} is now {cw.show(name, new)}")
-
-    def _on_stop(self, _b: Any = None) -> None:
-        if self.run is not None and self.phase in ("running", "paused"):
-            self._asked = "stop"
-            self._set_phase("stopping")
-            self._say(
-                "stopping (drain): nothing new is submitted; the moves in flight go on "
-                "(throttled). Resume from journal continues the run later"
-            )
-            self.run.stop(cancel_inflight=False)
-
-    def _on_pause(self, _b: Any = None) -> None:
-        if self.run is not None and self.phase in ("running", "starting"):
-            self.run.pause()
-            self._set_phase("paused")
-            self._say("paused: no new move is submitted; moves in flight go on (throttled)")
-            self._dirty.set()
-
-    def _on_resume(self, _b: Any = None) -> None:
-        if self.run is not None and self.phase in ("paused", "pausing"):
-            self.run.resume()
-            self._set_phase("running")
-            self._say("")
-            self._dirty.set()
-
-    def _on_cancel(self, _b: Any = None) -> None:
-        """Cancel asks first: the confirmation says what will happen."""
-        if self.run is not None and self.phase in controls.RUNNING:
-            self.confirm.layout.display = "flex"
-
-    def _on_keep_running(self, _b: Any = None) -> None:
-        self.confirm.layout.display = "none"
-
-    def _on_confirm_cancel(self, _b: Any = None) -> None:
-        self.confirm.layout.display = "none"
-        if self.run is not None and self.phase in controls.RUNNING:
-            self._asked = "cancel"
-            self._set_phase("cancelling")
-            self._say(
-                "cancelling (rollback): every move not complete, stepped moves between steps "
-                "included, goes back to its original replicas; the panel waits for it and "
-                "reports each partition"
-            )
-            self.run.cancel()
-            self._dirty.set()
-
-    def cancel(self) -> None:
-        """Cancel without the confirmation (scripts, papermill): as Confirm cancel."""
-        self._on_confirm_cancel()
-
-    def _verify_electing(self, gateway: Any, plan: Plan) -> Any:
-        """The default Verify: ``ops.verify``, electing the preferred leaders of the complete
-        partitions when the "elect preferred leaders" box is ticked (the CLI's ``--verify
-        --elect-leaders``)."""
-        from .. import ops
-
-        return ops.verify(gateway, plan, elect_leaders=bool(self.controls["elect_leaders"].value))
-
-    def _on_verify(self, _b: Any = None) -> None:
-        if not self._allowed("verify"):
-            return
-        before = self.phase
-        self._set_phase("verifying")
-        try:
-            self.verify_result = self._verify_fn(self.gateway, self.plan)
-            self._say(_describe_verify(self.verify_result))
-        except ReassignKitError as e:
-            self._say(str(e), error=True)
-        except Exception as e:  # noqa: BLE001 - shown to the user, never a silent stop
-            self._say(f"verify failed: {type(e).__name__}: {e}", error=True)
-        finally:
-            self._set_phase(before)
-        self._save_artefacts_or_say()
-
-    # ---------------------------------------------------------------- run wiring
-
-    def _on_event(self, event: Mapping[str, Any]) -> None:
-        """Called on the run's worker thread: record and mark dirty, nothing more."""
-        with self._lock:
-            self.events.append(dict(event))
-        self._dirty.set()
-
-    def _watch(self) -> None:
-        """The panel's refresher thread: every ``refresh_s`` the state is read from the run's
-        lifecycle and the status, charts and tables redrawn (FigureWidget updates from a
-        thread are fine, batched); the kernel is never blocked."""
-        run = self.run
-        while True:
-            finished = run.wait(self.refresh_s) is not None
-            self._dirty.clear()
-            if finished:
-                break
-            state = status.run_lifecycle(run, self._asked)
-            if state != self.phase and state in controls.PHASES:
-                self._set_phase(state)
-            self._safe_refresh()
-        self.result = run.wait(0)
-        self.resumable = self._resumable_run()
-        err = _result_error(self.result)
-        if err is not None:
-            msg = (
-                str(err)
-                if isinstance(err, ReassignKitError | str)
-                else f"{type(err).__name__}: {err}"
-            )
-            self._say(f"the run stopped with an error: {msg}", error=True)
-            self._set_phase("failed")
-        else:
-            self._set_phase(status.run_lifecycle(run, self._asked))
-            hint = (
-                "; Resume from journal continues it"
-                if self.resumable is not None and self.phase in ("stopped", "cancelled")
-                else ""
-            )
-            self._say(_describe_result(self.result) + hint)
-        if self.phase == "cancelled" or self._asked == "cancel":
-            self._report_cancel()
-        self._safe_refresh()
-        self._save_artefacts_or_say()
-
-    def _report_cancel(self) -> None:
-        """Where each partition ended, read from the cluster (``outcome.cancel_report``, the
-        report ``--cancel`` prints); the elections kept moves owe carried out when "elect
-        preferred leaders" is on, else listed as owed."""
-        from ..outcome import cancel_report
-
-        with self._lock:
-            evs = list(self.events)
-        try:
-            self.outcome = cancel_report(
-                self.gateway,
-                self.plan,
-                evs,
-                originals=self.current,
-                elect=bool(self.controls["elect_leaders"].value),
-            )
-        except ReassignKitError as e:
-            self._say(f"cannot read where the partitions ended: {e}", error=True)
-            return
-        self.outcome_html.value = cancel_view.outcome_html(self.outcome)
-
-    # ---------------------------------------------------------------- artefacts
-
-    def _save_start_artefacts(self) -> None:
-        """plan.json beside the rollback file the preflight wrote, before anything moves."""
-        if not self.output_dir:
-            return
-        path = os.path.join(self.output_dir, "plan.json")
-        self.plan.write(path)
-        self.artefacts["plan"] = path
-        if self.journal_path:
-            self.artefacts["journal"] = self.journal_path
-
-    def report(self) -> dict[str, Any]:
-        """What the run did, as plain JSON values (no client config, so no secret)."""
-        data = self.chart_data()
-        s = self.summary
-        return {
-            "phase": self.phase,
-            "plan": {
-                "moves": s.moves,
-                "replica_moves": s.replica_moves,
-                "bytes_to_move": s.bytes_to_move,
-                "leader_changes": s.leader_changes,
-                "brokers_touched": list(s.brokers_touched),
-                "problems": list(s.problems),
-            },
-            "options": self.options(),
-            "progress": {
-                "total": data.progress.total,
-                "done": data.progress.done[-1] if data.progress.done else 0,
-                "cancelled": data.progress.cancelled[-1] if data.progress.cancelled else 0,
-                "percent_done": data.progress.percent_done,
-                "seconds": data.progress.t[-1] if data.progress.t else 0.0,
-            },
-            "run": _describe_result(self.result) if self.result is not None else None,
-            "verify": _describe_verify(self.verify_result)
-            if self.verify_result is not None
-            else None,
-            "verify_complete": verify_complete(self.verify_result),
-            "status": self.current_status().line,
-            "cancel": self.outcome.to_json_obj() if self.outcome is not None else None,
-            "errors": list(self.errors),
-            "changes": self._notes(),  # caps changed during the run, resumes: what the user did
-            "artefacts": dict(self.artefacts),
-        }
-
-    def _save_artefacts_or_say(self) -> None:
-        """``save_artefacts`` from a button or the watcher thread: a failure to write (disk
-        full, folder removed, no permission) is shown in the panel, after what it says already,
-        instead of landing in the widget's callback log."""
-        try:
-            self.save_artefacts()
-        except OSError as e:
-            shown = getattr(self, "_said", "")
-            shown = shown + "\n" if shown else ""
-            self._say(
-                f"{shown}cannot write the panel's artefacts in {self.output_dir}: "
-                f"{e.strerror or e} ({e.filename or ''})",
-                error=True,
-            )
-
-    def save_artefacts(self) -> dict[str, str]:
-        """report.json and the chart as standalone HTML in ``output_dir`` (if one was given)."""
-        if not self.output_dir:
-            return {}
-        fig = charts.new_figure(widget=False)
-        charts.apply(fig, self.chart_data())
-        chart = charts.write_html(
-            os.path.join(self.output_dir, "execute_chart.html"),
-            {"progress": fig},
-            title=self._run_title(),
-        )
-        self.artefacts["chart"] = chart
-        self.artefacts["report"] = os.path.join(self.output_dir, "execute_report.json")
-        with open(self.artefacts["report"], "w", encoding="utf-8") as f:
-            json.dump(self.report(), f, indent=2, default=str)
-        return dict(self.artefacts)
-
-    def _notes(self) -> list[str]:
-        with self._lock:
-            return [str(e.get("message")) for e in self.events if e.get("event") == "note"]
-
-    def _run_title(self) -> str:
-        run_id = getattr(self.run, "run_id", "") if self.run is not None else ""
-        return f"reassign_kit run {run_id or '(not started)'}: {self.summary.moves} moves, {self.phase}"
-
     def wait(self, timeout: float | None = None) -> Any:
         """Block until the current run has finished and the panel shows its outcome."""
         if self._watcher is not None:
@@ -760,7 +363,7 @@ class Panel:
             evs = list(self.events)
         state = self.phase
         if self.run is None and state == "ready":
-            state = _state_from_events(evs) or state
+            state = describe.state_from_events(evs) or state
         err = getattr(self.result, "error", None) if self.result is not None else None
         return status.status_of(
             state, evs, self.summary.bytes_to_move, self.summary.moves, self._clock(), err
@@ -772,7 +375,7 @@ class Panel:
         st = self.current_status()
         started = any(e.get("event") == "run_started" for e in evs)
         now = self._clock() if st.state in status.ACTIVE else None
-        progress = _up_to(figures.progress_series(evs, total=self.summary.moves), now)
+        progress = describe.up_to(figures.progress_series(evs, total=self.summary.moves), now)
         bars, hidden = figures.move_bars(evs, now=now)
         live = figures.broker_bytes(evs, self.leaders)
         title = (
@@ -818,7 +421,7 @@ class Panel:
         with self._lock:
             evs = list(self.events)
         rows = behind_from_events(evs) or self._status_rows()
-        self.behind_html.value = _table_html(figures.behind_rows(rows))
+        self.behind_html.value = describe.table_html(figures.behind_rows(rows))
         with self._lock:
             lines = figures.log_lines(self.events, limit=figures.MAX_LOG_LINES)
         self.log_html.value = (
@@ -835,134 +438,6 @@ class Panel:
             return list(self.run.status().rows)
         except Exception:  # noqa: BLE001 - status is best effort while the run moves on
             return []
-
-
-def _state_from_events(events: list[dict[str, Any]]) -> str | None:
-    """A run's state from its journal alone (a panel shown beside a run it did not start)."""
-    state = None
-    for e in events:
-        kind = e.get("event")
-        if kind == "run_started":
-            state = "running"
-        elif kind == "paused" and state:
-            state = "paused"
-        elif kind == "resumed" and state:
-            state = "running"
-        elif kind == "run_finished":
-            state = status.final_state(e.get("state"))
-    return state
-
-
-def _up_to(p: figures.ProgressSeries, now: float | None) -> figures.ProgressSeries:
-    """The moves-over-time series drawn up to ``now`` (the run goes on: the last counts hold
-    until the next event)."""
-    if now is None or not p.t or p.t0 is None or now - p.t0 <= p.t[-1]:
-        return p
-    return figures.ProgressSeries(
-        t=[*p.t, now - p.t0],
-        done=[*p.done, p.done[-1]],
-        moving=[*p.moving, p.moving[-1]],
-        pending=[*p.pending, p.pending[-1]],
-        cancelled=[*p.cancelled, p.cancelled[-1]],
-        total=p.total,
-        t0=p.t0,
-    )
-
-
-def _table_html(rows: list[dict[str, Any]]) -> str:
-    if not rows:
-        return "<i>no partition is behind</i>"
-    head = "<tr><th>partition</th><th>state</th><th>behind</th><th>%</th><th>detail</th></tr>"
-    body = "".join(
-        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>".format(
-            html.escape(r["partition"]),
-            html.escape(r["state"]),
-            figures.human_bytes(r["behind_bytes"]) if r["behind_bytes"] is not None else "?",
-            f"{r['percent']:.0f}" if r["percent"] is not None else "",
-            html.escape(str(r["detail"])[:80]),
-        )
-        for r in rows
-    )
-    return f'<table style="font-size:12px">{head}{body}</table>'
-
-
-def _result_state(result: Any) -> str:
-    if result is None:
-        return "failed"
-    for attr in ("state", "status", "outcome"):
-        v = getattr(result, attr, None)
-        if isinstance(v, str):
-            return v
-    return "failed"
-
-
-def _result_error(result: Any) -> Any:
-    return getattr(result, "error", None) if result is not None else None
-
-
-def _describe_result(result: Any) -> str:
-    state = _result_state(result)
-    msg = getattr(result, "message", None) or getattr(result, "summary", None)
-    text = f"run {state}" + (f": {msg}" if isinstance(msg, str) and msg else "")
-    cancelled = list(getattr(result, "cancelled", None) or [])
-    rolling = list(getattr(result, "rolling_back", None) or [])
-    if cancelled or rolling:  # a cancel: what came back, per partition
-        text += "; rolled back to their original replicas: " + (
-            ", ".join(map(str, cancelled[:20])) or "none"
-        )
-        if rolling:
-            text += "; NOT back yet (rollback in flight, throttled): " + ", ".join(
-                map(str, rolling[:20])
-            )
-    el = getattr(result, "elections", None) or {}
-    if el:  # preferred leader elections (engine/elections.py) and the check after them
-        text += (
-            f"; preferred leaders: {el.get('elected', 0)} elected, {el.get('not_needed', 0)} "
-            f"not needed, {el.get('failed', 0)} failed"
-        )
-        off = getattr(result, "leaders_not_preferred", None) or {}
-        if off:
-            text += "; NOT led by their preferred replica: " + ", ".join(
-                f"{tp} ({why})" for tp, why in list(off.items())[:10]
-            )
-    return text
-
-
-def _describe_verify(result: Any) -> str:
-    lines = getattr(result, "lines", None)
-    if callable(lines):
-        text = list(lines())
-        verdict = {
-            True: "verify: done, every move of the plan is complete",
-            False: "verify: NOT complete",
-        }.get(verify_complete(result), "verify:")
-        return "\n".join(
-            [verdict, *text[:30], *([f"... {len(text) - 30} more lines"] if len(text) > 30 else [])]
-        )
-    for attr in ("message", "summary", "text"):
-        v = getattr(result, attr, None)
-        if isinstance(v, str) and v:
-            return v
-    return str(result)
-
-
-def verify_complete(result: Any) -> bool | None:
-    """Whether a verify result says every move of the plan is complete (None: not verified)."""
-    if result is None:
-        return None
-    for attr in ("complete", "done", "ok", "is_complete"):
-        v = getattr(result, attr, None)
-        if isinstance(v, bool):
-            return v
-        if callable(v):
-            try:
-                out = v()
-            except TypeError:
-                continue
-            if isinstance(out, bool):
-                return out
-    code = getattr(result, "exit_code", None)
-    return code == 0 if isinstance(code, int) else None
 
 
 def panel(
