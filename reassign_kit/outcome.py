@@ -116,6 +116,20 @@ def journal_originals(events: Iterable[Mapping[str, Any]]) -> dict[TopicPartitio
     return out
 
 
+def plan_from_events(events: Iterable[Mapping[str, Any]]) -> Plan | None:
+    """The plan a run's journal submitted (each move's ``target``, in submission order), for a
+    report of a cancel given only ``--journal``; None when it submitted nothing."""
+    from .model import Move
+
+    targets: dict[TopicPartition, tuple[int, ...]] = {}
+    for e in events:
+        if e.get("event") in ("submitted", "adopted") and e.get("target"):
+            if "topic" in e and e.get("partition") is not None:
+                tp = TopicPartition(str(e["topic"]), int(e["partition"]))
+                targets.setdefault(tp, tuple(int(b) for b in e["target"]))
+    return Plan.of([Move(tp, t) for tp, t in targets.items()]) if targets else None
+
+
 def partition_outcomes(
     plan: Plan,
     originals: Mapping[TopicPartition, Sequence[int]],

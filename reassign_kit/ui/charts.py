@@ -224,6 +224,17 @@ def apply(fig: go.Figure, data: ChartData) -> None:
         fig.update_yaxes(dtick=1 if p.total <= 10 else None, row=1, col=1)
 
 
+def sync_widget(fig: Any) -> None:
+    """A FigureWidget's state as its view will be created from: changes made before the view
+    exists travel as messages nobody hears (plotly's own ``_repr_mimebundle_`` does the same
+    when the figure is displayed alone; inside a panel's VBox it is not called)."""
+    from copy import deepcopy
+
+    if hasattr(fig, "_widget_layout"):
+        fig._widget_layout = deepcopy(fig._layout_obj._props)
+        fig._widget_data = deepcopy(fig._data)
+
+
 def write_html(path: str | os.PathLike, figures: Mapping[str, go.Figure], title: str) -> str:
     """The figures of one run in ONE standalone HTML file, plotly.js embedded once (~4.8 MB):
     it opens offline, alone, anywhere, and an output folder holds one copy of plotly.js per

@@ -106,7 +106,7 @@ class Panel(RunWiring, Artefacts):
                 f"unknown panel option(s) {', '.join(bad)}; known: {', '.join(sorted(known))}"
             )
         self.controls: dict[str, W.Widget] = cw.build(defaults)
-        for name in controls.LIVE_CONTROLS:
+        for name in controls.RUN_CONTROLS:
             self.controls[name].observe(partial(self._on_live_change, name), names="value")
         for w in self.controls.values():
             w.observe(self._on_option_change, names="value")
@@ -225,6 +225,10 @@ class Panel(RunWiring, Artefacts):
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
+        # the figures' views start from what they hold now (updates made before a view
+        # existed were messages nobody heard: empty axes before the run, issue 25 item 4)
+        charts.sync_widget(self.figure)
+        charts.sync_widget(self.whatif_figure)
         display(self.widget)
 
     def enabled(self) -> frozenset[str]:

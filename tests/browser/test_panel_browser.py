@@ -8,6 +8,7 @@ Screenshots (before, during, paused, done, cancelled) go to tests/out/browser/."
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import time
 from pathlib import Path
@@ -125,7 +126,8 @@ def _drive(page, url, token, journals, gw, brokers, plan2, before2) -> None:
     p1 = panels.nth(0)
 
     def button(panel, name):
-        return panel.get_by_role("button", name=name, exact=True)
+        exact = re.compile(rf"^\s*{re.escape(name)}\s*$")
+        return panel.locator("button.jupyter-button").filter(has_text=exact)
 
     def progress(panel) -> str:
         return panel.locator(".rk-progress").inner_text()
@@ -202,7 +204,7 @@ def _drive(page, url, token, journals, gw, brokers, plan2, before2) -> None:
         "a first move of the second plan completed",
     )
     button(p2, "Cancel").click()
-    confirm = p2.get_by_role("button", name="Confirm cancel (roll back)")
+    confirm = button(p2, "Confirm cancel (roll back)")
     confirm.wait_for(timeout=10_000)
     assert "rolled back" in p2.inner_text() and "KEPT" in p2.inner_text()
     confirm.click()
