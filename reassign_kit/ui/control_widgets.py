@@ -4,7 +4,7 @@ Built from the one declaration of the execute options (``engine.options``): the 
 widget kind, the "none" value. Here only the presentation is added: the throttle in MiB/s
 (``0 = no throttle``), the meaning of 0 said in every label that has one, labels never cut
 (``description_width: initial``), and a control that cannot change while a run goes on shown
-locked (🔒) with the reason on hover (``controls.LOCK_REASONS``).
+locked ("(locked)", greyed) with the reason on hover (``controls.LOCK_REASONS``).
 """
 
 from __future__ import annotations
@@ -115,24 +115,42 @@ def build(defaults: dict[str, Any]) -> dict[str, W.Widget]:
     }
 
 
-def lock(ws: dict[str, W.Widget], editable: frozenset[str], reasons: dict[str, str]) -> None:
-    """Enable the ``editable`` controls; the others disabled, marked 🔒, the reason on hover."""
+def boxes(ws: dict[str, W.Widget]) -> dict[str, W.Box]:
+    """Each control in a box that carries its hover text: ipywidgets puts a described
+    widget's tooltip on its (hidden, for an un-indented checkbox) description label, so the
+    reason a control is locked would never show; a box without a description shows it."""
+    return {
+        name: W.Box([w], layout=W.Layout(width="310px"), tooltip=w.tooltip)
+        for name, w in ws.items()
+    }
+
+
+def lock(
+    ws: dict[str, W.Widget],
+    editable: frozenset[str],
+    reasons: dict[str, str],
+    boxes_: dict[str, W.Box] | None = None,
+) -> None:
+    """Enable the ``editable`` controls; the others disabled, marked "(locked)", the reason
+    on hover (on the control's box)."""
     for name, w in ws.items():
         base = label(name)
         tip = OPTIONS[name].option.widget_help or OPTIONS[name].option.help
+        why = reasons.get(name, "")
         if name in editable:
-            w.disabled = False
-            w.description = base
-            w.tooltip = tip
+            w.disabled, w.description, text = False, base, tip
         else:
             w.disabled = True
-            why = reasons.get(name, "")
-            w.description = f"🔒 {base}" if why else base
-            w.tooltip = f"locked: {why}" if why else tip
+            w.description = f"{base} (locked)" if why else base
+            text = f"locked: {why}" if why else tip
+        w.tooltip = text
+        if boxes_ is not None:
+            boxes_[name].tooltip = text
 
 
 def layout(ws: dict[str, W.Widget]) -> tuple[W.Widget, W.Widget]:
-    """The main controls as a grid and the advanced ones in a closed Accordion."""
+    """The main controls (their boxes) as a grid and the advanced ones in a closed
+    Accordion."""
     main = [ws[n] for n in MAIN if n in ws]
     rest = [w for n, w in ws.items() if n not in MAIN]
     grid = W.GridBox(

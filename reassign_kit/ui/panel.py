@@ -179,7 +179,8 @@ class Panel(RunWiring, Artefacts):
         if not self.summary.valid:
             self._set_phase("invalid")
         self._render_summary()
-        grid, advanced = cw.layout(self.controls)
+        self.control_boxes = cw.boxes(self.controls)
+        grid, advanced = cw.layout(self.control_boxes)
         self.whatif_box = W.Accordion(
             [W.VBox([self.whatif_html, self.whatif_figure])], selected_index=None
         )
@@ -249,7 +250,12 @@ class Panel(RunWiring, Artefacts):
         throttled = bool(run is not None and getattr(run.options, "throttle", None))
         batched = bool(run is not None and getattr(run.options, "batch_size", 0))
         editable = controls.editable_controls(phase, list(self.controls), throttled, batched)
-        cw.lock(self.controls, editable, controls.lock_reasons(phase))
+        cw.lock(
+            self.controls,
+            editable,
+            controls.lock_reasons(phase),
+            getattr(self, "control_boxes", None),
+        )
         if phase not in ("running", "paused", "pausing", "starting"):
             self.confirm.layout.display = "none"
         live = " (the unlocked controls apply to this run now)" if phase in controls.RUNNING else ""

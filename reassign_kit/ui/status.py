@@ -78,7 +78,7 @@ def duration(seconds: float | None) -> str:
 def rate(bps: float | None) -> str:
     """A byte rate in the panel's one unit convention (MiB/s etc.)."""
     if bps is None:
-        return "rate ?"
+        return "rate not measured yet"
     return human_bytes(float(bps)) + "/s"
 
 

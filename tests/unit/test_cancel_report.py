@@ -220,7 +220,7 @@ def test_a_run_without_a_throttle_shows_the_throttle_locked_with_the_reason(tmp_
     p = Panel(plan, sim, output_dir=str(tmp_path), refresh_s=0.02, run_kwargs=sim_runs(sim))
     p.buttons["execute"].click()
     w = p.controls["throttle"]
-    assert w.disabled and w.description.startswith("🔒") and "without a throttle" in w.tooltip
+    assert w.disabled and w.description.endswith("(locked)") and "without a throttle" in w.tooltip
     p.cancel()
     p.wait(60)
 
