@@ -3,12 +3,13 @@
 Built from the one declaration of the execute options (``engine.options``): the label, the
 widget kind, the "none" value. Here only the presentation is added: the throttle in MiB/s
 (``0 = no throttle``), the meaning of 0 said in every label that has one, labels never cut
-(``description_width: initial``), and a control that cannot change while a run goes on shown
+(our own label beside each input, no fixed width), and a control that cannot change while a run goes on shown
 locked ("(locked)", greyed) with the reason on hover (``controls.LOCK_REASONS``).
 """
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import ipywidgets as W
@@ -82,70 +83,76 @@ def show(name: str, value: Any) -> str:
 
 
 def make(name: str, value: Any) -> W.Widget:
-    """One control, its label whole (never cut), its help on hover."""
-    opt = OPTIONS[name]
-    o = opt.option
+    """One control's input (its label is ``label_html``, beside it), its help on hover."""
+    o = OPTIONS[name].option
     tip = o.widget_help or o.help
-    style = {"description_width": "initial"}
-    layout = W.Layout(width="300px")
-    desc = label(name)
     if o.widget == "bool":
         return W.Checkbox(
-            value=bool(value), description=desc, tooltip=tip, style=style, indent=False,
-            layout=layout,
+            value=bool(value), description="", tooltip=tip, indent=False,
+            layout=W.Layout(width="28px"),
         )  # fmt: skip
     if o.widget == "choice":
         return W.Dropdown(
-            options=list(o.choices), value=value, description=desc, tooltip=tip, style=style,
-            layout=layout,
+            options=list(o.choices), value=value, description="", tooltip=tip,
+            layout=W.Layout(width="130px"),
         )  # fmt: skip
+    layout = W.Layout(width="90px")
     if name == "throttle":
         return W.BoundedFloatText(
-            value=value, min=0.0, max=1e6, step=0.5, description=desc, tooltip=tip,
-            style=style, layout=layout,
-        )  # fmt: skip
+            value=value, min=0.0, max=1e6, step=0.5, description="", tooltip=tip, layout=layout
+        )
     cls = W.IntText if o.widget == "int" else W.FloatText
-    return cls(value=value, description=desc, tooltip=tip, style=style, layout=layout)
+    return cls(value=value, description="", tooltip=tip, layout=layout)
+
+
+def label_html(name: str, why_locked: str | None = None) -> str:
+    """A control's label, whole (never cut), with its help — or why it is locked — on hover.
+    Our own HTML, since ipywidgets puts a described widget's tooltip on a label it hides for
+    an un-indented checkbox."""
+    o = OPTIONS[name].option
+    text = label(name) + (" (locked)" if why_locked else "")
+    tip = f"locked: {why_locked}" if why_locked else (o.widget_help or o.help)
+    color = "#888" if why_locked else "inherit"
+    return (
+        f'<span class="rk-label" title="{html.escape(tip, quote=True)}" '
+        f'style="color:{color};white-space:nowrap">{html.escape(text)}</span>'
+    )
 
 
 def build(defaults: dict[str, Any]) -> dict[str, W.Widget]:
-    """Every control, pre-set from ``defaults`` (ExecuteOptions names and values)."""
+    """Every control's input, pre-set from ``defaults`` (ExecuteOptions names and values)."""
     return {
         o.name: make(o.name, to_widget(o.name, defaults.get(o.name, o.default))) for o in PACING
     }
 
 
-def boxes(ws: dict[str, W.Widget]) -> dict[str, W.Box]:
-    """Each control in a box that carries its hover text: ipywidgets puts a described
-    widget's tooltip on its (hidden, for an un-indented checkbox) description label, so the
-    reason a control is locked would never show; a box without a description shows it."""
-    return {
-        name: W.Box([w], layout=W.Layout(width="310px"), tooltip=w.tooltip)
-        for name, w in ws.items()
-    }
+def boxes(ws: dict[str, W.Widget]) -> tuple[dict[str, W.Box], dict[str, W.HTML]]:
+    """Each control as one row: the input and its label (checkbox first, as usual)."""
+    labels = {name: W.HTML(label_html(name)) for name in ws}
+    rows = {}
+    for name, w in ws.items():
+        kids = [w, labels[name]] if isinstance(w, W.Checkbox) else [labels[name], w]
+        row = W.HBox(kids, layout=W.Layout(width="310px", align_items="center"))
+        row.add_class("rk-control")
+        rows[name] = row
+    return rows, labels
 
 
 def lock(
     ws: dict[str, W.Widget],
     editable: frozenset[str],
     reasons: dict[str, str],
-    boxes_: dict[str, W.Box] | None = None,
+    labels: dict[str, W.HTML] | None = None,
 ) -> None:
-    """Enable the ``editable`` controls; the others disabled, marked "(locked)", the reason
-    on hover (on the control's box)."""
+    """Enable the ``editable`` controls; the others disabled, their label marked "(locked)"
+    and greyed, the reason on hover."""
     for name, w in ws.items():
-        base = label(name)
-        tip = OPTIONS[name].option.widget_help or OPTIONS[name].option.help
-        why = reasons.get(name, "")
-        if name in editable:
-            w.disabled, w.description, text = False, base, tip
-        else:
-            w.disabled = True
-            w.description = f"{base} (locked)" if why else base
-            text = f"locked: {why}" if why else tip
-        w.tooltip = text
-        if boxes_ is not None:
-            boxes_[name].tooltip = text
+        o = OPTIONS[name].option
+        why = None if name in editable else (reasons.get(name) or None)
+        w.disabled = name not in editable
+        w.tooltip = f"locked: {why}" if why else (o.widget_help or o.help)
+        if labels is not None:
+            labels[name].value = label_html(name, why)
 
 
 def layout(ws: dict[str, W.Widget]) -> tuple[W.Widget, W.Widget]:

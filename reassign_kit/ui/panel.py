@@ -179,7 +179,7 @@ class Panel(RunWiring, Artefacts):
         if not self.summary.valid:
             self._set_phase("invalid")
         self._render_summary()
-        self.control_boxes = cw.boxes(self.controls)
+        self.control_boxes, self.control_labels = cw.boxes(self.controls)
         grid, advanced = cw.layout(self.control_boxes)
         self.whatif_box = W.Accordion(
             [W.VBox([self.whatif_html, self.whatif_figure])], selected_index=None
@@ -254,7 +254,7 @@ class Panel(RunWiring, Artefacts):
             self.controls,
             editable,
             controls.lock_reasons(phase),
-            getattr(self, "control_boxes", None),
+            getattr(self, "control_labels", None),
         )
         if phase not in ("running", "paused", "pausing", "starting"):
             self.confirm.layout.display = "none"

@@ -78,7 +78,7 @@ def test_panel_live_throttle_pause_done_and_cancel_report(sandbox, bootstrap, tm
     root.mkdir()
     topics = [f"panel-a-{secrets.token_hex(3)}", f"panel-b-{secrets.token_hex(3)}"]
     plans = [
-        runbook.demo_topic_and_plan(str(sandbox.dir), str(tmp_path / f"in{i}"), t, 4, 2.0)
+        runbook.demo_topic_and_plan(str(sandbox.dir), str(tmp_path / f"in{i}"), t, 4, 3.0)
         for i, t in enumerate(topics)
     ]
     outs = [str(tmp_path / "run1"), str(tmp_path / "run2")]
@@ -148,7 +148,7 @@ def _drive(page, url, token, journals, gw, brokers, plan2, before2) -> None:
     execute.click()
     wait_until(lambda: progress(p1).startswith("running: "), 120, "the run running")
     wait_until(lambda: "ETA" in progress(p1), 60, "a first ETA")
-    throttle = p1.locator(".widget-text:has(label:has-text('throttle')) input")
+    throttle = p1.locator(".rk-control:has(.rk-label:text-matches('^throttle')) input")
     assert not throttle.is_disabled()
     # what cannot change is locked, the reason on hover
     assert p1.locator("[title^='locked: the pacing mode']").count() >= 1
