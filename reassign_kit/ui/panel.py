@@ -65,10 +65,12 @@ class Panel(RunWiring, Artefacts):
         verify_fn: Callable[[Any, Plan], Any] | None = None,
         clock: Callable[[], float] = time.time,
         calibration: Any = None,
+        state_dir: str | None = None,
         **defaults: Any,
     ):
         self.plan = plan
         self.gateway = gateway
+        self.state_dir = state_dir  # the runs' home (reassign_kit.state): None = the default
         self.output_dir = output_dir
         if output_dir:
             try:
@@ -80,6 +82,8 @@ class Panel(RunWiring, Artefacts):
         self.journal_path = journal_path or (
             os.path.join(output_dir, "journal.jsonl") if output_dir else None
         )
+        # the journal path asked for (else each Execute journals in its run's home)
+        self._fixed_journal = self.journal_path
         self.artefacts: dict[str, str] = {}
         self.refresh_s = float(refresh_s)
         self._run_kwargs = dict(run_kwargs or {})
@@ -458,6 +462,7 @@ def panel(
     command_config: Mapping[str, str] | str | None = None,
     journal_path: str | None = None,
     output_dir: str | None = None,
+    state_dir: str | None = None,
     **defaults: Any,
 ) -> Panel:
     """Show ``plan`` (a Plan or the path of a reassignment JSON file) with pacing controls
@@ -472,4 +477,11 @@ def panel(
         if isinstance(command_config, str):
             command_config = load_command_config(command_config)
         gateway = connect(bootstrap_servers, command_config)
-    return Panel(plan, gateway, journal_path=journal_path, output_dir=output_dir, **defaults)
+    return Panel(
+        plan,
+        gateway,
+        journal_path=journal_path,
+        output_dir=output_dir,
+        state_dir=state_dir,
+        **defaults,
+    )

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from .. import state
 from ..engine.journal import read_events
 from ..engine.options import ExecuteOptions
 from ..engine.preflight import preflight
@@ -30,6 +31,8 @@ class RunWiring:
     gateway: Any
     run: Any
     phase: str
+    state_dir: str | None
+    _fixed_journal: str | None
 
     # ---------------------------------------------------------------- buttons
 
@@ -42,24 +45,45 @@ class RunWiring:
         journal at the same path is kept beside it."""
         if not self._allowed("execute"):
             return
+        home = None
         try:
             # the panel stays until every move is complete (the CLI's --wait), so the chart
             # reaches the end and the throttles are cleared by the run itself
             opts = ExecuteOptions(**{**self.options(), **self._panel_run_options()})
+            # the run's home (as the CLI's): its originals, priors and journal are found by
+            # --verify / --cancel with the plan; the output folder's paths are recorded there
+            home = state.begin(
+                self.gateway,
+                self.plan,
+                kind="paced",
+                state_dir=self.state_dir,
+                source="the panel's plan",
+                rollback=self._rollback_target(),
+                journal=self._fixed_journal,
+                throttle=opts.throttle,
+            )
+            journal = self._fixed_journal or home.journal
             prepared = preflight(
                 self.gateway,
                 self.plan,
                 opts,
-                self.journal_path,
-                rollback_path=self._rollback_target(),
+                journal,
+                rollback_path=home.rollback,
                 **self._run_kwargs,
             )
-            if self.journal_path:
-                aside = set_aside(self.journal_path)
+            if self._fixed_journal:
+                aside = set_aside(self._fixed_journal)
                 if aside:
                     self.artefacts["previous_journal"] = aside
-                self.resumable = None
+            self.journal_path = journal  # Resume after a Stop goes on from it
+            self.resumable = None
+            home.written(
+                prepared.rollback_path,
+                in_flight=[m.tp for m in self.plan if m.tp in prepared.in_flight],
+            )
         except (ReassignKitError, OSError) as e:
+            if home is not None and isinstance(e, state.REFUSED):
+                state.discard(home)
             self._say(str(e), error=True)
             return
         self._keep_rollback(prepared.rollback_path)
@@ -251,9 +275,15 @@ class RunWiring:
         """The default Verify: ``ops.verify``, electing the preferred leaders of the complete
         partitions when the "elect preferred leaders" box is ticked (the CLI's ``--verify
         --elect-leaders``)."""
-        from .. import ops
+        from ..api import verify
 
-        return ops.verify(gateway, plan, elect_leaders=bool(self.controls["elect_leaders"].value))
+        # the run's recorded throttle priors (found by the plan): the operator's values back
+        return verify(
+            gateway,
+            plan,
+            elect_leaders=bool(self.controls["elect_leaders"].value),
+            state_dir=self.state_dir,
+        )
 
     def _on_verify(self, _b: Any = None) -> None:
         if not self._allowed("verify"):

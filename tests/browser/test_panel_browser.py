@@ -143,6 +143,7 @@ def _drive(page, url, token, journals, gw, brokers, plan2, before2) -> None:
         assert 0 <= box["y"] and box["y"] + box["height"] <= H, f"{what} is below the fold: {box}"
     assert "not started" in progress(p1)
     page.screenshot(path=str(SHOTS / "panel_1_before.png"))
+    p1.locator(".js-plotly-plot").first.screenshot(path=str(SHOTS / "panel_1_before_chart.png"))
 
     # a throttled run; its throttle changed mid-run
     execute.click()
@@ -153,6 +154,7 @@ def _drive(page, url, token, journals, gw, brokers, plan2, before2) -> None:
     # what cannot change is locked, the reason on hover
     assert p1.locator("[title^='locked: the pacing mode']").count() >= 1
     page.screenshot(path=str(SHOTS / "panel_2_during.png"))
+    p1.locator(".js-plotly-plot").first.screenshot(path=str(SHOTS / "panel_2_during_chart.png"))
     throttle.fill(str(NEW_MIBS))
     throttle.press("Enter")
     new_rate = int(round(NEW_MIBS * MIB))
@@ -170,10 +172,10 @@ def _drive(page, url, token, journals, gw, brokers, plan2, before2) -> None:
         seen.update(_rates(gw, brokers))
         return any(str(new_rate) in v for v in seen.values())
 
-    wait_until(brokers_have_it, 60, f"a broker throttle of {new_rate}")
-    assert all(r in ("", str(new_rate)) for v in seen.values() for r in v), (
-        f"a broker kept the old rate: {seen}"
-    )
+    # the brokers of the moves in flight get the new rate at the run's next poll (later
+    # moves from their start: Run.set_throttle)
+    wait_until(brokers_have_it, 60, f"a broker throttle of {new_rate}: {seen}")
+    assert progress(p1).startswith("running: ")
 
     # paused: no countdown
     button(p1, "Pause").click()
@@ -193,6 +195,7 @@ def _drive(page, url, token, journals, gw, brokers, plan2, before2) -> None:
     assert _events(journals[0])[-1]["state"] == "done"
     p1.evaluate("el => el.scrollIntoView({block: 'start'})")
     page.screenshot(path=str(SHOTS / "panel_4_done.png"))
+    p1.locator(".js-plotly-plot").first.screenshot(path=str(SHOTS / "panel_4_done_chart.png"))
 
     # a second plan, cancelled through the confirmation once a move has completed
     p2 = panels.nth(1)
