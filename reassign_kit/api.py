@@ -301,9 +301,11 @@ def cancel(
     steps included; the cancel waits for it (``timeout_s``, default 5 minutes) and verifies.
     Originals come from ``journal`` / ``rollback_file``, else from the run of ``plan``
     recorded in the state dir (its rollback file, journal and throttle priors), else from the
-    reassignment in flight. ``cluster``: the module's convention. Returns ``ops.CancelResult`` (per partition: cancelled, completed, rolling back,
-    not moving; ``.to_pandas()``). To stop a run without rolling back (drain), use
-    ``Run.stop()``; to roll a running ``Run`` back, ``Run.cancel()``."""
+    reassignment in flight. ``cluster``: the module's convention. Returns ``ops.CancelResult``
+    (per partition: cancelled, completed, rolling back, not moving; ``.to_pandas()``) with
+    ``.outcome``: where each partition ended, read from the cluster (``outcome.CancelReport``,
+    the report ``--cancel`` prints and the panel shows). To stop a run without rolling back
+    (drain), use ``Run.stop()``; to roll a running ``Run`` back, ``Run.cancel()``."""
     from . import ops, state
 
     if plan is not None:
@@ -335,4 +337,20 @@ def cancel(
         )
         if found is not None and res.exit_code == 0:
             found.mark_finished("cancelled")
-        return res
+        return _with_outcome(gw, plan, journal, res)
+
+
+def _with_outcome(gateway: Any, plan: Any, journal: str | None, res: Any) -> Any:
+    """``res.outcome``: the per-partition outcome read from the cluster (``outcome.
+    cancel_report``, what ``--cancel`` prints and the panel shows); None without a plan."""
+    from .engine.journal import read_events
+    from .outcome import cancel_report, plan_from_events
+
+    events = read_events(journal) if journal else []
+    plan = plan or plan_from_events(events)
+    res.outcome = (
+        cancel_report(gateway, plan, events, originals=getattr(res, "originals", None))
+        if plan is not None
+        else None
+    )
+    return res

@@ -341,6 +341,9 @@ STEPS = {
     "03_verify": "verify: every move complete, throttles removed",
     "04_postmortem": "postmortem: the journal as tables and charts",
 }
+# the pacing the demo's run uses; its plan notebook's what-if predicts with the same (a what-if
+# at another throttle than the run's predicts another run)
+DEMO_PACING = {"throttle": 4_000_000, "batch_size": 2}
 
 
 def demo(
@@ -381,7 +384,7 @@ def demo(
 
     plan_path = ""
     if (notebooks_dir() / "01_plan.ipynb").exists():
-        step("01_plan", {**common, **extra.get("01_plan", {})})
+        step("01_plan", {**common, **DEMO_PACING, **extra.get("01_plan", {})})
         candidate = os.path.join(dirs["01_plan"], "plan.json")
         if os.path.exists(candidate) and _plan_has_moves(candidate):
             plan_path = candidate
@@ -393,12 +396,15 @@ def demo(
         "plan_path": plan_path,
         "auto_execute": True,
         "additional": True,
+        **DEMO_PACING,
+        "incremental": True,
         **extra.get("02_execute", {}),
     }
     step("02_execute", p02)
     executed_plan = os.path.join(dirs["02_execute"], "plan.json")
     journal = os.path.join(dirs["02_execute"], "journal.jsonl")
-    step("03_verify", {**common, "plan_path": executed_plan, **extra.get("03_verify", {})})
+    p03 = {**common, "plan_path": executed_plan, "journal_path": journal}
+    step("03_verify", {**p03, **extra.get("03_verify", {})})
     step("04_postmortem", {"journal_paths": journal, **extra.get("04_postmortem", {})})
     found = {
         "execute_report": os.path.join(dirs["02_execute"], "execute_report.json"),

@@ -569,6 +569,9 @@ def _cancel(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
         priors=priors,
     )
     _print(cres.lines())
+    report = _cancel_outcome(gateway, plan, journal, cres)
+    if report is not None:  # the same per-partition outcome the panel shows
+        _print(["", *report.lines()])
     if found is not None and cres.exit_code == 0:
         found.mark_finished("cancelled")
     if args.notify:
@@ -580,6 +583,19 @@ def _cancel(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
         )
         notifier.close()
     return cres.exit_code
+
+
+def _cancel_outcome(gateway: Any, plan: Plan | None, journal: str | None, cres: Any) -> Any:
+    """Where each partition of the plan (or of the run ``journal`` holds) ended, read from the
+    cluster (``outcome.cancel_report``); None when there is no plan to report on."""
+    from ..engine.journal import read_events
+    from ..outcome import cancel_report, plan_from_events
+
+    events = read_events(journal) if journal else []
+    plan = plan or plan_from_events(events)
+    if plan is None:
+        return None
+    return cancel_report(gateway, plan, events, originals=getattr(cres, "originals", None))
 
 
 def _list(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:

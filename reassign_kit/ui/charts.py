@@ -26,42 +26,61 @@ COLORS = {
     "stuck": "#ff7f0e",
     "bytes_in": "#17becf",
     "bytes_out": "#9467bd",
+    "plan_in": "rgba(23,190,207,0.22)",
+    "plan_out": "rgba(148,103,189,0.22)",
 }
 
 # trace indexes, fixed at construction so updates never add or remove traces
-T_DONE, T_MOVING, T_PENDING, T_CANCELLED, T_IN, T_OUT, T_GANTT = range(7)
+T_DONE, T_MOVING, T_PENDING, T_CANCELLED, T_PLAN_IN, T_IN, T_PLAN_OUT, T_OUT, T_GANTT = range(9)
+ROW_TITLES = ("moves over time (seconds since start)", "bytes per broker", "partition moves")
+MIB = 1024 * 1024
+GIB = 1024 * MIB
 
 
 @dataclass
 class ChartData:
-    """Everything one redraw needs (already bounded by ``figures``)."""
+    """Everything one redraw needs (already bounded by ``figures``). ``plan`` is what the plan
+    needs of each broker (bytes to receive / to send), ``brokers`` what it did so far."""
 
     progress: ProgressSeries = field(default_factory=ProgressSeries)
     brokers: Mapping[int, Mapping[str, float]] = field(default_factory=dict)
     brokers_title: str = "bytes per broker"
     bars: Sequence[MoveBar] = ()
     bars_hidden: int = 0
+    plan: Mapping[int, Mapping[str, float]] = field(default_factory=dict)
+    header: str = ""
+    started: bool = True
 
 
 def _layout_title(data: ChartData) -> str:
+    if data.header:
+        return data.header
     p = data.progress
     done = p.done[-1] if p.done else 0
     moving = p.moving[-1] if p.moving else 0
     return f"plan progress: {p.percent_done:.0f}% done ({done}/{p.total} moves, {moving} moving)"
 
 
+def _byte_unit(top: float) -> tuple[float, str]:
+    """One unit for a chart's byte axis (the panel's MiB / GiB convention)."""
+    return (GIB, "GiB") if top >= 10 * GIB else (MIB, "MiB")
+
+
+def _human(n: float) -> str:
+    from .figures import human_bytes
+
+    return human_bytes(n)
+
+
 def new_figure(widget: bool = True) -> go.Figure:
-    """An empty figure with every trace in place; a FigureWidget for the live panel."""
+    """An empty figure with every trace in place; a FigureWidget for the live panel. Each
+    pane has its own legend beside it (moves: ``legend``, bytes: ``legend2``)."""
     base = make_subplots(
         rows=3,
         cols=1,
         row_heights=[0.34, 0.22, 0.44],
         vertical_spacing=0.13,
-        subplot_titles=(
-            "moves over time (seconds since start)",
-            "bytes per broker",
-            "partition moves",
-        ),
+        subplot_titles=ROW_TITLES,
     )
     fig = go.FigureWidget(base) if widget else go.Figure(base)
     for name in ("done", "moving", "pending", "cancelled"):
@@ -74,17 +93,38 @@ def new_figure(widget: bool = True) -> go.Figure:
                 stackgroup="moves",
                 line_shape="hv",
                 line={"color": COLORS[name], "width": 0 if name == "cancelled" else 1},
-                legendgroup="moves",
+                legend="legend",
             ),
             row=1,
             col=1,
         )
-    fig.add_trace(
-        go.Bar(x=[], y=[], name="bytes in", marker_color=COLORS["bytes_in"]), row=2, col=1
-    )
-    fig.add_trace(
-        go.Bar(x=[], y=[], name="bytes out", marker_color=COLORS["bytes_out"]), row=2, col=1
-    )
+    # per broker: what the plan needs (light, behind) and what is done so far (solid, over it)
+    for key, name, offset in (
+        ("plan_in", "to receive (plan)", -0.4),
+        ("bytes_in", "received", -0.4),
+        ("plan_out", "to send (plan)", 0.02),
+        ("bytes_out", "sent", 0.02),
+    ):
+        plan = key.startswith("plan")
+        fig.add_trace(
+            go.Bar(
+                x=[],
+                y=[],
+                name=name,
+                offset=offset,
+                width=0.38,
+                marker={
+                    "color": COLORS[key],
+                    "line": {"color": COLORS["bytes_in" if key == "plan_in" else "bytes_out"],
+                             "width": 1 if plan else 0},
+                },
+                textposition="outside" if plan else "none",
+                cliponaxis=False,
+                legend="legend2",
+            ),
+            row=2,
+            col=1,
+        )  # fmt: skip
     fig.add_trace(
         go.Bar(
             x=[],
@@ -99,20 +139,21 @@ def new_figure(widget: bool = True) -> go.Figure:
         row=3,
         col=1,
     )
+    d1 = fig.layout.yaxis.domain
+    d2 = fig.layout.yaxis2.domain
     fig.update_layout(
         height=720,
-        autosize=True,
-        barmode="group",  # autosize: as wide as the notebook cell margin={"l": 90, "r": 20, "t": 60, "b": 40},
+        autosize=True,  # as wide as the notebook cell
+        barmode="overlay",
+        margin={"l": 90, "r": 20, "t": 60, "b": 40},
         title={"text": "plan progress: not started", "y": 0.985},
-        legend={"x": 1.02, "y": 1.0, "xanchor": "left", "yanchor": "top"},
+        legend={"x": 1.02, "y": d1[1], "xanchor": "left", "yanchor": "top"},
+        legend2={"x": 1.02, "y": d2[1], "xanchor": "left", "yanchor": "top"},
         template="plotly_white",
     )
-    # counts are whole numbers; bytes read as kB / MB / GB
     fig.update_yaxes(title_text="moves", tickformat=",d", rangemode="tozero", row=1, col=1)
     fig.update_xaxes(title_text="broker", title_standoff=4, type="category", row=2, col=1)
-    fig.update_yaxes(
-        title_text="bytes", tickformat=".3~s", ticksuffix="B", rangemode="tozero", row=2, col=1
-    )
+    fig.update_yaxes(title_text="MiB", rangemode="tozero", row=2, col=1)
     # the timeline shares the progress pane's time axis (same t0, same scale, zoom together)
     fig.update_xaxes(
         title_text="seconds since start", matches="x", rangemode="tozero", row=3, col=1
@@ -122,10 +163,21 @@ def new_figure(widget: bool = True) -> go.Figure:
 
 
 def apply(fig: go.Figure, data: ChartData) -> None:
-    """Redraw ``fig`` from ``data`` in one batched update (one message to the browser)."""
+    """Redraw ``fig`` from ``data`` in one batched update (one message to the browser).
+    Before the run only the plan's bytes per broker are drawn: the panes of the run (moves
+    over time, the timeline) are hidden, never empty axes."""
     p = data.progress
-    brokers = list(data.brokers)
+    brokers = sorted(set(data.plan) | set(data.brokers))
     bars = list(data.bars)
+    top = max(
+        [v.get(k, 0.0) for d in (data.plan, data.brokers) for v in d.values()
+         for k in ("bytes_in", "bytes_out")] or [0.0]
+    )  # fmt: skip
+    unit, uname = _byte_unit(top)
+
+    def col(d: Mapping[int, Mapping[str, float]], b: int, k: str) -> float:
+        return float(d.get(b, {}).get(k, 0.0))
+
     with fig.batch_update():
         for idx, ys in (
             (T_DONE, p.done),
@@ -135,10 +187,19 @@ def apply(fig: go.Figure, data: ChartData) -> None:
         ):
             fig.data[idx].x = list(p.t)
             fig.data[idx].y = list(ys)
-        fig.data[T_IN].x = [str(b) for b in brokers]
-        fig.data[T_IN].y = [data.brokers[b].get("bytes_in", 0.0) for b in brokers]
-        fig.data[T_OUT].x = [str(b) for b in brokers]
-        fig.data[T_OUT].y = [data.brokers[b].get("bytes_out", 0.0) for b in brokers]
+        xs = [str(b) for b in brokers]
+        for t_plan, t_done, k in ((T_PLAN_IN, T_IN, "bytes_in"), (T_PLAN_OUT, T_OUT, "bytes_out")):
+            need = [col(data.plan, b, k) for b in brokers]
+            got = [min(col(data.brokers, b, k), n) if n else col(data.brokers, b, k)
+                   for b, n in zip(brokers, need, strict=True)]  # fmt: skip
+            fig.data[t_plan].x = xs
+            fig.data[t_plan].y = [n / unit for n in need]
+            fig.data[t_plan].text = [
+                (f"{_human(g)} of {_human(n)}" if data.started else _human(n)) if n else ""
+                for g, n in zip(got, need, strict=True)
+            ]
+            fig.data[t_done].x = xs
+            fig.data[t_done].y = [g / unit for g in got]
         g = fig.data[T_GANTT]
         g.y = [b.label for b in bars]
         g.base = [b.start for b in bars]
@@ -149,11 +210,29 @@ def apply(fig: go.Figure, data: ChartData) -> None:
         title = "partition moves" + (
             f" ({data.bars_hidden} more not shown)" if data.bars_hidden else ""
         )
-        fig.layout.annotations[2].text = title
+        started = data.started
+        fig.layout.annotations[0].text = (
+            ROW_TITLES[0] if started else "moves over time: drawn once the run starts"
+        )
+        fig.layout.annotations[2].text = title if started else ""
         fig.layout.annotations[1].text = data.brokers_title
-        fig.layout.height = max(720, 480 + 14 * len(bars))
+        for ax in ("xaxis", "yaxis", "xaxis3", "yaxis3"):
+            fig.layout[ax].visible = started
+        fig.layout.yaxis2.title.text = uname
+        fig.layout.height = max(720, 480 + 14 * len(bars)) if started else 520
         # whole moves: one tick per move on small plans (no 0.5 ticks), automatic above
         fig.update_yaxes(dtick=1 if p.total <= 10 else None, row=1, col=1)
+
+
+def sync_widget(fig: Any) -> None:
+    """A FigureWidget's state as its view will be created from: changes made before the view
+    exists travel as messages nobody hears (plotly's own ``_repr_mimebundle_`` does the same
+    when the figure is displayed alone; inside a panel's VBox it is not called)."""
+    from copy import deepcopy
+
+    if hasattr(fig, "_widget_layout"):
+        fig._widget_layout = deepcopy(fig._layout_obj._props)
+        fig._widget_data = deepcopy(fig._data)
 
 
 def write_html(

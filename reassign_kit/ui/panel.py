@@ -14,7 +14,6 @@ responsive and a 10,000-partition plan does not flood the browser.
 from __future__ import annotations
 
 import html
-import json
 import os
 import threading
 import time
@@ -25,73 +24,30 @@ from typing import Any
 
 import ipywidgets as W
 
-from .. import state
 from ..cluster.views import cluster_view, partition_sizes, require_permissions
-from ..engine.journal import read_events
-from ..engine.options import Declared, ExecuteOptions, panel_options
-from ..engine.preflight import preflight
-from ..engine.progress import behind_from_events, run_progress_line
-from ..engine.resume import set_aside, unfinished_run
+from ..engine.options import ExecuteOptions
+from ..engine.progress import behind_from_events
 from ..errors import ReassignKitError, UsageError
 from ..model import Plan
 from ..plan_record import Approval
-from . import charts, controls, figures
+from . import cancel_view, charts, controls, describe, figures, status
+from . import control_widgets as cw
+from .artefacts import Artefacts
+from .wiring import RunWiring
 
 # the what-if (the CLI's --execute --dry-run, ``whatif.what_if``) is computed when the panel
 # opens and again when a pacing control changes before a run, up to this many moves (above
 # it, ``Panel.what_if()`` computes it on demand: the executor runs once per policy)
 WHATIF_AUTO_MOVES = 2000
 
-# --------------------------------------------------------------------------- pacing controls
-
-# The controls come from the one declaration of the execute options (engine/options.py):
-# label, widget kind, the widget value meaning "none", whether it is live-editable.
-PACING: tuple[Declared, ...] = panel_options()
-OPTIONS = {o.name: o for o in PACING}
-
-
-def _make_control(opt: Declared, value: Any) -> W.Widget:
-    style = {"description_width": "170px"}
-    layout = W.Layout(width="330px")
-    o = opt.option
-    tip = o.widget_help or o.help
-    if o.widget == "bool":
-        return W.Checkbox(
-            value=bool(value),
-            description=o.label,
-            tooltip=tip,
-            style=style,
-            indent=True,
-            layout=layout,
-        )
-    if o.widget == "choice":
-        return W.Dropdown(
-            options=list(o.choices), value=value, description=o.label, style=style, layout=layout
-        )
-    cls = W.IntText if o.widget == "int" else W.FloatText
-    return cls(value=value, description=o.label, tooltip=tip, style=style, layout=layout)
-
-
-def _widget_value(opt: Declared, value: Any) -> Any:
-    """Widget value -> ExecuteOptions value ("no limit" sentinels become None)."""
-    return opt.from_widget(value)
-
-
-def _from_option_value(opt: Declared, value: Any) -> Any:
-    return opt.to_widget(value)
-
-
-def _show(opt: Declared, value: Any) -> str:
-    """A control's value as a person reads it ("no cap" rather than None)."""
-    if value is None:
-        return "whole move at once" if opt.name == "parallel_replica_count" else "no cap"
-    return str(value)
+PACING = cw.PACING
+OPTIONS = cw.OPTIONS
 
 
 # --------------------------------------------------------------------------- the panel
 
 
-class Panel:
+class Panel(RunWiring, Artefacts):
     """The widget tree plus its state; display it by leaving it last in a cell.
 
     Execute and Resume go through ``engine.preflight`` (the CLI's checks, messages and rollback
@@ -162,11 +118,8 @@ class Panel:
             raise ReassignKitError(
                 f"unknown panel option(s) {', '.join(bad)}; known: {', '.join(sorted(known))}"
             )
-        self.controls: dict[str, W.Widget] = {
-            o.name: _make_control(o, _from_option_value(o, defaults.get(o.name, o.default)))
-            for o in PACING
-        }
-        for name in controls.LIVE_CONTROLS:
+        self.controls: dict[str, W.Widget] = cw.build(defaults)
+        for name in controls.RUN_CONTROLS:
             self.controls[name].observe(partial(self._on_live_change, name), names="value")
         for w in self.controls.values():
             w.observe(self._on_option_change, names="value")
@@ -206,20 +159,31 @@ class Panel:
                 tooltip="cancel (roll back): end the run and bring every move not complete, "
                 "stepped moves between steps included, back to its original replicas",
             ),
-            "verify": W.Button(description="Verify", button_style="info", icon="check"),
+            "verify": W.Button(
+                description="Verify",
+                button_style="info",
+                icon="check",
+                tooltip="compare the cluster with the plan (--verify)",
+            ),
         }
         for name, b in self.buttons.items():
             b.layout = W.Layout(
                 width="auto", min_width="96px", padding="0 14px"
             )  # labels never cut
             b.on_click(getattr(self, f"_on_{name}"))
+        self.confirm, confirm_buttons = cancel_view.confirm_box(
+            self._on_confirm_cancel, self._on_keep_running
+        )
+        self.confirm_buttons = confirm_buttons
+        self.outcome: Any = None  # outcome.CancelReport after a cancel
+        self.outcome_html = W.HTML()
         self.resumable = self._resumable_run()
         self.status = W.HTML()
         self.message = W.HTML()
         self.summary_html = W.HTML()
         self.behind_html = W.HTML()
         self.log_html = W.HTML()
-        self.eta_html = W.HTML()  # the run's progress line: percent, rate, ETA
+        self.eta_html = W.HTML()  # the progress line: only what holds in the run's state
         self.whatif_html = W.HTML()
         self.whatif_figure = charts.whatif_widget()
         self.figure = charts.new_figure(widget=True)
@@ -228,23 +192,24 @@ class Panel:
         if not self.summary.valid:
             self._set_phase("invalid")
         self._render_summary()
+        self.control_boxes, self.control_labels = cw.boxes(self.controls)
+        grid, advanced = cw.layout(self.control_boxes)
+        self.whatif_box = W.Accordion(
+            [W.VBox([self.whatif_html, self.whatif_figure])], selected_index=None
+        )
+        self.whatif_box.set_title(0, "what-if: predicted makespan per pacing policy")
         self.widget = W.VBox(
             [
                 self.summary_html,
-                W.HBox(
-                    [
-                        W.GridBox(
-                            list(self.controls.values()),
-                            layout=W.Layout(grid_template_columns="repeat(2, 340px)"),
-                        )
-                    ]
-                ),
-                self.whatif_html,
-                self.whatif_figure,
+                grid,
+                advanced,
+                self.whatif_box,
                 W.HBox(list(self.buttons.values()), layout=W.Layout(flex_flow="row wrap")),
                 self.status,
-                self.message,
                 self.eta_html,
+                self.message,
+                self.confirm,
+                self.outcome_html,
                 self.figure,
                 W.HTML("<b>partitions furthest behind</b>"),
                 self.behind_html,
@@ -252,6 +217,7 @@ class Panel:
                 self.log_html,
             ]
         )
+        self.widget.add_class("rk-panel")
         self._set_phase(self.phase)
         if self.summary.valid and len(self.plan) <= WHATIF_AUTO_MOVES:
             self.what_if()
@@ -273,6 +239,10 @@ class Panel:
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
+        # the figures' views start from what they hold now (updates made before a view
+        # existed were messages nobody heard: empty axes before the run, issue 25 item 4)
+        charts.sync_widget(self.figure)
+        charts.sync_widget(self.whatif_figure)
         display(self.widget)
 
     def enabled(self) -> frozenset[str]:
@@ -280,17 +250,28 @@ class Panel:
 
     def options(self) -> dict[str, Any]:
         """The ExecuteOptions values the controls hold now."""
-        return {o.name: _widget_value(o, self.controls[o.name].value) for o in PACING}
+        return {o.name: cw.from_widget(o.name, self.controls[o.name].value) for o in PACING}
 
     def _set_phase(self, phase: str) -> None:
+        """The one place the panel's state is shown: buttons, controls (locked ones with their
+        reason on hover), the state line and the progress line all follow ``phase``."""
         self.phase = phase
         on = controls.enabled_buttons(phase, resumable=self.resumable is not None)
         for name, b in self.buttons.items():
             b.disabled = name not in on
-        editable = controls.editable_controls(phase, list(self.controls))
-        for name, w in self.controls.items():
-            w.disabled = name not in editable
-        live = " (caps can be changed while it runs)" if phase in ("running", "paused") else ""
+        run = self.run
+        throttled = bool(run is not None and getattr(run.options, "throttle", None))
+        batched = bool(run is not None and getattr(run.options, "batch_size", 0))
+        editable = controls.editable_controls(phase, list(self.controls), throttled, batched)
+        cw.lock(
+            self.controls,
+            editable,
+            controls.lock_reasons(phase),
+            getattr(self, "control_labels", None),
+        )
+        if phase not in ("running", "paused", "pausing", "starting"):
+            self.confirm.layout.display = "none"
+        live = " (the unlocked controls apply to this run now)" if phase in controls.RUNNING else ""
         self.status.value = f"<b>state:</b> {html.escape(phase)}{live}"
 
     def _note(self, text: str) -> None:
@@ -326,6 +307,7 @@ class Panel:
         except ReassignKitError as e:
             states, sizes, problems = {}, {}, [f"cannot read the cluster: {e}"]
         self.states = states
+        self._sizes = dict(sizes)
         self.current = {tp: tuple(s.replicas) for tp, s in states.items()}
         self.leaders = {tp: s.leader for tp, s in states.items() if s.leader is not None}
         rows = [
@@ -369,385 +351,22 @@ class Panel:
             return None
         self.whatif_html.value = charts.whatif_table_html(self.whatif.rows, self.whatif.calibration)
         charts.set_whatif(self.whatif_figure, self.whatif.rows)
+        if hasattr(self, "whatif_box") and self.whatif.rows:
+            first = self.whatif.rows[0]
+            thr = cw.show("throttle", self.options().get("throttle"))
+            self.whatif_box.set_title(
+                0,
+                f"what-if: {status.duration(float(first['seconds']))} predicted with these "
+                f"options ({thr}); open for the other pacing policies",
+            )
         return self.whatif
 
     def _on_option_change(self, _change: Mapping[str, Any]) -> None:
         """A pacing control changed before a run: the what-if follows it (small plans)."""
-        if self._reverting or self.phase in ("running", "paused", "stopping", "invalid"):
+        if self._reverting or self.run_active() or self.phase == "invalid":
             return
         if len(self.plan) <= WHATIF_AUTO_MOVES and hasattr(self, "whatif_figure"):
             self.what_if()
-
-    # ---------------------------------------------------------------- buttons
-
-    def _allowed(self, button: str) -> bool:
-        return button in controls.enabled_buttons(self.phase, resumable=self.resumable is not None)
-
-    def _on_execute(self, _b: Any = None) -> None:
-        """A new run of the plan, through the one preflight (validation, others' moves refused
-        unless "additional", rollback file that never replaces an earlier one); an earlier
-        journal at the same path is kept beside it."""
-        if not self._allowed("execute"):
-            return
-        home = None
-        try:
-            # the panel stays until every move is complete (the CLI's --wait), so the chart
-            # reaches the end and the throttles are cleared by the run itself
-            opts = ExecuteOptions(**{**self.options(), "wait": True})
-            # the run's home (as the CLI's): its originals, priors and journal are found by
-            # --verify / --cancel with the plan; the output folder's paths are recorded there
-            home = state.begin(
-                self.gateway,
-                self.plan,
-                kind="paced",
-                state_dir=self.state_dir,
-                source="the panel's plan",
-                rollback=self._rollback_target(),
-                journal=self._fixed_journal,
-                throttle=opts.throttle,
-            )
-            journal = self._fixed_journal or home.journal
-            prepared = preflight(
-                self.gateway,
-                self.plan,
-                opts,
-                journal,
-                rollback_path=home.rollback,
-                plan_path=self.plan_path,
-                approval=self.approval,
-                **self._run_kwargs,
-            )
-            self.approval_lines = list(prepared.approval)  # shown in report()
-            if self._fixed_journal:
-                aside = set_aside(self._fixed_journal)
-                if aside:
-                    self.artefacts["previous_journal"] = aside
-            self.journal_path = journal  # Resume after a Stop goes on from it
-            self.resumable = None
-            home.written(
-                prepared.rollback_path,
-                in_flight=[m.tp for m in self.plan if m.tp in prepared.in_flight],
-            )
-        except (ReassignKitError, OSError) as e:
-            if home is not None and isinstance(e, state.REFUSED):
-                state.discard(home)
-            self._say(str(e), error=True)
-            return
-        self._keep_rollback(prepared.rollback_path)
-        try:  # plan.json beside the rollback file, before anything moves
-            self._save_start_artefacts()
-        except OSError as e:
-            self._say(
-                f"cannot write the panel's artefacts in {self.output_dir}: "
-                f"{e.strerror or e} ({e.filename or ''}); nothing was sent to the cluster",
-                error=True,
-            )
-            return
-        with self._lock:
-            self.events = []
-        self._launch(prepared.run)
-
-    def _rollback_target(self) -> str | None:
-        return os.path.join(self.output_dir, "rollback.json") if self.output_dir else None
-
-    def _keep_rollback(self, path: str | None) -> None:
-        """The first rollback file of the output folder stays ``rollback``; later ones (a new
-        Execute after a stop, cancel or failure) are listed beside it."""
-        if not path:
-            return
-        if "rollback" not in self.artefacts:
-            self.artefacts["rollback"] = path
-        elif path != self.artefacts["rollback"]:
-            n = sum(k.startswith("rollback") for k in self.artefacts) + 1
-            self.artefacts[f"rollback_{n}"] = path
-
-    def _on_resume_run(self, _b: Any = None) -> None:
-        """Continue the journaled run with its own options (as ``--resume`` does): moves still
-        in flight are adopted, complete ones are not resubmitted, the rest is scheduled."""
-        if not self._allowed("resume_run") or self.resumable is None:
-            return
-        first = self.resumable
-        journaled = {k: v for k, v in (first.get("options") or {}).items() if k != "wait"}
-        for name, opt in OPTIONS.items():
-            if name in journaled:
-                self._set_control(name, _from_option_value(opt, journaled[name]))
-        try:
-            opts = ExecuteOptions.from_json_obj({**journaled, **self.options(), "wait": True})
-            prepared = preflight(
-                self.gateway,
-                self.plan,
-                opts,
-                self.journal_path,
-                resume=True,
-                rollback_path=None,
-                plan_path=self.plan_path,
-                approval=self.approval,
-                **self._run_kwargs,
-            )
-        except ReassignKitError as e:
-            self._say(str(e), error=True)
-            return
-        with self._lock:  # the chart goes on from where the journal left it
-            self.events = read_events(self.journal_path) if self.journal_path else []
-        self._launch(prepared.run)
-        self._note(f"resuming run {first.get('run_id')} from {self.journal_path} with its options")
-
-    def _launch(self, run: Any) -> None:
-        self.run, self.result, self.verify_result, self._asked = run, None, None, None
-        run.subscribe(self._on_event)
-        self._say("")
-        self._set_phase("running")
-        try:
-            run.start()
-        except ReassignKitError as e:
-            self._say(str(e), error=True)
-            self._set_phase("failed")
-            return
-        self._watcher = threading.Thread(target=self._watch, name="reassign-kit-panel", daemon=True)
-        self._watcher.start()
-
-    def _resumable_run(self) -> dict[str, Any] | None:
-        """The ``run_started`` event of an unfinished run of this plan in the panel's journal."""
-        return unfinished_run(self.journal_path, self.plan) if self.journal_path else None
-
-    def _set_control(self, name: str, value: Any) -> None:
-        self._reverting = True
-        try:
-            self.controls[name].value = value
-        finally:
-            self._reverting = False
-
-    def _on_live_change(self, name: str, change: Mapping[str, Any]) -> None:
-        """A cap changed while the run goes on: hand it to the run (effective at its next
-        scheduling decision); a value the run refuses is named and the control put back."""
-        if self._reverting or self.run is None or self.phase not in ("running", "paused"):
-            return
-        opt = OPTIONS[name]
-        old, new = _widget_value(opt, change["old"]), _widget_value(opt, change["new"])
-        try:
-            if (
-                name == "parallel_replica_count"
-                and new is not None
-                and (not isinstance(new, int) or new < 1)
-            ):
-                raise UsageError(
-                    f"parallel replica count must be >= 1 (0 = whole move at once), got {new}"
-                )
-            self.run.set_caps(**{name: new})  # R also switches KIP-435's leader-moves-first batches
-        except ReassignKitError as e:
-            self._set_control(name, change["old"])
-            self._say(f"{opt.option.label}: {e}", error=True)
-            self._note(f"{opt.option.label} not changed: {e}")
-            return
-        where = (
-            "moves not started and the next step of moves part-way"
-            if name == "parallel_replica_count"
-            else "the next scheduling decision"
-        )
-        self._note(
-            f"{opt.option.label}: {_show(opt, old)} -> {_show(opt, new)} (takes effect at {where})"
-        )
-        self._say(f"{opt.option.label} is now {_show(opt, new)}")
-
-    def _on_stop(self, _b: Any = None) -> None:
-        if self.run is not None and self.phase in ("running", "paused"):
-            self._asked = "stop"
-            self._set_phase("stopping")
-            self._say(
-                "stopping (drain): nothing new is submitted; the moves in flight go on "
-                "(throttled). Resume from journal continues the run later"
-            )
-            self.run.stop(cancel_inflight=False)
-
-    def _on_pause(self, _b: Any = None) -> None:
-        if self.run is not None and self.phase == "running":
-            self.run.pause()
-            self._set_phase("paused")
-            self._say("paused: no new move is submitted; moves in flight go on (throttled)")
-
-    def _on_resume(self, _b: Any = None) -> None:
-        if self.run is not None and self.phase == "paused":
-            self.run.resume()
-            self._set_phase("running")
-            self._say("")
-
-    def _on_cancel(self, _b: Any = None) -> None:
-        if self.run is not None and self.phase in ("running", "paused"):
-            self._asked = "cancel"
-            self._set_phase("stopping")
-            self._say(
-                "cancelling (rollback): every move not complete, stepped moves between steps "
-                "included, goes back to its original replicas; the panel waits for it and "
-                "reports each partition"
-            )
-            self.run.cancel()
-
-    def _verify_electing(self, gateway: Any, plan: Plan) -> Any:
-        """The default Verify: ``ops.verify``, electing the preferred leaders of the complete
-        partitions when the "elect preferred leaders" box is ticked (the CLI's ``--verify
-        --elect-leaders``)."""
-        from ..api import verify
-
-        # the run's recorded throttle priors (found by the plan): the operator's values back
-        return verify(
-            gateway,
-            plan,
-            elect_leaders=bool(self.controls["elect_leaders"].value),
-            state_dir=self.state_dir,
-        )
-
-    def _on_verify(self, _b: Any = None) -> None:
-        if not self._allowed("verify"):
-            return
-        before = self.phase
-        self._set_phase("verifying")
-        try:
-            self.verify_result = self._verify_fn(self.gateway, self.plan)
-            self._say(_describe_verify(self.verify_result))
-        except ReassignKitError as e:
-            self._say(str(e), error=True)
-        except Exception as e:  # noqa: BLE001 - shown to the user, never a silent stop
-            self._say(f"verify failed: {type(e).__name__}: {e}", error=True)
-        finally:
-            self._set_phase(before)
-        self._save_artefacts_or_say()
-
-    # ---------------------------------------------------------------- run wiring
-
-    def _on_event(self, event: Mapping[str, Any]) -> None:
-        """Called on the run's worker thread: record and mark dirty, nothing more."""
-        with self._lock:
-            self.events.append(dict(event))
-        self._dirty.set()
-
-    def _watch(self) -> None:
-        run = self.run
-        done = threading.Event()
-        outcome: dict[str, Any] = {}
-
-        def waiter() -> None:
-            try:
-                outcome["result"] = run.wait()
-            except BaseException as e:  # noqa: BLE001 - reported in the panel
-                outcome["error"] = e
-            finally:
-                done.set()
-                self._dirty.set()
-
-        threading.Thread(target=waiter, name="reassign-kit-panel-wait", daemon=True).start()
-        while not done.is_set():
-            self._dirty.wait(self.refresh_s)
-            if done.is_set():
-                break
-            self._dirty.clear()
-            self._safe_refresh()
-            time.sleep(self.refresh_s)  # bound the redraw rate
-        self.result = outcome.get("result")
-        self.resumable = self._resumable_run()
-        err = outcome.get("error") or _result_error(self.result)
-        if err is not None:
-            msg = (
-                str(err)
-                if isinstance(err, ReassignKitError | str)
-                else f"{type(err).__name__}: {err}"
-            )
-            self._say(f"the run stopped with an error: {msg}", error=True)
-            self._set_phase("failed")
-        else:
-            self._set_phase(controls.phase_after_run(_result_state(self.result), self._asked))
-            hint = (
-                "; Resume from journal continues it"
-                if self.resumable is not None and self.phase in ("stopped", "cancelled")
-                else ""
-            )
-            self._say(_describe_result(self.result) + hint)
-        self._safe_refresh()
-        self._save_artefacts_or_say()
-
-    # ---------------------------------------------------------------- artefacts
-
-    def _save_start_artefacts(self) -> None:
-        """plan.json beside the rollback file the preflight wrote, before anything moves."""
-        if not self.output_dir:
-            return
-        path = os.path.join(self.output_dir, "plan.json")
-        self.plan.write(path)
-        self.artefacts["plan"] = path
-        if self.journal_path:
-            self.artefacts["journal"] = self.journal_path
-
-    def report(self) -> dict[str, Any]:
-        """What the run did, as plain JSON values (no client config, so no secret)."""
-        data = self.chart_data()
-        s = self.summary
-        return {
-            "phase": self.phase,
-            "plan": {
-                "moves": s.moves,
-                "replica_moves": s.replica_moves,
-                "bytes_to_move": s.bytes_to_move,
-                "leader_changes": s.leader_changes,
-                "brokers_touched": list(s.brokers_touched),
-                "problems": list(s.problems),
-            },
-            "options": self.options(),
-            "progress": {
-                "total": data.progress.total,
-                "done": data.progress.done[-1] if data.progress.done else 0,
-                "cancelled": data.progress.cancelled[-1] if data.progress.cancelled else 0,
-                "percent_done": data.progress.percent_done,
-                "seconds": data.progress.t[-1] if data.progress.t else 0.0,
-            },
-            "run": _describe_result(self.result) if self.result is not None else None,
-            "verify": _describe_verify(self.verify_result)
-            if self.verify_result is not None
-            else None,
-            "verify_complete": verify_complete(self.verify_result),
-            "errors": list(self.errors),
-            "changes": self._notes(),  # caps changed during the run, resumes: what the user did
-            "approval": list(self.approval_lines),  # plan hash / drift check (issue 24 #6)
-            "artefacts": dict(self.artefacts),
-        }
-
-    def _save_artefacts_or_say(self) -> None:
-        """``save_artefacts`` from a button or the watcher thread: a failure to write (disk
-        full, folder removed, no permission) is shown in the panel, after what it says already,
-        instead of landing in the widget's callback log."""
-        try:
-            self.save_artefacts()
-        except OSError as e:
-            shown = getattr(self, "_said", "")
-            shown = shown + "\n" if shown else ""
-            self._say(
-                f"{shown}cannot write the panel's artefacts in {self.output_dir}: "
-                f"{e.strerror or e} ({e.filename or ''})",
-                error=True,
-            )
-
-    def save_artefacts(self) -> dict[str, str]:
-        """report.json and the chart as standalone HTML in ``output_dir`` (if one was given)."""
-        if not self.output_dir:
-            return {}
-        fig = charts.new_figure(widget=False)
-        charts.apply(fig, self.chart_data())
-        chart = charts.write_html(
-            os.path.join(self.output_dir, "execute_chart.html"),
-            {"progress": fig},
-            title=self._run_title(),
-        )
-        self.artefacts["chart"] = chart
-        self.artefacts["report"] = os.path.join(self.output_dir, "execute_report.json")
-        with open(self.artefacts["report"], "w", encoding="utf-8") as f:
-            json.dump(self.report(), f, indent=2, default=str)
-        return dict(self.artefacts)
-
-    def _notes(self) -> list[str]:
-        with self._lock:
-            return [str(e.get("message")) for e in self.events if e.get("event") == "note"]
-
-    def _run_title(self) -> str:
-        run_id = getattr(self.run, "run_id", "") if self.run is not None else ""
-        return f"reassign_kit run {run_id or '(not started)'}: {self.summary.moves} moves, {self.phase}"
 
     def wait(self, timeout: float | None = None) -> Any:
         """Block until the current run has finished and the panel shows its outcome."""
@@ -761,32 +380,71 @@ class Panel:
         except Exception:  # noqa: BLE001 - a drawing bug must not kill the watcher
             self._say("could not redraw the chart:\n" + traceback.format_exc(limit=3), error=True)
 
+    def current_status(self) -> status.Status:
+        """The one status the header, the progress line and the charts share."""
+        with self._lock:
+            evs = list(self.events)
+        state = self.phase
+        if self.run is None and state == "ready":
+            state = describe.state_from_events(evs) or state
+        err = getattr(self.result, "error", None) if self.result is not None else None
+        return status.status_of(
+            state, evs, self.summary.bytes_to_move, self.summary.moves, self._clock(), err
+        )
+
     def chart_data(self) -> charts.ChartData:
         with self._lock:
             evs = list(self.events)
-        total = self.summary.moves
-        progress = figures.progress_series(evs, total=total)
+        st = self.current_status()
+        started = any(e.get("event") == "run_started" for e in evs)
+        now = self._clock() if st.state in status.ACTIVE else None
+        progress = describe.up_to(figures.progress_series(evs, total=self.summary.moves), now)
+        bars, hidden = figures.move_bars(evs, now=now)
         live = figures.broker_bytes(evs, self.leaders)
-        bars, hidden = figures.move_bars(
-            evs, now=self._clock() if self.phase in ("running", "paused") else None
+        title = (
+            "bytes per broker: so far vs what the plan needs"
+            if started
+            else "bytes per broker the plan needs (nothing copied yet)"
         )
-        if live:
-            brokers, title = live, "bytes copied per broker (latest sample)"
-        else:
-            brokers, title = self.summary.per_broker, "bytes to move per broker (plan)"
-        return charts.ChartData(progress, brokers, title, bars, hidden)
+        return charts.ChartData(
+            progress,
+            live,
+            title,
+            bars,
+            hidden,
+            plan=self._broker_needs(),
+            header=st.header,
+            started=started,
+        )
+
+    def _broker_needs(self) -> dict[int, dict[str, float]]:
+        """What the plan needs of each broker: bytes its new replicas receive, and bytes it
+        sends as the leader the new replicas fetch from (the current leader)."""
+        out: dict[int, dict[str, float]] = {}
+        sizes = getattr(self.summary, "sizes", None) or self._sizes
+        for m in self.plan:
+            cur = self.current.get(m.tp, ())
+            new = [b for b in m.replicas if b not in cur]
+            size = float(sizes.get(m.tp, 0))
+            for b in new:
+                out.setdefault(b, {"bytes_in": 0.0, "bytes_out": 0.0})["bytes_in"] += size
+            src = self.leaders.get(m.tp, cur[0] if cur else None)
+            if src is not None and new:
+                out.setdefault(src, {"bytes_in": 0.0, "bytes_out": 0.0})["bytes_out"] += size * len(
+                    new
+                )
+        return dict(sorted(out.items()))
 
     def refresh(self) -> None:
-        """Redraw chart, table and log from the events so far (bounded data only)."""
+        """Redraw status, chart, table and log from the events so far (bounded data only)."""
         data = self.chart_data()
         charts.apply(self.figure, data)
+        line = self.current_status().line
+        self.eta_html.value = f"<b class='rk-progress'>{html.escape(line)}</b>"
         with self._lock:
             evs = list(self.events)
         rows = behind_from_events(evs) or self._status_rows()
-        sample = next((e for e in reversed(evs) if e.get("event") == "sample"), None)
-        line = run_progress_line(sample) if sample is not None else None
-        self.eta_html.value = f"<b>{html.escape(line)}</b>" if line else ""
-        self.behind_html.value = _table_html(figures.behind_rows(rows))
+        self.behind_html.value = describe.table_html(figures.behind_rows(rows))
         with self._lock:
             lines = figures.log_lines(self.events, limit=figures.MAX_LOG_LINES)
         self.log_html.value = (
@@ -803,102 +461,6 @@ class Panel:
             return list(self.run.status().rows)
         except Exception:  # noqa: BLE001 - status is best effort while the run moves on
             return []
-
-
-def _table_html(rows: list[dict[str, Any]]) -> str:
-    if not rows:
-        return "<i>no partition is behind</i>"
-    head = "<tr><th>partition</th><th>state</th><th>behind</th><th>%</th><th>detail</th></tr>"
-    body = "".join(
-        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>".format(
-            html.escape(r["partition"]),
-            html.escape(r["state"]),
-            figures.human_bytes(r["behind_bytes"]) if r["behind_bytes"] is not None else "?",
-            f"{r['percent']:.0f}" if r["percent"] is not None else "",
-            html.escape(str(r["detail"])[:80]),
-        )
-        for r in rows
-    )
-    return f'<table style="font-size:12px">{head}{body}</table>'
-
-
-def _result_state(result: Any) -> str:
-    if result is None:
-        return "failed"
-    for attr in ("state", "status", "outcome"):
-        v = getattr(result, attr, None)
-        if isinstance(v, str):
-            return v
-    return "failed"
-
-
-def _result_error(result: Any) -> Any:
-    return getattr(result, "error", None) if result is not None else None
-
-
-def _describe_result(result: Any) -> str:
-    state = _result_state(result)
-    msg = getattr(result, "message", None) or getattr(result, "summary", None)
-    text = f"run {state}" + (f": {msg}" if isinstance(msg, str) and msg else "")
-    cancelled = list(getattr(result, "cancelled", None) or [])
-    rolling = list(getattr(result, "rolling_back", None) or [])
-    if cancelled or rolling:  # a cancel: what came back, per partition
-        text += "; rolled back to their original replicas: " + (
-            ", ".join(map(str, cancelled[:20])) or "none"
-        )
-        if rolling:
-            text += "; NOT back yet (rollback in flight, throttled): " + ", ".join(
-                map(str, rolling[:20])
-            )
-    el = getattr(result, "elections", None) or {}
-    if el:  # preferred leader elections (engine/elections.py) and the check after them
-        text += (
-            f"; preferred leaders: {el.get('elected', 0)} elected, {el.get('not_needed', 0)} "
-            f"not needed, {el.get('failed', 0)} failed"
-        )
-        off = getattr(result, "leaders_not_preferred", None) or {}
-        if off:
-            text += "; NOT led by their preferred replica: " + ", ".join(
-                f"{tp} ({why})" for tp, why in list(off.items())[:10]
-            )
-    return text
-
-
-def _describe_verify(result: Any) -> str:
-    lines = getattr(result, "lines", None)
-    if callable(lines):
-        text = list(lines())
-        verdict = {
-            True: "verify: done, every move of the plan is complete",
-            False: "verify: NOT complete",
-        }.get(verify_complete(result), "verify:")
-        return "\n".join(
-            [verdict, *text[:30], *([f"... {len(text) - 30} more lines"] if len(text) > 30 else [])]
-        )
-    for attr in ("message", "summary", "text"):
-        v = getattr(result, attr, None)
-        if isinstance(v, str) and v:
-            return v
-    return str(result)
-
-
-def verify_complete(result: Any) -> bool | None:
-    """Whether a verify result says every move of the plan is complete (None: not verified)."""
-    if result is None:
-        return None
-    for attr in ("complete", "done", "ok", "is_complete"):
-        v = getattr(result, attr, None)
-        if isinstance(v, bool):
-            return v
-        if callable(v):
-            try:
-                out = v()
-            except TypeError:
-                continue
-            if isinstance(out, bool):
-                return out
-    code = getattr(result, "exit_code", None)
-    return code == 0 if isinstance(code, int) else None
 
 
 def panel(

@@ -80,7 +80,7 @@ def test_live_cap_stop_and_resume_from_journal(sandbox, bootstrap, topic_name, t
         assert topic not in {**left.get("leader_replicas", {}), **left.get("follower_replicas", {})}
     finally:
         if p.phase in ("running", "paused"):
-            p.buttons["cancel"].click()
+            p.cancel()
             p.wait(120)
         if p.phase != "verifying":
             p._verify_fn(p.gateway, p.plan)  # clears the plan's throttles once nothing moves

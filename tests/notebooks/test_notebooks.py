@@ -57,7 +57,7 @@ def test_02_execute_writes_artefacts_and_completes(executed):
 
 def test_03_verify_reports_complete(executed, sandbox):
     out, _ = executed
-    runbook.run_notebook(
+    nb = runbook.run_notebook(
         "03_verify",
         str(out / "03"),
         {"sandbox_dir": str(sandbox.dir), "plan_path": str(out / "02" / "plan.json")},
@@ -65,12 +65,28 @@ def test_03_verify_reports_complete(executed, sandbox):
     )
     rep = json.loads((out / "03" / "verify_report.json").read_text())
     assert rep["complete"] is True and rep["exit_code"] == 0
+    # it prints what verify knows, not an empty progress line ("0 B of 0 B ... ETA 0m00s")
+    text = _outputs(nb)
+    assert "nothing left to copy" in text and "0 B of 0 B" not in text, text[-2000:]
+
+
+def _outputs(nb_path) -> str:
+    """Every text output of an executed notebook, joined."""
+    import nbformat
+
+    nb = nbformat.read(str(nb_path), as_version=4)
+    parts = []
+    for cell in nb.cells:
+        for o in cell.get("outputs", ()):
+            parts.append(o.get("text", ""))
+            parts.append(str(o.get("data", {}).get("text/plain", "")))
+    return "\n".join(parts)
 
 
 @pytest.mark.spark
 def test_04_postmortem_reads_the_journal(executed):
     out, _ = executed
-    runbook.run_notebook(
+    nb = runbook.run_notebook(
         "04_postmortem",
         str(out / "04"),
         {"journal_paths": str(out / "02" / "journal.jsonl"), "spark_master": "local[1]"},
@@ -87,6 +103,10 @@ def test_04_postmortem_reads_the_journal(executed):
         assert f'<section id="{chart}">' in page
     assert page.count("plotly.js v") == 1 and len(page) < 6_000_000
     assert sorted(p.name for p in (out / "04").glob("*.html")) == ["postmortem_charts.html"]
+    # times as times, and a sentence where a table would be empty
+    text = _outputs(nb)
+    assert "Empty DataFrame" not in text and "e+09" not in text, text[-2000:]
+    assert "no stuck moves" in text and " UTC" in text
 
 
 def test_bad_plan_fails_loudly(sandbox, tmp_path):

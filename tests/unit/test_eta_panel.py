@@ -45,16 +45,18 @@ def test_the_panel_shows_the_dry_runs_what_if_table_and_chart_before_execute():
     assert list(bars.y) == [r["policy"] for r in same.rows]
     assert list(bars.x) == [r["seconds"] / 60 for r in same.rows]
     # above the buttons, in the panel's widget tree
+    # above the buttons, in the panel's widget tree, in a collapsible (closed) section
     kids = list(panel.widget.children)
-    assert kids.index(panel.whatif_html) < kids.index(panel.whatif_figure)
-    assert kids.index(panel.whatif_figure) < kids.index(panel.eta_html)
+    assert list(panel.whatif_box.children[0].children) == [panel.whatif_html, panel.whatif_figure]
+    assert panel.whatif_box.selected_index is None
+    assert kids.index(panel.whatif_box) < kids.index(panel.eta_html)
 
 
 def test_the_what_if_follows_the_controls_before_a_run():
     sim, plan = setup()
     panel = Panel(plan, sim, refresh_s=0.01, batch_size=2, incremental=True, throttle=2 * MB)
     fast = panel.whatif.predicted_seconds
-    panel.controls["throttle"].value = MB  # half the throttle: about twice as long
+    panel.controls["throttle"].value = 1.0  # MiB/s: half the throttle, about twice as long
     slow = panel.whatif.predicted_seconds
     assert slow > 1.6 * fast
     assert panel.whatif.rows == whatif.what_if(sim, plan, ExecuteOptions(

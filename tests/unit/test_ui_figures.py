@@ -134,6 +134,14 @@ def test_button_states():
         "max_moves_per_broker",
         "parallel_replica_count",
     }
+    # a throttled run's throttle and a batched run's N are the run's to change too
+    assert controls.editable_controls("paused", names, throttled=True, batched=True) == {
+        "batch_size",
+        "max_moves_per_broker",
+        "parallel_replica_count",
+        "throttle",
+    }
+    assert "throttle" in controls.lock_reasons("running")
     assert controls.editable_controls("ready", names) == set(names)
     assert controls.editable_controls("stopping", names) == frozenset()
     assert controls.enabled_buttons("invalid") == frozenset()

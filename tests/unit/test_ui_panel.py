@@ -76,7 +76,7 @@ def test_summary_controls_and_initial_buttons(tmp_path):
     # every control maps onto a real ExecuteOptions field
     assert {o.name for o in PACING} <= set(ExecuteOptions.__dataclass_fields__)
     # the plan-time chart shows bytes per broker before anything runs
-    assert list(p.figure.data[charts.T_IN].x) == ["0", "1", "2", "3"]
+    assert list(p.figure.data[charts.T_PLAN_IN].x) == ["0", "1", "2", "3"]
 
 
 def test_invalid_plan_disables_everything(tmp_path):
@@ -130,10 +130,17 @@ def test_pause_resume_cancel(tmp_path):
     p.buttons["pause"].click()
     assert p.phase == "paused" and p.enabled() == {"resume", "stop", "cancel"}
     # only the caps stay changeable while a run goes on
-    assert {n for n, w in p.controls.items() if not w.disabled} == set(controls.LIVE_CONTROLS)
+    # what the run can change stays editable (the caps, its throttle, its batch size)
+    assert {n for n, w in p.controls.items() if not w.disabled} == set(controls.RUN_CONTROLS)
+    shown = p.control_labels["incremental"].value
+    assert "incremental (locked)" in shown and 'title="locked: the pacing mode' in shown
     p.buttons["resume"].click()
     assert p.phase == "running"
-    p.buttons["cancel"].click()
+    p.buttons["cancel"].click()  # asks first: nothing happens before the confirmation
+    assert p.confirm.layout.display == "flex" and p.phase == "running"
+    assert "rolled back" in p.confirm.children[0].value and "KEPT" in p.confirm.children[0].value
+    p.confirm_buttons["confirm_cancel"].click()
+    assert p.confirm.layout.display == "none"
     assert p.enabled() == frozenset()  # stopping: nothing to press until the run has left
     p.wait(60)
     assert p.phase == "cancelled", p.message.value
@@ -183,7 +190,7 @@ def test_caps_changed_while_running_take_effect_at_the_next_decision(tmp_path):
     p.buttons["execute"].click()
     wait_for(lambda: kinds_for(p, "submitted"), "the first submission")
     live = {n for n, w in p.controls.items() if not w.disabled}
-    assert live == set(controls.LIVE_CONTROLS) and p.controls["batch_size"].disabled
+    assert live == set(controls.RUN_CONTROLS) and p.controls["incremental"].disabled
     time.sleep(0.2)  # several polls: the cap keeps the others waiting
     assert [e["partition"] for e in kinds_for(p, "submitted")] == [0]
 
@@ -300,6 +307,7 @@ def test_cancel_then_resume_or_start_anew(tmp_path):
     p.buttons["execute"].click()
     wait_for(lambda: kinds_for(p, "submitted"), "the first submission")
     p.buttons["cancel"].click()
+    p.confirm_buttons["confirm_cancel"].click()
     p.wait(60)
     assert p.phase == "cancelled" and p.enabled() == {"execute", "resume_run", "verify"}
     old_id = p.run.run_id
@@ -350,6 +358,7 @@ def test_execute_twice_keeps_the_first_rollback_file(tmp_path):
     wait_for(lambda: kinds_for(p, "completed"), "the first move to complete")
     wait_for(lambda: len(kinds_for(p, "submitted")) == 2, "the stalled move's submission")
     p.buttons["cancel"].click()
+    p.confirm_buttons["confirm_cancel"].click()
     p.wait(60)
     assert p.phase == "cancelled", p.message.value
     assert sim.describe_partitions([TP("orders", 0)])[TP("orders", 0)].replicas == (2, 3)
@@ -362,6 +371,7 @@ def test_execute_twice_keeps_the_first_rollback_file(tmp_path):
     assert second["partitions"][0]["replicas"] == [2, 3]
     assert p.artefacts["rollback"] == str(tmp_path / "rollback.json")
     p.buttons["cancel"].click()
+    p.confirm_buttons["confirm_cancel"].click()
     p.wait(60)
 
 
@@ -442,6 +452,7 @@ def test_cancel_rolls_stepped_moves_back_to_their_original_replicas(tmp_path):
                 break
         time.sleep(0.01)
     p.buttons["cancel"].click()
+    p.confirm_buttons["confirm_cancel"].click()
     p.wait(60)
     assert p.phase == "cancelled", p.message.value
     assert not sim.list_reassignments() and sim.current_throttles().is_empty()
