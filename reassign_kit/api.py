@@ -194,20 +194,18 @@ def execute(
     approval = Approval(expect_plan_hash, allow_drift, plan_record)
     plan_path = os.path.abspath(source) if source != "the plan" else None
     with connected(cluster, command_config) as gw:
-        home = None
-        if not resume:  # the run's home, before anything is sent
-            home = state.begin(
-                gw,
-                plan,
-                kind="paced" if paced else "legacy",
-                state_dir=state_dir,
-                source=source,
-                rollback=os.fspath(rollback_path) if rollback_path else None,
-                journal=os.fspath(journal) if journal else None,
-                throttle=opts.throttle,
-            )
-        rb = None if rollback_path is None else home.rollback if home is not None else ""
-        try:
+        with state.recording(  # the run's home, before anything is sent
+            gw,
+            plan,
+            enabled=not resume,
+            kind="paced" if paced else "legacy",
+            state_dir=state_dir,
+            source=source,
+            rollback=os.fspath(rollback_path) if rollback_path else None,
+            journal=os.fspath(journal) if journal else None,
+            throttle=opts.throttle,
+        ) as home:
+            rb = None if rollback_path is None else home.rollback if home is not None else ""
             if not paced:
                 res = ops.execute(
                     gw,
@@ -250,14 +248,8 @@ def execute(
                 plan_path=plan_path,
                 approval=approval,
             )
-        except state.REFUSED:
-            if home is not None:
-                state.discard(home)
-            raise
         if home is not None:
-            home.written(
-                prepared.rollback_path, in_flight=[m.tp for m in plan if m.tp in prepared.in_flight]
-            )
+            home.written_prepared(prepared, plan)
         assert prepared.run is not None
         result = prepared.run.run()
         if home is not None and getattr(result, "state", None) == "done":

@@ -31,7 +31,8 @@ import re
 import secrets
 import shutil
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -179,6 +180,13 @@ class RunRecord:
         self.in_flight_at_start = sorted(str(tp) for tp in in_flight)
         self.save()
 
+    def written_prepared(self, prepared: Any, plan: Plan) -> None:
+        """``written`` from a paced preflight's result: its rollback file and the plan's
+        partitions it found already reassigning."""
+        self.written(
+            prepared.rollback_path, in_flight=[m.tp for m in plan if m.tp in prepared.in_flight]
+        )
+
     def mark_finished(self, outcome: str) -> None:
         if self.finished is None:
             self.finished, self.outcome = _iso(time.time()), outcome
@@ -239,6 +247,23 @@ def begin(
             f"${STATE_DIR_ENV}). Nothing was sent."
         ) from None
     return rec
+
+
+@contextmanager
+def recording(
+    gateway: Any, plan: Plan, *, enabled: bool = True, **begin_args: Any
+) -> Iterator[Any]:
+    """The one sequence every execute follows (CLI legacy and paced, the API, the panel): the
+    run's home is created (``begin``) before anything is sent and yielded (None when not
+    ``enabled``: a resume keeps the home it has); a refusal inside the block (``REFUSED``:
+    nothing was sent) removes it again, so a later --verify / --cancel does not find it."""
+    home = begin(gateway, plan, **begin_args) if enabled else None
+    try:
+        yield home
+    except REFUSED:
+        if home is not None:
+            discard(home)
+        raise
 
 
 def discard(rec: RunRecord) -> None:

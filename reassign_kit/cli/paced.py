@@ -78,21 +78,19 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
         opts = options_from_journal(args.journal)
     else:
         opts = options_from_args(args)
-    home = None
-    if not args.resume:  # the run's home, before anything is sent (a clear error if not)
-        home = state.begin(
-            gateway,
-            plan,
-            kind="paced",
-            state_dir=getattr(args, "state_dir", None),
-            source=args.reassignment_json_file,
-            rollback=args.rollback_file,
-            journal=args.journal,
-            throttle=opts.throttle,
-        )
-    journal = args.journal or (home.journal if home is not None else None)
-    assert journal is not None
-    try:
+    with state.recording(  # the run's home, before anything is sent (a clear error if not)
+        gateway,
+        plan,
+        enabled=not args.resume,
+        kind="paced",
+        state_dir=getattr(args, "state_dir", None),
+        source=args.reassignment_json_file,
+        rollback=args.rollback_file,
+        journal=args.journal,
+        throttle=opts.throttle,
+    ) as home:
+        journal = args.journal or (home.journal if home is not None else None)
+        assert journal is not None
         prepared = prepare(
             gateway,
             plan,
@@ -108,14 +106,8 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
                 getattr(args, "plan_record", None),
             ),
         )
-    except state.REFUSED:
-        if home is not None:
-            state.discard(home)
-        raise
     if home is not None:
-        home.written(
-            prepared.rollback_path, in_flight=[m.tp for m in plan if m.tp in prepared.in_flight]
-        )
+        home.written_prepared(prepared, plan)
         print(f"Run state: {home.dir}")
     for line in prepared.approval:
         print(line)

@@ -411,7 +411,7 @@ def _execute_legacy(
     args: argparse.Namespace, gateway: Any, plan: Plan, notifier: Notifier | None
 ) -> int:
     """The official tool's single request (and its notifications)."""
-    home = state.begin(  # the run's home, before anything is sent (a clear error if not)
+    with state.recording(  # the run's home, before anything is sent (a clear error if not)
         gateway,
         plan,
         kind="legacy",
@@ -419,8 +419,7 @@ def _execute_legacy(
         source=args.reassignment_json_file,
         rollback=args.rollback_file,
         throttle=args.throttle,
-    )
-    try:
+    ) as home:
         res = ops.execute(
             gateway,
             plan,
@@ -436,9 +435,6 @@ def _execute_legacy(
             plan_path=args.reassignment_json_file,
             approval=approval_from_args(args),
         )
-    except state.REFUSED:
-        state.discard(home)
-        raise
     home.written(
         res.rollback_path,
         res.priors_path if res.priors else None,

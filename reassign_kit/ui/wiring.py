@@ -48,14 +48,13 @@ class RunWiring:
         journal at the same path is kept beside it."""
         if not self._allowed("execute"):
             return
-        home = None
         try:
             # the panel stays until every move is complete (the CLI's --wait), so the chart
             # reaches the end and the throttles are cleared by the run itself
             opts = ExecuteOptions(**{**self.options(), **self._panel_run_options()})
             # the run's home (as the CLI's): its originals, priors and journal are found by
             # --verify / --cancel with the plan; the output folder's paths are recorded there
-            home = state.begin(
+            with state.recording(
                 self.gateway,
                 self.plan,
                 kind="paced",
@@ -64,18 +63,18 @@ class RunWiring:
                 rollback=self._rollback_target(),
                 journal=self._fixed_journal,
                 throttle=opts.throttle,
-            )
-            journal = self._fixed_journal or home.journal
-            prepared = preflight(
-                self.gateway,
-                self.plan,
-                opts,
-                journal,
-                rollback_path=home.rollback,
-                plan_path=self.plan_path,
-                approval=self.approval,
-                **self._run_kwargs,
-            )
+            ) as home:
+                journal = self._fixed_journal or home.journal
+                prepared = preflight(
+                    self.gateway,
+                    self.plan,
+                    opts,
+                    journal,
+                    rollback_path=home.rollback,
+                    plan_path=self.plan_path,
+                    approval=self.approval,
+                    **self._run_kwargs,
+                )
             self.approval_lines = list(prepared.approval)  # shown in report()
             if self._fixed_journal:
                 aside = set_aside(self._fixed_journal)
@@ -83,13 +82,8 @@ class RunWiring:
                     self.artefacts["previous_journal"] = aside
             self.journal_path = journal  # Resume after a Stop goes on from it
             self.resumable = None
-            home.written(
-                prepared.rollback_path,
-                in_flight=[m.tp for m in self.plan if m.tp in prepared.in_flight],
-            )
+            home.written_prepared(prepared, self.plan)
         except (ReassignKitError, OSError) as e:
-            if home is not None and isinstance(e, state.REFUSED):
-                state.discard(home)
             self._say(str(e), error=True)
             return
         self._keep_rollback(prepared.rollback_path)

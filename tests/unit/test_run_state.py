@@ -209,15 +209,33 @@ def test_a_damaged_record_is_named_by_its_file(sim, tmp_path, capsys):
     assert dict(sim.broker_cfg) == before  # nothing touched
 
 
-def test_a_refused_plan_leaves_no_run_behind(sim, tmp_path, capsys):
+@pytest.mark.parametrize("entry", ["cli legacy", "cli paced", "api legacy", "api paced", "panel"])
+def test_a_refused_plan_leaves_no_run_behind(entry, sim, tmp_path, capsys):
+    """Every execute entry point goes through state.recording: a plan refused before anything
+    is sent (broker 9 does not exist) leaves no run for a later --verify / --cancel to find."""
+    import reassign_kit
+    from reassign_kit.errors import InvalidPlanError
+    from reassign_kit.ui.panel import Panel
+
     bad = tmp_path / "bad.json"
     bad.write_text(
         json.dumps(
             {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 9, 3]}]}
         )
     )
-    code, out = reassign(capsys, "--execute", "--reassignment-json-file", str(bad))
-    assert code == 3, out
+    if entry.startswith("cli"):
+        paced = ["--reassignment-batch-size", "1"] if entry == "cli paced" else []
+        code, out = reassign(capsys, "--execute", "--reassignment-json-file", str(bad), *paced)
+        assert code == 3, out
+    elif entry.startswith("api"):
+        options = {"batch_size": 1} if entry == "api paced" else {}
+        with pytest.raises(InvalidPlanError):
+            reassign_kit.execute(str(bad), sim, **options)
+    else:
+        # an invalid plan never enables the panel's Execute: the refusal here is the approval's
+        p = Panel(PLAN, sim, refresh_s=0.02, expect_plan_hash="0" * 64)
+        p.buttons["execute"].click()
+        assert p.run is None and "expect-plan-hash" in p.message.value, p.message.value
     assert state.cluster_runs(sim) == []
 
 
