@@ -83,6 +83,7 @@ class RunWiring:
             self.journal_path = journal  # Resume after a Stop goes on from it
             self.resumable = None
             home.written_prepared(prepared, self.plan)
+            self._home = home  # marked finished when the run is done (as the CLI's)
         except (ReassignKitError, OSError) as e:
             self._say(str(e), error=True)
             return
@@ -327,6 +328,9 @@ class RunWiring:
             self._safe_refresh()
         self.result = run.wait(0)
         self.resumable = self._resumable_run()
+        home, self._home = getattr(self, "_home", None), None
+        if home is not None and getattr(self.result, "state", None) == "done":
+            home.mark_finished("done")  # a later --verify / --cancel does not call it unfinished
         err = describe.result_error(self.result)
         if err is not None:
             msg = (

@@ -368,6 +368,8 @@ def test_the_panel_records_its_run_and_its_verify_keeps_the_operators_rates(tmp_
     assert p.phase == "done", p.message.value
     found = state.find(sim, PLAN)
     assert found is not None and found.run.kind == "paced"
+    # a done run is recorded as done (as the CLI's): --verify does not call it "not finished"
+    assert (found.run.finished is not None, found.run.outcome) == (True, "done")
     assert p.journal_path == found.run.journal and os.path.exists(found.run.journal)
     assert found.run.rollback_file() is not None
     assert sim.broker_cfg == {0: OPERATOR, 1: OPERATOR}  # the run put them back itself
