@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from reassign_kit.errors import UsageError
 from reassign_kit.health import scrape
 from reassign_kit.health.prom import PrometheusSource, parse_vector
-from reassign_kit.health.sources import FallbackSource, open_source, parse_spec
 from reassign_kit.health.signals import BrokerHealth, HealthSample
+from reassign_kit.health.sources import FallbackSource, open_source, parse_spec
 from reassign_kit.model import TopicPartition
 
 
