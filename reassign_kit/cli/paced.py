@@ -21,8 +21,8 @@ from typing import Any
 
 from .. import state
 from ..engine.journal import read_events
-from ..engine.notify import Notifier
 from ..engine.metrics_out import open_metrics
+from ..engine.notify import Notifier
 from ..engine.options import ExecuteOptions, cli_options, options_from_cli
 from ..engine.preflight import options_from_journal, prepare
 from ..engine.progress import run_progress_line
