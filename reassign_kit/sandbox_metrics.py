@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,8 @@ JMX_EXPORTER_VERSION = "1.0.1"
 ARTIFACT = "io.prometheus.jmx:jmx_prometheus_javaagent"
 METRICS_FILE = "metrics.json"
 ENV_SWITCH = "RK_SANDBOX_METRICS"
-RULES = Path(__file__).resolve().parent.parent / "tools" / "jmx-exporter.yaml"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RULES = REPO_ROOT / "tools" / "jmx-exporter.yaml"
 
 
 def enabled() -> bool:
@@ -32,25 +35,21 @@ def enabled() -> bool:
 
 
 def agent_jar(version: str = JMX_EXPORTER_VERSION) -> Path:
-    """Where the agent's jar is cached: ``$RK_KAFKA_CACHE/jmx-exporter/<version>/``."""
-    from .sandbox import kafka_home
-
-    return (
-        kafka_home(version).parent
-        / "jmx-exporter"
-        / version
-        / f"{ARTIFACT.split(':')[1]}-{version}.jar"
-    )
+    """Where the agent's jar is cached: ``$RK_KAFKA_CACHE/jmx-exporter/<version>/`` (the
+    folder of the Kafka jars, ``sandbox.kafka_home``'s parent; not imported from there: the
+    sandbox imports this module)."""
+    base = Path(os.environ.get("RK_KAFKA_CACHE", REPO_ROOT / ".cache" / "kafka"))
+    return base / "jmx-exporter" / version / f"{ARTIFACT.split(':')[1]}-{version}.jar"
 
 
 def fetch_agent(version: str = JMX_EXPORTER_VERSION, quiet: bool = True) -> Path:
     """The agent's jar from Maven Central through ``mvn`` (once; later calls are free)."""
-    from .sandbox import _require
-
     jar = agent_jar(version)
     if jar.exists():
         return jar
-    mvn = _require("mvn", "Maven is needed to fetch the Prometheus JMX exporter agent")
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise SandboxError("mvn not found on PATH: Maven fetches the Prometheus JMX exporter agent")
     jar.parent.mkdir(parents=True, exist_ok=True)
     cmd = [
         mvn,
@@ -71,9 +70,7 @@ def fetch_agent(version: str = JMX_EXPORTER_VERSION, quiet: bool = True) -> Path
 def assign_ports(d: Path, broker_ids: list[int]) -> dict[int, int]:
     """A free loopback port per broker, written to ``<d>/metrics.json`` (none when the agent is
     off: the file then says so)."""
-    from .sandbox import free_port
-
-    ports = {b: free_port() for b in broker_ids} if enabled() else {}
+    ports = {b: _free_port() for b in broker_ids} if enabled() else {}
     data = {
         "jmx_exporter": JMX_EXPORTER_VERSION if ports else None,
         "ports": {str(b): p for b, p in ports.items()},
@@ -112,3 +109,9 @@ def endpoints(d: Path) -> dict[str, str]:
 
 def status_fields(d: Path) -> dict[str, Any]:
     return {"metrics_endpoints": endpoints(d)}
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
