@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from ..errors import UsageError
+from . import queries
 from .prom import PrometheusSource
 from .scrape import ScrapeSource, parse_endpoints
 from .signals import BrokerHealth, HealthSample, HealthSource
@@ -169,6 +170,7 @@ def open_source(
         return default_factory()
     if not timeout > 0:
         raise UsageError(f"the health source's timeout must be > 0 seconds, got {timeout}")
+    queries.load()  # a bad RK_HEALTH_QUERIES file is refused here, not at the first sample
     src: HealthSource
     if s.kind == "prometheus":
         assert s.url is not None

@@ -389,3 +389,20 @@ def test_fallback_fills_only_what_the_metrics_source_could_not_measure(endpoints
     assert "using the probe" in (s.degraded or "")
     src.close()
     assert Probe.closed
+
+
+def test_another_queries_file_is_checked_when_the_source_opens(tmp_path, monkeypatch):
+    from reassign_kit.health import queries
+
+    bad = tmp_path / "q.toml"
+    bad.write_text('[scrape]\nidentity = "x"\n[prometheus]\n')
+    monkeypatch.setenv(queries.QUERIES_ENV, str(bad))
+    with pytest.raises(UsageError, match=r"q.toml: \[scrape\] lacks request_handler_idle_ns"):
+        open_source("scrape:http://127.0.0.1:1/metrics")
+    good = tmp_path / "good.toml"
+    good.write_text(
+        queries.QUERIES_FILE.read_text().replace("kafka_server_broker_identity", "my_id")
+    )
+    monkeypatch.setenv(queries.QUERIES_ENV, str(good))
+    page = scrape.parse_page('my_id{broker="4"} 1\n', at=0.0)
+    assert page.broker == 4
