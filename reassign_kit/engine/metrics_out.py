@@ -82,6 +82,7 @@ class RunMetrics:
         self.decisions: dict[tuple[str, str], int] = {}
         self.warnings = 0
         self.errors = 0
+        self.odd_events = 0  # events whose fields were not what the engine writes
         self.last_ts: float | None = None
         self._moves: dict[tuple[str, int], str] = {}
         self._sizes: dict[tuple[str, int], int] = {}
@@ -102,7 +103,10 @@ class RunMetrics:
 
     def on_event(self, e: Mapping[str, Any]) -> None:
         with self._lock:
-            self._on_event(e)
+            try:
+                self._on_event(e)
+            except (TypeError, ValueError, AttributeError):  # an odd event: not counted
+                self.odd_events += 1
         if self.textfile and e.get("event") in ("sample", "run_finished"):
             self.write_textfile(self.textfile)
 

@@ -14,6 +14,8 @@ import math
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
 from typing import Any
 
 from ..model import TopicPartition
@@ -85,13 +87,21 @@ class PrometheusSource:
         self._warn = warn or log.warning
         self._wall = wall
         self._bad: str | None = None
+        self._pool = ThreadPoolExecutor(max_workers=2)
 
     def _query(self, promql: str, deadline: float) -> list[tuple[dict[str, str], float | None]]:
         left = deadline - time.monotonic()
         if left <= 0:
             raise FetchError(f"timeout: no complete answer within {self.timeout:g}s")
         q = urllib.parse.urlencode({"query": promql})
-        return parse_vector(get(f"{self.url}/api/v1/query?{q}", min(left, self.timeout)))
+        url = f"{self.url}/api/v1/query?{q}"
+        # in a worker: a name lookup is not bounded by the socket timeout
+        fut = self._pool.submit(get, url, min(left, self.timeout))
+        try:
+            body = fut.result(timeout=left + 1)
+        except FuturesTimeout:
+            raise FetchError(f"timeout: no complete answer within {self.timeout:g}s") from None
+        return parse_vector(body)
 
     def sample(self) -> HealthSample:
         ts = self._wall()
@@ -147,7 +157,7 @@ class PrometheusSource:
         )
 
     def close(self) -> None:
-        pass
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _partitions(

@@ -225,8 +225,11 @@ class ScrapeSource:
                     brokers.setdefault(ep.broker, BrokerHealth(ep.broker))
                 continue
             except Exception as e:  # noqa: BLE001 - a sample never raises (the protocol)
-                self._failed(ep, f"{type(e).__name__}: {e}")
-                problems.append(f"{ep.url}: {type(e).__name__}: {e}")
+                why = "timeout: no answer" if isinstance(e, TimeoutError) else type(e).__name__
+                self._failed(ep, f"{why}: {e}")
+                problems.append(f"{ep.url}: {why}: {e}")
+                if ep.broker is not None:
+                    brokers.setdefault(ep.broker, BrokerHealth(ep.broker))
                 continue
             broker = page.broker if page.broker is not None else ep.broker
             assert broker is not None

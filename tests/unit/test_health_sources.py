@@ -345,8 +345,10 @@ def test_prometheus_source_good_then_garbage_then_down(endpoints):
     assert "timeout" in (s.degraded or "") and s.under_min_isr is None
     assert all(all_none(h) for h in s.brokers.values())
     assert ep.hits == hits + 1  # a slow server: no further query waits out its own timeout
+    src.close()
     src2 = PrometheusSource(down_url().rsplit("/", 1)[0], timeout=0.5, brokers=[1])
     s = src2.sample()
+    src2.close()
     assert "unreachable" in (s.degraded or "") and all_none(s.brokers[1])
     assert len(warned) == 1, warned  # degraded from the second sample on: warned once
 

@@ -165,11 +165,8 @@ def test_textfile_is_replaced_whole_at_each_sample_and_at_the_end(tmp_path):
 def test_odd_events_never_break_a_scrape(evs):
     m = RunMetrics()
     for e in evs:
-        try:
-            m.on_event(e)
-        except (TypeError, ValueError):
-            pass  # a malformed event may be refused by the subscriber (the run logs it) ...
-    assert samples(_text(m))  # ... but the exporter still serves what it has
+        m.on_event(e)  # never raises: an odd event is skipped, not a broken subscriber
+    assert samples(_text(m))  # the exporter still serves what it has
 
 
 # ---------------------------------------------------------------------------- options
