@@ -8,18 +8,24 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
-from pathlib import Path
+import time
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from waits import wait_until  # noqa: E402
-
-from reassign_kit.health.sources import open_source  # noqa: E402
-from reassign_kit.model import TopicPartition  # noqa: E402
+from reassign_kit.health.sources import open_source
+from reassign_kit.model import TopicPartition
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
+
+
+def wait_until(pred, timeout: float, what: str, every: float):
+    """The first truthy ``pred()``; AssertionError naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not (got := pred()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(every)
+    return got
 
 
 def test_a_stalled_follower_is_seen_under_min_isr_and_its_exporter_as_slow(sandbox, topic_name, gw):
