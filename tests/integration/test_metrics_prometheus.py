@@ -30,6 +30,7 @@ from reassign_kit.model import Move, Plan, TopicPartition
 
 pytestmark = pytest.mark.integration
 KB = 1024
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _free_port() -> int:
@@ -185,6 +186,13 @@ def test_a_run_scraped_by_prometheus_matches_its_report(
         assert [r[0]["run_id"] for r in info] == [res.run_id]
         # the run was seen moving too, not only at its end
         assert one("max_over_time(reassign_kit_bytes_left[10m])") > 0
+
+        # every query of the Grafana dashboard is valid PromQL to a real Prometheus (query()
+        # asserts status success; a parse error is status error); most find the run's series
+        dash = json.loads((REPO / "contrib" / "grafana" / "reassign-kit.json").read_text())
+        exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
+        found = [e for e in exprs if prom.query(f"max_over_time(({e})[10m:1s])")]
+        assert len(found) >= len(exprs) // 2, sorted(set(exprs) - set(found))
 
         # the prometheus: health source reads every broker through the same server
         src = open_source(f"prometheus:{prom.url}", brokers=b, timeout=10, window="15s")
