@@ -251,3 +251,37 @@ def test_grafana_dashboard_parses_and_names_only_served_metrics():
     assert used and used <= served, sorted(used - served)
     # every declared metric is served (and so can be charted)
     assert set(METRICS) <= served, sorted(set(METRICS) - served)
+
+
+# ---------------------------------------------------------------------------- the API
+
+
+def test_the_api_serves_and_writes_the_runs_metrics_and_closes_them(tmp_path, monkeypatch):
+    """``reassign_kit.execute(..., metrics_port=, metrics_textfile=)`` on the simulator: the
+    textfile holds the run's end; the port is free again after the run (closed on return)."""
+    import reassign_kit
+    from reassign_kit.model import Move, Plan
+    from reassign_kit.simulate import MB, SimCluster
+
+    monkeypatch.chdir(tmp_path)
+    sim = SimCluster(4, bandwidth=50 * MB)
+    sim.add_topic("a", [[p % 4, (p + 1) % 4] for p in range(4)], 2 * MB)
+    plan = Plan.of(
+        Move(tp, tuple((b + 2) % 4 for b in sp.replicas)) for tp, sp in sim.partitions.items()
+    )
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    prom = tmp_path / "run.prom"
+    res = reassign_kit.execute(
+        plan, gateway=sim, throttle=MB, wait=True, metrics_port=port,
+        metrics_textfile=str(prom), state_dir=str(tmp_path / "state"),
+    )  # fmt: skip
+    assert res.state == "done"
+    got = samples(prom.read_text())
+    assert got[("reassign_kit_moves", (("state", "done"),))] == len(plan) == len(res.completed)
+    assert got[("reassign_kit_run_finished", (("state", "done"),))] == 1
+    assert got[("reassign_kit_moved_bytes_total", ())] == 4 * 2 * 2 * MB  # 2 new replicas each
+    with socket.socket() as again:  # the server was stopped: the port binds again
+        again.bind(("127.0.0.1", port))
