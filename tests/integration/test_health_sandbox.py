@@ -51,7 +51,7 @@ def test_scrape_source_reads_every_broker_and_a_dead_endpoint_degrades(sandbox, 
     sandbox.create_topic(
         topic, assignment=[[b, brokers[(i + 1) % len(brokers)]] for i, b in enumerate(brokers)]
     )
-    src = open_source("scrape:" + ",".join(eps.values()), brokers=brokers, timeout=10)
+    src = open_source("scrape:" + ",".join(eps.values()), brokers=brokers, timeout=15)
     try:
         first = src.sample()
         assert first.degraded is None, first.degraded
@@ -83,7 +83,7 @@ def test_scrape_source_reads_every_broker_and_a_dead_endpoint_degrades(sandbox, 
     dead = "http://127.0.0.1:9/metrics"
     warned: list[str] = []
     src = open_source(
-        "scrape:" + ",".join([*eps.values(), f"99={dead}"]), timeout=5, warn=warned.append
+        "scrape:" + ",".join([*eps.values(), f"99={dead}"]), timeout=15, warn=warned.append
     )
     try:
         s = src.sample()
