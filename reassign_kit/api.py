@@ -193,7 +193,10 @@ def execute(
         plan = Plan.read(source)
     approval = Approval(expect_plan_hash, allow_drift, plan_record)
     plan_path = os.path.abspath(source) if source != "the plan" else None
-    with connected(cluster, command_config) as gw:
+    with (
+        connected(cluster, command_config) as gw,
+        _run_metrics(paced, resume, journal, opts) as metrics,
+    ):
         with state.recording(  # the run's home, before anything is sent
             gw,
             plan,
@@ -251,10 +254,32 @@ def execute(
         if home is not None:
             home.written_prepared(prepared, plan)
         assert prepared.run is not None
+        if metrics is not None:
+            metrics.attach(prepared.run)
         result = prepared.run.run()
         if home is not None and getattr(result, "state", None) == "done":
             home.mark_finished("done")
         return result
+
+
+@contextlib.contextmanager
+def _run_metrics(paced: bool, resume: bool, journal: Any, opts: Any) -> Iterator[Any]:
+    """A paced run's metrics out (issue 22: ``metrics_port`` / ``metrics_textfile``, a resume's
+    from its journal), listening / writable before anything is sent; closed on every path
+    (the textfile's last write, the server stopped)."""
+    if not paced:
+        yield None
+        return
+    from .engine.metrics_out import open_metrics
+    from .engine.preflight import options_from_journal
+
+    mo = options_from_journal(os.fspath(journal)) if resume and journal else opts
+    metrics = open_metrics(mo.metrics_port, mo.metrics_textfile)
+    try:
+        yield metrics
+    finally:
+        if metrics is not None:
+            metrics.close()
 
 
 def progress(

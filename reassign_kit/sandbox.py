@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import sandbox_metrics
 from .errors import SandboxError
 
 KAFKA_VERSION = "4.3.1"
@@ -449,6 +450,7 @@ class Sandbox:
                 props["broker.rack"] = rack
             _write_props(node.config, props)
             nodes[i] = node
+        sandbox_metrics.assign_ports(d, list(nodes))  # each broker's JMX exporter (issue 22)
         for node in [] if zk_mode else [*ctrl_nodes, *nodes.values()]:
             proc = run_kafka_class(
                 "kafka.tools.StorageTool",
@@ -491,6 +493,8 @@ class Sandbox:
         version = check_version(kafka_version) if kafka_version else default_version()
         check_mode(version, metadata or default_metadata())
         fetch_kafka(version)
+        if sandbox_metrics.enabled():
+            sandbox_metrics.fetch_agent()
         sb = cls.create(
             dir,
             brokers=brokers,
@@ -588,6 +592,7 @@ class Sandbox:
                 else HEAP.split()
             ),
             *JVM_FLAGS,
+            *sandbox_metrics.agent_args(self.dir, node.id, node.role),
             f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
             f"-Dkafka.logs.dir={self.dir / 'logs'}",
             "-cp",
@@ -663,6 +668,7 @@ class Sandbox:
             "running": self.running(),
             "security": self.security,
             "client_configs": self.client_configs,
+            **sandbox_metrics.status_fields(self.dir),
         }
 
     @property

@@ -21,6 +21,7 @@ from typing import Any
 
 from .. import state
 from ..engine.journal import read_events
+from ..engine.metrics_out import open_metrics
 from ..engine.notify import Notifier
 from ..engine.options import ExecuteOptions, cli_options, options_from_cli
 from ..engine.preflight import options_from_journal, prepare
@@ -78,6 +79,8 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
         opts = options_from_journal(args.journal)
     else:
         opts = options_from_args(args)
+    # the run's metrics out (issue 22): listening / writable before anything is sent
+    metrics = open_metrics(opts.metrics_port, opts.metrics_textfile)
     with state.recording(  # the run's home, before anything is sent (a clear error if not)
         gateway,
         plan,
@@ -135,6 +138,10 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
     notifier = Notifier(args.notify) if getattr(args, "notify", None) else None
     if notifier:
         run.subscribe(notifier.on_event)
+    if metrics is not None:
+        metrics.attach(run)
+        if metrics.port is not None:
+            print(f"Metrics: http://127.0.0.1:{metrics.port}/metrics")
     interrupted: list[int] = []
 
     def on_signal(signum: int, _frame: Any) -> None:
@@ -156,6 +163,8 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
             signal.signal(s, h)
         if notifier:
             notifier.close()
+        if metrics is not None:
+            metrics.close()  # the textfile's last write (the run's end)
     _report(result, args, journal, bool(interrupted))
     if home is not None and result.state == "done" and not interrupted:
         home.mark_finished("done")

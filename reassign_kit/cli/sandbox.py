@@ -184,8 +184,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if c == "info":
         return sbx.info(args.kafka_version)
     if c == "fetch":
+        from .. import sandbox_metrics
+
         version = sbx.check_version(args.kafka_version or sbx.default_version())
-        return {"libs": str(sbx.fetch_kafka(version)), "kafka_version": version}
+        return {
+            "libs": str(sbx.fetch_kafka(version)),
+            "kafka_version": version,
+            "jmx_exporter": str(sandbox_metrics.fetch_agent()),
+        }
     if c == "up":
         sb = sbx.Sandbox.up(
             args.dir,

@@ -16,6 +16,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from ..errors import UsageError
+from ..health.sources import health_source_arg, parse_spec
 from .schedule import ORDERS, Caps
 
 ON_DEADLINE = ("wait", "stop", "cancel")
@@ -377,6 +378,41 @@ class ExecuteOptions:
         Option("min.insync.replicas to keep satisfiable while stepping (None: each topic's own)."),
     )
     sample_interval: float = _opt(5.0, Option("Seconds between the journal's progress samples."))
+    # issue 22, the observability half: where the adaptive pace reads broker health, and the
+    # run's own metrics out (health/sources.py; engine/metrics_out.py)
+    health_source: str | None = _opt(
+        None,
+        Option(
+            "Where the adaptive pace reads broker health: prometheus:URL (a Prometheus "
+            "server's HTTP API), scrape:URL[,URL...] (the brokers' JMX exporters; ID=URL names "
+            "an exporter's broker) or probe (the default: the tool's own canary). A metrics "
+            "endpoint that is down, slow or answers garbage falls back to the probe, with a "
+            "warning, never to a faster pace.",
+            flag="--health-source",
+            type=health_source_arg,
+            metavar="SOURCE",
+        ),
+    )
+    metrics_port: int | None = _opt(
+        None,
+        Option(
+            "Serve the run's own metrics (bytes left, moves by state, rate and throttle per "
+            "broker, ETA, retries, pace decisions) for Prometheus on 127.0.0.1:PORT/metrics "
+            "while it runs (prometheus-client).",
+            flag="--metrics-port",
+            type=int_arg("--metrics-port", 1),
+            metavar="PORT",
+        ),
+    )
+    metrics_textfile: str | None = _opt(
+        None,
+        Option(
+            "Write the same metrics to PATH (node-exporter's textfile collector: a .prom file, "
+            "replaced atomically) at every sample and at the end.",
+            flag="--metrics-textfile",
+            metavar="PATH",
+        ),
+    )
     cancel_on_stop: bool = _opt(
         False,
         Option(
@@ -469,6 +505,7 @@ class ExecuteOptions:
             )
         if not self.timeout_s >= 0:
             raise UsageError(f"--timeout must be >= 0, got {self.timeout_s}")
+        self._validate_metrics()
         if self.parallel_replica_count is not None and self.parallel_replica_count < 1:
             raise UsageError(
                 f"--parallel-replica-count must be >= 1, got {self.parallel_replica_count}"
@@ -483,6 +520,25 @@ class ExecuteOptions:
                 f"{self.max_elections_per_poll!r}"
             )
         return self
+
+    def _validate_metrics(self) -> None:
+        """--health-source, --metrics-port, --metrics-textfile, each refused by name."""
+        if self.health_source is not None:
+            parse_spec(self.health_source)
+        p = self.metrics_port
+        if p is not None and (isinstance(p, bool) or not isinstance(p, int) or not 0 < p < 65536):
+            raise UsageError(f"--metrics-port must be a TCP port (1-65535), got {p!r}")
+        t = self.metrics_textfile
+        if t is not None:
+            import os
+
+            if not isinstance(t, str) or not t.strip() or t.endswith(os.sep):
+                raise UsageError(f"--metrics-textfile must be a file path, got {t!r}")
+            parent = os.path.dirname(os.path.abspath(t))
+            if not os.path.isdir(parent):
+                raise UsageError(f"--metrics-textfile {t}: its directory {parent} does not exist")
+            if os.path.isdir(t):
+                raise UsageError(f"--metrics-textfile {t} is a directory, not a file")
 
     def to_json_obj(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,0 +1,221 @@
+"""A paced run scraped by a real Prometheus (issue 22): Debian's ``prometheus`` binary, started
+by this test on 127.0.0.1 with its own config in a tmp dir, killed by pid at the end. It
+scrapes the run's ``RunMetrics`` endpoint and the sandbox brokers' JMX exporters; at the end
+the series queried from Prometheus match the run's own report (moves done, bytes moved), and
+the ``prometheus:URL`` health source reads every broker through it.
+
+Without the binary the test fails under CI (``make setup`` installs it: ``make prometheus``)
+and skips elsewhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from waits import wait_until
+
+from reassign_kit.engine.journal import read_events
+from reassign_kit.engine.metrics_out import open_metrics
+from reassign_kit.engine.run import ExecuteOptions, Run
+from reassign_kit.health.sources import open_source
+from reassign_kit.model import Move, Plan, TopicPartition
+
+pytestmark = pytest.mark.integration
+KB = 1024
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Prometheus:
+    """One Prometheus server of this test (``query`` returns an instant vector)."""
+
+    def __init__(self, tmp: Path, targets: dict[str, list[str]]):
+        exe = shutil.which("prometheus")
+        if exe is None:
+            msg = "Debian's prometheus is not installed (make setup: make prometheus)"
+            if os.environ.get("CI"):
+                pytest.fail(msg)
+            pytest.skip(msg)
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        jobs = "".join(
+            f"  - job_name: {job}\n    static_configs:\n      - targets: {json.dumps(t)}\n"
+            for job, t in targets.items()
+        )
+        cfg = tmp / "prometheus.yml"
+        cfg.write_text(
+            "global:\n  scrape_interval: 2s\n  scrape_timeout: 2s\n  evaluation_interval: 2s\n"
+            f"scrape_configs:\n{jobs}"
+        )
+        self.log = open(tmp / "prometheus.log", "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [
+                exe,
+                f"--config.file={cfg}",
+                f"--storage.tsdb.path={tmp / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--storage.tsdb.retention.time=1h",
+                "--log.level=warn",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    def ready(self) -> bool:
+        if self.proc.poll() is not None:
+            raise AssertionError(f"prometheus exited {self.proc.returncode}; see {self.log.name}")
+        try:
+            with urllib.request.urlopen(self.url + "/-/ready", timeout=5) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def query(self, promql: str) -> list[tuple[dict[str, str], float]]:
+        q = urllib.parse.urlencode({"query": promql})
+        with urllib.request.urlopen(f"{self.url}/api/v1/query?{q}", timeout=20) as r:
+            doc = json.loads(r.read())
+        assert doc["status"] == "success", doc
+        return [(row["metric"], float(row["value"][1])) for row in doc["data"]["result"]]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self.log.close()
+
+
+@pytest.fixture
+def prometheus_for(tmp_path) -> Iterator:
+    started: list[Prometheus] = []
+
+    def start(targets: dict[str, list[str]]) -> Prometheus:
+        p = Prometheus(tmp_path, targets)
+        started.append(p)
+        wait_until(p.ready, 90, "prometheus ready", 0.5)
+        return p
+
+    try:
+        yield start
+    finally:
+        for p in started:
+            p.stop()
+
+
+def test_a_run_scraped_by_prometheus_matches_its_report(
+    sandbox, gw, topic_name, tmp_path, prometheus_for
+):
+    b = sorted(sandbox.nodes)
+    t = topic_name("prom")
+    sandbox.create_topic(t, assignment=[[b[0]], [b[1]], [b[0]]])
+    sandbox.load(t, 0.4)
+    tps = [TopicPartition(t, p) for p in range(3)]
+    cur = gw.describe_partitions(tps)
+    plan = Plan.of(Move(tp, (b[-1],)) for tp in tps)  # each to the last broker
+    assert all(cur[tp].replicas == (b[0],) or cur[tp].replicas == (b[1],) for tp in tps)
+    port = _free_port()
+    exporters = [
+        u.split("//")[1].split("/")[0] for u in sandbox.status()["metrics_endpoints"].values()
+    ]
+    prom = prometheus_for({"reassign_kit": [f"127.0.0.1:{port}"], "kafka": exporters})
+    journal = tmp_path / "run.jsonl"
+    metrics = open_metrics(port, None)
+    assert metrics is not None
+    try:
+        run = Run(
+            gw,
+            plan,
+            ExecuteOptions(
+                batch_size=1,
+                incremental=True,
+                throttle=200 * KB,
+                wait=True,
+                additional=True,
+                poll_interval_ms=300,
+                sample_interval=1.0,
+            ),
+            journal_path=journal,
+        )
+        metrics.attach(run)
+        res = run.run()
+        assert res.state == "done", res
+        # Prometheus has scraped the run's end (its next scrape after run_finished)
+        wait_until(
+            lambda: prom.query('reassign_kit_run_finished{state="done"} == 1'),
+            60,
+            "prometheus to scrape the run's end",
+            1,
+        )
+        ev = read_events(journal)
+        size = {
+            (e["topic"], e["partition"]): e["size_bytes"] for e in ev if e["event"] == "submitted"
+        }
+        done = [(e["topic"], e["partition"]) for e in ev if e["event"] == "completed"]
+        expected_bytes = sum(size[k] for k in done)  # one new replica per move
+        assert expected_bytes > 0
+
+        def one(promql: str) -> float:
+            rows = prom.query(promql)
+            assert len(rows) == 1, (promql, rows)
+            return rows[0][1]
+
+        assert one('reassign_kit_moves{state="done"}') == len(res.completed) == 3
+        assert one("reassign_kit_moves_completed_total") == len(res.completed)
+        assert one('reassign_kit_moves{state="pending"}') == 0
+        assert one("reassign_kit_moved_bytes_total") == expected_bytes
+        assert one("reassign_kit_moves_planned") == len(plan)
+        info = prom.query("reassign_kit_run_info")
+        assert [r[0]["run_id"] for r in info] == [res.run_id]
+        # the samples' figures reached it too: the bytes the plan's new replicas receive
+        assert one("reassign_kit_bytes_to_move") == expected_bytes
+
+        # every query of the Grafana dashboard is valid PromQL to a real Prometheus (query()
+        # asserts status success; a parse error is status error); most find the run's series
+        dash = json.loads((REPO / "contrib" / "grafana" / "reassign-kit.json").read_text())
+        exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
+        found = [e for e in exprs if prom.query(f"max_over_time(({e})[10m:2s])")]
+        assert len(found) >= len(exprs) // 2, sorted(set(exprs) - set(found))
+
+        # the prometheus: health source reads every broker through the same server
+        src = open_source(f"prometheus:{prom.url}", brokers=b, timeout=10, window="20s")
+        try:
+
+            def measured():
+                s = src.sample()
+                ok = s.degraded is None and all(
+                    s.brokers[x].request_handler_idle is not None
+                    and s.brokers[x].bytes_in is not None
+                    for x in b
+                )
+                return s if ok else None
+
+            s = wait_until(measured, 60, "every broker measured through prometheus", 1)
+            for x in b:
+                h = s.brokers[x]
+                assert h.network_processor_idle is not None and h.under_replicated is not None
+            assert any(s.brokers[x].produce_p99_ms is not None for x in b)  # the load's acks=all
+            assert s.under_min_isr is not None
+            assert not {tp for tp in s.under_min_isr if tp.topic == t}
+        finally:
+            src.close()
+    finally:
+        metrics.close()
+        sandbox.admin().delete_topics([t])

@@ -1,0 +1,287 @@
+"""The run's own metrics out (issue 22): RunMetrics from a run's events, served over HTTP and
+written as a node-exporter textfile (atomically), the options refused by name, and the
+Grafana dashboard in contrib/ naming only metrics the exporter serves."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import urllib.request
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families
+
+from reassign_kit.cli import reassign as reassign_cli
+from reassign_kit.engine.metrics_out import METRICS, RunMetrics, open_metrics
+
+REPO = Path(__file__).resolve().parents[2]
+DASHBOARD = REPO / "contrib" / "grafana" / "reassign-kit.json"
+BS = ["--bootstrap-server", "127.0.0.1:1"]
+
+
+def events() -> list[dict]:
+    """A small run's events as the engine emits them (engine/moves.py, track.py, retry.py,
+    finish.py; pace_decision as the adaptive pace journals it)."""
+    t = 1000.0
+    return [
+        {"ts": t, "event": "run_started", "run_id": "r1", "mode": "incremental", "moves": 3,
+         "options": {"throttle": 500000}},
+        {"ts": t + 1, "event": "submitted", "topic": "a", "partition": 0, "target": [2, 3],
+         "current": [1, 2], "size_bytes": 1000},
+        {"ts": t + 1, "event": "submitted", "topic": "a", "partition": 1, "target": [3, 4],
+         "current": [1, 2], "size_bytes": 500},
+        {"ts": t + 2, "event": "retry", "call": "list_reassignments", "attempt": 1},
+        {"ts": t + 5, "event": "sample", "done": 0, "moving": 2, "pending": 1,
+         "received": {"3": 400, "4": 100}, "left": {"3": 1100, "4": 400}, "bytes_left": 1500,
+         "bytes_total": 2000, "rate_bps": 100, "eta_s": 15.0, "throttle": 500000,
+         "inflight": {"3": 2, "4": 1}},
+        {"ts": t + 10, "event": "sample", "done": 0, "moving": 2, "pending": 1,
+         "received": {"3": 900, "4": 300}, "left": {"3": 600, "4": 200}, "bytes_left": 800,
+         "bytes_total": 2000, "rate_bps": 140, "eta_s": None, "throttle": 500000,
+         "inflight": {"3": 2, "4": 1}},
+        {"ts": t + 11, "event": "pace_decision", "action": "decrease", "reason": "p99 over",
+         "broker": 3, "old_rate": 500000, "new_rate": 250000},
+        {"ts": t + 12, "event": "completed", "topic": "a", "partition": 0, "replicas": [2, 3]},
+        {"ts": t + 13, "event": "warning", "message": "x"},
+        {"ts": t + 14, "event": "failed", "topic": "a", "partition": 1, "reason": "gone"},
+        {"ts": t + 15, "event": "run_finished", "state": "failed"},
+    ]  # fmt: skip
+
+
+def scrape_text(m: RunMetrics) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{m.port}/metrics", timeout=10) as r:
+        return r.read().decode()
+
+
+def samples(text: str) -> dict[tuple[str, tuple], float]:
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def test_metrics_from_events_served_over_http(tmp_path):
+    m = open_metrics(0, None)
+    assert m is not None and m.port
+    try:
+        for e in events():
+            m.on_event(e)
+        got = samples(scrape_text(m))
+    finally:
+        m.close()
+    assert got[("reassign_kit_run_info", (("mode", "incremental"), ("run_id", "r1")))] == 1
+    assert got[("reassign_kit_run_finished", (("state", "failed"),))] == 1
+    assert got[("reassign_kit_moves", (("state", "done"),))] == 1
+    assert got[("reassign_kit_moves", (("state", "failed"),))] == 1
+    assert got[("reassign_kit_moves", (("state", "pending"),))] == 1
+    assert got[("reassign_kit_moves_completed_total", ())] == 1
+    assert got[("reassign_kit_moved_bytes_total", ())] == 1000  # one new replica of 1000 B
+    assert got[("reassign_kit_bytes_left", ())] == 800
+    assert ("reassign_kit_eta_seconds", ()) not in got  # unknown is absent, never 0
+    assert got[("reassign_kit_broker_rate_bytes_per_second", (("broker", "3"),))] == 100
+    assert got[("reassign_kit_broker_throttle_bytes_per_second", (("broker", "3"),))] == 250000
+    assert got[("reassign_kit_retries_total", (("call", "list_reassignments"),))] == 1
+    key = ("reassign_kit_pace_decisions_total", (("action", "decrease"), ("reason", "p99 over")))
+    assert got[key] == 1
+    assert got[("reassign_kit_warnings_total", ())] == 1
+
+
+def test_moves_by_state_from_the_runs_status_when_given():
+    class St:
+        pending, moving, done, failed, cancelled, rolling_back = 4, 2, 7, 0, 1, 1
+
+    m = RunMetrics(status=lambda: St)
+    got = samples(_text(m))
+    assert got[("reassign_kit_moves", (("state", "done"),))] == 7
+    assert got[("reassign_kit_moves", (("state", "moving"),))] == 1  # rolling back apart
+    assert got[("reassign_kit_moves", (("state", "rolling_back"),))] == 1
+
+
+def _text(m: RunMetrics) -> str:
+    from prometheus_client import generate_latest
+
+    return generate_latest(m.registry).decode()
+
+
+def test_textfile_is_replaced_whole_at_each_sample_and_at_the_end(tmp_path):
+    path = tmp_path / "reassign.prom"
+    m = open_metrics(None, str(path))
+    assert m is not None and path.exists()  # written once before anything is sent
+    for e in events()[:5]:
+        m.on_event(e)
+    assert "reassign_kit_bytes_left 1500.0" in path.read_text()
+    for e in events()[5:]:
+        m.on_event(e)
+    m.close()
+    text = path.read_text()
+    assert 'reassign_kit_run_finished{state="failed"} 1.0' in text
+    assert samples(text)  # node-exporter can parse it
+    assert [p.name for p in tmp_path.iterdir()] == ["reassign.prom"]  # no temp file left
+
+
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {
+                "event": st.sampled_from(
+                    [
+                        "sample",
+                        "submitted",
+                        "completed",
+                        "retry",
+                        "pace_decision",
+                        "pace_sample",
+                        "run_finished",
+                        "x",
+                    ]
+                )
+            },
+            optional={
+                "ts": st.one_of(st.none(), st.floats(allow_nan=True), st.integers()),
+                "topic": st.text(max_size=3),
+                "partition": st.integers(-2, 3),
+                "received": st.dictionaries(st.text(max_size=2), st.floats()),
+                "left": st.one_of(st.none(), st.dictionaries(st.text(max_size=2), st.integers())),
+                "throttle": st.one_of(st.none(), st.integers(), st.text(max_size=2)),
+                "inflight": st.dictionaries(st.text(max_size=2), st.integers()),
+                "brokers": st.dictionaries(
+                    st.text(max_size=2),
+                    st.dictionaries(st.just("rate"), st.one_of(st.none(), st.integers())),
+                ),
+                "size_bytes": st.one_of(st.none(), st.integers(0, 10**9)),
+                "target": st.lists(st.integers(0, 5)),
+                "current": st.lists(st.integers(0, 5)),
+            },
+        ),
+        max_size=20,
+    )
+)
+@settings(max_examples=150, deadline=None)
+def test_odd_events_never_break_a_scrape(evs):
+    m = RunMetrics()
+    for e in evs:
+        m.on_event(e)  # never raises: an odd event is skipped, not a broken subscriber
+    assert samples(_text(m))  # the exporter still serves what it has
+
+
+# ---------------------------------------------------------------------------- options
+
+
+def _free_port_in_use():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(1)
+    return s
+
+
+@pytest.mark.parametrize(
+    "extra, says",
+    [
+        (["--health-source", "graphite:http://x"], "--health-source"),
+        (["--health-source", "prometheus:http://u:pw@x:9090"], "credentials in the URL"),
+        (["--metrics-port", "0"], "--metrics-port must be > 0"),
+        (["--metrics-port", "http"], "--metrics-port must be an integer"),
+        (["--metrics-textfile", "/no/such/dir/x.prom"], "--metrics-textfile"),
+    ],
+)
+def test_bad_options_refused_by_name(extra, says, tmp_path, capsys):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "a", "partition": 0, "replicas": [1]}]}))  # fmt: skip
+    code = reassign_cli.main([*BS, "--execute", "--reassignment-json-file", str(plan), *extra])
+    err = capsys.readouterr().err
+    assert code != 0 and says in err and "Traceback" not in err, err
+    assert "pw@" not in err
+
+
+def test_a_metrics_port_in_use_is_refused_before_anything(tmp_path):
+    s = _free_port_in_use()
+    try:
+        from reassign_kit.errors import UsageError
+
+        with pytest.raises(UsageError, match=r"--metrics-port \d+: cannot listen"):
+            open_metrics(s.getsockname()[1], None)
+    finally:
+        s.close()
+
+
+# ---------------------------------------------------------------------------- Grafana
+
+PROMQL_WORDS = {
+    "sum", "by", "increase", "rate", "time", "avg", "max", "min", "without", "on",
+    "ignoring", "group_left", "group_right", "and", "or", "unless", "bool", "offset",
+}  # fmt: skip
+
+
+def dashboard_metric_names() -> set[str]:
+    dash = json.loads(DASHBOARD.read_text())
+    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+    assert exprs, "the dashboard has no query"
+    names = set()
+    for e in exprs:
+        e = re.sub(r"\{[^}]*\}", "", e)  # label matchers
+        e = re.sub(r"\[[^\]]*\]", "", e)  # range selectors
+        e = re.sub(r"\([^()]*\)\s*(?=\()", "", e)  # by (...) clauses before a call
+        e = re.sub(r"\b(by|without|on|ignoring)\s*\([^)]*\)", "", e)
+        for w in re.findall(r"[a-zA-Z_:][a-zA-Z0-9_:]*", e):
+            if w not in PROMQL_WORDS:
+                names.add(w)
+    return names
+
+
+def test_grafana_dashboard_parses_and_names_only_served_metrics():
+    dash = json.loads(DASHBOARD.read_text())
+    assert dash["title"] and dash["panels"]
+    m = open_metrics(0, None)
+    assert m is not None
+    try:
+        later = dict(events()[4], ts=1020.0, received={"3": 1500, "4": 500})  # ETA known
+        for e in [*events()[:7], later]:  # mid-run: two samples, a pace decision
+            m.on_event(e)
+        served = {s.name for fam in text_string_to_metric_families(scrape_text(m))
+                  for s in fam.samples}  # fmt: skip
+    finally:
+        m.close()
+    used = dashboard_metric_names()
+    assert used and used <= served, sorted(used - served)
+    # every declared metric is served (and so can be charted)
+    assert set(METRICS) <= served, sorted(set(METRICS) - served)
+
+
+# ---------------------------------------------------------------------------- the API
+
+
+def test_the_api_serves_and_writes_the_runs_metrics_and_closes_them(tmp_path, monkeypatch):
+    """``reassign_kit.execute(..., metrics_port=, metrics_textfile=)`` on the simulator: the
+    textfile holds the run's end; the port is free again after the run (closed on return)."""
+    import reassign_kit
+    from reassign_kit.model import Move, Plan
+    from reassign_kit.simulate import MB, SimCluster
+
+    monkeypatch.chdir(tmp_path)
+    sim = SimCluster(4, bandwidth=50 * MB)
+    sim.add_topic("a", [[p % 4, (p + 1) % 4] for p in range(4)], 2 * MB)
+    plan = Plan.of(
+        Move(tp, tuple((b + 2) % 4 for b in sp.replicas)) for tp, sp in sim.partitions.items()
+    )
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    prom = tmp_path / "run.prom"
+    res = reassign_kit.execute(
+        plan, gateway=sim, throttle=MB, wait=True, metrics_port=port,
+        metrics_textfile=str(prom), state_dir=str(tmp_path / "state"),
+    )  # fmt: skip
+    assert res.state == "done"
+    got = samples(prom.read_text())
+    assert got[("reassign_kit_moves", (("state", "done"),))] == len(plan) == len(res.completed)
+    assert got[("reassign_kit_run_finished", (("state", "done"),))] == 1
+    assert got[("reassign_kit_moved_bytes_total", ())] == 4 * 2 * 2 * MB  # 2 new replicas each
+    with socket.socket() as again:  # the server was stopped: the port binds again
+        again.bind(("127.0.0.1", port))
