@@ -1118,10 +1118,16 @@ def _zk_ephemerals(port: int) -> set[str] | None:
                 chunks.append(chunk)
     except OSError:
         return None
-    text = b"".join(chunks).decode(errors="replace")
+    return zk_dump_ephemerals(b"".join(chunks).decode(errors="replace"))
+
+
+def zk_dump_ephemerals(text: str) -> set[str] | None:
+    """The znode paths of a ``dump`` answer's "Sessions with Ephemerals" part; None when the
+    answer has none (``dump`` not whitelisted: "dump is not executed because ...")."""
     if "Sessions with Ephemerals" not in text:
         return None
-    return {line.strip() for line in text.splitlines() if line.strip().startswith("/")}
+    part = text.split("Sessions with Ephemerals", 1)[1].split("Connections dump", 1)[0]
+    return {line.strip() for line in part.splitlines() if line.strip().startswith("/")}
 
 
 def _wait_zk_registration_gone(zk: Node, broker_id: int, deadline: float) -> None:
