@@ -73,7 +73,8 @@ chaos: setup
 # the integration core and Kafka's reassignment scenarios on 3.6 ZK/KRaft, 3.7, 3.9 ZK/KRaft,
 # 4.0 and 4.3 (one sandbox at a time; long): the table goes to docs/compat.md.
 # COMPAT_ONLY=3.9.1/zookeeper,4.0.0/kraft runs some columns only; COMPAT_ARGS=--failed-only
-# runs again what failed (the table keeps each test's newest result).
+# runs again what failed, COMPAT_ARGS="--scenarios 'paced batches,chaos:'" the scenarios named
+# (the table keeps each test's newest result).
 compat: setup
 	$(BIN)/python tests/compat/matrix.py $(if $(COMPAT_ONLY),--only $(COMPAT_ONLY)) $(COMPAT_ARGS)
 

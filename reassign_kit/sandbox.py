@@ -819,8 +819,10 @@ class Sandbox:
         node = self.node(broker_id)
         if pid_alive(node.pid):
             raise SandboxError(f"{node.role} {broker_id} is already running (pid {node.pid})")
-        self._launch(node)
         deadline = time.monotonic() + timeout
+        if self.zookeeper is not None and node.role == "broker":
+            _wait_zk_registration_gone(self.zookeeper, node.id, deadline)
+        self._launch(node)
         while time.monotonic() < deadline:
             if not pid_alive(node.pid):
                 raise SandboxError(
@@ -1073,7 +1075,7 @@ def _zookeeper_node(d: Path) -> Node:
             "maxClientCnxns": "0",
             "tickTime": "2000",
             "admin.enableServer": "false",
-            "4lw.commands.whitelist": "ruok,srvr",
+            "4lw.commands.whitelist": "ruok,srvr,dump",
         },
     )
     return zk
@@ -1103,6 +1105,48 @@ def _zk_ok(port: int) -> bool:
             return s.recv(4) == b"imok"
     except OSError:
         return False
+
+
+def _zk_ephemerals(port: int) -> set[str] | None:
+    """The ephemeral znodes ZooKeeper holds (its ``dump`` four-letter word), or None when it
+    does not say (down, or a sandbox written before ``dump`` was whitelisted)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+            s.sendall(b"dump")
+            chunks = []
+            while chunk := s.recv(65536):
+                chunks.append(chunk)
+    except OSError:
+        return None
+    return zk_dump_ephemerals(b"".join(chunks).decode(errors="replace"))
+
+
+def zk_dump_ephemerals(text: str) -> set[str] | None:
+    """The znode paths of a ``dump`` answer's "Sessions with Ephemerals" part; None when the
+    answer has none (``dump`` not whitelisted: "dump is not executed because ...")."""
+    if "Sessions with Ephemerals" not in text:
+        return None
+    part = text.split("Sessions with Ephemerals", 1)[1].split("Connections dump", 1)[0]
+    return {line.strip() for line in part.splitlines() if line.strip().startswith("/")}
+
+
+def _wait_zk_registration_gone(zk: Node, broker_id: int, deadline: float) -> None:
+    """Wait until ZooKeeper no longer holds ``/brokers/ids/<id>``. A SIGKILLed ZooKeeper-mode
+    broker's registration is an ephemeral znode that lives on until its session expires
+    (zookeeper.session.timeout.ms, 18 s here); a broker started before that exits at once with
+    NodeExistsException (KafkaZkClient.registerBroker: found by `make compat`, Kafka 3.6.2,
+    broker 3 restarted ~10 s after its SIGKILL)."""
+    path = f"/brokers/ids/{broker_id}"
+    while True:
+        held = _zk_ephemerals(zk.port)
+        if held is None or path not in held:
+            return
+        if time.monotonic() > deadline:
+            raise SandboxError(
+                f"broker {broker_id}: ZooKeeper still holds {path} from its previous run "
+                "(its session has not expired); try again later"
+            )
+        time.sleep(0.5)
 
 
 def _start_zookeeper(sb: Sandbox, timeout: float) -> None:

@@ -263,6 +263,12 @@ def main(argv: list[str] | None = None) -> int:
         help="run again only the scenarios that failed (or did not run) in each column's last "
         "run; the table shows the newest result of each",
     )
+    ap.add_argument(
+        "--scenarios",
+        default="",
+        help="comma list of words: run again only the scenarios whose name contains one (in "
+        "each column given; e.g. after a fix to them); the table shows the newest result",
+    )
     args = ap.parse_args(argv)
     cols = COLUMNS
     if args.only:
@@ -273,7 +279,13 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     for c in cols:
         print(f"== {column_name(*c)}", flush=True)
-        if args.failed_only:
+        if args.scenarios:
+            words = [w.strip() for w in args.scenarios.split(",") if w.strip()]
+            todo = [nid for name, nid in SCENARIOS if any(w in name for w in words)]
+            if not todo:
+                ap.error(f"--scenarios {args.scenarios!r} names no scenario")
+            run_column(*c, todo, OUT / f"{c[0]}-{c[1]}.log", tag=f"-rerun{int(time.time())}")
+        elif args.failed_only:
             last = read_column(*c, ids)
             todo = [i for i in ids if last[i][0] in ("fail", "not run")]
             if len(todo) == len(ids):  # never run: a full run of the column
@@ -300,7 +312,11 @@ def write_all(out: Path, ran: list, wall: float) -> None:
         f"{k.split('-rerun')[0]}: {v / 60:.1f} min" for k, v in reruns.items() if "-rerun" in k
     ]
     if again:
-        text += "\nRe-run of the failed scenarios only (--failed-only): " + "; ".join(again) + "\n"
+        text += (
+            "\nRe-runs of some scenarios only (--failed-only / --scenarios): "
+            + "; ".join(again)
+            + "\n"
+        )
     print(text, flush=True)
     write_doc(out, text, wall, ran)
 

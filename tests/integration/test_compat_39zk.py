@@ -66,6 +66,19 @@ def test_status_names_version_and_mode_and_kill_controller_names_the_broker(zk39
     assert zk39.registered_brokers() == set(zk39.nodes)
 
 
+def test_a_sigkilled_broker_started_again_at_once_comes_back(zk39, capsys):
+    """ZooKeeper mode: a SIGKILLed broker's registration (/brokers/ids/N, ephemeral) outlives
+    it until its ZooKeeper session expires (18 s); started again before that, Kafka exits with
+    NodeExistsException. start-broker waits for the registration to go first (make compat's
+    3.6.2 ZK chaos failure: broker 3 restarted ~10 s after its SIGKILL)."""
+    ctrl = zk39.active_controller()
+    victim = max(b for b in zk39.nodes if b != ctrl)
+    assert sandbox_cli.main(["kill-broker", str(victim), "--dir", str(zk39.dir)]) == 0
+    code = sandbox_cli.main(["start-broker", str(victim), "--dir", str(zk39.dir)])
+    assert code == 0, capsys.readouterr().err
+    wait_until(lambda: zk39.registered_brokers() == set(zk39.nodes), 60, "all registered")
+
+
 def test_capabilities_are_what_the_brokers_report(gw39):
     c = gw39.capabilities()
     assert c.max_version(caps.ALTER_PARTITION_REASSIGNMENTS) == 0  # v1 is Kafka 4.1+

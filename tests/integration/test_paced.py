@@ -123,7 +123,11 @@ def test_batch_waves_and_incremental_refill(sandbox, gw, topic_name, tmp_path):
     wait_until(lambda: throttles_exact(gw, [big, small], rate), 20, "throttles cleared")
 
     # incremental, N=2, back again: a slot freed by a small move is refilled while the big
-    # one still copies, and never more than 2 in flight
+    # one still copies, and never more than 2 in flight. The big one must really be slow: a
+    # replication quota measures its rate over >= 10 one-second windows, so at 150 KB/s the
+    # first ~1.5 MB pass at once (0.6 MB copied in < 1 s; then two moves could complete in
+    # the same poll and no refill show: make compat, 3.7.2 KRaft). 3 MB hold it ~10 s.
+    sandbox.load(big, 2.5)
     back = Plan.of(Move(tp, (b[b.index(states[tp].replicas[0]) - 2],)) for tp in tps)
     run = Run(
         gw,

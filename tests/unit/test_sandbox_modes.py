@@ -96,3 +96,40 @@ def test_down_stops_a_node_another_handle_restarted(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+# ZooKeeper 3.8's `dump` answer (a 3.6.2 sandbox, trimmed): ephemeral znodes per session
+ZK_DUMP = """SessionTracker dump:
+Session Sets (2)/(4):
+2 expire at Wed Nov 25 07:03:03 UTC 2026:
+\t0x10000cdd02a0002
+\t0x10000cdd02a0000
+ephemeral nodes dump:
+Sessions with Ephemerals (3):
+0x10000cdd02a0003:
+\t/brokers/ids/4
+0x10000cdd02a0002:
+\t/brokers/ids/1
+0x10000cdd02a0000:
+\t/controller
+\t/brokers/ids/2
+Connections dump:
+Connections Sets (1)/(5):
+4 expire at Wed Nov 25 07:03:09 UTC 2026:
+\tip: /127.0.0.1:51566 sessionId: 0x10000cdd02a0000
+"""
+
+
+def test_zk_dump_ephemerals_lists_the_registrations_zookeeper_holds():
+    held = sbx.zk_dump_ephemerals(ZK_DUMP)
+    assert held == {"/brokers/ids/4", "/brokers/ids/1", "/brokers/ids/2", "/controller"}
+    # dump not whitelisted (a sandbox written before it was): unknown, not "none held"
+    assert (
+        sbx.zk_dump_ephemerals("dump is not executed because it is not in the whitelist.\n") is None
+    )
+
+
+def test_zookeeper_whitelists_dump(tmp_path):
+    sbx._zookeeper_node(tmp_path)
+    props = (tmp_path / "zookeeper.properties").read_text()
+    assert "4lw.commands.whitelist=ruok,srvr,dump" in props
