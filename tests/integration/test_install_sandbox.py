@@ -98,7 +98,10 @@ def test_core_install_runs_the_drop_in_actions(sandbox, bootstrap, gw, wheel, to
     topic = topic_name("core")
     sandbox.create_topic(topic, assignment=[(1, 2), (2, 3)])
     try:
-        sandbox.load(topic, mb_per_partition=1.0)
+        # 8 MiB: a throttled follower still takes up to 1 MiB (replica.fetch.max.bytes) per
+        # 11 s quota window, so 1 MB partitions completed before --cancel under load and the
+        # rolled-back check could never pass; 8 MiB keeps each move in flight >= ~80 s
+        sandbox.load(topic, mb_per_partition=8.0)
         plan = Plan.of([Move(TP(topic, 0), (3, 4)), Move(TP(topic, 1), (4, 1))])
         plan_file = tmp_path / "plan.json"
         plan.write(str(plan_file))
