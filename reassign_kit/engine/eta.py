@@ -35,6 +35,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS, idle_credit
 from ..model import TopicPartition
 from .eta_model import (
     Flow,
@@ -46,10 +47,11 @@ from .eta_model import (
     simulate,
     snapshot_of,
 )
-from .moves import MoveIndex, MoveStatus
+from .moves import MoveIndex, MoveState, MoveStatus
 from .schedule import Caps
 
 ETA_WINDOW_S = 60.0
+QUOTA_SPAN_S = QUOTA_WINDOWS * QUOTA_WINDOW_S  # what Kafka's replication quota averages
 # a broker with bytes in flight to it that took in nothing for this long is stalled (before:
 # no rate yet — a follower's first fetch may wait a quota window)
 STALLED_AFTER_S = 10.0
@@ -103,11 +105,25 @@ class RunEta:
         # per interval between two samples: (end ts, bytes received, the model's, seconds,
         # clean: no stream started or ended in it)
         self.intervals: list[tuple[float, float, float, float, bool]] = []
+        # since the latest throttle change, while the quota's windows settle: (bytes
+        # received, the model's at the new throttle) per interval (``_settle``)
+        self.settling: list[tuple[float, float]] = []
         self._elections: tuple[int, int] | None = None
         self._rest_leaders = 0
         # from a completion to the next submission (the run's admin calls between them)
         self._subs: dict[TopicPartition, float | None] = {}  # submission seen per move
         self.gaps: list[float] = []
+        self.step_gaps: list[float] = []  # from a step's completion to its move's next step
+        self.drops: list[float] = []  # a step that only drops replicas: submission to done
+        self._drops_seen: set[tuple[TopicPartition, int]] = set()
+        # when each broker end last copied: ("i", receiving) / ("o", sending) -> ts
+        self._end_busy: dict[tuple[str, int], float] = {}
+        # the quota's catch-up (``eta_model.simulate``): per interval in which ends copied
+        # again after an idle spell, (end ts, bytes beyond the model's, the credit expected);
+        # ``burst``: the share of that credit the cluster gave (none until measured: a
+        # plain rate cap gives none, Kafka's windowed quota all of it)
+        self.bursts: list[tuple[float, float, float]] = []
+        self.burst = 0.0
         self.total_rate: float | None = None
         self.rates: dict[int, float] = {}
         self.share = 1.0
@@ -125,6 +141,7 @@ class RunEta:
         after it is measured the reason says so."""
         self.changed = self._straddles = True
         self._changed_ts = self._last[0] if self._last is not None else -math.inf
+        self.settling = []
 
     def update(
         self,
@@ -162,11 +179,18 @@ class RunEta:
         live = {f.tp for f in flows}
         self._full_since = {tp: t for tp, t in self._full_since.items() if tp in live}
         capacity = float(cap) if cap else float(PRIOR_BPS)
+        snap = snapshot_of(flows)
+        woke = self._woke(ts, snap, capacity)
+        for src, b, _, _ in snap:
+            self._end_busy[("i", b)] = ts
+            if src is not None:
+                self._end_busy[("o", src)] = ts
+        self._end_busy = {
+            e: t for e, t in self._end_busy.items() if ts - t < QUOTA_WINDOWS * QUOTA_WINDOW_S
+        }
         streams = frozenset((f.tp, b) for f in flows if f.state == "moving" for b in f.left)
         rate = model_rate(flows, capacity)
-        self._measure(
-            ts, float(sum(received.values())), rate, capacity, streams, snapshot_of(flows)
-        )
+        self._measure(ts, float(sum(received.values())), rate, capacity, streams, snap, woke)
         self._elections = elections
         self._rest_leaders = rest_leaders
         eta, why = self._estimate(ts, received, left, inflight, cap, tail, flows, caps, rest_bytes)
@@ -176,30 +200,103 @@ class RunEta:
     # ---- measurement ----------------------------------------------------------------------
 
     def _gaps(self, moves: MoveIndex) -> None:
-        """Seconds from the latest completion to each (step) submission after it: the new
-        submissions among the moves in flight against the latest completions (the last
-        ``RECENT_DONE`` moves done, newest first, without walking the others)."""
-        done = [
-            ms.completed_at
-            for ms in itertools.islice(
-                reversed(moves.by_status[MoveStatus.DONE].values()), RECENT_DONE
-            )
-            if ms.completed_at is not None
-        ]
-        done.sort()
+        """Seconds from a completion to the submission it lets go: a move's first step
+        against the latest completion of a move (the last ``RECENT_DONE`` done, newest
+        first, without walking the others); a later KIP-435 step against its own move's
+        step completion (``step_completed_at``). And how long a step that only drops
+        replicas takes, submission to completion (no byte to copy, still a controller
+        round: 1.3-2 s on the sandbox)."""
+        done_ms = list(
+            itertools.islice(reversed(moves.by_status[MoveStatus.DONE].values()), RECENT_DONE)
+        )
+        done = sorted(ms.completed_at for ms in done_ms if ms.completed_at is not None)
         seen: dict[TopicPartition, float | None] = {}
         for ms in moves.iter(MoveStatus.MOVING):
             sub = ms.step_submitted_at if ms.step_submitted_at is not None else ms.submitted_at
             if sub is not None and self._subs.get(ms.tp, -math.inf) != sub:
-                k = bisect.bisect_right(done, sub + 1e-9)
-                if k and 0.0 <= sub - done[k - 1] <= ETA_WINDOW_S / 2:
-                    self.gaps = [*self.gaps[-19:], sub - done[k - 1]]
+                if ms.step >= 2 and ms.step_completed_at is not None:
+                    g = sub - ms.step_completed_at
+                    if 0.0 <= g <= ETA_WINDOW_S / 2:
+                        self.step_gaps = [*self.step_gaps[-19:], g]
+                    if _drops_only(ms, ms.step - 1) and ms.step_took_s is not None:
+                        self._drop((ms.tp, ms.step - 1), ms.step_took_s)
+                else:
+                    k = bisect.bisect_right(done, sub + 1e-9)
+                    if k and 0.0 <= sub - done[k - 1] <= ETA_WINDOW_S / 2:
+                        self.gaps = [*self.gaps[-19:], sub - done[k - 1]]
             seen[ms.tp] = sub
         self._subs = seen
+        for ms in moves.iter(MoveStatus.READY):  # a step just completed
+            if ms.step >= 1 and _drops_only(ms, ms.step) and ms.step_took_s is not None:
+                self._drop((ms.tp, ms.step), ms.step_took_s)
+        for ms in done_ms:  # a move whose last step dropped replicas
+            n = len(ms.steps)
+            if n >= 2 and _drops_only(ms, n) and ms.completed_at is not None:
+                if ms.step_submitted_at is not None and (ms.tp, n) not in self._drops_seen:
+                    self._drop((ms.tp, n), ms.completed_at - ms.step_submitted_at)
+                    if len(self._drops_seen) > 4 * RECENT_DONE:
+                        self._drops_seen.clear()
+
+    def _drop(self, key: tuple[TopicPartition, int], took: float) -> None:
+        if key not in self._drops_seen and 0.0 <= took <= ETA_WINDOW_S / 2:
+            self._drops_seen.add(key)
+            self.drops = [*self.drops[-19:], took]
 
     def gap(self) -> float:
-        """The median measured gap (0 before one is)."""
+        """The median measured gap before a move's first step (0 before one is)."""
         return statistics.median(self.gaps) if self.gaps else 0.0
+
+    def step_gap(self) -> float:
+        """The median measured gap before a later step (the slots' gap before one is)."""
+        return statistics.median(self.step_gaps) if self.step_gaps else self.gap()
+
+    def drop_s(self) -> float | None:
+        """The median measured time of a step that only drops replicas (None: the
+        completion lag, before one is)."""
+        return statistics.median(self.drops) if self.drops else None
+
+    def _settle(self, ts: float, flows: list[Flow], capacity: float) -> float:
+        """Seconds the quota gives back (negative: takes) after a throttle change, within
+        the ``QUOTA_WINDOWS`` windows that still hold bytes moved at the old throttle. Kafka
+        keeps each end's average over the windows at the new limit: lowered, an end stalls
+        until the average falls, then catches up as the old windows expire; raised, it
+        bursts what the average allows. Either way, by the time the windows have turned
+        over, the ends have moved what the new throttle gives over them: the bytes the
+        model at the new throttle expected since the change, less those received, still
+        come (or were lent) within the windows left."""
+        since = ts - self._changed_ts
+        if not self.settling or not 0 <= since < QUOTA_SPAN_S:
+            return 0.0
+        rate = model_rate(flows, capacity * self.share)
+        if rate <= 0:
+            return 0.0
+        expected = sum(m for _, m in self.settling) * self.share
+        got = sum(a for a, _ in self.settling)
+        left = QUOTA_SPAN_S - since
+        return max(-left, min(left, (expected - got) / rate))
+
+    def _woke(self, ts: float, snap: Snapshot, capacity: float) -> float:
+        """The quota credit (``quota.idle_credit``) the streams started since the last
+        sample may burst: per new stream, the least of what its ends give, an end copying
+        again after an idle spell (its credit shared by its new streams)."""
+        if not self.points:
+            return 0.0
+        t0, old = self.points[-1][0], self.points[-1][4]
+        new = [(src, b) for src, b, _, tp in snap if (tp, b) not in old]
+        count: dict[tuple[str, int], int] = {}
+        for src, b in new:
+            for e in (("i", b), ("o", src)):
+                count[e] = count.get(e, 0) + 1
+        busy0 = {("i", b) for _, b, _, _ in self.points[-1][5]}
+        busy0 |= {("o", s) for s, _, _, _ in self.points[-1][5] if s is not None}
+
+        def credit(e: tuple[str, Any]) -> float:
+            last = self._end_busy.get(e)
+            if e in busy0 or last is None or e[1] is None:
+                return 0.0
+            return idle_credit(t0 - last + (ts - t0) / 2, capacity) / count[e]
+
+        return sum(min(credit(("i", b)), credit(("o", src))) for src, b in new)
 
     def _busy(self, ts: float, inflight: Mapping[int, int]) -> None:
         if self._last is not None:
@@ -224,6 +321,7 @@ class RunEta:
         capacity: float,
         streams: frozenset,
         snap: Snapshot,
+        woke: float = 0.0,
     ) -> None:
         """The share of the throttle achieved over the window: bytes received against the
         model's bytes at the throttle for the streams in flight (those of an interval's
@@ -232,21 +330,37 @@ class RunEta:
         ``MIN_WINDOW_S``; else every interval does."""
         if self._first is None:
             self._first = (ts, got)
-        ok = not self._straddles  # the interval ending now holds a throttle change
         self._straddles = False
-        if self.points and ok:
+        if self.points:
             t0, g0, _, c0, s0, snap0 = self.points[-1]
             dt = ts - t0
-            if dt > 0:
+            settling = t0 >= self._changed_ts and t0 < self._changed_ts + QUOTA_SPAN_S
+            if dt > 0 and settling:
+                # Kafka's windows still hold bytes moved at the old throttle: the interval
+                # says what the quota lends or owes, not the cluster's share (``_settle``)
+                m = model_bytes(snap0, capacity, dt)
+                if s0 != streams:
+                    m += new_rate(snap, s0, capacity) * dt / 2
+                self.settling.append((got - g0, m))
+                if self.changed and t0 > self._changed_ts:
+                    self.changed = False  # an interval wholly after the change
+            elif dt > 0:
                 m = model_bytes(snap0, c0, dt)
                 if s0 != streams:
                     m += new_rate(snap, s0, capacity) * dt / 2
+                if woke > 0:  # the quota's catch-up expected: how much of it came
+                    self.bursts.append((ts, got - g0 - self.share * m, woke))
                 if m > 0:
-                    self.intervals.append((ts, max(0.0, got - g0), m, dt, s0 == streams))
+                    clean = s0 == streams and woke <= 0
+                    self.intervals.append((ts, max(0.0, got - g0), m, dt, clean))
                 if self.changed and t0 > self._changed_ts:
                     self.changed = False  # an interval wholly after the change
         self.points = [(ts, got, rate, capacity, streams, snap)]
         self.intervals = [x for x in self.intervals if x[0] >= ts - self.window_s]
+        self.bursts = [x for x in self.bursts if x[0] >= ts - self.window_s]
+        expected = sum(x[2] for x in self.bursts)
+        if expected >= MIN_WINDOW_BYTES / 2:
+            self.burst = min(1.0, max(0.0, sum(x[1] for x in self.bursts) / expected))
         clean = [x for x in self.intervals if x[4]]
         use = clean if sum(x[3] for x in clean) >= MIN_WINDOW_S else self.intervals
         actual = sum(x[1] for x in use)
@@ -334,15 +448,20 @@ class RunEta:
             self._elections,
             self._rest_leaders,
             self.gap(),
+            step_gap=self.step_gap(),
+            drop_s=self.drop_s(),
+            idle={e: ts - t for e, t in self._end_busy.items() if t < ts},
+            burst=self.burst,
         )
         if not math.isfinite(fc.seconds):
             return None, "no bytes can move (a throttle of 0?)"
         lo_s, hi_s = self.share_range
+        owed = self._settle(ts, flows, capacity)
 
         def at(share: float) -> float:
-            return fc.seconds - fc.copy_s + fc.copy_s * self.share / share
+            return max(0.0, fc.seconds - fc.copy_s + fc.copy_s * self.share / share - owed)
 
-        eta = fc.seconds
+        eta = at(self.share)
         low, high = at(hi_s), at(lo_s)
         low = min(low, eta * (1 - SPREAD_FLOOR))
         high = max(high, eta * (1 + SPREAD_FLOOR))
@@ -387,6 +506,14 @@ class RunEta:
             "eta_bound_s": None if self.bound is None else round(self.bound, 1),
             "throttle_share": round(self.share, 3) if self.measured else None,
         }
+
+
+def _drops_only(ms: MoveState, k: int) -> bool:
+    """Step ``k`` (1-based) of ``ms`` adds no replica: it copies nothing."""
+    if not 1 <= k <= len(ms.steps):
+        return False
+    before = ms.steps[k - 2] if k >= 2 else ms.original
+    return not any(b not in before for b in ms.steps[k - 1])
 
 
 def window_rates(
