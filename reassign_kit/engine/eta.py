@@ -35,7 +35,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS, idle_credit
+from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS, Windows, idle_credit
 from ..model import TopicPartition
 from .eta_model import (
     Flow,
@@ -105,9 +105,11 @@ class RunEta:
         # per interval between two samples: (end ts, bytes received, the model's, seconds,
         # clean: no stream started or ended in it)
         self.intervals: list[tuple[float, float, float, float, bool]] = []
-        # since the latest throttle change, while the quota's windows settle: (bytes
-        # received, the model's at the new throttle) per interval (``_settle``)
-        self.settling: list[tuple[float, float]] = []
+        # bytes each broker end moved so far, at each sample of the last quota span:
+        # ("i", b) received, ("o", b) sent (``_end_windows``: Kafka's quota windows)
+        self._moved: list[tuple[float, dict[tuple[str, int], float]]] = []
+        self._sent: dict[int, float] = {}
+        self._copied: dict[tuple[TopicPartition, int], tuple[int | None, float, float]] = {}
         self._elections: tuple[int, int] | None = None
         self._rest_leaders = 0
         # from a completion to the next submission (the run's admin calls between them)
@@ -141,7 +143,6 @@ class RunEta:
         after it is measured the reason says so."""
         self.changed = self._straddles = True
         self._changed_ts = self._last[0] if self._last is not None else -math.inf
-        self.settling = []
 
     def update(
         self,
@@ -191,8 +192,10 @@ class RunEta:
         streams = frozenset((f.tp, b) for f in flows if f.state == "moving" for b in f.left)
         rate = model_rate(flows, capacity)
         unseen = moves is not None and self._unseen(moves)
+        self._track_ends(ts, received, flows)
+        held = self._quota_held(ts, float(sum(received.values())), capacity)
         self._measure(
-            ts, float(sum(received.values())), rate, capacity, streams, snap, woke, unseen
+            ts, float(sum(received.values())), rate, capacity, streams, snap, woke, unseen, held
         )
         self._elections = elections
         self._rest_leaders = rest_leaders
@@ -258,25 +261,75 @@ class RunEta:
         completion lag, before one is)."""
         return statistics.median(self.drops) if self.drops else None
 
-    def _settle(self, ts: float, flows: list[Flow], capacity: float) -> float:
-        """Seconds the quota gives back (negative: takes) after a throttle change, within
-        the ``QUOTA_WINDOWS`` windows that still hold bytes moved at the old throttle. Kafka
-        keeps each end's average over the windows at the new limit: lowered, an end stalls
-        until the average falls, then catches up as the old windows expire; raised, it
-        bursts what the average allows. Either way, by the time the windows have turned
-        over, the ends have moved what the new throttle gives over them: the bytes the
-        model at the new throttle expected since the change, less those received, still
-        come (or were lent) within the windows left."""
-        since = ts - self._changed_ts
-        if not self.settling or not 0 <= since < QUOTA_SPAN_S:
-            return 0.0
-        rate = model_rate(flows, capacity * self.share)
-        if rate <= 0:
-            return 0.0
-        expected = sum(m for _, m in self.settling) * self.share
-        got = sum(a for a, _ in self.settling)
-        left = QUOTA_SPAN_S - since
-        return max(-left, min(left, (expected - got) / rate))
+    # ---- Kafka's quota windows, replayed (cluster.quota.Windows) ---------------------------
+
+    def _track_ends(self, ts: float, received: Mapping[int, float], flows: list[Flow]) -> None:
+        """Bytes each broker end moved so far: received per broker (the run's counters),
+        sent per leader (the bytes its streams copied, a completed stream's rest included)."""
+        now: dict[tuple[TopicPartition, int], tuple[int | None, float, float]] = {}
+        for f in flows:
+            if f.state != "moving":
+                continue
+            for b, n in f.left.items():
+                now[(f.tp, b)] = (f.src, f.size - n, f.size)
+        for key, (src, got, _) in now.items():
+            before = self._copied.get(key, (src, 0.0, 0.0))[1]
+            if src is not None and got > before:
+                self._sent[src] = self._sent.get(src, 0.0) + got - before
+        for key, (src, got, size) in self._copied.items():
+            if key not in now and src is not None:  # completed: its last bytes
+                self._sent[src] = self._sent.get(src, 0.0) + max(0.0, size - got)
+        self._copied = now
+        point = {("i", b): float(n) for b, n in received.items()}
+        point.update({("o", b): n for b, n in self._sent.items()})
+        self._moved.append((ts, point))
+        self._moved = [x for x in self._moved if x[0] >= ts - QUOTA_SPAN_S - 3 * QUOTA_WINDOW_S]
+
+    def _curve(self, end: tuple[str, int]) -> list[tuple[float, float]]:
+        """(ts, bytes moved so far) of one end, from the first sample before it moved."""
+        pts = [(t, p.get(end, 0.0)) for t, p in self._moved]
+        first = next((k for k in range(1, len(pts)) if pts[k][1] > pts[k - 1][1]), None)
+        return [] if first is None else pts[first - 1 :]
+
+    def end_windows(self, ts: float) -> dict[tuple[str, int], Windows]:
+        """Kafka's quota windows of each end that moved bytes in the last windows, as the
+        samples tell them (the bytes between two samples spread evenly over the time)."""
+        out = {}
+        for end in self._moved[-1][1] if self._moved else {}:
+            pts = self._curve(end)
+            if len(pts) < 2:
+                continue
+            w = Windows()
+            first = math.floor(max(pts[0][0], ts - QUOTA_SPAN_S) / QUOTA_WINDOW_S)
+            last = math.floor(ts / QUOTA_WINDOW_S)
+            for k in range(first, last + 1):
+                a = max(k * QUOTA_WINDOW_S, pts[0][0])
+                b = min((k + 1) * QUOTA_WINDOW_S, ts)
+                if b > a:
+                    w.wins.append([k * QUOTA_WINDOW_S, _at(pts, b) - _at(pts, a)])
+            out[end] = w
+        return out
+
+    def _quota_held(self, ts: float, got: float, capacity: float) -> bool:
+        """The interval ending now moved (almost) nothing while every end receiving in it
+        had used up its quota (its windows at the limit when the interval began): Kafka's
+        quota holding back a catch-up it let through before, not the cluster's pace."""
+        if not self.points or self.points[-1][0] >= ts:
+            return False
+        t0, g0, _, c0, _, snap0 = self.points[-1]
+        ends = {("i", b) for _, b, _, _ in snap0}
+        if not ends or got - g0 > 0.25 * c0 * (ts - t0):
+            return False
+        limit = c0 * self.share
+        for end in ends:
+            pts = [p for p in self._curve(end) if p[0] <= t0]
+            if len(pts) < 2:
+                return False
+            span = min(QUOTA_SPAN_S, t0 - pts[0][0])
+            moved = _at(pts, t0) - _at(pts, t0 - span)
+            if span <= 0 or limit * span - moved > limit * QUOTA_WINDOW_S:
+                return False
+        return True
 
     def _unseen(self, moves: MoveIndex) -> bool:
         """A move (or a step) completed since the last sample that no sample saw copying."""
@@ -340,6 +393,7 @@ class RunEta:
         snap: Snapshot,
         woke: float = 0.0,
         unseen: bool = False,
+        quota_held: bool = False,
     ) -> None:
         """The share of the throttle achieved over the window: bytes received against the
         model's bytes at the throttle for the streams in flight (those of an interval's
@@ -351,20 +405,15 @@ class RunEta:
         burst in 0.8 s read as a share of 1.19 for a minute)."""
         if self._first is None:
             self._first = (ts, got)
+        ok = not self._straddles  # the interval ending now holds a throttle change
         self._straddles = False
-        if self.points:
+        if self.points and ok:
             t0, g0, _, c0, s0, snap0 = self.points[-1]
             dt = ts - t0
-            settling = t0 >= self._changed_ts and t0 < self._changed_ts + QUOTA_SPAN_S
-            if dt > 0 and settling:
-                # Kafka's windows still hold bytes moved at the old throttle: the interval
-                # says what the quota lends or owes, not the cluster's share (``_settle``)
-                m = model_bytes(snap0, capacity, dt)
-                if s0 != streams:
-                    m += new_rate(snap, s0, capacity) * dt / 2
-                self.settling.append((got - g0, m))
-                if self.changed and t0 > self._changed_ts:
-                    self.changed = False  # an interval wholly after the change
+            if dt > 0 and self.changed and t0 > self._changed_ts:
+                self.changed = False  # an interval wholly after the change
+            if dt > 0 and quota_held:
+                pass  # Kafka's quota held the ends back (``_quota_held``): not the share
             elif dt > 0 and not unseen:
                 m = model_bytes(snap0, c0, dt)
                 if s0 != streams:
@@ -374,8 +423,6 @@ class RunEta:
                 if m > 0:
                     clean = s0 == streams and woke <= 0
                     self.intervals.append((ts, max(0.0, got - g0), m, dt, clean))
-                if self.changed and t0 > self._changed_ts:
-                    self.changed = False  # an interval wholly after the change
         self.points = [(ts, got, rate, capacity, streams, snap)]
         self.intervals = [x for x in self.intervals if x[0] >= ts - self.window_s]
         self.bursts = [x for x in self.bursts if x[0] >= ts - self.window_s]
@@ -473,16 +520,17 @@ class RunEta:
             drop_s=self.drop_s(),
             idle={e: ts - t for e, t in self._end_busy.items() if t < ts},
             burst=self.burst,
+            windows=self.end_windows(ts) if cap else None,
+            now=ts,
         )
         if not math.isfinite(fc.seconds):
             return None, "no bytes can move (a throttle of 0?)"
         lo_s, hi_s = self.share_range
-        owed = self._settle(ts, flows, capacity)
 
         def at(share: float) -> float:
-            return max(0.0, fc.seconds - fc.copy_s + fc.copy_s * self.share / share - owed)
+            return fc.seconds - fc.copy_s + fc.copy_s * self.share / share
 
-        eta = at(self.share)
+        eta = fc.seconds
         low, high = at(hi_s), at(lo_s)
         low = min(low, eta * (1 - SPREAD_FLOOR))
         high = max(high, eta * (1 + SPREAD_FLOOR))
@@ -527,6 +575,16 @@ class RunEta:
             "eta_bound_s": None if self.bound is None else round(self.bound, 1),
             "throttle_share": round(self.share, 3) if self.measured else None,
         }
+
+
+def _at(pts: Sequence[tuple[float, float]], t: float) -> float:
+    """The value of a piecewise linear curve at ``t`` (flat outside it)."""
+    if t <= pts[0][0]:
+        return pts[0][1]
+    for (t0, v0), (t1, v1) in itertools.pairwise(pts):
+        if t <= t1:
+            return v0 + (v1 - v0) * (t - t0) / (t1 - t0) if t1 > t0 else v1
+    return pts[-1][1]
 
 
 def _drops_only(ms: MoveState, k: int) -> bool:

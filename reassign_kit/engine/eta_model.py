@@ -18,7 +18,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..cluster.quota import fair_share, idle_credit
+from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS, Windows, fair_share, idle_credit
 from ..errors import ReassignKitError
 from ..model import TopicPartition
 from .moves import MoveIndex, MoveState, MoveStatus
@@ -29,6 +29,9 @@ SIM_PENDING = 300  # queued moves simulated one by one; the rest in proportion
 MAX_EVENTS = 400  # steps of one simulation (larger plans advance in coarser steps)
 WORK_BUDGET = 200_000  # streams x steps of one simulation
 MAX_STEPS_MEASURE = 50  # steps of the model's bytes over one interval
+# how long the simulation replays Kafka's quota windows from now, in steps of half a window
+QUOTA_REPLAY_S = 4 * QUOTA_WINDOWS * QUOTA_WINDOW_S
+REPLAY_STEP_S = QUOTA_WINDOW_S / 2
 
 
 @dataclass
@@ -254,6 +257,8 @@ def simulate(
     drop_s: float | None = None,
     idle: Mapping[tuple[str, int], float] | None = None,
     burst: float = 1.0,
+    windows: Mapping[tuple[str, int], Windows] | None = None,
+    now: float = 0.0,
 ) -> Forecast:
     """Seconds until every flow completes, each broker end at ``capacity`` bytes/s, the
     queued flows admitted by ``schedule.decide`` under ``caps``, each step completing
@@ -275,7 +280,12 @@ def simulate(
     (a stream bursts what both of its ends allow); ``idle``: the ends idle now, seconds
     since each last copied (an end not in it and not copying now starts from nothing);
     ``burst``: the share of that credit the cluster gives (measured by the run's ETA: 0 on
-    a plain rate cap)."""
+    a plain rate cap). ``windows``: Kafka's quota windows of the ends that moved bytes lately
+    (``RunEta.end_windows``, at absolute time ``now``): for ``QUOTA_REPLAY_S`` the simulation
+    replays them (``quota.Windows``, each end's limit its capacity here), in steps of half a
+    window: an end whose windows hold more than the limit stalls until they expire (a
+    throttle lowered mid-run: the sandbox stalled 7 s), one whose windows hold less catches
+    up (at ``burst`` of the credit); the idle credit applies after."""
     out_cap, in_cap = _caps_of(flows, capacity)
     # the lag beyond the wait for a poll; never none: the follower joining the ISR and the
     # controller ending the reassignment take a moment, so a copy ending right at a poll
@@ -322,6 +332,7 @@ def simulate(
     # at most MAX_EVENTS steps, fewer when many streams copy (the work of a step)
     n_streams = sum(len(f.left) for f in active) + 1
     min_dt = horizon / max(20, min(MAX_EVENTS, WORK_BUDGET // n_streams))
+    wins = {e: _copy_windows(w) for e, w in (windows or {}).items()}
     last_busy: dict[tuple[str, int | None], float] = {e: -d for e, d in (idle or {}).items()}
     busy_before = {("i", b) for f in active for b, n in f.left.items() if n > 0}
     busy_before |= {("o", f.src) for f in active if f.src is not None and any(f.left.values())}
@@ -344,19 +355,35 @@ def simulate(
         starts = [f.start_at for f in active if f.start_at > t + 1e-9]
         if not copying and not done_at and not starts:
             break
-        busy_before = _burst(copying, busy_before, last_busy, t, out_cap, in_cap, burst)
+        replay = bool(wins) and t < QUOTA_REPLAY_S
+        if replay:  # the windows hold what idling gave
+            busy_before = {("i", b) for _, b in copying}
+            busy_before |= {("o", f.src) for f, _ in copying if f.src is not None}
+        else:
+            busy_before = _burst(copying, busy_before, last_busy, t, out_cap, in_cap, burst)
+        o_cap, i_cap = out_cap, in_cap
+        if replay and copying:
+            o_cap, i_cap = _replay_caps(wins, now + t, out_cap, in_cap, burst)
         dt = min(starts) - t if starts else math.inf
         rates: list[float] = []
         if copying:
-            rates = fair_share([(f.src, b) for f, b in copying], out_cap, in_cap)
+            rates = fair_share([(f.src, b) for f, b in copying], o_cap, i_cap)
             for (f, b), r in zip(copying, rates, strict=True):
                 if r > 0:
                     dt = min(dt, f.left[b] / r)
         if done_at:
             dt = min(dt, done_at[0][0] - t)
+        if replay:
+            dt = min(dt, REPLAY_STEP_S)
         if not math.isfinite(dt):
             return Forecast(math.inf, math.inf, _name(bottleneck))
         dt = max(dt, min_dt if copying else 0.0)
+        if replay:
+            dt = min(dt, REPLAY_STEP_S)
+            for (f, b), r in zip(copying, rates, strict=True):
+                for e in (("i", b), ("o", f.src)):
+                    if e in wins:
+                        wins[e].record(r * dt)
         if copying:
             copy_s += dt
             for e in busy_before:
@@ -392,6 +419,32 @@ def simulate(
         t += extra_s
     t = max(t, elect_end)
     return Forecast(t, copy_s, _name(bottleneck))
+
+
+def _copy_windows(w: Windows) -> Windows:
+    out = Windows(w.n, w.size_s)
+    out.wins = [list(x) for x in w.wins]
+    return out
+
+
+def _replay_caps(
+    wins: Mapping[tuple[str, int], Windows],
+    at: float,
+    out_cap: Mapping[int, float],
+    in_cap: Mapping[int, float],
+    burst: float,
+) -> tuple[dict, dict]:
+    """Each end's capacity over the next replay step as its quota windows allow: below its
+    capacity when they are full (a stall), above it by ``burst`` of the credit beyond."""
+    o_cap, i_cap = dict(out_cap), dict(in_cap)
+    for (kind, b), w in wins.items():
+        caps = o_cap if kind == "o" else i_cap
+        if b not in caps:
+            continue
+        base = caps[b]
+        allow = w.credit(at + REPLAY_STEP_S, base) / REPLAY_STEP_S  # by the step's end
+        caps[b] = allow if allow < base else base + burst * (allow - base)
+    return o_cap, i_cap
 
 
 def _burst(
