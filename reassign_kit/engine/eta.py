@@ -22,6 +22,15 @@ at the 10th and 90th percentiles of the share measured between samples in the wi
 ETA never exceeds the bound of the bytes left at ``BOUND_SHARE`` of the throttle (plus a
 completion lag per step left) unless ``eta_reason`` says why (the brokers measured slower).
 
+What the run spends besides copying is measured too (bench_eta): the gap from a completion
+to the next submission, from a KIP-435 step's completion to its move's next step, and what a
+step that only drops replicas takes (``step_completed`` carries ``step_s``). Kafka's quota is
+an average over 11 one-second windows, so the pace is not steady: an end idle between two
+copies catches up, an end that caught up (or whose throttle was lowered) stalls until its
+windows expire. The ETA replays each end's windows from the bytes it moved at the samples
+(``eta_ends.EndBytes``; ``eta_model.simulate``), and an interval in which the quota held every
+receiving end, or in which a move came and went unseen, is not a measure of the share.
+
 ``RunEta.update`` once per sample (``Run._eta_fields``); ``fields()`` adds its figures to
 the ``sample`` event, from which ``progress`` on the journal, the paced CLI's line and the
 panel show the same finish time and range."""
@@ -35,9 +44,11 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS, Windows, idle_credit
+from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS, idle_credit
 from ..model import TopicPartition
+from .eta_ends import EndBytes
 from .eta_model import (
+    QUOTA_REPLAY_S,
     Flow,
     Snapshot,
     flows_of,
@@ -51,7 +62,6 @@ from .moves import MoveIndex, MoveState, MoveStatus
 from .schedule import Caps
 
 ETA_WINDOW_S = 60.0
-QUOTA_SPAN_S = QUOTA_WINDOWS * QUOTA_WINDOW_S  # what Kafka's replication quota averages
 # a broker with bytes in flight to it that took in nothing for this long is stalled (before:
 # no rate yet — a follower's first fetch may wait a quota window)
 STALLED_AFTER_S = 10.0
@@ -105,11 +115,7 @@ class RunEta:
         # per interval between two samples: (end ts, bytes received, the model's, seconds,
         # clean: no stream started or ended in it)
         self.intervals: list[tuple[float, float, float, float, bool]] = []
-        # bytes each broker end moved so far, at each sample of the last quota span:
-        # ("i", b) received, ("o", b) sent (``_end_windows``: Kafka's quota windows)
-        self._moved: list[tuple[float, dict[tuple[str, int], float]]] = []
-        self._sent: dict[int, float] = {}
-        self._copied: dict[tuple[TopicPartition, int], tuple[int | None, float, float]] = {}
+        self.ends = EndBytes()  # each broker end's bytes, for Kafka's quota windows
         self._elections: tuple[int, int] | None = None
         self._rest_leaders = 0
         # from a completion to the next submission (the run's admin calls between them)
@@ -192,8 +198,8 @@ class RunEta:
         streams = frozenset((f.tp, b) for f in flows if f.state == "moving" for b in f.left)
         rate = model_rate(flows, capacity)
         unseen = moves is not None and self._unseen(moves)
-        self._track_ends(ts, received, flows)
-        held = self._quota_held(ts, float(sum(received.values())), capacity)
+        self.ends.track(ts, received, flows)
+        held = self._quota_held(ts, float(sum(received.values())))
         self._measure(
             ts, float(sum(received.values())), rate, capacity, streams, snap, woke, unseen, held
         )
@@ -261,56 +267,15 @@ class RunEta:
         completion lag, before one is)."""
         return statistics.median(self.drops) if self.drops else None
 
-    # ---- Kafka's quota windows, replayed (cluster.quota.Windows) ---------------------------
+    def _replaying(self, ts: float) -> bool:
+        """Whether the simulation replays the ends' quota windows: while they still hold
+        bytes moved at a throttle changed since (Kafka stalls an end whose throttle was
+        lowered until they expire). Elsewhere the windows hold what the measured share
+        already tells, and a replay from samples a second or more apart only adds their
+        rounding (a run of a few seconds read 0.5 s long)."""
+        return ts - self._changed_ts < QUOTA_REPLAY_S
 
-    def _track_ends(self, ts: float, received: Mapping[int, float], flows: list[Flow]) -> None:
-        """Bytes each broker end moved so far: received per broker (the run's counters),
-        sent per leader (the bytes its streams copied, a completed stream's rest included)."""
-        now: dict[tuple[TopicPartition, int], tuple[int | None, float, float]] = {}
-        for f in flows:
-            if f.state != "moving":
-                continue
-            for b, n in f.left.items():
-                now[(f.tp, b)] = (f.src, f.size - n, f.size)
-        for key, (src, got, _) in now.items():
-            before = self._copied.get(key, (src, 0.0, 0.0))[1]
-            if src is not None and got > before:
-                self._sent[src] = self._sent.get(src, 0.0) + got - before
-        for key, (src, got, size) in self._copied.items():
-            if key not in now and src is not None:  # completed: its last bytes
-                self._sent[src] = self._sent.get(src, 0.0) + max(0.0, size - got)
-        self._copied = now
-        point = {("i", b): float(n) for b, n in received.items()}
-        point.update({("o", b): n for b, n in self._sent.items()})
-        self._moved.append((ts, point))
-        self._moved = [x for x in self._moved if x[0] >= ts - QUOTA_SPAN_S - 3 * QUOTA_WINDOW_S]
-
-    def _curve(self, end: tuple[str, int]) -> list[tuple[float, float]]:
-        """(ts, bytes moved so far) of one end, from the first sample before it moved."""
-        pts = [(t, p.get(end, 0.0)) for t, p in self._moved]
-        first = next((k for k in range(1, len(pts)) if pts[k][1] > pts[k - 1][1]), None)
-        return [] if first is None else pts[first - 1 :]
-
-    def end_windows(self, ts: float) -> dict[tuple[str, int], Windows]:
-        """Kafka's quota windows of each end that moved bytes in the last windows, as the
-        samples tell them (the bytes between two samples spread evenly over the time)."""
-        out = {}
-        for end in self._moved[-1][1] if self._moved else {}:
-            pts = self._curve(end)
-            if len(pts) < 2:
-                continue
-            w = Windows()
-            first = math.floor(max(pts[0][0], ts - QUOTA_SPAN_S) / QUOTA_WINDOW_S)
-            last = math.floor(ts / QUOTA_WINDOW_S)
-            for k in range(first, last + 1):
-                a = max(k * QUOTA_WINDOW_S, pts[0][0])
-                b = min((k + 1) * QUOTA_WINDOW_S, ts)
-                if b > a:
-                    w.wins.append([k * QUOTA_WINDOW_S, _at(pts, b) - _at(pts, a)])
-            out[end] = w
-        return out
-
-    def _quota_held(self, ts: float, got: float, capacity: float) -> bool:
+    def _quota_held(self, ts: float, got: float) -> bool:
         """The interval ending now moved (almost) nothing while every end receiving in it
         had used up its quota (its windows at the limit when the interval began): Kafka's
         quota holding back a catch-up it let through before, not the cluster's pace."""
@@ -320,16 +285,7 @@ class RunEta:
         ends = {("i", b) for _, b, _, _ in snap0}
         if not ends or got - g0 > 0.25 * c0 * (ts - t0):
             return False
-        limit = c0 * self.share
-        for end in ends:
-            pts = [p for p in self._curve(end) if p[0] <= t0]
-            if len(pts) < 2:
-                return False
-            span = min(QUOTA_SPAN_S, t0 - pts[0][0])
-            moved = _at(pts, t0) - _at(pts, t0 - span)
-            if span <= 0 or limit * span - moved > limit * QUOTA_WINDOW_S:
-                return False
-        return True
+        return all(self.ends.at_limit(e, t0, c0 * self.share) for e in ends)
 
     def _unseen(self, moves: MoveIndex) -> bool:
         """A move (or a step) completed since the last sample that no sample saw copying."""
@@ -520,7 +476,7 @@ class RunEta:
             drop_s=self.drop_s(),
             idle={e: ts - t for e, t in self._end_busy.items() if t < ts},
             burst=self.burst,
-            windows=self.end_windows(ts) if cap else None,
+            windows=self.ends.windows(ts) if cap and self._replaying(ts) else None,
             now=ts,
         )
         if not math.isfinite(fc.seconds):
@@ -575,16 +531,6 @@ class RunEta:
             "eta_bound_s": None if self.bound is None else round(self.bound, 1),
             "throttle_share": round(self.share, 3) if self.measured else None,
         }
-
-
-def _at(pts: Sequence[tuple[float, float]], t: float) -> float:
-    """The value of a piecewise linear curve at ``t`` (flat outside it)."""
-    if t <= pts[0][0]:
-        return pts[0][1]
-    for (t0, v0), (t1, v1) in itertools.pairwise(pts):
-        if t <= t1:
-            return v0 + (v1 - v0) * (t - t0) / (t1 - t0) if t1 > t0 else v1
-    return pts[-1][1]
 
 
 def _drops_only(ms: MoveState, k: int) -> bool:
