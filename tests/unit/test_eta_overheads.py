@@ -156,3 +156,21 @@ def test_overheads_between_moves_are_counted_once(shape):
         samples, end = run(sim, plan, batch_size=4)
     med, p90, held = scores(samples, end)
     assert med <= 0.01 and p90 <= 0.08 and held >= 0.9, (med, p90, held)
+
+
+def test_resume_reads_a_steps_completion_time_from_old_and_new_journals():
+    """A resumed run takes a step's completion time from the journal's ``step_completed``
+    event (its ``ts``: journals written before ``step_s`` existed have it too), so the gap to
+    the move's next step is measured across the restart."""
+    sim = SimCluster(4)
+    sim.add_topic("s", [[0, 1]], MB)
+    r = Run(sim, Plan.of([Move(TP("s", 0), (2, 3))]), ExecuteOptions(), None)
+    base = {"run_id": "r", "topic": "s", "partition": 0}
+    old = [
+        {**base, "ts": 1.0, "event": "submitted", "current": [0, 1], "target": [2, 3]},
+        {**base, "ts": 5.0, "event": "step_completed", "step": 1, "steps": 3},
+    ]
+    new = [*old[:1], {**old[1], "ts": 6.5, "step_s": 5.5}]
+    for events, ts in ((old, 5.0), (new, 6.5)):
+        j = r._journaled_submissions(events)[TP("s", 0)]
+        assert j["step_completed_ts"] == ts and j["submitted_ts"] == 1.0
