@@ -17,6 +17,19 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 
 Stream = tuple[Hashable | None, Hashable]  # (source: leader broker or None, target broker)
+# Kafka's defaults: replication.quota.window.num, replication.quota.window.size.seconds
+QUOTA_WINDOWS = 11
+QUOTA_WINDOW_S = 1.0
+
+
+def idle_credit(idle_s: float, limit: float, windows: int = QUOTA_WINDOWS) -> float:
+    """What ``Windows`` lets an end move at once when it copies again after ``idle_s``
+    seconds idle, having copied at ``limit`` before: the windows kept hold ``limit`` for
+    the busy ones and nothing for the idle ones, so ``limit * idle_s``; nothing once every
+    window it copied in has expired (and nothing for an end that had not copied: a broker
+    starting from idle gets no burst)."""
+    span = windows * QUOTA_WINDOW_S
+    return limit * idle_s if 0.0 < idle_s < span - QUOTA_WINDOW_S else 0.0
 
 
 def fair_share(
@@ -74,7 +87,7 @@ class Windows:
     holds from the first second), one idle for part of the last windows catches up at full
     speed until its average is back at the throttle."""
 
-    def __init__(self, n: int = 11, size_s: float = 1.0):
+    def __init__(self, n: int = QUOTA_WINDOWS, size_s: float = QUOTA_WINDOW_S):
         self.n, self.size_s = n, size_s
         self.wins: list[list[float]] = []  # [window start, bytes]
 

@@ -62,6 +62,7 @@ class SimPartition:
     stalled: bool = False
     dirs: dict[int, str] = field(default_factory=dict)  # broker -> log dir (default: its first)
     future: dict[int, list] = field(default_factory=dict)  # broker -> [log dir, bytes copied]
+    full_at: float | None = None  # when every adding replica had caught up (``finish_s``)
 
     _cached: tuple | None = field(default=None, repr=False, compare=False)
 
@@ -147,6 +148,13 @@ class SimCluster:
         self.quota_factor: dict[int, float] = {}  # share of the throttle a broker achieves
         self._quota: dict[int, Windows] = {}  # inbound (follower) quota per broker
         self._quota_out: dict[int, Windows] = {}  # outbound (leader) quota per broker
+        # what a real cluster spends besides copying (issue 21, bench_eta: 1-2 s of admin
+        # calls between batches, zero-byte KIP-435 steps of 1.3-2 s): a reassignment whose
+        # replicas have all caught up completes ``finish_s`` later (the ISR change, the
+        # controller ending it; a step that only drops replicas too); each
+        # ``alter_reassignments`` call takes ``call_s`` of model time (bytes copy meanwhile)
+        self.finish_s = 0.0
+        self.call_s = 0.0
         self.tick = tick
         self.t = 0.0
         self.partitions: dict[TopicPartition, SimPartition] = {}
@@ -238,7 +246,9 @@ class SimCluster:
             left_dt -= step
         for sp in moving:
             if sp.target is not None and all(b in sp.isr for b in sp.target):
-                self._finish(sp)
+                sp.full_at = self.t if sp.full_at is None else sp.full_at
+                if self.t - sp.full_at >= self.finish_s - 1e-9:
+                    self._finish(sp)
         for sp in moving:
             if sp.target is None and not sp.future:
                 self.active.pop(sp.tp, None)
@@ -318,6 +328,7 @@ class SimCluster:
         sp.target = None
         sp.original = None
         sp.copied = {}
+        sp.full_at = None
         for b in set(sp.dirs) | set(sp.future):
             if b not in target:
                 sp.dirs.pop(b, None)
@@ -385,6 +396,8 @@ class SimCluster:
         allow_replication_factor_change: bool = True,
     ) -> dict[TopicPartition, str | None]:
         self.calls["alter_reassignments"] += 1
+        if self.call_s > 0:
+            self.sleep(self.call_s)
         if not allow_replication_factor_change and not self.caps.has(RF_GUARD):
             say_once(degraded(RF_GUARD))  # as the admin gateway: v0, the client-side check
             allow_replication_factor_change = True
@@ -420,8 +433,12 @@ class SimCluster:
         self.active[sp.tp] = sp
         sp.replicas = target + [b for b in sp.original if b not in target]
         sp.copied = {b: sp.copied.get(b, 0.0) for b in target if b not in sp.original}
+        sp.full_at = None
         if all(b in sp.isr for b in target):
-            self._finish(sp)
+            if self.finish_s > 0:
+                sp.full_at = self.t
+            else:
+                self._finish(sp)
         return None
 
     def _cancel(self, sp: SimPartition) -> str | None:

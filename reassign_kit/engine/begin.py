@@ -205,6 +205,8 @@ class BeginPart:
                 # or the move was cancelled; continue from what the cluster shows
                 ms.original = tuple(j.get("original") or st.replicas)
                 ms.submitted_at = float(j.get("submitted_ts", now))
+                if j.get("step_completed_ts") is not None:  # the gap to its next step
+                    ms.step_completed_at = float(j["step_completed_ts"])
                 ms.restore(MoveStatus.READY)
 
     def _journaled_submissions(self, prior: list[dict[str, Any]]) -> dict[TopicPartition, dict]:
@@ -223,6 +225,8 @@ class BeginPart:
                 j = out.setdefault(tp, {"completed": False})
                 j["submitted_ts"] = e["ts"]
                 j.setdefault("original", e.get("current"))
+            elif ev == "step_completed" and tp in out:
+                out[tp]["step_completed_ts"] = e["ts"]  # every journal's event has its ts
             elif ev == "completed" and tp in out:
                 out[tp]["completed"] = True
             elif ev in ("rolling_back", "cancelled") and tp in out:

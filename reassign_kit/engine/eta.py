@@ -22,6 +22,15 @@ at the 10th and 90th percentiles of the share measured between samples in the wi
 ETA never exceeds the bound of the bytes left at ``BOUND_SHARE`` of the throttle (plus a
 completion lag per step left) unless ``eta_reason`` says why (the brokers measured slower).
 
+What the run spends besides copying is measured too (bench_eta): the gap from a completion
+to the next submission, from a KIP-435 step's completion to its move's next step, and what a
+step that only drops replicas takes (``step_completed`` carries ``step_s``). Kafka's quota is
+an average over 11 one-second windows, so the pace is not steady: an end idle between two
+copies catches up, an end that caught up (or whose throttle was lowered) stalls until its
+windows expire. The ETA replays each end's windows from the bytes it moved at the samples
+(``eta_ends.EndBytes``; ``eta_model.simulate``), and an interval in which the quota held every
+receiving end, or in which a move came and went unseen, is not a measure of the share.
+
 ``RunEta.update`` once per sample (``Run._eta_fields``); ``fields()`` adds its figures to
 the ``sample`` event, from which ``progress`` on the journal, the paced CLI's line and the
 panel show the same finish time and range."""
@@ -35,8 +44,11 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS, idle_credit
 from ..model import TopicPartition
+from .eta_ends import EndBytes
 from .eta_model import (
+    QUOTA_REPLAY_S,
     Flow,
     Snapshot,
     flows_of,
@@ -46,7 +58,7 @@ from .eta_model import (
     simulate,
     snapshot_of,
 )
-from .moves import MoveIndex, MoveStatus
+from .moves import MoveIndex, MoveState, MoveStatus
 from .schedule import Caps
 
 ETA_WINDOW_S = 60.0
@@ -103,11 +115,23 @@ class RunEta:
         # per interval between two samples: (end ts, bytes received, the model's, seconds,
         # clean: no stream started or ended in it)
         self.intervals: list[tuple[float, float, float, float, bool]] = []
+        self.ends = EndBytes()  # each broker end's bytes, for Kafka's quota windows
         self._elections: tuple[int, int] | None = None
         self._rest_leaders = 0
         # from a completion to the next submission (the run's admin calls between them)
         self._subs: dict[TopicPartition, float | None] = {}  # submission seen per move
         self.gaps: list[float] = []
+        self.step_gaps: list[float] = []  # from a step's completion to its move's next step
+        self.drops: list[float] = []  # a step that only drops replicas: submission to done
+        self._drops_seen: set[tuple[TopicPartition, int]] = set()
+        # when each broker end last copied: ("i", receiving) / ("o", sending) -> ts
+        self._end_busy: dict[tuple[str, int], float] = {}
+        # the quota's catch-up (``eta_model.simulate``): per interval in which ends copied
+        # again after an idle spell, (end ts, bytes beyond the model's, the credit expected);
+        # ``burst``: the share of that credit the cluster gave (none until measured: a
+        # plain rate cap gives none, Kafka's windowed quota all of it)
+        self.bursts: list[tuple[float, float, float]] = []
+        self.burst = 0.0
         self.total_rate: float | None = None
         self.rates: dict[int, float] = {}
         self.share = 1.0
@@ -162,10 +186,22 @@ class RunEta:
         live = {f.tp for f in flows}
         self._full_since = {tp: t for tp, t in self._full_since.items() if tp in live}
         capacity = float(cap) if cap else float(PRIOR_BPS)
+        snap = snapshot_of(flows)
+        woke = self._woke(ts, snap, capacity)
+        for src, b, _, _ in snap:
+            self._end_busy[("i", b)] = ts
+            if src is not None:
+                self._end_busy[("o", src)] = ts
+        self._end_busy = {
+            e: t for e, t in self._end_busy.items() if ts - t < QUOTA_WINDOWS * QUOTA_WINDOW_S
+        }
         streams = frozenset((f.tp, b) for f in flows if f.state == "moving" for b in f.left)
         rate = model_rate(flows, capacity)
+        unseen = moves is not None and self._unseen(moves)
+        self.ends.track(ts, received, flows)
+        held = self._quota_held(ts, float(sum(received.values())))
         self._measure(
-            ts, float(sum(received.values())), rate, capacity, streams, snapshot_of(flows)
+            ts, float(sum(received.values())), rate, capacity, streams, snap, woke, unseen, held
         )
         self._elections = elections
         self._rest_leaders = rest_leaders
@@ -176,30 +212,117 @@ class RunEta:
     # ---- measurement ----------------------------------------------------------------------
 
     def _gaps(self, moves: MoveIndex) -> None:
-        """Seconds from the latest completion to each (step) submission after it: the new
-        submissions among the moves in flight against the latest completions (the last
-        ``RECENT_DONE`` moves done, newest first, without walking the others)."""
-        done = [
-            ms.completed_at
-            for ms in itertools.islice(
-                reversed(moves.by_status[MoveStatus.DONE].values()), RECENT_DONE
-            )
-            if ms.completed_at is not None
-        ]
-        done.sort()
+        """Seconds from a completion to the submission it lets go: a move's first step
+        against the latest completion of a move (the last ``RECENT_DONE`` done, newest
+        first, without walking the others); a later KIP-435 step against its own move's
+        step completion (``step_completed_at``). And how long a step that only drops
+        replicas takes, submission to completion (no byte to copy, still a controller
+        round: 1.3-2 s on the sandbox)."""
+        done_ms = list(
+            itertools.islice(reversed(moves.by_status[MoveStatus.DONE].values()), RECENT_DONE)
+        )
+        done = sorted(ms.completed_at for ms in done_ms if ms.completed_at is not None)
         seen: dict[TopicPartition, float | None] = {}
         for ms in moves.iter(MoveStatus.MOVING):
             sub = ms.step_submitted_at if ms.step_submitted_at is not None else ms.submitted_at
             if sub is not None and self._subs.get(ms.tp, -math.inf) != sub:
-                k = bisect.bisect_right(done, sub + 1e-9)
-                if k and 0.0 <= sub - done[k - 1] <= ETA_WINDOW_S / 2:
-                    self.gaps = [*self.gaps[-19:], sub - done[k - 1]]
+                if ms.step >= 2 and ms.step_completed_at is not None:
+                    g = sub - ms.step_completed_at
+                    if 0.0 <= g <= ETA_WINDOW_S / 2:
+                        self.step_gaps = [*self.step_gaps[-19:], g]
+                    if _drops_only(ms, ms.step - 1) and ms.step_took_s is not None:
+                        self._drop((ms.tp, ms.step - 1), ms.step_took_s)
+                else:
+                    k = bisect.bisect_right(done, sub + 1e-9)
+                    if k and 0.0 <= sub - done[k - 1] <= ETA_WINDOW_S / 2:
+                        self.gaps = [*self.gaps[-19:], sub - done[k - 1]]
             seen[ms.tp] = sub
         self._subs = seen
+        for ms in moves.iter(MoveStatus.READY):  # a step just completed
+            if ms.step >= 1 and _drops_only(ms, ms.step) and ms.step_took_s is not None:
+                self._drop((ms.tp, ms.step), ms.step_took_s)
+        for ms in done_ms:  # a move whose last step dropped replicas
+            n = len(ms.steps)
+            if n >= 2 and _drops_only(ms, n) and ms.completed_at is not None:
+                if ms.step_submitted_at is not None and (ms.tp, n) not in self._drops_seen:
+                    self._drop((ms.tp, n), ms.completed_at - ms.step_submitted_at)
+                    if len(self._drops_seen) > 4 * RECENT_DONE:
+                        self._drops_seen.clear()
+
+    def _drop(self, key: tuple[TopicPartition, int], took: float) -> None:
+        if key not in self._drops_seen and 0.0 <= took <= ETA_WINDOW_S / 2:
+            self._drops_seen.add(key)
+            self.drops = [*self.drops[-19:], took]
 
     def gap(self) -> float:
-        """The median measured gap (0 before one is)."""
+        """The median measured gap before a move's first step (0 before one is)."""
         return statistics.median(self.gaps) if self.gaps else 0.0
+
+    def step_gap(self) -> float:
+        """The median measured gap before a later step (the slots' gap before one is)."""
+        return statistics.median(self.step_gaps) if self.step_gaps else self.gap()
+
+    def drop_s(self) -> float | None:
+        """The median measured time of a step that only drops replicas (None: the
+        completion lag, before one is)."""
+        return statistics.median(self.drops) if self.drops else None
+
+    def _replaying(self, ts: float) -> bool:
+        """Whether the simulation replays the ends' quota windows: while they still hold
+        bytes moved at a throttle changed since (Kafka stalls an end whose throttle was
+        lowered until they expire). Elsewhere the windows hold what the measured share
+        already tells, and a replay from samples a second or more apart only adds their
+        rounding (a run of a few seconds read 0.5 s long)."""
+        return ts - self._changed_ts < QUOTA_REPLAY_S
+
+    def _quota_held(self, ts: float, got: float) -> bool:
+        """The interval ending now moved (almost) nothing while every end receiving in it
+        had used up its quota (its windows at the limit when the interval began): Kafka's
+        quota holding back a catch-up it let through before, not the cluster's pace."""
+        if not self.points or self.points[-1][0] >= ts:
+            return False
+        t0, g0, _, c0, _, snap0 = self.points[-1]
+        ends = {("i", b) for _, b, _, _ in snap0}
+        if not ends or got - g0 > 0.25 * c0 * (ts - t0):
+            return False
+        return all(self.ends.at_limit(e, t0, c0 * self.share) for e in ends)
+
+    def _unseen(self, moves: MoveIndex) -> bool:
+        """A move (or a step) completed since the last sample that no sample saw copying."""
+        if not self.points:
+            return False
+        t0, seen = self.points[-1][0], {tp for tp, _ in self.points[-1][4]}
+        recent = itertools.islice(reversed(moves.by_status[MoveStatus.DONE].values()), 20)
+        for ms in itertools.chain(
+            recent, moves.iter(MoveStatus.READY), moves.iter(MoveStatus.MOVING)
+        ):
+            at = ms.completed_at if ms.status is MoveStatus.DONE else ms.step_completed_at
+            if at is not None and at > t0 and ms.tp not in seen:
+                return True
+        return False
+
+    def _woke(self, ts: float, snap: Snapshot, capacity: float) -> float:
+        """The quota credit (``quota.idle_credit``) the streams started since the last
+        sample may burst: per new stream, the least of what its ends give, an end copying
+        again after an idle spell (its credit shared by its new streams)."""
+        if not self.points:
+            return 0.0
+        t0, old = self.points[-1][0], self.points[-1][4]
+        new = [(src, b) for src, b, _, tp in snap if (tp, b) not in old]
+        count: dict[tuple[str, int], int] = {}
+        for src, b in new:
+            for e in (("i", b), ("o", src)):
+                count[e] = count.get(e, 0) + 1
+        busy0 = {("i", b) for _, b, _, _ in self.points[-1][5]}
+        busy0 |= {("o", s) for s, _, _, _ in self.points[-1][5] if s is not None}
+
+        def credit(e: tuple[str, Any]) -> float:
+            last = self._end_busy.get(e)
+            if e in busy0 or last is None or e[1] is None:
+                return 0.0
+            return idle_credit(t0 - last + (ts - t0) / 2, capacity) / count[e]
+
+        return sum(min(credit(("i", b)), credit(("o", src))) for src, b in new)
 
     def _busy(self, ts: float, inflight: Mapping[int, int]) -> None:
         if self._last is not None:
@@ -224,12 +347,18 @@ class RunEta:
         capacity: float,
         streams: frozenset,
         snap: Snapshot,
+        woke: float = 0.0,
+        unseen: bool = False,
+        quota_held: bool = False,
     ) -> None:
         """The share of the throttle achieved over the window: bytes received against the
         model's bytes at the throttle for the streams in flight (those of an interval's
         start played for it, plus those that started in it for half of it at their rate at
         its end). Intervals in which no stream started or ended count alone when they cover
-        ``MIN_WINDOW_S``; else every interval does."""
+        ``MIN_WINDOW_S``; else every interval does. An interval in which a move (or step)
+        started and completed unseen by the samples (``unseen``) says nothing: its bytes
+        are in the count, not in the model's (bench_eta's spread: a move taking a 10 MiB
+        burst in 0.8 s read as a share of 1.19 for a minute)."""
         if self._first is None:
             self._first = (ts, got)
         ok = not self._straddles  # the interval ending now holds a throttle change
@@ -237,16 +366,25 @@ class RunEta:
         if self.points and ok:
             t0, g0, _, c0, s0, snap0 = self.points[-1]
             dt = ts - t0
-            if dt > 0:
+            if dt > 0 and self.changed and t0 > self._changed_ts:
+                self.changed = False  # an interval wholly after the change
+            if dt > 0 and quota_held:
+                pass  # Kafka's quota held the ends back (``_quota_held``): not the share
+            elif dt > 0 and not unseen:
                 m = model_bytes(snap0, c0, dt)
                 if s0 != streams:
                     m += new_rate(snap, s0, capacity) * dt / 2
+                if woke > 0:  # the quota's catch-up expected: how much of it came
+                    self.bursts.append((ts, got - g0 - self.share * m, woke))
                 if m > 0:
-                    self.intervals.append((ts, max(0.0, got - g0), m, dt, s0 == streams))
-                if self.changed and t0 > self._changed_ts:
-                    self.changed = False  # an interval wholly after the change
+                    clean = s0 == streams and woke <= 0
+                    self.intervals.append((ts, max(0.0, got - g0), m, dt, clean))
         self.points = [(ts, got, rate, capacity, streams, snap)]
         self.intervals = [x for x in self.intervals if x[0] >= ts - self.window_s]
+        self.bursts = [x for x in self.bursts if x[0] >= ts - self.window_s]
+        expected = sum(x[2] for x in self.bursts)
+        if expected >= MIN_WINDOW_BYTES / 2:
+            self.burst = min(1.0, max(0.0, sum(x[1] for x in self.bursts) / expected))
         clean = [x for x in self.intervals if x[4]]
         use = clean if sum(x[3] for x in clean) >= MIN_WINDOW_S else self.intervals
         actual = sum(x[1] for x in use)
@@ -334,6 +472,12 @@ class RunEta:
             self._elections,
             self._rest_leaders,
             self.gap(),
+            step_gap=self.step_gap(),
+            drop_s=self.drop_s(),
+            idle={e: ts - t for e, t in self._end_busy.items() if t < ts},
+            burst=self.burst,
+            windows=self.ends.windows(ts) if cap and self._replaying(ts) else None,
+            now=ts,
         )
         if not math.isfinite(fc.seconds):
             return None, "no bytes can move (a throttle of 0?)"
@@ -387,6 +531,14 @@ class RunEta:
             "eta_bound_s": None if self.bound is None else round(self.bound, 1),
             "throttle_share": round(self.share, 3) if self.measured else None,
         }
+
+
+def _drops_only(ms: MoveState, k: int) -> bool:
+    """Step ``k`` (1-based) of ``ms`` adds no replica: it copies nothing."""
+    if not 1 <= k <= len(ms.steps):
+        return False
+    before = ms.steps[k - 2] if k >= 2 else ms.original
+    return not any(b not in before for b in ms.steps[k - 1])
 
 
 def window_rates(

@@ -18,7 +18,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..cluster.quota import fair_share
+from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS, Windows, fair_share, idle_credit
 from ..errors import ReassignKitError
 from ..model import TopicPartition
 from .moves import MoveIndex, MoveState, MoveStatus
@@ -29,6 +29,9 @@ SIM_PENDING = 300  # queued moves simulated one by one; the rest in proportion
 MAX_EVENTS = 400  # steps of one simulation (larger plans advance in coarser steps)
 WORK_BUDGET = 200_000  # streams x steps of one simulation
 MAX_STEPS_MEASURE = 50  # steps of the model's bytes over one interval
+# how long the simulation replays Kafka's quota windows from now, in steps of half a window
+QUOTA_REPLAY_S = 4 * QUOTA_WINDOWS * QUOTA_WINDOW_S
+REPLAY_STEP_S = QUOTA_WINDOW_S / 2
 
 
 @dataclass
@@ -46,6 +49,9 @@ class Flow:
     left: dict[int, float] = field(default_factory=dict)
     full_s: float = 0.0
     start_at: float = 0.0  # model time its step starts copying (submitted a gap after)
+    # the leader each step reads from (``src`` is the first): a KIP-435 step that drops the
+    # leader moves it to the first of its replicas, the source of the steps after it
+    srcs: list[int | None] = field(default_factory=list)
 
 
 def _new(step: Sequence[int], before: Sequence[int]) -> tuple[int, ...]:
@@ -54,6 +60,19 @@ def _new(step: Sequence[int], before: Sequence[int]) -> tuple[int, ...]:
 
 def _source(before: Sequence[int]) -> int | None:
     return before[0] if before else None
+
+
+def _leaders(start: Sequence[int], targets: Sequence[Sequence[int]]) -> list[int | None]:
+    """The leader while each of ``targets`` (the replicas of successive steps) copies, from
+    the replicas ``start``: the first of them, until a step leaves it out; the controller
+    then elects the first of that step's replicas."""
+    lead = _source(start)
+    out: list[int | None] = []
+    for tgt in targets:
+        out.append(lead)
+        if tgt and lead not in tgt:
+            lead = tgt[0]
+    return out
 
 
 def flows_of(
@@ -72,7 +91,8 @@ def flows_of(
         steps = _steps_after(ms, ms.step)
         if steps:
             prev = ms.steps[ms.step - 1] if 1 <= ms.step <= len(ms.steps) else ms.original
-            out.append(Flow(ms.tp, ms.item, _source(prev), ms.item.size_bytes, steps, "ready"))
+            srcs = _leaders(prev, ms.steps[ms.step :] if ms.steps else [ms.move.replicas])
+            out.append(Flow(ms.tp, ms.item, srcs[0], ms.item.size_bytes, steps, "ready", srcs=srcs))
     n = rest = 0
     rest_bytes = 0.0
     for ms in index.iter(MoveStatus.PENDING):
@@ -101,7 +121,9 @@ def _moving(ms: MoveState, copied: Mapping[tuple[TopicPartition, int], int]) -> 
     size = float(ms.item.size_bytes)
     left = {b: max(0.0, size - min(float(copied.get((ms.tp, b), 0)), size)) for b in now_new}
     later = _steps_after(ms, ms.step) if ms.steps else []
-    return Flow(ms.tp, ms.item, _source(ms.step_from), size, [now_new, *later], "moving", left)
+    full = ms.steps[max(0, ms.step - 1) :] if ms.steps else [ms.step_target]
+    srcs = _leaders(ms.step_from, full)
+    return Flow(ms.tp, ms.item, srcs[0], size, [now_new, *later], "moving", left, srcs=srcs)
 
 
 def _added(ms: MoveState) -> list[int]:
@@ -119,6 +141,7 @@ def _pending(ms: MoveState, r: int | None) -> Flow:
     current = tuple(removed + kept)
     src = current[0] if current else None
     added = tuple(b for b in target if b in ms.item.brokers)
+    planned: list[tuple[int, ...]] = [target]
     if r is None or not current:
         steps = [added] if added or removed else []
     else:
@@ -130,7 +153,8 @@ def _pending(ms: MoveState, r: int | None) -> Flow:
         for tr in planned:
             steps.append(_new(tr, prev))
             prev = tr
-    return Flow(ms.tp, ms.item, src, float(ms.item.size_bytes), steps, "pending")
+    srcs = _leaders(current, planned) if current else [src]
+    return Flow(ms.tp, ms.item, src, float(ms.item.size_bytes), steps, "pending", srcs=srcs)
 
 
 # ------------------------------------------------------------------------- the simulation
@@ -152,8 +176,7 @@ def _caps_of(flows: Iterable[Flow], capacity: float) -> tuple[dict, dict]:
     for f in flows:
         for st in f.steps:
             brokers_in.update(st)
-        if f.src is not None:
-            brokers_out.add(f.src)
+        brokers_out.update(s for s in [f.src, *f.srcs] if s is not None)
     return dict.fromkeys(brokers_out, capacity), dict.fromkeys(brokers_in, capacity)
 
 
@@ -230,6 +253,12 @@ def simulate(
     elections: tuple[int, int] | None = None,
     rest_leaders: int = 0,
     gap: float = 0.0,
+    step_gap: float | None = None,
+    drop_s: float | None = None,
+    idle: Mapping[tuple[str, int], float] | None = None,
+    burst: float = 1.0,
+    windows: Mapping[tuple[str, int], Windows] | None = None,
+    now: float = 0.0,
 ) -> Forecast:
     """Seconds until every flow completes, each broker end at ``capacity`` bytes/s, the
     queued flows admitted by ``schedule.decide`` under ``caps``, each step completing
@@ -239,9 +268,24 @@ def simulate(
     simulated) are added in proportion. ``elections``: (queued now, at most per poll): a
     move that changes its preferred leader queues one when it completes, the run sends
     them at its polls and ends once none is left. ``gap``: from a slot freeing (a completion)
-    to the next submission copying (the run's admin calls). Kafka's windowed quota is not
-    replayed:
-    the share of the throttle measured over the window holds what its bursts gave."""
+    to the next submission copying (the run's admin calls); ``step_gap``: from a step's
+    completion to its move's next step (``gap`` if None); ``drop_s``: a step that only drops
+    replicas, from its submission to its completion seen (the lag if None).
+
+    Kafka's quota is an average over ``QUOTA_WINDOWS`` one-second windows: a broker end idle
+    for a few seconds between two copies (a completion lag, the run's admin calls, a batch
+    boundary) catches up at once what it did not copy meanwhile (``quota.idle_credit``;
+    bench_eta's drain: the since-start rate stays at the throttle across batch gaps). The
+    simulation does so, bursting the credit of an end that copies again into its streams
+    (a stream bursts what both of its ends allow); ``idle``: the ends idle now, seconds
+    since each last copied (an end not in it and not copying now starts from nothing);
+    ``burst``: the share of that credit the cluster gives (measured by the run's ETA: 0 on
+    a plain rate cap). ``windows``: Kafka's quota windows of the ends that moved bytes lately
+    (``RunEta.end_windows``, at absolute time ``now``): for ``QUOTA_REPLAY_S`` the simulation
+    replays them (``quota.Windows``, each end's limit its capacity here), in steps of half a
+    window: an end whose windows hold more than the limit stalls until they expire (a
+    throttle lowered mid-run: the sandbox stalled 7 s), one whose windows hold less catches
+    up (at ``burst`` of the credit); the idle credit applies after."""
     out_cap, in_cap = _caps_of(flows, capacity)
     # the lag beyond the wait for a poll; never none: the follower joining the ISR and the
     # controller ending the reassignment take a moment, so a copy ending right at a poll
@@ -268,48 +312,82 @@ def simulate(
         if not any(f.left.values()):
             seq += 1
             scheduled.add(id(f))
-            heapq.heappush(done_at, (seen(max(1e-6, extra - f.full_s)), seq, f))
+            if drop_s is not None and not f.steps[0]:  # drops replicas: as measured
+                end = max(1e-6, drop_s - f.full_s)
+            else:
+                end = seen(max(1e-6, extra - f.full_s))
+            heapq.heappush(done_at, (end, seq, f))
     load: dict[tuple[str, int], float] = {}
     for f in active + ready + pending:
         for i, st in enumerate(f.steps):
+            src = f.srcs[i] if i < len(f.srcs) else f.src
             for b in st:
                 n = f.left.get(b, f.size) if (i == 0 and f.state == "moving") else f.size
                 load[("i", b)] = load.get(("i", b), 0.0) + n
-                if f.src is not None:
-                    load[("o", f.src)] = load.get(("o", f.src), 0.0) + n
+                if src is not None:
+                    load[("o", src)] = load.get(("o", src), 0.0) + n
     # the end with the most bytes to pass (a receiving end first on a tie)
     bottleneck = max(load, key=lambda k: (load[k], k[0] == "i")) if load else None
     horizon = total_left / max(capacity, 1.0) + lag
     # at most MAX_EVENTS steps, fewer when many streams copy (the work of a step)
     n_streams = sum(len(f.left) for f in active) + 1
     min_dt = horizon / max(20, min(MAX_EVENTS, WORK_BUDGET // n_streams))
+    wins = {e: _copy_windows(w) for e, w in (windows or {}).items()}
+    last_busy: dict[tuple[str, int | None], float] = {e: -d for e, d in (idle or {}).items()}
+    busy_before = {("i", b) for f in active for b, n in f.left.items() if n > 0}
+    busy_before |= {("o", f.src) for f in active if f.src is not None and any(f.left.values())}
+    for e in busy_before:
+        last_busy[e] = 0.0
     for _ in range(MAX_EVENTS * 4):
-        _admit(active, ready, pending, caps, t + gap)
+        _admit(active, ready, pending, caps, t + gap, t + (gap if step_gap is None else step_gap))
         for f in active:
             if id(f) not in scheduled and not any(f.left.values()):  # a step copying nothing
                 seq += 1
                 scheduled.add(id(f))
-                heapq.heappush(done_at, (seen(max(t, f.start_at) + max(extra, 1e-6)), seq, f))
+                if drop_s is not None and not f.steps[0]:  # drops replicas: as measured
+                    end = max(t, f.start_at) + max(drop_s, 1e-6)
+                else:
+                    end = seen(max(t, f.start_at) + max(extra, 1e-6))
+                heapq.heappush(done_at, (end, seq, f))
         copying = [
             (f, b) for f in active if f.start_at <= t + 1e-9 for b, n in f.left.items() if n > 0
         ]
         starts = [f.start_at for f in active if f.start_at > t + 1e-9]
         if not copying and not done_at and not starts:
             break
+        replay = bool(wins) and t < QUOTA_REPLAY_S
+        if replay:  # the windows hold what idling gave
+            busy_before = {("i", b) for _, b in copying}
+            busy_before |= {("o", f.src) for f, _ in copying if f.src is not None}
+        else:
+            busy_before = _burst(copying, busy_before, last_busy, t, out_cap, in_cap, burst)
+        o_cap, i_cap = out_cap, in_cap
+        if replay and copying:
+            o_cap, i_cap = _replay_caps(wins, now + t, out_cap, in_cap, burst)
         dt = min(starts) - t if starts else math.inf
         rates: list[float] = []
         if copying:
-            rates = fair_share([(f.src, b) for f, b in copying], out_cap, in_cap)
+            rates = fair_share([(f.src, b) for f, b in copying], o_cap, i_cap)
             for (f, b), r in zip(copying, rates, strict=True):
                 if r > 0:
                     dt = min(dt, f.left[b] / r)
         if done_at:
             dt = min(dt, done_at[0][0] - t)
+        if replay:
+            dt = min(dt, REPLAY_STEP_S)
         if not math.isfinite(dt):
             return Forecast(math.inf, math.inf, _name(bottleneck))
         dt = max(dt, min_dt if copying else 0.0)
+        if replay:
+            dt = min(dt, REPLAY_STEP_S)
+            for (f, b), r in zip(copying, rates, strict=True):
+                for e in (("i", b), ("o", f.src)):
+                    if e in wins:
+                        wins[e].record(r * dt)
         if copying:
             copy_s += dt
+            for e in busy_before:
+                last_busy[e] = t + dt
             for (f, b), r in zip(copying, rates, strict=True):
                 f.left[b] = f.left[b] - r * dt if f.left[b] - r * dt > 1e-6 else 0.0
             for f, _ in copying:
@@ -323,6 +401,9 @@ def simulate(
             scheduled.discard(id(f))
             active.remove(f)
             f.steps = f.steps[1:]
+            if len(f.srcs) > 1:  # the leader the next step reads from
+                f.srcs = f.srcs[1:]
+                f.src = f.srcs[0]
             if f.steps:
                 f.state, f.left = "ready", {}
                 ready.append(f)
@@ -338,6 +419,68 @@ def simulate(
         t += extra_s
     t = max(t, elect_end)
     return Forecast(t, copy_s, _name(bottleneck))
+
+
+def _copy_windows(w: Windows) -> Windows:
+    out = Windows(w.n, w.size_s)
+    out.wins = [list(x) for x in w.wins]
+    return out
+
+
+def _replay_caps(
+    wins: Mapping[tuple[str, int], Windows],
+    at: float,
+    out_cap: Mapping[int, float],
+    in_cap: Mapping[int, float],
+    burst: float,
+) -> tuple[dict, dict]:
+    """Each end's capacity over the next replay step as its quota windows allow: below its
+    capacity when they are full (a stall), above it by ``burst`` of the credit beyond."""
+    o_cap, i_cap = dict(out_cap), dict(in_cap)
+    for (kind, b), w in wins.items():
+        caps = o_cap if kind == "o" else i_cap
+        if b not in caps:
+            continue
+        base = caps[b]
+        allow = w.credit(at + REPLAY_STEP_S, base) / REPLAY_STEP_S  # by the step's end
+        caps[b] = allow if allow < base else base + burst * (allow - base)
+    return o_cap, i_cap
+
+
+def _burst(
+    copying: list[tuple[Flow, int]],
+    before: set[tuple[str, int | None]],
+    last_busy: dict[tuple[str, int | None], float],
+    t: float,
+    out_cap: Mapping[int, float],
+    in_cap: Mapping[int, float],
+    share: float = 1.0,
+) -> set[tuple[str, int | None]]:
+    """The quota's catch-up at ``t`` (see ``simulate``): each end copying again after an
+    idle spell within the windows bursts its credit, shared by its streams; a stream takes
+    what both its ends give (an end copying all along gives nothing: it is at its limit).
+    Returns the ends copying now."""
+    ends = {("i", b) for _, b in copying} | {("o", f.src) for f, _ in copying if f.src is not None}
+    woke = {}
+    for e in ends - before:
+        if e in last_busy:
+            cap = (in_cap if e[0] == "i" else out_cap).get(e[1], 0.0)
+            c = share * idle_credit(t - last_busy[e], cap)
+            if c > 0:
+                woke[e] = c
+    if woke:
+        count: dict[tuple[str, int | None], int] = {}
+        for f, b in copying:
+            for e in (("i", b), ("o", f.src)):
+                count[e] = count.get(e, 0) + 1
+        for f, b in copying:
+            give = [woke.get(("i", b), 0.0) / count[("i", b)]]
+            if f.src is not None:
+                give.append(woke.get(("o", f.src), 0.0) / count[("o", f.src)])
+            f.left[b] = max(0.0, f.left[b] - min(give))
+            if f.left[b] <= 1e-6:
+                f.left[b] = 0.0
+    return ends
 
 
 def _elect(state: list, per_poll: int, t: float, poll: float, more: int) -> float:
@@ -366,15 +509,29 @@ def _name(res: tuple[str, int] | None) -> str | None:
 
 def _copy(f: Flow) -> Flow:
     return Flow(
-        f.tp, f.item, f.src, f.size, list(f.steps), f.state, dict(f.left), f.full_s, f.start_at
+        f.tp,
+        f.item,
+        f.src,
+        f.size,
+        list(f.steps),
+        f.state,
+        dict(f.left),
+        f.full_s,
+        f.start_at,
+        list(f.srcs),
     )
 
 
 def _admit(
-    active: list[Flow], ready: list[Flow], pending: list[Flow], caps: Caps, at: float
+    active: list[Flow],
+    ready: list[Flow],
+    pending: list[Flow],
+    caps: Caps,
+    at: float,
+    at_step: float | None = None,
 ) -> None:
     """Start what ``schedule.decide`` lets start now: next steps, then queued moves; they
-    hold their slot from now and copy from ``at``."""
+    hold their slot from now and copy from ``at`` (a move's next step from ``at_step``)."""
     if not ready and not pending:
         return
     by_tp = {f.tp: f for f in ready + pending}
@@ -391,7 +548,8 @@ def _admit(
         chosen = d.submit
     for tp in chosen:
         f = by_tp[tp]
-        if f in ready:
+        step = f in ready
+        if step:
             ready.remove(f)
         else:
             pending.remove(f)
@@ -399,5 +557,5 @@ def _admit(
             continue
         f.state = "moving"
         f.left = dict.fromkeys(f.steps[0], f.size)
-        f.start_at = at
+        f.start_at = at_step if step and at_step is not None else at
         active.append(f)

@@ -373,6 +373,7 @@ _FIELD_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "plan": (lambda v: isinstance(v, dict), "an object"),
     "plan_path": (lambda v: isinstance(v, str), "a string"),
     "duration_s": (_is_number, "a number"),
+    "step_s": (_is_number, "a number"),
     "received": (lambda v: isinstance(v, dict), "an object"),
     "busy": (lambda v: isinstance(v, dict), "an object"),
     "inflight": (lambda v: isinstance(v, dict), "an object"),

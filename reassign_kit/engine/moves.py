@@ -133,6 +133,10 @@ class MoveState:
     original: tuple[int, ...] = ()
     submitted_at: float | None = None
     step_submitted_at: float | None = None
+    # the last KIP-435 step completed: when, and how long it took from its submission (the
+    # ETA measures the gap to the next step and what a step dropping replicas costs)
+    step_completed_at: float | None = None
+    step_took_s: float | None = None
     completed_at: float | None = None
     bytes_copied: int | None = None
     progress_at: float | None = None
@@ -218,9 +222,25 @@ class MoveState:
         self.stuck_reported = False
         self._go("submit_step", step=step, steps=len(self.steps), target=list(target))
 
-    def complete_step(self, replicas: Iterable[int]) -> None:
+    def complete_step(self, replicas: Iterable[int], now: float | None = None) -> None:
+        """Step ``self.step`` is at its target (seen at ``now``): the next step may go. The
+        event carries ``step_s``, the step's time from its submission (journals before it
+        have none: their readers take the event's ``ts``)."""
         self.lost_polls, self.lost_since = 0, None
-        self._go("complete_step", step=self.step, steps=len(self.steps), replicas=list(replicas))
+        took = None
+        if now is not None:
+            self.step_completed_at = now
+            if self.step_submitted_at is not None:
+                took = round(max(0.0, now - self.step_submitted_at), 3)
+        self.step_took_s = took
+        fields: dict[str, Any] = {"step_s": took} if took is not None else {}
+        self._go(
+            "complete_step",
+            step=self.step,
+            steps=len(self.steps),
+            replicas=list(replicas),
+            **fields,
+        )
 
     def complete(self, now: float, replicas: Iterable[int], **how: Any) -> None:
         """At its target (and in its log dirs): done. ``how``: ``adopted`` / ``already``

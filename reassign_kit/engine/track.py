@@ -47,7 +47,7 @@ class TrackPart:
                 if final:
                     ms.complete(now, st.replicas)
                 else:
-                    ms.complete_step(st.replicas)
+                    ms.complete_step(st.replicas, now)
             elif not st.reassigning:
                 if self._seen_lost(ms, now):
                     ms.fail(
@@ -137,6 +137,10 @@ class TrackPart:
         (completed steps + what the moves in flight copied, capped at their size) and bytes
         still to come in (moves that failed or were cancelled no longer count)."""
         received = {b: float(n) for b, n in self._inbound_landed.items()}
+        # a replica seen full now got its last byte since the sample before: halfway (the
+        # completion lag counts from there; from now it was short by half a sample)
+        prev = self._eta.points[-1][0] if self._eta.points else now
+        full_since = now - max(0.0, now - prev) / 2
         for ms in moving:
             full = True
             for b in ms.step_target:
@@ -145,7 +149,7 @@ class TrackPart:
                     received[b] = received.get(b, 0.0) + got
                     full = full and got >= ms.item.size_bytes
             if full and ms.tp not in self._full_at:
-                self._full_at[ms.tp] = now
+                self._full_at[ms.tp] = full_since
         total = dict(self._inbound_total)
         for ms in self._index.of(MoveStatus.FAILED, MoveStatus.CANCELLED):
             for b in ms.move.replicas:

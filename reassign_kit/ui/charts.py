@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import os
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .figures import MoveBar, ProgressSeries
+from .figures import EtaSeries, MoveBar, ProgressSeries
 
 COLORS = {
     "done": "#2ca02c",
@@ -333,3 +334,46 @@ def set_whatif(fig: go.Figure, rows: Sequence[Mapping[str, Any]]) -> None:
         fig.data = ()
         fig.add_traces(list(new.data))
         fig.layout = new.layout
+
+
+def eta_figure(series: EtaSeries, title: str = "") -> go.Figure:
+    """How the run's ETA moved over the run beside what actually happened (a postmortem):
+    the estimate and its range at each sample, and the time really left once the run
+    finished (``figures.eta_series``); the title gives the median error from 25% on."""
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(x=series.t, y=series.high, mode="lines", line={"width": 0}, showlegend=False)
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=series.t,
+            y=series.low,
+            mode="lines",
+            line={"width": 0},
+            fill="tonexty",
+            fillcolor="rgba(31,119,180,0.18)",
+            name="range (10th-90th)",
+        )
+    )
+    fig.add_trace(go.Scatter(x=series.t, y=series.eta, mode="lines+markers", name="ETA"))
+    if series.finish_t is not None:
+        fig.add_trace(
+            go.Scatter(
+                x=series.t,
+                y=series.truth,
+                mode="lines",
+                line={"dash": "dash", "color": "#2ca02c"},
+                name="time really left",
+            )
+        )
+    errs = series.errors()
+    note = (
+        f"median error from 25% of the bytes: {100 * statistics.median(errs):.0f}%" if errs else ""
+    )
+    fig.update_layout(
+        title=title or ("The ETA over the run" + (f" ({note})" if errs else "")),
+        xaxis_title="seconds since start",
+        yaxis_title="seconds left",
+        height=360,
+    )
+    return fig

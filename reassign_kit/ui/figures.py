@@ -559,3 +559,74 @@ def human_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} TiB"
+
+
+# ---- the ETA over the run, beside the truth (issue 21: can the ETA be trusted?) -----------
+
+
+@dataclass(frozen=True)
+class EtaSeries:
+    """The run's ETA at each ``sample`` (seconds since the first event): the estimate, its
+    range, and — once the run finished with every move done — the time that was really
+    left (the last ``completed`` minus the sample's time); ``errors``: |ETA - truth| / truth
+    of the samples from ``FROM_MOVED`` of the bytes on (what bench_eta scores)."""
+
+    t: list[float]
+    eta: list[float | None]
+    low: list[float | None]
+    high: list[float | None]
+    truth: list[float | None]
+    moved: list[float]
+    finish_t: float | None
+
+    def errors(self, from_moved: float = 0.25) -> list[float]:
+        return [
+            abs(e - tr) / tr
+            for e, tr, m in zip(self.eta, self.truth, self.moved, strict=True)
+            if e is not None and tr is not None and tr > 0 and m >= from_moved
+        ]
+
+    def held(self, from_moved: float = 0.25) -> float | None:
+        """The share of those samples whose range held the truth (None without one)."""
+        rows = [
+            lo <= tr <= hi
+            for lo, hi, tr, m in zip(self.low, self.high, self.truth, self.moved, strict=True)
+            if lo is not None and hi is not None and tr is not None and tr > 0 and m >= from_moved
+        ]
+        return sum(rows) / len(rows) if rows else None
+
+
+def eta_series(events: Iterable[Mapping[str, Any]], max_points: int = MAX_POINTS) -> EtaSeries:
+    """The ETA of a run's ``sample`` events beside the truth, from its journal (a postmortem:
+    how far off the estimate was, and when). A run that did not finish done has no truth."""
+    evs = sorted_events(events)
+    t0 = float(evs[0]["ts"]) if evs else 0.0
+    done = any(e.get("event") == "run_finished" and e.get("state") == "done" for e in evs)
+    ends = [float(e["ts"]) for e in evs if e.get("event") == "completed"]
+    finish = max(ends) if done and ends else None
+    rows = []
+    for e in evs:
+        if e.get("event") != "sample" or not _num(e.get("bytes_total")):
+            continue
+        ts = float(e["ts"])
+        rng = e.get("eta_range_s") if isinstance(e.get("eta_range_s"), list) else None
+        rows.append(
+            (
+                ts - t0,
+                _num(e.get("eta_s")),
+                _num(rng[0]) if rng and len(rng) == 2 else None,
+                _num(rng[1]) if rng and len(rng) == 2 else None,
+                None if finish is None else finish - ts,
+                1.0 - (_num(e.get("bytes_left")) or 0.0) / float(e["bytes_total"]),
+            )
+        )
+    rows = downsample(rows, max_points)
+    return EtaSeries(
+        t=[r[0] for r in rows],
+        eta=[r[1] for r in rows],
+        low=[r[2] for r in rows],
+        high=[r[3] for r in rows],
+        truth=[r[4] for r in rows],
+        moved=[r[5] for r in rows],
+        finish_t=None if finish is None else finish - t0,
+    )
