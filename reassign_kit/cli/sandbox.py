@@ -69,7 +69,18 @@ def _parser() -> argparse.ArgumentParser:
         "secured modes run the StandardAuthorizer and write client configs for the users admin, "
         "reader and denied (their paths: client_configs in the JSON)",
     )
+    up.add_argument(
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="text: what started and the bootstrap address (default); json: the full status",
+    )
     with_dir(sub.add_parser("down", help="stop every process of the cluster"))
+    with_dir(
+        sub.add_parser(
+            "bootstrap", help="print the bootstrap address only (BS=$(... sandbox bootstrap))"
+        )
+    )
     with_dir(sub.add_parser("status", help="brokers, pids and whether they are alive"))
     for name, text in [
         ("info", "Kafka version and where its jars are"),
@@ -250,8 +261,31 @@ def main(argv: list[str]) -> int:
     if args.command == "load" and args.output == "text":
         print(load_line(args, out))
         return 0
+    if args.command == "up" and args.output == "text":
+        print(up_lines(out))
+        return 0
+    if args.command == "bootstrap":
+        print(out["bootstrap_servers"])
+        return 0
     print(json.dumps(out, indent=2))
     return 0
+
+
+def up_lines(out: dict[str, Any]) -> str:
+    """`sandbox up`'s human summary (issue 24 #3): what runs where, not the status document."""
+    brokers = out.get("brokers") or []
+    racks = sorted({b["rack"] for b in brokers if b.get("rack")})
+    where = f" in {len(racks)} racks" if racks else ""
+    return (
+        f"sandbox up in {out.get('dir')}: Kafka {out.get('kafka_version', '?')} "
+        f"({out.get('metadata', '?')}), {len(brokers)} brokers{where}, security "
+        f"{out.get('security', 'plain')} (--output json for the full status)\n"
+        f"bootstrap: {out.get('bootstrap_servers', '?')}"
+        + "".join(
+            f"\n--command-config for {user}: {path}"
+            for user, path in (out.get("client_configs") or {}).items()
+        )
+    )
 
 
 def load_line(args: argparse.Namespace, out: dict[str, Any]) -> str:

@@ -9,7 +9,8 @@ import json
 import subprocess
 import sys
 
-from reassign_kit.cli.sandbox import load_line
+from reassign_kit.cli.sandbox import _parser as sandbox_parser
+from reassign_kit.cli.sandbox import load_line, up_lines
 from reassign_kit.logfile import to_log_file
 from reassign_kit.runbook import demo_summary, log_path
 
@@ -69,3 +70,27 @@ def test_sandbox_load_prints_one_line():
     assert line.startswith(
         "loaded 2 topic(s) (load-0, load-1): 6 partitions x RF 3, 96 MB, 9600 messages"
     )
+
+
+def test_sandbox_up_says_what_started_in_two_lines_json_on_request():
+    """`sandbox up` printed its 80-line status document; now what runs where and the
+    bootstrap address (the JSON with --output json), and `sandbox bootstrap` for a shell."""
+    out = {
+        "dir": "/tmp/sb",
+        "kafka_version": "4.3.1",
+        "metadata": "kraft",
+        "bootstrap_servers": "127.0.0.1:1,127.0.0.1:2",
+        "brokers": [{"id": 1, "rack": "rack-0"}, {"id": 2, "rack": "rack-1"}],
+        "security": "sasl_scram",
+        "client_configs": {"admin": "/tmp/sb/admin.properties"},
+    }
+    assert up_lines(out).splitlines() == [
+        "sandbox up in /tmp/sb: Kafka 4.3.1 (kraft), 2 brokers in 2 racks, security sasl_scram "
+        "(--output json for the full status)",
+        "bootstrap: 127.0.0.1:1,127.0.0.1:2",
+        "--command-config for admin: /tmp/sb/admin.properties",
+    ]
+    p = sandbox_parser()
+    assert p.parse_args(["up"]).output == "text"
+    assert p.parse_args(["up", "--output", "json"]).output == "json"
+    assert p.parse_args(["bootstrap", "--dir", "/tmp/sb"]).command == "bootstrap"
