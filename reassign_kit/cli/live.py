@@ -53,6 +53,8 @@ class LiveState:
         self.stuck: dict[str, dict[str, Any]] = {}
         self.counts = {"done": 0, "moving": 0, "pending": moves, "failed": 0, "cancelled": 0}
         self.state = "starting"
+        self.finished = False
+        self.ended: float | None = None
         self._lock = threading.Lock()
 
     def on_event(self, e: Mapping[str, Any]) -> None:
@@ -89,6 +91,8 @@ class LiveState:
             self.state = "cancelling"
         elif ev == "run_finished":
             self.state = str(e.get("state") or "finished")
+            self.finished = True
+            self.ended = float(e.get("ts") or time.time())
             for k, src in (
                 ("done", "completed"),
                 ("moving", "still_moving"),
@@ -98,6 +102,16 @@ class LiveState:
             ):
                 if isinstance(e.get(src), int):
                     self.counts[k] = e[src]
+
+    @property
+    def all_done(self) -> bool:
+        """The run finished with every move complete."""
+        c = self.counts
+        return self.finished and c["done"] == self.moves and not (c["moving"] or c["pending"])
+
+    def _elapsed(self, now: float) -> str:
+        s = max(0, int((now if self.ended is None else min(now, self.ended)) - self.started))
+        return f"{s // 60}m{s % 60:02d}s"
 
     def broker_rates(self) -> dict[int, float]:
         """Bytes per second each broker took in over the last ``RATE_WINDOW_S``."""
@@ -120,13 +134,12 @@ class LiveState:
         with self._lock:
             now = time.time() if now is None else now
             c = self.counts
-            elapsed = max(0, int(now - self.started))
             head = (
                 f"paced run {self.state}: {c['done']}/{self.moves} moves done, "
                 f"{c['moving']} moving, {c['pending']} pending"
                 + (f", {c['failed']} failed" if c["failed"] else "")
                 + (f", {c['cancelled']} cancelled" if c["cancelled"] else "")
-                + f"  ({elapsed // 60}m{elapsed % 60:02d}s)"
+                + f"  ({self._elapsed(now)})"
             )
             parts: list[Any] = [Text(head, style="bold")]
             s = self.sample
@@ -137,11 +150,18 @@ class LiveState:
                     )
                 )
                 return Group(*parts)
-            line = run_progress_line(s)
-            if line:
-                parts.append(Text(line))
             received = {int(b): float(n) for b, n in (s.get("received") or {}).items()}
             left = {int(b): float(n) for b, n in (s.get("left") or {}).items()}
+            if self.all_done:  # the last sample came before the last bytes: all are in now
+                received = {b: received.get(b, 0.0) + left.get(b, 0.0) for b in received | left}
+                left = {}
+                total = s.get("bytes_total")
+                copied = _fmt_bytes(int(total)) if isinstance(total, int | float) else "?"
+                parts.append(Text(f"progress: 100.0%  {copied} copied in {self._elapsed(now)}"))
+            else:  # the paced line's words; the ETA on a line of its own (no wrapping)
+                line = run_progress_line(s) or ""
+                head_, sep, eta = line.partition("  ETA ")
+                parts += [Text(head_)] + ([Text("ETA " + eta)] if sep else [])
             inflight = {int(b): int(n) for b, n in (s.get("inflight") or {}).items()}
             rates = self.broker_rates()
             table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")

@@ -64,9 +64,8 @@ def test_the_view_shows_brokers_rates_eta_and_stuck_moves():
         "no_progress_s": 61.0, "bytes_copied": 0, "policy": "wait"})  # fmt: skip
     out = text_of(st.render(now=1030))
     assert "paced run running: 1/3 moves done, 2 moving, 0 pending  (0m30s)" in out, out
-    assert (
-        "progress: 83.3%" in out and "50.0 MiB of 300.0 MiB to copy" in out and "ETA 0m05s" in out
-    ), out
+    assert "progress: 83.3%  50.0 MiB of 300.0 MiB to copy  10.0 MiB/s\n" in out, out
+    assert "\nETA 0m05s" in out, out  # on a line of its own
     rows = {ln.split()[0]: ln for ln in out.splitlines() if ln.strip()[:1].isdigit()}
     # broker 3: 50 of 100 MiB in, 5 MiB/s over the window; broker 4: all in, nothing left
     assert "50.0%" in rows["3"] and "5.0 MiB/s" in rows["3"] and rows["3"].rstrip().endswith("1")
@@ -80,6 +79,10 @@ def test_the_view_shows_brokers_rates_eta_and_stuck_moves():
         "still_moving": 0, "pending": 0, "failed": 0, "cancelled": 0})  # fmt: skip
     out = text_of(st.render(now=1033))
     assert "stuck" not in out and "paced run done: 3/3 moves done, 0 moving" in out, out
+    # done: the last sample came before the last bytes; the view says all is in, no ETA
+    assert "progress: 100.0%  300.0 MiB copied in 0m33s" in out and "ETA" not in out, out
+    rows = {ln.split()[0]: ln for ln in out.splitlines() if ln.strip()[:1].isdigit()}
+    assert "100.0%" in rows["3"] and "100.0 MiB" in rows["3"], rows
 
 
 @pytest.fixture
