@@ -248,3 +248,33 @@ def test_log_leaves_out_samples_and_single_steps():
     assert len(lines) == 4
     assert "steps=3" in lines[1] and "max_leader_moves=no cap" in lines[2]
     assert lines[3].endswith("panel  max leader moves: 1 -> no cap")
+
+
+def test_one_look_every_figure_in_the_package_template(tmp_path):
+    """Issue 24 #4: the plan's, the progress, the what-if and the postmortem figures share one
+    registered template, never made Plotly's default (as default it blanked the panel's
+    FigureWidgets); a figure built in a notebook cell gets it in the HTML export."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    from reassign_kit.ui import postmortem_charts as pmc
+    from reassign_kit.ui.theme import COLORWAY, TEMPLATE
+
+    assert pio.templates.default != TEMPLATE
+    mine = pio.templates[TEMPLATE]
+    figs = [
+        charts.new_figure(widget=False),
+        charts.whatif_figure([{"policy": "legacy", "seconds": 60.0}]),
+        pmc.batch_wait_figure(__import__("pandas").DataFrame()),
+    ]
+    for fig in figs:
+        assert fig.layout.template == mine, fig.layout.title
+        assert list(fig.layout.template.layout.colorway) == COLORWAY
+    page = open(
+        charts.write_html(tmp_path / "x.html", {"plain": go.Figure(go.Bar(x=[1], y=[2]))}, "x"),
+        encoding="utf-8",
+    ).read()
+    assert "Helvetica, Arial, sans-serif" in page
+    own = go.Figure(layout={"template": "plotly_dark"})
+    charts.write_html(tmp_path / "y.html", {"own": own}, "y")
+    assert own.layout.template == pio.templates["plotly_dark"]  # a chosen template stays
