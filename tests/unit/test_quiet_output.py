@@ -49,7 +49,7 @@ def test_demo_summary_line(tmp_path):
     )
     ver.write_text(json.dumps({"complete": True}))
     assert demo_summary({"execute_report": str(ex), "verify_report": str(ver)}) == (
-        "5 moves, 21 MB, 7 s, verify OK"
+        "5 moves, 21 MB copied in 7 s, verify OK"  # the copy's time, not the demo's
     )
     ver.write_text(json.dumps({"complete": False}))
     assert demo_summary({"execute_report": str(ex), "verify_report": str(ver)}).endswith(
@@ -94,3 +94,21 @@ def test_sandbox_up_says_what_started_in_two_lines_json_on_request():
     assert p.parse_args(["up"]).output == "text"
     assert p.parse_args(["up", "--output", "json"]).output == "json"
     assert p.parse_args(["bootstrap", "--dir", "/tmp/sb"]).command == "bootstrap"
+
+
+def test_the_demo_ends_with_what_it_did_and_where_to_look(tmp_path):
+    from pathlib import Path
+
+    from reassign_kit.demo import closing_lines
+
+    ex, ver = tmp_path / "e.json", tmp_path / "v.json"
+    ex.write_text(
+        json.dumps({"plan": {"moves": 6, "bytes_to_move": 21e6}, "progress": {"seconds": 9}})
+    )
+    ver.write_text(json.dumps({"complete": True}))
+    arts = {"execute_report": str(ex), "verify_report": str(ver), "charts": "/o/a.html, /o/b.html"}
+    assert closing_lines(arts, Path("/o")) == [
+        "demo: 6 moves, 21 MB copied in 9 s, verify OK",
+        "demo: charts to open: /o/a.html, /o/b.html",
+        "demo: every file: /o/artefacts.json; Spark's, Jupyter's and the kernels' lines: /o/*/*.out.log",
+    ]
