@@ -75,7 +75,13 @@ def _parser() -> argparse.ArgumentParser:
         default="text",
         help="text: what started and the bootstrap address (default); json: the full status",
     )
-    with_dir(sub.add_parser("down", help="stop every process of the cluster"))
+    down = with_dir(sub.add_parser("down", help="stop every process of the cluster"))
+    down.add_argument(
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="text: one line (default); json: the status after, every process not alive",
+    )
     with_dir(
         sub.add_parser(
             "bootstrap", help="print the bootstrap address only (BS=$(... sandbox bootstrap))"
@@ -264,11 +270,25 @@ def main(argv: list[str]) -> int:
     if args.command == "up" and args.output == "text":
         print(up_lines(out))
         return 0
+    if args.command == "down" and args.output == "text":
+        print(down_line(out))
+        return 0
     if args.command == "bootstrap":
         print(out["bootstrap_servers"])
         return 0
     print(json.dumps(out, indent=2))
     return 0
+
+
+def down_line(out: dict[str, Any]) -> str:
+    """`sandbox down`'s human summary: what was stopped, and whether anything is left."""
+    nodes = [*(out.get("controllers") or []), *(out.get("brokers") or [])]
+    if out.get("zookeeper"):
+        nodes.append(out["zookeeper"])
+    alive = [str(n.get("id")) for n in nodes if n.get("alive")]
+    return f"sandbox down in {out.get('dir')}: {len(nodes)} process(es) stopped" + (
+        f"; STILL ALIVE: {', '.join(alive)}" if alive else ", none left"
+    )
 
 
 def up_lines(out: dict[str, Any]) -> str:

@@ -112,3 +112,17 @@ def test_the_demo_ends_with_what_it_did_and_where_to_look(tmp_path):
         "demo: charts to open: /o/a.html, /o/b.html",
         "demo: every file: /o/artefacts.json; Spark's, Jupyter's and the kernels' lines: /o/*/*.out.log",
     ]
+
+
+def test_sandbox_down_says_it_in_one_line():
+    from reassign_kit.cli.sandbox import down_line
+
+    out = {
+        "dir": "/tmp/sb",
+        "controllers": [{"id": 1000, "alive": False}],
+        "brokers": [{"id": 1, "alive": False}, {"id": 2, "alive": True}],
+    }
+    assert down_line(out) == "sandbox down in /tmp/sb: 3 process(es) stopped; STILL ALIVE: 2"
+    out["brokers"][1]["alive"] = False
+    assert down_line(out).endswith("3 process(es) stopped, none left")
+    assert sandbox_parser().parse_args(["down"]).output == "text"
