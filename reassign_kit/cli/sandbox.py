@@ -298,8 +298,9 @@ def up_lines(out: dict[str, Any]) -> str:
     where = f" in {len(racks)} racks" if racks else ""
     return (
         f"sandbox up in {out.get('dir')}: Kafka {out.get('kafka_version', '?')} "
-        f"({out.get('metadata', '?')}), {len(brokers)} brokers{where}, security "
-        f"{out.get('security', 'plain')} (--output json for the full status)\n"
+        f"({out.get('metadata', '?')}), {len(brokers)} brokers{where}"
+        + ("" if out.get("security", "plain") == "plain" else f", security {out['security']}")
+        + "\n"
         f"bootstrap: {out.get('bootstrap_servers', '?')}"
         + "".join(
             f"\n--command-config for {user}: {path}"
@@ -317,6 +318,5 @@ def load_line(args: argparse.Namespace, out: dict[str, Any]) -> str:
     names = ", ".join(topics[:5]) + (f" and {len(topics) - 5} more" if len(topics) > 5 else "")
     return (
         f"loaded {len(topics)} topic(s) ({names}): {args.partitions} partitions x RF "
-        f"{args.replication_factor}, {mb:g} MB, {msgs} messages on "
-        f"{out.get('bootstrap_servers', '?')} (--output json for the full status)"
+        f"{args.replication_factor}, {mb:g} MB, {msgs} messages"
     )

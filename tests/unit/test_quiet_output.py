@@ -85,8 +85,7 @@ def test_sandbox_up_says_what_started_in_two_lines_json_on_request():
         "client_configs": {"admin": "/tmp/sb/admin.properties"},
     }
     assert up_lines(out).splitlines() == [
-        "sandbox up in /tmp/sb: Kafka 4.3.1 (kraft), 2 brokers in 2 racks, security sasl_scram "
-        "(--output json for the full status)",
+        "sandbox up in /tmp/sb: Kafka 4.3.1 (kraft), 2 brokers in 2 racks, security sasl_scram",
         "bootstrap: 127.0.0.1:1,127.0.0.1:2",
         "--command-config for admin: /tmp/sb/admin.properties",
     ]
