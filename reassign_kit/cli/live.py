@@ -152,9 +152,10 @@ class LiveState:
                 return Group(*parts)
             received = {int(b): float(n) for b, n in (s.get("received") or {}).items()}
             left = {int(b): float(n) for b, n in (s.get("left") or {}).items()}
+            inflight = {int(b): int(n) for b, n in (s.get("inflight") or {}).items()}
             if self.all_done:  # the last sample came before the last bytes: all are in now
                 received = {b: received.get(b, 0.0) + left.get(b, 0.0) for b in received | left}
-                left = {}
+                left, inflight = {}, {}
                 total = s.get("bytes_total")
                 copied = _fmt_bytes(int(total)) if isinstance(total, int | float) else "?"
                 parts.append(Text(f"progress: 100.0%  {copied} copied in {self._elapsed(now)}"))
@@ -162,7 +163,6 @@ class LiveState:
                 line = run_progress_line(s) or ""
                 head_, sep, eta = line.partition("  ETA ")
                 parts += [Text(head_)] + ([Text("ETA " + eta)] if sep else [])
-            inflight = {int(b): int(n) for b, n in (s.get("inflight") or {}).items()}
             rates = self.broker_rates()
             table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
             for col, justify in (

@@ -83,6 +83,7 @@ def test_the_view_shows_brokers_rates_eta_and_stuck_moves():
     assert "progress: 100.0%  300.0 MiB copied in 0m33s" in out and "ETA" not in out, out
     rows = {ln.split()[0]: ln for ln in out.splitlines() if ln.strip()[:1].isdigit()}
     assert "100.0%" in rows["3"] and "100.0 MiB" in rows["3"], rows
+    assert rows["3"].rstrip().endswith(" 0"), rows  # no move coming in once all are done
 
 
 @pytest.fixture
