@@ -61,7 +61,8 @@ def test_report_html_is_one_offline_file_with_figures_and_tables(journal, tmp_pa
 
     out = tmp_path / "pm.html"
     assert main(["report", journal, "--html", str(out)]) == 0
-    assert f"-> {out}" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert f"4 moves (4 completed) -> {out}" in said and "{" not in said, said
     doc = out.read_text()
     assert not re.search(r"<script[^>]+src=", doc)  # plotly.js inline, nothing fetched
     for section in ("timeline", "concurrency", "throughput", "batch_waits"):
