@@ -8,6 +8,8 @@ from typing import Any
 from .charts import COLORS
 from .theme import TEMPLATE
 
+LABEL_EVERY_MOVE = 300
+
 
 def timeline_figure(moves: Any, max_moves: int = 2000) -> Any:
     import plotly.graph_objects as go
@@ -40,9 +42,12 @@ def timeline_figure(moves: Any, max_moves: int = 2000) -> Any:
     fig.update_layout(
         title=f"every move{more}",
         xaxis_title="seconds since the first move",
-        height=max(300, 120 + 16 * len(shown)),
+        height=max(300, 140 + 20 * len(shown)),
         template=TEMPLATE,
-        yaxis={"autorange": "reversed", "type": "category"},
+        # every move labelled up to LABEL_EVERY_MOVE rows (Plotly's auto ticks skipped every
+        # other one at 16 px a row); beyond, Plotly picks
+        yaxis={"autorange": "reversed", "type": "category", "tickfont": {"size": 11}}
+        | ({"dtick": 1} if len(shown) <= LABEL_EVERY_MOVE else {}),
     )
     return fig
 

@@ -278,3 +278,25 @@ def test_one_look_every_figure_in_the_package_template(tmp_path):
     own = go.Figure(layout={"template": "plotly_dark"})
     charts.write_html(tmp_path / "y.html", {"own": own}, "y")
     assert own.layout.template == pio.templates["plotly_dark"]  # a chosen template stays
+
+
+def test_the_timeline_labels_every_move():
+    """The postmortem's timeline showed every other partition's name at 16 px a row (Plotly's
+    auto ticks on a category axis, seen in the tour's report): every move is labelled now, up
+    to LABEL_EVERY_MOVE rows."""
+    import pandas as pd
+
+    from reassign_kit.ui import postmortem_charts as pmc
+
+    def moves(n: int) -> pd.DataFrame:
+        return pd.DataFrame(
+            [
+                {"topic": "t", "partition": p, "start": p * 0.5, "end": p * 0.5 + 1.0}
+                | {"run_id": "r1", "state": "completed"}
+                for p in range(n)
+            ]
+        )
+
+    fig = pmc.timeline_figure(moves(10))
+    assert fig.layout.yaxis.dtick == 1 and fig.layout.height >= 20 * 10
+    assert pmc.timeline_figure(moves(pmc.LABEL_EVERY_MOVE + 1)).layout.yaxis.dtick is None
