@@ -69,9 +69,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ndemo failed: {e}", file=sys.stderr)
         return e.exit_code
     (out / "artefacts.json").write_text(json.dumps(artefacts, indent=2))
-    print(f"demo: results in {out} (artefacts.json lists them; logs: */*.log)")
-    print(f"demo: {runbook.demo_summary(artefacts)}")
+    for line in closing_lines(artefacts, out):
+        print(line)
     return 0
+
+
+def closing_lines(artefacts: dict[str, str], out: Path) -> list[str]:
+    """What the demo did (one line), then where to look: the charts to open, every file, and
+    where Spark's, Jupyter's and the kernels' lines went (they are not on the terminal)."""
+    from .runbook import demo_summary  # the [notebook] extra's module, as in main
+
+    charts = [c.strip() for c in artefacts.get("charts", "").split(",") if c.strip()]
+    return [
+        f"demo: {demo_summary(artefacts)}",
+        *([f"demo: charts to open: {', '.join(charts)}"] if charts else []),
+        f"demo: every file: {out / 'artefacts.json'}; Spark's, Jupyter's and the kernels' "
+        f"lines: {out}/*/*.out.log",
+    ]
 
 
 if __name__ == "__main__":

@@ -228,6 +228,11 @@ def unmet_goals(report: dict[str, Any]) -> list[str]:
     return out
 
 
+def _mb(n: Any) -> str:
+    """Bytes in MB (10^6), the unit of the broker table below (the report keeps bytes)."""
+    return f"{n / 1e6:.1f} MB" if isinstance(n, int | float) else str(n)
+
+
 def format_report(report: dict[str, Any]) -> str:
     """A few lines for the terminal."""
     s = report["summary"]
@@ -237,10 +242,11 @@ def format_report(report: dict[str, Any]) -> str:
         f"partitions in plan: {s['partitions_in_plan']}   moved replicas: {s['moved_replicas']} "
         f"(lower bound {s['lower_bound_moved_replicas']}"
         + (f", x{ratio:.3f}" if ratio else "")
-        + f")   moved bytes: {s['moved_bytes']}   leadership changes: {s['leadership_changes']}",
+        + f")   moved: {_mb(s['moved_bytes'])}   leadership changes: {s['leadership_changes']}",
         f"replica spread: {b['replicas']['before']['spread']} -> {b['replicas']['after']['spread']}   "
         f"leader spread: {b['leaders']['before']['spread']} -> {b['leaders']['after']['spread']}   "
-        f"bytes max/min: {b['bytes']['after']['max']}/{b['bytes']['after']['min']}",
+        f"bytes per broker max/min: {_mb(b['bytes']['after']['max'])} / "
+        f"{_mb(b['bytes']['after']['min'])}",
     ]
     bg = report.get("bytes_goal")
     if bg and (bg["goal"] or bg["capacity_file"]):

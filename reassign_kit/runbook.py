@@ -422,7 +422,7 @@ def demo(
 
 
 def demo_summary(artefacts: Mapping[str, str]) -> str:
-    """The demo's one closing line: "5 moves, 21 MB, 7 s, verify OK" (from the execute and
+    """The demo's one closing line: "5 moves, 21 MB copied in 7 s, verify OK" (from the execute and
     verify reports)."""
 
     def load(key: str) -> dict[str, Any]:
@@ -439,7 +439,7 @@ def demo_summary(artefacts: Mapping[str, str]) -> str:
     mb = f"{nbytes / 1e6:.0f} MB" if isinstance(nbytes, int | float) else "? MB"
     took = f"{secs:.0f} s" if isinstance(secs, int | float) else "? s"
     verdict = "verify OK" if ver.get("complete") is True else "verify FAILED"
-    return f"{moves} moves, {mb}, {took}, {verdict}"
+    return f"{moves} moves, {mb} copied in {took}, {verdict}"
 
 
 def _plan_has_moves(path: str) -> bool:

@@ -12,6 +12,7 @@ the command that resumes or cancels (rolls back from the journal) is printed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import signal
@@ -32,6 +33,7 @@ from ..engine.steps import describe_steps, plan_steps
 from ..errors import EXIT_INTERRUPTED, UsageError
 from ..model import Plan
 from ..plan_record import Approval
+from .live import LiveState, LiveView, wants_live
 
 PACED_GROUPS = ("paced", "steps")
 
@@ -134,7 +136,14 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
         + f", order {opts.order}; journal {journal}"
     )
 
-    run.subscribe(_printer(run))
+    live = (
+        LiveView(LiveState(len(plan.moves), opts.sample_interval), sys.stdout)
+        if wants_live(sys.stdout)
+        else None
+    )
+    run.subscribe(_printer(run, progress_lines=live is None))
+    if live is not None:
+        run.subscribe(live.state.on_event)
     notifier = Notifier(args.notify) if getattr(args, "notify", None) else None
     if notifier:
         run.subscribe(notifier.on_event)
@@ -152,12 +161,13 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        try:
-            result = run.run()
-        except RunError:  # reported below with what was submitted; other errors propagate
-            result = run.wait(0)
-            if result is None:
-                raise
+        with live if live is not None else contextlib.nullcontext():
+            try:
+                result = run.run()
+            except RunError:  # reported below with what was submitted; others propagate
+                result = run.wait(0)
+                if result is None:
+                    raise
     finally:
         for s, h in old.items():
             signal.signal(s, h)
@@ -190,8 +200,9 @@ def _print_steps(prepared: Any, r: int) -> None:
 PROGRESS_EVERY_S = 30.0  # the paced run's progress line (its samples come every 5 s)
 
 
-def _printer(run: Run):
-    """One terminal line per event that matters (the journal has everything)."""
+def _printer(run: Run, progress_lines: bool = True):
+    """One terminal line per event that matters (the journal has everything); a progress
+    line every ``PROGRESS_EVERY_S`` unless the live view shows the progress."""
 
     last_progress = [-1e18]  # ts of the last progress line printed
 
@@ -229,7 +240,7 @@ def _printer(run: Run):
             line = ev
         elif ev == "throttle_changed":
             line = f"throttle changed to {e.get('rate')} B/s"
-        elif ev == "sample" and e["ts"] - last_progress[0] >= PROGRESS_EVERY_S:
+        elif ev == "sample" and progress_lines and e["ts"] - last_progress[0] >= PROGRESS_EVERY_S:
             line = run_progress_line(e) or ""
             if not line:
                 return

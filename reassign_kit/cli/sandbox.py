@@ -69,7 +69,24 @@ def _parser() -> argparse.ArgumentParser:
         "secured modes run the StandardAuthorizer and write client configs for the users admin, "
         "reader and denied (their paths: client_configs in the JSON)",
     )
-    with_dir(sub.add_parser("down", help="stop every process of the cluster"))
+    up.add_argument(
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="text: what started and the bootstrap address (default); json: the full status",
+    )
+    down = with_dir(sub.add_parser("down", help="stop every process of the cluster"))
+    down.add_argument(
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="text: one line (default); json: the status after, every process not alive",
+    )
+    with_dir(
+        sub.add_parser(
+            "bootstrap", help="print the bootstrap address only (BS=$(... sandbox bootstrap))"
+        )
+    )
     with_dir(sub.add_parser("status", help="brokers, pids and whether they are alive"))
     for name, text in [
         ("info", "Kafka version and where its jars are"),
@@ -250,8 +267,46 @@ def main(argv: list[str]) -> int:
     if args.command == "load" and args.output == "text":
         print(load_line(args, out))
         return 0
+    if args.command == "up" and args.output == "text":
+        print(up_lines(out))
+        return 0
+    if args.command == "down" and args.output == "text":
+        print(down_line(out))
+        return 0
+    if args.command == "bootstrap":
+        print(out["bootstrap_servers"])
+        return 0
     print(json.dumps(out, indent=2))
     return 0
+
+
+def down_line(out: dict[str, Any]) -> str:
+    """`sandbox down`'s human summary: what was stopped, and whether anything is left."""
+    nodes = [*(out.get("controllers") or []), *(out.get("brokers") or [])]
+    if out.get("zookeeper"):
+        nodes.append(out["zookeeper"])
+    alive = [str(n.get("id")) for n in nodes if n.get("alive")]
+    return f"sandbox down in {out.get('dir')}: {len(nodes)} process(es) stopped" + (
+        f"; STILL ALIVE: {', '.join(alive)}" if alive else ", none left"
+    )
+
+
+def up_lines(out: dict[str, Any]) -> str:
+    """`sandbox up`'s human summary (issue 24 #3): what runs where, not the status document."""
+    brokers = out.get("brokers") or []
+    racks = sorted({b["rack"] for b in brokers if b.get("rack")})
+    where = f" in {len(racks)} racks" if racks else ""
+    return (
+        f"sandbox up in {out.get('dir')}: Kafka {out.get('kafka_version', '?')} "
+        f"({out.get('metadata', '?')}), {len(brokers)} brokers{where}"
+        + ("" if out.get("security", "plain") == "plain" else f", security {out['security']}")
+        + "\n"
+        f"bootstrap: {out.get('bootstrap_servers', '?')}"
+        + "".join(
+            f"\n--command-config for {user}: {path}"
+            for user, path in (out.get("client_configs") or {}).items()
+        )
+    )
 
 
 def load_line(args: argparse.Namespace, out: dict[str, Any]) -> str:
@@ -263,6 +318,5 @@ def load_line(args: argparse.Namespace, out: dict[str, Any]) -> str:
     names = ", ".join(topics[:5]) + (f" and {len(topics) - 5} more" if len(topics) > 5 else "")
     return (
         f"loaded {len(topics)} topic(s) ({names}): {args.partitions} partitions x RF "
-        f"{args.replication_factor}, {mb:g} MB, {msgs} messages on "
-        f"{out.get('bootstrap_servers', '?')} (--output json for the full status)"
+        f"{args.replication_factor}, {mb:g} MB, {msgs} messages"
     )

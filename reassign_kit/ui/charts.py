@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .figures import EtaSeries, MoveBar, ProgressSeries
+from .theme import TEMPLATE, themed
 
 COLORS = {
     "done": "#2ca02c",
@@ -150,7 +151,7 @@ def new_figure(widget: bool = True) -> go.Figure:
         title={"text": "plan progress: not started", "y": 0.985},
         legend={"x": 1.02, "y": d1[1], "xanchor": "left", "yanchor": "top"},
         legend2={"x": 1.02, "y": d2[1], "xanchor": "left", "yanchor": "top"},
-        template="plotly_white",
+        template=TEMPLATE,
     )
     fig.update_yaxes(title_text="moves", tickformat=",d", rangemode="tozero", row=1, col=1)
     fig.update_xaxes(title_text="broker", title_standoff=4, type="category", row=2, col=1)
@@ -247,7 +248,7 @@ def write_html(
     parts = []
     for i, (name, fig) in enumerate(figures.items()):
         div = pio.to_html(
-            fig,
+            themed(fig),
             full_html=False,
             include_plotlyjs=(i == 0),
             default_width="100%",
@@ -290,6 +291,7 @@ def whatif_figure(rows: Sequence[Mapping[str, Any]], title: str = "") -> go.Figu
         yaxis={"autorange": "reversed"},
         height=120 + 40 * len(rows),
         margin={"l": 200},
+        template=TEMPLATE,
     )
     return fig
 
@@ -375,5 +377,6 @@ def eta_figure(series: EtaSeries, title: str = "") -> go.Figure:
         xaxis_title="seconds since start",
         yaxis_title="seconds left",
         height=360,
+        template=TEMPLATE,
     )
     return fig

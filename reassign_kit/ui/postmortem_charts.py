@@ -6,6 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from .charts import COLORS
+from .theme import TEMPLATE
+
+LABEL_EVERY_MOVE = 300
 
 
 def timeline_figure(moves: Any, max_moves: int = 2000) -> Any:
@@ -39,9 +42,12 @@ def timeline_figure(moves: Any, max_moves: int = 2000) -> Any:
     fig.update_layout(
         title=f"every move{more}",
         xaxis_title="seconds since the first move",
-        height=max(300, 120 + 16 * len(shown)),
-        template="plotly_white",
-        yaxis={"autorange": "reversed", "type": "category"},
+        height=max(300, 140 + 20 * len(shown)),
+        template=TEMPLATE,
+        # every move labelled up to LABEL_EVERY_MOVE rows (Plotly's auto ticks skipped every
+        # other one at 16 px a row); beyond, Plotly picks
+        yaxis={"autorange": "reversed", "type": "category", "tickfont": {"size": 11}}
+        | ({"dtick": 1} if len(shown) <= LABEL_EVERY_MOVE else {}),
     )
     return fig
 
@@ -74,7 +80,7 @@ def concurrency_figure(conc: Any, caps: Any) -> Any:
         title="moves in flight over time, against the caps",
         xaxis_title="seconds since the first move",
         yaxis_title="moves in flight",
-        template="plotly_white",
+        template=TEMPLATE,
     )
     peak = int(conc["in_flight"].max()) if len(conc) else 0
     fig.update_yaxes(tickformat=",d", rangemode="tozero", dtick=1 if peak <= 10 else None)
@@ -106,7 +112,7 @@ def throughput_figure(thr: Any) -> Any:
         xaxis_title="broker",
         yaxis_title="MB/s",
         barmode="group",
-        template="plotly_white",
+        template=TEMPLATE,
     )
     fig.update_xaxes(type="category")
     return fig
@@ -129,7 +135,7 @@ def batch_wait_figure(batches: Any) -> Any:
             go.Bar(x=x, y=batches["waiting_for_slowest_s"], name="waiting for the slowest move")
         )
     fig.update_layout(
-        title="time per batch", barmode="stack", yaxis_title="seconds", template="plotly_white"
+        title="time per batch", barmode="stack", yaxis_title="seconds", template=TEMPLATE
     )
     if not len(batches):  # say so instead of drawing empty axes
         fig.update_layout(height=220, xaxis_visible=False, yaxis_visible=False)

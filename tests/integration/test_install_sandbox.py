@@ -2,7 +2,8 @@
 in clean virtual environments (uv, versions pinned by requirements.lock, wheels from uv's
 cache), used against the session's sandbox.
 
-- the core alone (no extra): --execute / --list / --verify / --cancel work; `plan` on the
+- the core alone (no extra): --execute (legacy and paced) / --list / --verify / --cancel work,
+  `report` names the extras it needs; `plan` on the
   Spark engine says to install reassign-kit[spark] (exit 2, no traceback), `plan --engine
   local` plans without it; `runbook run` says to install [notebook].
 - [all]: `reassign-kit runbook list` shows the runbooks shipped in the wheel, and `runbook run
@@ -122,7 +123,7 @@ def test_core_install_runs_the_drop_in_actions(sandbox, bootstrap, gw, wheel, to
         assert p.returncode == 0, p.stdout + p.stderr
         p = cli(env, *base, "--list", "--output", "json", cwd=tmp_path)
         assert p.returncode == 0, p.stdout + p.stderr
-        listed = {(e["topic"], e["partition"]) for e in json.loads(p.stdout)["partitions"]}
+        listed = {(e["topic"], e["partition"]) for e in json.loads(p.stdout).get("partitions", [])}
         assert listed & {(topic, 0), (topic, 1)}, p.stdout
         p = cli(env, *base, "--verify", "--reassignment-json-file", str(plan_file), cwd=tmp_path)
         assert p.returncode == 10, p.stdout + p.stderr  # in progress
@@ -153,6 +154,32 @@ def test_core_install_runs_the_drop_in_actions(sandbox, bootstrap, gw, wheel, to
             time.sleep(1)
         states = gw.describe_partitions([TP(topic, 0), TP(topic, 1)])
         assert [states[TP(topic, i)].replicas for i in (0, 1)] == [(1, 2), (2, 3)]
+        # a paced run needs no extra either (its terminal view is rich, a core dependency);
+        # piped here, so its plain lines
+        one = tmp_path / "one.json"
+        Plan.of([Move(TP(topic, 0), (3, 4))]).write(str(one))
+        journal = tmp_path / "paced.jsonl"
+        p = cli(
+            env,
+            *base,
+            "--execute",
+            "--reassignment-json-file",
+            str(one),
+            "--reassignment-batch-size",
+            "1",
+            "--wait",
+            "--journal",
+            str(journal),
+            cwd=tmp_path,
+        )
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert f"completed {topic}-0" in p.stdout and journal.exists(), p.stdout
+        p = cli(env, *base, "--verify", "--reassignment-json-file", str(one), cwd=tmp_path)
+        assert p.returncode == 0, p.stdout + p.stderr
+        # the postmortem report names its extras
+        p = cli(env, "report", str(journal), "--html", str(tmp_path / "r.html"), cwd=tmp_path)
+        assert p.returncode == 2 and "reassign-kit[notebook]" in p.stderr, p.stdout + p.stderr
+        assert "Traceback" not in p.stderr and not (tmp_path / "r.html").exists()
         # plan: the Spark engine names the extra; the in-process planner needs none
         snap = tmp_path / "snap.json"
         p = cli(env, "snapshot", *base, "--topics", topic, "--output", str(snap), cwd=tmp_path)

@@ -138,7 +138,7 @@ def test_missing_java_and_maven_are_named(monkeypatch, tmp_path):
 
 def test_cli_up_stop_start_down_leaves_no_process(tmp_path):
     d = str(tmp_path / "one")
-    up = _cli("sandbox", "up", "--brokers", "1", "--dir", d)
+    up = _cli("sandbox", "up", "--brokers", "1", "--dir", d, "--output", "json")
     assert up.returncode == 0, up.stderr
     data = json.loads(up.stdout)
     assert data["dir"] == d and data["bootstrap_servers"].startswith("127.0.0.1:")

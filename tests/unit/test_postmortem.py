@@ -61,11 +61,14 @@ def test_report_html_is_one_offline_file_with_figures_and_tables(journal, tmp_pa
 
     out = tmp_path / "pm.html"
     assert main(["report", journal, "--html", str(out)]) == 0
-    assert f"-> {out}" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert f"4 moves (4 completed) -> {out}" in said and "{" not in said, said
     doc = out.read_text()
     assert not re.search(r"<script[^>]+src=", doc)  # plotly.js inline, nothing fetched
     for section in ("timeline", "concurrency", "throughput", "batch_waits"):
         assert f'<section id="{section}">' in doc
     assert "<h2>moves</h2>" in doc and "<h2>throughput per broker</h2>" in doc
+    # one look: every figure of the report in the package's template (issue 24 #4)
+    assert doc.count("Helvetica, Arial, sans-serif") >= 4, "a figure not in the template"
     assert json.loads((tmp_path / "pm.json").read_text())["summary"]["moves"] == 4
     assert main(["report", str(tmp_path / "nope.jsonl"), "--html", str(out)]) == 2

@@ -9,7 +9,8 @@ import json
 import subprocess
 import sys
 
-from reassign_kit.cli.sandbox import load_line
+from reassign_kit.cli.sandbox import _parser as sandbox_parser
+from reassign_kit.cli.sandbox import load_line, up_lines
 from reassign_kit.logfile import to_log_file
 from reassign_kit.runbook import demo_summary, log_path
 
@@ -48,7 +49,7 @@ def test_demo_summary_line(tmp_path):
     )
     ver.write_text(json.dumps({"complete": True}))
     assert demo_summary({"execute_report": str(ex), "verify_report": str(ver)}) == (
-        "5 moves, 21 MB, 7 s, verify OK"
+        "5 moves, 21 MB copied in 7 s, verify OK"  # the copy's time, not the demo's
     )
     ver.write_text(json.dumps({"complete": False}))
     assert demo_summary({"execute_report": str(ex), "verify_report": str(ver)}).endswith(
@@ -69,3 +70,58 @@ def test_sandbox_load_prints_one_line():
     assert line.startswith(
         "loaded 2 topic(s) (load-0, load-1): 6 partitions x RF 3, 96 MB, 9600 messages"
     )
+
+
+def test_sandbox_up_says_what_started_in_two_lines_json_on_request():
+    """`sandbox up` printed its 80-line status document; now what runs where and the
+    bootstrap address (the JSON with --output json), and `sandbox bootstrap` for a shell."""
+    out = {
+        "dir": "/tmp/sb",
+        "kafka_version": "4.3.1",
+        "metadata": "kraft",
+        "bootstrap_servers": "127.0.0.1:1,127.0.0.1:2",
+        "brokers": [{"id": 1, "rack": "rack-0"}, {"id": 2, "rack": "rack-1"}],
+        "security": "sasl_scram",
+        "client_configs": {"admin": "/tmp/sb/admin.properties"},
+    }
+    assert up_lines(out).splitlines() == [
+        "sandbox up in /tmp/sb: Kafka 4.3.1 (kraft), 2 brokers in 2 racks, security sasl_scram",
+        "bootstrap: 127.0.0.1:1,127.0.0.1:2",
+        "--command-config for admin: /tmp/sb/admin.properties",
+    ]
+    p = sandbox_parser()
+    assert p.parse_args(["up"]).output == "text"
+    assert p.parse_args(["up", "--output", "json"]).output == "json"
+    assert p.parse_args(["bootstrap", "--dir", "/tmp/sb"]).command == "bootstrap"
+
+
+def test_the_demo_ends_with_what_it_did_and_where_to_look(tmp_path):
+    from pathlib import Path
+
+    from reassign_kit.demo import closing_lines
+
+    ex, ver = tmp_path / "e.json", tmp_path / "v.json"
+    ex.write_text(
+        json.dumps({"plan": {"moves": 6, "bytes_to_move": 21e6}, "progress": {"seconds": 9}})
+    )
+    ver.write_text(json.dumps({"complete": True}))
+    arts = {"execute_report": str(ex), "verify_report": str(ver), "charts": "/o/a.html, /o/b.html"}
+    assert closing_lines(arts, Path("/o")) == [
+        "demo: 6 moves, 21 MB copied in 9 s, verify OK",
+        "demo: charts to open: /o/a.html, /o/b.html",
+        "demo: every file: /o/artefacts.json; Spark's, Jupyter's and the kernels' lines: /o/*/*.out.log",
+    ]
+
+
+def test_sandbox_down_says_it_in_one_line():
+    from reassign_kit.cli.sandbox import down_line
+
+    out = {
+        "dir": "/tmp/sb",
+        "controllers": [{"id": 1000, "alive": False}],
+        "brokers": [{"id": 1, "alive": False}, {"id": 2, "alive": True}],
+    }
+    assert down_line(out) == "sandbox down in /tmp/sb: 3 process(es) stopped; STILL ALIVE: 2"
+    out["brokers"][1]["alive"] = False
+    assert down_line(out).endswith("3 process(es) stopped, none left")
+    assert sandbox_parser().parse_args(["down"]).output == "text"

@@ -56,6 +56,9 @@ def test_a_rebalance_repairs_every_partition_that_spans_too_few_racks():
     assert result.moved_replicas <= 1.05 * result.lower_bound
     text = format_report(result.report())
     assert "rack-awareness:" in text and "-> 0 after the plan" in text
+    # bytes in the broker table's unit (MB), not a 9-digit count beside it (issue 24 #3)
+    moved = result.report()["summary"]["moved_bytes"]
+    assert f"moved: {moved / 1e6:.1f} MB" in text and "bytes per broker max/min: " in text, text
 
 
 def test_a_decommission_repairs_them_too():

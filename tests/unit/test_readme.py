@@ -1,4 +1,5 @@
-"""The README's examples are checked, so they cannot drift from the code (issue 10).
+"""The README's and docs/' examples are checked, so they cannot drift from the code (issue 10;
+issue 24: the README is the first five minutes, the rest moved to docs/ pages, each checked).
 
 Shell: every ``reassign-kit`` / ``$RK`` / ``python -m reassign_kit.runbook`` command of a bash
 block goes through the real argument parser (and, for the drop-in, its action checks), in
@@ -22,6 +23,7 @@ import reassign_kit
 from reassign_kit.cli import calibrate as calibrate_cli
 from reassign_kit.cli import plan as plan_cli
 from reassign_kit.cli import reassign as reassign_cli
+from reassign_kit.cli import report as report_cli
 from reassign_kit.cli import runbook as runbook_cli
 from reassign_kit.cli import sandbox as sandbox_cli
 from reassign_kit.cli import throttles as throttles_cli
@@ -30,21 +32,28 @@ from reassign_kit.errors import UsageError
 from reassign_kit.model import Move, Plan
 from reassign_kit.simulate import MB, SimCluster
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-TEXT = README.read_text()
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+README_TEXT = README.read_text()
+# docs/compat.md is a generated table (make compat), not prose with commands
+DOCS = [README] + sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "compat.md")
+TEXT = "\n".join(p.read_text() for p in DOCS)
 BASH_BLOCKS = re.findall(r"```bash\n(.*?)```", TEXT, re.S)
 PY_BLOCKS = re.findall(r"```python\n(.*?)```", TEXT, re.S)
-# what the README's placeholders stand for
-PLACEHOLDERS = {"N": "1000", "$BS": "127.0.0.1:9092", "ID": "1"}
+# what the placeholders stand for
+PLACEHOLDERS = {"N": "1000", "$BS": "127.0.0.1:9092", "ID": "1", "SHA256": "0" * 64}
+HEADS = ("$RK", ".venv/bin/reassign-kit", "reassign-kit ")
 
 
 def shell_commands() -> list[str]:
-    """The README's commands of ours, continuation lines joined, comments dropped."""
+    """The commands of ours in the README and docs/, continuation lines joined, comments
+    dropped, those inside ``$(...)`` too."""
     out = []
     for block in BASH_BLOCKS:
         for cmd in block.replace("\\\n", " ").splitlines():
             cmd = re.sub(r"\s#\s.*$", "", cmd).strip()
-            if cmd.startswith(("$RK", ".venv/bin/reassign-kit")):
+            out += [c for c in re.findall(r"\$\(([^()]*)\)", cmd) if c.startswith(HEADS)]
+            if cmd.startswith(HEADS):
                 out.append(cmd)
     # commands written inline in the prose
     out += re.findall(r"`(python -m reassign_kit\.runbook [^`]*)`", TEXT)
@@ -96,8 +105,15 @@ def variants(cmd: str) -> list[list[str]]:
 def parse(argv: list[str]) -> str:
     """Parse one command with the parser that would run it; return the tool's name."""
     head = argv[0]
-    if head in ("$RK_BIN", ".venv/bin/reassign-kit"):
+    if head in ("$RK_BIN", ".venv/bin/reassign-kit", "reassign-kit"):
         rest = argv[1:]
+        if rest and rest[0].startswith("--"):  # the drop-in, its connection written out
+            p = reassign_cli.build_parser()
+            reassign_cli.check_args(p, p.parse_args(rest))
+            return "drop-in"
+        if rest and rest[0] == "report":
+            report_cli.build_parser().parse_args(rest[1:])
+            return "report"
         if rest and rest[0] == "sandbox":
             sandbox_cli._parser().parse_args(rest[1:])
             return "sandbox"
@@ -247,21 +263,31 @@ def test_readme_python_blocks_bind_to_the_real_signatures():
     for block in PY_BLOCKS:
         tree = ast.parse(block)
         names: dict[str, object] = {}
+        import importlib
+
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
-                import importlib
-
                 mod = importlib.import_module(node.module)
                 for a in node.names:
                     names[a.asname or a.name] = getattr(mod, a.name)
-        calls = [
-            n
-            for n in ast.walk(tree)
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names
-        ]
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    names[a.asname or a.name] = importlib.import_module(a.name)
+        calls = []
+        for n in ast.walk(tree):
+            if not isinstance(n, ast.Call):
+                continue
+            if isinstance(n.func, ast.Name) and n.func.id in names:
+                calls.append((names[n.func.id], n))
+            elif (  # module.function(...) of an imported module (rk.execute, ops.connect)
+                isinstance(n.func, ast.Attribute)
+                and isinstance(n.func.value, ast.Name)
+                and inspect.ismodule(names.get(n.func.value.id))
+            ):
+                calls.append((getattr(names[n.func.value.id], n.func.attr), n))
         assert calls, block
-        for c in calls:
-            _bind(names[c.func.id], c)
+        for fn, c in calls:
+            _bind(fn, c)
 
 
 def sim_and_plan() -> tuple[SimCluster, Plan]:
@@ -316,3 +342,47 @@ def test_every_variant_is_distinct_enough():
     assert len({tuple(a) for a in itertools.chain(*[variants(c) for c in COMMANDS])}) > len(
         COMMANDS
     )
+
+
+# ---- the README as a first contact (issue 24) ---------------------------------------------
+
+
+def test_the_readme_is_short_and_its_two_commands_are_make_demo_and_make_test():
+    lines = README_TEXT.splitlines()
+    assert len(lines) <= 120, f"the README is {len(lines)} lines; the details go to docs/"
+    first = BASH_BLOCKS[0]
+    assert [ln.split("#")[0].strip() for ln in first.strip().splitlines()] == [
+        "make demo",
+        "make test",
+    ]
+
+
+def test_the_readme_names_every_exit_code_and_docs_cli_has_the_table():
+    from reassign_kit.errors import EXIT_CODES
+
+    section = README_TEXT.split("Exit codes", 1)[1].split("\n## ", 1)[0]
+    said = {int(n) for n in re.findall(r"(?<![\w-])(\d{1,3})\s+(?=[a-z`])", section)}
+    assert said == set(EXIT_CODES), (sorted(said), sorted(EXIT_CODES))
+    table = (ROOT / "docs" / "cli.md").read_text()
+    for code, meaning in EXIT_CODES.items():
+        assert f"| {code} | {meaning.replace('|', '/')} |" in table, code
+
+
+def test_every_link_of_the_readme_and_docs_resolves_and_every_page_is_linked():
+    linked: set[Path] = set()
+    for doc in DOCS:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", doc.read_text()):
+            if "://" in target:
+                continue
+            path = (doc.parent / target).resolve()
+            assert path.exists(), f"{doc.name} links to {target}, which does not exist"
+            linked.add(path)
+    pages = {p.resolve() for p in (ROOT / "docs").glob("*.md")}
+    assert not pages - linked, f"pages nobody links to: {sorted(p.name for p in pages - linked)}"
+
+
+def test_the_readme_installs_from_the_checkout_it_is_in():
+    """reassign-kit is not on PyPI: `pip install reassign-kit` would fetch nothing, or
+    someone else's package."""
+    pips = re.findall(r"^pip install (\S+)", README_TEXT, re.M)
+    assert pips and all(p.strip("'").startswith(".") for p in pips), pips

@@ -248,3 +248,55 @@ def test_log_leaves_out_samples_and_single_steps():
     assert len(lines) == 4
     assert "steps=3" in lines[1] and "max_leader_moves=no cap" in lines[2]
     assert lines[3].endswith("panel  max leader moves: 1 -> no cap")
+
+
+def test_one_look_every_figure_in_the_package_template(tmp_path):
+    """Issue 24 #4: the plan's, the progress, the what-if and the postmortem figures share one
+    registered template, never made Plotly's default (as default it blanked the panel's
+    FigureWidgets); a figure built in a notebook cell gets it in the HTML export."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    from reassign_kit.ui import postmortem_charts as pmc
+    from reassign_kit.ui.theme import COLORWAY, TEMPLATE
+
+    assert pio.templates.default != TEMPLATE
+    mine = pio.templates[TEMPLATE]
+    figs = [
+        charts.new_figure(widget=False),
+        charts.whatif_figure([{"policy": "legacy", "seconds": 60.0}]),
+        pmc.batch_wait_figure(__import__("pandas").DataFrame()),
+    ]
+    for fig in figs:
+        assert fig.layout.template == mine, fig.layout.title
+        assert list(fig.layout.template.layout.colorway) == COLORWAY
+    page = open(
+        charts.write_html(tmp_path / "x.html", {"plain": go.Figure(go.Bar(x=[1], y=[2]))}, "x"),
+        encoding="utf-8",
+    ).read()
+    assert "Helvetica, Arial, sans-serif" in page
+    own = go.Figure(layout={"template": "plotly_dark"})
+    charts.write_html(tmp_path / "y.html", {"own": own}, "y")
+    assert own.layout.template == pio.templates["plotly_dark"]  # a chosen template stays
+
+
+def test_the_timeline_labels_every_move():
+    """The postmortem's timeline showed every other partition's name at 16 px a row (Plotly's
+    auto ticks on a category axis, seen in the tour's report): every move is labelled now, up
+    to LABEL_EVERY_MOVE rows."""
+    import pandas as pd
+
+    from reassign_kit.ui import postmortem_charts as pmc
+
+    def moves(n: int) -> pd.DataFrame:
+        return pd.DataFrame(
+            [
+                {"topic": "t", "partition": p, "start": p * 0.5, "end": p * 0.5 + 1.0}
+                | {"run_id": "r1", "state": "completed"}
+                for p in range(n)
+            ]
+        )
+
+    fig = pmc.timeline_figure(moves(10))
+    assert fig.layout.yaxis.dtick == 1 and fig.layout.height >= 20 * 10
+    assert pmc.timeline_figure(moves(pmc.LABEL_EVERY_MOVE + 1)).layout.yaxis.dtick is None
