@@ -28,7 +28,8 @@ from ..model import TopicPartition
 log = logging.getLogger(__name__)
 
 CANARY_PREFIX = "_reassign_kit_canary_"
-MIN_ISR_REFRESH_S = 60.0
+WARM_UP = 5  # a broker is measured once this many canary messages reached it (connections up)
+MIN_ISR_REFRESH_S = 30.0
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -81,6 +82,7 @@ class Probe:
         self._done: dict[int, deque[tuple[float, float]]] = {}  # broker -> (done at, latency s)
         self._inflight: dict[int, dict[int, float]] = {}  # broker -> msg id -> sent at
         self._errors: dict[int, str] = {}
+        self._delivered: dict[int, int] = {}  # broker -> messages delivered so far
         self._read_at = 0.0  # monotonic time of the last message read back
         self._delivered_at = 0.0
         self._started_at = time.monotonic()
@@ -201,6 +203,7 @@ class Probe:
                 self._done[broker].append((now, now - sent))
                 if err is None:
                     self._delivered_at = now
+                    self._delivered[broker] = self._delivered.get(broker, 0) + 1
                     self._errors.pop(broker, None)
                 else:
                     self._errors[broker] = str(err)
@@ -243,7 +246,7 @@ class Probe:
                 while dq and dq[0][0] < now - self.window_s:
                     dq.popleft()
                 lat = [x for _, x in dq] + [now - s for s in self._inflight[b].values()]
-                if lat:
+                if lat and self._delivered.get(b, 0) >= WARM_UP:
                     brokers[b] = BrokerHealth(
                         b,
                         produce_p99_ms=_quantile(lat, 0.99) * 1000,
@@ -278,22 +281,28 @@ class Probe:
             md = self._admin.list_topics(timeout=min(5.0, self.timeout_s))
             topics = {n: t for n, t in md.topics.items() if t.error is None and n != self.topic}
             self._refresh_min_isr(sorted(topics))
-            out = set()
-            for name, t in topics.items():
-                need = self._min_isr.get(name, 1)
-                for p in t.partitions.values():
-                    if len(p.isrs) < need:
-                        out.add(TopicPartition(name, p.id))
+            out = self._under(topics)
+            if out:  # read their topics' min ISR again: an operator may have just lowered it
+                self._refresh_min_isr(sorted({tp.topic for tp in out}), force=True)
+                out = self._under(topics)
             return frozenset(out), None
         except Exception as e:  # noqa: BLE001 - no ISR view: the pause keeps its last state
             return None, f"probe: cannot read the ISR view: {e}"
 
-    def _refresh_min_isr(self, topics: list[str]) -> None:
+    def _under(self, topics: Mapping[str, Any]) -> set[TopicPartition]:
+        return {
+            TopicPartition(name, p.id)
+            for name, t in topics.items()
+            for p in t.partitions.values()
+            if len(p.isrs) < self._min_isr.get(name, 1)
+        }
+
+    def _refresh_min_isr(self, topics: list[str], force: bool = False) -> None:
         from confluent_kafka.admin import ConfigResource, ResourceType
 
         now = time.monotonic()
-        new = [t for t in topics if t not in self._min_isr]
-        if now - self._min_isr_read > MIN_ISR_REFRESH_S:
+        new = topics if force else [t for t in topics if t not in self._min_isr]
+        if not force and now - self._min_isr_read > MIN_ISR_REFRESH_S:
             new, self._min_isr_read = topics, now
         if not new:
             return

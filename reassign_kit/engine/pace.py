@@ -18,11 +18,15 @@ from typing import Any
 
 from ..errors import UsageError
 from ..health.signals import HealthSample, HealthSource
+from .moves import MoveStatus
 from .pacing import Bounds, Controller, Objective
+
+MOVING, READY = MoveStatus.MOVING, MoveStatus.READY
 
 log = logging.getLogger("reassign_kit.engine.run")
 
 BASELINE_TIMEOUT_S = 30.0  # a relative objective's baseline: at most this long before moves
+BASELINE_EVERY_S = 2.0  # its samples this far apart (a health window overlaps the last)
 
 
 class PacePart:
@@ -34,6 +38,7 @@ class PacePart:
     _pace_began: float | None = None
     _pace_degraded: str | None = None
     _pace_last_sample = -1e18
+    _pace_last_baseline = -1e18
 
     @property
     def adaptive(self) -> bool:
@@ -99,12 +104,18 @@ class PacePart:
     def _pace_decide(self, pacer: Controller, sample: HealthSample | None, now: float) -> None:
         decisions = []
         if pacer.needs_baseline:
-            if sample is not None:
+            if sample is not None and now - self._pace_last_baseline >= BASELINE_EVERY_S:
+                self._pace_last_baseline = now
                 pacer.observe_baseline(sample)
             assert self._pace_began is not None
             if pacer.baseline_ready() or now - self._pace_began >= BASELINE_TIMEOUT_S:
                 decisions.append(pacer.fix_baseline(now))
-        decisions += pacer.step(sample, now)
+        busy = {
+            b
+            for ms in self._index.of(MOVING, READY)
+            for b in (*(ms.original or ()), *ms.move.replicas)
+        }
+        decisions += pacer.step(sample, now, busy)
         if any(d.new_rate is not None for d in decisions):
             self._throttles.set_broker_rates(pacer.rates)
         for d in decisions:

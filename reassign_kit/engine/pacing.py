@@ -215,9 +215,13 @@ class Controller:
                 out.append(Decision(0.0, "decrease", "the ceiling was lowered", b, r, ceiling))
         return out
 
-    def step(self, sample: HealthSample | None, now: float) -> list[Decision]:
+    def step(
+        self, sample: HealthSample | None, now: float, busy: Iterable[int] | None = None
+    ) -> list[Decision]:
         """The decisions this sample (None: the source gave nothing) calls for, applied to
-        ``rates`` / ``paused``."""
+        ``rates`` / ``paused``. ``busy``: the brokers the run's moves in flight copy through
+        now (None: all); only those are raised — a latency measured without the run's load
+        on a broker says nothing about a faster rate there."""
         out: list[Decision] = []
         if sample is None:
             return out
@@ -225,8 +229,9 @@ class Controller:
         if self.baseline is None:
             return out  # no objective yet: nothing to hold the rates to
         stale = now - sample.ts > self.stale_s
+        loaded = set(self.rates) if busy is None else set(busy)
         for b in self.rates:
-            d = self._broker(b, sample, now, stale)
+            d = self._broker(b, sample, now, stale, b in loaded)
             if d is not None:
                 out.append(d)
         return out
@@ -253,7 +258,9 @@ class Controller:
             sig["degraded"] = sample.degraded
         return sig
 
-    def _broker(self, b: int, sample: HealthSample, now: float, stale: bool) -> Decision | None:
+    def _broker(
+        self, b: int, sample: HealthSample, now: float, stale: bool, loaded: bool
+    ) -> Decision | None:
         h = sample.brokers.get(b)
         p99 = h.produce_p99_ms if h is not None else None
         limit = self.limit_of(b)
@@ -280,13 +287,16 @@ class Controller:
             )
         if stale or sample.degraded or since < self.settle_s or old >= self.bounds.ceiling:
             return None
+        if not loaded:
+            return None
         new = self.bounds.clamp(old + self.step_bps)
         self.rates[b] = new
         self.changed_at[b] = max(now, sample.ts)
         return Decision(
             now,
             "increase",
-            f"produce p99 {_ms(p99)} within the objective {_ms(limit)} for {since:.0f} s",
+            f"produce p99 {_ms(p99)} within the objective {_ms(limit)}"
+            + (f" {since:.0f} s after the last change" if b in self.changed_at else ""),
             b,
             old,
             new,

@@ -49,6 +49,7 @@ steps = st.lists(
             st.sets(st.sampled_from(sorted(PLAN) + list(OUTSIDE))).map(frozenset),
         ),
         st.booleans(),  # the source gave no sample at all
+        st.one_of(st.none(), st.sets(st.sampled_from(BROKERS))),  # brokers the run loads
     ),
     min_size=1,
     max_size=60,
@@ -61,12 +62,12 @@ def test_the_controllers_promises_hold_over_any_health_history(history, settle_s
     c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, PLAN, settle_s=settle_s)
     now = 1000.0
     paused = False
-    for dt, age, p99s, degraded, under, missing in history:
+    for dt, age, p99s, degraded, under, missing, busy in history:
         now += dt
         s = None if missing else sample(now - age, p99s, "sick" if degraded else None, under)
         before = dict(c.rates)
         changed_before = dict(c.changed_at)
-        decisions = c.step(s, now)
+        decisions = c.step(s, now, busy)
         # 1. rates within the bounds, always
         assert all(FLOOR <= r <= CEILING for r in c.rates.values())
         by_broker = {d.broker: d for d in decisions if d.broker is not None}
@@ -77,6 +78,7 @@ def test_the_controllers_promises_hold_over_any_health_history(history, settle_s
             if d.action == "increase":
                 # 2. an increase needs a fresh, measured, in-objective, undegraded signal
                 assert s is not None and not s.degraded
+                assert busy is None or d.broker in busy  # under the run's load only
                 p99 = s.brokers[d.broker].produce_p99_ms
                 assert p99 is not None and p99 <= 50.0
                 assert now - s.ts <= c.stale_s
