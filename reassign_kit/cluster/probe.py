@@ -3,11 +3,12 @@ metrics stack is given: per-broker produce latency from a canary topic, and the 
 under min ISR from the Admin API.
 
 The canary topic (``_reassign_kit_canary_<id>``) has one partition led by each broker (its
-replicas: that broker, then the next ones, up to 3; ``min.insync.replicas`` 1 so the canary
-itself never blocks). A producer thread sends one small message to each partition at a fixed
+replicas: that broker, then the next ones, up to 3 and fewer than the brokers;
+``min.insync.replicas`` 1 so the canary itself never blocks). A producer thread sends one small message to each partition at a fixed
 low rate with ``acks=all`` — the latency a producer of the cluster sees, replication to the
 followers included — and a consumer reads them back. ``sample()`` gives each broker's p50/p99
-over a sliding window, counting a message still unacknowledged at its age so far (a stalled
+over a sliding window — the best of the partitions it replicates, so a stalled broker slows
+itself and not its neighbours — counting a message still unacknowledged at its age so far (a stalled
 broker shows at once, not after the delivery timeout). ``close()`` deletes the topic; a probe
 that cannot start or produce reports None with ``degraded`` set and never raises.
 """
@@ -79,14 +80,15 @@ class Probe:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._done: dict[int, deque[tuple[float, float]]] = {}  # broker -> (done at, latency s)
-        self._inflight: dict[int, dict[int, float]] = {}  # broker -> msg id -> sent at
+        # per canary partition: (done at, latency s), msg id -> sent at, last error, count
+        self._done: dict[int, deque[tuple[float, float]]] = {}
+        self._inflight: dict[int, dict[int, float]] = {}
         self._errors: dict[int, str] = {}
-        self._delivered: dict[int, int] = {}  # broker -> messages delivered so far
+        self._delivered: dict[int, int] = {}
         self._read_at = 0.0  # monotonic time of the last message read back
         self._delivered_at = 0.0
         self._started_at = time.monotonic()
-        self._leader_of: dict[int, int] = {}  # canary partition -> the broker it probes
+        self._replicas: dict[int, tuple[int, ...]] = {}  # canary partition -> its replicas
         self._min_isr: dict[str, int] = {}
         self._min_isr_read = -1e18
         self._failed: str | None = None
@@ -113,7 +115,7 @@ class Probe:
         brokers = sorted(md.brokers)
         if not brokers:
             raise RuntimeError("no broker in the metadata")
-        rf = min(3, len(brokers))
+        rf = min(3, max(1, len(brokers) - 1))  # each broker also in a partition without another
         assignment = [
             [brokers[(i + k) % len(brokers)] for k in range(rf)] for i in range(len(brokers))
         ]
@@ -127,7 +129,7 @@ class Probe:
             self.timeout_s
         )
         self._created = True
-        self._leader_of = {p: reps[0] for p, reps in enumerate(assignment)}
+        self._replicas = {p: tuple(reps) for p, reps in enumerate(assignment)}
         deadline = time.monotonic() + self.timeout_s
         while True:  # every partition led before the first message (else it only queues)
             t = self._admin.list_topics(timeout=self.timeout_s).topics.get(self.topic)
@@ -137,9 +139,9 @@ class Probe:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"no leader for every partition after {self.timeout_s:.0f}s")
             time.sleep(0.2)
-        for b in brokers:
-            self._done[b] = deque()
-            self._inflight[b] = {}
+        for part in self._replicas:
+            self._done[part] = deque()
+            self._inflight[part] = {}
         for target in (self._produce_loop, self._consume_loop):
             th = threading.Thread(target=target, name=f"rk-{target.__name__[1:]}", daemon=True)
             th.start()
@@ -166,22 +168,22 @@ class Probe:
         next_at = time.monotonic()
         try:
             while not self._stop.is_set():
-                for part, b in self._leader_of.items():
+                for part in self._replicas:
                     seq += 1
                     sent = time.monotonic()
                     with self._lock:
-                        self._inflight[b][seq] = sent
+                        self._inflight[part][seq] = sent
                     try:
                         p.produce(
                             self.topic,
                             value=repr(time.time()).encode(),
                             partition=part,
-                            on_delivery=self._on_delivery(b, seq, sent),
+                            on_delivery=self._on_delivery(part, seq, sent),
                         )
                     except BufferError:
                         with self._lock:
-                            self._inflight[b].pop(seq, None)
-                            self._errors[b] = "the producer's queue is full"
+                            self._inflight[part].pop(seq, None)
+                            self._errors[part] = "the producer's queue is full"
                 p.poll(0)
                 next_at += period
                 delay = next_at - time.monotonic()
@@ -194,19 +196,19 @@ class Probe:
         finally:
             p.flush(1.0)
 
-    def _on_delivery(self, broker: int, seq: int, sent: float) -> Any:
+    def _on_delivery(self, part: int, seq: int, sent: float) -> Any:
         def cb(err: Any, _msg: Any) -> None:
             now = time.monotonic()
             with self._lock:
-                self._inflight[broker].pop(seq, None)
+                self._inflight[part].pop(seq, None)
                 # a failed delivery counts at the time it took to fail: slow is slow
-                self._done[broker].append((now, now - sent))
+                self._done[part].append((now, now - sent))
                 if err is None:
                     self._delivered_at = now
-                    self._delivered[broker] = self._delivered.get(broker, 0) + 1
-                    self._errors.pop(broker, None)
+                    self._delivered[part] = self._delivered.get(part, 0) + 1
+                    self._errors.pop(part, None)
                 else:
-                    self._errors[broker] = str(err)
+                    self._errors[part] = str(err)
 
         return cb
 
@@ -224,7 +226,7 @@ class Probe:
             )
         )
         try:
-            c.assign([CkTp(self.topic, p, OFFSET_END) for p in self._leader_of])
+            c.assign([CkTp(self.topic, p, OFFSET_END) for p in self._replicas])
             while not self._stop.is_set():
                 msg = c.poll(0.2)
                 if msg is not None and msg.error() is None:
@@ -240,21 +242,16 @@ class Probe:
         if self._failed:
             return HealthSample(ts=ts, source=self.name, degraded=self._failed)
         now = time.monotonic()
-        brokers: dict[int, BrokerHealth] = {}
+        per_part: dict[int, tuple[float, float]] = {}  # partition -> (p50, p99) in s
         with self._lock:
-            for b, dq in self._done.items():
+            for part, dq in self._done.items():
                 while dq and dq[0][0] < now - self.window_s:
                     dq.popleft()
-                lat = [x for _, x in dq] + [now - s for s in self._inflight[b].values()]
-                if lat and self._delivered.get(b, 0) >= WARM_UP:
-                    brokers[b] = BrokerHealth(
-                        b,
-                        produce_p99_ms=_quantile(lat, 0.99) * 1000,
-                        produce_p50_ms=_quantile(lat, 0.5) * 1000,
-                    )
-                else:
-                    brokers[b] = BrokerHealth(b)
+                lat = [x for _, x in dq] + [now - s for s in self._inflight[part].values()]
+                if lat and self._delivered.get(part, 0) >= WARM_UP:
+                    per_part[part] = (_quantile(lat, 0.5), _quantile(lat, 0.99))
             delivered_at, errors = self._delivered_at, dict(self._errors)
+        brokers = self._per_broker(per_part)
         why: list[str] = []
         alive = all(t.is_alive() for t in self._threads)
         if not alive:
@@ -274,6 +271,26 @@ class Probe:
             under_min_isr=under,
             degraded="; ".join(why) or None,
         )
+
+    def _per_broker(self, per_part: Mapping[int, tuple[float, float]]) -> dict[int, BrokerHealth]:
+        """A broker's latency: the best of the canary partitions it replicates (the leader's
+        and the followers' part of acks=all). A stalled broker slows every partition it is in,
+        and so only itself: each other broker is also in a partition without it."""
+        out = {}
+        for b in sorted({b for reps in self._replicas.values() for b in reps}):
+            seen = [
+                per_part[p] for p, reps in self._replicas.items() if b in reps and p in per_part
+            ]
+            out[b] = (
+                BrokerHealth(
+                    b,
+                    produce_p50_ms=min(x[0] for x in seen) * 1000,
+                    produce_p99_ms=min(x[1] for x in seen) * 1000,
+                )
+                if seen
+                else BrokerHealth(b)
+            )
+        return out
 
     def _under_min_isr(self) -> tuple[frozenset[TopicPartition] | None, str | None]:
         """Every partition (but the canary's) whose ISR is below its topic's min ISR."""
