@@ -248,3 +248,31 @@ def test_adaptive_options_refused_by_name():
     ):
         with pytest.raises(UsageError, match=msg):
             ExecuteOptions(**kw).validate()
+
+
+def test_the_api_takes_the_adaptive_pace_and_a_source_without_signal_never_speeds_up(tmp_path):
+    """``reassign_kit.execute(..., pace="adaptive")`` as ``--pace adaptive``; on a gateway the
+    probe cannot use (the simulator) the source has no signal: warned, every broker held at
+    its start rate, and the run still finishes."""
+    import reassign_kit
+
+    sim, plan = cluster(2, 4 * MB)
+    j = str(tmp_path / "j.jsonl")
+    res = reassign_kit.execute(
+        plan,
+        gateway=sim,
+        journal=j,
+        rollback_path=str(tmp_path / "rb.json"),
+        throttle=4 * MB,
+        pace="adaptive",
+        slo_produce_p99="50ms",
+        wait=True,
+    )
+    assert res.state == "done"
+    ev = read_events(j)
+    started = [e for e in ev if e["event"] == "pace_started"]
+    assert started and started[0]["source"] == "none"
+    assert any("no health probe" in e.get("message", "") for e in ev if e["event"] == "warning")
+    assert not [e for e in ev if e["event"] == "pace_decision" and e.get("action") == "increase"]
+    rates = {r for _, th in sim.throttle_history for r in th.broker_rates.values()}
+    assert rates == {started[0]["start_rate"]}
