@@ -290,13 +290,13 @@ class Controller:
         if not loaded:
             return None
         new = self.bounds.clamp(old + self.step_bps)
+        after = f" {since:.0f} s after the last change" if b in self.changed_at else ""
         self.rates[b] = new
         self.changed_at[b] = max(now, sample.ts)
         return Decision(
             now,
             "increase",
-            f"produce p99 {_ms(p99)} within the objective {_ms(limit)}"
-            + (f" {since:.0f} s after the last change" if b in self.changed_at else ""),
+            f"produce p99 {_ms(p99)} within the objective {_ms(limit)}{after}",
             b,
             old,
             new,

@@ -128,12 +128,18 @@ def test_no_signal_never_makes_the_pace_faster(history):
 
 def test_aimd_one_broker_backed_off_the_others_raised():
     c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, settle_s=5.0, start=40_000)
-    c.step(sample(10.0, {0: 20.0, 1: 20.0, 2: 90.0}), 10.0)
+    d0 = c.step(sample(10.0, {0: 20.0, 1: 20.0, 2: 90.0}), 10.0)
+    assert d0[0].reason == "produce p99 20.0 ms within the objective 50.0 ms"  # no change yet
     assert c.rates == {0: 49_900, 1: 49_900, 2: 20_000}  # +step (99,000 / 10), x0.5
     c.step(sample(11.0, {0: 20.0, 1: 20.0, 2: 90.0}), 11.0)  # within settle: no change
     assert c.rates == {0: 49_900, 1: 49_900, 2: 20_000}
     ds = c.step(sample(16.0, {0: 20.0, 1: 20.0, 2: 90.0}), 16.0)
     assert c.rates == {0: 59_800, 1: 59_800, 2: 10_000}
+    first = c.step(sample(30.0, {0: 20.0}), 30.0)[0]  # broker 0: 14 s after its change
+    assert (
+        first.reason
+        == "produce p99 20.0 ms within the objective 50.0 ms 14 s after the last change"
+    )
     line = pace_line({"event": "pace_decision", **[d for d in ds if d.broker == 2][0].to_event()})
     assert line.startswith("pace broker 2: 20000 -> 10000 B/s (decrease): produce p99 90.0 ms")
 
