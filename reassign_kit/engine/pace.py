@@ -44,19 +44,16 @@ class PacePart:
     def adaptive(self) -> bool:
         return self.options.pace == "adaptive"
 
-    def _pace_start(self, now: float) -> None:
+    def _pace_start(self, now: float, brokers: list[int]) -> None:
         """The controller, over every broker of the cluster (those that need no throttle get
         none); each starts at the controller's start rate, set before the first submission."""
         o = self.options
         assert o.throttle is not None and o.slo_produce_p99 is not None  # options.validate
-        if self._health is None:
-            from ..cluster.probe import probe_for
-
-            self._health = probe_for(getattr(self.gw, "wrapped", self.gw))
-        brokers = [b.id for b in self.gw.brokers()]
+        ceiling = self._throttles.rate or o.throttle
         self._pacer = Controller(
             Objective.parse(o.slo_produce_p99),
-            Bounds(o.throttle_floor or max(1, o.throttle // 20), o.throttle),
+            # the keeper's rate: a set_throttle before the first poll is the ceiling too
+            Bounds(min(o.throttle_floor or max(1, o.throttle // 20), ceiling), ceiling),
             brokers,
             [m.tp for m in self.plan],
             settle_s=o.pace_settle_s,
@@ -94,7 +91,13 @@ class PacePart:
         if not self.adaptive:
             return
         if self._pacer is None:
-            self._pace_start(now)
+            if self._health is None:  # I/O (the canary topic made) outside the lock
+                from ..cluster.probe import probe_for
+
+                self._health = probe_for(getattr(self.gw, "wrapped", self.gw))
+            brokers = [b.id for b in self.gw.brokers()]
+            with self._lock:  # set_throttle (another thread) reads the controller
+                self._pace_start(now, brokers)
         pacer = self._pacer
         assert pacer is not None
         sample = self._pace_sample()
