@@ -71,6 +71,28 @@ class PacePart:
             source=getattr(self._health, "name", type(self._health).__name__),
         )
 
+    def _pace_source(self, brokers: list[int]) -> HealthSource:
+        """``--health-source`` (a Prometheus server, the brokers' exporters: falling back to
+        the probe while degraded), else the probe; never raising (a source that cannot be
+        opened is no signal, warned)."""
+        from ..cluster.probe import NoHealth, probe_for
+        from ..health.sources import open_source
+
+        gw = getattr(self.gw, "wrapped", self.gw)
+        try:
+            return open_source(
+                self.options.health_source,
+                brokers=brokers,
+                warn=self._pace_warn,
+                default_factory=lambda: probe_for(gw),
+            )
+        except Exception as e:  # noqa: BLE001 - the run goes on, at a pace that never rises
+            return NoHealth(f"health source {self.options.health_source}: {e}")
+
+    def _pace_warn(self, message: str) -> None:
+        with self._lock:  # a source may warn from its own worker thread
+            self._emit("warning", message=message)
+
     def _pace_sample(self) -> HealthSample | None:
         """One sample; a source that raises is no signal (warned once per kind of failure)."""
         assert self._health is not None
@@ -91,11 +113,9 @@ class PacePart:
         if not self.adaptive:
             return
         if self._pacer is None:
-            if self._health is None:  # I/O (the canary topic made) outside the lock
-                from ..cluster.probe import probe_for
-
-                self._health = probe_for(getattr(self.gw, "wrapped", self.gw))
             brokers = [b.id for b in self.gw.brokers()]
+            if self._health is None:  # I/O (the canary topic made) outside the lock
+                self._health = self._pace_source(brokers)
             with self._lock:  # set_throttle (another thread) reads the controller
                 self._pace_start(now, brokers)
         pacer = self._pacer

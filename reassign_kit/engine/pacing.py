@@ -37,6 +37,13 @@ from ..errors import UsageError
 from ..health.signals import HealthSample
 from ..model import TopicPartition
 
+CAUSES = {
+    "increase": "p99 within the objective",
+    "decrease": "p99 over the objective",
+    "pause": "outside the plan under min ISR",
+    "resume": "none outside the plan under min ISR",
+    "baseline": "baseline measured",
+}
 REACTION_S = 30.0  # the issue's bound: a signal over the objective is acted on within this
 
 _SLO = re.compile(r"^\s*(\+)?\s*(\d+(?:\.\d+)?)\s*(ms|s)?\s*$", re.IGNORECASE)
@@ -102,10 +109,16 @@ class Decision:
     old_rate: int | None = None
     new_rate: int | None = None
     signals: Mapping[str, Any] = field(default_factory=dict)
+    kind: str | None = None  # the cause, where the action alone does not say it
+
+    @property
+    def cause(self) -> str:
+        """The reason's kind, from a fixed few (a metric's label: the reason has numbers)."""
+        return self.kind or CAUSES.get(self.action, self.action)
 
     def to_event(self) -> dict[str, Any]:
         """The journal event's fields (``pace_decision``)."""
-        out: dict[str, Any] = {"action": self.action, "reason": self.reason}
+        out: dict[str, Any] = {"action": self.action, "reason": self.reason, "cause": self.cause}
         if self.broker is not None:
             out.update(broker=self.broker, old_rate=self.old_rate, new_rate=self.new_rate)
         out["signals"] = dict(self.signals)
@@ -212,7 +225,17 @@ class Controller:
         for b, r in self.rates.items():
             if r > ceiling:
                 self.rates[b] = ceiling
-                out.append(Decision(0.0, "decrease", "the ceiling was lowered", b, r, ceiling))
+                out.append(
+                    Decision(
+                        0.0,
+                        "decrease",
+                        "the ceiling was lowered",
+                        b,
+                        r,
+                        ceiling,
+                        kind="ceiling lowered",
+                    )
+                )
         return out
 
     def step(

@@ -276,3 +276,47 @@ def test_the_api_takes_the_adaptive_pace_and_a_source_without_signal_never_speed
     assert not [e for e in ev if e["event"] == "pace_decision" and e.get("action") == "increase"]
     rates = {r for _, th in sim.throttle_history for r in th.broker_rates.values()}
     assert rates == {started[0]["start_rate"]}
+
+
+def test_a_metrics_source_that_is_down_never_speeds_the_pace_up(tmp_path):
+    """``--health-source scrape:`` on an exporter that does not answer (a real HTTP client on
+    a closed port): degraded, the probe's fallback has no signal on the simulator either, so
+    every broker stays at its start rate and the run finishes; the warning is journaled."""
+    import reassign_kit
+
+    sim, plan = cluster(2, 4 * MB)
+    j = str(tmp_path / "j.jsonl")
+    res = reassign_kit.execute(
+        plan,
+        gateway=sim,
+        journal=j,
+        rollback_path=str(tmp_path / "rb.json"),
+        throttle=4 * MB,
+        pace="adaptive",
+        slo_produce_p99="50ms",
+        health_source="scrape:0=http://127.0.0.1:1/metrics",
+        wait=True,
+    )
+    assert res.state == "done"
+    ev = read_events(j)
+    started = [e for e in ev if e["event"] == "pace_started"][0]
+    assert started["source"].startswith("scrape")
+    assert any(e["event"] == "warning" and "pace does not rise" in e["message"] for e in ev)
+    assert not [e for e in ev if e["event"] == "pace_decision" and e.get("action") == "increase"]
+    rates = {r for _, th in sim.throttle_history for r in th.broker_rates.values()}
+    assert rates == {started["start_rate"]}
+
+
+def test_pace_decisions_carry_a_cause_for_the_metrics_label(tmp_path):
+    from reassign_kit.engine.metrics_out import RunMetrics
+
+    sim, plan = cluster(4, 8 * MB)
+    health = SimLatency(sim)
+    health.extra_ms[3] = 100.0
+    run, j = adaptive(sim, plan, tmp_path, health)
+    run.run()
+    m = RunMetrics()
+    for e in read_events(j):
+        m.on_event(e)
+    assert ("decrease", "p99 over the objective") in m.decisions
+    assert all(len(reason) < 40 for _, reason in m.decisions)
