@@ -78,7 +78,7 @@ class PacePart:
         from ..cluster.probe import NoHealth, probe_for
         from ..health.sources import open_source
 
-        gw = getattr(self.gw, "wrapped", self.gw)
+        gw = self.gw.wrapped  # the RetryingGateway the run wraps its gateway in
         try:
             return open_source(
                 self.options.health_source,
