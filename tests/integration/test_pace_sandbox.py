@@ -59,7 +59,12 @@ def test_probe_measures_every_broker_sees_under_min_isr_and_deletes_its_canary(s
     sandbox.create_topic(short, assignment=[ids[:2]], configs={"min.insync.replicas": "3"})
     probe = Probe(sandbox.bootstrap_servers)
     try:
-        md = sandbox.admin().list_topics(timeout=10).topics[probe.topic]
+        admin = sandbox.admin()
+        md = wait_until(  # a broker's metadata may lag the controller's for a moment
+            lambda: admin.list_topics(timeout=10).topics.get(probe.topic),
+            30,
+            "the canary topic in the metadata",
+        )
         assert sorted(p.leader for p in md.partitions.values()) == ids  # one led by each
         s = wait_until(
             lambda: (
