@@ -328,3 +328,16 @@ def what_if(
         sizes = partition_sizes(source, tps, brokers)
     rows = predict(plan, states, sizes, brokers, options, calibration)
     return WhatIf(tuple(rows), len(plan), sum(sizes.values()), source_name)
+
+
+def replay_pace(journal: str, **overrides: Any) -> list[dict[str, Any]]:
+    """An adaptive run's pace replayed on the signals its journal holds (issue 22), with
+    ``overrides`` of the controller (``beta``, ``settle_s``, ``step``, ``start``): the
+    decisions another tuning would have made, as journal-shaped rows (``pace_line`` prints
+    each). Sends nothing."""
+    from .engine.pacing import replay
+
+    return [
+        {"ts": d.ts, "event": "pace_decision", **d.to_event()}
+        for d in replay(read_events(journal), **overrides)
+    ]

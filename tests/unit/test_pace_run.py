@@ -320,3 +320,29 @@ def test_pace_decisions_carry_a_cause_for_the_metrics_label(tmp_path):
         m.on_event(e)
     assert ("decrease", "p99 over the objective") in m.decisions
     assert all(len(reason) < 40 for _, reason in m.decisions)
+
+
+def test_whatif_replays_a_journals_pace_with_another_tuning(tmp_path):
+    from reassign_kit.engine.pacing import pace_line
+    from reassign_kit.whatif import replay_pace
+
+    sim, plan = cluster(4, 8 * MB)
+    health = SimLatency(sim)
+    health.extra_ms[3] = 100.0
+    run, j = adaptive(sim, plan, tmp_path, health)
+    assert run.run().state == "done"
+    same = replay_pace(j)
+    b3 = [d for d in same if d.get("broker") == 3]
+    assert b3 and all(d["action"] == "decrease" for d in b3)
+    assert b3[0]["new_rate"] == b3[0]["old_rate"] // 2  # the run's beta
+    gentler = [d for d in replay_pace(j, beta=0.9) if d.get("broker") == 3]
+    assert gentler[0]["new_rate"] == int(gentler[0]["old_rate"] * 0.9)
+    assert len(gentler) > len(b3)  # smaller steps down: more of them to the floor
+    assert pace_line(gentler[0]).startswith("pace broker 3:")
+    static = tmp_path / "static.jsonl"
+    sim2, plan2 = cluster(1, MB)
+    Run(
+        sim2, plan2, ExecuteOptions(throttle=MB), str(static), clock=sim2.now, sleep=sim2.sleep
+    ).run()
+    with pytest.raises(UsageError, match="no adaptive pace"):
+        replay_pace(str(static))
