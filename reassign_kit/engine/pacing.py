@@ -9,9 +9,11 @@ every few minutes):
   broker's produce p99 over the objective — at once, and again at most once per ``settle_s``
   (the health window must first see the lower rate; without it one slow spell would halve the
   rate to the floor before it took effect);
-- **increase** (additive, ``+ step``, never above the ceiling) only on a *fresh* sample —
-  taken at least ``settle_s`` after that broker's last change, not degraded, with a measured
-  p99 within the objective;
+- **increase** (never above the ceiling) only on a *fresh* sample — taken at least
+  ``settle_s`` after that broker's last change, not degraded, with a measured p99 within the
+  objective: doubled until that broker's first decrease (TCP's slow start: a move of a few
+  seconds is over before an additive ramp from mid-range reaches a ceiling the cluster can
+  take), additive (``+ step``) after it;
 - **hold** otherwise: a value not measured (None) or a degraded source never makes the pace
   faster (a lost signal is not a good signal).
 
@@ -312,14 +314,16 @@ class Controller:
             return None
         if not loaded:
             return None
-        new = self.bounds.clamp(old + self.step_bps)
+        slow_start = b not in self.last_decrease
+        new = self.bounds.clamp(old * 2 if slow_start else old + self.step_bps)
         after = f" {since:.0f} s after the last change" if b in self.changed_at else ""
         self.rates[b] = new
         self.changed_at[b] = max(now, sample.ts)
         return Decision(
             now,
             "increase",
-            f"produce p99 {_ms(p99)} within the objective {_ms(limit)}{after}",
+            f"produce p99 {_ms(p99)} within the objective {_ms(limit)}{after}"
+            + (" (slow start: doubled until a first decrease)" if slow_start else ""),
             b,
             old,
             new,

@@ -84,6 +84,11 @@ def test_the_controllers_promises_hold_over_any_health_history(history, settle_s
                 assert now - s.ts <= c.stale_s
                 assert s.ts - changed_before.get(d.broker, -1e18) >= settle_s
                 assert d.signals["produce_p99_ms"] == p99 and d.reason
+                # doubled before the broker's first decrease, + step after it
+                assert d.new_rate in (
+                    min(CEILING, d.old_rate * 2),
+                    min(CEILING, d.old_rate + c.step_bps),
+                )
             if d.action == "decrease":
                 assert s is not None and s.brokers[d.broker].produce_p99_ms > 50.0
         # 3. a signal over the objective is acted on at once, or a decrease was made within
@@ -127,21 +132,26 @@ def test_no_signal_never_makes_the_pace_faster(history):
 
 
 def test_aimd_one_broker_backed_off_the_others_raised():
-    c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, settle_s=5.0, start=40_000)
+    c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, settle_s=5.0, start=20_000)
     d0 = c.step(sample(10.0, {0: 20.0, 1: 20.0, 2: 90.0}), 10.0)
-    assert d0[0].reason == "produce p99 20.0 ms within the objective 50.0 ms"  # no change yet
-    assert c.rates == {0: 49_900, 1: 49_900, 2: 20_000}  # +step (99,000 / 10), x0.5
+    assert d0[0].reason == (  # no change before: no time since one
+        "produce p99 20.0 ms within the objective 50.0 ms (slow start: doubled until a first "
+        "decrease)"
+    )
+    assert c.rates == {0: 40_000, 1: 40_000, 2: 10_000}  # slow start x2; x0.5
     c.step(sample(11.0, {0: 20.0, 1: 20.0, 2: 90.0}), 11.0)  # within settle: no change
-    assert c.rates == {0: 49_900, 1: 49_900, 2: 20_000}
+    assert c.rates == {0: 40_000, 1: 40_000, 2: 10_000}
     ds = c.step(sample(16.0, {0: 20.0, 1: 20.0, 2: 90.0}), 16.0)
-    assert c.rates == {0: 59_800, 1: 59_800, 2: 10_000}
-    first = c.step(sample(30.0, {0: 20.0}), 30.0)[0]  # broker 0: 14 s after its change
+    assert c.rates == {0: 80_000, 1: 80_000, 2: 5_000}
+    c.step(sample(22.0, {0: 90.0, 1: 20.0, 2: 20.0}), 22.0)  # broker 0 over: its slow start ends
+    assert c.rates == {0: 40_000, 1: 100_000, 2: 14_900}  # 2: +step (99,000 / 10) after a decrease
+    first = c.step(sample(30.0, {0: 20.0}), 30.0)[0]  # broker 0: additive now, 8 s after
+    assert first.new_rate == 49_900
     assert (
-        first.reason
-        == "produce p99 20.0 ms within the objective 50.0 ms 14 s after the last change"
+        first.reason == "produce p99 20.0 ms within the objective 50.0 ms 8 s after the last change"
     )
     line = pace_line({"event": "pace_decision", **[d for d in ds if d.broker == 2][0].to_event()})
-    assert line.startswith("pace broker 2: 20000 -> 10000 B/s (decrease): produce p99 90.0 ms")
+    assert line.startswith("pace broker 2: 10000 -> 5000 B/s (decrease): produce p99 90.0 ms")
 
 
 def test_relative_objective_waits_for_the_baseline():
