@@ -330,14 +330,27 @@ def what_if(
     return WhatIf(tuple(rows), len(plan), sum(sizes.values()), source_name)
 
 
-def replay_pace(journal: str, **overrides: Any) -> list[dict[str, Any]]:
+def replay_pace(
+    journal: str,
+    *,
+    beta: float | None = None,
+    settle_s: float | None = None,
+    step: int | None = None,
+    start: int | None = None,
+) -> list[dict[str, Any]]:
     """An adaptive run's pace replayed on the signals its journal holds (issue 22), with
-    ``overrides`` of the controller (``beta``, ``settle_s``, ``step``, ``start``): the
-    decisions another tuning would have made, as journal-shaped rows (``pace_line`` prints
-    each). Sends nothing."""
+    another tuning of the controller (``beta``: the decrease factor, ``settle_s``, ``step``:
+    the additive increase, ``start``: the start rate; None = the run's): the decisions it
+    would have made, as journal-shaped rows (``engine.pacing.pace_line`` prints each).
+    Sends nothing."""
     from .engine.pacing import replay
 
+    tuning = {
+        k: v
+        for k, v in (("beta", beta), ("settle_s", settle_s), ("step", step), ("start", start))
+        if v is not None
+    }
     return [
         {"ts": d.ts, "event": "pace_decision", **d.to_event()}
-        for d in replay(read_events(journal), **overrides)
+        for d in replay(read_events(journal), **tuning)
     ]
