@@ -12,7 +12,7 @@ COMPAT_CI_VERSION := 3.9.1
 LOCK := requirements.lock
 UV_VERSION := $(shell sed -n 's/^uv==\([^ ;]*\).*/\1/p' $(LOCK))
 
-.PHONY: setup venv lock kafka chromium prometheus test chaos compat demo bench lint sandbox-up sandbox-down clean
+.PHONY: setup venv lock kafka chromium prometheus test chaos compat demo bench bench-pacing lint sandbox-up sandbox-down clean
 
 setup: venv kafka chromium prometheus
 
@@ -87,6 +87,11 @@ lint: venv
 
 bench: setup
 	@set -e; for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f; done
+
+# issue 22: static throttle rates against --pace adaptive under a produce load (a few minutes;
+# a sandbox is started and stopped unless RK_SANDBOX_DIR names a running one)
+bench-pacing: setup
+	$(BIN)/python bench/bench_pace_adaptive.py
 
 sandbox-up: setup
 	@if $(BIN)/reassign-kit sandbox status --dir $(SANDBOX_DIR) 2>/dev/null | grep -q '"running": true'; then \

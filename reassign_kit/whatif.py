@@ -328,3 +328,29 @@ def what_if(
         sizes = partition_sizes(source, tps, brokers)
     rows = predict(plan, states, sizes, brokers, options, calibration)
     return WhatIf(tuple(rows), len(plan), sum(sizes.values()), source_name)
+
+
+def replay_pace(
+    journal: str,
+    *,
+    beta: float | None = None,
+    settle_s: float | None = None,
+    step: int | None = None,
+    start: int | None = None,
+) -> list[dict[str, Any]]:
+    """An adaptive run's pace replayed on the signals its journal holds (issue 22), with
+    another tuning of the controller (``beta``: the decrease factor, ``settle_s``, ``step``:
+    the additive increase, ``start``: the start rate; None = the run's): the decisions it
+    would have made, as journal-shaped rows (``engine.pacing.pace_line`` prints each).
+    Sends nothing."""
+    from .engine.pacing import replay
+
+    tuning = {
+        k: v
+        for k, v in (("beta", beta), ("settle_s", settle_s), ("step", step), ("start", start))
+        if v is not None
+    }
+    return [
+        {"ts": d.ts, "event": "pace_decision", **d.to_event()}
+        for d in replay(read_events(journal), **tuning)
+    ]

@@ -25,6 +25,7 @@ from ..engine.journal import read_events
 from ..engine.metrics_out import open_metrics
 from ..engine.notify import Notifier
 from ..engine.options import ExecuteOptions, cli_options, options_from_cli
+from ..engine.pacing import pace_line
 from ..engine.preflight import options_from_journal, prepare
 from ..engine.progress import run_progress_line
 from ..engine.results import RunError, RunResult
@@ -65,6 +66,8 @@ def check(args: argparse.Namespace) -> None:
         raise UsageError("--incremental requires --reassignment-batch-size > 0")
     if args.resume and not args.journal:
         raise UsageError("--resume needs --journal (the journal of the run to resume)")
+    if not args.resume and is_paced(args):  # --pace and its companions, before connecting
+        options_from_args(args)
 
 
 def _base_command(args: argparse.Namespace) -> list[str]:
@@ -238,6 +241,14 @@ def _printer(run: Run, progress_lines: bool = True):
             line = f"ELECTION FAILED: {tp(e)}: {e.get('why') or e.get('error')}{final}"
         elif ev in ("paused", "resumed", "caps_changed"):
             line = ev
+        elif ev == "pace_decision":
+            line = pace_line(e)
+        elif ev == "pace_started":
+            line = (
+                f"pace adaptive: objective produce p99 {e.get('objective')}, rates "
+                f"{e.get('floor')}..{e.get('ceiling')} B/s per broker, start {e.get('start_rate')}"
+                f" (+{e.get('step')} / x0.5), health from {e.get('source')}"
+            )
         elif ev == "throttle_changed":
             line = f"throttle changed to {e.get('rate')} B/s"
         elif ev == "sample" and progress_lines and e["ts"] - last_progress[0] >= PROGRESS_EVERY_S:

@@ -37,6 +37,7 @@ class FinishPart:
         try:
             self._finish_run()
         finally:
+            self._pace_close()  # the probe's canary topic deleted (--pace adaptive)
             if self._result is None:
                 self._result = RunResult.of(
                     "failed",

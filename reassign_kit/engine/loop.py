@@ -115,13 +115,14 @@ class LoopPart:
             self._dirs.drive(now)
             self._update(states, now)
         self._maybe_sample(now, force=False)
+        self._pace(now)  # --pace adaptive: per-broker rates, a hold (engine/pace.py)
         self._check_deadlines(now)
         if self._stop.is_set():
             self._end_state = self._end_state or "stopped"
             return True
         if self._end_state is not None:
             return True
-        if not self._paused and not self._stop_submitting:
+        if not self._paused and not self._stop_submitting and not self._pace_hold:
             self._schedule(cluster, states, now)
             if self._end_state is not None:
                 return True

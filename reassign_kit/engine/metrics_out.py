@@ -135,7 +135,8 @@ class RunMetrics:
             self.throttle = float(e["rate"])
         elif ev == "pace_decision":
             self._paced = True
-            key = (str(e.get("action") or ""), str(e.get("reason") or ""))
+            # the cause (a fixed few), not the reason in words (numbers: one series each)
+            key = (str(e.get("action") or ""), str(e.get("cause") or e.get("reason") or ""))
             self.decisions[key] = self.decisions.get(key, 0) + 1
             if e.get("broker") is not None and isinstance(e.get("new_rate"), (int, float)):
                 self.broker_throttle[str(e["broker"])] = float(e["new_rate"])

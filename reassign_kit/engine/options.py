@@ -17,9 +17,11 @@ from typing import Any
 
 from ..errors import UsageError
 from ..health.sources import health_source_arg, parse_spec
+from .pacing import Objective
 from .schedule import ORDERS, Caps
 
 ON_DEADLINE = ("wait", "stop", "cancel")
+PACES = ("static", "adaptive")
 ON_INTERRUPT = ("leave", "cancel")
 
 # ----------------------------------------------------------------------- CLI converters
@@ -56,6 +58,19 @@ def duration_arg(name: str) -> Callable[[str], float]:
         if not v > 0:
             raise argparse.ArgumentTypeError(f"{name} must be > 0, not {s}")
         return v
+
+    return conv
+
+
+def slo_arg(name: str) -> Callable[[str], str]:
+    """An argparse type: a produce-latency objective (``50ms``, ``0.05s``, ``+20ms``),
+    kept as its canonical text (the journal's ``run_started`` holds it for a resume)."""
+
+    def conv(s: str) -> str:
+        try:
+            return str(Objective.parse(s, name))
+        except UsageError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
 
     return conv
 
@@ -222,6 +237,44 @@ class ExecuteOptions:
             unset=-1,
             widget_help="-1 = no throttle",
         ),
+    )
+    pace: str = _opt(
+        "static",
+        Option(
+            "static (default): every broker at --throttle. adaptive (issue 22): each broker's "
+            "rate between --throttle-floor and --throttle (the ceiling), raised additively "
+            "while its produce p99 holds --slo-produce-p99 and halved within seconds when it "
+            "does not; new submissions pause while a partition outside the plan is under min "
+            "ISR. Health from a canary topic the run produces to (deleted at its end). Each "
+            "decision is journaled (pace_decision) and printed.",
+            flag="--pace",
+            choices=PACES,
+            cli_default="static",
+        ),
+    )
+    slo_produce_p99: str | None = _opt(
+        None,
+        Option(
+            "With --pace adaptive: the produce p99 latency objective, absolute (50ms) or "
+            "relative to each broker's baseline measured before the first move (+20ms).",
+            flag="--slo-produce-p99",
+            type=slo_arg("--slo-produce-p99"),
+            metavar="LATENCY",
+        ),
+    )
+    throttle_floor: int | None = _opt(
+        None,
+        Option(
+            "With --pace adaptive: no broker's rate goes below this (bytes/s; default "
+            "--throttle / 20).",
+            flag="--throttle-floor",
+            type=int_arg("--throttle-floor", 1),
+            metavar="BYTES/S",
+        ),
+    )
+    pace_settle_s: float = _opt(
+        5.0,
+        Option("With --pace adaptive: seconds a rate change is given before the next one."),
     )
     move_deadline: float | None = _opt(
         None,
@@ -498,6 +551,7 @@ class ExecuteOptions:
             raise UsageError(
                 f"--throttle must be a positive number of bytes/s, got {self.throttle}"
             )
+        self._validate_pace()
         if self.log_dir_throttle is not None and self.log_dir_throttle <= 0:
             raise UsageError(
                 "--replica-alter-log-dirs-throttle must be a positive number of bytes/s, "
@@ -539,6 +593,35 @@ class ExecuteOptions:
                 raise UsageError(f"--metrics-textfile {t}: its directory {parent} does not exist")
             if os.path.isdir(t):
                 raise UsageError(f"--metrics-textfile {t} is a directory, not a file")
+
+    def _validate_pace(self) -> None:
+        """--pace and its companions, each refused by name (nothing read or sent yet)."""
+        if self.pace not in PACES:
+            raise UsageError(f"--pace must be one of {', '.join(PACES)}, got {self.pace!r}")
+        if self.pace != "adaptive":
+            for name, v in (
+                ("--slo-produce-p99", self.slo_produce_p99),
+                ("--throttle-floor", self.throttle_floor),
+            ):
+                if v is not None:
+                    raise UsageError(f"{name} is only meaningful with --pace adaptive")
+            return
+        if self.throttle is None:
+            raise UsageError(
+                "--pace adaptive needs --throttle: the ceiling no broker's rate goes above"
+            )
+        if self.slo_produce_p99 is None:
+            raise UsageError(
+                "--pace adaptive needs --slo-produce-p99 (e.g. 50ms, or +20ms over the baseline)"
+            )
+        Objective.parse(self.slo_produce_p99)
+        f = self.throttle_floor
+        if f is not None and (isinstance(f, bool) or not isinstance(f, int) or f <= 0):
+            raise UsageError(f"--throttle-floor must be a positive number of bytes/s, got {f!r}")
+        if f is not None and f > self.throttle:
+            raise UsageError(f"--throttle-floor ({f}) must be <= --throttle ({self.throttle})")
+        if not 0 < self.pace_settle_s < 30:
+            raise UsageError(f"pace_settle_s must be in (0, 30) s, got {self.pace_settle_s}")
 
     def to_json_obj(self) -> dict[str, Any]:
         return asdict(self)

@@ -25,7 +25,10 @@ Ownership (one run state: this object's attributes; each part is a mixin with on
 - ``finish.FinishPart``: the end on every path (cancel, elections owed, throttle cleanup
   with retries, result).
 - ``throttle.ThrottleKeeper`` (``_throttles``): the one owner of the throttles on the
-  cluster; ``set_throttle`` only hands it a rate, its next sync writes it.
+  cluster; ``set_throttle`` only hands it a rate (the adaptive pace per-broker rates), its
+  next sync writes it.
+- ``pace.PacePart`` (``_pacer``, ``_health``, ``_pace_hold``): ``--pace adaptive``: health
+  sampled each poll, per-broker rates and a hold on submissions (engine/pacing.py decides).
 
 Invariants kept on every exit path (done, error, deadline, stop, Ctrl-C / SIGTERM): the
 throttles on the cluster are those the moves still in flight need (no more, no less), and a
@@ -47,6 +50,7 @@ from typing import Any
 
 from ..cluster.gateway import Gateway
 from ..errors import JournalError, ReassignKitError, UsageError
+from ..health.signals import HealthSource
 from ..model import Plan, TopicPartition
 from . import throttle as thr
 from .begin import BeginPart
@@ -58,6 +62,7 @@ from .logdirs import LogDirMoves
 from .loop import LoopPart
 from .moves import MoveIndex, MoveState, MoveStatus
 from .options import ON_DEADLINE, ExecuteOptions, cli_options  # noqa: F401 (ON_DEADLINE: re-exported)
+from .pace import PacePart
 from .results import RunError, RunResult, RunStatus  # noqa: F401 (RunError: re-exported)
 from .retry import RetryingGateway
 from .rollback import RollbackPart
@@ -73,7 +78,7 @@ ROLLING_BACK = MoveStatus.ROLLING_BACK
 DONE, CANCELLED, FAILED = MoveStatus.DONE, MoveStatus.CANCELLED, MoveStatus.FAILED
 
 
-class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart):
+class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart, PacePart):
     """One paced execution of a plan. See the module docstring."""
 
     def __init__(
@@ -91,6 +96,7 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart):
         plan_path: str | None = None,
         secrets: Sequence[str] = (),
         min_isr: Mapping[str, int] | int | None = None,
+        health: HealthSource | None = None,
     ):
         self.gw = gateway
         self.plan = plan
@@ -110,6 +116,7 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart):
         self._r = self.options.parallel_replica_count
         self._steps_for = steps_for or steps_hook(self._r, self._min_isr_of)
         self._secrets = tuple(secrets)
+        self._health = health  # --pace adaptive: the run's (closed at its end); None: a probe
         self._caps = self.options.caps()
         self._lock = threading.RLock()
         self._wake = threading.Event()
@@ -276,6 +283,7 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart):
             if not self._throttles.active or self.options.throttle is None:
                 raise UsageError("this run has no throttle to change (start it with --throttle)")
             self._throttles.set_rate(rate)
+            self._pace_ceiling(rate)  # --pace adaptive: the new ceiling
             self._eta.restart()
             self._emit("throttle_changed", rate=rate)
         self._wake.set()

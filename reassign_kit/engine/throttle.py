@@ -368,6 +368,7 @@ def sync_changes(
     priors: Priors | None = None,
     busy: Throttles | None = None,
     recorded: Priors | None = None,
+    broker_rates: Mapping[int, int] | None = None,
 ) -> tuple[ConfigChanges, ConfigChanges]:
     """(topic changes, broker changes) that turn the throttles now set (``current``, as
     ``current_throttles`` returns them) on ``topics`` / ``brokers`` into exactly ``required``
@@ -384,7 +385,9 @@ def sync_changes(
     recorded value instead of being deleted, and an operator's list entries stay in the
     lists; a key changed for the first time gets its operator value recorded into
     ``recorded`` (the caller journals it before sending the changes): the value there now,
-    less what the reassignments in flight (``busy``) account for. Pure."""
+    less what the reassignments in flight (``busy``) account for. ``broker_rates`` (issue
+    22: the adaptive pace's per-broker rates) overrides ``rate`` on the brokers it names;
+    it never makes a broker throttled that ``required`` does not throttle. Pure."""
     cur_topics = current.get("topics", {})
     cur_brokers = current.get("brokers", {})
     keep = set(keep_rates_of)
@@ -433,7 +436,8 @@ def sync_changes(
         if rate is not None and not theirs:
             for key in (LEADER_RATE, FOLLOWER_RATE):
                 op = operator("brokers", b, key, have.get(key), in_use)
-                want = str(int(rate)) if b in required.brokers else op
+                b_rate = (broker_rates or {}).get(b, rate)
+                want = str(int(b_rate)) if b in required.brokers else op
                 if _rate_value(have.get(key)) != _rate_value(want):
                     kv[key] = want
                     note("brokers", b, key, op)
@@ -620,6 +624,7 @@ def sync_throttles(
     priors: Priors | None = None,
     busy: Throttles | None = None,
     on_prior: Any = None,
+    broker_rates: Mapping[int, int] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any], tuple[ConfigChanges, ConfigChanges], dict[Any, str]]:
     """Make the throttles on ``topics`` / ``brokers`` exactly ``required`` (see
     ``sync_changes``): read them (a few Admin calls), write only what differs. With
@@ -645,6 +650,7 @@ def sync_throttles(
         priors=priors,
         busy=busy,
         recorded=recorded,
+        broker_rates=broker_rates,
     )
     if priors is not None and recorded:
         if on_prior is not None:
@@ -692,6 +698,9 @@ class ThrottleKeeper:
         self.gw = gateway
         self.plan_topics = set(plan_topics)
         self.rate, self.log_dir_rate = rate, log_dir_rate
+        # per-broker rates over ``rate`` (issue 22: the adaptive pace), replaced whole by
+        # ``set_broker_rates`` so a sync reads one consistent mapping
+        self.broker_rates: Mapping[int, int] = {}
         self.emit = emit
         self.applied: dict[str, Any] | None = None  # throttles in scope after the last sync
         self._applied_for: Any = None
@@ -733,6 +742,20 @@ class ThrottleKeeper:
         rate is part of the keys its caches compare, so a sync under way when the rate
         changes cannot make the next one skip it."""
         self.rate = rate
+
+    def set_broker_rates(self, rates: Mapping[int, int]) -> None:
+        """Per-broker rates over ``rate`` (from any thread; brokers not named keep ``rate``):
+        written at the next sync, on the brokers the moves in flight need (a broker named
+        here gets no throttle that no move needs). Like ``set_rate``, the mapping is part of
+        the keys the caches compare, so a change during a sync is never lost."""
+        for b, r in rates.items():
+            if isinstance(r, bool) or not isinstance(r, int) or r <= 0:
+                raise UsageError(f"throttle of broker {b} must be a positive bytes/s, got {r!r}")
+        self.broker_rates = dict(rates)
+
+    def rate_of(self, broker: int) -> int | None:
+        """The rate a broker of this run's moves gets (its own, else the run's)."""
+        return self.broker_rates.get(broker, self.rate)
 
     def left(self) -> dict[str, Any]:
         """The throttles in scope after the last sync that the run leaves set: an operator's
@@ -798,9 +821,16 @@ class ThrottleKeeper:
         # the rate is read once, here, and is part of what the caches compare: a
         # ``set_rate`` from another thread while this sync runs (the panel's slider, the
         # API) is never covered by this sync's caches; the next sync writes it (issue 19 #7)
-        rate = self.rate
+        rate, overrides = self.rate, self.broker_rates
+        per_broker = frozenset(overrides.items())
         ld_given = frozenset(log_dir_brokers)
-        given = (ld_given, frozenset(self.managed_topics), frozenset(self.managed_brokers), rate)
+        given = (
+            ld_given,
+            frozenset(self.managed_topics),
+            frozenset(self.managed_brokers),
+            rate,
+            per_broker,
+        )
         if (
             self.applied is not None
             and not submitting
@@ -836,6 +866,7 @@ class ThrottleKeeper:
             frozenset(brokers),
             frozenset(ld),
             rate,
+            per_broker,
         )
         if (
             self.applied is not None
@@ -858,6 +889,7 @@ class ThrottleKeeper:
             priors=self.priors,
             busy=self._busy(cluster, others),
             on_prior=lambda new: self.emit("throttle_prior", **new.to_json()),
+            broker_rates=overrides,
         )
         newly = {b: e for b, e in skipped.items() if b not in self.skipped}
         back = [b for b in self.skipped if b not in skipped]

@@ -30,6 +30,21 @@ BASE = ["--bootstrap-server", "127.0.0.1:1", "--reassignment-json-file", "/nonex
         (["--execute", "--stuck-after", "soon"], "--stuck-after must be a duration"),
         (["--execute", "--on-deadline", "panic"], "--on-deadline"),
         (["--execute", "--resume"], "--resume needs --journal"),
+        # issue 22: --pace adaptive and its companions, refused by name before connecting
+        (["--execute", "--pace", "fast"], "--pace"),
+        (["--execute", "--pace", "adaptive", "--slo-produce-p99", "50ms"], "needs --throttle"),
+        (["--execute", "--pace", "adaptive", "--throttle", "1000"], "needs --slo-produce-p99"),
+        (["--execute", "--slo-produce-p99", "soon"], "--slo-produce-p99 must be a latency"),
+        (["--execute", "--slo-produce-p99", "50ms"], "only meaningful with --pace adaptive"),
+        (["--execute", "--throttle-floor", "0"], "--throttle-floor must be > 0"),
+        (
+            [
+                "--execute",
+                *("--pace", "adaptive", "--throttle", "1000", "--slo-produce-p99", "+20ms"),
+                *("--throttle-floor", "5000"),
+            ],
+            "--throttle-floor (5000) must be <= --throttle (1000)",
+        ),
     ],
 )
 def test_bad_pacing_arguments_are_usage_errors(argv, message, capsys):

@@ -1,0 +1,367 @@
+"""The tool's own health probe (issue 22), the adaptive pace's default health source when no
+metrics stack is given: per-broker produce latency from a canary topic, and the partitions
+under min ISR from the Admin API.
+
+The canary topic (``_reassign_kit_canary_<id>``) has one partition led by each broker (its
+replicas: that broker, then the next ones, up to 3 and fewer than the brokers;
+``min.insync.replicas`` 1 so the canary itself never blocks). A producer thread sends one small message to each partition at a fixed
+low rate with ``acks=all`` — the latency a producer of the cluster sees, replication to the
+followers included — and a consumer reads them back. ``sample()`` gives each broker's p50/p99
+over a sliding window — the best of the partitions it replicates, so a stalled broker slows
+itself and not its neighbours — counting a message still unacknowledged at its age so far (a stalled
+broker shows at once, not after the delivery timeout). ``close()`` deletes the topic; a probe
+that cannot start or produce reports None with ``degraded`` set and never raises.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+from ..health.signals import BrokerHealth, HealthSample
+from ..model import TopicPartition
+
+log = logging.getLogger(__name__)
+
+CANARY_PREFIX = "_reassign_kit_canary_"
+WARM_UP = 5  # a broker is measured once this many canary messages reached it (connections up)
+MIN_ISR_REFRESH_S = 30.0
+
+
+def _quantile(values: list[float], q: float) -> float:
+    """The nearest-rank quantile (no interpolation: p99 of 100 values is the 99th)."""
+    s = sorted(values)
+    k = max(0, min(len(s) - 1, int(-(-q * len(s) // 1)) - 1))
+    return s[k]
+
+
+class NoHealth:
+    """A source with no signal (a gateway the probe cannot use, a probe that failed to start):
+    every sample degraded, every value None — the pace never rises on it."""
+
+    name = "none"
+
+    def __init__(self, why: str, clock: Any = time.time):
+        self.why, self.clock = why, clock
+
+    def sample(self) -> HealthSample:
+        return HealthSample(ts=self.clock(), source=self.name, degraded=self.why)
+
+    def close(self) -> None:
+        pass
+
+
+class Probe:
+    """The canary producer / consumer and the ISR view (see the module docstring)."""
+
+    name = "probe"
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        client_conf: Mapping[str, Any] | None = None,
+        *,
+        rate_per_broker: float = 20.0,
+        window_s: float = 5.0,
+        timeout_s: float = 10.0,
+        topic: str | None = None,
+    ):
+        self.bootstrap = bootstrap_servers
+        self.conf = dict(client_conf or {})
+        self.rate = float(rate_per_broker)
+        self.window_s = float(window_s)
+        self.timeout_s = float(timeout_s)
+        self.topic = topic or f"{CANARY_PREFIX}{uuid.uuid4().hex[:12]}"
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        # per canary partition: (done at, latency s), msg id -> sent at, last error, count
+        self._done: dict[int, deque[tuple[float, float]]] = {}
+        self._inflight: dict[int, dict[int, float]] = {}
+        self._errors: dict[int, str] = {}
+        self._delivered: dict[int, int] = {}
+        self._read_at = 0.0  # monotonic time of the last message read back
+        self._delivered_at = 0.0
+        self._started_at = time.monotonic()
+        self._replicas: dict[int, tuple[int, ...]] = {}  # canary partition -> its replicas
+        self._min_isr: dict[str, int] = {}
+        self._min_isr_read = -1e18
+        self._failed: str | None = None
+        self._created = False
+        self._admin: Any = None
+        try:
+            self._start()
+        except Exception as e:  # noqa: BLE001 - reported as a degraded source, never raised
+            self._failed = f"probe: cannot start the canary topic {self.topic}: {e}"
+            log.warning("%s", self._failed)
+
+    # ---- start ------------------------------------------------------------------------------
+
+    def _client(self, **extra: Any) -> dict[str, Any]:
+        from .admin import _QUIET
+
+        return {"bootstrap.servers": self.bootstrap, "logger": _QUIET, **self.conf, **extra}
+
+    def _start(self) -> None:
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        self._admin = AdminClient(self._client())
+        md = self._admin.list_topics(timeout=self.timeout_s)
+        brokers = sorted(md.brokers)
+        if not brokers:
+            raise RuntimeError("no broker in the metadata")
+        rf = min(3, max(1, len(brokers) - 1))  # each broker also in a partition without another
+        assignment = [
+            [brokers[(i + k) % len(brokers)] for k in range(rf)] for i in range(len(brokers))
+        ]
+        nt = NewTopic(
+            self.topic,
+            num_partitions=len(assignment),
+            replica_assignment=assignment,
+            config={"min.insync.replicas": "1", "retention.ms": "600000"},
+        )
+        self._admin.create_topics([nt], operation_timeout=self.timeout_s)[self.topic].result(
+            self.timeout_s
+        )
+        self._created = True
+        self._replicas = {p: tuple(reps) for p, reps in enumerate(assignment)}
+        deadline = time.monotonic() + self.timeout_s
+        while True:  # every partition led before the first message (else it only queues)
+            t = self._admin.list_topics(timeout=self.timeout_s).topics.get(self.topic)
+            if t is not None and t.error is None and len(t.partitions) == len(assignment):
+                if all(p.leader >= 0 for p in t.partitions.values()):
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no leader for every partition after {self.timeout_s:.0f}s")
+            time.sleep(0.2)
+        for part in self._replicas:
+            self._done[part] = deque()
+            self._inflight[part] = {}
+        for target in (self._produce_loop, self._consume_loop):
+            th = threading.Thread(target=target, name=f"rk-{target.__name__[1:]}", daemon=True)
+            th.start()
+            self._threads.append(th)
+
+    # ---- the threads ------------------------------------------------------------------------
+
+    def _produce_loop(self) -> None:
+        from confluent_kafka import Producer
+
+        p = Producer(
+            self._client(
+                acks="all",
+                **{
+                    "linger.ms": 0,
+                    "message.timeout.ms": int(self.timeout_s * 1000),
+                    "enable.idempotence": False,
+                    "max.in.flight.requests.per.connection": 5,
+                },
+            )
+        )
+        period = 1.0 / self.rate
+        seq = 0
+        next_at = time.monotonic()
+        try:
+            while not self._stop.is_set():
+                for part in self._replicas:
+                    seq += 1
+                    sent = time.monotonic()
+                    with self._lock:
+                        self._inflight[part][seq] = sent
+                    try:
+                        p.produce(
+                            self.topic,
+                            value=repr(time.time()).encode(),
+                            partition=part,
+                            on_delivery=self._on_delivery(part, seq, sent),
+                        )
+                    except BufferError:
+                        with self._lock:
+                            self._inflight[part].pop(seq, None)
+                            self._errors[part] = "the producer's queue is full"
+                p.poll(0)
+                next_at += period
+                delay = next_at - time.monotonic()
+                if delay < 0:
+                    next_at = time.monotonic()
+                    delay = 0
+                while delay > 0 and not self._stop.is_set():  # deliveries served while waiting
+                    p.poll(min(delay, 0.05))
+                    delay = next_at - time.monotonic()
+        finally:
+            p.flush(1.0)
+
+    def _on_delivery(self, part: int, seq: int, sent: float) -> Any:
+        def cb(err: Any, _msg: Any) -> None:
+            now = time.monotonic()
+            with self._lock:
+                self._inflight[part].pop(seq, None)
+                # a failed delivery counts at the time it took to fail: slow is slow
+                self._done[part].append((now, now - sent))
+                if err is None:
+                    self._delivered_at = now
+                    self._delivered[part] = self._delivered.get(part, 0) + 1
+                    self._errors.pop(part, None)
+                else:
+                    self._errors[part] = str(err)
+
+        return cb
+
+    def _consume_loop(self) -> None:
+        from confluent_kafka import OFFSET_END, Consumer
+        from confluent_kafka import TopicPartition as CkTp
+
+        c = Consumer(
+            self._client(
+                **{
+                    "group.id": f"{self.topic}-reader",
+                    "enable.auto.commit": False,
+                    "auto.offset.reset": "latest",
+                }
+            )
+        )
+        try:
+            c.assign([CkTp(self.topic, p, OFFSET_END) for p in self._replicas])
+            while not self._stop.is_set():
+                msg = c.poll(0.2)
+                if msg is not None and msg.error() is None:
+                    self._read_at = time.monotonic()
+        finally:
+            c.close()
+
+    # ---- the sample -------------------------------------------------------------------------
+
+    def sample(self) -> HealthSample:
+        """Per broker p50/p99 over the window; the partitions under min ISR. Never raises."""
+        ts = time.time()
+        if self._failed:
+            return HealthSample(ts=ts, source=self.name, degraded=self._failed)
+        now = time.monotonic()
+        per_part: dict[int, tuple[float, float]] = {}  # partition -> (p50, p99) in s
+        with self._lock:
+            for part, dq in self._done.items():
+                while dq and dq[0][0] < now - self.window_s:
+                    dq.popleft()
+                lat = [x for _, x in dq] + [now - s for s in self._inflight[part].values()]
+                if lat and self._delivered.get(part, 0) >= WARM_UP:
+                    per_part[part] = (_quantile(lat, 0.5), _quantile(lat, 0.99))
+            delivered_at, errors = self._delivered_at, dict(self._errors)
+        brokers = self._per_broker(per_part)
+        why: list[str] = []
+        alive = all(t.is_alive() for t in self._threads)
+        if not alive:
+            why.append("probe: its producer or consumer thread ended")
+            brokers = {b: BrokerHealth(b) for b in brokers}
+        elif now - max(delivered_at, self._started_at) > max(3 * self.window_s, self.timeout_s):
+            why.append(f"probe: nothing delivered to {self.topic} for {self.timeout_s:.0f}s+")
+        if errors and not why:
+            log.debug("probe delivery errors: %s", errors)
+        under, isr_why = self._under_min_isr()
+        if isr_why:
+            why.append(isr_why)
+        return HealthSample(
+            ts=ts,
+            source=self.name,
+            brokers=brokers,
+            under_min_isr=under,
+            degraded="; ".join(why) or None,
+        )
+
+    def _per_broker(self, per_part: Mapping[int, tuple[float, float]]) -> dict[int, BrokerHealth]:
+        """A broker's latency: the best of the canary partitions it replicates (the leader's
+        and the followers' part of acks=all). A stalled broker slows every partition it is in,
+        and so only itself: each other broker is also in a partition without it."""
+        out = {}
+        for b in sorted({b for reps in self._replicas.values() for b in reps}):
+            seen = [
+                per_part[p] for p, reps in self._replicas.items() if b in reps and p in per_part
+            ]
+            out[b] = (
+                BrokerHealth(
+                    b,
+                    produce_p50_ms=min(x[0] for x in seen) * 1000,
+                    produce_p99_ms=min(x[1] for x in seen) * 1000,
+                )
+                if seen
+                else BrokerHealth(b)
+            )
+        return out
+
+    def _under_min_isr(self) -> tuple[frozenset[TopicPartition] | None, str | None]:
+        """Every partition (but the canary's) whose ISR is below its topic's min ISR."""
+        try:
+            md = self._admin.list_topics(timeout=min(5.0, self.timeout_s))
+            topics = {n: t for n, t in md.topics.items() if t.error is None and n != self.topic}
+            self._refresh_min_isr(sorted(topics))
+            out = self._under(topics)
+            if out:  # read their topics' min ISR again: an operator may have just lowered it
+                self._refresh_min_isr(sorted({tp.topic for tp in out}), force=True)
+                out = self._under(topics)
+            return frozenset(out), None
+        except Exception as e:  # noqa: BLE001 - no ISR view: the pause keeps its last state
+            return None, f"probe: cannot read the ISR view: {e}"
+
+    def _under(self, topics: Mapping[str, Any]) -> set[TopicPartition]:
+        return {
+            TopicPartition(name, p.id)
+            for name, t in topics.items()
+            for p in t.partitions.values()
+            if len(p.isrs) < self._min_isr.get(name, 1)
+        }
+
+    def _refresh_min_isr(self, topics: list[str], force: bool = False) -> None:
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        now = time.monotonic()
+        new = topics if force else [t for t in topics if t not in self._min_isr]
+        if not force and now - self._min_isr_read > MIN_ISR_REFRESH_S:
+            new, self._min_isr_read = topics, now
+        if not new:
+            return
+        res = [ConfigResource(ResourceType.TOPIC, t) for t in new]
+        for r, fut in self._admin.describe_configs(res, request_timeout=self.timeout_s).items():
+            try:
+                entry = fut.result(self.timeout_s).get("min.insync.replicas")
+                self._min_isr[r.name] = int(entry.value) if entry is not None else 1
+            except Exception:  # noqa: BLE001 - a topic deleted meanwhile: 1 (never under)
+                self._min_isr[r.name] = 1
+
+    # ---- the end ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop the threads and delete the canary topic (retried once; never raises)."""
+        self._stop.set()
+        for t in self._threads:
+            t.join(5.0)
+        if self._created and self._admin is not None:
+            for attempt in range(2):
+                try:
+                    fs = self._admin.delete_topics([self.topic], operation_timeout=self.timeout_s)
+                    fs[self.topic].result(self.timeout_s)
+                    self._created = False
+                    break
+                except Exception as e:  # noqa: BLE001
+                    if "UNKNOWN_TOPIC" in str(e):
+                        self._created = False
+                        break
+                    if attempt:
+                        log.warning("probe: cannot delete the canary topic %s: %s", self.topic, e)
+
+    @property
+    def deleted(self) -> bool:
+        return not self._created
+
+
+def probe_for(gateway: Any, **kwargs: Any) -> Any:
+    """The default health source for a gateway: a ``Probe`` on a real cluster (its client
+    configuration, security included), ``NoHealth`` elsewhere (a simulator)."""
+    from .admin import AdminGateway
+
+    if isinstance(gateway, AdminGateway):
+        return Probe(gateway.bootstrap_servers, gateway._ck_conf, **kwargs)
+    return NoHealth(f"no health probe for {type(gateway).__name__}")

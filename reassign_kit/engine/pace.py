@@ -1,0 +1,212 @@
+"""The adaptive pace inside a run (a part of ``Run``, engine/run.py; issue 22): at every poll,
+one health sample (``health.signals.HealthSource``: the probe by default) goes to the pure
+controller (``engine/pacing.py``); its decisions become per-broker throttle rates
+(``ThrottleKeeper.set_broker_rates``: written by the loop's next sync, before any submission)
+and a hold on new submissions; each is journaled as ``pace_decision`` with its signals.
+
+A relative objective (``+20ms``) first measures the baseline: nothing is submitted until each
+broker has ``Controller.baseline_samples`` samples (or ``BASELINE_TIMEOUT_S`` passed). A health
+source that raises is taken as no signal (never a faster pace) with a warning; the run owns
+the source and closes it on every exit path (the probe deletes its canary topic then).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import UsageError
+from ..health.signals import HealthSample, HealthSource
+from .moves import MoveStatus
+from .pacing import Bounds, Controller, Objective
+
+MOVING, READY = MoveStatus.MOVING, MoveStatus.READY
+
+log = logging.getLogger("reassign_kit.engine.run")
+
+BASELINE_TIMEOUT_S = 30.0  # a relative objective's baseline: at most this long before moves
+BASELINE_EVERY_S = 2.0  # its samples this far apart (a health window overlaps the last)
+
+
+class PacePart:
+    """The adaptive pace (see the module docstring)."""
+
+    _pacer: Controller | None = None
+    _health: HealthSource | None = None
+    _pace_hold = False  # no new submissions: baseline not measured, or the controller's pause
+    _pace_began: float | None = None
+    _pace_degraded: str | None = None
+    _pace_last_sample = -1e18
+    _pace_last_baseline = -1e18
+
+    @property
+    def adaptive(self) -> bool:
+        return self.options.pace == "adaptive"
+
+    def _pace_start(self, now: float, brokers: list[int]) -> None:
+        """The controller, over every broker of the cluster (those that need no throttle get
+        none); each starts at the controller's start rate, set before the first submission."""
+        o = self.options
+        assert o.throttle is not None and o.slo_produce_p99 is not None  # options.validate
+        ceiling = self._throttles.rate or o.throttle
+        self._pacer = Controller(
+            Objective.parse(o.slo_produce_p99),
+            # the keeper's rate: a set_throttle before the first poll is the ceiling too
+            Bounds(min(o.throttle_floor or max(1, o.throttle // 20), ceiling), ceiling),
+            brokers,
+            [m.tp for m in self.plan],
+            settle_s=o.pace_settle_s,
+        )
+        self._pace_began = now
+        self._throttles.set_broker_rates(self._pacer.rates)
+        self._pace_hold = self._pacer.needs_baseline
+        self._emit(
+            "pace_started",
+            objective=str(self._pacer.objective),
+            floor=self._pacer.bounds.floor,
+            ceiling=self._pacer.bounds.ceiling,
+            start_rate=next(iter(self._pacer.rates.values()), None),
+            step=self._pacer.step_bps,
+            source=getattr(self._health, "name", type(self._health).__name__),
+        )
+
+    def _pace_source(self, brokers: list[int]) -> HealthSource:
+        """``--health-source`` (a Prometheus server, the brokers' exporters: falling back to
+        the probe while degraded), else the probe; never raising (a source that cannot be
+        opened is no signal, warned)."""
+        from ..cluster.probe import NoHealth, probe_for
+        from ..health.sources import open_source
+
+        gw = self.gw.wrapped  # the RetryingGateway the run wraps its gateway in
+        try:
+            return open_source(
+                self.options.health_source,
+                brokers=brokers,
+                warn=self._pace_warn,
+                default_factory=lambda: probe_for(gw),
+            )
+        except Exception as e:  # noqa: BLE001 - the run goes on, at a pace that never rises
+            return NoHealth(f"health source {self.options.health_source}: {e}")
+
+    def _pace_warn(self, message: str) -> None:
+        with self._lock:  # a source may warn from its own worker thread
+            self._emit("warning", message=message)
+
+    def _pace_sample(self) -> HealthSample | None:
+        """One sample; a source that raises is no signal (warned once per kind of failure)."""
+        assert self._health is not None
+        try:
+            s = self._health.sample()
+        except Exception as e:  # noqa: BLE001 - a health source must never stop the run
+            s, why = None, f"health source {getattr(self._health, 'name', '?')} failed: {e}"
+        else:
+            why = s.degraded
+        if why != self._pace_degraded:
+            self._pace_degraded = why
+            if why:
+                self._emit("warning", message=f"{why}; the pace does not rise without a signal")
+        return s
+
+    def _pace(self, now: float) -> None:
+        """One poll of the adaptive pace: sample, decide, apply, journal."""
+        if not self.adaptive:
+            return
+        if self._pacer is None:
+            brokers = [b.id for b in self.gw.brokers()]
+            if self._health is None:  # I/O (the canary topic made) outside the lock
+                self._health = self._pace_source(brokers)
+            with self._lock:  # set_throttle (another thread) reads the controller
+                self._pace_start(now, brokers)
+        pacer = self._pacer
+        assert pacer is not None
+        sample = self._pace_sample()
+        with self._lock:  # set_throttle (another thread) changes the ceiling under it too
+            self._pace_decide(pacer, sample, now)
+
+    def _pace_decide(self, pacer: Controller, sample: HealthSample | None, now: float) -> None:
+        decisions = []
+        if pacer.needs_baseline:
+            if sample is not None and now - self._pace_last_baseline >= BASELINE_EVERY_S:
+                self._pace_last_baseline = now
+                pacer.observe_baseline(sample)
+            assert self._pace_began is not None
+            if pacer.baseline_ready() or now - self._pace_began >= BASELINE_TIMEOUT_S:
+                decisions.append(pacer.fix_baseline(now))
+        busy = {
+            b
+            for ms in self._index.of(MOVING, READY)
+            for b in (*(ms.original or ()), *ms.move.replicas)
+        }
+        decisions += pacer.step(sample, now, busy)
+        if any(d.new_rate is not None for d in decisions):
+            self._throttles.set_broker_rates(pacer.rates)
+        for d in decisions:
+            self._emit("pace_decision", **d.to_event())
+        self._pace_hold = pacer.needs_baseline or pacer.paused
+        if sample is not None and now - self._pace_last_sample >= self.options.sample_interval:
+            self._pace_last_sample = now
+            self._emit("pace_sample", **self._pace_fields(sample))
+
+    def _pace_fields(self, sample: HealthSample) -> dict[str, Any]:
+        """Per broker: rate, p99/p50 measured and the limit (the panel's and bench's series)."""
+        pacer = self._pacer
+        assert pacer is not None
+        brokers = {}
+        for b, r in sorted(pacer.rates.items()):
+            h = sample.brokers.get(b)
+            brokers[str(b)] = {
+                "rate": r,
+                "produce_p99_ms": h.produce_p99_ms if h else None,
+                "produce_p50_ms": h.produce_p50_ms if h else None,
+                "limit_ms": pacer.limit_of(b),
+            }
+        out: dict[str, Any] = {
+            "signal_ts": sample.ts,
+            "source": sample.source,
+            "brokers": brokers,
+            "paused": pacer.paused,
+        }
+        if sample.under_min_isr is not None:
+            out["under_min_isr"] = len(sample.under_min_isr - pacer.plan_partitions)
+        if sample.degraded:
+            out["degraded"] = sample.degraded
+        return out
+
+    def set_broker_throttles(self, rates: Mapping[int, int]) -> None:
+        """Per-broker replication rates (bytes/s) over the run's throttle for the rest of the
+        run (brokers not named keep it; ``{}`` goes back to one rate): written at the next
+        poll, journaled as ``throttle_changed`` with ``broker_rates``. Only a run started
+        with a throttle and not ``--pace adaptive`` (which sets them itself)."""
+        with self._lock:
+            if not self._throttles.active or self.options.throttle is None:
+                raise UsageError("this run has no throttle to change (start it with --throttle)")
+            if self.adaptive:
+                raise UsageError("--pace adaptive sets the per-broker rates itself")
+            self._throttles.set_broker_rates({int(b): r for b, r in rates.items()})
+            self._eta.restart()
+            self._emit(
+                "throttle_changed",
+                rate=self._throttles.rate,
+                broker_rates={str(b): r for b, r in sorted(self._throttles.broker_rates.items())},
+            )
+        self._wake.set()
+
+    def _pace_ceiling(self, rate: int) -> None:
+        """``set_throttle`` on an adaptive run: the new ceiling (rates above it come down)."""
+        if self._pacer is None:
+            return
+        for d in self._pacer.set_ceiling(rate):
+            self._emit("pace_decision", **d.to_event())
+        self._throttles.set_broker_rates(self._pacer.rates)
+
+    def _pace_close(self) -> None:
+        """The health source closed (the probe's canary topic deleted), on every exit path."""
+        h, self._health = self._health, None
+        if h is None:
+            return
+        try:
+            h.close()
+        except Exception as e:  # noqa: BLE001 - the run's end must go on
+            log.warning("closing the health source failed: %s", e)
+            self._emit("warning", message=f"closing the health source failed: {e}")

@@ -1,0 +1,435 @@
+"""The adaptive pace (issue 22): per-broker replication rates that hold a produce-latency
+objective, from broker health samples (``health.signals``). Pure: samples and the clock come
+in, decisions go out; no I/O, no threads.
+
+Per broker (Cruise Control's concurrency adjuster and TCP's AIMD, at poll speed instead of
+every few minutes):
+
+- **decrease** (multiplicative, ``× beta``, never below the floor) when a sample shows that
+  broker's produce p99 over the objective — at once, and again at most once per ``settle_s``
+  (the health window must first see the lower rate; without it one slow spell would halve the
+  rate to the floor before it took effect);
+- **increase** (never above the ceiling) only on a *fresh* sample — taken at least
+  ``settle_s`` after that broker's last change, not degraded, with a measured p99 within the
+  objective: doubled until that broker's first decrease (TCP's slow start: a move of a few
+  seconds is over before an additive ramp from mid-range reaches a ceiling the cluster can
+  take), additive (``+ step``) after it;
+- **hold** otherwise: a value not measured (None) or a degraded source never makes the pace
+  faster (a lost signal is not a good signal).
+
+A **pause** of new submissions (moves in flight go on; nothing is cancelled) holds while any
+partition outside the plan is under min ISR: the cluster is short of redundancy for someone
+else's data, and more copying can only lengthen that. An unmeasured ISR view keeps the last
+state.
+
+The objective is absolute (``50ms``) or relative to a baseline (``+20ms``: each broker's p99
+measured before the first move, the median of its samples; the cluster's median baseline for
+a broker with none). Every change is a ``Decision`` in words, with the signals behind it.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import UsageError
+from ..health.signals import BrokerHealth, HealthSample
+from ..model import TopicPartition
+
+CAUSES = {
+    "increase": "p99 within the objective",
+    "decrease": "p99 over the objective",
+    "pause": "outside the plan under min ISR",
+    "resume": "none outside the plan under min ISR",
+    "baseline": "baseline measured",
+}
+REACTION_S = 30.0  # the issue's bound: a signal over the objective is acted on within this
+
+_SLO = re.compile(r"^\s*(\+)?\s*(\d+(?:\.\d+)?)\s*(ms|s)?\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Objective:
+    """Produce p99 in ms: ``limit_ms`` absolute, or ``baseline + delta_ms`` when relative."""
+
+    value_ms: float
+    relative: bool = False
+
+    @classmethod
+    def parse(cls, text: str, name: str = "--slo-produce-p99") -> Objective:
+        """``50ms``, ``50`` (ms), ``0.05s``; ``+20ms`` relative to the baseline."""
+        m = _SLO.match(str(text))
+        if not m:
+            raise UsageError(
+                f"{name} must be a latency like 50ms, 0.05s or +20ms (relative to the "
+                f"baseline measured before the first move), not {text!r}"
+            )
+        v = float(m.group(2)) * (1000.0 if (m.group(3) or "ms").lower() == "s" else 1.0)
+        if not v > 0:
+            raise UsageError(f"{name} must be > 0 ms, not {text!r}")
+        return cls(v, bool(m.group(1)))
+
+    def __str__(self) -> str:
+        return f"{'+' if self.relative else ''}{self.value_ms:g}ms"
+
+    def limit(self, baseline_ms: float | None) -> float | None:
+        """The p99 limit for a broker with this baseline (None: unknown yet)."""
+        if not self.relative:
+            return self.value_ms
+        return None if baseline_ms is None else baseline_ms + self.value_ms
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Rates in bytes/s: ``floor`` <= every broker's rate <= ``ceiling`` (``--throttle``)."""
+
+    floor: int
+    ceiling: int
+
+    def __post_init__(self) -> None:
+        if not 0 < self.floor <= self.ceiling:
+            raise UsageError(
+                f"--throttle-floor ({self.floor}) must be > 0 and <= --throttle ({self.ceiling})"
+            )
+
+    def clamp(self, rate: float) -> int:
+        return int(min(self.ceiling, max(self.floor, rate)))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One change of the pace: a broker's rate (``broker`` set) or the run's pause
+    (``broker`` None, ``action`` pause / resume). ``signals``: what it was decided on."""
+
+    ts: float
+    action: str  # increase | decrease | pause | resume | baseline
+    reason: str
+    broker: int | None = None
+    old_rate: int | None = None
+    new_rate: int | None = None
+    signals: Mapping[str, Any] = field(default_factory=dict)
+    kind: str | None = None  # the cause, where the action alone does not say it
+
+    @property
+    def cause(self) -> str:
+        """The reason's kind, from a fixed few (a metric's label: the reason has numbers)."""
+        return self.kind or CAUSES.get(self.action, self.action)
+
+    def to_event(self) -> dict[str, Any]:
+        """The journal event's fields (``pace_decision``)."""
+        out: dict[str, Any] = {"action": self.action, "reason": self.reason, "cause": self.cause}
+        if self.broker is not None:
+            out.update(broker=self.broker, old_rate=self.old_rate, new_rate=self.new_rate)
+        out["signals"] = dict(self.signals)
+        out["signal_ts"] = self.signals.get("ts")
+        return out
+
+
+def _ms(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.1f} ms"
+
+
+class Controller:
+    """The adaptive pace of one run (see the module docstring). ``brokers``: the brokers
+    whose rate it sets (the plan's); ``plan_partitions``: partitions under min ISR because
+    the run moves them do not pause it. Start each broker at ``start`` (default: the middle
+    of the bounds) and call ``step(sample, now)`` at every poll."""
+
+    def __init__(
+        self,
+        objective: Objective,
+        bounds: Bounds,
+        brokers: Iterable[int],
+        plan_partitions: Iterable[TopicPartition] = (),
+        *,
+        start: int | None = None,
+        step: int | None = None,
+        beta: float = 0.5,
+        settle_s: float = 5.0,
+        stale_s: float = 15.0,
+        baseline_samples: int = 3,
+    ):
+        if not 0 < beta < 1:
+            raise UsageError(f"the pace's decrease factor must be in (0, 1), got {beta}")
+        if not 0 < settle_s < REACTION_S:
+            raise UsageError(f"settle_s must be in (0, {REACTION_S:g}) s, got {settle_s}")
+        self.objective, self.bounds = objective, bounds
+        self.beta, self.settle_s, self.stale_s = beta, float(settle_s), float(stale_s)
+        self.step_bps = int(step or max(1, (bounds.ceiling - bounds.floor) // 10))
+        first = bounds.clamp(start if start is not None else (bounds.floor + bounds.ceiling) / 2)
+        self.rates: dict[int, int] = {b: first for b in sorted(set(brokers))}
+        self.plan_partitions = frozenset(plan_partitions)
+        self.changed_at: dict[int, float] = {}  # broker -> time of its last rate change
+        self.last_decrease: dict[int, float] = {}
+        self.paused = False
+        self.pause_reason = ""
+        self.baseline_samples = baseline_samples
+        self._baseline_seen: dict[int, list[float]] = {}
+        self.baseline: dict[int, float] | None = None if objective.relative else {}
+
+    # ---- the baseline (relative objectives) ---------------------------------------------
+
+    @property
+    def needs_baseline(self) -> bool:
+        return self.baseline is None
+
+    def observe_baseline(self, sample: HealthSample) -> None:
+        """A sample taken before the first move (relative objective only)."""
+        if sample.degraded:
+            return
+        for b, h in sample.brokers.items():
+            if b in self.rates and h.produce_p99_ms is not None:
+                self._baseline_seen.setdefault(b, []).append(h.produce_p99_ms)
+
+    def baseline_ready(self) -> bool:
+        seen = self._baseline_seen
+        return bool(self.rates) and all(
+            len(seen.get(b, ())) >= self.baseline_samples for b in self.rates
+        )
+
+    def fix_baseline(self, now: float) -> Decision:
+        """Close the baseline: each broker's median p99 (the cluster's median for a broker
+        with no sample; none at all: the objective stays unknown and the pace never rises)."""
+        per = {b: statistics.median(v) for b, v in self._baseline_seen.items() if v}
+        overall = statistics.median(per.values()) if per else None
+        self.baseline = {
+            b: per.get(b, overall) for b in self.rates if per.get(b, overall) is not None
+        }
+        limits = {str(b): self.objective.limit(v) for b, v in sorted(self.baseline.items())}
+        missing = [b for b in self.rates if b not in self.baseline]
+        reason = f"objective {self.objective} over the baseline: limits {limits} ms" + (
+            f"; no baseline for brokers {missing}: their pace never rises" if missing else ""
+        )
+        return Decision(
+            now,
+            "baseline",
+            reason,
+            signals={"baseline_ms": {str(b): v for b, v in sorted(self.baseline.items())}},
+        )
+
+    def limit_of(self, broker: int) -> float | None:
+        """Broker ``broker``'s p99 limit in ms (None: not known yet)."""
+        if self.baseline is None:
+            return None
+        return self.objective.limit(self.baseline.get(broker))
+
+    # ---- one step ---------------------------------------------------------------------------
+
+    def set_ceiling(self, ceiling: int) -> list[Decision]:
+        """A new ceiling (the operator's ``set_throttle``): rates above it come down to it."""
+        floor = min(self.bounds.floor, ceiling)
+        self.bounds = Bounds(floor, ceiling)
+        self.step_bps = int(max(1, (ceiling - floor) // 10))
+        out = []
+        for b, r in self.rates.items():
+            if r > ceiling:
+                self.rates[b] = ceiling
+                out.append(
+                    Decision(
+                        0.0,
+                        "decrease",
+                        "the ceiling was lowered",
+                        b,
+                        r,
+                        ceiling,
+                        kind="ceiling lowered",
+                    )
+                )
+        return out
+
+    def step(
+        self, sample: HealthSample | None, now: float, busy: Iterable[int] | None = None
+    ) -> list[Decision]:
+        """The decisions this sample (None: the source gave nothing) calls for, applied to
+        ``rates`` / ``paused``. ``busy``: the brokers the run's moves in flight copy through
+        now (None: all); only those are raised — a latency measured without the run's load
+        on a broker says nothing about a faster rate there."""
+        out: list[Decision] = []
+        if sample is None:
+            return out
+        out += self._pause(sample, now)
+        if self.baseline is None:
+            return out  # no objective yet: nothing to hold the rates to
+        stale = now - sample.ts > self.stale_s
+        loaded = set(self.rates) if busy is None else set(busy)
+        for b in self.rates:
+            d = self._broker(b, sample, now, stale, b in loaded)
+            if d is not None:
+                out.append(d)
+        return out
+
+    def _signals(self, b: int, sample: HealthSample) -> dict[str, Any]:
+        h = sample.brokers.get(b)
+        sig: dict[str, Any] = {"ts": sample.ts, "source": sample.source}
+        if h is not None:
+            sig.update(
+                {
+                    k: v
+                    for k, v in (
+                        ("produce_p99_ms", h.produce_p99_ms),
+                        ("produce_p50_ms", h.produce_p50_ms),
+                        ("fetch_follower_p99_ms", h.fetch_follower_p99_ms),
+                        ("request_handler_idle", h.request_handler_idle),
+                        ("under_min_isr", h.under_min_isr),
+                    )
+                    if v is not None
+                }
+            )
+        sig["limit_ms"] = self.limit_of(b)
+        if sample.degraded:
+            sig["degraded"] = sample.degraded
+        return sig
+
+    def _broker(
+        self, b: int, sample: HealthSample, now: float, stale: bool, loaded: bool
+    ) -> Decision | None:
+        h = sample.brokers.get(b)
+        p99 = h.produce_p99_ms if h is not None else None
+        limit = self.limit_of(b)
+        if p99 is None or limit is None:
+            return None  # not measured: hold (never faster)
+        old = self.rates[b]
+        since = sample.ts - self.changed_at.get(b, -1e18)
+        if p99 > limit:
+            if old <= self.bounds.floor:
+                return None
+            if sample.ts - self.last_decrease.get(b, -1e18) < self.settle_s:
+                return None  # the last decrease has not reached the window yet
+            new = self.bounds.clamp(old * self.beta)
+            self.rates[b] = new
+            self.changed_at[b] = self.last_decrease[b] = max(now, sample.ts)
+            return Decision(
+                now,
+                "decrease",
+                f"produce p99 {_ms(p99)} over the objective {_ms(limit)}",
+                b,
+                old,
+                new,
+                self._signals(b, sample),
+            )
+        if stale or sample.degraded or since < self.settle_s or old >= self.bounds.ceiling:
+            return None
+        if not loaded:
+            return None
+        slow_start = b not in self.last_decrease
+        new = self.bounds.clamp(old * 2 if slow_start else old + self.step_bps)
+        after = f" {since:.0f} s after the last change" if b in self.changed_at else ""
+        self.rates[b] = new
+        self.changed_at[b] = max(now, sample.ts)
+        return Decision(
+            now,
+            "increase",
+            f"produce p99 {_ms(p99)} within the objective {_ms(limit)}{after}"
+            + (" (slow start: doubled until a first decrease)" if slow_start else ""),
+            b,
+            old,
+            new,
+            self._signals(b, sample),
+        )
+
+    def _pause(self, sample: HealthSample, now: float) -> list[Decision]:
+        if sample.under_min_isr is None:
+            return []  # not measured: the last state holds
+        outside = sorted(sample.under_min_isr - self.plan_partitions, key=str)
+        sig = {
+            "ts": sample.ts,
+            "source": sample.source,
+            "under_min_isr_outside_plan": [str(tp) for tp in outside[:20]],
+            "count": len(outside),
+        }
+        if outside and not self.paused:
+            self.paused = True
+            shown = ", ".join(str(tp) for tp in outside[:5]) + (" …" if len(outside) > 5 else "")
+            self.pause_reason = (
+                f"{len(outside)} partition(s) outside the plan under min ISR ({shown}): "
+                "no new submissions until they are back (moves in flight go on)"
+            )
+            return [Decision(now, "pause", self.pause_reason, signals=sig)]
+        if not outside and self.paused:
+            self.paused = False
+            self.pause_reason = ""
+            return [
+                Decision(now, "resume", "no partition outside the plan under min ISR", signals=sig)
+            ]
+        return []
+
+
+def pace_line(e: Mapping[str, Any]) -> str:
+    """A journaled ``pace_decision`` on one line (the CLI's), with the signal behind it."""
+    sig = e.get("signals") or {}
+    seen = ""
+    if sig.get("produce_p99_ms") is not None:
+        seen = f" [p99 {sig['produce_p99_ms']:.1f} ms, limit {_ms(sig.get('limit_ms'))}]"
+    if e.get("broker") is None:
+        return f"pace {e.get('action')}: {e.get('reason')}"
+    return (
+        f"pace broker {e['broker']}: {e.get('old_rate')} -> {e.get('new_rate')} B/s "
+        f"({e.get('action')}): {e.get('reason')}{seen}"
+    )
+
+
+def replay(events: Iterable[Mapping[str, Any]], **overrides: Any) -> list[Decision]:
+    """A journal's pace replayed (``whatif.replay_pace``): a controller set up as the run's
+    (``pace_started``: objective, bounds, start rate, step; ``run_started``: settle time; a
+    relative objective's baseline from its ``baseline`` decision), stepped on the signals the
+    run journaled (each ``pace_sample``, and the broker signals behind each ``pace_decision``)
+    in time order, with ``overrides`` of the controller's parameters (``beta``, ``settle_s``,
+    ``step``, ``start``) — what another tuning would have decided on the same signals. The
+    busy brokers are not journaled: every broker counts as busy. Pure."""
+    events = list(events)
+    started = next((e for e in events if e.get("event") == "pace_started"), None)
+    if started is None:
+        raise UsageError("the journal has no adaptive pace (no pace_started event)")
+    run = next((e for e in events if e.get("event") == "run_started"), {})
+    opts = run.get("options") or {}
+    samples: list[HealthSample] = []
+    brokers: set[int] = set()
+    for e in events:
+        if e.get("event") == "pace_sample":
+            per = {
+                int(b): BrokerHealth(int(b), produce_p99_ms=row.get("produce_p99_ms"))
+                for b, row in (e.get("brokers") or {}).items()
+            }
+            brokers |= set(per)
+            samples.append(
+                HealthSample(
+                    float(e.get("signal_ts") or e["ts"]), "replay", per, None, e.get("degraded")
+                )
+            )
+        elif e.get("event") == "pace_decision" and e.get("broker") is not None:
+            sig = e.get("signals") or {}
+            b = int(e["broker"])
+            brokers.add(b)
+            h = BrokerHealth(b, produce_p99_ms=sig.get("produce_p99_ms"))
+            ts = float(sig.get("ts") or e["ts"])
+            samples.append(HealthSample(ts, "replay", {b: h}, None, sig.get("degraded")))
+    kw: dict[str, Any] = {
+        "start": started.get("start_rate"),
+        "step": started.get("step"),
+        "settle_s": float(opts.get("pace_settle_s") or 5.0),
+    }
+    kw.update(overrides)
+    c = Controller(
+        Objective.parse(str(started["objective"])),
+        Bounds(int(started["floor"]), int(started["ceiling"])),
+        sorted(brokers),
+        **kw,
+    )
+    if c.needs_baseline:
+        base = next(
+            (
+                e
+                for e in events
+                if e.get("event") == "pace_decision" and e.get("action") == "baseline"
+            ),
+            None,
+        )
+        got = ((base or {}).get("signals") or {}).get("baseline_ms") or {}
+        c.baseline = {int(b): float(v) for b, v in got.items()}
+    out: list[Decision] = []
+    for s in sorted(samples, key=lambda x: x.ts):
+        out += c.step(s, s.ts)
+    return out

@@ -1,0 +1,185 @@
+"""The adaptive pace on the real sandbox (issue 22): the probe measures every broker through
+its canary topic and sees a partition under min ISR through the Admin API, and deletes its
+canary at the end; a probe that cannot reach a cluster is degraded, never raising; and one
+``--pace adaptive`` run through the CLI pauses its submissions (printing the decision on one
+line) while a partition outside the plan is under min ISR, resumes once it is back, finishes,
+and leaves neither a throttle nor a canary topic.
+
+The heavy comparisons (a ladder of static rates against the adaptive run under a produce
+load) are in ``make bench-pacing``, not here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from test_paced import paced_argv, run_cli, topic_on
+from waits import wait_until
+
+from reassign_kit.cluster.admin import AdminGateway
+from reassign_kit.cluster.probe import CANARY_PREFIX, Probe
+from reassign_kit.engine import throttle as thr
+from reassign_kit.engine.journal import read_events
+from reassign_kit.model import TopicPartition
+
+pytestmark = pytest.mark.integration
+
+
+def canaries(sandbox) -> list[str]:
+    return [
+        t for t in sandbox.admin().list_topics(timeout=10).topics if t.startswith(CANARY_PREFIX)
+    ]
+
+
+def set_min_isr(sandbox, topic: str, n: int) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    res = ConfigResource(
+        ResourceType.TOPIC,
+        topic,
+        incremental_configs=[
+            ConfigEntry("min.insync.replicas", str(n), incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    admin = sandbox.admin()  # kept: the futures die with their client
+    admin.incremental_alter_configs([res])[res].result(30)
+
+
+def delete_topic(sandbox, topic: str) -> None:
+    admin = sandbox.admin()
+    admin.delete_topics([topic])[topic].result(30)
+
+
+def test_probe_measures_every_broker_sees_under_min_isr_and_deletes_its_canary(sandbox, topic_name):
+    ids = sorted(b["id"] for b in sandbox.brokers)
+    short = topic_name("short")  # RF 2 and min.insync.replicas 3: always under min ISR
+    sandbox.create_topic(short, assignment=[ids[:2]], configs={"min.insync.replicas": "3"})
+    probe = Probe(sandbox.bootstrap_servers)
+    try:
+        admin = sandbox.admin()
+        md = wait_until(  # a broker's metadata may lag the controller's for a moment
+            lambda: admin.list_topics(timeout=10).topics.get(probe.topic),
+            30,
+            "the canary topic in the metadata",
+        )
+        assert sorted(p.leader for p in md.partitions.values()) == ids  # one led by each
+        s = wait_until(
+            lambda: (
+                (x := probe.sample())
+                and all(x.brokers[b].produce_p99_ms is not None for b in ids)
+                and x
+            ),
+            60,
+            "the probe measured every broker",
+        )
+        for b in ids:
+            h = s.brokers[b]
+            assert 0 < h.produce_p50_ms <= h.produce_p99_ms
+        assert s.degraded is None and s.source == "probe"
+        assert TopicPartition(short, 0) in s.under_min_isr
+        assert not any(tp.topic.startswith(CANARY_PREFIX) for tp in s.under_min_isr)
+    finally:
+        probe.close()
+        delete_topic(sandbox, short)
+    assert probe.deleted
+    assert probe.topic not in canaries(sandbox)
+
+
+def test_a_probe_that_cannot_reach_a_cluster_is_degraded_and_never_raises():
+    probe = Probe("127.0.0.1:1", timeout_s=2.0)
+    try:
+        s = probe.sample()
+    finally:
+        probe.close()
+    assert s.degraded and "cannot start" in s.degraded
+    assert s.under_min_isr is None and all(h.produce_p99_ms is None for h in s.brokers.values())
+
+
+def test_adaptive_run_pauses_while_a_partition_outside_the_plan_is_under_min_isr(
+    sandbox, topic_name, tmp_path
+):
+    ids = sorted(b["id"] for b in sandbox.brokers)
+    name, short = topic_name("pace"), topic_name("short")
+    tps = topic_on(sandbox, name, [ids[0:2], ids[1:3]], 2)
+    sandbox.create_topic(short, assignment=[ids[2:4]], configs={"min.insync.replicas": "3"})
+    plan = {
+        "version": 1,
+        "partitions": [
+            {"topic": name, "partition": 0, "replicas": [ids[2], ids[3]]},
+            {"topic": name, "partition": 1, "replicas": [ids[3], ids[0]]},
+        ],
+    }
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text(json.dumps(plan))
+    journal = str(tmp_path / "run.jsonl")
+    argv = paced_argv(
+        str(plan_path),
+        journal,
+        tmp_path,
+        *("--reassignment-batch-size", "1", "--incremental", "--throttle", "4000000"),
+        *("--pace", "adaptive", "--slo-produce-p99", "+5000ms", "--throttle-floor", "500000"),
+    )
+    proc = run_cli(sandbox.bootstrap_servers, *argv)
+    lines: list[str] = []
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if "pace pause:" in line:
+                break
+        assert any("pace pause:" in x and f"{short}-0" in x for x in lines), "".join(lines)
+        ev = read_events(journal)
+        assert not [e for e in ev if e["event"] == "submitted"]  # nothing sent while paused
+        set_min_isr(sandbox, short, 1)  # the partition is back over its min ISR
+        out, _ = proc.communicate(timeout=120)
+        lines.append(out)
+    finally:
+        if proc.poll() is None:  # SIGTERM: the run stops and deletes its canary, then kill
+            proc.terminate()
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            for e in read_events(journal):  # what the run did, for the failure's report
+                if e["event"] != "sample":
+                    print(json.dumps(e)[:400])
+        delete_topic(sandbox, short)
+    text = "".join(lines)
+    try:
+        ev = read_events(journal)
+        with AdminGateway(sandbox.bootstrap_servers) as gw:
+            have = thr.summary(thr.current_throttles(gw, [name], ids))
+    finally:
+        subprocess.run(  # the moves put back where they were, the topic deleted
+            [
+                sys.executable,
+                "-m",
+                "reassign_kit.cli",
+                "--bootstrap-server",
+                sandbox.bootstrap_servers,
+                "--cancel",
+                "--reassignment-json-file",
+                str(plan_path),
+                "--journal",
+                journal,
+            ],
+            capture_output=True,
+            timeout=120,
+        )
+        delete_topic(sandbox, name)
+    assert proc.returncode == 0, text
+    assert "pace resume:" in text and "pace adaptive: objective produce p99 +5000ms" in text
+    kinds = [e.get("action") for e in ev if e["event"] == "pace_decision"]
+    assert kinds[:1] == ["pause"] and "resume" in kinds and "baseline" in kinds
+    done = {TopicPartition(e["topic"], e["partition"]) for e in ev if e["event"] == "completed"}
+    assert done == set(tps)
+    assert not canaries(sandbox)
+    assert have["broker_rates"] == {} and have["leader_replicas"] == {}

@@ -1,0 +1,186 @@
+"""The adaptive pace's controller (engine/pacing.py, issue 22): pure, so its promises are
+checked as properties over random health histories — rates stay within [floor, ceiling], no
+increase without a fresh in-objective signal, a decrease within the reaction window of a
+signal over the objective, a pause exactly while a partition outside the plan is under min
+ISR, and no signal (None / degraded) never makes the pace faster."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reassign_kit.engine.pacing import (
+    REACTION_S,
+    Bounds,
+    Controller,
+    Objective,
+    pace_line,
+)
+from reassign_kit.errors import UsageError
+from reassign_kit.health.signals import BrokerHealth, HealthSample
+from reassign_kit.model import TopicPartition
+
+TP = TopicPartition
+BROKERS = (0, 1, 2)
+PLAN = frozenset({TP("moving", 0), TP("moving", 1)})
+OUTSIDE = (TP("other", 0), TP("other", 1))
+FLOOR, CEILING = 1_000, 100_000
+
+
+def sample(ts, p99s, degraded=None, under=None):
+    return HealthSample(
+        ts=ts,
+        source="test",
+        brokers={b: BrokerHealth(b, produce_p99_ms=v) for b, v in p99s.items()},
+        under_min_isr=under,
+        degraded=degraded,
+    )
+
+
+steps = st.lists(
+    st.tuples(
+        st.floats(0.2, 12.0),  # time since the previous poll
+        st.floats(0.0, 20.0),  # how old the sample is at the poll
+        st.fixed_dictionaries({b: st.one_of(st.none(), st.floats(1.0, 200.0)) for b in BROKERS}),
+        st.booleans(),  # degraded
+        st.one_of(
+            st.none(),
+            st.sets(st.sampled_from(sorted(PLAN) + list(OUTSIDE))).map(frozenset),
+        ),
+        st.booleans(),  # the source gave no sample at all
+        st.one_of(st.none(), st.sets(st.sampled_from(BROKERS))),  # brokers the run loads
+    ),
+    min_size=1,
+    max_size=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps, st.sampled_from([5.0, 10.0, 29.0]))
+def test_the_controllers_promises_hold_over_any_health_history(history, settle_s):
+    c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, PLAN, settle_s=settle_s)
+    now = 1000.0
+    paused = False
+    for dt, age, p99s, degraded, under, missing, busy in history:
+        now += dt
+        s = None if missing else sample(now - age, p99s, "sick" if degraded else None, under)
+        before = dict(c.rates)
+        changed_before = dict(c.changed_at)
+        decisions = c.step(s, now, busy)
+        # 1. rates within the bounds, always
+        assert all(FLOOR <= r <= CEILING for r in c.rates.values())
+        by_broker = {d.broker: d for d in decisions if d.broker is not None}
+        for b, r in c.rates.items():
+            if r != before[b]:  # every change is a decision saying so
+                assert by_broker[b].old_rate == before[b] and by_broker[b].new_rate == r
+        for d in decisions:
+            if d.action == "increase":
+                # 2. an increase needs a fresh, measured, in-objective, undegraded signal
+                assert s is not None and not s.degraded
+                assert busy is None or d.broker in busy  # under the run's load only
+                p99 = s.brokers[d.broker].produce_p99_ms
+                assert p99 is not None and p99 <= 50.0
+                assert now - s.ts <= c.stale_s
+                assert s.ts - changed_before.get(d.broker, -1e18) >= settle_s
+                assert d.signals["produce_p99_ms"] == p99 and d.reason
+                # doubled before the broker's first decrease, + step after it
+                assert d.new_rate in (
+                    min(CEILING, d.old_rate * 2),
+                    min(CEILING, d.old_rate + c.step_bps),
+                )
+            if d.action == "decrease":
+                assert s is not None and s.brokers[d.broker].produce_p99_ms > 50.0
+        # 3. a signal over the objective is acted on at once, or a decrease was made within
+        # settle_s (< the 30 s reaction bound) before it
+        if s is not None:
+            for b, v in p99s.items():
+                if v is not None and v > 50.0 and before[b] > FLOOR:
+                    recent = s.ts - c.last_decrease.get(b, -1e18) < settle_s
+                    assert (b in by_broker and by_broker[b].action == "decrease") or recent
+                    assert settle_s < REACTION_S
+        # 4. paused iff a partition outside the plan is under min ISR (last measured)
+        if s is not None and s.under_min_isr is not None:
+            paused = bool(s.under_min_isr - PLAN)
+        assert c.paused == paused
+        for d in decisions:
+            if d.action in ("pause", "resume"):
+                assert d.reason and d.broker is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(0.5, 10.0),
+            st.fixed_dictionaries({b: st.one_of(st.none(), st.floats(1, 40)) for b in BROKERS}),
+        ),
+        max_size=40,
+    )
+)
+def test_no_signal_never_makes_the_pace_faster(history):
+    """Every sample degraded (the source is sick): however good its numbers, no increase."""
+    c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, settle_s=1.0)
+    start = dict(c.rates)
+    now = 0.0
+    for dt, p99s in history:
+        now += dt
+        c.step(sample(now, p99s, degraded="prometheus: timeout"), now)
+        c.step(None, now)
+        c.step(sample(now, dict.fromkeys(BROKERS)), now)  # measured nothing
+    assert all(c.rates[b] <= start[b] for b in BROKERS)
+
+
+def test_aimd_one_broker_backed_off_the_others_raised():
+    c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, settle_s=5.0, start=20_000)
+    d0 = c.step(sample(10.0, {0: 20.0, 1: 20.0, 2: 90.0}), 10.0)
+    assert d0[0].reason == (  # no change before: no time since one
+        "produce p99 20.0 ms within the objective 50.0 ms (slow start: doubled until a first "
+        "decrease)"
+    )
+    assert c.rates == {0: 40_000, 1: 40_000, 2: 10_000}  # slow start x2; x0.5
+    c.step(sample(11.0, {0: 20.0, 1: 20.0, 2: 90.0}), 11.0)  # within settle: no change
+    assert c.rates == {0: 40_000, 1: 40_000, 2: 10_000}
+    ds = c.step(sample(16.0, {0: 20.0, 1: 20.0, 2: 90.0}), 16.0)
+    assert c.rates == {0: 80_000, 1: 80_000, 2: 5_000}
+    c.step(sample(22.0, {0: 90.0, 1: 20.0, 2: 20.0}), 22.0)  # broker 0 over: its slow start ends
+    assert c.rates == {0: 40_000, 1: 100_000, 2: 14_900}  # 2: +step (99,000 / 10) after a decrease
+    first = c.step(sample(30.0, {0: 20.0}), 30.0)[0]  # broker 0: additive now, 8 s after
+    assert first.new_rate == 49_900
+    assert (
+        first.reason == "produce p99 20.0 ms within the objective 50.0 ms 8 s after the last change"
+    )
+    line = pace_line({"event": "pace_decision", **[d for d in ds if d.broker == 2][0].to_event()})
+    assert line.startswith("pace broker 2: 10000 -> 5000 B/s (decrease): produce p99 90.0 ms")
+
+
+def test_relative_objective_waits_for_the_baseline():
+    c = Controller(Objective.parse("+20ms"), Bounds(FLOOR, CEILING), (0, 1), baseline_samples=3)
+    assert c.needs_baseline and c.limit_of(0) is None
+    assert c.step(sample(1.0, {0: 500.0, 1: 500.0}), 1.0) == []  # no objective yet: no change
+    for t, (a, b) in enumerate([(5.0, 8.0), (7.0, 9.0), (6.0, 30.0)]):
+        c.observe_baseline(sample(float(t), {0: a, 1: b}))
+    assert c.baseline_ready()
+    d = c.fix_baseline(3.0)
+    assert d.action == "baseline" and c.limit_of(0) == 26.0 and c.limit_of(1) == 29.0
+
+
+@pytest.mark.parametrize(
+    "text, ms, rel",
+    [("50ms", 50.0, False), ("50", 50.0, False), ("0.05s", 50.0, False), ("+20ms", 20.0, True)],
+)
+def test_objective_parse(text, ms, rel):
+    o = Objective.parse(text)
+    assert (o.value_ms, o.relative) == (ms, rel)
+    assert Objective.parse(str(o)) == o
+
+
+@pytest.mark.parametrize("text", ["", "fast", "-5ms", "0ms", "50 km", "+"])
+def test_objective_refused_by_name(text):
+    with pytest.raises(UsageError, match="--slo-produce-p99"):
+        Objective.parse(text)
+
+
+def test_bounds_refused_by_name():
+    with pytest.raises(UsageError, match="--throttle-floor"):
+        Bounds(10, 5)
