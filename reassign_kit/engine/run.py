@@ -326,6 +326,7 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart):
         return self._drive()
 
     _dirty = False
+    _throttles_fresh = False  # set by a clean submission: its sync covered this poll
     _began = False  # the start went through: the run may have changed the cluster
     _exc: ReassignKitError | None = None
     _deadline_hit = False
