@@ -14,6 +14,7 @@ from ..errors import JournalError, KafkaOperationError, ReassignKitError
 from ..model import PartitionState, TopicPartition
 from . import deadlines
 from .gcpause import between_polls, freeze_heap
+from .lifecycle import IllegalTransition
 from .moves import MoveStatus
 from .results import RunError, RunResult
 
@@ -34,6 +35,7 @@ class LoopPart:
         try:
             self._begin()
             self.state = "running"
+            self._fire("start")  # a pause / stop / cancel asked before it began holds
             freeze_heap(self)  # the plan's objects out of the full collections (gcpause)
             while True:
                 # a full garbage collection due in the poll runs after it (gcpause)
@@ -90,6 +92,16 @@ class LoopPart:
                 "warning", message=f"poll failed after retries ({e}); trying again at the next poll"
             )
             return False
+
+    def _fire(self, trigger: str, end: str | None = None) -> bool:
+        """Move the lifecycle (engine/lifecycle.py) under ``_lock``; False when its table
+        refuses ``trigger`` (nothing changed, nothing journaled)."""
+        with self._lock:
+            try:
+                self._life.fire(trigger, end)
+            except IllegalTransition:
+                return False
+            return True
 
     def _sleep(self, seconds: float) -> None:
         if self._stop.is_set():
