@@ -202,7 +202,7 @@ class LoopPart:
         submitting: Mapping[TopicPartition, tuple[tuple[int, ...], PartitionState]] | None = None,
     ) -> None:
         """The cluster's throttles made exactly what the moves in flight (``cluster``) plus
-        ``submitting`` (target, current state) need (``throttle.ThrottleKeeper``)."""
+        ``submitting`` (target, current state) need (``throttle_keeper.ThrottleKeeper``)."""
         self._dirty = False
         ld = self._dirs.brokers(submitting or {}) if self.options.log_dir_throttle else ()
         self._throttles.sync(cluster, self._moves, ld, submitting)

@@ -24,7 +24,7 @@ Ownership (one run state: this object's attributes; each part is a mixin with on
 - ``rollback.RollbackPart``: the way back to each move's original (every cancel path).
 - ``finish.FinishPart``: the end on every path (cancel, elections owed, throttle cleanup
   with retries, result).
-- ``throttle.ThrottleKeeper`` (``_throttles``): the one owner of the throttles on the
+- ``throttle_keeper.ThrottleKeeper`` (``_throttles``): the one owner of the throttles on the
   cluster; ``set_throttle`` only hands it a rate, its next sync writes it.
 - ``lifecycle.Lifecycle`` (``_life``): the run's state by one transition table; the controls,
   the start and the end move it (refused ones return False), one ``lifecycle`` event each.
@@ -50,7 +50,6 @@ from typing import Any
 from ..cluster.gateway import Gateway
 from ..errors import JournalError, ReassignKitError, UsageError
 from ..model import Plan, TopicPartition
-from . import throttle as thr
 from .begin import BeginPart
 from .elections import Elections
 from .eta import RunEta
@@ -67,6 +66,7 @@ from .rollback import RollbackPart
 from .schedule import Caps, Item
 from .steps import StepsFor, steps_hook
 from .submit import SubmitPart
+from .throttle_keeper import ThrottleKeeper
 from .track import TrackPart
 
 log = logging.getLogger(__name__)
@@ -143,7 +143,7 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart):
         self.gw = RetryingGateway(
             gateway, self._sleep, self._emit, before_change=self._commit_before_change
         )
-        self._throttles = thr.ThrottleKeeper(
+        self._throttles = ThrottleKeeper(
             self.gw, plan.topics(), self.options.throttle, self.options.log_dir_throttle, self._emit
         )
         self._last_sample = -1e18
