@@ -4,13 +4,17 @@ Usable from a notebook, a script and the CLI alike: every function takes a gatew
 builds the real one) and returns a result object with ``lines()`` (what the CLI prints),
 ``exit_code`` where it means something, and ``to_pandas()``. Nothing is sent before the whole
 plan validates; throttles are set before a move and removed only when no move needs them.
+
+Verify and cancel live in ``ops_verify`` and ``ops_cancel`` (their names importable from here
+too), the result tables' pieces in ``ops_tables``; here the connection, the legacy execute,
+the listing.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,11 +57,31 @@ from .errors import (  # noqa: F401 (ReassignmentInProgressError, EXIT_*: re-exp
     UsageError,
 )
 from .model import Move, PartitionState, Plan, TopicPartition, is_complete
+from .ops_cancel import (  # noqa: F401 (re-exported: the names ops has always had)
+    ROLLBACK_TIMEOUT_S,
+    CancelResult,
+    _originals_from,
+    cancel,
+    cancel_run,
+)
+from .ops_tables import (  # noqa: F401 (re-exported: the names ops has always had)
+    _fmt,
+    _table,
+)
+from .ops_verify import (  # noqa: F401 (re-exported: the names ops has always had)
+    COMPLETE,
+    IN_PROGRESS,
+    MISMATCH,
+    MISSING,
+    SETTLE_ATTEMPTS,
+    SETTLE_PAUSE_S,
+    VerifyResult,
+    _classify,
+    _settled_states,
+    settle,
+    verify,
+)
 from .plan_record import Approval
-
-SETTLE_PAUSE_S = 0.5  # between re-reads of metadata that may lag the controller (see settle)
-SETTLE_ATTEMPTS = round(METADATA_SETTLE_S / SETTLE_PAUSE_S)  # 6: the one settle window
-
 
 # ----------------------------------------------------------------------------- setup
 
@@ -115,16 +139,6 @@ def connect(
     if isinstance(command_config, str):
         command_config = load_command_config(command_config)
     return AdminGateway(bootstrap_servers, command_config, timeout_s=timeout_s)
-
-
-def _table(rows: list[dict[str, Any]], columns: list[str]) -> Any:
-    import pandas as pd
-
-    return pd.DataFrame(rows, columns=columns)
-
-
-def _fmt(rs: Iterable[int]) -> str:
-    return ",".join(str(r) for r in rs)
 
 
 # ----------------------------------------------------------------------------- execute
@@ -386,530 +400,6 @@ def _elect_reorders(
             "it elects their preferred leaders."
         )
     return result
-
-
-# ----------------------------------------------------------------------------- verify
-
-COMPLETE = "complete"
-IN_PROGRESS = "in progress"
-MISMATCH = "mismatch"
-MISSING = "missing"
-
-
-@dataclass
-class VerifyResult:
-    rows: list[dict[str, Any]]
-    log_dir_rows: list[dict[str, Any]]
-    cleared: tuple[dict, dict] | None
-    notes: list[str] = field(default_factory=list)
-    # --elect-leaders: the elections of the plan's complete partitions, and the check after
-    elections: ElectionResult | None = None
-
-    def _statuses(self) -> set[str]:
-        return {r["status"] for r in self.rows} | {r["status"] for r in self.log_dir_rows}
-
-    @property
-    def complete(self) -> bool:
-        return self._statuses() <= {COMPLETE}
-
-    @property
-    def exit_code(self) -> int:
-        s = self._statuses()
-        if s & {MISMATCH, MISSING}:
-            return EXIT_MISMATCH
-        if IN_PROGRESS in s:
-            return EXIT_IN_PROGRESS
-        return 0
-
-    def to_pandas(self) -> Any:
-        return _table(
-            self.rows, ["topic", "partition", "status", "target", "replicas", "adding", "removing"]
-        )
-
-    def lines(self) -> list[str]:
-        out = ["Status of partition reassignment:"]
-        for r in self.rows:
-            tp = f"{r['topic']}-{r['partition']}"
-            if r["status"] == COMPLETE:
-                out.append(f"Reassignment of partition {tp} is completed.")
-            elif r["status"] == IN_PROGRESS:
-                out.append(
-                    f"Reassignment of partition {tp} is still in progress "
-                    f"(replicas {_fmt(r['replicas'])}, adding {_fmt(r['adding'])}, "
-                    f"removing {_fmt(r['removing'])})."
-                )
-            elif r["status"] == MISSING:
-                out.append(f"Partition {tp} does not exist in the cluster.")
-            else:
-                other = r.get("other_target")
-                out.append(
-                    f"There is an active reassignment of partition {tp} to "
-                    f"[{_fmt(other)}], not to the plan's [{_fmt(r['target'])}]."
-                    if other
-                    else f"There is no active reassignment of partition {tp}, but replica set "
-                    f"is [{_fmt(r['replicas'])}] rather than [{_fmt(r['target'])}]."
-                )
-        if self.log_dir_rows:
-            out.append("")
-            out.append("Reassignment of replicas between log dirs:")
-            for r in self.log_dir_rows:
-                rep = f"{r['topic']}-{r['partition']} on broker {r['broker']}"
-                if r["status"] == COMPLETE:
-                    out.append(f"Reassignment of replica {rep} to {r['log_dir']} is completed.")
-                elif r["status"] == IN_PROGRESS:
-                    out.append(
-                        f"Reassignment of replica {rep} to {r['log_dir']} is still in progress."
-                    )
-                else:
-                    out.append(
-                        f"Replica {rep} is in {r['current'] or 'no live log dir'}, "
-                        f"not in {r['log_dir']}."
-                    )
-        return out + self.notes
-
-
-def _classify(target: tuple[int, ...], st: PartitionState | None) -> str:
-    if st is None:
-        return MISSING
-    if is_complete(target, st):
-        return COMPLETE
-    if st.reassigning:
-        # Moving toward the plan's target (same set): in progress; elsewhere: a mismatch.
-        return IN_PROGRESS if set(st.target) == set(target) else MISMATCH
-    return MISMATCH
-
-
-def settle(
-    gateway: Any,
-    states: dict[TopicPartition, PartitionState],
-    suspect: Any,
-    attempts: int = SETTLE_ATTEMPTS,
-    pause_s: float | None = None,
-) -> dict[TopicPartition, PartitionState]:
-    """Re-read the partitions for which ``suspect(tp, state)`` holds, a few times: metadata
-    reaches brokers asynchronously, so right after a move ends or is cancelled a broker may
-    still report the intermediate replica set while the controller says it is not reassigning
-    (KIP-860's race, where the official tool reports a false mismatch)."""
-    for _ in range(attempts):
-        again = [tp for tp, st in states.items() if suspect(tp, st)]
-        if not again:
-            break
-        gateway.sleep(SETTLE_PAUSE_S if pause_s is None else pause_s)  # its clock (model time)
-        states.update(gateway.describe_partitions(again))
-    return states
-
-
-def _settled_states(gateway: Any, plan: Plan) -> dict[TopicPartition, PartitionState]:
-    targets = {m.tp: m.replicas for m in plan}
-    return settle(
-        gateway,
-        gateway.describe_partitions(list(targets)),
-        lambda tp, st: (
-            not st.reassigning
-            and not is_complete(targets[tp], st)
-            and set(targets[tp]) < set(st.replicas)  # target + the replicas being removed
-        ),
-    )
-
-
-def verify(
-    gateway: Any,
-    plan: Plan,
-    *,
-    preserve_throttles: bool = False,
-    priors: thr.Priors | str | None = None,
-    elect_leaders: bool = False,
-) -> VerifyResult:
-    """Is every move of the plan complete (``model.is_complete``), its replicas in the asked log
-    dirs? Once nothing of the plan is in progress, clear the throttles of the plan's topics and
-    every broker, except what reassignments still in flight elsewhere need; with ``priors``
-    (what ``execute`` saved, or a run's journal) the values there before are put back and
-    only the configs that run changed are touched (an operator's rate on a broker it never
-    throttled stays).
-
-    ``elect_leaders`` (CLI ``--verify --elect-leaders``, the panel's Verify with its "elect
-    preferred leaders" box): each complete partition of the plan that another replica than
-    its first leads gets a preferred leader election (KIP-460, one request), and every
-    complete partition is checked (``VerifyResult.elections``; those not led by their
-    preferred replica named with why). The exit code stays the reassignment's."""
-    priors = thr.load_priors(priors)
-    tps = [m.tp for m in plan]
-    require_permissions(gateway, "verify", ["DESCRIBE"])
-    states = _settled_states(gateway, plan)
-    rows = []
-    for m in plan:
-        st = states.get(m.tp)
-        status = _classify(m.replicas, st)
-        rows.append(
-            {
-                "topic": m.topic,
-                "partition": m.partition,
-                "status": status,
-                "target": list(m.replicas),
-                "replicas": list(st.replicas) if st else [],
-                "adding": list(st.adding) if st else [],
-                "removing": list(st.removing) if st else [],
-                "other_target": list(st.target)
-                if st is not None and st.reassigning and status == MISMATCH
-                else None,
-            }
-        )
-    log_dir_rows = []
-    wanted = log_dir_targets(plan)
-    if wanted:
-        cur, fut = replica_log_dirs(gateway, tps, {b for _, b in wanted})
-        for (tp, b), d in sorted(wanted.items()):
-            if cur.get((tp, b)) == d and (tp, b) not in fut:
-                status = COMPLETE
-            elif fut.get((tp, b)) == d or states.get(tp) is not None and states[tp].reassigning:
-                status = IN_PROGRESS
-            else:
-                status = MISMATCH
-            log_dir_rows.append(
-                {
-                    "topic": tp.topic,
-                    "partition": tp.partition,
-                    "broker": b,
-                    "log_dir": d,
-                    "current": cur.get((tp, b)),
-                    "future": fut.get((tp, b)),
-                    "status": status,
-                }
-            )
-    result = VerifyResult(rows, log_dir_rows, None)
-    if elect_leaders:
-        complete = {
-            TopicPartition(r["topic"], r["partition"]): states[
-                TopicPartition(r["topic"], r["partition"])
-            ]
-            for r in rows
-            if r["status"] == COMPLETE
-        }
-        if complete:
-            result.elections = elect_preferred(gateway, complete)
-            result.notes += result.elections.lines()
-    lacking = missing_permissions(gateway, ["DESCRIBE_CONFIGS", "ALTER_CONFIGS"])
-    if IN_PROGRESS not in result._statuses() and not preserve_throttles and lacking:
-        result.notes.append(
-            "Throttles not removed: this client's principal lacks "
-            + " and ".join(lacking)
-            + " on the CLUSTER resource (kafka-cluster), needed to remove the throttle configs "
-            "of brokers and topics. Run --verify again as a principal that has it, so that no "
-            "throttle is left."
-        )
-    elif IN_PROGRESS not in result._statuses() and not preserve_throttles:
-        # with the run's priors (its record), only what that run changed is touched (issue 19
-        # item 6); without, every broker's rate goes, as the official tool does
-        result.cleared = thr.clear_throttles(
-            gateway, plan.topics(), priors=priors, only_recorded=priors is not None
-        )
-        kept = {
-            t: kv for t, kv in result.cleared[0].items() if any(v is not None for v in kv.values())
-        }
-        result.notes.append(
-            "Throttles removed from topics "
-            + ",".join(plan.topics())
-            + " and from brokers no other reassignment in flight needs"
-            + (f" (kept for moves still in flight: {', '.join(sorted(kept))})" if kept else "")
-            + "."
-            + (" The values there before were put back." if priors else "")
-        )
-    elif preserve_throttles:
-        result.notes.append("Throttles preserved (--preserve-throttles).")
-    return result
-
-
-# ----------------------------------------------------------------------------- cancel
-
-
-ROLLBACK_TIMEOUT_S = 300.0  # how long a cancel waits for the partitions to be back
-
-
-@dataclass
-class CancelResult:
-    """Per partition: ``cancelled`` (back at its original replica list, in order, verified),
-    ``completed`` (it finished before the cancel reached it: left at its target),
-    ``not_moving`` (untouched, nothing to do), ``rolling_back`` (original, replicas now: not
-    back within the wait; the reassignment back is in flight), ``unknown`` (neither moving
-    nor at the plan's target, and no journal or rollback file says where it started),
-    ``errors``. ``reverted``: the partitions whose reassignment in flight was cancelled."""
-
-    cancelled: list[TopicPartition]
-    not_moving: list[TopicPartition]
-    errors: dict[TopicPartition, str]
-    log_dir_cancelled: list[tuple[TopicPartition, int]]
-    cleared: tuple[dict, dict] | None
-    rollback_file: str | None = None
-    completed: list[TopicPartition] = field(default_factory=list)
-    rolling_back: dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]]] = field(
-        default_factory=dict
-    )
-    unknown: list[TopicPartition] = field(default_factory=list)
-    reverted: list[TopicPartition] = field(default_factory=list)
-    originals: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
-    journal: str | None = None
-    # back at their original list but still led by another replica: the preferred-leader
-    # election that should have moved leadership back failed (partition -> error)
-    leader_not_restored: dict[TopicPartition, str] = field(default_factory=dict)
-
-    @property
-    def exit_code(self) -> int:
-        if self.errors:
-            return KafkaOperationError.exit_code
-        return EXIT_IN_PROGRESS if self.rolling_back else 0
-
-    def to_pandas(self) -> Any:
-        rows = [
-            {"topic": tp.topic, "partition": tp.partition, "result": result}
-            for result, tps in (
-                ("cancelled", self.cancelled),
-                ("completed", self.completed),
-                ("rolling back", self.rolling_back),
-                ("original unknown", self.unknown),
-                ("not moving", self.not_moving),
-            )
-            for tp in tps
-        ]
-        rows += [
-            {"topic": tp.topic, "partition": tp.partition, "result": e}
-            for tp, e in self.errors.items()
-        ]
-        return _table(rows, ["topic", "partition", "result"])
-
-    def lines(self) -> list[str]:
-        out = []
-        if self.reverted:
-            out.append(
-                "Successfully cancelled reassignment of partitions "
-                + ",".join(str(tp) for tp in self.reverted)
-            )
-        if self.log_dir_cancelled:
-            out.append(
-                "Successfully cancelled movement of replicas between log dirs: "
-                + ",".join(f"{tp}@{b}" for tp, b in self.log_dir_cancelled)
-            )
-        if self.cancelled:
-            out.append(
-                "Rolled back to their original replica lists (order and preferred leader "
-                "included), verified:"
-            )
-            out += [f"  {tp}: back at its original replicas [{_fmt(self.originals[tp])}]"
-                    for tp in self.cancelled]  # fmt: skip
-        if self.completed:
-            out.append(
-                "Completed before the cancel reached them (left at their target): "
-                + ",".join(str(tp) for tp in self.completed)
-            )
-        if self.not_moving:
-            out.append(
-                "Not moving, nothing to cancel: " + ",".join(str(tp) for tp in self.not_moving)
-            )
-        if not (self.reverted or self.cancelled or self.log_dir_cancelled or self.errors) and not (
-            self.rolling_back
-        ):
-            out.append("None of the specified partition reassignments are active.")
-        for tp, e in self.errors.items():
-            out.append(f"Could not cancel {tp}: {e}")
-        if self.rolling_back:
-            out.append(
-                "Not back at their original replicas yet (the reassignment back is in flight, "
-                "throttled); run the same --cancel again to wait for it and verify:"
-            )
-            for tp, (orig, now) in self.rolling_back.items():
-                out.append(f"  {tp}: original [{_fmt(orig)}], now [{_fmt(now)}]")
-        if self.unknown:
-            out.append(
-                "Not moving and not at the plan's target, left as they are: without the run's "
-                "journal or rollback file nothing tells a move not started from a KIP-435 "
-                "stepped move stopped between steps: " + ",".join(str(tp) for tp in self.unknown)
-            )
-            out.append(
-                "  Give the run's --journal, or the --rollback-file --execute saved, to bring "
-                "them back to their original replicas"
-                + (f" ({self.rollback_file})." if self.rollback_file else ".")
-            )
-        for tp, e in self.leader_not_restored.items():
-            out.append(
-                f"  {tp}: its original leader {self.originals[tp][0]} could not be elected "
-                f"({e}); kafka-leader-election --election-type PREFERRED moves it back"
-            )
-        if self.cleared is not None:
-            out.append("Throttles no remaining reassignment needs were removed.")
-        return out
-
-
-def _originals_from(
-    rollback_file: str | None, journal: str | None
-) -> tuple[Plan | None, dict[TopicPartition, tuple[int, ...]], set[TopicPartition], int | None]:
-    """(the journaled plan, original replica lists, journaled completions, throttle rate)
-    from a run's journal and / or a rollback file; where both name a partition they must
-    agree (order included), else nothing is sent and both lists are named
-    (``rollback.merge_originals``; before, the journal's silently won)."""
-    from .engine.resume import journaled_run
-
-    plan, completed, rate = None, set(), None
-    sources: dict[str, dict[TopicPartition, tuple[int, ...]]] = {}
-    if journal:
-        jr = journaled_run(journal)
-        plan, completed, rate = jr.plan, jr.completed, jr.options.throttle
-        sources[f"the journal {journal}"] = jr.originals
-    if rollback_file:
-        if not os.path.exists(rollback_file):
-            raise UsageError(f"--rollback-file {rollback_file}: no such file")
-        rb = {m.tp: tuple(m.replicas) for m in Plan.read(rollback_file)}
-        sources[f"--rollback-file {rollback_file}"] = rb
-    return plan, merge_originals(sources), completed, rate
-
-
-def cancel(
-    gateway: Any,
-    plan: Plan | None = None,
-    *,
-    topics: Iterable[str] | None = None,
-    all: bool = False,
-    preserve_throttles: bool = False,
-    rollback_file: str | None = None,
-    journal: str | None = None,
-    throttle: int | None = None,
-    timeout_s: float = ROLLBACK_TIMEOUT_S,
-    priors: thr.Priors | str | None = None,
-) -> CancelResult:
-    """Cancel means rollback. The partitions: the plan's (or the plan a ``journal`` holds),
-    every partition of ``topics`` in flight, or ``all`` in flight (KIP-455's three levels).
-
-    Each one in flight is cancelled (Kafka puts it back where that reassignment started and
-    deletes the replicas it added); then every partition not back at its ORIGINAL replica
-    list — the one before the run, which for a KIP-435 stepped move is not where its last step
-    started — gets a reassignment back to that list (throttled at ``throttle``, or the
-    journal's rate), in order, so the preferred leader is the original one too; the cancel
-    waits up to ``timeout_s`` and verifies. Originals come from the run's ``journal``, the
-    ``rollback_file`` --execute saved, else (a move in flight) from the cluster. A partition
-    already at the plan's target is left there (completed). Throttles removed put back the
-    values there before: ``priors`` (legacy --execute's priors file), else the journal's."""
-    chosen = [plan is not None, topics is not None, all]
-    if sum(chosen) > 1 or (sum(chosen) == 0 and journal is None):
-        raise UsageError("cancel needs exactly one of a plan (or a journal), topics, or all")
-    require_permissions(
-        gateway,
-        "cancel",
-        ["DESCRIBE", "ALTER"]
-        + ([] if preserve_throttles else ["DESCRIBE_CONFIGS", "ALTER_CONFIGS"]),
-        hint="" if preserve_throttles else "or cancel with --preserve-throttles",
-    )
-    j_plan, known, j_completed, j_rate = _originals_from(rollback_file, journal)
-    if not any(chosen):  # --journal alone: the journaled run's plan
-        plan = j_plan
-    if journal is not None and plan is None and topics is None and not all:
-        raise UsageError(
-            f"--journal {journal}: the journal holds no plan (too large to inline, and its "
-            "plan file is gone): give --reassignment-json-file too"
-        )
-    rate = throttle if throttle is not None else j_rate
-    if priors is None and journal is not None:
-        from .engine.journal import read_events
-
-        priors = thr.Priors.from_events(read_events(journal))
-    priors = thr.load_priors(priors)
-    in_flight = gateway.list_reassignments()
-    if plan is not None:
-        wanted = [m.tp for m in plan]
-    elif topics is not None:
-        ts = set(topics)
-        wanted = sorted(tp for tp in in_flight if tp.topic in ts)
-    else:
-        wanted = sorted(in_flight)
-    targets = {m.tp: tuple(m.replicas) for m in plan} if plan is not None else {}
-    # where each started: the journal / rollback file, else the reassignment in flight's own
-    originals = {
-        tp: tuple(r for r in in_flight[tp].replicas if r not in in_flight[tp].adding)
-        for tp in wanted
-        if tp in in_flight
-    }
-    originals.update({tp: o for tp, o in known.items() if tp in set(wanted)})
-    moving = [tp for tp in wanted if tp in in_flight]
-    results = gateway.alter_reassignments(dict.fromkeys(moving)) if moving else {}
-    reverted = [tp for tp in moving if tp in results and results[tp] is None]
-    errors = {
-        tp: (results.get(tp) or "no answer from the controller")
-        for tp in moving
-        if tp not in reverted
-    }
-    # NoReassignmentInProgress: it finished between list and cancel; not an error.
-    finished = [tp for tp, e in errors.items() if no_reassignment_in_progress(e)]
-    for tp in finished:
-        del errors[tp]
-
-    states = gateway.describe_partitions([tp for tp in wanted if tp not in errors])
-    cancelled: list[TopicPartition] = []
-    completed: list[TopicPartition] = []
-    not_moving: list[TopicPartition] = []
-    unknown: list[TopicPartition] = []
-    back: dict[TopicPartition, tuple[int, ...]] = {}
-    for tp in wanted:
-        if tp in errors:
-            continue
-        st, orig = states.get(tp), originals.get(tp)
-        if st is None:
-            errors[tp] = "the partition does not exist"
-        elif tp in targets and tp not in reverted and is_complete(targets[tp], st):
-            (
-                completed if tp in finished or tp in j_completed or tp in known else not_moving
-            ).append(tp)
-        elif orig is None or (tp in j_completed and tp not in reverted):
-            (unknown if tp in targets and not st.reassigning else not_moving).append(tp)
-        elif is_complete(orig, st):
-            (cancelled if tp in reverted else not_moving).append(tp)
-        else:
-            back[tp] = orig
-    if back:
-        cancelled_back, rolling, refused = roll_back(gateway, back, states, rate, timeout_s, priors)
-        cancelled += cancelled_back
-        errors.update(refused)
-    else:
-        rolling = {}
-    cancelled.sort(key=wanted.index)
-    leader_not_restored = restore_leaders(gateway, {tp: originals[tp] for tp in cancelled})
-
-    log_dir_cancelled: list[tuple[TopicPartition, int]] = []
-    if plan is not None and any(m.log_dirs is not None for m in plan):
-        brokers = {b for m in plan if m.log_dirs is not None for b in m.replicas}
-        cur, fut = replica_log_dirs(gateway, [m.tp for m in plan], brokers)
-        back_dirs = {key: cur[key] for key in fut if key in cur}
-        if back_dirs:
-            res = gateway.alter_replica_log_dirs(back_dirs)
-            log_dir_cancelled = sorted(k for k, e in res.items() if e is None)
-
-    cleared = None
-    touched = {tp.topic for tp in [*reverted, *back]} | {tp.topic for tp, _ in log_dir_cancelled}
-    if not preserve_throttles:
-        # as the official tool (and its ReassignPartitionsCommandTest): without
-        # --preserve-throttles the throttles go even when nothing was moving any more (e.g.
-        # after an earlier --cancel --preserve-throttles), except what moves in flight need;
-        # the operator's values recorded before are put back (issue 14 #13)
-        named = set(plan.topics()) if plan is not None else set(topics or ())
-        cleared = thr.clear_throttles(
-            gateway, sorted(touched | named), priors=priors, only_recorded=priors is not None
-        )
-    return CancelResult(
-        cancelled,
-        sorted(not_moving),
-        errors,
-        log_dir_cancelled,
-        cleared,
-        rollback_file,
-        completed=completed,
-        rolling_back=rolling,
-        unknown=unknown,
-        reverted=reverted,
-        originals={tp: originals[tp] for tp in cancelled},
-        journal=journal,
-        leader_not_restored=leader_not_restored,
-    )
-
-
-def cancel_run(gateway: Any, journal: str, **kwargs: Any) -> CancelResult:
-    """Roll back the run journaled at ``journal`` (its plan, originals and throttle rate)."""
-    return cancel(gateway, None, journal=journal, **kwargs)
 
 
 # ----------------------------------------------------------------------------- list

@@ -32,189 +32,51 @@ from typing import Any
 from . import sandbox_metrics
 from .errors import SandboxError
 
-KAFKA_VERSION = "4.3.1"
-METADATA_MODES = ("kraft", "zookeeper")
-# The sandbox's defaults when a caller names no version / mode: what `make compat` sets to run
-# every test fixture (each starts its own sandbox) against another release.
-VERSION_ENV = "RK_SANDBOX_KAFKA_VERSION"
-METADATA_ENV = "RK_SANDBOX_METADATA"
+# the Kafka distribution (sandbox_kafka) and a secured sandbox's parts (sandbox_security):
+# their names importable from here, as before
+from .sandbox_kafka import (  # noqa: F401 (re-exported: the names this module has always had)
+    HEAP,
+    JVM_FLAGS,
+    KAFKA_VERSION,
+    LOG4J2,
+    METADATA_ENV,
+    METADATA_MODES,
+    REPO_ROOT,
+    VERSION_ENV,
+    _require,
+    check_mode,
+    check_version,
+    default_metadata,
+    default_version,
+    fetch_kafka,
+    info,
+    java_binary,
+    kafka_classpath,
+    kafka_home,
+    run_kafka_class,
+)
+from .sandbox_security import (  # noqa: F401 (re-exported: the names this module has always had)
+    _AUTHORIZER,
+    _PLAIN_MODULE,
+    _PROTOCOL,
+    _SCRAM_MODULE,
+    CLIENT_USERS,
+    SCRAM,
+    SECURITY_MODES,
+    SUPER_USER,
+    _acl_bindings,
+    _jaas,
+    _make_certificates,
+    _openssl,
+    _private_write,
+    _Security,
+)
+
 CONTROLLER_ID = 1000
 ZOOKEEPER_ID = 2000
 ZK_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 _MAINS = ("kafka.Kafka", ZK_MAIN)  # the only processes the sandbox ever signals
 STATE_FILE = "sandbox.json"
-REPO_ROOT = Path(__file__).resolve().parent.parent
-HEAP = os.environ.get("RK_SANDBOX_HEAP", "-Xms128m -Xmx512m")
-# Small JVMs on a 2-core machine: few GC/compiler threads, fast start-up.
-JVM_FLAGS = [
-    "-XX:+UseSerialGC",
-    "-XX:CICompilerCount=2",
-    "-XX:+ExitOnOutOfMemoryError",
-    "-Djava.awt.headless=true",
-    "-Djava.net.preferIPv4Stack=true",
-]
-LOG4J2 = """\
-status = warn
-appender.console.type = Console
-appender.console.name = STDOUT
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = WARN
-rootLogger.appenderRef.stdout.ref = STDOUT
-logger.kafka.name = kafka
-logger.kafka.level = INFO
-logger.state.name = state.change.logger
-logger.state.level = WARN
-logger.server.name = org.apache.kafka.server
-logger.server.level = INFO
-logger.controller.name = org.apache.kafka.controller
-logger.controller.level = INFO
-"""
-
-
-# --------------------------------------------------------------------------- jars
-
-
-def default_version() -> str:
-    """The release a sandbox runs when none is named: $RK_SANDBOX_KAFKA_VERSION, else 4.3.1."""
-    return check_version(os.environ.get(VERSION_ENV) or KAFKA_VERSION)
-
-
-def default_metadata() -> str:
-    """The metadata mode when none is named: $RK_SANDBOX_METADATA, else kraft."""
-    return os.environ.get(METADATA_ENV) or "kraft"
-
-
-def check_version(version: str) -> str:
-    """A release as Maven Central names it (3.9.1, 4.0.0): anything else is refused by name
-    before mvn is asked (a path in it would escape the cache folder)."""
-    import re
-
-    v = str(version).strip()
-    if not re.fullmatch(r"\d+\.\d+\.\d+", v):
-        raise SandboxError(
-            f"--kafka-version must be a release like 3.9.1 or 4.3.1, got {version!r}"
-        )
-    return v
-
-
-def check_mode(version: str, metadata: str) -> str:
-    if metadata not in METADATA_MODES:
-        raise SandboxError(
-            f"--metadata must be one of {', '.join(METADATA_MODES)}, got {metadata!r}"
-        )
-    major, minor = (int(x) for x in version.split(".")[:2])
-    if metadata == "zookeeper" and major >= 4:
-        raise SandboxError(
-            f"--metadata zookeeper needs Kafka 3.x: ZooKeeper mode was removed in 4.0 "
-            f"(asked for {version})"
-        )
-    if metadata == "kraft" and (major, minor) < (3, 3):
-        raise SandboxError(
-            f"KRaft is production-ready from Kafka 3.3: use --metadata zookeeper for {version}"
-        )
-    return metadata
-
-
-def kafka_home(version: str = KAFKA_VERSION) -> Path:
-    base = Path(os.environ.get("RK_KAFKA_CACHE", REPO_ROOT / ".cache" / "kafka"))
-    return base / version
-
-
-def _require(tool: str, why: str) -> str:
-    path = shutil.which(tool)
-    if not path:
-        raise SandboxError(f"{tool} not found on PATH: {why}")
-    return path
-
-
-def fetch_kafka(version: str = KAFKA_VERSION, quiet: bool = True) -> Path:
-    """Resolve the broker and the official tools from Maven Central once; later calls are free."""
-    libs = kafka_home(version) / "libs"
-    marker = libs / ".complete"
-    if marker.exists():
-        return libs
-    mvn = _require("mvn", "Maven is needed to fetch Apache Kafka from Maven Central")
-    _require("java", "a Java 17+ runtime is needed to run Apache Kafka")
-    pom = REPO_ROOT / "tools" / "kafka-pom.xml"
-    if not pom.exists():
-        raise SandboxError(f"{pom} is missing: cannot fetch Kafka outside the source checkout")
-    libs.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        mvn,
-        "-B",
-        "-f",
-        str(pom),
-        "dependency:copy-dependencies",
-        f"-Dkafka.version={version}",
-        f"-DoutputDirectory={libs}",
-        "-DincludeScope=runtime",
-    ]
-    if quiet:
-        cmd.insert(1, "-q")
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-        raise SandboxError(f"mvn could not fetch Apache Kafka {version}:\n{tail}")
-    marker.write_text(version + "\n")
-    return libs
-
-
-def kafka_classpath(version: str = KAFKA_VERSION) -> str:
-    libs = kafka_home(version) / "libs"
-    if not (libs / ".complete").exists():
-        raise SandboxError(
-            f"Apache Kafka {version} jars are not fetched yet ({libs}); run `make setup` "
-            "or `reassign-kit sandbox fetch`"
-        )
-    return str(libs / "*")
-
-
-def java_binary() -> str:
-    home = os.environ.get("JAVA_HOME")
-    if home and (Path(home) / "bin" / "java").exists():
-        return str(Path(home) / "bin" / "java")
-    return _require("java", "a Java 17+ runtime is needed to run Apache Kafka")
-
-
-def run_kafka_class(
-    main_class: str,
-    args: Sequence[str],
-    timeout: float = 300,
-    check: bool = False,
-    version: str = KAFKA_VERSION,
-) -> subprocess.CompletedProcess[str]:
-    """Run a Kafka main class (e.g. the official ReassignPartitionsCommand) from the fetched jars
-    (of ``version``: 4.3.1's official tool unless told)."""
-    cmd = [
-        java_binary(),
-        "-Xmx256m",
-        *JVM_FLAGS,
-        "-cp",
-        kafka_classpath(version),
-        main_class,
-        *args,
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if check and proc.returncode != 0:
-        raise SandboxError(f"{main_class} exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
-    return proc
-
-
-def info(version: str | None = None) -> dict[str, Any]:
-    version = check_version(version) if version else default_version()
-    libs = kafka_home(version) / "libs"
-    return {
-        "kafka_version": version,
-        "libs": str(libs),
-        "fetched": (libs / ".complete").exists(),
-        "classpath": str(libs / "*"),
-        "reassign_partitions_class": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
-        "example": (
-            f"java -cp '{libs}/*' org.apache.kafka.tools.reassign.ReassignPartitionsCommand "
-            "--bootstrap-server <bootstrap_servers> --list"
-        ),
-    }
 
 
 # --------------------------------------------------------------------------- processes
@@ -1242,248 +1104,3 @@ def _tail(path: str, lines: int = 20) -> str:
 
 def default_dir() -> Path:
     return Path(os.environ.get("RK_SANDBOX_DIR", REPO_ROOT / ".cache" / "sandbox"))
-
-
-# --------------------------------------------------------------------------- security
-#
-# ``--security sasl_scram|ssl|sasl_ssl`` (plain stays the default and unchanged): every broker
-# listener authenticates, the StandardAuthorizer runs on every node with the inter-broker
-# principal ``User:broker`` as the only super user, and three client users get ready client
-# .properties files: admin (every right), reader (DESCRIBE cluster and topics, DESCRIBE_CONFIGS,
-# READ topics) and denied (no ACL). SASL modes use SCRAM-SHA-512 on the broker listener (users
-# added at format time, KIP-900) and PLAIN on the controller listener (the controller cannot
-# read SCRAM credentials before its own metadata log is up); ``ssl`` is mutual TLS, the
-# principal being the certificate's CN. Certificates (a CA, one broker certificate with
-# IP:127.0.0.1, one client certificate per user in ``ssl``) are made by openssl at create time.
-# Passwords and keys live under ``<dir>/security`` (0700, files 0600), never in sandbox.json
-# or the status JSON.
-
-SECURITY_MODES = ("plain", "sasl_scram", "ssl", "sasl_ssl")
-CLIENT_USERS = ("admin", "reader", "denied")
-SUPER_USER = "broker"
-SCRAM = "SCRAM-SHA-512"
-_PROTOCOL = {"sasl_scram": "SASL_PLAINTEXT", "ssl": "SSL", "sasl_ssl": "SASL_SSL"}
-_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-_SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
-_PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
-
-
-def _private_write(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-
-
-def _openssl(args: list[str], cwd: Path) -> None:
-    exe = _require("openssl", "--security ssl|sasl_ssl makes its certificates with openssl")
-    proc = subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SandboxError(f"openssl {args[0]} failed: {proc.stderr.strip()[-800:]}")
-
-
-def _make_certificates(sec: Path, names: Sequence[str]) -> None:
-    """A CA (ca.pem) and, per name, ``<name>.pem``: its PKCS#8 key and its certificate
-    (CN=name, SAN IP:127.0.0.1 and localhost, server and client use), signed by the CA."""
-    _openssl(
-        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem"]
-        + ["-days", "30", "-subj", "/CN=reassign-kit sandbox CA"],
-        sec,
-    )
-    (sec / "leaf.ext").write_text(
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
-        "extendedKeyUsage=serverAuth,clientAuth\n"
-        "keyUsage=critical,digitalSignature,keyEncipherment\n"
-    )
-    for name in names:
-        _openssl(
-            ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key"]
-            + ["-out", f"{name}.csr", "-subj", f"/CN={name}"],
-            sec,
-        )
-        _openssl(
-            ["x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key"]
-            + ["-CAcreateserial", "-out", f"{name}.crt", "-days", "30", "-extfile", "leaf.ext"],
-            sec,
-        )
-        key = (sec / f"{name}.key").read_text()
-        crt = (sec / f"{name}.crt").read_text()
-        _private_write(sec / f"{name}.pem", key + crt)
-        for ext in (".key", ".csr", ".crt"):
-            (sec / f"{name}{ext}").unlink()
-    (sec / "ca.key").unlink()  # nothing is signed later: the CA's key is not kept
-    for p in sec.iterdir():
-        if p.is_file():
-            os.chmod(p, 0o600)
-
-
-def _jaas(module: str, user: str, password: str, **extra: str) -> str:
-    more = "".join(f' {k}="{v}"' for k, v in extra.items())
-    return f'{module} required username="{user}" password="{password}"{more};'
-
-
-@dataclass
-class _Security:
-    """What one security mode adds to the node configs and the format command."""
-
-    mode: str
-    dir: Path
-    passwords: dict[str, str]
-
-    @property
-    def protocol(self) -> str:
-        return _PROTOCOL[self.mode]
-
-    @property
-    def sasl(self) -> bool:
-        return self.mode in ("sasl_scram", "sasl_ssl")
-
-    @property
-    def tls(self) -> bool:
-        return self.mode in ("ssl", "sasl_ssl")
-
-    @classmethod
-    def make(cls, d: Path, mode: str) -> _Security:
-        import secrets as _secrets
-
-        sec = d / "security"
-        sec.mkdir(mode=0o700, exist_ok=True)
-        os.chmod(sec, 0o700)
-        users = (SUPER_USER, *CLIENT_USERS)
-        passwords = {u: _secrets.token_hex(12) for u in users} if mode != "ssl" else {}
-        if passwords:
-            _private_write(sec / "passwords.json", json.dumps(passwords, indent=2) + "\n")
-        s = cls(mode, sec, passwords)
-        if s.tls:
-            _make_certificates(sec, users if mode == "ssl" else (SUPER_USER,))
-        for user in users:
-            _private_write(
-                sec / f"{user}.properties",
-                "".join(f"{k}={v}\n" for k, v in s.client_properties(user).items()),
-            )
-        return s
-
-    @classmethod
-    def load(cls, d: Path, mode: str) -> _Security:
-        sec = d / "security"
-        pw = sec / "passwords.json"
-        passwords = json.loads(pw.read_text()) if pw.exists() else {}
-        return cls(mode, sec, passwords)
-
-    # -- node configs ---------------------------------------------------------------------
-
-    def _tls_props(self) -> dict[str, str]:
-        return {
-            "ssl.keystore.type": "PEM",
-            "ssl.keystore.location": str(self.dir / f"{SUPER_USER}.pem"),
-            "ssl.truststore.type": "PEM",
-            "ssl.truststore.location": str(self.dir / "ca.pem"),
-        }
-
-    def common_props(self) -> dict[str, str]:
-        """For the controller and every broker: the controller listener and the authorizer."""
-        cproto = "SSL" if self.mode == "ssl" else self.protocol
-        props = {
-            "listener.security.protocol.map": f"CONTROLLER:{cproto},{self.protocol}:{self.protocol}",
-            "authorizer.class.name": _AUTHORIZER,
-            "super.users": f"User:{SUPER_USER}",
-            "allow.everyone.if.no.acl.found": "false",
-        }
-        if self.tls:
-            props.update(self._tls_props())
-        if self.mode == "ssl":
-            props["ssl.client.auth"] = "required"
-            props["ssl.principal.mapping.rules"] = "RULE:^CN=([^,]+).*$/$1/,DEFAULT"
-        if self.sasl:
-            pw = self.passwords[SUPER_USER]
-            props["sasl.mechanism.controller.protocol"] = "PLAIN"
-            props["listener.name.controller.sasl.enabled.mechanisms"] = "PLAIN"
-            props["listener.name.controller.plain.sasl.jaas.config"] = _jaas(
-                _PLAIN_MODULE, SUPER_USER, pw, **{f"user_{SUPER_USER}": pw}
-            )
-        return props
-
-    def broker_props(self) -> dict[str, str]:
-        props = {"inter.broker.listener.name": self.protocol}
-        if self.sasl:
-            lname = self.protocol.lower()
-            props["sasl.enabled.mechanisms"] = SCRAM
-            props["sasl.mechanism.inter.broker.protocol"] = SCRAM
-            props[f"listener.name.{lname}.{SCRAM.lower()}.sasl.jaas.config"] = _jaas(
-                _SCRAM_MODULE, SUPER_USER, self.passwords[SUPER_USER]
-            )
-        return props
-
-    def format_args(self) -> list[str]:
-        """``kafka-storage format --add-scram`` for every user (SASL modes)."""
-        out: list[str] = []
-        for user, pw in self.passwords.items():
-            out += ["--add-scram", f"{SCRAM}=[name={user},password={pw}]"]
-        return out
-
-    # -- clients --------------------------------------------------------------------------
-
-    def client_properties(self, user: str) -> dict[str, str]:
-        """A Java-style client config for ``user`` (the file ``--command-config`` reads; the
-        official Java tools read it too)."""
-        props = {"security.protocol": self.protocol}
-        if self.sasl:
-            props["sasl.mechanism"] = SCRAM
-            props["sasl.jaas.config"] = _jaas(_SCRAM_MODULE, user, self.passwords[user])
-        if self.tls:
-            props["ssl.truststore.type"] = "PEM"
-            props["ssl.truststore.location"] = str(self.dir / "ca.pem")
-        if self.mode == "ssl":
-            props["ssl.keystore.type"] = "PEM"
-            props["ssl.keystore.location"] = str(self.dir / f"{user}.pem")
-        return props
-
-    def librdkafka(self, user: str = SUPER_USER) -> dict[str, str]:
-        """The same, in librdkafka's names (the sandbox's own clients)."""
-        conf = {"security.protocol": self.protocol}
-        if self.sasl:
-            conf["sasl.mechanism"] = SCRAM
-            conf["sasl.username"] = user
-            conf["sasl.password"] = self.passwords[user]
-        if self.tls:
-            conf["ssl.ca.location"] = str(self.dir / "ca.pem")
-        if self.mode == "ssl":
-            conf["ssl.certificate.location"] = str(self.dir / f"{user}.pem")
-            conf["ssl.key.location"] = str(self.dir / f"{user}.pem")
-        return conf
-
-    def client_config_paths(self) -> dict[str, str]:
-        return {u: str(self.dir / f"{u}.properties") for u in CLIENT_USERS}
-
-
-def _acl_bindings() -> list[Any]:
-    from confluent_kafka.admin import (
-        AclBinding,
-        AclOperation,
-        AclPermissionType,
-        ResourcePatternType,
-        ResourceType,
-    )
-
-    def allow(rtype: Any, name: str, user: str, op: Any) -> Any:
-        return AclBinding(
-            rtype,
-            name,
-            ResourcePatternType.LITERAL,
-            f"User:{user}",
-            "*",
-            op,
-            AclPermissionType.ALLOW,
-        )
-
-    C, T = ResourceType.BROKER, ResourceType.TOPIC  # BROKER: the cluster resource
-    return [
-        allow(C, "kafka-cluster", "admin", AclOperation.ALL),
-        allow(T, "*", "admin", AclOperation.ALL),
-        allow(ResourceType.GROUP, "*", "admin", AclOperation.ALL),
-        allow(ResourceType.TRANSACTIONAL_ID, "*", "admin", AclOperation.ALL),
-        allow(C, "kafka-cluster", "reader", AclOperation.DESCRIBE),
-        allow(C, "kafka-cluster", "reader", AclOperation.DESCRIBE_CONFIGS),
-        allow(T, "*", "reader", AclOperation.DESCRIBE),
-        allow(T, "*", "reader", AclOperation.DESCRIBE_CONFIGS),
-        allow(T, "*", "reader", AclOperation.READ),
-    ]

@@ -172,6 +172,18 @@ def killed(p: subprocess.CompletedProcess) -> bool:
     return p.returncode == -9
 
 
+def sim_file(sim: SimCluster, d: Path, name: str = "cluster.sim") -> str:
+    """``sim`` saved in ``d`` for the CLI; returns its ``--bootstrap-server`` (``sim:PATH``).
+    ``load(path_of(bootstrap))`` reads back what the process left."""
+    path = d / name
+    save(sim, str(path))
+    return f"sim:{path}"
+
+
+def path_of(bootstrap: str) -> str:
+    return bootstrap.removeprefix("sim:")
+
+
 # ------------------------------------------------------------------------ the simulated cluster
 
 

@@ -11,7 +11,10 @@ other).
 Kill points, for tests only: with ``RK_SIM_KILL_AT=<call>:<n>`` (``<call>`` a gateway method
 name, or ``any`` for every call) the process SIGKILLs itself right after the ``n``-th such
 call returned (its effect saved): e.g. ``alter_reassignments:1`` kills the tool between its
-first Alter and the journal line that records it. Nothing else reads the variable.
+first Alter and the journal line that records it. ``<call>:<n>:before`` kills it right
+before the ``n``-th such call is sent instead (e.g. ``alter_reassignments:2:before``: a KIP-435
+move between two steps, its next step written ahead but not sent). Nothing else reads the
+variable.
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ class FileSim:
     def __init__(self, path: str):
         self.path = path
         self.sim = load(path)
-        self._kill_call, self._kill_n = _kill_point(os.environ.get(KILL_ENV))
+        self._kill_call, self._kill_n, self._kill_before = _kill_point(os.environ.get(KILL_ENV))
         self._seen = 0
 
     def __getattr__(self, name: str) -> Any:
@@ -84,12 +87,15 @@ class FileSim:
             return attr
 
         def call(*args: Any, **kwargs: Any) -> Any:
+            if self._kill_before:
+                self._maybe_die(name)
             try:
                 return attr(*args, **kwargs)
             finally:
                 if name in CHANGING:
                     save(self.sim, self.path)
-                self._maybe_die(name)
+                if not self._kill_before:
+                    self._maybe_die(name)
 
         return call
 
@@ -104,8 +110,10 @@ class FileSim:
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _kill_point(spec: str | None) -> tuple[str, int | None]:
+def _kill_point(spec: str | None) -> tuple[str, int | None, bool]:
+    """``<call>:<n>[:before]`` -> (call, n, before)."""
     if not spec:
-        return "", None
-    call, _, n = spec.rpartition(":")
-    return (call or "any"), int(n)
+        return "", None, False
+    before = spec.endswith(":before")
+    call, _, n = spec.removesuffix(":before").rpartition(":")
+    return (call or "any"), int(n), before

@@ -115,6 +115,7 @@ class FinishPart:
             if self._error is None:
                 self._error = f"while finishing: {e}"
         self.state = state
+        self._fire("finish", state)  # the lifecycle's end: one transition, before run_finished
         # after a failed cleanup, what was set after the last sync that went through may be left
         left = self._throttles.left() if cleanup_error is None else last_known
         if cleanup_error is not None and self._error is None:

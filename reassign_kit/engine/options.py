@@ -706,3 +706,21 @@ def options_from_cli(args: Any, **overrides: Any) -> ExecuteOptions:
 def d_default(name: str) -> Any:
     """The default of field ``name``."""
     return next(d.default for d in declared() if d.name == name)
+
+
+def live_changes(changes: dict[str, Any], per_poll: int, r: int | None) -> tuple[int, int | None]:
+    """``Run.set_caps``'s two changes that are not caps, taken out of ``changes`` and
+    checked: (elections per poll, KIP-435's R), each the current one when not given; a new R
+    also sets ``prefer_leader_moves`` (KIP-435's leader-moves-first) unless it is given."""
+    per_poll = changes.pop("max_elections_per_poll", per_poll)
+    if isinstance(per_poll, bool) or not isinstance(per_poll, int) or per_poll < 1:
+        raise UsageError(f"--max-elections-per-poll must be a positive integer, got {per_poll!r}")
+    if "parallel_replica_count" in changes:
+        r = changes.pop("parallel_replica_count")
+        if r is not None and (isinstance(r, bool) or not isinstance(r, int) or r < 1):
+            raise UsageError(
+                "--parallel-replica-count must be a positive integer (None = whole move "
+                f"at once), got {r!r}"
+            )
+        changes.setdefault("prefer_leader_moves", r is not None)
+    return per_poll, r

@@ -3,11 +3,9 @@ throttle, subscribe, status, wait — over the parts that do the work, poll → 
 throttle → submit → journal, until the plan is submitted (KIP-1335's return point) or
 complete (``wait``).
 
-``Run`` is used alike by the CLI (``run()`` in the main thread, signals call ``stop()``) and by
-the notebook panel (``start()`` in a worker thread; buttons call ``pause()`` / ``resume()`` /
-``stop()`` / ``set_caps()`` from the UI thread). Every decision comes from ``schedule.decide``
-(pure); every cluster call goes through a ``gateway.Gateway``, so the same loop runs against
-Kafka (``admin.AdminGateway``) and against ``simulate.SimCluster``.
+The CLI calls ``run()`` (signals call ``stop()``), the panel ``start()`` (a worker thread; its
+buttons call the controls). Decisions come from ``schedule.decide`` (pure); cluster calls go
+through a ``gateway.Gateway`` (Kafka or ``simulate.SimCluster``).
 
 Ownership (one run state: this object's attributes; each part is a mixin with one job):
 
@@ -24,11 +22,12 @@ Ownership (one run state: this object's attributes; each part is a mixin with on
 - ``rollback.RollbackPart``: the way back to each move's original (every cancel path).
 - ``finish.FinishPart``: the end on every path (cancel, elections owed, throttle cleanup
   with retries, result).
-- ``throttle.ThrottleKeeper`` (``_throttles``): the one owner of the throttles on the
-  cluster; ``set_throttle`` only hands it a rate (the adaptive pace per-broker rates), its
-  next sync writes it.
+- ``throttle_keeper.ThrottleKeeper`` (``_throttles``): the one owner of the throttles on the
+  cluster; ``set_throttle`` (and the pace's per-broker rates) hand it a rate, its sync writes it.
 - ``pace.PacePart`` (``_pacer``, ``_health``, ``_pace_hold``): ``--pace adaptive``: health
   sampled each poll, per-broker rates and a hold on submissions (engine/pacing.py decides).
+- ``lifecycle.Lifecycle`` (``_life``): the run's state by one transition table; the controls,
+  the start and the end move it (refused ones return False), one ``lifecycle`` event each.
 
 Invariants kept on every exit path (done, error, deadline, stop, Ctrl-C / SIGTERM): the
 throttles on the cluster are those the moves still in flight need (no more, no less), and a
@@ -52,16 +51,16 @@ from ..cluster.gateway import Gateway
 from ..errors import JournalError, ReassignKitError, UsageError
 from ..health.signals import HealthSource
 from ..model import Plan, TopicPartition
-from . import throttle as thr
 from .begin import BeginPart
 from .elections import Elections
 from .eta import RunEta
 from .finish import FinishPart
 from .journal import Journal
+from .lifecycle import Lifecycle, phase
 from .logdirs import LogDirMoves
 from .loop import LoopPart
 from .moves import MoveIndex, MoveState, MoveStatus
-from .options import ON_DEADLINE, ExecuteOptions, cli_options  # noqa: F401 (ON_DEADLINE: re-exported)
+from .options import ON_DEADLINE, ExecuteOptions, cli_options, live_changes  # noqa: F401 (ON_DEADLINE: re-exported)
 from .pace import PacePart
 from .results import RunError, RunResult, RunStatus  # noqa: F401 (RunError: re-exported)
 from .retry import RetryingGateway
@@ -69,6 +68,7 @@ from .rollback import RollbackPart
 from .schedule import Caps, Item
 from .steps import StepsFor, steps_hook
 from .submit import SubmitPart
+from .throttle_keeper import ThrottleKeeper
 from .track import TrackPart
 
 log = logging.getLogger(__name__)
@@ -129,6 +129,9 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart, 
         self._done = threading.Event()
         self._result: RunResult | None = None
         self.state = "created"
+        # the lifecycle (engine/lifecycle.py's table): every control call and the run's
+        # start and end move it, one ``lifecycle`` event per transition; refused otherwise
+        self._life = Lifecycle(self._emit)
         self.waiting_reason: str | None = None
         self.run_id = run_id or ""
         self._started_at: float | None = None
@@ -144,7 +147,7 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart, 
         self.gw = RetryingGateway(
             gateway, self._sleep, self._emit, before_change=self._commit_before_change
         )
-        self._throttles = thr.ThrottleKeeper(
+        self._throttles = ThrottleKeeper(
             self.gw, plan.topics(), self.options.throttle, self.options.log_dir_throttle, self._emit
         )
         self._last_sample = -1e18
@@ -186,41 +189,63 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart, 
         self._thread.start()
         return self
 
-    def pause(self) -> None:
-        """Stop submitting; keep watching completions and keep throttles right."""
+    def pause(self) -> bool:
+        """Stop submitting; keep watching completions and keep throttles right. False (and
+        nothing done) when the lifecycle refuses it: already paused, stopping, ended."""
         with self._lock:
-            if not self._paused:
-                self._paused = True
-                self._emit("paused")
+            if not self._fire("pause"):
+                return False
+            self._paused = True
+            self._emit("paused")
         self._wake.set()
+        return True
 
-    def resume(self) -> None:
+    def resume(self) -> bool:
+        """Submit again after ``pause()``; False (nothing done) when the run is not paused."""
         with self._lock:
-            if self._paused:
-                self._paused = False
-                self._emit("resumed")
+            if not self._fire("resume"):
+                return False
+            self._paused = False
+            self._emit("resumed")
         self._wake.set()
+        return True
 
     def stop(self, cancel_inflight: bool = False) -> None:
         """Stop (drain): submit nothing more and end the run; moves in flight keep running
         with their throttles (a stepped move's later steps are not submitted: Resume continues
         it). With ``cancel_inflight`` (or ``--on-interrupt cancel``) it is ``cancel()``. Asked
         again while the run's end waits for a cancel's rollbacks (a second Ctrl-C), it stops
-        waiting: they go on, throttled, reported as rolling back."""
+        waiting: they go on, throttled, reported as rolling back. False (nothing done) once
+        the run has ended."""
         with self._lock:
+            cancel = self._cancel_on_stop or cancel_inflight
+            if not self._fire("cancel" if cancel else "stop"):
+                return False
             if self._stop.is_set() and self._finishing:
                 self._abandon.set()
-            self._cancel_on_stop = self._cancel_on_stop or cancel_inflight
+            self._cancel_on_stop = cancel
         self._stop.set()
         self._wake.set()
+        return True
 
-    def cancel(self) -> None:
+    def cancel(self) -> bool:
         """Cancel (roll back): end the run and bring every move it touched and did not
         complete back to its original replica list, in order — the step in flight cancelled,
         a stepped move between steps included — waiting for it up to
         ``options.rollback_timeout``; each move is reported cancelled (back at its original),
-        completed (it finished before the cancel reached it) or rolling back."""
-        self.stop(cancel_inflight=True)
+        completed (it finished before the cancel reached it) or rolling back. False (nothing
+        done) once the run has ended."""
+        return self.stop(cancel_inflight=True)
+
+    @property
+    def phase(self) -> str:
+        """The lifecycle state now (engine/lifecycle.py: created, running, paused, stopping,
+        cancelling, or the end: done, submitted, stopped, cancelled, deadline, failed)."""
+        return self._life.state
+
+    def lifecycle(self) -> str:
+        """The panel's name for the lifecycle state (``lifecycle.phase``)."""
+        return phase(self._life.state)
 
     def set_caps(self, **changes: Any) -> Caps:
         """Change caps (batch_size, incremental, max_moves_per_broker, max_leader_moves,
@@ -235,20 +260,8 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart, 
         in flight is never touched. A ``steps_for`` given to the constructor is replaced by
         KIP-435 steps with the new R."""
         with self._lock:
-            per_poll = changes.pop("max_elections_per_poll", self._elections.per_poll)
-            if isinstance(per_poll, bool) or not isinstance(per_poll, int) or per_poll < 1:
-                raise UsageError(
-                    f"--max-elections-per-poll must be a positive integer, got {per_poll!r}"
-                )
             r_given = "parallel_replica_count" in changes
-            r = changes.pop("parallel_replica_count", self._r)
-            if r_given:
-                if r is not None and (isinstance(r, bool) or not isinstance(r, int) or r < 1):
-                    raise UsageError(
-                        "--parallel-replica-count must be a positive integer (None = whole move "
-                        f"at once), got {r!r}"
-                    )
-                changes.setdefault("prefer_leader_moves", r is not None)
+            per_poll, r = live_changes(changes, self._elections.per_poll, self._r)
             new = self._caps.with_changes(**changes)
             if new.mode != self._caps.mode and self.state not in ("created",):
                 raise UsageError(
@@ -334,6 +347,7 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart, 
         return self._drive()
 
     _dirty = False
+    _throttles_fresh = False  # set by a clean submission: its sync covered this poll
     _began = False  # the start went through: the run may have changed the cluster
     _exc: ReassignKitError | None = None
     _deadline_hit = False

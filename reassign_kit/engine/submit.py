@@ -131,6 +131,7 @@ class SubmitPart:
                 order_known=tp not in self._order_unknown,
             )
         # throttles first: the moves about to start must never run unthrottled
+        changed_before = self._dirty  # a change of this poll the listing does not show yet
         self._sync_throttles(
             cluster,
             {tp: (tgt, ready_states.get(tp) or new_states[tp]) for tp, tgt in targets.items()},
@@ -152,6 +153,9 @@ class SubmitPart:
                 ms.submit(now, batch)
             ms.submit_step(now, steps_info[tp], tgt)
         self._dirs.register(now)  # so that the run cannot return before they begin
+        # every move accepted, nothing else changed in this poll: the throttles just set are
+        # those of the cluster's listing at this poll's start plus what was sent
+        self._throttles_fresh = not errors and not changed_before
         if errors:
             tp0, e0 = next(iter(errors.items()))
             submitted = self._index.submitted

@@ -11,9 +11,10 @@ step 1 the partition has RF 3 and a new preferred leader, after step 2 it has lo
 from __future__ import annotations
 
 import pytest
+from killfuzz import cli, killed, path_of, sim_file
 
 from reassign_kit import ops
-from reassign_kit.cli import reassign as reassign_cli
+from reassign_kit.cluster.simfile import load
 from reassign_kit.engine import throttle as thr
 from reassign_kit.engine.journal import read_events
 from reassign_kit.engine.moves import MoveStatus, replay
@@ -219,35 +220,33 @@ def test_a_rollback_not_back_in_time_is_reported_with_its_throttles(tmp_path):
 # ---------------------------------------------------------------- --cancel after a killed run
 
 
-class Killed(BaseException):
-    """Stands in for SIGKILL: the run dies without its exit path."""
-
-
-def killed_between_steps(sim: SimCluster, tmp_path, p: Plan) -> None:
-    run = run_of(sim, p, tmp_path)
-    run._finish = lambda: None  # the exit path never runs after SIGKILL
-
-    def die() -> None:
-        raise Killed()
-
-    on_event(run, "step_completed", die)
-    with pytest.raises(Killed):
-        run.run()
-    assert sim.assignment()[A0] == (2, 0, 1) and not sim.list_reassignments()
+def killed_between_steps(sim: SimCluster, tmp_path, p: Plan) -> str:
+    """The CLI runs ``p`` (R = 1, --wait) on ``sim`` and is SIGKILLed right before its second
+    Alter: every move's first step complete, its next one written ahead, not sent. Returns
+    the cluster's ``--bootstrap-server`` (``sim:PATH``, as the process left it)."""
+    p.write(str(tmp_path / "plan.json"))
+    bootstrap = sim_file(sim, tmp_path)
+    args = ["--execute", "--reassignment-json-file", str(tmp_path / "plan.json"), "--journal",
+            str(tmp_path / "run.jsonl"), "--throttle", str(RATE), "--parallel-replica-count",
+            "1", "--wait"]  # fmt: skip
+    proc = cli(bootstrap, args, tmp_path, kill_at="alter_reassignments:2:before", fork=True)
+    assert killed(proc), proc.stdout + proc.stderr
+    assert events(tmp_path)[-1]["event"] != "run_finished"
+    after = load(path_of(bootstrap))
+    assert after.assignment()[A0] == (2, 0, 1) and not after.list_reassignments()
+    return bootstrap
 
 
 @pytest.mark.parametrize("given", ["journal", "plan and journal", "plan and rollback file"])
-def test_cancel_of_a_run_killed_between_steps_rolls_back(tmp_path, monkeypatch, capsys, given):
+def test_cancel_of_a_run_killed_between_steps_rolls_back(tmp_path, given):
     """Before: ``--cancel`` said 'None of the specified partition reassignments are active'
-    and left a-0 at (2, 0, 1)."""
+    and left a-0 at (2, 0, 1). The run and the cancel are the CLI's processes."""
     sim = cluster()
     p = plan(A0, A1)
-    p.write(str(tmp_path / "plan.json"))
     rollback = tmp_path / "rollback.json"
     Plan.of(Move(tp, ORIGINAL[tp]) for tp in (A0, A1)).write(str(rollback))
-    killed_between_steps(sim, tmp_path, p)
-    monkeypatch.setattr(ops, "connect", lambda *a, **k: sim)
-    argv = ["--bootstrap-server", "sim:9092", "--cancel"]
+    bootstrap = killed_between_steps(sim, tmp_path, p)
+    argv = ["--cancel"]
     argv += {
         "journal": ["--journal", str(tmp_path / "run.jsonl")],
         "plan and journal": ["--reassignment-json-file", str(tmp_path / "plan.json"),
@@ -255,9 +254,10 @@ def test_cancel_of_a_run_killed_between_steps_rolls_back(tmp_path, monkeypatch, 
         "plan and rollback file": ["--reassignment-json-file", str(tmp_path / "plan.json"),
                                    "--rollback-file", str(rollback)],
     }[given]  # fmt: skip
-    code = reassign_cli.main(argv)
-    out = capsys.readouterr().out
-    assert code == 0, out
+    proc = cli(bootstrap, argv, tmp_path, fork=True)
+    out = proc.stdout
+    assert proc.returncode == 0, out + proc.stderr
+    sim = load(path_of(bootstrap))
     assert at_original(sim, A0, A1), sim.assignment()
     assert "a-0: back at its original replicas [0,1]" in out, out
     assert sim.current_throttles().is_empty()
@@ -266,8 +266,7 @@ def test_cancel_of_a_run_killed_between_steps_rolls_back(tmp_path, monkeypatch, 
 def test_cancel_with_the_plan_alone_says_what_it_cannot_restore(tmp_path):
     """Without the journal or the rollback file nothing says where a move between steps
     started: the partition is named, with what would bring it back."""
-    sim = cluster()
-    killed_between_steps(sim, tmp_path, plan(A0))
+    sim = load(path_of(killed_between_steps(cluster(), tmp_path, plan(A0))))
     res = ops.cancel(sim, plan(A0))
     text = "\n".join(res.lines())
     assert res.unknown == [A0] and not res.cancelled
@@ -277,8 +276,7 @@ def test_cancel_with_the_plan_alone_says_what_it_cannot_restore(tmp_path):
 def test_cancel_api_rolls_back_from_the_journal(tmp_path):
     import reassign_kit
 
-    sim = cluster()
-    killed_between_steps(sim, tmp_path, plan(A0, A1))
+    sim = load(path_of(killed_between_steps(cluster(), tmp_path, plan(A0, A1))))
     res = reassign_kit.cancel(sim, journal=str(tmp_path / "run.jsonl"))
     assert res.cancelled == [A0, A1] and at_original(sim, A0, A1)
     df = res.to_pandas()
@@ -352,34 +350,30 @@ def test_a_rollback_gives_leadership_back_to_the_original_leader(tmp_path):
     assert [(e["leader"], e["previous"]) for e in events(tmp_path, "leader_elected")] == [(0, 1)]
 
 
-def test_cancel_from_the_journal_gives_leadership_back_to_the_original_leader(tmp_path):
-    sim = leader_cluster()
-    run = run_of(sim, Plan.of([Move(L0, (1, 3, 4))]), tmp_path)
-    run._finish = lambda: None  # killed between steps: the exit path never runs
-
-    def die() -> None:
-        raise Killed()
-
-    on_event(run, "step_completed", die)
-    with pytest.raises(Killed):
-        run.run()
+def killed_after_the_leaders_step(tmp_path) -> SimCluster:
+    """The CLI moves l-0 (0, 1, 2) -> (1, 3, 4) with R = 1 and is SIGKILLed right before its
+    second step's Alter: l-0 at (1, 3, 2), led by 1. Returns the cluster as it was left."""
+    bootstrap = sim_file(leader_cluster(), tmp_path)
+    Plan.of([Move(L0, (1, 3, 4))]).write(str(tmp_path / "plan.json"))
+    args = ["--execute", "--reassignment-json-file", str(tmp_path / "plan.json"), "--journal",
+            str(tmp_path / "run.jsonl"), "--throttle", str(RATE), "--parallel-replica-count",
+            "1", "--wait"]  # fmt: skip
+    proc = cli(bootstrap, args, tmp_path, kill_at="alter_reassignments:2:before", fork=True)
+    assert killed(proc), proc.stdout + proc.stderr
+    sim = load(path_of(bootstrap))
     assert sim.assignment()[L0] == (1, 3, 2) and sim.partitions[L0].leader == 1
+    return sim
+
+
+def test_cancel_from_the_journal_gives_leadership_back_to_the_original_leader(tmp_path):
+    sim = killed_after_the_leaders_step(tmp_path)
     res = ops.cancel(sim, journal=str(tmp_path / "run.jsonl"))
     assert res.cancelled == [L0] and not res.leader_not_restored
     assert sim.assignment()[L0] == (0, 1, 2) and sim.partitions[L0].leader == 0
 
 
 def test_a_failed_leader_election_is_reported(tmp_path):
-    sim = leader_cluster()
-    run = run_of(sim, Plan.of([Move(L0, (1, 3, 4))]), tmp_path)
-    run._finish = lambda: None
-
-    def die() -> None:
-        raise Killed()
-
-    on_event(run, "step_completed", die)
-    with pytest.raises(Killed):
-        run.run()
+    sim = killed_after_the_leaders_step(tmp_path)
     sim.elect_preferred_leaders = lambda tps: dict.fromkeys(tps, "NOT_CONTROLLER")
     res = ops.cancel(sim, journal=str(tmp_path / "run.jsonl"))
     assert res.cancelled == [L0] and res.leader_not_restored == {L0: "NOT_CONTROLLER"}

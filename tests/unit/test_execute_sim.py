@@ -5,7 +5,9 @@ stuck detection, a killed run resumed, bounded Admin calls per poll, steps."""
 from __future__ import annotations
 
 import pytest
+from killfuzz import cli, killed, path_of, sim_file
 
+from reassign_kit.cluster.simfile import load, save
 from reassign_kit.engine import throttle as thr
 from reassign_kit.engine.journal import (
     Journal,
@@ -284,43 +286,32 @@ def test_move_deadline_stop_and_run_deadline_cancel(tmp_path):
     assert not sim2.list_reassignments() and sim2.current_throttles().is_empty()
 
 
-class Killed(BaseException):
-    """Stands in for SIGKILL: the run dies without its exit path."""
-
-
 def test_killed_run_resumes_without_resubmitting_and_caps_hold(tmp_path):
+    """The CLI SIGKILLed (a real signal, its exit path never runs, its journal as far as it
+    got) at its 15th poll, the cluster going on meanwhile, then ``--resume``d."""
     sim = cluster(10, size=6 * MB)
     plan = shift_plan(sim)
-    opts = dict(batch_size=3, incremental=True, wait=True)
-    run = make_run(sim, plan, tmp_path, **opts)
-    run._finish = lambda: None  # the exit path never runs after SIGKILL
-    ticks = {"n": 0}
-
-    def sleep(dt):
-        ticks["n"] += 1
-        if ticks["n"] == 16:
-            raise Killed()
-        sim.sleep(dt)
-
-    run._sleep_fn = sleep
-    with pytest.raises(Killed):
-        run.run()
+    plan.write(str(tmp_path / "plan.json"))
+    bootstrap = sim_file(sim, tmp_path)
+    journal = str(tmp_path / "run.jsonl")
+    run = ["--execute", "--reassignment-json-file", str(tmp_path / "plan.json")]
+    run += ["--journal", journal]
+    p = cli(bootstrap, [*run, "--throttle", str(RATE), "--reassignment-batch-size", "3",
+                        "--incremental", "--wait"], tmp_path, kill_at="sleep:15", fork=True)  # fmt: skip
+    assert killed(p), p.stdout + p.stderr
     before = events(tmp_path)
+    assert before[-1]["event"] != "run_finished"
     done_before = {e["partition"] for e in before if e["event"] == "completed"}
+    sim = load(path_of(bootstrap))
     assert done_before and len(done_before) < 10 and sim.list_reassignments()
     sim.sleep(0.5)  # the cluster goes on while nobody watches
-    res = Run(
-        sim,
-        plan,
-        ExecuteOptions(throttle=RATE, **opts),
-        journal_path=tmp_path / "run.jsonl",
-        resume=True,
-        clock=sim.now,
-        sleep=sim.sleep,
-    ).run()
-    assert res.state == "done"
+    save(sim, path_of(bootstrap))
+    p = cli(bootstrap, [*run, "--resume"], tmp_path, fork=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    sim = load(path_of(bootstrap))
     assert sim.assignment() == {m.tp: m.replicas for m in plan}
     ev = events(tmp_path)
+    assert ev[-1]["event"] == "run_finished" and ev[-1]["state"] == "done"
     subs = [e["partition"] for e in ev if e["event"] == "submitted"]
     assert sorted(subs) == list(range(10)), "nothing submitted twice"
     assert {e["partition"] for e in ev if e["event"] == "adopted"}

@@ -8,14 +8,13 @@ its leader while the leader stays in the replica set."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
+from killfuzz import cli, killed, path_of, sim_file
 
 from reassign_kit import ops
 from reassign_kit.cli import reassign as reassign_cli
+from reassign_kit.cluster.simfile import load
 from reassign_kit.engine.journal import read_events
-from reassign_kit.engine.resume import options_from_journal
 from reassign_kit.engine.run import ExecuteOptions, Run
 from reassign_kit.errors import KafkaOperationError
 from reassign_kit.model import Move, Plan, TopicPartition
@@ -147,47 +146,41 @@ def test_opt_out_elects_nothing(tmp_path):
     assert res.elections == {}
 
 
-class Killed(BaseException):
-    """SIGKILL, as far as the run can tell: nothing after it is written."""
-
-
 def test_a_run_killed_between_elections_resumes_them_from_the_journal(tmp_path):
+    """The CLI SIGKILLed right before its second election request (its intent written ahead,
+    the request not sent), then ``--resume``d with the run's own options."""
     sim = cluster()
     plan = reorder_plan(sim)
+    bootstrap = sim_file(sim, tmp_path)
+    plan.write(str(tmp_path / "plan.json"))
     journal = tmp_path / "run.jsonl"
-    real = sim.elect_preferred_leaders
-    seen: list[list[TopicPartition]] = []
-    cut: list[int] = []
-
-    def elect(tps):
-        tps = list(tps)
-        if seen:  # the second request: the process dies before sending it
-            cut.append(os.path.getsize(journal))
-            raise Killed()
-        seen.append(tps)
-        return real(tps)
-
-    sim.elect_preferred_leaders = elect
-    with pytest.raises(Killed):
-        run(sim, plan, journal, max_elections_per_poll=3).run()
-    with open(journal, "rb+") as f:  # what a SIGKILL leaves: the journal up to that moment
-        f.truncate(cut[0])
-    assert len(seen) == 1 and len(events(journal, "leader_elected")) == 3
+    run = ["--execute", "--reassignment-json-file", str(tmp_path / "plan.json")]
+    run += ["--journal", str(journal)]
+    p = cli(bootstrap, [*run, "--max-elections-per-poll", "3"], tmp_path,
+            kill_at="elect_preferred_leaders:2:before", fork=True)  # fmt: skip
+    assert killed(p), p.stdout + p.stderr
+    sim = load(path_of(bootstrap))
+    assert sim.calls["elect_leaders"] == 1 and len(events(journal, "leader_elected")) == 3
     assert len(events(journal, "election_queued")) == N
-    assert sum(sim.partitions[tp].leader == m.replicas[0] for m in plan for tp in [m.tp]) == 3
+    first = {TopicPartition(e["topic"], e["partition"]) for e in events(journal, "leader_elected")}
+    assert sum(sim.partitions[m.tp].leader == m.replicas[0] for m in plan) == 3
+    cut = len(read_events(journal))
 
-    sim.elect_preferred_leaders = real
-    calls = record_elections(sim)
-    opts = options_from_journal(str(journal))  # --resume: the run's own options
-    res = Run(sim, plan, opts, journal, resume=True, clock=sim.now, sleep=sim.sleep).run()
-    assert res.state == "done"
+    p = cli(bootstrap, [*run, "--resume"], tmp_path, fork=True)  # the run's own options
+    assert p.returncode == 0, p.stdout + p.stderr
+    sim = load(path_of(bootstrap))
+    assert read_events(journal)[-1]["state"] == "done"
     assert leaders(sim) == {m.tp: m.replicas[0] for m in plan}
     # the 5 not elected before the kill, none of the 3 done again; the cap kept
-    assert sorted(tp for c in calls for tp in c) == sorted(
-        m.tp for m in plan if m.tp not in seen[0]
+    sent = [e["partitions"] for e in read_events(journal)[cut:]
+            if e["event"] == "intent" and e.get("action") == "elect"]  # fmt: skip
+    assert sim.calls["elect_leaders"] == 1 + len(sent)
+    assert sorted(tp for s in sent for tp in s) == sorted(
+        str(m.tp) for m in plan if m.tp not in first
     )
-    assert all(len(c) <= 3 for c in calls)
-    assert res.leaders_checked == N and res.leaders_not_preferred == {}
+    assert all(len(s) <= 3 for s in sent)
+    [check] = events(journal, "leaders_checked")
+    assert check["checked"] == N and check["not_preferred"] == 0
 
 
 def test_not_available_is_reported_with_why_and_not_needed_is_success(tmp_path):

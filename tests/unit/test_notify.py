@@ -135,11 +135,17 @@ def test_a_cancelled_run_posts_cancelled(sim, hook, tmp_path):
     submitted = threading.Event()
     p.run.subscribe(n.on_event)
     p.run.subscribe(lambda e: submitted.set() if e["event"] == "submitted" else None)
+
+    def unstall(e):  # the way back copies nothing, but let it finish — once the cancel is
+        # under way (unstalled before, the moves could complete first: a race with the loop)
+        if e["event"] == "cancel_started":
+            for tp in sim.partitions:
+                sim.stall(tp, False)
+
+    p.run.subscribe(unstall)
     p.run.start()
     assert submitted.wait(60)
-    for tp in sim.partitions:
-        sim.stall(tp, False)  # the way back copies nothing, but let it finish
-    p.run.cancel()
+    assert p.run.cancel()
     p.run.wait(120)
     n.close()
     assert [x["event"] for x in hook.posts] == ["started", "cancelled"], hook.posts

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from reassign_kit import ops
+from reassign_kit import ops, ops_verify
 from reassign_kit.cluster.gateway import BrokerInfo
 from reassign_kit.errors import InvalidPlanError
 from reassign_kit.model import Move, PartitionState, Plan, TopicPartition
@@ -16,7 +16,7 @@ A0, A1 = TP("a", 0), TP("a", 1)
 
 @pytest.fixture(autouse=True)
 def no_settle_pause(monkeypatch):
-    monkeypatch.setattr(ops, "SETTLE_PAUSE_S", 0.0)
+    monkeypatch.setattr(ops_verify, "SETTLE_PAUSE_S", 0.0)  # where settle reads it
 
 
 class FakeCluster:

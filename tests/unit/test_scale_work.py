@@ -663,12 +663,26 @@ def test_a_polls_journal_lines_go_to_the_os_together_and_before_any_change(tmp_p
         sleep=sim.sleep,
     )
     on_disk_at_change: list[bool] = []
+    originals = sim.assignment()
+    intents_read: list[TopicPartition] = []
     real_alter = sim.alter_reassignments
 
     def alter_reassignments(targets, **k):  # what the journal says so far is on disk
-        on_disk_at_change.append(
-            len(jr.read_events(tmp_path / "run.jsonl")) == run._journal.written
-        )
+        on_disk = jr.read_events(tmp_path / "run.jsonl")  # the FILE, not the run's memory
+        on_disk_at_change.append(len(on_disk) == run._journal.written)
+        # write-ahead (issue 19 item 1): each move's intent — its target and its original,
+        # in order — is read back from the file before its Alter is sent
+        intents = {
+            (e["topic"], e["partition"], tuple(e["target"])): e
+            for e in on_disk
+            if e["event"] == "intent" and e.get("action") == "alter"
+        }
+        for tp, tgt in targets.items():
+            if tgt is not None:
+                e = intents.get((tp.topic, tp.partition, tuple(tgt)))
+                assert e is not None, f"{tp}: its Alter to {tgt} sent with no intent on disk"
+                assert tuple(e["original"]) == originals[tp], (tp, e)
+                intents_read.append(tp)
         return real_alter(targets, **k)
 
     monkeypatch.setattr(sim, "alter_reassignments", alter_reassignments)
@@ -685,6 +699,7 @@ def test_a_polls_journal_lines_go_to_the_os_together_and_before_any_change(tmp_p
     events = jr.read_events(tmp_path / "run.jsonl")
     assert len(events) == written["n"] > 60
     assert on_disk_at_change and all(on_disk_at_change)
+    assert set(intents_read) == {m.tp for m in plan}  # every move's, read from the file
     # was one per event
     assert files[0].flushes < written["n"] / 2, (files[0].flushes, written["n"])
 

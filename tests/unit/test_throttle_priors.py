@@ -7,6 +7,7 @@ a broker that is down is skipped, not waited for."""
 from __future__ import annotations
 
 import pytest
+from killfuzz import cli, killed, path_of, sim_file
 
 from reassign_kit import ops
 from reassign_kit.cluster.admin import (
@@ -17,6 +18,7 @@ from reassign_kit.cluster.admin import (
     LOG_DIR_RATE,
 )
 from reassign_kit.cluster.gateway import DEFAULT_BROKER
+from reassign_kit.cluster.simfile import load
 from reassign_kit.engine import throttle as thr
 from reassign_kit.engine.journal import read_events
 from reassign_kit.engine.run import ExecuteOptions, Run
@@ -30,10 +32,6 @@ OPERATOR_RATE = {LEADER_RATE: "7777777", FOLLOWER_RATE: "7777777"}
 OPERATOR_LIST = {LEADER_REPLICAS: "1:3"}  # partition 1 of t: not moved by the plan
 DEFAULT = {LEADER_RATE: "5555555"}
 STATIC = {LOG_DIR_RATE: "4444444"}
-
-
-class Killed(BaseException):
-    pass
 
 
 def operator_cluster() -> SimCluster:
@@ -99,23 +97,22 @@ def test_paced_run_puts_back_the_operators_throttles(tmp_path):
 
 
 def test_killed_run_resumed_restores_the_priors_from_its_journal(tmp_path):
-    sim = operator_cluster()
-    run = run_of(sim, tmp_path)
-    run._finish = lambda: None  # the exit path never runs after SIGKILL
-    ticks = {"n": 0}
-
-    def sleep(dt):
-        ticks["n"] += 1
-        if ticks["n"] == 3:
-            raise Killed()
-        sim.sleep(dt)
-
-    run._sleep_fn = sleep
-    with pytest.raises(Killed):
-        run.run()
+    """The CLI SIGKILLed at its second poll (our rates set, its exit path never run), then
+    ``--resume``d: the operator's values come back from the journal."""
+    bootstrap = sim_file(operator_cluster(), tmp_path)
+    PLAN.write(str(tmp_path / "plan.json"))
+    run = ["--execute", "--reassignment-json-file", str(tmp_path / "plan.json")]
+    run += ["--journal", str(tmp_path / "run.jsonl")]
+    p = cli(bootstrap, [*run, "--throttle", str(RATE), "--wait"], tmp_path, kill_at="sleep:2",
+            fork=True)  # fmt: skip
+    assert killed(p), p.stdout + p.stderr
+    sim = load(path_of(bootstrap))
     assert sim.broker_cfg[1][LEADER_RATE] == str(RATE)  # ours, set when it died
-    res = run_of(sim, tmp_path, resume=True).run()
-    assert res.state == "done"
+    assert sim.list_reassignments()
+    p = cli(bootstrap, [*run, "--resume"], tmp_path, fork=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    sim = load(path_of(bootstrap))
+    assert sim.assignment()[TP("t", 0)] == (2, 3)
     assert_operator_configs_back(sim)
 
 
