@@ -185,8 +185,12 @@ class Panel(RunWiring, Artefacts):
         self.log_html = W.HTML()
         self.eta_html = W.HTML()  # the progress line: only what holds in the run's state
         self.whatif_html = W.HTML()
+        # the figures (plain plotly Figures) and the views that show them (charts.figure_view:
+        # the whole figure as state, never a FigureWidget; issue 25, the blank chart)
         self.whatif_figure = charts.whatif_widget()
-        self.figure = charts.new_figure(widget=True)
+        self.whatif_chart = charts.figure_view(160)
+        self.figure = charts.new_figure(widget=False)
+        self.chart = charts.figure_view(520)
 
         self.summary = self._summarise()
         if not self.summary.valid:
@@ -195,7 +199,7 @@ class Panel(RunWiring, Artefacts):
         self.control_boxes, self.control_labels = cw.boxes(self.controls)
         grid, advanced = cw.layout(self.control_boxes)
         self.whatif_box = W.Accordion(
-            [W.VBox([self.whatif_html, self.whatif_figure])], selected_index=None
+            [W.VBox([self.whatif_html, self.whatif_chart])], selected_index=None
         )
         self.whatif_box.set_title(0, "what-if: predicted makespan per pacing policy")
         self.widget = W.VBox(
@@ -210,7 +214,7 @@ class Panel(RunWiring, Artefacts):
                 self.message,
                 self.confirm,
                 self.outcome_html,
-                self.figure,
+                self.chart,
                 W.HTML("<b>partitions furthest behind</b>"),
                 self.behind_html,
                 W.HTML("<b>events</b>"),
@@ -239,10 +243,6 @@ class Panel(RunWiring, Artefacts):
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
-        # the figures' views start from what they hold now (updates made before a view
-        # existed were messages nobody heard: empty axes before the run, issue 25 item 4)
-        charts.sync_widget(self.figure)
-        charts.sync_widget(self.whatif_figure)
         display(self.widget)
 
     def enabled(self) -> frozenset[str]:
@@ -351,6 +351,8 @@ class Panel(RunWiring, Artefacts):
             return None
         self.whatif_html.value = charts.whatif_table_html(self.whatif.rows, self.whatif.calibration)
         charts.set_whatif(self.whatif_figure, self.whatif.rows)
+        if hasattr(self, "whatif_chart"):
+            charts.show(self.whatif_chart, self.whatif_figure)
         if hasattr(self, "whatif_box") and self.whatif.rows:
             first = self.whatif.rows[0]
             thr = cw.show("throttle", self.options().get("throttle"))
@@ -439,6 +441,7 @@ class Panel(RunWiring, Artefacts):
         """Redraw status, chart, table and log from the events so far (bounded data only)."""
         data = self.chart_data()
         charts.apply(self.figure, data)
+        charts.show(self.chart, self.figure)
         line = self.current_status().line
         self.eta_html.value = f"<b class='rk-progress'>{html.escape(line)}</b>"
         with self._lock:
