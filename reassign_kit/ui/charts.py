@@ -7,6 +7,7 @@ and out per broker, and a Gantt-like timeline of partition moves. Data comes fro
 
 from __future__ import annotations
 
+import functools
 import html
 import os
 import statistics
@@ -35,6 +36,7 @@ COLORS = {
 # trace indexes, fixed at construction so updates never add or remove traces
 T_DONE, T_MOVING, T_PENDING, T_CANCELLED, T_PLAN_IN, T_IN, T_PLAN_OUT, T_OUT, T_GANTT = range(9)
 ROW_TITLES = ("moves over time (seconds since start)", "bytes per broker", "partition moves")
+SUBPLOTS = {"rows": 3, "cols": 1, "row_heights": [0.34, 0.22, 0.44], "vertical_spacing": 0.13}
 MIB = 1024 * 1024
 GIB = 1024 * MIB
 
@@ -79,13 +81,7 @@ def new_figure(widget: bool = False) -> go.Figure:
     (moves: ``legend``, bytes: ``legend2``). The panel draws a plain Figure through
     ``figure_view`` / ``show``; ``widget=True`` (a FigureWidget) is kept for callers of
     their own, not used by the panel (see ``figure_view``)."""
-    base = make_subplots(
-        rows=3,
-        cols=1,
-        row_heights=[0.34, 0.22, 0.44],
-        vertical_spacing=0.13,
-        subplot_titles=ROW_TITLES,
-    )
+    base = make_subplots(**SUBPLOTS, subplot_titles=ROW_TITLES)
     fig = go.FigureWidget(base) if widget else go.Figure(base)
     for name in ("done", "moving", "pending", "cancelled"):
         fig.add_trace(
@@ -166,6 +162,14 @@ def new_figure(widget: bool = False) -> go.Figure:
     return fig
 
 
+@functools.cache
+def _bytes_domain() -> tuple[float, float]:
+    """The bytes pane's band in the 3-pane figure (apply() gives it the whole figure before
+    the run, and this band back from the start)."""
+    d = make_subplots(**SUBPLOTS).layout.yaxis2.domain
+    return float(d[0]), float(d[1])
+
+
 def apply(fig: go.Figure, data: ChartData) -> None:
     """Redraw ``fig`` from ``data`` in one batched update (one message to the browser).
     Before the run only the plan's bytes per broker are drawn: the panes of the run (moves
@@ -223,16 +227,22 @@ def apply(fig: go.Figure, data: ChartData) -> None:
         for ax in ("xaxis", "yaxis", "xaxis3", "yaxis3"):
             fig.layout[ax].visible = started
         fig.layout.yaxis2.title.text = uname
-        fig.layout.height = max(720, 480 + 14 * len(bars)) if started else 520
+        fig.layout.height = max(720, 480 + 14 * len(bars)) if started else 380
+        # before the run the bytes pane is the whole chart (no blank bands where the hidden
+        # panes sit); from the start each pane has its own band again
+        d2 = _bytes_domain() if started else (0.0, 0.8)
+        fig.layout.yaxis2.domain = d2
+        fig.layout.annotations[1].y = d2[1]
+        fig.layout.legend2.y = d2[1]
         # whole moves: one tick per move on small plans (no 0.5 ticks), automatic above
         fig.update_yaxes(dtick=1 if p.total <= 10 else None, row=1, col=1)
 
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
-CONFIG = {"displaylogo": False, "responsive": True}
+CONFIG = {"displaylogo": False}  # no "responsive": its 100% container is 0 px high in an Output
 
 
-def figure_view(height: int = 360) -> Any:
+def figure_view(height: int = 360, css_class: str = "rk-chart") -> Any:
     """The widget the panel shows a chart in: an ipywidgets ``Output`` whose state is the
     WHOLE figure as plotly's mime bundle (rendered by plotly's JupyterLab mime renderer, the
     one plotly.js the lab loaded once), replaced by ``show`` at each refresh.
@@ -249,7 +259,7 @@ def figure_view(height: int = 360) -> Any:
     import ipywidgets as W
 
     out = W.Output(layout=W.Layout(min_height=f"{height}px", width="100%"))
-    out.add_class("rk-chart")
+    out.add_class(css_class)
     return out
 
 

@@ -188,7 +188,7 @@ class Panel(RunWiring, Artefacts):
         # the figures (plain plotly Figures) and the views that show them (charts.figure_view:
         # the whole figure as state, never a FigureWidget; issue 25, the blank chart)
         self.whatif_figure = charts.whatif_widget()
-        self.whatif_chart = charts.figure_view(160)
+        self.whatif_chart = charts.figure_view(160, "rk-whatif-chart")
         self.figure = charts.new_figure(widget=False)
         self.chart = charts.figure_view(520)
 
