@@ -94,6 +94,25 @@ def _chart(panel) -> dict:
     return got
 
 
+def _shot_chart(page, panel, name: str) -> None:
+    """The panel's chart alone, cut from the page: the plot is redrawn whole at each refresh
+    (charts.show), so Playwright's element screenshot, which waits for a stable element,
+    can wait for ever while a run moves."""
+    chart = panel.locator(".rk-chart")
+    chart.evaluate("el => el.scrollIntoView({block: 'start'})")
+    box = chart.bounding_box()
+    assert box is not None, "the chart is not shown"
+    vp = page.viewport_size
+    top = max(box["y"], 0)
+    clip = {
+        "x": max(box["x"], 0),
+        "y": top,
+        "width": min(box["width"], vp["width"] - max(box["x"], 0)),
+        "height": min(box["y"] + box["height"], vp["height"]) - top,
+    }
+    page.screenshot(path=str(SHOTS / name), clip=clip)
+
+
 def _percent(text: str) -> str | None:
     m = re.search(r"(\d+)%", text)
     return m.group(1) if m else None
@@ -191,7 +210,7 @@ def _drive(page, url, token, journals, gw, brokers, plan2, before2) -> None:
     )
     assert "not started" in before["title"], before
     page.screenshot(path=str(SHOTS / "panel_1_before.png"))
-    p1.locator(".rk-chart .js-plotly-plot").screenshot(path=str(SHOTS / "panel_1_before_chart.png"))
+    _shot_chart(page, p1, "panel_1_before_chart.png")
 
     # a throttled run; its throttle changed mid-run
     execute.click()
@@ -202,7 +221,7 @@ def _drive(page, url, token, journals, gw, brokers, plan2, before2) -> None:
     # what cannot change is locked, the reason on hover
     assert p1.locator("[title^='locked: the pacing mode']").count() >= 1
     page.screenshot(path=str(SHOTS / "panel_2_during.png"))
-    p1.locator(".rk-chart .js-plotly-plot").screenshot(path=str(SHOTS / "panel_2_during_chart.png"))
+    _shot_chart(page, p1, "panel_2_during_chart.png")
     throttle.fill(str(NEW_MIBS))
     throttle.press("Enter")
     new_rate = int(round(NEW_MIBS * MIB))
@@ -262,7 +281,7 @@ def _drive(page, url, token, journals, gw, brokers, plan2, before2) -> None:
     assert _events(journals[0])[-1]["state"] == "done"
     p1.evaluate("el => el.scrollIntoView({block: 'start'})")
     page.screenshot(path=str(SHOTS / "panel_4_done.png"))
-    p1.locator(".rk-chart .js-plotly-plot").screenshot(path=str(SHOTS / "panel_4_done_chart.png"))
+    _shot_chart(page, p1, "panel_4_done_chart.png")
 
     # a second plan, cancelled through the confirmation once a move has completed
     p2 = panels.nth(1)
