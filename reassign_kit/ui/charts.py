@@ -76,6 +76,14 @@ def _human(n: float) -> str:
     return human_bytes(n)
 
 
+def _of(got: float, need: float) -> str:
+    """``3.9/6.0 MiB``: short enough to stay legible above a bar (plotly shrinks longer
+    outside labels to the bar's width)."""
+    g, n = _human(got), _human(need)
+    gv, _, gu = g.partition(" ")
+    return f"{gv}/{n}" if gu == n.partition(" ")[2] else f"{g}/{n}"
+
+
 def new_figure(widget: bool = False) -> go.Figure:
     """An empty figure with every trace in place. Each pane has its own legend beside it
     (moves: ``legend``, bytes: ``legend2``). The panel draws a plain Figure through
@@ -203,7 +211,7 @@ def apply(fig: go.Figure, data: ChartData) -> None:
             fig.data[t_plan].x = xs
             fig.data[t_plan].y = [n / unit for n in need]
             fig.data[t_plan].text = [
-                (f"{_human(g)} of {_human(n)}" if data.started else _human(n)) if n else ""
+                (_of(g, n) if data.started else _human(n)) if n else ""
                 for g, n in zip(got, need, strict=True)
             ]
             fig.data[t_done].x = xs

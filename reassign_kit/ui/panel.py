@@ -394,10 +394,10 @@ class Panel(RunWiring, Artefacts):
             state, evs, self.summary.bytes_to_move, self.summary.moves, self._clock(), err
         )
 
-    def chart_data(self) -> charts.ChartData:
+    def chart_data(self, st: status.Status | None = None) -> charts.ChartData:
         with self._lock:
             evs = list(self.events)
-        st = self.current_status()
+        st = st or self.current_status()
         started = any(e.get("event") == "run_started" for e in evs)
         now = self._clock() if st.state in status.ACTIVE else None
         progress = describe.up_to(figures.progress_series(evs, total=self.summary.moves), now)
@@ -439,11 +439,12 @@ class Panel(RunWiring, Artefacts):
 
     def refresh(self) -> None:
         """Redraw status, chart, table and log from the events so far (bounded data only)."""
-        data = self.chart_data()
-        charts.apply(self.figure, data)
+        # one Status for the line and the chart's title, the line sent first: the page never
+        # shows a chart newer than the line under it (seen: "49%" above a "58% done" chart)
+        st = self.current_status()
+        self.eta_html.value = f"<b class='rk-progress'>{html.escape(st.line)}</b>"
+        charts.apply(self.figure, self.chart_data(st))
         charts.show(self.chart, self.figure)
-        line = self.current_status().line
-        self.eta_html.value = f"<b class='rk-progress'>{html.escape(line)}</b>"
         with self._lock:
             evs = list(self.events)
         rows = behind_from_events(evs) or self._status_rows()
