@@ -155,7 +155,10 @@ def test_panel_live_throttle_pause_done_and_cancel_report(sandbox, bootstrap, tm
             try:
                 _drive(page, url, token, journals, gw, brokers, plan2, before2)
             except Exception:
-                page.screenshot(path=str(SHOTS / "panel_failed.png"))
+                try:  # best effort: a screenshot that times out must not hide the failure
+                    page.screenshot(path=str(SHOTS / "panel_failed.png"), timeout=15_000)
+                except Exception as e:  # noqa: BLE001
+                    console.append(f"(no failure screenshot: {e})")
                 raise
             finally:
                 (SHOTS / "panel_console.txt").write_text("\n".join(console))
