@@ -40,6 +40,10 @@ from .wiring import RunWiring
 # it, ``Panel.what_if()`` computes it on demand: the executor runs once per policy)
 WHATIF_AUTO_MOVES = 2000
 
+# the least time between two redraws of the chart while a run moves (the progress line is
+# refreshed every ``refresh_s``)
+CHART_EVERY_S = 2.0
+
 PACING = cw.PACING
 OPTIONS = cw.OPTIONS
 
@@ -443,8 +447,18 @@ class Panel(RunWiring, Artefacts):
         # shows a chart newer than the line under it (seen: "49%" above a "58% done" chart)
         st = self.current_status()
         self.eta_html.value = f"<b class='rk-progress'>{html.escape(st.line)}</b>"
-        charts.apply(self.figure, self.chart_data(st))
-        charts.show(self.chart, self.figure)
+        # the chart is redrawn whole in the page (charts.show): at most every CHART_EVERY_S
+        # while the run moves (a loaded browser spent its main thread on redraws), at once
+        # when the state changes or the run ends
+        now = time.monotonic()
+        if (
+            st.state not in status.ACTIVE
+            or st.state != getattr(self, "_chart_state", None)
+            or now - getattr(self, "_chart_at", 0.0) >= CHART_EVERY_S
+        ):
+            charts.apply(self.figure, self.chart_data(st))
+            charts.show(self.chart, self.figure)
+            self._chart_state, self._chart_at = st.state, now
         with self._lock:
             evs = list(self.events)
         rows = behind_from_events(evs) or self._status_rows()
