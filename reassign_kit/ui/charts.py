@@ -7,6 +7,7 @@ and out per broker, and a Gantt-like timeline of partition moves. Data comes fro
 
 from __future__ import annotations
 
+import functools
 import html
 import os
 import statistics
@@ -35,6 +36,7 @@ COLORS = {
 # trace indexes, fixed at construction so updates never add or remove traces
 T_DONE, T_MOVING, T_PENDING, T_CANCELLED, T_PLAN_IN, T_IN, T_PLAN_OUT, T_OUT, T_GANTT = range(9)
 ROW_TITLES = ("moves over time (seconds since start)", "bytes per broker", "partition moves")
+SUBPLOTS = {"rows": 3, "cols": 1, "row_heights": [0.34, 0.22, 0.44], "vertical_spacing": 0.13}
 MIB = 1024 * 1024
 GIB = 1024 * MIB
 
@@ -74,16 +76,20 @@ def _human(n: float) -> str:
     return human_bytes(n)
 
 
-def new_figure(widget: bool = True) -> go.Figure:
-    """An empty figure with every trace in place; a FigureWidget for the live panel. Each
-    pane has its own legend beside it (moves: ``legend``, bytes: ``legend2``)."""
-    base = make_subplots(
-        rows=3,
-        cols=1,
-        row_heights=[0.34, 0.22, 0.44],
-        vertical_spacing=0.13,
-        subplot_titles=ROW_TITLES,
-    )
+def _of(got: float, need: float) -> str:
+    """``3.9/6.0 MiB``: short enough to stay legible above a bar (plotly shrinks longer
+    outside labels to the bar's width)."""
+    g, n = _human(got), _human(need)
+    gv, _, gu = g.partition(" ")
+    return f"{gv}/{n}" if gu == n.partition(" ")[2] else f"{g}/{n}"
+
+
+def new_figure(widget: bool = False) -> go.Figure:
+    """An empty figure with every trace in place. Each pane has its own legend beside it
+    (moves: ``legend``, bytes: ``legend2``). The panel draws a plain Figure through
+    ``figure_view`` / ``show``; ``widget=True`` (a FigureWidget) is kept for callers of
+    their own, not used by the panel (see ``figure_view``)."""
+    base = make_subplots(**SUBPLOTS, subplot_titles=ROW_TITLES)
     fig = go.FigureWidget(base) if widget else go.Figure(base)
     for name in ("done", "moving", "pending", "cancelled"):
         fig.add_trace(
@@ -164,6 +170,14 @@ def new_figure(widget: bool = True) -> go.Figure:
     return fig
 
 
+@functools.cache
+def _bytes_domain() -> tuple[float, float]:
+    """The bytes pane's band in the 3-pane figure (apply() gives it the whole figure before
+    the run, and this band back from the start)."""
+    d = make_subplots(**SUBPLOTS).layout.yaxis2.domain
+    return float(d[0]), float(d[1])
+
+
 def apply(fig: go.Figure, data: ChartData) -> None:
     """Redraw ``fig`` from ``data`` in one batched update (one message to the browser).
     Before the run only the plan's bytes per broker are drawn: the panes of the run (moves
@@ -197,7 +211,7 @@ def apply(fig: go.Figure, data: ChartData) -> None:
             fig.data[t_plan].x = xs
             fig.data[t_plan].y = [n / unit for n in need]
             fig.data[t_plan].text = [
-                (f"{_human(g)} of {_human(n)}" if data.started else _human(n)) if n else ""
+                (_of(g, n) if data.started else _human(n)) if n else ""
                 for g, n in zip(got, need, strict=True)
             ]
             fig.data[t_done].x = xs
@@ -221,20 +235,86 @@ def apply(fig: go.Figure, data: ChartData) -> None:
         for ax in ("xaxis", "yaxis", "xaxis3", "yaxis3"):
             fig.layout[ax].visible = started
         fig.layout.yaxis2.title.text = uname
-        fig.layout.height = max(720, 480 + 14 * len(bars)) if started else 520
+        fig.layout.height = max(720, 480 + 14 * len(bars)) if started else 380
+        # before the run the bytes pane is the whole chart (no blank bands where the hidden
+        # panes sit); from the start each pane has its own band again
+        d2 = _bytes_domain() if started else (0.0, 0.8)
+        fig.layout.yaxis2.domain = d2
+        fig.layout.annotations[1].y = d2[1]
+        fig.layout.legend2.y = d2[1]
         # whole moves: one tick per move on small plans (no 0.5 ticks), automatic above
         fig.update_yaxes(dtick=1 if p.total <= 10 else None, row=1, col=1)
 
 
-def sync_widget(fig: Any) -> None:
-    """A FigureWidget's state as its view will be created from: changes made before the view
-    exists travel as messages nobody hears (plotly's own ``_repr_mimebundle_`` does the same
-    when the figure is displayed alone; inside a panel's VBox it is not called)."""
-    from copy import deepcopy
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+CONFIG = {"displaylogo": False}  # no "responsive": its 100% container is 0 px high in an Output
 
-    if hasattr(fig, "_widget_layout"):
-        fig._widget_layout = deepcopy(fig._layout_obj._props)
-        fig._widget_data = deepcopy(fig._data)
+
+def figure_view(height: int = 360, css_class: str = "rk-chart") -> Any:
+    """The widget the panel shows a chart in: an ipywidgets ``Output`` whose state is the
+    WHOLE figure as plotly's mime bundle (rendered by plotly's JupyterLab mime renderer, the
+    one plotly.js the lab loaded once), replaced by ``show`` at each refresh.
+
+    Why not a FigureWidget: plotly's FigureWidget (plotly >= 6) is an anywidget whose model
+    opens its comm with an EMPTY figure (``_widget_layout = {}``, ``_widget_data = []``: they
+    are set after ``Widget.__init__`` opened the comm) and reaches the figure only through
+    later messages; anywidget 0.11's front end gives each model 2 s to import its ESM (plotly's
+    is ~5 MB, imported again per model) and, past that, drops every message to the model
+    (``AnyModel._handle_comm_msg`` awaits a rejected ``ready``). On a busy machine the panel's
+    chart then stayed blank for good (empty axes -1..6 / -1..4, no title) in about half of
+    the browser runs. Here a view created at any time renders the figure as it is now, and a
+    missed update is repaired by the next one."""
+    import ipywidgets as W
+
+    out = W.Output(layout=W.Layout(min_height=f"{height}px", width="100%"))
+    out.add_class(css_class)
+    return out
+
+
+def figure_bundle(fig: go.Figure) -> dict[str, Any]:
+    """``fig`` as plotly's mime bundle (plain JSON: what plotly's own "plotly_mimetype"
+    renderer sends), with the panel's config."""
+    import json
+
+    import plotly.io as pio
+
+    out = json.loads(pio.to_json(fig, validate=False, remove_uids=False))
+    out["config"] = dict(CONFIG)
+    return out
+
+
+def show(view: Any, fig: go.Figure) -> bool:
+    """Put ``fig`` in ``view`` (a ``figure_view``); nothing is sent when it has not changed
+    since the last call. Safe from the refresher thread (one trait assignment). Returns
+    whether it was sent."""
+    import json
+
+    bundle = figure_bundle(fig)
+    key = json.dumps(bundle, sort_keys=True)
+    if getattr(view, "_rk_shown", None) == key:
+        return False
+    title = str(((bundle.get("layout") or {}).get("title") or {}).get("text") or "chart")
+    height = (bundle.get("layout") or {}).get("height")
+    if isinstance(height, int | float):
+        view.layout.min_height = f"{int(height)}px"  # no jump while the plot is redrawn
+    view.outputs = (
+        {
+            "output_type": "display_data",
+            "data": {PLOTLY_MIME: bundle, "text/plain": title},
+            "metadata": {},
+        },
+    )
+    view._rk_shown = key
+    return True
+
+
+def shown(view: Any) -> dict[str, Any] | None:
+    """The figure ``view`` holds now (its mime bundle), or None."""
+    for o in getattr(view, "outputs", ()) or ():
+        data = o.get("data") or {}
+        if PLOTLY_MIME in data:
+            return data[PLOTLY_MIME]
+    return None
 
 
 def write_html(
@@ -322,9 +402,9 @@ def _duration(seconds: float) -> str:
     )
 
 
-def whatif_widget() -> go.FigureWidget:
-    """An empty what-if chart for the panel (``set_whatif`` fills it)."""
-    fig = go.FigureWidget(whatif_figure([]))
+def whatif_widget() -> go.Figure:
+    """An empty what-if chart for the panel (``set_whatif`` fills it; ``show`` draws it)."""
+    fig = whatif_figure([])
     fig.layout.height = 160
     return fig
 

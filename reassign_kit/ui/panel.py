@@ -40,6 +40,10 @@ from .wiring import RunWiring
 # it, ``Panel.what_if()`` computes it on demand: the executor runs once per policy)
 WHATIF_AUTO_MOVES = 2000
 
+# the least time between two redraws of the chart while a run moves (the progress line is
+# refreshed every ``refresh_s``)
+CHART_EVERY_S = 2.0
+
 PACING = cw.PACING
 OPTIONS = cw.OPTIONS
 
@@ -185,8 +189,12 @@ class Panel(RunWiring, Artefacts):
         self.log_html = W.HTML()
         self.eta_html = W.HTML()  # the progress line: only what holds in the run's state
         self.whatif_html = W.HTML()
+        # the figures (plain plotly Figures) and the views that show them (charts.figure_view:
+        # the whole figure as state, never a FigureWidget; issue 25, the blank chart)
         self.whatif_figure = charts.whatif_widget()
-        self.figure = charts.new_figure(widget=True)
+        self.whatif_chart = charts.figure_view(160, "rk-whatif-chart")
+        self.figure = charts.new_figure(widget=False)
+        self.chart = charts.figure_view(520)
 
         self.summary = self._summarise()
         if not self.summary.valid:
@@ -195,7 +203,7 @@ class Panel(RunWiring, Artefacts):
         self.control_boxes, self.control_labels = cw.boxes(self.controls)
         grid, advanced = cw.layout(self.control_boxes)
         self.whatif_box = W.Accordion(
-            [W.VBox([self.whatif_html, self.whatif_figure])], selected_index=None
+            [W.VBox([self.whatif_html, self.whatif_chart])], selected_index=None
         )
         self.whatif_box.set_title(0, "what-if: predicted makespan per pacing policy")
         self.widget = W.VBox(
@@ -210,7 +218,7 @@ class Panel(RunWiring, Artefacts):
                 self.message,
                 self.confirm,
                 self.outcome_html,
-                self.figure,
+                self.chart,
                 W.HTML("<b>partitions furthest behind</b>"),
                 self.behind_html,
                 W.HTML("<b>events</b>"),
@@ -239,10 +247,6 @@ class Panel(RunWiring, Artefacts):
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
-        # the figures' views start from what they hold now (updates made before a view
-        # existed were messages nobody heard: empty axes before the run, issue 25 item 4)
-        charts.sync_widget(self.figure)
-        charts.sync_widget(self.whatif_figure)
         display(self.widget)
 
     def enabled(self) -> frozenset[str]:
@@ -351,6 +355,8 @@ class Panel(RunWiring, Artefacts):
             return None
         self.whatif_html.value = charts.whatif_table_html(self.whatif.rows, self.whatif.calibration)
         charts.set_whatif(self.whatif_figure, self.whatif.rows)
+        if hasattr(self, "whatif_chart"):
+            charts.show(self.whatif_chart, self.whatif_figure)
         if hasattr(self, "whatif_box") and self.whatif.rows:
             first = self.whatif.rows[0]
             thr = cw.show("throttle", self.options().get("throttle"))
@@ -392,10 +398,10 @@ class Panel(RunWiring, Artefacts):
             state, evs, self.summary.bytes_to_move, self.summary.moves, self._clock(), err
         )
 
-    def chart_data(self) -> charts.ChartData:
+    def chart_data(self, st: status.Status | None = None) -> charts.ChartData:
         with self._lock:
             evs = list(self.events)
-        st = self.current_status()
+        st = st or self.current_status()
         started = any(e.get("event") == "run_started" for e in evs)
         now = self._clock() if st.state in status.ACTIVE else None
         progress = describe.up_to(figures.progress_series(evs, total=self.summary.moves), now)
@@ -437,10 +443,22 @@ class Panel(RunWiring, Artefacts):
 
     def refresh(self) -> None:
         """Redraw status, chart, table and log from the events so far (bounded data only)."""
-        data = self.chart_data()
-        charts.apply(self.figure, data)
-        line = self.current_status().line
-        self.eta_html.value = f"<b class='rk-progress'>{html.escape(line)}</b>"
+        # one Status for the line and the chart's title, the line sent first: the page never
+        # shows a chart newer than the line under it (seen: "49%" above a "58% done" chart)
+        st = self.current_status()
+        self.eta_html.value = f"<b class='rk-progress'>{html.escape(st.line)}</b>"
+        # the chart is redrawn whole in the page (charts.show): at most every CHART_EVERY_S
+        # while the run moves (a loaded browser spent its main thread on redraws), at once
+        # when the state changes or the run ends
+        now = time.monotonic()
+        if (
+            st.state not in status.ACTIVE
+            or st.state != getattr(self, "_chart_state", None)
+            or now - getattr(self, "_chart_at", 0.0) >= CHART_EVERY_S
+        ):
+            charts.apply(self.figure, self.chart_data(st))
+            charts.show(self.chart, self.figure)
+            self._chart_state, self._chart_at = st.state, now
         with self._lock:
             evs = list(self.events)
         rows = behind_from_events(evs) or self._status_rows()

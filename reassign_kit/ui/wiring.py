@@ -314,8 +314,8 @@ class RunWiring:
 
     def _watch(self) -> None:
         """The panel's refresher thread: every ``refresh_s`` the state is read from the run's
-        lifecycle and the status, charts and tables redrawn (FigureWidget updates from a
-        thread are fine, batched); the kernel is never blocked."""
+        lifecycle and the status, charts and tables redrawn (each a whole-state trait
+        assignment from this thread: charts.show); the kernel is never blocked."""
         run = self.run
         while True:
             finished = run.wait(self.refresh_s) is not None

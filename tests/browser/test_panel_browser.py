@@ -25,8 +25,8 @@ from reassign_kit.model import Plan
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
 MIB = 1024 * 1024
-START_MIBS = 0.5  # the throttle the runs start with (MiB/s)
-NEW_MIBS = 0.75  # the throttle set mid-run
+START_MIBS = 0.3  # the throttle the runs start with (MiB/s): ~80 s for the first plan, time
+NEW_MIBS = 0.45  # enough on a loaded machine to change the throttle and pause mid-run
 W, H = 1366, 768
 
 
@@ -45,11 +45,9 @@ def _events(path: Path) -> list[dict]:
 def _notebook(root: Path, bootstrap: str, plans: list[str], outs: list[str]) -> None:
     nb = nbformat.v4.new_notebook()
     nb.cells = [
-        # a FigureWidget whose view is created in the first seconds after the lab opens stays
-        # blank (anywidget's module still loading in the page: seen with plain FigureWidgets
-        # too), so the panels come a few seconds after the page is ready
+        # no pause before the panels: their charts are views holding the whole figure
+        # (charts.figure_view), drawn whenever the page gets to them
         nbformat.v4.new_code_cell(
-            "import time\ntime.sleep(8)\n"
             "from reassign_kit.model import Plan\nfrom reassign_kit.ui import panel\n"
             f"bootstrap = {bootstrap!r}"
         ),
@@ -66,6 +64,58 @@ def _notebook(root: Path, bootstrap: str, plans: list[str], outs: list[str]) -> 
     ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
     nbformat.write(nb, str(root / "panel.ipynb"))
+
+
+# the panel's chart as drawn in the page: its title, the traces plotly drew, the bars with a
+# height, the points of the moves-over-time areas
+CHART_JS = """el => {
+  const plot = el.querySelector('.rk-chart .js-plotly-plot');
+  if (!plot) return null;
+  const t = plot.querySelector('.gtitle');
+  const drawn = sel => Array.from(plot.querySelectorAll(sel)).filter(p => {
+    const d = p.getAttribute('d') || ''; return d.length > 0 && d !== 'M0,0Z'; }).length;
+  const box = r => (r ? r.getBoundingClientRect() : {height: 0, width: 0});
+  return {
+    // drawn, not only in the DOM: a plot in a 0-px-high container has its title text too
+    height: Math.min(box(plot).height, box(plot.querySelector('.main-svg')).height),
+    title: t && box(t).height > 0 ? t.textContent : '',
+    traces: plot.querySelectorAll('g.trace').length,
+    bars: drawn('.barlayer .point path'),
+    areas: drawn('.scatterlayer .trace path.js-fill') + drawn('.scatterlayer .trace path.js-line'),
+    line: (el.querySelector('.rk-progress') || {}).textContent || '',
+  };
+}"""
+
+
+def _chart(panel) -> dict:
+    got = panel.evaluate(CHART_JS) or {"title": "", "traces": 0, "bars": 0, "areas": 0, "line": ""}
+    if got.get("height", 0) < 300:  # the panel's chart is 520 px high and more
+        got["title"] = ""
+    return got
+
+
+def _shot_chart(page, panel, name: str) -> None:
+    """The panel's chart alone, cut from the page: the plot is redrawn whole at each refresh
+    (charts.show), so Playwright's element screenshot, which waits for a stable element,
+    can wait for ever while a run moves."""
+    chart = panel.locator(".rk-chart")
+    chart.evaluate("el => el.scrollIntoView({block: 'start'})")
+    box = chart.bounding_box()
+    assert box is not None, "the chart is not shown"
+    vp = page.viewport_size
+    top = max(box["y"], 0)
+    clip = {
+        "x": max(box["x"], 0),
+        "y": top,
+        "width": min(box["width"], vp["width"] - max(box["x"], 0)),
+        "height": min(box["y"] + box["height"], vp["height"]) - top,
+    }
+    page.screenshot(path=str(SHOTS / name), clip=clip)
+
+
+def _percent(text: str) -> str | None:
+    m = re.search(r"(\d+)%", text)
+    return m.group(1) if m else None
 
 
 def _rates(gw: AdminGateway, brokers: list[int]) -> dict[int, tuple[str, str]]:
@@ -105,7 +155,10 @@ def test_panel_live_throttle_pause_done_and_cancel_report(sandbox, bootstrap, tm
             try:
                 _drive(page, url, token, journals, gw, brokers, plan2, before2)
             except Exception:
-                page.screenshot(path=str(SHOTS / "panel_failed.png"))
+                try:  # best effort: a screenshot that times out must not hide the failure
+                    page.screenshot(path=str(SHOTS / "panel_failed.png"), timeout=15_000)
+                except Exception as e:  # noqa: BLE001
+                    console.append(f"(no failure screenshot: {e})")
                 raise
             finally:
                 (SHOTS / "panel_console.txt").write_text("\n".join(console))
@@ -149,9 +202,18 @@ def _drive(page, url, token, journals, gw, brokers, plan2, before2) -> None:
         box = loc.bounding_box()
         assert box is not None, f"{what} is not shown"
         assert 0 <= box["y"] and box["y"] + box["height"] <= H, f"{what} is below the fold: {box}"
+        assert 0 <= box["x"] and box["x"] + box["width"] <= W, f"{what} is cut at the side: {box}"
     assert "not started" in progress(p1)
+    # the chart is drawn before the run: the plan's bytes per broker, its title (the blank
+    # chart of issue 25: a FigureWidget whose model missed its figure)
+    before = wait_until(
+        lambda: (c := _chart(p1))["title"].startswith("plan: ") and c["bars"] > 0 and c,
+        60,
+        f"the plan's chart drawn: {_chart(p1)}",
+    )
+    assert "not started" in before["title"], before
     page.screenshot(path=str(SHOTS / "panel_1_before.png"))
-    p1.locator(".js-plotly-plot").last.screenshot(path=str(SHOTS / "panel_1_before_chart.png"))
+    _shot_chart(page, p1, "panel_1_before_chart.png")
 
     # a throttled run; its throttle changed mid-run
     execute.click()
@@ -162,7 +224,7 @@ def _drive(page, url, token, journals, gw, brokers, plan2, before2) -> None:
     # what cannot change is locked, the reason on hover
     assert p1.locator("[title^='locked: the pacing mode']").count() >= 1
     page.screenshot(path=str(SHOTS / "panel_2_during.png"))
-    p1.locator(".js-plotly-plot").last.screenshot(path=str(SHOTS / "panel_2_during_chart.png"))
+    _shot_chart(page, p1, "panel_2_during_chart.png")
     throttle.fill(str(NEW_MIBS))
     throttle.press("Enter")
     new_rate = int(round(NEW_MIBS * MIB))
@@ -192,20 +254,37 @@ def _drive(page, url, token, journals, gw, brokers, plan2, before2) -> None:
     line = progress(p1)
     assert line.startswith("paused at ") and "ETA" not in line, line
     assert "ETA" not in p1.inner_text()
+    # the chart says the same state and the same percentage as the line (read together)
+    paused = wait_until(
+        lambda: (
+            (c := _chart(p1))["title"].endswith("paused")
+            and _percent(c["title"]) == _percent(c["line"])
+            and c
+        ),
+        30,
+        f"the chart paused at the line's percentage: {_chart(p1)}",
+    )
+    assert paused["line"].startswith("paused at "), paused
     page.screenshot(path=str(SHOTS / "panel_3_paused.png"))
 
     # resumed to the end: done, no ETA
     button(p1, "Resume").click()
     wait_until(lambda: progress(p1).startswith("done in "), 300, "done")
     line = progress(p1)
-    # (the chart's title says the same percentage; not asserted here: the panel's FigureWidget
-    # view stays blank in some runs of this JupyterLab, anywidget's module loading)
     assert "ETA" not in line, line
+    # the chart: 100% done, every move a bar of the timeline, the areas and the broker bars
+    done = wait_until(
+        lambda: "100% done" in (c := _chart(p1))["title"] and c["title"].endswith("done") and c,
+        30,
+        f"the chart at 100% done: {_chart(p1)}",
+    )
+    assert done["areas"] > 0 and done["bars"] > 0 and done["traces"] >= 9, done
+    assert "ETA" not in done["title"], done
     assert _events(journals[0])[-1]["event"] == "run_finished"
     assert _events(journals[0])[-1]["state"] == "done"
     p1.evaluate("el => el.scrollIntoView({block: 'start'})")
     page.screenshot(path=str(SHOTS / "panel_4_done.png"))
-    p1.locator(".js-plotly-plot").last.screenshot(path=str(SHOTS / "panel_4_done_chart.png"))
+    _shot_chart(page, p1, "panel_4_done_chart.png")
 
     # a second plan, cancelled through the confirmation once a move has completed
     p2 = panels.nth(1)
@@ -227,6 +306,16 @@ def _drive(page, url, token, journals, gw, brokers, plan2, before2) -> None:
     page.screenshot(path=str(SHOTS / "panel_5_cancelled.png"))
     assert progress(p2).startswith("cancelled at "), progress(p2)
     assert "ETA" not in progress(p2)
+    cancelled = wait_until(
+        lambda: (
+            (c := _chart(p2))["title"].endswith("cancelled")
+            and _percent(c["title"]) == _percent(c["line"])
+            and c
+        ),
+        30,
+        f"the chart of the cancelled run: {_chart(p2)}",
+    )
+    assert cancelled["areas"] > 0 and cancelled["bars"] > 0, cancelled
 
     rows = {}
     for tr in table.locator("tr.rk-outcome").all():

@@ -47,7 +47,9 @@ def test_the_panel_shows_the_dry_runs_what_if_table_and_chart_before_execute():
     # above the buttons, in the panel's widget tree
     # above the buttons, in the panel's widget tree, in a collapsible (closed) section
     kids = list(panel.widget.children)
-    assert list(panel.whatif_box.children[0].children) == [panel.whatif_html, panel.whatif_figure]
+    assert list(panel.whatif_box.children[0].children) == [panel.whatif_html, panel.whatif_chart]
+    # the chart view holds the what-if figure itself (charts.show)
+    assert charts.shown(panel.whatif_chart)["data"][0]["y"] == [r["policy"] for r in same.rows]
     assert panel.whatif_box.selected_index is None
     assert kids.index(panel.whatif_box) < kids.index(panel.eta_html)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 
+import plotly.graph_objects as go
 import pytest
 
 from reassign_kit import ops
@@ -79,6 +80,38 @@ def test_summary_controls_and_initial_buttons(tmp_path):
     assert list(p.figure.data[charts.T_PLAN_IN].x) == ["0", "1", "2", "3"]
 
 
+def test_the_charts_views_hold_the_whole_figure_never_a_figurewidget(tmp_path):
+    """The blank chart (issue 25): a FigureWidget (an anywidget) opens its comm with an empty
+    figure and reaches its figure through later messages, which anywidget's front end drops
+    for good when plotly's 5 MB module takes over 2 s to load. The panel's charts are views
+    whose state IS the figure: a view created at any moment draws what the panel holds."""
+    import ipywidgets as W
+
+    p = make_panel(cluster(), tmp_path, batch_size=2, throttle=5 * MB)
+
+    def tree(w):
+        yield w
+        for c in getattr(w, "children", ()) or ():
+            yield from tree(c)
+
+    widgets = list(tree(p.widget))
+    assert not any(isinstance(w, go.FigureWidget) for w in widgets)
+    assert p.chart in widgets and p.whatif_chart in widgets
+    assert isinstance(p.chart, W.Output) and "rk-chart" in p.chart._dom_classes
+    shown = charts.shown(p.chart)
+    assert shown is not None, "the plan's chart is in the view's state before anything runs"
+    assert shown["layout"]["title"]["text"] == p.figure.layout.title.text
+    assert "not started" in shown["layout"]["title"]["text"]
+    assert shown["data"][charts.T_PLAN_IN]["x"] == ["0", "1", "2", "3"]
+    assert shown["config"]["displaylogo"] is False
+    # nothing is sent again while nothing changed; a change is sent whole
+    assert charts.show(p.chart, p.figure) is False
+    p.figure.layout.title.text = "changed"
+    assert charts.show(p.chart, p.figure) is True
+    assert charts.shown(p.chart)["layout"]["title"]["text"] == "changed"
+    assert p.chart.layout.min_height == f"{p.figure.layout.height}px"
+
+
 def test_invalid_plan_disables_everything(tmp_path):
     bad = Plan.of([Move(TP("orders", 9), (0, 7)), Move(TP("nope", 0), (1, 2))])
     p = Panel(bad, cluster(), output_dir=str(tmp_path))
@@ -104,6 +137,10 @@ def test_execute_to_done_then_verify(tmp_path):
     data = p.chart_data()
     assert data.progress.done[-1] == 3 and data.progress.percent_done == 100
     assert "100% done" in p.figure.layout.title.text
+    # what the browser is sent is the whole figure, the same title and traces (charts.show)
+    shown = charts.shown(p.chart)
+    assert shown is not None and "100% done" in shown["layout"]["title"]["text"]
+    assert len(shown["data"]) == len(p.figure.data) and shown["data"][charts.T_DONE]["y"][-1] == 3
     assert {b.state for b in data.bars} == {"done"} and len(data.bars) == 3
     # batch size 1: the moves never overlap
     spans = sorted((b.start, b.end) for b in data.bars)
