@@ -73,10 +73,6 @@ from .track import TrackPart
 
 log = logging.getLogger(__name__)
 
-PENDING, READY, MOVING = MoveStatus.PENDING, MoveStatus.READY, MoveStatus.MOVING
-ROLLING_BACK = MoveStatus.ROLLING_BACK
-DONE, CANCELLED, FAILED = MoveStatus.DONE, MoveStatus.CANCELLED, MoveStatus.FAILED
-
 
 class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart, PacePart):
     """One paced execution of a plan. See the module docstring."""
@@ -106,8 +102,7 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart, 
         self.plan_path = plan_path
         self._clock = clock
         self._sleep_fn = sleep
-        # KIP-435 steps: each topic's min.insync.replicas from ``min_isr``, else
-        # options.min_isr, else the gateway's (read once, when the first step is planned)
+        # KIP-435 steps: min.insync.replicas from ``min_isr``, options.min_isr or the gateway
         self._min_isr = (
             (dict(min_isr) if isinstance(min_isr, Mapping) else min_isr)
             if min_isr is not None
@@ -272,7 +267,7 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart, 
             if r_given and r != self._r:
                 self._r = r
                 self._steps_for = steps_hook(r, self._min_isr_of)
-                for ms in self._index.of(MOVING, READY):
+                for ms in self._index.of(MoveStatus.MOVING, MoveStatus.READY):
                     ms.replan = True
             self._emit(
                 "caps_changed",
