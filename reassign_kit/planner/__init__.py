@@ -10,6 +10,7 @@ from .demotion import demote_states, demoted_leading_after, demoted_left
 from .finish import finish, fit_capacity
 from .in_process import InProcess, generate, plan_in_process
 from .leaders import NO_STATE, LeaderPlan, lead_chunk, leader_groups, leader_key, prepare_leaders
+from .level import level_chunk, level_quotas
 from .params import (
     BYTES_ROUNDS,
     DEFAULT_BYTES_TOLERANCE,
@@ -61,6 +62,8 @@ __all__ = [
     "forced_racks",
     "generate",
     "lead_chunk",
+    "level_chunk",
+    "level_quotas",
     "leader_groups",
     "leader_key",
     "lower_bound",

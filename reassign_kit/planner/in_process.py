@@ -19,6 +19,7 @@ from .aggregates import Aggregates, aggregate_rows
 from .bytes_pass import BytesPlan, bytes_chunk, chunk_totals
 from .finish import fit_capacity
 from .leaders import NO_STATE, LeaderPlan, lead_chunk, leader_groups
+from .level import level_chunk
 from .params import PlanParams, rule_context
 from .quotas import Prepared
 from .replica_chunk import plan_chunk
@@ -52,6 +53,9 @@ class InProcess:
 
     def apply_bytes(self, bp: BytesPlan) -> None:
         self.finals = {c: bytes_chunk(rs, bp, c) for c, rs in self.finals.items()}
+
+    def apply_level(self, pairs: Mapping[int, list[tuple[int, int]]], prep: Prepared) -> None:
+        self.finals = {c: level_chunk(rs, pairs.get(c, ()), prep) for c, rs in self.finals.items()}
 
     def fit_capacity(self, prep: Prepared) -> None:
         self.finals = fit_capacity(self.finals, prep)

@@ -5,6 +5,8 @@ both implement. A change to a pass is made once, here or in the pass's module.
 1. aggregates: per-(chunk, broker) counts of the snapshot after the RF change (engine);
 2. quotas: targets, bounds and every chunk's share of the moves, from the aggregates (driver);
 3. replicas: each chunk planned on its own within its quotas (engine, per chunk);
+3b. level: within each rack, brokers at most one replica apart across chunks (driver pairs,
+   chunks apply);
 4. bytes: rounds until every broker is within its band (driver splits, chunks apply);
 5. capacity: the exact fit of every row within the hard limits (driver, only when needed);
 6. leaders: one flow over the final sets' groups (driver), applied per chunk (engine);
@@ -24,6 +26,7 @@ from .bytes_pass import BytesPlan, prepare_bytes
 from .demotion import demote_states, demoted_leading_after, demoted_left
 from .finish import finish
 from .leaders import LeaderPlan, prepare_leaders
+from .level import LEVEL_ROUNDS, level_quotas
 from .params import BYTES_ROUNDS, PlanParams
 from .quotas import Prepared, prepare
 from .rows import Changed
@@ -49,6 +52,10 @@ class Backend(Protocol):
 
     def apply_bytes(self, bp: BytesPlan) -> None:
         """Pass 4, one round: ``bytes_pass.bytes_chunk`` on every chunk with a share of it."""
+        ...
+
+    def apply_level(self, pairs: Mapping[int, list[tuple[int, int]]], prep: Prepared) -> None:
+        """Pass 3b on every chunk with levelling pairs (``level.level_chunk``)."""
         ...
 
     def fit_capacity(self, prep: Prepared) -> None:
@@ -88,8 +95,17 @@ def run(
     timings["prepare_s"] = time.perf_counter() - t
     leaders = "leaders" in params.balance
     t = time.perf_counter()
-    backend.plan_replicas(prep, keep_all=leaders or prep.bytes_pass)
+    level = "replicas" in params.balance
+    backend.plan_replicas(prep, keep_all=leaders or prep.bytes_pass or level)
     timings["plan_replicas_s"] = time.perf_counter() - t
+    if level:
+        t = time.perf_counter()
+        for r in range(LEVEL_ROUNDS):
+            pairs = level_quotas(backend.chunk_totals(), prep, r)
+            if not pairs:  # within every rack the brokers are at most one replica apart
+                break
+            backend.apply_level(pairs, prep)
+        timings["level_s"] = time.perf_counter() - t
     if prep.bytes_pass:
         t = time.perf_counter()
         seen = None

@@ -24,6 +24,7 @@ from ..planner import (
     fit_capacity,
     lead_chunk,
     leader_groups,
+    level_chunk,
     pipeline,
     plan_chunk,
     rule_context,
@@ -413,6 +414,28 @@ class SparkChunks:
             .cache()
         )
         nxt.count()  # materialised before the previous round's rows are dropped
+        final.unpersist()
+        self.final = nxt
+
+    def apply_level(self, pairs: Mapping[int, list[tuple[int, int]]], prep: Prepared) -> None:
+        import pandas as pd
+        from pyspark.sql import functions as F
+
+        def apply(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+            for c, group in _chunk_groups(batches):
+                rows = level_chunk(_changed_rows(group), pairs.get(int(c), ()), prep)
+                if rows:
+                    yield _frame(rows, int(c))
+
+        final = self.final.cache()
+        busy = F.col("chunk").isin(sorted(pairs))
+        nxt = (
+            final.filter(~busy)
+            .unionByName(final.filter(busy).mapInPandas(apply, FINAL_SCHEMA))
+            .coalesce(self.chunks)  # merges whole partitions: a chunk is never split
+            .cache()
+        )
+        nxt.count()
         final.unpersist()
         self.final = nxt
 
