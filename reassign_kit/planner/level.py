@@ -43,7 +43,10 @@ def level_quotas(
             continue
         for _ in range(sum(level.values())):
             o = max(bs, key=lambda b: (level[b], -b))
-            u = min(recv, key=lambda b: (level[b], b))
+            room = [b for b in recv if level[b] < prep.caps.get(b, level[b] + 1)]  # max_replicas
+            if not room:
+                break
+            u = min(room, key=lambda b: (level[b], b))
             if level[o] - level[u] <= 1:
                 break
             chunks = sorted(per[o], key=lambda c: (-per[o][c], c))
