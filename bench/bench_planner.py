@@ -64,6 +64,13 @@ HEADLINE = [(1_050_000, "decommission-120", ("local", "spark"))]
 if os.environ.get("RK_BENCH_3M") == "1":
     HEADLINE.append((3_000_000, "decommission-250", ("spark",)))
 TOLERANCE = 0.05
+# the previous figures of the headline rows (bench/RESULTS.md), printed beside the new ones
+PREVIOUS = {
+    ("decommission-120", "local"): "plan 42 s + validate 4.5 s at load 7.8, 30 s CPU, "
+    "moved 163,962 / lower bound 163,962, digest b6202b62",
+    ("decommission-120", "spark"): "828 s at load 33 (+108 s start), 117 s CPU",
+    ("decommission-250", "spark"): "not measured (stopped unfinished at load 22-60)",
+}
 REPAIR_SHARE = 0.15  # rack-repair cases: partitions holding two replicas in one rack
 ENGINES = os.environ.get("RK_BENCH_ENGINES", "spark,local").split(",")
 
@@ -405,6 +412,9 @@ def headline() -> None:
                 f"{r['replica_spread_before']:>6}->{r['replica_spread_after']:<7} "
                 f"{r['problems']:>5} {r['peak_mb']:>7.0f}",
                 flush=True,
+            )
+            print(
+                f"{'':>9} digest {r['digest'][:8]}; previous: {PREVIOUS.get((case, engine), '-')}"
             )
     os.makedirs(OUT, exist_ok=True)
     with open(os.path.join(OUT, "headline.json"), "w") as f:

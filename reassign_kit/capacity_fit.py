@@ -38,7 +38,7 @@ EXACT_PARTITIONS = 3000  # every partition free in the model (an exact verdict) 
 NEIGHBOURHOOD_VARS = 400_000  # beyond it: partitions x brokers freed around over-limit brokers
 DETERMINISTIC_TIME = 120.0  # CP-SAT's deterministic time units (reproducible, ~seconds)
 
-Changed = tuple  # (topic, partition, old, new, size) as planner.Changed
+Changed = tuple  # (topic, partition, old, new, size): planner.rows.Changed
 
 
 @dataclass(frozen=True)

@@ -24,11 +24,11 @@ class PlanResult:
 
     plan: Plan
     current: Plan
-    prepared: Any  # planner.Prepared (the planner imports this module)
+    prepared: Any  # planner.quotas.Prepared (the planner imports this module)
     moved_replicas: int
     moved_bytes: int
     leadership_changes: int
-    changed: list[tuple]  # planner.Changed rows: (topic, partition, old, new, size)
+    changed: list[tuple]  # planner.rows.Changed: (topic, partition, old, new, size)
     timings: dict[str, float] = field(default_factory=dict)
     # leader_flow.LeaderBalance.summary(): best achievable spread, and why when it is not <= 1
     leader_balance: dict | None = None

@@ -6,26 +6,27 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from ..planner import (
-    BYTES_ROUNDS,
     NO_STATE,
     Aggregates,
+    BytesPlan,
+    Changed,
+    LeaderPlan,
     PlanParams,
     PlanResult,
+    Prepared,
+    Row,
     aggregate_rows,
     bytes_chunk,
-    demote_states,
-    demoted_leading_after,
-    demoted_left,
-    finish,
+    chunk_key,
+    fit_capacity,
     lead_chunk,
     leader_groups,
+    level_chunk,
+    pipeline,
     plan_chunk,
-    prepare,
-    prepare_bytes,
-    prepare_leaders,
     rule_context,
 )
 from ..rack_repair import is_violating
@@ -64,18 +65,18 @@ def _frame(rows, chunk: int | None = None):
     return pd.DataFrame(cols)
 
 
-def _changed_rows(pdf) -> list[tuple]:
+def _changed_rows(pdf) -> list[Changed]:
     return [
-        (t, int(p), [int(x) for x in o], [int(x) for x in n], int(sz))
+        Changed(t, int(p), [int(x) for x in o], [int(x) for x in n], int(sz))
         for t, p, o, n, sz in zip(
             pdf["topic"], pdf["partition"], pdf["old"], pdf["new"], pdf["size_bytes"], strict=True
         )
     ]
 
 
-def _rows(pdf) -> list[tuple]:
+def _rows(pdf) -> list[Row]:
     return [
-        (t, int(p), [int(x) for x in r], int(s))
+        Row(t, int(p), [int(x) for x in r], int(s))
         for t, p, r, s in zip(
             pdf["topic"], pdf["partition"], pdf["replicas"], pdf["size_bytes"], strict=True
         )
@@ -248,52 +249,6 @@ def aggregate_spark(df, params: PlanParams, ctx) -> Aggregates:
     return agg
 
 
-def _bytes_rounds(final, prep):
-    """The bytes rounds of ``planner`` on Spark: each round the (chunk, broker) bytes and
-    replicas come to the driver (small), ``prepare_bytes`` splits the round over the chunks, and
-    the chunks apply their share in executors. Returns the final rows and the rounds run."""
-    import pandas as pd
-    from pyspark.sql import functions as F
-
-    final = final.cache()
-    rounds = 0
-    seen = None
-    for _ in range(BYTES_ROUNDS):
-        totals = {
-            (r.chunk, r.b): (int(r.bytes), int(r.n))
-            for r in final.select("chunk", "size_bytes", F.explode("new").alias("b"))
-            .groupBy("chunk", "b")
-            .agg(F.sum("size_bytes").alias("bytes"), F.count(F.lit(1)).alias("n"))
-            .collect()
-        }
-        bp = prepare_bytes(totals, prep) if totals != seen else None
-        if bp is None:  # within the bands, or the last round changed nothing
-            break
-        seen = totals
-        rounds += 1
-
-        def apply(batches: Iterator[pd.DataFrame], bp=bp) -> Iterator[pd.DataFrame]:
-            for c, group in _chunk_groups(batches):
-                rows = bytes_chunk(_changed_rows(group), bp, int(c))
-                if rows:
-                    yield _frame(rows, int(c))
-
-        # only the chunks with a share of this round pass through Python; the others are kept
-        # as they are (each chunk stays whole in one Spark partition on either side)
-        active = sorted(c for c, q in bp.quotas.items() if q.out)
-        busy = F.col("chunk").isin(active)
-        nxt = (
-            final.filter(~busy)
-            .unionByName(final.filter(busy).mapInPandas(apply, FINAL_SCHEMA))
-            .coalesce(prep.params.chunks)  # merges whole partitions: a chunk is never split
-            .cache()
-        )
-        nxt.count()  # materialised before the previous round's rows are dropped
-        final.unpersist()
-        final = nxt
-    return final, rounds
-
-
 def _fit_capacity(spark, final, prep):
     """planner.fit_capacity on Spark: the per-broker totals come to the driver; only when a
     broker is over a hard limit or outside its bytes band do the final rows come too, to the same exact fit
@@ -314,8 +269,6 @@ def _fit_capacity(spark, final, prep):
     goal = prep.bands if "bytes" in prep.params.balance else {}
     if not capacity_fit.needs_fit(byts, reps, prep.ctx, prep.params.capacity, goal):
         return final
-    from ..planner import chunk_key, fit_capacity
-
     pdf = final.toPandas()
     finals: dict[int, list] = {}
     for c, group in pdf.groupby("chunk", sort=True):
@@ -395,6 +348,145 @@ def _isr_groups(final, ctx, demoted: frozenset, states) -> dict:
     }
 
 
+class SparkChunks:
+    """The pipeline's backend on Spark: the partitions stay in executors, cached and
+    chunk-partitioned (one Spark partition holds whole chunks); each pass is a ``mapInPandas``
+    over the chunks, and only aggregates and, at the end, the plan reach the driver."""
+
+    def __init__(self, spark, source: Snapshot | str, df, excluded: Mapping[str, str]):
+        self.spark, self.source, self.df = spark, source, df
+        self.excluded = excluded
+        self.chunks = 1
+        self.final = None  # every partition's current row: FINAL_SCHEMA
+        self.keep_all = True
+
+    def aggregate(self, params: PlanParams, ctx) -> Aggregates:
+        self.chunks = params.chunks
+        return aggregate_spark(self.df, params, ctx)
+
+    def plan_replicas(self, prep: Prepared, keep_all: bool) -> None:
+        import pandas as pd
+
+        self.keep_all = keep_all
+
+        def plan_chunks(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+            for c, group in _chunk_groups(batches):
+                rows = plan_chunk(_rows(group), prep, int(c))
+                if not keep_all:
+                    rows = [r for r in rows if list(r[3]) != list(r[2])]
+                if rows:
+                    yield _frame(rows, int(c))
+
+        # lazy: the first pass that needs the rows runs it, in executors
+        self.final = self.df.mapInPandas(plan_chunks, FINAL_SCHEMA)
+
+    def chunk_totals(self) -> dict[tuple[int, int], tuple[int, int]]:
+        from pyspark.sql import functions as F
+
+        self.final = self.final.cache()
+        return {
+            (r.chunk, r.b): (int(r.bytes), int(r.n))
+            for r in self.final.select("chunk", "size_bytes", F.explode("new").alias("b"))
+            .groupBy("chunk", "b")
+            .agg(F.sum("size_bytes").alias("bytes"), F.count(F.lit(1)).alias("n"))
+            .collect()
+        }
+
+    def apply_bytes(self, bp: BytesPlan) -> None:
+        import pandas as pd
+        from pyspark.sql import functions as F
+
+        def apply(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+            for c, group in _chunk_groups(batches):
+                rows = bytes_chunk(_changed_rows(group), bp, int(c))
+                if rows:
+                    yield _frame(rows, int(c))
+
+        # only the chunks with a share of this round pass through Python; the others are kept
+        # as they are (each chunk stays whole in one Spark partition on either side)
+        final = self.final
+        active = sorted(c for c, q in bp.quotas.items() if q.out)
+        busy = F.col("chunk").isin(active)
+        nxt = (
+            final.filter(~busy)
+            .unionByName(final.filter(busy).mapInPandas(apply, FINAL_SCHEMA))
+            .coalesce(self.chunks)  # merges whole partitions: a chunk is never split
+            .cache()
+        )
+        nxt.count()  # materialised before the previous round's rows are dropped
+        final.unpersist()
+        self.final = nxt
+
+    def apply_level(self, pairs: Mapping[int, list[tuple[int, int]]], prep: Prepared) -> None:
+        import pandas as pd
+        from pyspark.sql import functions as F
+
+        def apply(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+            for c, group in _chunk_groups(batches):
+                rows = level_chunk(_changed_rows(group), pairs.get(int(c), ()), prep)
+                if rows:
+                    yield _frame(rows, int(c))
+
+        final = self.final.cache()
+        busy = F.col("chunk").isin(sorted(pairs))
+        nxt = (
+            final.filter(~busy)
+            .unionByName(final.filter(busy).mapInPandas(apply, FINAL_SCHEMA))
+            .coalesce(self.chunks)  # merges whole partitions: a chunk is never split
+            .cache()
+        )
+        nxt.count()
+        final.unpersist()
+        self.final = nxt
+
+    def fit_capacity(self, prep: Prepared) -> None:
+        self.final = _fit_capacity(self.spark, self.final, prep)
+
+    def demoted_partitions(self, demoted: frozenset) -> list:
+        return _demoted_partitions(self.spark, self.source, demoted)
+
+    def leader_groups(self, ctx, demoted: frozenset, states: Mapping) -> dict:
+        from pyspark.sql import functions as F
+
+        self.final = self.final.cache()
+        if states:  # the groups by planner.leader_groups itself (the ISR is in the key)
+            return _isr_groups(self.final, ctx, demoted, states)
+        may = F.array_sort(
+            F.array_except("new", F.array(*[F.lit(b) for b in sorted(demoted)] or [F.lit(-2)]))
+        )
+        return {
+            (r.chunk, tuple(r.s), r.o): r["count"]
+            for r in self.final.groupBy(
+                "chunk",
+                F.when(F.size(may) == 0, F.slice("new", 1, 1)).otherwise(may).alias("s"),
+                F.coalesce(F.element_at("old", 1), F.lit(-1)).alias("o"),
+            )
+            .count()
+            .collect()
+        }
+
+    def apply_leaders(self, lp: LeaderPlan) -> list[Changed]:
+        import pandas as pd
+
+        def lead_chunks(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+            for c, group in _chunk_groups(batches):
+                rows = lead_chunk(_changed_rows(group), lp, int(c))
+                if rows:
+                    yield _frame(rows)
+
+        out = self.final.mapInPandas(lead_chunks, CHANGED_SCHEMA).toPandas()
+        self.final.unpersist()
+        return _changed_rows(out)
+
+    def changed(self) -> list[Changed]:
+        from pyspark.sql import functions as F
+
+        final = self.final
+        if self.keep_all:
+            final = final.filter(F.col("new") != F.col("old"))
+        return _changed_rows(final.drop("chunk").toPandas())  # Arrow, not pickled rows
+
+
 def plan_spark(spark, source: Snapshot | str, params: PlanParams | None = None) -> PlanResult:
     """Plan on Spark from a snapshot object or a Parquet snapshot directory."""
     return plan_and_validate_spark(spark, source, params, validate=False)[0]
@@ -403,8 +495,9 @@ def plan_spark(spark, source: Snapshot | str, params: PlanParams | None = None) 
 def plan_and_validate_spark(
     spark, source: Snapshot | str, params: PlanParams | None = None, validate: bool = True
 ) -> tuple[PlanResult, list | None]:
-    """Plan, then (``validate``) run the Spark validator on the plan, reading the snapshot once."""
-    import pandas as pd
+    """Plan (``planner.pipeline`` over ``SparkChunks``), then (``validate``) run the Spark
+    validator on the plan, reading the snapshot once."""
+    import time
 
     from .validate import validate_spark
 
@@ -433,99 +526,18 @@ def plan_and_validate_spark(
         raw = raw.filter(F.col("topic").isin(kept))
     # one shuffle puts every chunk in one Spark partition; cached, every pass reads it there
     df = with_chunk(raw, params.chunks).repartition(params.chunks, "chunk").cache()
-    import time
-
-    timings: dict[str, float] = {}
-    t = time.perf_counter()
     try:
-        agg = aggregate_spark(df, params, ctx)
-        timings["aggregate_s"] = time.perf_counter() - t
         t = time.perf_counter()
-        prep = prepare(agg, ctx, params)
-        timings["prepare_s"] = time.perf_counter() - t
-        t = time.perf_counter()
-        leaders = "leaders" in params.balance
-        keep_all = leaders or prep.bytes_pass  # later passes need every partition
-
-        def plan_chunks(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-            for c, group in _chunk_groups(batches):
-                rows = plan_chunk(_rows(group), prep, int(c))
-                if not keep_all:
-                    rows = [r for r in rows if list(r[3]) != list(r[2])]
-                if rows:
-                    yield _frame(rows, int(c))
-
-        # every partition's final replica set stays in the executors (cached, chunk-partitioned);
-        # the driver sees only the per-(chunk, set, leader) counts and, at the end, the plan
-        final = df.mapInPandas(plan_chunks, FINAL_SCHEMA)
-        lp = None
-        if prep.bytes_pass:
-            final, timings["bytes_rounds"] = _bytes_rounds(final, prep)
-            timings["bytes_s"] = time.perf_counter() - t
-        if params.capacity is not None or "bytes" in params.balance:
-            t3 = time.perf_counter()
-            final = _fit_capacity(spark, final, prep)
-            timings["capacity_fit_s"] = time.perf_counter() - t3
-        if leaders:
-            from pyspark.sql import functions as F
-
-            final = final.cache()
-            demoted = frozenset(params.demote_brokers)
-            may = F.array_sort(
-                F.array_except("new", F.array(*[F.lit(b) for b in sorted(demoted)] or [F.lit(-2)]))
-            )
-            # the recorded (leader, ISR) of the partitions a demoted broker holds: they decide
-            # who may lead (planner.leader_key) and what the demoted brokers still lead after
-            every = _demoted_partitions(spark, source, demoted)
-            held = [p for p in every if p.topic not in excluded]
-            states = demote_states(held, demoted)
-            if states:  # the groups by planner.leader_groups itself (the ISR is in the key)
-                groups = _isr_groups(final, ctx, demoted, states)
-            else:
-                groups = {
-                    (r.chunk, tuple(r.s), r.o): r["count"]
-                    for r in final.groupBy(
-                        "chunk",
-                        F.when(F.size(may) == 0, F.slice("new", 1, 1)).otherwise(may).alias("s"),
-                        F.coalesce(F.element_at("old", 1), F.lit(-1)).alias("o"),
-                    )
-                    .count()
-                    .collect()
-                }
-            timings["plan_replicas_s"] = time.perf_counter() - t
-            t2 = time.perf_counter()
-            lp = prepare_leaders(groups, ctx, demoted, states)
-            timings["leader_flow_s"] = time.perf_counter() - t2
-
-            def lead_chunks(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-                for c, group in _chunk_groups(batches):
-                    rows = lead_chunk(_changed_rows(group), lp, int(c))
-                    if rows:
-                        yield _frame(rows)
-
-            out = final.mapInPandas(lead_chunks, CHANGED_SCHEMA).toPandas()
-            final.unpersist()
-        else:
-            from pyspark.sql import functions as F
-
-            if keep_all:
-                final = final.filter(F.col("new") != F.col("old"))
-            out = final.drop("chunk").toPandas()  # Arrow, not pickled rows
-        changed = _changed_rows(out)
-        if lp is not None and lp.demoted:  # as planner.plan_in_process: by the recorded ISRs
-            lp.stuck = demoted_leading_after(held, changed, lp.demoted)
-            lp.left = demoted_left(every, changed, lp.demoted, excluded)
-        result = finish(changed, prep, lp)
+        result = pipeline.run(SparkChunks(spark, source, df, excluded), params, ctx, excluded)
+        result.timings["plan_s"] = time.perf_counter() - t
         result.excluded = excluded_info or excluded_summary({}, {})
-        timings["plan_s"] = time.perf_counter() - t
-        t = time.perf_counter()
         problems = None
         if validate:
+            t = time.perf_counter()
             problems = validate_spark(
                 spark, source, result.plan, ctx, parts_df=df, capacity=params.capacity
             )
-            timings["validate_s"] = time.perf_counter() - t
-        result.timings = timings
+            result.timings["validate_s"] = time.perf_counter() - t
         return result, problems
     finally:
         df.unpersist()

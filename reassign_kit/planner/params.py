@@ -1,0 +1,108 @@
+"""The planner's parameters as one typed object, the goals, and their checks against the
+snapshot (``rule_context``: a usage error names the option and the broker or topic)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..errors import UsageError
+from ..plan_rules import (
+    Capacity,
+    RuleContext,
+)
+from ..snapshot import TopicFilter
+
+GOALS = ("replicas", "leaders", "bytes")
+DEFAULT_CHUNKS = 8
+DEFAULT_BYTES_TOLERANCE = 0.05
+BYTES_ROUNDS = 8  # bytes rounds at most (each re-aggregates the chunks' bytes)
+
+
+@dataclass(frozen=True)
+class PlanParams:
+    remove_brokers: tuple[int, ...] = ()
+    balance: tuple[str, ...] = ("replicas", "leaders")
+    replication_factor: int | None = None
+    rf_topics: tuple[str, ...] = ()
+    chunks: int = DEFAULT_CHUNKS
+    # which topics are planned (issue 13 #2): internal topics are left out by default
+    topic_filter: TopicFilter = TopicFilter()
+    # a leaders-only plan moving preferred leadership off these brokers (issue 13 #4)
+    demote_brokers: tuple[int, ...] = ()
+    # hard per-broker limits (disk bytes, max replicas) and the bytes goal's tolerance
+    capacity: Capacity | None = None
+    bytes_tolerance: float = DEFAULT_BYTES_TOLERANCE
+    # KIP-1066: treat every broker whose log dirs are all cordoned as one to drain
+    drain_cordoned: bool = False
+
+    def rf_change(self) -> dict[str, int]:
+        if self.replication_factor is None:
+            return {}
+        return {t: self.replication_factor for t in self.rf_topics}
+
+
+def parse_balance(text: str | Iterable[str] | None) -> tuple[str, ...]:
+    if text is None:
+        return ("replicas", "leaders")
+    items = [s.strip() for s in (text.split(",") if isinstance(text, str) else text)]
+    items = [s for s in items if s]
+    bad = [s for s in items if s not in GOALS]
+    if bad:
+        raise UsageError(f"--balance: unknown goal(s) {bad}; choose from {', '.join(GOALS)}")
+    return tuple(g for g in GOALS if g in items)
+
+
+def rule_context(snapshot, params: PlanParams) -> RuleContext:
+    racks = snapshot.racks()
+    unknown = sorted(set(params.remove_brokers) - set(racks))
+    if unknown:
+        raise UsageError(f"--remove-brokers: broker(s) {unknown} are not in the snapshot")
+    topics = {t.name for t in snapshot.topics}
+    missing = sorted(set(params.rf_topics) - topics)
+    if missing:
+        raise UsageError(f"--topics: topic(s) {missing} are not in the snapshot")
+    demote = set(params.demote_brokers)
+    if demote:
+        unknown = sorted(demote - set(racks))
+        if unknown:
+            raise UsageError(f"--demote-brokers: broker(s) {unknown} are not in the snapshot")
+        if params.remove_brokers or params.replication_factor is not None:
+            raise UsageError(
+                "--demote-brokers makes a leaders-only plan (replica order only, nothing "
+                "copied); it does not combine with --remove-brokers or --replication-factor"
+            )
+        if tuple(params.balance) != ("leaders",):
+            raise UsageError("--demote-brokers balances leaders only (--balance leaders)")
+        if not set(racks) - demote:
+            raise UsageError("--demote-brokers: no broker would be left to lead")
+    _, excluded = params.topic_filter.split(params.rf_topics)
+    if excluded:
+        raise UsageError(
+            "--topics: " + "; ".join(f"topic {t} is excluded: {why}" for t, why in excluded.items())
+        )
+    if params.replication_factor is not None:
+        if params.replication_factor < 1:
+            raise UsageError(f"--replication-factor must be >= 1, got {params.replication_factor}")
+        if not params.rf_topics:
+            raise UsageError("--replication-factor needs --topics")
+    elif params.rf_topics:
+        raise UsageError("--topics needs --replication-factor")
+    if params.chunks < 1:
+        raise UsageError(f"chunks must be >= 1, got {params.chunks}")
+    if not 0 <= params.bytes_tolerance < 1:
+        raise UsageError(
+            f"--bytes-tolerance must be in [0, 1) (0.05 = within 5% of the share), "
+            f"got {params.bytes_tolerance}"
+        )
+    cordoned = snapshot.cordoned()
+    removed = frozenset(params.remove_brokers)
+    if params.drain_cordoned:
+        if params.demote_brokers:
+            raise UsageError(
+                "--drain-cordoned moves replicas; it does not combine with --demote-brokers"
+            )
+        removed |= cordoned
+    if params.capacity is not None:
+        params.capacity.check_brokers(sorted(racks), tuple(sorted(removed)))
+    return RuleContext(racks, removed, params.rf_change(), cordoned)
