@@ -5,119 +5,31 @@
 text becomes the field's value, the help, the notebook widget (label, kind, the widget value
 meaning "none") and whether it may change while a run goes on (``Run.set_caps``). The CLI
 builds its flags from ``cli_options()`` and the panel its controls from ``panel_options()``,
-so a new option is added here and nowhere else.
+so a new option is added here and nowhere else. ``Option`` and the flags' converters live in
+``option_spec`` (re-exported here), the rules a set of options must keep
+(``validate``) in ``options_validate``.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from ..errors import UsageError
-from ..health.sources import health_source_arg, parse_spec
-from .pacing import Objective
+from ..health.sources import health_source_arg
+from .option_spec import (  # noqa: F401 (re-exported: the CLI and run import them here)
+    ON_DEADLINE,
+    ON_INTERRUPT,
+    PACES,
+    Option,
+    duration_arg,
+    int_arg,
+    slo_arg,
+)
+from .options_validate import ValidatedOptions
 from .schedule import ORDERS, Caps
-
-ON_DEADLINE = ("wait", "stop", "cancel")
-PACES = ("static", "adaptive")
-ON_INTERRUPT = ("leave", "cancel")
-
-# ----------------------------------------------------------------------- CLI converters
-
-
-def int_arg(name: str, minimum: int = 0) -> Callable[[str], int]:
-    """An argparse type: an integer >= ``minimum``, the error naming the option."""
-
-    def conv(s: str) -> int:
-        try:
-            v = int(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, not {s!r}") from None
-        if v < minimum:
-            rule = ">= 0" if minimum == 0 else f">= {minimum}" if minimum > 1 else "> 0"
-            raise argparse.ArgumentTypeError(f"{name} must be {rule}, not {v}")
-        return v
-
-    return conv
-
-
-def duration_arg(name: str) -> Callable[[str], float]:
-    """An argparse type: seconds > 0, or a number with s / m / h."""
-
-    def conv(s: str) -> float:
-        mult = {"s": 1, "m": 60, "h": 3600}.get(s[-1:].lower(), None)
-        num = s[:-1] if mult else s
-        try:
-            v = float(num) * (mult or 1)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{name} must be a duration like 90, 90s, 15m or 2h, not {s!r}"
-            ) from None
-        if not v > 0:
-            raise argparse.ArgumentTypeError(f"{name} must be > 0, not {s}")
-        return v
-
-    return conv
-
-
-def slo_arg(name: str) -> Callable[[str], str]:
-    """An argparse type: a produce-latency objective (``50ms``, ``0.05s``, ``+20ms``),
-    kept as its canonical text (the journal's ``run_started`` holds it for a resume)."""
-
-    def conv(s: str) -> str:
-        try:
-            return str(Objective.parse(s, name))
-        except UsageError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
-
-    return conv
-
-
-# ----------------------------------------------------------------------- the declaration
-
-
-@dataclass(frozen=True)
-class Option:
-    """How one ExecuteOptions field appears to people.
-
-    CLI: ``flag`` (None = not a flag), ``group`` ("official": kafka-reassign-partitions has it
-    too; "paced"; "steps"), argparse ``action`` / ``type`` / ``choices`` / ``metavar`` /
-    ``cli_default``, and ``from_cli`` turning the parsed value into the field's value (e.g.
-    ``--timeout`` milliseconds into seconds). Panel: ``label`` (None = no control), ``widget``
-    (int | float | bool | choice), ``unset`` (the widget value that means None) and
-    ``widget_help``. ``live``: may change while a run goes on (``Run.set_caps``)."""
-
-    help: str
-    flag: str | None = None
-    group: str = "paced"
-    action: Any = None  # an argparse action name or class
-    type: Callable[[str], Any] | None = None
-    choices: tuple[str, ...] = ()
-    metavar: str | None = None
-    cli_default: Any = None
-    from_cli: Callable[[Any], Any] | None = None
-    label: str | None = None
-    widget: str = "int"
-    unset: Any = None
-    widget_help: str = ""
-    live: bool = False
-
-    def argparse_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of ``add_argument(self.flag, **...)``."""
-        kw: dict[str, Any] = {"help": self.help}
-        if self.action:
-            kw["action"] = self.action
-        if self.type is not None:
-            kw["type"] = self.type
-        if self.choices:
-            kw["choices"] = self.choices
-        if self.metavar:
-            kw["metavar"] = self.metavar
-        if self.cli_default is not None:
-            kw["default"] = self.cli_default
-        return kw
 
 
 def _opt(default: Any, option: Option) -> Any:
@@ -129,7 +41,7 @@ def _none_if_zero(v: Any) -> Any:
 
 
 @dataclass
-class ExecuteOptions:
+class ExecuteOptions(ValidatedOptions):
     """Pacing, caps, throttle, deadlines. Durations in seconds; ``throttle`` in bytes/s."""
 
     batch_size: int = _opt(
@@ -523,105 +435,6 @@ class ExecuteOptions:
             self.cluster_max_reassignments,
             prefer_leader_moves=self.parallel_replica_count is not None,
         )
-
-    def validate(self) -> ExecuteOptions:
-        """Raise UsageError naming the option at fault (KIP-1335's rules and ours)."""
-        self.caps().validate()
-        if self.require_broker_rf_guard:  # the broker-side guard is the RF guard, enforced
-            self.allow_replication_factor_change = False
-        if not isinstance(self.poll_interval_ms, int) or self.poll_interval_ms <= 0:
-            raise UsageError(
-                f"--reassignment-poll-interval-ms must be > 0, got {self.poll_interval_ms}"
-            )
-        if self.order not in ORDERS:
-            raise UsageError(f"--order must be one of {', '.join(ORDERS)}, got {self.order!r}")
-        if self.on_deadline not in ON_DEADLINE:
-            raise UsageError(
-                f"--on-deadline must be one of {', '.join(ON_DEADLINE)}, got {self.on_deadline!r}"
-            )
-        for name, v in (
-            ("--rollback-timeout", self.rollback_timeout),
-            ("--move-deadline", self.move_deadline),
-            ("--run-deadline", self.run_deadline),
-            ("--stuck-after", self.stuck_after),
-        ):
-            if v is not None and not v > 0:
-                raise UsageError(f"{name} must be > 0 seconds, got {v}")
-        if self.throttle is not None and self.throttle <= 0:
-            raise UsageError(
-                f"--throttle must be a positive number of bytes/s, got {self.throttle}"
-            )
-        self._validate_pace()
-        if self.log_dir_throttle is not None and self.log_dir_throttle <= 0:
-            raise UsageError(
-                "--replica-alter-log-dirs-throttle must be a positive number of bytes/s, "
-                f"got {self.log_dir_throttle}"
-            )
-        if not self.timeout_s >= 0:
-            raise UsageError(f"--timeout must be >= 0, got {self.timeout_s}")
-        self._validate_metrics()
-        if self.parallel_replica_count is not None and self.parallel_replica_count < 1:
-            raise UsageError(
-                f"--parallel-replica-count must be >= 1, got {self.parallel_replica_count}"
-            )
-        if (
-            isinstance(self.max_elections_per_poll, bool)
-            or not isinstance(self.max_elections_per_poll, int)
-            or self.max_elections_per_poll < 1
-        ):
-            raise UsageError(
-                f"--max-elections-per-poll must be a positive integer, got "
-                f"{self.max_elections_per_poll!r}"
-            )
-        return self
-
-    def _validate_metrics(self) -> None:
-        """--health-source, --metrics-port, --metrics-textfile, each refused by name."""
-        if self.health_source is not None:
-            parse_spec(self.health_source)
-        p = self.metrics_port
-        if p is not None and (isinstance(p, bool) or not isinstance(p, int) or not 0 < p < 65536):
-            raise UsageError(f"--metrics-port must be a TCP port (1-65535), got {p!r}")
-        t = self.metrics_textfile
-        if t is not None:
-            import os
-
-            if not isinstance(t, str) or not t.strip() or t.endswith(os.sep):
-                raise UsageError(f"--metrics-textfile must be a file path, got {t!r}")
-            parent = os.path.dirname(os.path.abspath(t))
-            if not os.path.isdir(parent):
-                raise UsageError(f"--metrics-textfile {t}: its directory {parent} does not exist")
-            if os.path.isdir(t):
-                raise UsageError(f"--metrics-textfile {t} is a directory, not a file")
-
-    def _validate_pace(self) -> None:
-        """--pace and its companions, each refused by name (nothing read or sent yet)."""
-        if self.pace not in PACES:
-            raise UsageError(f"--pace must be one of {', '.join(PACES)}, got {self.pace!r}")
-        if self.pace != "adaptive":
-            for name, v in (
-                ("--slo-produce-p99", self.slo_produce_p99),
-                ("--throttle-floor", self.throttle_floor),
-            ):
-                if v is not None:
-                    raise UsageError(f"{name} is only meaningful with --pace adaptive")
-            return
-        if self.throttle is None:
-            raise UsageError(
-                "--pace adaptive needs --throttle: the ceiling no broker's rate goes above"
-            )
-        if self.slo_produce_p99 is None:
-            raise UsageError(
-                "--pace adaptive needs --slo-produce-p99 (e.g. 50ms, or +20ms over the baseline)"
-            )
-        Objective.parse(self.slo_produce_p99)
-        f = self.throttle_floor
-        if f is not None and (isinstance(f, bool) or not isinstance(f, int) or f <= 0):
-            raise UsageError(f"--throttle-floor must be a positive number of bytes/s, got {f!r}")
-        if f is not None and f > self.throttle:
-            raise UsageError(f"--throttle-floor ({f}) must be <= --throttle ({self.throttle})")
-        if not 0 < self.pace_settle_s < 30:
-            raise UsageError(f"pace_settle_s must be in (0, 30) s, got {self.pace_settle_s}")
 
     def to_json_obj(self) -> dict[str, Any]:
         return asdict(self)
