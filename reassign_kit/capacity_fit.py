@@ -93,6 +93,7 @@ class _Model:
         limits: Limits,
         skip: frozenset[int] = frozenset(),
         bands: Mapping[int, tuple[int, int]] | None = None,
+        rep_range: tuple[int, int] | None = None,
     ):
         from ortools.sat.python import cp_model
 
@@ -155,6 +156,10 @@ class _Model:
             if b in self.load_bytes:
                 m.add(self.load_bytes[b] >= lo)
                 m.add(self.load_bytes[b] <= hi)
+        if rep_range is not None:  # the replica balance the greedy reached is kept
+            for b in brokers:
+                m.add(self.load_reps[b] >= rep_range[0])
+                m.add(self.load_reps[b] <= rep_range[1])
 
     def solve(self, assumptions: bool = True, budget: float = DETERMINISTIC_TIME):
         solver = self.cp.CpSolver()
@@ -248,11 +253,11 @@ def needs_fit(
     return any(not lo <= byts.get(b, 0) <= hi for b, (lo, hi) in bands.items())
 
 
-def _solve_placement(rows, free_idx, ctx, limits, bands=None):
+def _solve_placement(rows, free_idx, ctx, limits, bands=None, rep_range=None):
     free = [rows[i] for i in free_idx]
     free_set = set(free_idx)
     fixed_load = totals([rows[i] for i in range(len(rows)) if i not in free_set])
-    mdl = _Model(free, fixed_load, ctx, limits, bands=bands)
+    mdl = _Model(free, fixed_load, ctx, limits, bands=bands, rep_range=rep_range)
     solver, status = mdl.solve(budget=GOAL_DETERMINISTIC_TIME if bands else DETERMINISTIC_TIME)
     placed = None
     if status in (mdl.cp.OPTIMAL, mdl.cp.FEASIBLE):
@@ -286,8 +291,11 @@ def fit(
         return list(rows)
     order = sorted(range(len(rows)), key=lambda i: (rows[i][0], rows[i][1]))
     exact = len(rows) <= EXACT_PARTITIONS
-    if off and exact:  # the goal too, when some placement meets it
-        placed, *_ = _solve_placement(rows, order, ctx, limits, int_bands(bands))
+    if off and exact:  # the goal too, when some placement meets it without undoing the
+        # replica balance (a bytes-only placement left replica counts 4 apart on 5 brokers)
+        counts = [reps.get(b, 0) for b in ctx.allowed]
+        rep_range = (min(counts), max(counts)) if counts else None
+        placed, *_ = _solve_placement(rows, order, ctx, limits, int_bands(bands), rep_range)
         if placed is not None:
             return placed
     if not over:
