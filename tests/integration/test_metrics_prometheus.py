@@ -191,8 +191,18 @@ def test_a_run_scraped_by_prometheus_matches_its_report(
         # asserts status success; a parse error is status error); most find the run's series
         dash = json.loads((REPO / "contrib" / "grafana" / "reassign-kit.json").read_text())
         exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
-        found = [e for e in exprs if prom.query(f"max_over_time(({e})[10m:2s])")]
-        assert len(found) >= len(exprs) // 2, sorted(set(exprs) - set(found))
+        missing: list[str] = []
+
+        def most_found() -> bool:  # instant queries while the run's endpoint is still scraped
+            missing[:] = [e for e in exprs if not prom.query(e)]
+            return len(exprs) - len(missing) >= len(exprs) // 2
+
+        # bounded retries: in a loaded full-suite run (CI) a subquery over the last 10 min found
+        # none of them right after the run's end, though each single series above was there
+        try:
+            wait_until(most_found, 60, "most dashboard queries to find the run's series", 2)
+        except AssertionError:
+            raise AssertionError(f"dashboard queries finding nothing: {sorted(missing)}") from None
 
         # the prometheus: health source reads every broker through the same server
         src = open_source(f"prometheus:{prom.url}", brokers=b, timeout=10, window="20s")
