@@ -160,7 +160,9 @@ class IsrMonitor:
 # ---- the runs ------------------------------------------------------------------------------
 
 
-def run_once(sb, gw, data: str, forward: bool, opts_kw: dict, journal: str) -> tuple[float, float]:
+def run_once(
+    sb, gw, data: str, parts: int, forward: bool, opts_kw: dict, journal: str
+) -> tuple[float, float]:
     from reassign_kit.engine.options import ExecuteOptions
     from reassign_kit.engine.preflight import prepare
     from reassign_kit.model import Move, Plan, TopicPartition
@@ -168,9 +170,9 @@ def run_once(sb, gw, data: str, forward: bool, opts_kw: dict, journal: str) -> t
     ids = sorted(b["id"] for b in sb.brokers)
     src, dst = (ids[:2], ids[2:4]) if forward else (ids[2:4], ids[:2])
     del src
-    plan = Plan.of([Move(TopicPartition(data, p), tuple(dst)) for p in range(PARTS)])
+    plan = Plan.of([Move(TopicPartition(data, p), tuple(dst)) for p in range(parts)])
     opts = ExecuteOptions(
-        batch_size=PARTS,
+        batch_size=parts,
         incremental=True,
         wait=True,
         additional=True,
@@ -190,8 +192,19 @@ def main() -> int:
     ap.add_argument("--dir", default=os.environ.get("RK_SANDBOX_DIR"))
     ap.add_argument("--slo-ms", type=float, default=1000.0)
     ap.add_argument("--load-rate", type=float, default=100.0)
+    ap.add_argument(
+        "--ladder",
+        default=",".join(str(r // MB) for r in LADDER),
+        help="the static rates in MiB/s, comma-separated; the last is the adaptive ceiling",
+    )
+    ap.add_argument("--parts", type=int, default=PARTS, help="partitions of the data topic")
+    ap.add_argument("--part-mb", type=int, default=PART_MB, help="MiB loaded per partition")
     ap.add_argument("--load-main", nargs=4, metavar=("BOOTSTRAP", "TOPIC", "RATE", "OUT"))
     a = ap.parse_args()
+    try:
+        a.ladder = tuple(int(float(x) * MB) for x in a.ladder.split(","))
+    except ValueError:
+        ap.error(f"--ladder must be MiB/s values separated by commas, not {a.ladder!r}")
     if a.load_main:
         b, t, r, o = a.load_main
         load_main(b, t, float(r), o)
@@ -211,8 +224,8 @@ def bench(sb, a) -> int:
     ids = sorted(b["id"] for b in sb.brokers)
     tag = uuid.uuid4().hex[:6]
     data, load = f"bench-pace-data-{tag}", f"bench-pace-load-{tag}"
-    sb.create_topic(data, assignment=[ids[:2]] * PARTS)
-    sb.load(data, PART_MB)
+    sb.create_topic(data, assignment=[ids[:2]] * a.parts)
+    sb.load(data, a.part_mb)
     sb.create_topic(
         load,
         assignment=[[ids[(i + k) % len(ids)] for k in range(3)] for i in range(len(ids))],
@@ -247,12 +260,13 @@ def bench(sb, a) -> int:
         )
         forward = True
         with AdminGateway(sb.bootstrap_servers) as gw:
-            configs = [(f"static {r // MB} MiB/s", {"throttle": r}) for r in LADDER]
+            ladder = a.ladder
+            configs = [(f"static {r / MB:g} MiB/s", {"throttle": r}) for r in ladder]
             configs.append(
                 (
-                    f"adaptive <= {LADDER[-1] // MB} MiB/s",
+                    f"adaptive <= {ladder[-1] / MB:g} MiB/s",
                     {
-                        "throttle": LADDER[-1],
+                        "throttle": ladder[-1],
                         "throttle_floor": MB // 2,
                         "pace": "adaptive",
                         "slo_produce_p99": f"{slo:g}ms",
@@ -261,7 +275,7 @@ def bench(sb, a) -> int:
             )
             for name, kw in configs:
                 j = str(out / f"{name.split()[0]}-{len(rows)}.jsonl")
-                t0, t1 = run_once(sb, gw, data, forward, kw, j)
+                t0, t1 = run_once(sb, gw, data, a.parts, forward, kw, j)
                 forward = not forward
                 time.sleep(2)  # the last deliveries of the run's window land in the file
                 lat = latencies(lat_file, t0, t1)
@@ -300,13 +314,15 @@ def bench(sb, a) -> int:
                 f.result(30)
             except Exception:  # noqa: BLE001
                 pass
-    report(rows, slo, time.time() - wall0, load0, os.getloadavg()[0])
+    report(rows, slo, time.time() - wall0, load0, os.getloadavg()[0], a.parts, a.part_mb)
     return 0
 
 
-def report(rows: list[dict], slo: float, wall: float, load0: float, load1: float) -> None:
+def report(
+    rows: list[dict], slo: float, wall: float, load0: float, load1: float, parts: int, part_mb: int
+) -> None:
     print(
-        f"\nbench_pace_adaptive: 4-broker sandbox, {PARTS} partitions x {PART_MB} MiB RF 2 moved "
+        f"\nbench_pace_adaptive: 4-broker sandbox, {parts} partitions x {part_mb} MiB RF 2 moved "
         f"between broker pairs; objective p99 {slo:.0f} ms; wall {wall:.0f} s; load average "
         f"{load0:.1f} at the start, {load1:.1f} at the end (2 cores, shared)"
     )
