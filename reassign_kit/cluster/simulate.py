@@ -129,11 +129,6 @@ class SimCluster(ConfigsPart):
         # ``alter_reassignments`` call takes ``call_s`` of model time (bytes copy meanwhile)
         self.finish_s = 0.0
         self.call_s = 0.0
-        # a stream's own ceiling (bytes/s; None: none): a follower fetches at most
-        # replica.fetch.max.bytes of a partition per round, so one stream alone may stay
-        # under the throttle (bench_eta: a last stream at 1.4-1.9 MiB/s of 2) while the
-        # quota's windows, averaged against the throttle, bank the rest for the next ones
-        self.stream_bps: float | None = None
         # a follower's log grows a fetch at a time (replica.fetch.max.bytes, 1 MiB; bench_eta's
         # samples read 0.94 MiB steps): DescribeLogDirs of a replica still filling shows its
         # bytes rounded down to this (None: exact)
@@ -267,8 +262,6 @@ class SimCluster(ConfigsPart):
         out_cap = {s: self._cap(s, False, True, dt) for s in thr_out}
         out_cap = {s: c for s, c in out_cap.items() if c is not None}
         rates = fair_share(ends, out_cap, in_cap)
-        if self.stream_bps is not None:
-            rates = [min(r, self.stream_bps) for r in rates]
         if self.quota_windows and dt > 0:
             for (src, b), r in zip(ends, rates, strict=True):
                 if b in thr_in and (w := self._quota.get(b)) is not None:
