@@ -31,6 +31,15 @@ windows expire. The ETA replays each end's windows from the bytes it moved at th
 (``eta_ends.EndBytes``; ``eta_model.simulate``), and an interval in which the quota held every
 receiving end, or in which a move came and went unseen, is not a measure of the share.
 
+Where the model's assumptions are shown wrong by the data, the measurement wins: the run's
+*pace* (``_pace``) is the model's work at the throttle done over the last two quota spans
+against the wall time it took (the model says how many seconds of work were left then and
+are left now, both with what is measured now), and what is left at that pace takes over the
+model's estimate as the span grows. It counts what the model leaves out (bench_eta's drain:
+the source repaid every batch gap with the quota's credit while the share between samples
+read 0.8; its rack-to-rack move: the busiest target at 0.86 of the throttle while the other
+burst) and still follows the plan's shape, which since-start's aggregate rate does not.
+
 ``RunEta.update`` once per sample (``Run._eta_fields``); ``fields()`` adds its figures to
 the ``sample`` event, from which ``progress`` on the journal, the paced CLI's line and the
 panel show the same finish time and range."""
@@ -80,8 +89,8 @@ PRIOR_RANGE = (0.75, 1.5)
 # the wall time it took, measured over at least PACE_MIN_S, weighing as much as the model's
 # own estimate after PACE_PRIOR_S
 FETCH_BYTES = 1 << 20  # what a follower fetches of a partition at a time
-PACE_WINDOW_S = ETA_WINDOW_S
-PACE_MIN_S = float(QUOTA_WINDOWS * QUOTA_WINDOW_S)  # the quota's bursts and stalls average out
+PACE_WINDOW_S = 2 * QUOTA_WINDOWS * QUOTA_WINDOW_S  # two spans of the quota: recent, averaged
+PACE_MIN_S = 8.0  # fewer seconds read the start's bursts and first fetches as the pace
 PACE_PRIOR_S = 5.0
 PACE_RANGE = (0.2, 5.0)  # a pace outside this is clipped
 
@@ -613,6 +622,7 @@ class RunEta:
             "finish_range_ts": [round(self.ts + low, 1), round(self.ts + high, 1)],
             "eta_bound_s": None if self.bound is None else round(self.bound, 1),
             "throttle_share": round(self.share, 3) if self.measured else None,
+            "run_pace": None if self.pace is None else round(self.pace, 3),
         }
 
 
