@@ -32,13 +32,7 @@ windows expire. The ETA replays each end's windows from the bytes it moved at th
 receiving end, or in which a move came and went unseen, is not a measure of the share.
 
 Where the model's assumptions are shown wrong by the data, the measurement wins: the run's
-*pace* (``_pace``) is the model's work at the throttle done over the last two quota spans
-against the wall time it took (the model says how many seconds of work were left then and
-are left now, both with what is measured now), and what is left at that pace takes over the
-model's estimate as the span grows. It counts what the model leaves out (bench_eta's drain:
-the source repaid every batch gap with the quota's credit while the share between samples
-read 0.8; its rack-to-rack move: the busiest target at 0.86 of the throttle while the other
-burst) and still follows the plan's shape, which since-start's aggregate rate does not.
+*pace* (``eta_pace.RunPace``), the model's work done per wall second, takes over its estimate.
 
 ``RunEta.update`` once per sample (``Run._eta_fields``); ``fields()`` adds its figures to
 the ``sample`` event, from which ``progress`` on the journal, the paced CLI's line and the
@@ -55,7 +49,7 @@ from typing import Any
 
 from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS, idle_credit
 from ..model import TopicPartition
-from .eta_ends import EndBytes
+from .eta_ends import MIN_WINDOW_S, EndBytes, window_rates
 from .eta_model import (
     QUOTA_REPLAY_S,
     Flow,
@@ -67,6 +61,7 @@ from .eta_model import (
     simulate,
     snapshot_of,
 )
+from .eta_pace import PaceState, RunPace
 from .moves import MoveIndex, MoveState, MoveStatus
 from .schedule import Caps
 
@@ -74,7 +69,6 @@ ETA_WINDOW_S = 60.0
 # a broker with bytes in flight to it that took in nothing for this long is stalled (before:
 # no rate yet — a follower's first fetch may wait a quota window)
 STALLED_AFTER_S = 10.0
-MIN_WINDOW_S = 3.0  # measured seconds before the measured share replaces the prior
 MIN_WINDOW_BYTES = 1 << 20  # and bytes (a follower fetches up to 1 MiB per partition)
 PRIOR_S = 2.0  # the prior's weight: this many seconds at the model's rate
 PRIOR_BPS = 100 * 1024 * 1024  # nominal capacity of a broker end without a throttle
@@ -85,14 +79,7 @@ SPREAD_FLOOR = 0.08  # the interval is at least this share either side of the ET
 # the range of the share before it is measured: a broker that idled takes in a burst above
 # the throttle (Kafka's quota averages over 11 s), a loaded one stays below it
 PRIOR_RANGE = (0.75, 1.5)
-# the run's pace (``RunEta._pace``): the model's work done over the last PACE_WINDOW_S against
-# the wall time it took, measured over at least PACE_MIN_S, weighing as much as the model's
-# own estimate after PACE_PRIOR_S
 FETCH_BYTES = 1 << 20  # what a follower fetches of a partition at a time
-PACE_WINDOW_S = 2 * QUOTA_WINDOWS * QUOTA_WINDOW_S  # two spans of the quota: recent, averaged
-PACE_MIN_S = 8.0  # fewer seconds read the start's bursts and first fetches as the pace
-PACE_PRIOR_S = 5.0
-PACE_RANGE = (0.2, 5.0)  # a pace outside this is clipped
 
 
 # ------------------------------------------------------------------------- the run's ETA
@@ -135,11 +122,7 @@ class RunEta:
         self.ends = EndBytes()  # each broker end's bytes, for Kafka's quota windows
         self._elections: tuple[int, int] | None = None
         self._rest_leaders = 0
-        # the run's state at each sample since the pace is measured (``_pace``): (ts, flows,
-        # idle ends, elections, leaders and bytes of the queued moves not simulated)
-        self.past: list[tuple[float, list[Flow], dict, Any, int, float]] = []
-        self._pace_from = -math.inf  # no pace measured before (a throttle change)
-        self.pace: float | None = None
+        self.paced = RunPace()  # the run's own pace (``eta_pace``)
         # from a completion to the next submission (the run's admin calls between them)
         self._subs: dict[TopicPartition, float | None] = {}  # submission seen per move
         self.gaps: list[float] = []
@@ -173,8 +156,7 @@ class RunEta:
         self._changed_ts = self._last[0] if self._last is not None else -math.inf
         # the pace at the old throttle says nothing of the new one, nor does the stall or
         # catch-up while the quota's windows hold bytes of the old one (``_replaying``)
-        self.past, self.pace = [], None
-        self._pace_from = self._changed_ts + QUOTA_REPLAY_S
+        self.paced.restart(self._changed_ts + QUOTA_REPLAY_S)
 
     def update(
         self,
@@ -567,47 +549,20 @@ class RunEta:
         idle: dict,
         model: float,
     ) -> float | None:
-        """The ETA at the run's own pace, or None before it is measured. The model at the
-        throttle (share 1, no quota replay) says how many seconds of work were left at a
-        sample up to ``PACE_WINDOW_S`` ago and how many are left now, both with the lags,
-        gaps and bursts measured now: their difference is the work done since, and its ratio
-        to the wall time is the run's pace. What is left now, at that pace, is the measured
-        ETA; it takes over the model's (``model``, at the share measured between samples) as the
-        window grows (``PACE_PRIOR_S``): a prior that the measurement takes over.
-
-        bench_eta's drain showed why: the share between samples read 0.79-0.85 (the quota's
-        stalls after each burst) while the source, bursting the credit of every batch gap,
-        kept the throttle's pace over the run; the model counted both the low share and the
-        gaps and said 30% too long, the since-start formula 5%. The pace counts what the
-        cluster does, whatever the model leaves out, and still follows the plan's shape
-        (which end binds, what is queued) where since-start, an aggregate rate, does not."""
-        entry = (ts, flows, idle, self._elections, self._rest_leaders, rest_bytes)
-        if ts < self._pace_from:
-            return None
-        self.past.append(entry)
-        self.past = [p for p in self.past if p[0] >= ts - PACE_WINDOW_S]
-        ref = self.past[0]
-        span = ts - ref[0]
-        if span < PACE_MIN_S:
-            return None
+        """The ETA at the run's own pace (``eta_pace.RunPace``), None before it is measured:
+        the model's seconds of work left at a state, at the throttle (share 1, no quota
+        replay), with the lags, gaps and bursts measured now."""
         gap, step_gap, drop_s = self.gap(), self.step_gap(), self.drop_s()
 
-        def work(p: tuple) -> float:
-            _, fl, idl, elections, rest_leaders, rest = p
+        def work(state: PaceState) -> float:
+            _, fl, idl, elections, rest_leaders, rest = state
             return simulate(
                 fl, capacity, caps, tail, rest, self.poll_s, elections, rest_leaders, gap,
                 step_gap=step_gap, drop_s=drop_s, idle=idl, burst=self.burst,
             ).seconds  # fmt: skip
 
-        before, now = work(ref), work(entry)
-        if not (math.isfinite(before) and math.isfinite(now)) or now <= 0:
-            return None
-        lo, hi = PACE_RANGE
-        self.pace = min(hi, max(lo, (before - now) / span))
-        # the pace's error is about a poll and a fetch over the span (1/span), the model's
-        # about PACE_PRIOR_S's worth: weights as their inverse variances
-        w = span**2 / (span**2 + PACE_PRIOR_S**2)
-        return w * now / self.pace + (1 - w) * model
+        state = (ts, flows, idle, self._elections, self._rest_leaders, rest_bytes)
+        return self.paced.estimate(state, work, model)
 
     def fields(self) -> dict[str, Any]:
         """The sample event's figures beside ``eta_s``: the range and the finish times (the
@@ -622,7 +577,7 @@ class RunEta:
             "finish_range_ts": [round(self.ts + low, 1), round(self.ts + high, 1)],
             "eta_bound_s": None if self.bound is None else round(self.bound, 1),
             "throttle_share": round(self.share, 3) if self.measured else None,
-            "run_pace": None if self.pace is None else round(self.pace, 3),
+            "run_pace": None if self.paced.value is None else round(self.paced.value, 3),
         }
 
 
@@ -632,27 +587,3 @@ def _drops_only(ms: MoveState, k: int) -> bool:
         return False
     before = ms.steps[k - 2] if k >= 2 else ms.original
     return not any(b not in before for b in ms.steps[k - 1])
-
-
-def window_rates(
-    history: Sequence[tuple[float, Mapping[int, float], Mapping[int, float]]],
-    now: tuple[float, Mapping[int, float], Mapping[int, float]],
-    window_s: float,
-) -> tuple[dict[int, float], float | None]:
-    """(rate per broker, plan rate) at ``now`` = (ts, received per broker, busy seconds per
-    broker), since the oldest point of ``history`` within ``window_s``: a broker's received
-    bytes over its busy seconds (for display; shown only over ``MIN_WINDOW_S`` busy), the
-    plan's over the wall seconds. ({}, None) without one."""
-    ts, received, busy = now
-    ref = next((h for h in history if h[0] < ts and ts - h[0] <= window_s), None)
-    if ref is None:
-        return {}, None
-    dt = ts - ref[0]
-    rates = {}
-    for b, n in received.items():
-        got = n - ref[1].get(b, 0.0)
-        spent = busy.get(b, 0.0) - ref[2].get(b, 0.0)
-        if got > 0 and spent >= min(MIN_WINDOW_S, dt):
-            rates[b] = got / spent
-    total = (sum(received.values()) - sum(ref[1].values())) / dt
-    return rates, max(0.0, total)
