@@ -31,6 +31,9 @@ windows expire. The ETA replays each end's windows from the bytes it moved at th
 (``eta_ends.EndBytes``; ``eta_model.simulate``), and an interval in which the quota held every
 receiving end, or in which a move came and went unseen, is not a measure of the share.
 
+Where the model's assumptions are shown wrong by the data, the measurement wins: the run's
+*pace* (``eta_pace.RunPace``), the model's work done per wall second, takes over its estimate.
+
 ``RunEta.update`` once per sample (``Run._eta_fields``); ``fields()`` adds its figures to
 the ``sample`` event, from which ``progress`` on the journal, the paced CLI's line and the
 panel show the same finish time and range."""
@@ -46,7 +49,7 @@ from typing import Any
 
 from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS, idle_credit
 from ..model import TopicPartition
-from .eta_ends import EndBytes
+from .eta_ends import MIN_WINDOW_S, EndBytes, window_rates
 from .eta_model import (
     QUOTA_REPLAY_S,
     Flow,
@@ -58,6 +61,7 @@ from .eta_model import (
     simulate,
     snapshot_of,
 )
+from .eta_pace import PaceState, RunPace
 from .moves import MoveIndex, MoveState, MoveStatus
 from .schedule import Caps
 
@@ -65,7 +69,6 @@ ETA_WINDOW_S = 60.0
 # a broker with bytes in flight to it that took in nothing for this long is stalled (before:
 # no rate yet — a follower's first fetch may wait a quota window)
 STALLED_AFTER_S = 10.0
-MIN_WINDOW_S = 3.0  # measured seconds before the measured share replaces the prior
 MIN_WINDOW_BYTES = 1 << 20  # and bytes (a follower fetches up to 1 MiB per partition)
 PRIOR_S = 2.0  # the prior's weight: this many seconds at the model's rate
 PRIOR_BPS = 100 * 1024 * 1024  # nominal capacity of a broker end without a throttle
@@ -76,6 +79,7 @@ SPREAD_FLOOR = 0.08  # the interval is at least this share either side of the ET
 # the range of the share before it is measured: a broker that idled takes in a burst above
 # the throttle (Kafka's quota averages over 11 s), a loaded one stays below it
 PRIOR_RANGE = (0.75, 1.5)
+FETCH_BYTES = 1 << 20  # what a follower fetches of a partition at a time
 
 
 # ------------------------------------------------------------------------- the run's ETA
@@ -118,6 +122,7 @@ class RunEta:
         self.ends = EndBytes()  # each broker end's bytes, for Kafka's quota windows
         self._elections: tuple[int, int] | None = None
         self._rest_leaders = 0
+        self.paced = RunPace()  # the run's own pace (``eta_pace``)
         # from a completion to the next submission (the run's admin calls between them)
         self._subs: dict[TopicPartition, float | None] = {}  # submission seen per move
         self.gaps: list[float] = []
@@ -149,6 +154,9 @@ class RunEta:
         after it is measured the reason says so."""
         self.changed = self._straddles = True
         self._changed_ts = self._last[0] if self._last is not None else -math.inf
+        # the pace at the old throttle says nothing of the new one, nor does the stall or
+        # catch-up while the quota's windows hold bytes of the old one (``_replaying``)
+        self.paced.restart(self._changed_ts + QUOTA_REPLAY_S)
 
     def update(
         self,
@@ -462,6 +470,7 @@ class RunEta:
             return None, "no moves to estimate"
         capacity = float(cap) if cap else float(PRIOR_BPS)
         caps = caps or Caps()
+        idle = {e: ts - t for e, t in self._end_busy.items() if t < ts}
         fc = simulate(
             flows,
             capacity * self.share,
@@ -474,7 +483,7 @@ class RunEta:
             self.gap(),
             step_gap=self.step_gap(),
             drop_s=self.drop_s(),
-            idle={e: ts - t for e, t in self._end_busy.items() if t < ts},
+            idle=idle,
             burst=self.burst,
             windows=self.ends.windows(ts) if cap and self._replaying(ts) else None,
             now=ts,
@@ -488,8 +497,20 @@ class RunEta:
 
         eta = fc.seconds
         low, high = at(hi_s), at(lo_s)
-        low = min(low, eta * (1 - SPREAD_FLOOR))
-        high = max(high, eta * (1 + SPREAD_FLOOR))
+        paced = (
+            self._pace(ts, flows, caps, tail, rest_bytes, capacity, idle, fc.seconds)
+            if cap and fc.seconds > 0
+            else None
+        )
+        if paced is not None:  # the run's measured pace takes over the model's (``_pace``)
+            scale = paced / eta
+            eta, low, high = paced, low * scale, high * scale
+        # and no narrower than what the run can see: a completion at one of its polls, and
+        # bytes a fetch behind (a follower's log grows a fetch at a time, up to 1 MiB: the
+        # sandbox's samples read 0.94 MiB steps, the last one often unseen before the end)
+        behind = FETCH_BYTES / max(capacity * self.share, 1.0)
+        low = max(0.0, min(low, eta * (1 - SPREAD_FLOOR), eta - self.poll_s))
+        high = max(high, eta * (1 + SPREAD_FLOOR), eta + self.poll_s + behind)
         why = fc.bottleneck or "at the run's rate"
         if self.changed:
             why = f"{why}, at the new throttle (no rate measured since it changed)"
@@ -517,6 +538,32 @@ class RunEta:
         self.low, self.high = low, high
         return eta, why
 
+    def _pace(
+        self,
+        ts: float,
+        flows: list[Flow],
+        caps: Caps,
+        tail: float,
+        rest_bytes: float,
+        capacity: float,
+        idle: dict,
+        model: float,
+    ) -> float | None:
+        """The ETA at the run's own pace (``eta_pace.RunPace``), None before it is measured:
+        the model's seconds of work left at a state, at the throttle (share 1, no quota
+        replay), with the lags, gaps and bursts measured now."""
+        gap, step_gap, drop_s = self.gap(), self.step_gap(), self.drop_s()
+
+        def work(state: PaceState) -> float:
+            _, fl, idl, elections, rest_leaders, rest = state
+            return simulate(
+                fl, capacity, caps, tail, rest, self.poll_s, elections, rest_leaders, gap,
+                step_gap=step_gap, drop_s=drop_s, idle=idl, burst=self.burst,
+            ).seconds  # fmt: skip
+
+        state = (ts, flows, idle, self._elections, self._rest_leaders, rest_bytes)
+        return self.paced.estimate(state, work, model)
+
     def fields(self) -> dict[str, Any]:
         """The sample event's figures beside ``eta_s``: the range and the finish times (the
         one ETA every front end shows), the bound and the measured share of the throttle."""
@@ -530,6 +577,7 @@ class RunEta:
             "finish_range_ts": [round(self.ts + low, 1), round(self.ts + high, 1)],
             "eta_bound_s": None if self.bound is None else round(self.bound, 1),
             "throttle_share": round(self.share, 3) if self.measured else None,
+            "run_pace": None if self.paced.value is None else round(self.paced.value, 3),
         }
 
 
@@ -539,27 +587,3 @@ def _drops_only(ms: MoveState, k: int) -> bool:
         return False
     before = ms.steps[k - 2] if k >= 2 else ms.original
     return not any(b not in before for b in ms.steps[k - 1])
-
-
-def window_rates(
-    history: Sequence[tuple[float, Mapping[int, float], Mapping[int, float]]],
-    now: tuple[float, Mapping[int, float], Mapping[int, float]],
-    window_s: float,
-) -> tuple[dict[int, float], float | None]:
-    """(rate per broker, plan rate) at ``now`` = (ts, received per broker, busy seconds per
-    broker), since the oldest point of ``history`` within ``window_s``: a broker's received
-    bytes over its busy seconds (for display; shown only over ``MIN_WINDOW_S`` busy), the
-    plan's over the wall seconds. ({}, None) without one."""
-    ts, received, busy = now
-    ref = next((h for h in history if h[0] < ts and ts - h[0] <= window_s), None)
-    if ref is None:
-        return {}, None
-    dt = ts - ref[0]
-    rates = {}
-    for b, n in received.items():
-        got = n - ref[1].get(b, 0.0)
-        spent = busy.get(b, 0.0) - ref[2].get(b, 0.0)
-        if got > 0 and spent >= min(MIN_WINDOW_S, dt):
-            rates[b] = got / spent
-    total = (sum(received.values()) - sum(ref[1].values())) / dt
-    return rates, max(0.0, total)

@@ -2,7 +2,8 @@
 Kafka's replication quota is an average over ``QUOTA_WINDOWS`` one-second windows, so what an
 end may move next depends on what it moved in the last ones. Received bytes per broker are the
 run's counters; sent bytes per leader are what its streams copied. ``windows`` rebuilds each
-end's ``quota.Windows`` from them for the simulation to replay. Pure."""
+end's ``quota.Windows`` from them for the simulation to replay; ``window_rates``, each
+broker's rate over the window (for display). Pure."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS, Windows
 from ..model import TopicPartition
 from .eta_model import Flow
 
+# measured seconds before the share replaces the prior (``eta``), busy seconds before a
+# broker's rate is shown (``window_rates``)
+MIN_WINDOW_S = 3.0
 QUOTA_SPAN_S = QUOTA_WINDOWS * QUOTA_WINDOW_S  # what Kafka's replication quota averages
 End = tuple[str, int]  # ("i", broker) receiving, ("o", broker) sending
 
@@ -93,3 +97,27 @@ def at(pts: Sequence[tuple[float, float]], t: float) -> float:
         if t <= t1:
             return v0 + (v1 - v0) * (t - t0) / (t1 - t0) if t1 > t0 else v1
     return pts[-1][1]
+
+
+def window_rates(
+    history: Sequence[tuple[float, Mapping[int, float], Mapping[int, float]]],
+    now: tuple[float, Mapping[int, float], Mapping[int, float]],
+    window_s: float,
+) -> tuple[dict[int, float], float | None]:
+    """(rate per broker, plan rate) at ``now`` = (ts, received per broker, busy seconds per
+    broker), since the oldest point of ``history`` within ``window_s``: a broker's received
+    bytes over its busy seconds (for display; shown only over ``MIN_WINDOW_S`` busy), the
+    plan's over the wall seconds. ({}, None) without one."""
+    ts, received, busy = now
+    ref = next((h for h in history if h[0] < ts and ts - h[0] <= window_s), None)
+    if ref is None:
+        return {}, None
+    dt = ts - ref[0]
+    rates = {}
+    for b, n in received.items():
+        got = n - ref[1].get(b, 0.0)
+        spent = busy.get(b, 0.0) - ref[2].get(b, 0.0)
+        if got > 0 and spent >= min(MIN_WINDOW_S, dt):
+            rates[b] = got / spent
+    total = (sum(received.values()) - sum(ref[1].values())) / dt
+    return rates, max(0.0, total)

@@ -8,7 +8,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..model import TopicPartition
-from .eta import ETA_WINDOW_S, window_rates
+from .eta import ETA_WINDOW_S
+from .eta_ends import window_rates
 from .progress_report import ReplicaKey, Sample
 from .progress_text import _number
 

@@ -1,0 +1,75 @@
+"""The run's pace (issue 21, for ``engine.eta.RunEta``): where the model's assumptions are
+shown wrong by the data, the measurement wins. Pure.
+
+At each sample the model, at the throttle (share 1, no quota replay), says how many seconds
+of work were left at a sample up to ``PACE_WINDOW_S`` ago and how many are left now, both
+with the lags, gaps and bursts measured now: their difference is the work done since, and its
+ratio to the wall time is the run's pace. What is left now, at that pace, is the measured
+ETA; it takes over the model's (at the share measured between samples) as the span grows: a
+prior that the measurement takes over, not an average of two guesses.
+
+bench_eta showed why. Its drain of one broker: the share between samples read 0.79-0.85
+(bytes arrive a fetch at a time; a stream's first fetch waits) while the source, bursting the
+quota credit of every batch gap, kept 0.9 of the throttle over the run; the model counted
+both the low share and a lag and gap per batch and said 30% too long, the since-start
+formula 5%. Its rack-to-rack move: the busiest target took in 0.86 of the throttle while the
+other burst, and one share over all ends read 0.95-1.05 (the ETA 20% short). The pace counts
+what the cluster does, whatever the model leaves out, and still follows the plan's shape
+(which end binds, what is queued), which since-start's aggregate rate does not."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS
+from .eta_model import Flow
+
+PACE_WINDOW_S = 2 * QUOTA_WINDOWS * QUOTA_WINDOW_S  # two spans of the quota: recent, averaged
+PACE_MIN_S = 8.0  # fewer seconds read the start's bursts and first fetches as the pace
+# the pace's error is about a poll and a fetch over its span (1/span), the model's about this
+# many seconds' worth: they weigh as their inverse variances (0.72 at 8 s, 0.95 at 22 s)
+PACE_PRIOR_S = 5.0
+PACE_RANGE = (0.2, 5.0)  # a pace outside this is clipped
+
+# the run's state at a sample: (ts, flows, idle ends, elections, leaders and bytes of the
+# queued moves not simulated)
+PaceState = tuple[float, list[Flow], dict, Any, int, float]
+
+
+class RunPace:
+    """The states of the last ``PACE_WINDOW_S`` and the pace they give (``value``)."""
+
+    def __init__(self) -> None:
+        self.past: list[PaceState] = []
+        self.start = -math.inf  # no pace measured before (a throttle change)
+        self.value: float | None = None
+
+    def restart(self, start: float) -> None:
+        """The throttle changed: the pace at the old one says nothing of the new one, nor
+        does the stall or catch-up while the quota's windows hold the old one's bytes (until
+        ``start``)."""
+        self.past, self.value, self.start = [], None, start
+
+    def estimate(
+        self, state: PaceState, work: Callable[[PaceState], float], model: float
+    ) -> float | None:
+        """The ETA at the run's pace from ``state`` (now), ``work`` (the model's seconds of
+        work left at a state) and ``model`` (the model's own ETA now); None before the pace
+        is measured over ``PACE_MIN_S``."""
+        ts = state[0]
+        if ts < self.start:
+            return None
+        self.past.append(state)
+        self.past = [p for p in self.past if p[0] >= ts - PACE_WINDOW_S]
+        span = ts - self.past[0][0]
+        if span < PACE_MIN_S:
+            return None
+        before, now = work(self.past[0]), work(state)
+        if not (math.isfinite(before) and math.isfinite(now)) or now <= 0:
+            return None
+        lo, hi = PACE_RANGE
+        self.value = min(hi, max(lo, (before - now) / span))
+        w = span**2 / (span**2 + PACE_PRIOR_S**2)
+        return w * now / self.value + (1 - w) * model
