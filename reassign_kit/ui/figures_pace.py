@@ -1,0 +1,253 @@
+"""The adaptive pace's decisions as series (issue 22: "the panel charts rate, latency and the
+objective over time"), from a run's journal (pure: events in, bounded values out).
+
+An adaptive run (``--pace adaptive``) journals ``pace_started`` (objective, floor, ceiling,
+start rate), a ``pace_decision`` for every change with the signals behind it (``broker``,
+``old_rate`` -> ``new_rate``, ``cause``, ``reason``, ``signals.produce_p99_ms`` /
+``limit_ms``), and a ``pace_sample`` every sample interval (per broker ``rate``,
+``produce_p99_ms``, ``limit_ms``; ``paused``). Times are seconds since the journal's first
+event: the same origin as the progress and ETA series, so the charts line up. Events are read
+leniently (a journal cut short, a field missing, a value of the wrong type is skipped).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .figures import downsample
+from .figures_events import MAX_POINTS, MAX_TABLE_ROWS, _num, sorted_events
+
+MAX_PACE_BROKERS = 24  # brokers drawn at most (the ones with the most decisions first)
+MAX_MARKERS = 400  # decision markers at most (the newest)
+MAX_PAUSES = 50  # paused spans shaded at most (the newest)
+PACE_ROWS = MAX_TABLE_ROWS  # the decisions table's length
+
+
+@dataclass(frozen=True)
+class PaceDecision:
+    """One journaled decision: ``t`` seconds since the first event, ``ts`` the epoch."""
+
+    t: float
+    ts: float
+    action: str
+    cause: str
+    reason: str
+    broker: int | None = None
+    old_rate: float | None = None
+    new_rate: float | None = None
+    p99_ms: float | None = None
+    limit_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class PaceSeries:
+    """Per broker: its rate over time (bytes/s; a step line, held to ``end``) and the produce
+    p99 the controller saw (ms); the objective (``objective`` as stated, ``limits`` per
+    broker in ms), the decisions (all of them, in time order: the table and the markers take
+    the newest), the spans new submissions were paused."""
+
+    adaptive: bool = False
+    objective: str | None = None
+    floor: float | None = None
+    ceiling: float | None = None
+    rates: dict[int, tuple[list[float], list[float]]] = field(default_factory=dict)
+    p99: dict[int, tuple[list[float], list[float]]] = field(default_factory=dict)
+    limits: dict[int, float] = field(default_factory=dict)
+    decisions: list[PaceDecision] = field(default_factory=list)
+    pauses: list[tuple[float, float]] = field(default_factory=list)
+    end: float = 0.0
+    t0: float | None = None
+    brokers_hidden: int = 0
+
+    @property
+    def broker_decisions(self) -> list[PaceDecision]:
+        return [d for d in self.decisions if d.broker is not None]
+
+
+def _broker(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+        return int(v)
+    return None
+
+
+def is_adaptive(events: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether the journal is of an adaptive run (its options say so, or it started the
+    pace): the panel shows the pace's chart for it, and only for it."""
+    for e in events:
+        kind = e.get("event")
+        if kind in ("pace_started", "pace_decision"):
+            return True
+        if kind == "run_started":
+            opts = e.get("options")
+            if isinstance(opts, Mapping) and opts.get("pace") == "adaptive":
+                return True
+    return False
+
+
+def pace_series(
+    events: Iterable[Mapping[str, Any]],
+    now: float | None = None,
+    max_points: int = MAX_POINTS,
+    max_brokers: int = MAX_PACE_BROKERS,
+) -> PaceSeries:
+    """The pace of the run in ``events`` (see the module docstring). ``now`` (epoch seconds):
+    a run still going draws its rates up to it; else up to the last event."""
+    evs = sorted_events(events)
+    if not evs:
+        return PaceSeries()
+    t0 = float(evs[0].get("ts") or 0.0)
+    adaptive = is_adaptive(evs)
+    started: Mapping[str, Any] = next(
+        (e for e in evs if e.get("event") == "pace_started"), {}
+    )
+    t_start = float(started["ts"]) - t0 if started else None
+    start_rate = _num(started.get("start_rate"))
+    rate_pts: dict[int, list[tuple[float, float]]] = {}
+    p99_pts: dict[int, dict[float, float]] = {}
+    limits: dict[int, float] = {}
+    decisions: list[PaceDecision] = []
+    pauses: list[tuple[float, float]] = []
+    paused_at: float | None = None
+
+    def seen(b: int, t: float, p99: Any, limit: Any) -> None:
+        v, lim = _num(p99), _num(limit)
+        if v is not None:
+            p99_pts.setdefault(b, {})[t] = v
+        if lim is not None:
+            limits[b] = lim
+
+    for e in evs:
+        kind = e.get("event")
+        t = float(e.get("ts") or 0.0) - t0
+        if kind == "pace_sample":
+            per = e.get("brokers")
+            for key, row in (per.items() if isinstance(per, Mapping) else ()):
+                b = _broker(key)
+                if b is None or not isinstance(row, Mapping):
+                    continue
+                r = _num(row.get("rate"))
+                if r is not None:
+                    rate_pts.setdefault(b, []).append((t, r))
+                sig_t = _num(e.get("signal_ts"))
+                seen(b, t if sig_t is None else sig_t - t0, row.get("produce_p99_ms"),
+                     row.get("limit_ms"))  # fmt: skip
+        elif kind == "pace_decision":
+            sig = e.get("signals") if isinstance(e.get("signals"), Mapping) else {}
+            b = _broker(e.get("broker"))
+            action = str(e.get("action") or "?")
+            d = PaceDecision(
+                t=t,
+                ts=float(e.get("ts") or 0.0),
+                action=action,
+                cause=str(e.get("cause") or action),
+                reason=str(e.get("reason") or ""),
+                broker=b,
+                old_rate=_num(e.get("old_rate")),
+                new_rate=_num(e.get("new_rate")),
+                p99_ms=_num(sig.get("produce_p99_ms")),
+                limit_ms=_num(sig.get("limit_ms")),
+            )
+            decisions.append(d)
+            if b is not None:
+                pts = rate_pts.setdefault(b, [])
+                if not pts and d.old_rate is not None:  # the rate it had before
+                    pts.append((t_start if t_start is not None and t_start <= t else t,
+                                d.old_rate))  # fmt: skip
+                if d.new_rate is not None:
+                    pts.append((t, d.new_rate))
+                sig_t = _num(sig.get("ts"))
+                seen(b, t if sig_t is None or sig_t == 0 else sig_t - t0, d.p99_ms, d.limit_ms)
+            elif action == "pause" and paused_at is None:
+                paused_at = t
+            elif action == "resume" and paused_at is not None:
+                pauses.append((paused_at, t))
+                paused_at = None
+    last = float(evs[-1].get("ts") or 0.0) - t0
+    end = max(last, (now - t0) if now is not None else last)
+    if paused_at is not None:
+        pauses.append((paused_at, end))
+    # the brokers with the most decisions first (then by id) when there are too many
+    count: dict[int, int] = {}
+    for d in decisions:
+        if d.broker is not None:
+            count[d.broker] = count.get(d.broker, 0) + 1
+    every = sorted(set(rate_pts) | set(p99_pts))
+    shown = sorted(sorted(every, key=lambda b: (-count.get(b, 0), b))[:max_brokers])
+    rates: dict[int, tuple[list[float], list[float]]] = {}
+    for b in shown:
+        pts = sorted(rate_pts.get(b, []), key=lambda p: p[0])
+        if not pts and start_rate is not None and t_start is not None:
+            pts = [(t_start, start_rate)]
+        if pts and pts[-1][0] < end:
+            pts.append((end, pts[-1][1]))  # the step line holds to the end (or now)
+        pts = downsample(pts, max_points)
+        rates[b] = ([p[0] for p in pts], [p[1] for p in pts])
+    p99: dict[int, tuple[list[float], list[float]]] = {}
+    for b in shown:
+        pts = sorted(p99_pts.get(b, {}).items())
+        pts = downsample(pts, max_points)
+        if pts:
+            p99[b] = ([p[0] for p in pts], [p[1] for p in pts])
+    return PaceSeries(
+        adaptive=adaptive,
+        objective=str(started["objective"]) if started.get("objective") is not None else None,
+        floor=_num(started.get("floor")),
+        ceiling=_num(started.get("ceiling")),
+        rates=rates,
+        p99=p99,
+        limits={b: v for b, v in limits.items() if b in shown},
+        decisions=decisions,
+        pauses=pauses[-MAX_PAUSES:],
+        end=end,
+        t0=t0,
+        brokers_hidden=len(every) - len(shown),
+    )
+
+
+# ---- the decisions table ------------------------------------------------------------------
+
+
+def _rate(v: float | None) -> str:
+    if v is None:
+        return "?"
+    mib = v / (1024 * 1024)
+    return f"{mib:.2f} MiB/s" if mib >= 0.1 else f"{v / 1024:.1f} KiB/s"
+
+
+def _signal(d: PaceDecision) -> str:
+    if d.p99_ms is not None:
+        lim = f" (limit {d.limit_ms:.1f} ms)" if d.limit_ms is not None else ""
+        return f"p99 {d.p99_ms:.1f} ms{lim}"
+    return d.reason
+
+
+def decision_rows(
+    series: PaceSeries, limit: int = PACE_ROWS
+) -> tuple[list[dict[str, str]], int]:
+    """The table under the pace's chart: the newest ``limit`` decisions first (time, broker,
+    rate before -> after, cause, signal), and how many older ones are not shown."""
+    newest = list(reversed(series.decisions))[: max(0, limit)]
+    rows = []
+    for d in newest:
+        clock = _dt.datetime.fromtimestamp(d.ts, _dt.UTC).strftime("%H:%M:%S")
+        rows.append(
+            {
+                "time": f"{clock} (+{d.t:.0f}s)",
+                "broker": "all" if d.broker is None else str(d.broker),
+                "rate": (
+                    f"{_rate(d.old_rate)} → {_rate(d.new_rate)}"
+                    if d.broker is not None
+                    else d.action
+                ),
+                "cause": d.cause,
+                "signal": _signal(d)[:160],
+            }
+        )
+    return rows, len(series.decisions) - len(rows)
