@@ -80,7 +80,7 @@ class Option:
     too; "paced"; "steps"), argparse ``action`` / ``type`` / ``choices`` / ``metavar`` /
     ``cli_default``, and ``from_cli`` turning the parsed value into the field's value (e.g.
     ``--timeout`` milliseconds into seconds). Panel: ``label`` (None = no control), ``widget``
-    (int | float | bool | choice), ``unset`` (the widget value that means None) and
+    (int | float | bool | choice | text), ``unset`` (the widget value that means None) and
     ``widget_help``. ``live``: may change while a run goes on (``Run.set_caps``)."""
 
     help: str

@@ -162,6 +162,8 @@ class ExecuteOptions(ValidatedOptions):
             flag="--pace",
             choices=PACES,
             cli_default="static",
+            label="pace",
+            widget="choice",
         ),
     )
     slo_produce_p99: str | None = _opt(
@@ -172,6 +174,10 @@ class ExecuteOptions(ValidatedOptions):
             flag="--slo-produce-p99",
             type=slo_arg("--slo-produce-p99"),
             metavar="LATENCY",
+            label="produce p99 objective",
+            widget="text",
+            unset="",
+            widget_help="with pace adaptive: 50ms, or +20ms over the baseline; empty = none",
         ),
     )
     throttle_floor: int | None = _opt(

@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from . import charts, describe
+from .postmortem_charts import journal_figures
 
 
 class Artefacts:
@@ -18,6 +19,8 @@ class Artefacts:
     journal_path: str | None
     artefacts: dict[str, str]
     approval_lines: list[str]
+    events: list[dict[str, Any]]
+    _lock: Any
 
     def _save_start_artefacts(self) -> None:
         """plan.json beside the rollback file the preflight wrote, before anything moves."""
@@ -80,14 +83,15 @@ class Artefacts:
             )
 
     def save_artefacts(self) -> dict[str, str]:
-        """report.json and the chart as standalone HTML in ``output_dir`` (if one was given)."""
+        """report.json and the charts as standalone HTML in ``output_dir`` (if one was given):
+        the progress, and the adaptive pace and the ETA over the run where the run has them."""
         if not self.output_dir:
             return {}
         fig = charts.new_figure(widget=False)
         charts.apply(fig, self.chart_data())
         chart = charts.write_html(
             os.path.join(self.output_dir, "execute_chart.html"),
-            {"progress": fig},
+            {"progress": fig, **journal_figures(self._events_now())},
             title=self._run_title(),
         )
         self.artefacts["chart"] = chart
@@ -95,6 +99,10 @@ class Artefacts:
         with open(self.artefacts["report"], "w", encoding="utf-8") as f:
             json.dump(self.report(), f, indent=2, default=str)
         return dict(self.artefacts)
+
+    def _events_now(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.events)
 
     def _notes(self) -> list[str]:
         with self._lock:

@@ -117,7 +117,8 @@ def pace_figure(series: PaceSeries, title: str = "") -> go.Figure:
                 y=[limits[0], limits[0]],
                 mode="lines",
                 line={"dash": "dash", "color": OBJECTIVE_COLOR, "width": 2},
-                name=f"objective {limits[0]:g} ms" + (f" ({objective})" if "+" in objective else ""),
+                name=f"objective {limits[0]:g} ms"
+                + (f" ({objective})" if "+" in objective else ""),
                 hovertemplate="objective: p99 ≤ %{y:.1f} ms<extra></extra>",
             ),
             row=2,
@@ -190,6 +191,5 @@ def pace_table_html(series: PaceSeries) -> str:
     )
     more = f"<div style='font-size:11px'>… {older} older decisions</div>" if older else ""
     return (
-        "<table class='rk-pace-table' style='font-size:12px'>"
-        f"<tr>{head}</tr>{body}</table>{more}"
+        f"<table class='rk-pace-table' style='font-size:12px'><tr>{head}</tr>{body}</table>{more}"
     )

@@ -96,6 +96,11 @@ def make(name: str, value: Any) -> W.Widget:
             options=list(o.choices), value=value, description="", tooltip=tip,
             layout=W.Layout(width="130px"),
         )  # fmt: skip
+    if o.widget == "text":
+        return W.Text(
+            value=value, description="", tooltip=tip, placeholder="none",
+            layout=W.Layout(width="90px"),
+        )  # fmt: skip
     layout = W.Layout(width="90px")
     if name == "throttle":
         return W.BoundedFloatText(
@@ -167,5 +172,5 @@ def layout(ws: dict[str, W.Widget]) -> tuple[W.Widget, W.Widget]:
         [W.GridBox(rest, layout=W.Layout(grid_template_columns="repeat(3, 310px)"))],
         selected_index=None,
     )
-    adv.set_title(0, "advanced: poll interval, order, deadlines (fixed for a run)")
+    adv.set_title(0, "advanced: pace, poll interval, order, deadlines (fixed for a run)")
     return grid, adv

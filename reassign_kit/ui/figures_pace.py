@@ -104,9 +104,7 @@ def pace_series(
         return PaceSeries()
     t0 = float(evs[0].get("ts") or 0.0)
     adaptive = is_adaptive(evs)
-    started: Mapping[str, Any] = next(
-        (e for e in evs if e.get("event") == "pace_started"), {}
-    )
+    started: Mapping[str, Any] = next((e for e in evs if e.get("event") == "pace_started"), {})
     t_start = float(started["ts"]) - t0 if started else None
     start_rate = _num(started.get("start_rate"))
     rate_pts: dict[int, list[tuple[float, float]]] = {}
@@ -128,7 +126,7 @@ def pace_series(
         t = float(e.get("ts") or 0.0) - t0
         if kind == "pace_sample":
             per = e.get("brokers")
-            for key, row in (per.items() if isinstance(per, Mapping) else ()):
+            for key, row in per.items() if isinstance(per, Mapping) else ():
                 b = _broker(key)
                 if b is None or not isinstance(row, Mapping):
                     continue
@@ -228,9 +226,7 @@ def _signal(d: PaceDecision) -> str:
     return d.reason
 
 
-def decision_rows(
-    series: PaceSeries, limit: int = PACE_ROWS
-) -> tuple[list[dict[str, str]], int]:
+def decision_rows(series: PaceSeries, limit: int = PACE_ROWS) -> tuple[list[dict[str, str]], int]:
     """The table under the pace's chart: the newest ``limit`` decisions first (time, broker,
     rate before -> after, cause, signal), and how many older ones are not shown."""
     newest = list(reversed(series.decisions))[: max(0, limit)]

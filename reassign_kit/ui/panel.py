@@ -33,6 +33,7 @@ from ..plan_record import Approval
 from . import cancel_view, charts, controls, describe, figures, status
 from . import control_widgets as cw
 from .artefacts import Artefacts
+from .run_views import RunViews
 from .wiring import RunWiring
 
 # the what-if (the CLI's --execute --dry-run, ``whatif.what_if``) is computed when the panel
@@ -195,6 +196,8 @@ class Panel(RunWiring, Artefacts):
         self.whatif_chart = charts.figure_view(160, "rk-whatif-chart")
         self.figure = charts.new_figure(widget=False)
         self.chart = charts.figure_view(520)
+        # the adaptive pace (an adaptive run only) and the ETA over the run (issues 22, 21)
+        self.views = RunViews()
 
         self.summary = self._summarise()
         if not self.summary.valid:
@@ -219,6 +222,7 @@ class Panel(RunWiring, Artefacts):
                 self.confirm,
                 self.outcome_html,
                 self.chart,
+                *self.views.children,
                 W.HTML("<b>partitions furthest behind</b>"),
                 self.behind_html,
                 W.HTML("<b>events</b>"),
@@ -458,6 +462,9 @@ class Panel(RunWiring, Artefacts):
         ):
             charts.apply(self.figure, self.chart_data(st))
             charts.show(self.chart, self.figure)
+            with self._lock:
+                evs = list(self.events)
+            self.views.refresh(evs, self._clock() if st.state in status.ACTIVE else None)
             self._chart_state, self._chart_at = st.state, now
         with self._lock:
             evs = list(self.events)

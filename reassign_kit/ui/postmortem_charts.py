@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .charts import COLORS
+from . import charts_pace, figures, figures_pace
+from .charts import COLORS, eta_figure
 from .theme import TEMPLATE
 
 LABEL_EVERY_MOVE = 300
@@ -149,3 +151,53 @@ def batch_wait_figure(batches: Any) -> Any:
             font={"size": 14},
         )
     return fig
+
+
+# ---- from the journal's events: the adaptive pace (issue 22), the ETA (issue 21) ----------
+
+ETA_HEIGHT = 360
+
+
+def eta_figure_of(events: Sequence[Mapping[str, Any]]) -> Any:
+    """How the ETA moved over the run beside the time really left (the truth once the run
+    finished done; the estimate and its range so far before): None without an estimate."""
+    s = figures.eta_series(events)
+    if not any(e is not None for e in s.eta):
+        return None
+    fig = eta_figure(s, "" if s.finish_t is not None else "The ETA so far (its range shaded)")
+    fig.update_layout(
+        height=ETA_HEIGHT,
+        autosize=True,
+        margin={"l": 70, "r": 20, "t": 60, "b": 50},
+        legend={"x": 1.02, "y": 1.0, "xanchor": "left", "yanchor": "top"},
+    )
+    fig.update_xaxes(rangemode="tozero")
+    fig.update_yaxes(rangemode="tozero")
+    return fig
+
+
+def pace_figure_of(events: Sequence[Mapping[str, Any]], now: float | None = None) -> Any:
+    """The adaptive pace's figure and its series; (None, None) for a run not adaptive."""
+    if not figures_pace.is_adaptive(events):
+        return None, None
+    s = figures_pace.pace_series(events, now=now)
+    return charts_pace.pace_figure(s), s
+
+
+def journal_figures(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The figures a journal's events give beyond the Spark tables' (the panel's artefacts,
+    notebook 04, ``report --html``): ``pace`` for an adaptive run, ``eta`` for a run with
+    estimates. Several runs in one list: each run's own, keyed ``pace <run_id>``."""
+    runs: dict[str, list[Mapping[str, Any]]] = {}
+    for e in events:
+        runs.setdefault(str(e.get("run_id") or ""), []).append(e)
+    out: dict[str, Any] = {}
+    for run_id, evs in runs.items():
+        suffix = f" {run_id}" if len(runs) > 1 else ""
+        pace, _ = pace_figure_of(evs)
+        if pace is not None:
+            out["pace" + suffix] = pace
+        eta = eta_figure_of(evs)
+        if eta is not None:
+            out["eta" + suffix] = eta
+    return out

@@ -1,6 +1,7 @@
 """`reassign-kit report JOURNAL... --html out.html` (issue 24 #4): a postmortem a person can
 attach to a ticket — the figures of notebook 04 (timeline, concurrency, throughput per
-broker, batch waits) and the tables behind them, in ONE self-contained HTML file (plotly.js
+broker, batch waits; the adaptive pace's decisions and the ETA over the run where the
+journals have them) and the tables behind them, in ONE self-contained HTML file (plotly.js
 embedded once, no network: it opens offline), plus the same report as JSON beside it."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from ..engine.journal import read_events
 from . import postmortem_charts as pmc
 from .charts import write_html
 
@@ -48,6 +50,8 @@ def write_report(
         "concurrency": pmc.concurrency_figure(conc, caps),
         "throughput": pmc.throughput_figure(thr),
         "batch_waits": pmc.batch_wait_figure(batches),
+        # the adaptive pace's decisions and the ETA over the run, where the journals have them
+        **pmc.journal_figures([e for j in journals for e in read_events(j)]),
     }
     summary = json.dumps(report["summary"], indent=1, default=str)
     tables = (

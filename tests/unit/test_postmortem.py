@@ -67,6 +67,8 @@ def test_report_html_is_one_offline_file_with_figures_and_tables(journal, tmp_pa
     assert not re.search(r"<script[^>]+src=", doc)  # plotly.js inline, nothing fetched
     for section in ("timeline", "concurrency", "throughput", "batch_waits"):
         assert f'<section id="{section}">' in doc
+    # the ETA over the run beside the truth (issue 21); no pace chart for a static run (22)
+    assert '<section id="eta">' in doc and '<section id="pace' not in doc
     assert "<h2>moves</h2>" in doc and "<h2>throughput per broker</h2>" in doc
     # one look: every figure of the report in the package's template (issue 24 #4)
     assert doc.count("Helvetica, Arial, sans-serif") >= 4, "a figure not in the template"
