@@ -423,21 +423,29 @@ def eta_figure(series: EtaSeries, title: str = "") -> go.Figure:
     the estimate and its range at each sample, and the time really left once the run
     finished (``figures.eta_series``); the title gives the median error from 25% on."""
     fig = go.Figure()
+    bx, by = eta_band(series.t, series.low, series.high)
     fig.add_trace(
-        go.Scatter(x=series.t, y=series.high, mode="lines", line={"width": 0}, showlegend=False)
+        go.Scatter(
+            x=bx,
+            y=by,
+            mode="lines",
+            line={"width": 0},
+            fill="toself",
+            fillcolor="rgba(31,119,180,0.18)",
+            name="range (10th-90th)",
+            hoverinfo="skip",
+        )
     )
     fig.add_trace(
         go.Scatter(
             x=series.t,
-            y=series.low,
-            mode="lines",
-            line={"width": 0},
-            fill="tonexty",
-            fillcolor="rgba(31,119,180,0.18)",
-            name="range (10th-90th)",
+            y=series.eta,
+            mode="lines+markers",
+            marker={"size": 4},
+            line={"color": "#1f77b4"},
+            name="ETA",
         )
     )
-    fig.add_trace(go.Scatter(x=series.t, y=series.eta, mode="lines+markers", name="ETA"))
     if series.finish_t is not None:
         fig.add_trace(
             go.Scatter(
@@ -460,3 +468,31 @@ def eta_figure(series: EtaSeries, title: str = "") -> go.Figure:
         template=TEMPLATE,
     )
     return fig
+
+
+def eta_band(
+    t: Sequence[float], low: Sequence[float | None], high: Sequence[float | None]
+) -> tuple[list[float | None], list[float | None]]:
+    """The range as closed polygons, one per run of samples that have one, apart by None:
+    a ``tonexty`` fill between two lines with gaps joined the ends of different runs (a
+    diagonal band across the chart where a sample had no range)."""
+    xs: list[float | None] = []
+    ys: list[float | None] = []
+    seg: list[tuple[float, float, float]] = []
+
+    def close() -> None:
+        if seg:
+            if xs:
+                xs.append(None)
+                ys.append(None)
+            xs.extend([p[0] for p in seg] + [p[0] for p in reversed(seg)])
+            ys.extend([p[2] for p in seg] + [p[1] for p in reversed(seg)])
+            seg.clear()
+
+    for x, lo, hi in zip(t, low, high, strict=True):
+        if lo is None or hi is None:
+            close()
+        else:
+            seg.append((x, lo, hi))
+    close()
+    return xs, ys

@@ -54,15 +54,19 @@ def pace_figure(series: PaceSeries, title: str = "") -> go.Figure:
     )
     unit, uname = _unit(series)
     brokers = sorted(set(series.rates) | set(series.p99))
+    n = len(brokers)
     for i, b in enumerate(brokers):
         color = _color(i)
+        # brokers at the same rate draw one over the other: the first ones wider, so each
+        # stays visible beside those on top of it
+        wide = n <= 6
         xs, ys = series.rates.get(b, ([], []))
         fig.add_trace(
             go.Scatter(
                 x=xs,
                 y=[y / unit for y in ys],
                 mode="lines",
-                line={"shape": "hv", "color": color, "width": 2},
+                line={"shape": "hv", "color": color, "width": 2 + 2 * (n - 1 - i) * wide},
                 name=f"broker {b}",
                 legendgroup=f"b{b}",
                 hovertemplate=f"broker {b}: %{{y:.2f}} {uname} at %{{x:.0f}} s<extra></extra>",
@@ -77,7 +81,7 @@ def pace_figure(series: PaceSeries, title: str = "") -> go.Figure:
                 y=py,
                 mode="lines+markers",
                 marker={"size": 4},
-                line={"color": color, "width": 1.5},
+                line={"color": color, "width": 1.5 + 1.2 * (n - 1 - i) * wide},
                 name=f"broker {b} p99",
                 legendgroup=f"b{b}",
                 showlegend=False,
@@ -157,7 +161,8 @@ def pace_figure(series: PaceSeries, title: str = "") -> go.Figure:
         + hidden
     )
     fig.update_layout(
-        title={"text": head, "y": 0.97},
+        # left, clear of the modebar the panel's views show at the top right
+        title={"text": head, "y": 0.97, "x": 0.0, "xref": "paper", "xanchor": "left"},
         height=460,
         autosize=True,
         margin={"l": 70, "r": 20, "t": 70, "b": 50},
@@ -179,7 +184,7 @@ def pace_table_html(series: PaceSeries) -> str:
         return "<i>no pace decision yet</i>"
     head = "".join(
         f"<th style='text-align:left'>{h}</th>"
-        for h in ("time", "broker", "rate before → after", "cause", "signal")
+        for h in ("time (UTC)", "broker", "rate before → after", "cause", "signal")
     )
     body = "".join(
         "<tr>"
@@ -191,5 +196,6 @@ def pace_table_html(series: PaceSeries) -> str:
     )
     more = f"<div style='font-size:11px'>… {older} older decisions</div>" if older else ""
     return (
+        "<style>.rk-pace-table td,.rk-pace-table th{padding:1px 12px 1px 0}</style>"
         f"<table class='rk-pace-table' style='font-size:12px'><tr>{head}</tr>{body}</table>{more}"
     )

@@ -5,13 +5,15 @@ a journal's ``sample`` events, ``charts.eta_figure`` on it."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reassign_kit.engine.journal import read_events
 from reassign_kit.engine.options import ExecuteOptions
 from reassign_kit.engine.run import Run
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.simulate import MB, SimCluster
-from reassign_kit.ui.charts import eta_figure
+from reassign_kit.ui.charts import eta_band, eta_figure
 from reassign_kit.ui.figures import eta_series
 
 TP = TopicPartition
@@ -60,3 +62,52 @@ def test_a_run_that_did_not_finish_has_no_truth_to_chart(tmp_path):
     assert "time really left" not in [t.name for t in fig.data]
     # a journal with no sample at all charts nothing (and does not fail)
     assert eta_series([{"ts": 1.0, "event": "run_started", "run_id": "x"}]).t == []
+
+
+def test_a_sample_without_a_range_leaves_a_gap_in_the_band_not_a_diagonal(tmp_path):
+    """Seen in the panel (issue 21's chart live): two line traces filled ``tonexty`` across a
+    sample with no range joined the ends of different runs: a diagonal band over the chart."""
+    events = journal_of_a_run(tmp_path)
+    ranged = [i for i, e in enumerate(events) if e["event"] == "sample" and e.get("eta_range_s")]
+    assert len(ranged) >= 3
+    k = ranged[len(ranged) // 2]  # one in the middle: ranges before and after it
+    events[k] = dict(events[k], eta_range_s=None)
+    fig = eta_figure(eta_series(events))
+    band = next(t for t in fig.data if t.name == "range (10th-90th)")
+    assert band.fill == "toself" and not any(t.fill == "tonexty" for t in fig.data)
+    assert None in band.x
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.tuples(st.floats(0, 1e4), st.floats(0, 1e4))), max_size=40))
+def test_the_band_is_one_closed_polygon_per_run_of_ranged_samples(rows):
+    t = [float(i) for i in range(len(rows))]
+    low = [None if r is None else min(r) for r in rows]
+    high = [None if r is None else max(r) for r in rows]
+    xs, ys = eta_band(t, low, high)
+    runs, cur = [], []
+    for i, r in enumerate(rows):
+        if r is None:
+            if cur:
+                runs.append(cur)
+            cur = []
+        else:
+            cur.append(i)
+    if cur:
+        runs.append(cur)
+    parts, part = [], []
+    for x, y in zip(xs, ys, strict=True):
+        if x is None:
+            assert y is None
+            parts.append(part)
+            part = []
+        else:
+            part.append((x, y))
+    if part:
+        parts.append(part)
+    assert len(parts) == len(runs)
+    for run, poly in zip(runs, parts, strict=True):
+        # along the top (high) and back along the bottom (low): every x twice
+        assert [p[0] for p in poly] == [t[i] for i in run] + [t[i] for i in reversed(run)]
+        assert [p[1] for p in poly[: len(run)]] == [high[i] for i in run]
+        assert [p[1] for p in poly[len(run) :]] == [low[i] for i in reversed(run)]
