@@ -212,11 +212,16 @@ def pace_series(
 # ---- the decisions table ------------------------------------------------------------------
 
 
-def _rate(v: float | None) -> str:
-    if v is None:
-        return "?"
-    mib = v / (1024 * 1024)
-    return f"{mib:.2f} MiB/s" if mib >= 0.1 else f"{v / 1024:.1f} KiB/s"
+def _rates(old: float | None, new: float | None) -> str:
+    """``0.24 → 0.12 MiB/s``: one unit for both (KiB/s below 0.1 MiB/s), so that a change
+    reads at a glance."""
+    top = max(v for v in (old, new, 0.0) if v is not None)
+    unit, name = (1024 * 1024, "MiB/s") if top >= 0.1 * 1024 * 1024 else (1024, "KiB/s")
+
+    def one(v: float | None) -> str:
+        return "?" if v is None else f"{v / unit:.2f}" if unit > 1024 else f"{v / unit:.1f}"
+
+    return f"{one(old)} → {one(new)} {name}"
 
 
 def _signal(d: PaceDecision) -> str:
@@ -237,11 +242,7 @@ def decision_rows(series: PaceSeries, limit: int = PACE_ROWS) -> tuple[list[dict
             {
                 "time": f"{clock} (+{d.t:.0f}s)",
                 "broker": "all" if d.broker is None else str(d.broker),
-                "rate": (
-                    f"{_rate(d.old_rate)} → {_rate(d.new_rate)}"
-                    if d.broker is not None
-                    else d.action
-                ),
+                "rate": _rates(d.old_rate, d.new_rate) if d.broker is not None else d.action,
                 "cause": d.cause,
                 "signal": _signal(d)[:160],
             }

@@ -464,7 +464,11 @@ class Panel(RunWiring, Artefacts):
             charts.show(self.chart, self.figure)
             with self._lock:
                 evs = list(self.events)
-            self.views.refresh(evs, self._clock() if st.state in status.ACTIVE else None)
+            self.views.refresh(
+                evs,
+                self._clock() if st.state in status.ACTIVE else None,
+                eta=st.state not in ("paused", "pausing"),
+            )
             self._chart_state, self._chart_at = st.state, now
         with self._lock:
             evs = list(self.events)

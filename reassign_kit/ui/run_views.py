@@ -43,9 +43,13 @@ class RunViews:
     def children(self) -> list[W.Widget]:
         return [self.pace_box, self.eta_box]
 
-    def refresh(self, events: Sequence[Mapping[str, Any]], now: float | None = None) -> None:
+    def refresh(
+        self, events: Sequence[Mapping[str, Any]], now: float | None = None, eta: bool = True
+    ) -> None:
         """Redraw both from ``events`` (``now``: epoch seconds while the run goes on, the
-        rates drawn up to it). A chart with nothing to draw is hidden, not drawn empty."""
+        rates drawn up to it). A chart with nothing to draw is hidden, not drawn empty; so
+        is the ETA's when ``eta`` is False (a paused run: no estimate of its finish is shown
+        anywhere in the panel while nothing new is submitted, issue 25)."""
         fig, self.pace = pace_figure_of(events, now)
         if fig is None:
             self.pace_box.layout.display = "none"
@@ -53,9 +57,9 @@ class RunViews:
             charts.show(self.pace_chart, fig)
             self.pace_table.value = charts_pace.pace_table_html(self.pace)
             self.pace_box.layout.display = "flex"
-        eta = eta_figure_of(events)
-        if eta is None:
+        fig = eta_figure_of(events) if eta else None
+        if fig is None:
             self.eta_box.layout.display = "none"
         else:
-            charts.show(self.eta_chart, eta)
+            charts.show(self.eta_chart, fig)
             self.eta_box.layout.display = "flex"

@@ -6,7 +6,7 @@ once the run is done. Not part of ``make test`` (a few minutes; one sandbox).
 Usage (from the repo's root)::
 
     RK_KAFKA_CACHE=... .venv/bin/python tests/browser/shot_panel_pacing.py \\
-        [--dir SANDBOX] [--slo 150ms] [--out docs/images/panel-pacing.png]
+        [--dir SANDBOX] [--slo 50ms] [--out docs/images/panel-pacing.png]
 
 ``--dir`` / ``$RK_SANDBOX_DIR`` reuses a running sandbox; else a 4-broker one is started and
 stopped. The objective is absolute (``--slo``): this shared machine's produce p99 swings by
@@ -85,7 +85,7 @@ def _sandbox(dir_: str | None, tmp: Path):
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", default=os.environ.get("RK_SANDBOX_DIR"))
-    ap.add_argument("--slo", default="150ms", help="the adaptive pace's objective (absolute)")
+    ap.add_argument("--slo", default="50ms", help="the adaptive pace's objective (absolute)")
     ap.add_argument("--ceiling-mib", type=float, default=2.0, help="--throttle (MiB/s)")
     ap.add_argument("--partitions", type=int, default=8)
     ap.add_argument("--mb", type=float, default=12.0, help="MB per partition")

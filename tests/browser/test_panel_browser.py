@@ -87,6 +87,15 @@ CHART_JS = """el => {
 }"""
 
 
+# the ETA over the run as drawn (issue 21): its title and the traces plotly drew
+ETA_JS = """el => {
+  const plot = el.querySelector('.rk-eta-chart .js-plotly-plot');
+  const t = plot && plot.querySelector('.gtitle');
+  return plot ? {title: t ? t.textContent : '', traces: plot.querySelectorAll('g.trace').length,
+                 height: plot.getBoundingClientRect().height} : null;
+}"""
+
+
 def _chart(panel) -> dict:
     got = panel.evaluate(CHART_JS) or {"title": "", "traces": 0, "bars": 0, "areas": 0, "line": ""}
     if got.get("height", 0) < 300:  # the panel's chart is 520 px high and more
@@ -280,6 +289,15 @@ def _drive(page, url, token, journals, gw, brokers, plan2, before2) -> None:
     )
     assert done["areas"] > 0 and done["bars"] > 0 and done["traces"] >= 9, done
     assert "ETA" not in done["title"], done
+    # the ETA over the run beside the time really left (issue 21); a static run shows no
+    # adaptive pace (issue 22)
+    eta = wait_until(
+        lambda: (c := p1.evaluate(ETA_JS)) and c["title"].startswith("The ETA over the run") and c,
+        30,
+        f"the ETA chart with the truth: {p1.evaluate(ETA_JS)}",
+    )
+    assert eta["traces"] >= 3 and eta["height"] >= 300, eta
+    assert p1.locator(".rk-pace").is_hidden()
     assert _events(journals[0])[-1]["event"] == "run_finished"
     assert _events(journals[0])[-1]["state"] == "done"
     p1.evaluate("el => el.scrollIntoView({block: 'start'})")

@@ -119,6 +119,8 @@ def test_the_views_follow_the_decisions_as_they_arrive(adaptive_journal):
     assert views.eta_box.layout.display == "flex"
     eta = charts.shown(views.eta_chart)
     assert "time really left" in [t.get("name") for t in eta["data"]]
+    views.refresh(ev, eta=False)  # paused: no estimate shown anywhere (issue 25)
+    assert views.eta_box.layout.display == "none" and views.pace_box.layout.display == "flex"
 
 
 def test_a_static_run_has_no_pace_chart_and_its_eta_chart_gets_the_truth(tmp_path):
