@@ -241,9 +241,15 @@ def test_any_journal_gives_bounded_ordered_series(events, max_points, max_broker
     assert all(a <= b for a, b in s.pauses)
     rows, older = figures_pace.decision_rows(s, limit=5)
     assert len(rows) == min(5, len(s.decisions)) and older == len(s.decisions) - len(rows)
-    fig = charts_pace.pace_figure(s)  # draws whatever the journal held, never raises
-    sum(1 for _ in fig.data)
     charts_pace.pace_table_html(s)
+
+
+@settings(max_examples=25, deadline=None)  # a figure is ~0.1 s: fewer draws than shapings
+@given(st.lists(_EVENT, max_size=60))
+def test_any_journal_is_drawn(events):
+    s = figures_pace.pace_series(events)
+    fig = charts_pace.pace_figure(s)  # whatever the journal held, never raises
+    assert json.loads(json.dumps(charts.figure_bundle(fig)))["layout"]["title"]["text"]
 
 
 @settings(max_examples=100, deadline=None)
