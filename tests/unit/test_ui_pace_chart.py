@@ -278,3 +278,17 @@ def test_each_brokers_rate_is_its_last_decision_until_the_next(steps):
     for b, new in rate.items():
         xs, ys = s.rates[b]
         assert ys[0] == 5 and ys[-1] == new
+
+
+def test_the_panels_pace_controls_refuse_a_missing_or_bad_objective_by_name(tmp_path):
+    sim = cluster_of_panel()
+    p = make_panel(sim, tmp_path, throttle=8 * MB)
+    p.controls["pace"].value = "adaptive"  # no objective
+    assert "--pace adaptive needs --slo-produce-p99" in p.whatif_html.value
+    p.buttons["execute"].click()
+    assert p.run is None and "--slo-produce-p99" in p.message.value
+    p.controls["slo_produce_p99"].value = "fast"
+    assert "not &#x27;fast&#x27;" in p.whatif_html.value
+    p.buttons["execute"].click()
+    assert p.run is None and not sim.active  # nothing sent
+    assert p.views.pace_box.layout.display == "none"
