@@ -6,6 +6,9 @@ BIN := $(VENV)/bin
 SANDBOX_DIR ?= $(CURDIR)/.cache/sandbox
 DEMO_OUT ?= $(CURDIR)/demo-out
 PYTEST_ARGS ?=
+# two workers: the Kafka tests in order on one (one session sandbox), Spark and unit tests on the
+# other (tests/conftest.py groups them); TEST_WORKERS= runs the suite in one process
+TEST_WORKERS ?= -n 2 --dist loadgroup
 # the older release `make test` also runs (tests/integration/test_compat_39zk.py, ZooKeeper mode)
 COMPAT_CI_VERSION := 3.9.1
 # the versions `make setup` installs (pip-style lock, made by uv from pyproject.toml: `make lock`)
@@ -62,7 +65,7 @@ prometheus:
 	fi
 
 test: setup lint
-	$(BIN)/pytest -q -ra --strict-markers --durations=15 -m "not chaos and not compat" $(PYTEST_ARGS)
+	$(BIN)/pytest -q -ra --strict-markers --durations=15 -m "not chaos and not compat" $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # every fault scenario on a KRaft quorum; prints the table (also in tests/out/chaos/table.txt)
 chaos: setup

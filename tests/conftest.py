@@ -114,6 +114,23 @@ def gw(bootstrap):
     g.close()
 
 
+KAFKA_DIRS = ("integration", "browser", "notebooks", "chaos", "compat")
+KAFKA_FIXTURES = {"sandbox", "sasl_sandbox", "bootstrap", "gw"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With pytest-xdist (`make test` runs ``-n 2 --dist loadgroup``): every test on a Kafka
+    sandbox in one worker, in collection order — they share one session sandbox and their own
+    clusters must not run two at a time on 2 cores — and every Spark test in one worker (one
+    Spark session); the unit tests fill both workers. Without xdist the marks change nothing."""
+    for item in items:
+        parts = Path(str(item.fspath)).parts
+        if any(d in parts for d in KAFKA_DIRS) or KAFKA_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.xdist_group("kafka"))
+        elif "spark" in parts or "spark" in item.fixturenames:
+            item.add_marker(pytest.mark.xdist_group("spark"))
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     """The fuzz suite's case counts per input kind (tests/unit/test_fuzz_*.py), when it ran."""
     import json
