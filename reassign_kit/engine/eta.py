@@ -80,6 +80,10 @@ SPREAD_FLOOR = 0.08  # the interval is at least this share either side of the ET
 # the throttle (Kafka's quota averages over 11 s), a loaded one stays below it
 PRIOR_RANGE = (0.75, 1.5)
 FETCH_BYTES = 1 << 20  # what a follower fetches of a partition at a time
+# after a throttle change, an interval moving more than this times the model's bytes, or less
+# than its inverse, is the quota's catch-up or stall (bench_eta's x2 then x1: a 9.5 s stall,
+# 19 MiB in a second), not the share
+REPLAY_BURST = 1.25
 
 
 # ------------------------------------------------------------------------- the run's ETA
@@ -137,6 +141,7 @@ class RunEta:
         # plain rate cap gives none, Kafka's windowed quota all of it)
         self.bursts: list[tuple[float, float, float]] = []
         self.burst = 0.0
+        self._stall_seen = False
         self.total_rate: float | None = None
         self.rates: dict[int, float] = {}
         self.share = 1.0
@@ -208,6 +213,8 @@ class RunEta:
         unseen = moves is not None and self._unseen(moves)
         self.ends.track(ts, received, flows)
         held = self._quota_held(ts, float(sum(received.values())))
+        # a stall seen: Kafka's windowed quota, which gives all of its credit back (``burst``)
+        self._stall_seen = (held or self._stall_seen) and self._replaying(ts)
         self._measure(
             ts, float(sum(received.values())), rate, capacity, streams, snap, woke, unseen, held
         )
@@ -376,10 +383,13 @@ class RunEta:
             dt = ts - t0
             if dt > 0 and self.changed and t0 > self._changed_ts:
                 self.changed = False  # an interval wholly after the change
-            if dt > 0 and quota_held:
-                pass  # Kafka's quota held the ends back (``_quota_held``): not the share
+            m = model_bytes(snap0, c0, dt) if dt > 0 else 0.0
+            quota = self._replaying(t0) and not m / REPLAY_BURST <= got - g0 <= REPLAY_BURST * m
+            if dt > 0 and (quota_held or quota):
+                pass  # Kafka's quota held the ends back, or, while its windows hold the old
+                # throttle's bytes, stalled or let a catch-up through (the replay plays
+                # both): not the share
             elif dt > 0 and not unseen:
-                m = model_bytes(snap0, c0, dt)
                 if s0 != streams:
                     m += new_rate(snap, s0, capacity) * dt / 2
                 if woke > 0:  # the quota's catch-up expected: how much of it came
@@ -484,7 +494,7 @@ class RunEta:
             step_gap=self.step_gap(),
             drop_s=self.drop_s(),
             idle=idle,
-            burst=self.burst,
+            burst=1.0 if self._stall_seen else self.burst,
             windows=self.ends.windows(ts) if cap and self._replaying(ts) else None,
             now=ts,
         )
