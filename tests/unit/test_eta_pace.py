@@ -91,3 +91,39 @@ def test_rack_to_rack_the_slower_target_sets_the_pace_not_the_bursting_one():
     samples, end = run(sim, plan, batch_size=4)
     med, p90, held, since = scores(samples, end)
     assert med <= 0.05 and med < since and p90 <= 0.10 and held >= 0.9, (med, p90, held, since)
+
+
+def test_throttle_raised_then_lowered_the_quotas_stall_and_catch_up_are_replayed():
+    """bench_eta's throttle x2 at 30% of the bytes and back at 60% (8 moves of 20 MiB, two
+    sources into two targets, 4 at a time) under Kafka's windowed quota: the raise lets the
+    windows' credit through at once, the lowering then stalls every end until that burst's
+    window expires (~10 s), which lets ~20 MiB through in a second and stalls again. Before,
+    the replay gave the catch-up only at the idle burst measured (0 here: no end ever idled)
+    and read the catch-up intervals as a share of 1.27-1.5: the replayed stall ran 6 s long,
+    then the ETA ran short; median error 34%, no better than since-start's. Now within a poll
+    at the median and the range holds the finish (the samples before a change cannot know it
+    is coming)."""
+    sim = SimCluster(5, bandwidth=50 * MB, tick=0.1)
+    sim.quota_windows = 11
+    sim.finish_s, sim.call_s = 0.3, 0.1
+    sim.fetch_bytes = MB
+    sim.add_topic("t", [[p % 2] for p in range(8)], [int(10 * RATE)] * 8)
+    plan = Plan.of(Move(TP("t", p), (2 + p % 2,)) for p in range(8))
+    opts = ExecuteOptions(
+        throttle=RATE, wait=True, sample_interval=1.0, poll_interval_ms=500, batch_size=4
+    )
+    r = Run(sim, plan, opts, None, clock=sim.now, sleep=sim.sleep)
+    samples: list[dict] = []
+    changes = [(0.30, 2), (0.60, 1)]
+
+    def on(e: dict) -> None:
+        if e["event"] != "sample":
+            return
+        samples.append(e)
+        if changes and 1 - e["bytes_left"] / e["bytes_total"] >= changes[0][0]:
+            r.set_throttle(int(RATE * changes.pop(0)[1]))
+
+    r.subscribe(on)
+    assert r.run().state == "done" and not changes
+    med, p90, held, since = scores(samples, sim.now())
+    assert med <= 0.05 and med < since and held >= 0.8, (med, p90, held, since)
