@@ -44,12 +44,12 @@ import bisect
 import itertools
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS, idle_credit
 from ..model import TopicPartition
-from .eta_ends import MIN_WINDOW_S, EndBytes, window_rates
+from .eta_ends import MIN_WINDOW_S, EndBytes, weighted_pct, window_rates
 from .eta_model import (
     QUOTA_REPLAY_S,
     Flow,
@@ -87,18 +87,6 @@ REPLAY_BURST = 1.25
 
 
 # ------------------------------------------------------------------------- the run's ETA
-
-
-def _weighted_pct(pairs: Sequence[tuple[float, float]], q: float) -> float:
-    """The ``q`` quantile of values weighted by weights: ``pairs`` = (value, weight)."""
-    pairs = sorted(pairs)
-    total = sum(w for _, w in pairs)
-    acc = 0.0
-    for v, w in pairs:
-        acc += w
-        if acc >= q * total:
-            return v
-    return pairs[-1][0]
 
 
 class RunEta:
@@ -150,7 +138,7 @@ class RunEta:
         self.low: float | None = None
         self.high: float | None = None
         self.bound: float | None = None
-        self.ts = 0.0
+        self.ts = self.tail_spread = 0.0
         self.eta: float | None = None
 
     def restart(self) -> None:
@@ -177,6 +165,7 @@ class RunEta:
         caps: Caps | None = None,
         r: int | None = None,
         elections: tuple[int, int] | None = None,
+        tail_spread: float = 0.0,
     ) -> tuple[float | None, str | None, dict[int, float]]:
         """(eta_s, reason, rate per broker) at ``ts``. ``received`` / ``left``: bytes each
         broker's new replicas received so far / still need; ``inflight``: moves in flight to
@@ -184,8 +173,9 @@ class RunEta:
         every byte is in); ``moves`` / ``copied`` / ``caps`` / ``r``: the run's moves, bytes
         each new replica holds, caps and KIP-435 R, for the simulation; ``elections``:
         (preferred leader elections queued, at most per poll), None when the run elects
-        none."""
-        self.ts = ts
+        none; ``tail_spread``: how much shorter than ``tail`` a completion lag was measured
+        (the range's low end allows it)."""
+        self.ts, self.tail_spread = ts, tail_spread
         self._busy(ts, inflight)
         if moves is not None:
             self._gaps(moves)
@@ -415,8 +405,8 @@ class RunEta:
         prior = PRIOR_S * max(rate, model / secs)
         lo, hi = SHARE_RANGE
         self.share = min(hi, max(lo, (actual + prior) / (model + prior)))
-        p10 = min(hi, max(lo, _weighted_pct(pairs, 0.1)))
-        p90 = min(hi, max(lo, _weighted_pct(pairs, 0.9)))
+        p10 = min(hi, max(lo, weighted_pct(pairs, 0.1)))
+        p90 = min(hi, max(lo, weighted_pct(pairs, 0.9)))
         # and no narrower than what a few intervals can tell (half the share over the root of
         # their count: +-25% on 4, +-10% on 25)
         wide = max(SPREAD_FLOOR, 0.5 / math.sqrt(len(use)))
@@ -470,7 +460,8 @@ class RunEta:
             # elections queued go out at the polls)
             q, per = self._elections or (0, 1)
             end = max(tail, math.ceil(q / max(1, per)) * (self.poll_s or 1.0) if q else 0.0)
-            self.low = self.high = end
+            # the lags vary (bench_eta's KIP-435 steps: 1.19 s measured, the last 0.2-0.5 s)
+            self.low, self.high = max(0.0, end - self.tail_spread - self.poll_s), end + self.poll_s
             return end, None
         if stalled:
             return None, "broker(s) " + ", ".join(
@@ -519,7 +510,7 @@ class RunEta:
         # bytes a fetch behind (a follower's log grows a fetch at a time, up to 1 MiB: the
         # sandbox's samples read 0.94 MiB steps, the last one often unseen before the end)
         behind = FETCH_BYTES / max(capacity * self.share, 1.0)
-        low = max(0.0, min(low, eta * (1 - SPREAD_FLOOR), eta - self.poll_s))
+        low = max(0.0, min(low, eta * (1 - SPREAD_FLOOR), eta - self.poll_s - self.tail_spread))
         high = max(high, eta * (1 + SPREAD_FLOOR), eta + self.poll_s + behind)
         why = fc.bottleneck or "at the run's rate"
         if self.changed:

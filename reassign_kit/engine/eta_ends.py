@@ -121,3 +121,15 @@ def window_rates(
             rates[b] = got / spent
     total = (sum(received.values()) - sum(ref[1].values())) / dt
     return rates, max(0.0, total)
+
+
+def weighted_pct(pairs: Sequence[tuple[float, float]], q: float) -> float:
+    """The ``q`` quantile of values weighted by weights: ``pairs`` = (value, weight)."""
+    pairs = sorted(pairs)
+    total = sum(w for _, w in pairs)
+    acc = 0.0
+    for v, w in pairs:
+        acc += w
+        if acc >= q * total:
+            return v
+    return pairs[-1][0]

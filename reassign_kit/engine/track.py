@@ -167,13 +167,14 @@ class TrackPart:
         # measured so far, else half a poll interval
         poll_s = self.options.poll_interval_ms / 1000
         tail = statistics.median(self._lags) if self._lags else poll_s / 2
+        spread = tail - min(self._lags) if self._lags else 0.0
         if self._full_at and not any(left.values()):  # every byte in: the lag runs down
             tail = max(0.0, tail - (now - max(self._full_at.values())))
         eta, why, _ = self._eta.update(
             now, received, left, inflight, cap, tail,
             moves=self._index, copied=per_replica, caps=self._caps, r=self._r,
             elections=(self._elections.pending, self._elections.per_poll)
-            if self._elections.enabled else None,
+            if self._elections.enabled else None, tail_spread=spread,
         )  # fmt: skip
         all_in = sum(total.values())
         return {
