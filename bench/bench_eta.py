@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -313,6 +314,7 @@ def main() -> None:
     finally:
         if own is not None:
             own.down()
+            shutil.rmtree(own.dir, ignore_errors=True)  # ~1 GiB of logs per run (a full disk)
     text = table(rows, args.rate, time.time() - wall0)
     print()
     print(text)
