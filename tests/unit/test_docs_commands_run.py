@@ -1,0 +1,273 @@
+"""Every ``reassign-kit`` command the README and docs/ show is RUN (issue 24: "every command
+shown in the docs is run by a test"). tests/unit/test_readme.py parses them; here each command,
+in each variant test_readme expands, runs end to end through the console script's entry point
+(``reassign_kit.cli:main``, called in-process: the same code as the installed script, without
+an interpreter start per command) against a simulated cluster kept in a state file
+(``--bootstrap-server sim:PATH``, cluster/simfile.py). The placeholders ($BS, plan.json, the
+topics, the brokers) are filled from a small cluster this test writes; each command runs in a
+fresh copy of that scratch directory and must exit with the code its docs give (0 unless
+NOT_RUN or EXPECTED_EXIT say otherwise, codes of errors.EXIT_CODES) without a traceback.
+
+What the simulator cannot give (a real sandbox, a Spark standalone master, a Jupyter kernel) is
+in ONE table, NOT_RUN, each with its reason and the test that does run it."""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import io
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+from test_readme import COMMANDS, variants
+
+from reassign_kit.cli import main
+from reassign_kit.cluster.simfile import load, save
+from reassign_kit.errors import EXIT_CODES
+from reassign_kit.model import Plan
+from reassign_kit.plan_record import plan_hash
+from reassign_kit.simulate import MB, SimCluster
+
+SB = "the sandbox: real Kafka JVMs (tens of seconds each), not the simulator"
+# the commands not run here, by how they start: (why, the test that runs it for real)
+NOT_RUN: dict[str, tuple[str, str]] = {
+    "sandbox up": (
+        SB,
+        "tests/conftest.py's session sandbox (every integration test); "
+        "tests/integration/test_sandbox.py::test_cli_up_stop_start_down_leaves_no_process"
+        " (the CLI); --security sasl_scram: tests/conftest.py::sasl_sandbox; "
+        "--metadata zookeeper: tests/integration/test_compat_39zk.py",
+    ),
+    "sandbox bootstrap": (
+        SB,
+        "tests/integration/test_install_sandbox.py (the CLI of an installed wheel); make demo",
+    ),
+    "sandbox load": (
+        SB,
+        "make demo (reassign_kit/runbook.py's demo); Sandbox.load in "
+        "tests/integration/test_pace_sandbox.py",
+    ),
+    "sandbox status": (SB, "tests/integration/test_sandbox.py::test_cli_status_and_info"),
+    "sandbox info": (SB, "tests/integration/test_sandbox.py::test_cli_status_and_info"),
+    "sandbox stop-broker": (
+        SB,
+        "tests/integration/test_sandbox.py::test_cli_up_stop_start_down_leaves_no_process",
+    ),
+    "sandbox down": (
+        SB,
+        "tests/integration/test_sandbox.py::test_cli_up_stop_start_down_leaves_no_process",
+    ),
+    "sandbox kill-controller": (
+        SB,
+        "tests/integration/test_compat_39zk.py::"
+        "test_status_names_version_and_mode_and_kill_controller_names_the_broker",
+    ),
+    "sandbox cordon": (
+        SB + " (Kafka 4.3's cordoned.log.dirs)",
+        "tests/integration/test_rack_cordon_sandbox.py (Sandbox.cordon, which the CLI calls)",
+    ),
+    "sandbox fetch": (
+        "downloads Kafka's jars from Maven Central when not cached",
+        "make setup (make kafka); tests/compat/matrix.py (make compat)",
+    ),
+    "runbook run": (
+        "a Jupyter kernel and papermill on a real cluster (h:9092 is a placeholder host)",
+        "tests/integration/test_install_sandbox.py::test_all_install_runs_a_packaged_runbook",
+    ),
+    "python -m reassign_kit.runbook": (
+        "a Jupyter kernel and papermill on a real cluster",
+        "tests/notebooks (the runbooks on the sandbox); make demo",
+    ),
+    "plan --snapshot snapshot.json --remove-brokers 4 --spark-master spark://": (
+        "a Spark standalone master (spark-master:7077 is a placeholder host)",
+        "tests/spark/test_standalone.py::test_plan_on_a_standalone_cluster",
+    ),
+}
+
+# `plan` runs on Spark by default; one command runs so (the tour's), the others with
+# `--engine local` added (docs/planning.md: "the same planner in this process"), ~5-10 s of
+# Spark each saved; the engines' parity: tests/spark/test_spark_shapes_parity.py,
+# test_spark_demote_parity.py, test_spark_capacity.py
+ON_SPARK = "plan --snapshot snapshot.json --remove-brokers 4 --output plan.json"
+
+
+def _tokens(argv: list[str]) -> list[str]:
+    """What the shell hands the tool: the quotes of a quoted word removed."""
+    return [t[1:-1] if len(t) > 1 and t[0] == t[-1] == "'" else t for t in argv]
+
+
+def cases() -> list[tuple[str, list[str]]]:
+    out, seen = [], set()
+    for cmd in COMMANDS:
+        for argv in variants(cmd):
+            key = tuple(argv)
+            if key not in seen:
+                seen.add(key)
+                out.append((cmd, argv))
+    return out
+
+
+CASES = cases()
+
+DOC_BS = "127.0.0.1:9092"  # test_readme's $BS
+DOC_HASH = "0" * 64  # test_readme's SHA256
+DOC_HOOK = "http://127.0.0.1:8080/hook"
+HEADS = {"$RK_BIN", ".venv/bin/reassign-kit", "reassign-kit"}
+
+
+def not_run(argv: list[str]) -> tuple[str, tuple[str, str]] | None:
+    words = " ".join(_tokens(argv[1:]) if argv[0] in HEADS else argv)
+    for start, why in NOT_RUN.items():
+        if words.startswith(start):
+            return start, why
+    return None
+
+
+def state_of(words: str) -> str:
+    """Where a command runs: ``planned`` (the tour's plan made, nothing moved), ``done`` (that
+    plan executed with --wait --journal run.jsonl), ``stopped`` (a paced run of it stopped by
+    its deadline, moves in flight, its journal run.jsonl)."""
+    if "--verify" in words or words.startswith(("report ", "calibrate ")):
+        return "done"
+    if "--progress" in words or words.startswith("throttles"):
+        return "done"  # --watch returns once the plan is done (the simulator's clock is still)
+    if "--resume" in words or "--cancel" in words:
+        return "stopped"
+    return "planned"
+
+
+def fixture_cluster() -> SimCluster:
+    """The tour's cluster: 4 brokers on 2 racks, t1 and t2 of 6 partitions (RF 3, 8 MB each),
+    plus the topics the planning page's regexes pick and leave."""
+    sim = SimCluster([1, 2, 3, 4], racks={1: "r1", 2: "r2", 3: "r1", 4: "r2"}, bandwidth=50 * MB)
+    for topic in ("t1", "t2"):
+        sim.add_topic(topic, [[(p + i) % 4 + 1 for i in range(3)] for p in range(6)], 8 * MB)
+    sim.add_topic("orders.eu", [[1, 2, 4], [2, 3, 4]], 2 * MB)
+    sim.add_topic("orders.eu-dlq", [[4, 1, 2]], MB)
+    return sim
+
+
+def run(argv: list[str]) -> tuple[int, str]:
+    """The console script's ``main`` (pyproject: reassign-kit = reassign_kit.cli:main) on
+    ``argv``; its exit code and what it printed."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = main(argv)
+    return code, out.getvalue()
+
+
+def ok(argv: list[str]) -> str:
+    code, out = run(argv)
+    assert code == 0, f"setup: {argv} exited {code}:\n{out}"
+    return out
+
+
+class Hook(http.server.BaseHTTPRequestHandler):
+    """A --notify receiver: keeps every document posted to it."""
+
+    posted: list[dict] = []
+
+    def do_POST(self):  # noqa: N802 - http.server's name
+        n = int(self.headers.get("Content-Length") or 0)
+        Hook.posted.append(json.loads(self.rfile.read(n) or b"{}"))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def hook():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/hook"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def states(tmp_path_factory) -> dict[str, Path]:
+    """The three scratch directories the commands run in (copies, one per command)."""
+    import os
+
+    root = tmp_path_factory.mktemp("docs-commands")
+    planned = root / "planned"
+    planned.mkdir()
+    cwd = os.getcwd()
+    os.chdir(planned)
+    try:
+        save(fixture_cluster(), "cluster.sim")
+        bs = "sim:cluster.sim"
+        ok(["snapshot", "--bootstrap-server", bs, "--output", "snapshot.json"])
+        for goal, out in (("--remove-brokers", "plan.json"), ("--demote-brokers", "demote.json")):
+            broker = "4" if goal == "--remove-brokers" else "3"
+            ok(["plan", "--snapshot", "snapshot.json", goal, broker, "--output", out] + LOCAL)
+        Path("topics.json").write_text(json.dumps({"version": 1, "topics": [{"topic": "t1"}]}))
+        Path("capacity.json").write_text(
+            json.dumps({"version": 1, "default": {"disk_bytes": 10**9, "max_replicas": 100}})
+        )
+        Path("admin.properties").write_text("security.protocol=PLAINTEXT\n")
+    finally:
+        os.chdir(cwd)
+    done, stopped = root / "done", root / "stopped"
+    shutil.copytree(planned, done)
+    shutil.copytree(planned, stopped)
+    try:
+        os.chdir(done)
+        ok(
+            ["--bootstrap-server", bs, "--execute", "--reassignment-json-file", "plan.json"]
+            + ["--throttle", "10000000", "--reassignment-batch-size", "2", "--incremental"]
+            + ["--wait", "--journal", "run.jsonl"]
+        )
+        ok(["calibrate", "--journal", "run.jsonl", "--output", "cal.json"])
+        shutil.copy("cal.json", planned / "cal.json")
+        os.chdir(stopped)
+        code, out = run(
+            ["--bootstrap-server", bs, "--execute", "--reassignment-json-file", "plan.json"]
+            + ["--throttle", "1000000", "--reassignment-batch-size", "2", "--incremental"]
+            + ["--wait", "--journal", "run.jsonl", "--run-deadline", "5s"]
+            + ["--on-deadline", "stop"]
+        )
+        assert load("cluster.sim").list_reassignments(), f"stopped with moves in flight:\n{out}"
+    finally:
+        os.chdir(cwd)
+    return {"planned": planned, "done": done, "stopped": stopped}
+
+
+LOCAL = ["--engine", "local"]
+
+
+def argv_of(doc_argv: list[str], bs: str, hook: str, sha: str) -> list[str]:
+    """The doc's words with its placeholders filled: the cluster is the state file."""
+    head, *rest = _tokens(doc_argv)
+    fill = {DOC_BS: bs, DOC_HASH: sha, DOC_HOOK: hook}
+    rest = [fill.get(t, t) for t in rest]
+    if head == "$RK":
+        return ["--bootstrap-server", bs, *rest]
+    assert head in HEADS, doc_argv
+    if rest[:1] == ["plan"] and "--engine" not in rest and " ".join(rest) != ON_SPARK:
+        rest += LOCAL
+    return rest
+
+
+RUN = [(c, a) for c, a in CASES if not_run(a) is None]
+
+
+@pytest.mark.parametrize(("cmd", "doc_argv"), RUN, ids=[" ".join(a) for _c, a in RUN])
+def test_every_docs_command_runs(cmd, doc_argv, states, hook, tmp_path, monkeypatch):
+    words = " ".join(_tokens(doc_argv[1:]))
+    state = state_of(words)
+    d = tmp_path / "cwd"
+    shutil.copytree(states[state], d)
+    monkeypatch.chdir(d)
+    sha = plan_hash(Plan.read("plan.json"))
+    argv = argv_of(doc_argv, "sim:cluster.sim", hook, sha)
+    code, out = run(argv)
+    assert "Traceback" not in out and "unexpected" not in out, out
+    assert code == 0, (
+        f"{cmd}\n  ran as {argv} in {state}: exit {code} ({EXIT_CODES.get(code)})\n{out}"
+    )
