@@ -257,7 +257,14 @@ def argv_of(doc_argv: list[str], bs: str, hook: str, sha: str) -> list[str]:
 RUN = [(c, a) for c, a in CASES if not_run(a) is None]
 
 
-@pytest.mark.parametrize(("cmd", "doc_argv"), RUN, ids=[" ".join(a) for _c, a in RUN])
+def _param(cmd: str, argv: list[str]):
+    """Spark's two commands (the tour's plan; report, whose postmortem reads on Spark) marked."""
+    rest = " ".join(argv[1:])
+    spark = rest == ON_SPARK or rest.startswith("report ")
+    return pytest.param(cmd, argv, id=" ".join(argv), marks=[pytest.mark.spark] if spark else [])
+
+
+@pytest.mark.parametrize(("cmd", "doc_argv"), [_param(c, a) for c, a in RUN])
 def test_every_docs_command_runs(cmd, doc_argv, states, hook, tmp_path, monkeypatch):
     words = " ".join(_tokens(doc_argv[1:]))
     state = state_of(words)
