@@ -5,8 +5,11 @@ in each variant test_readme expands, runs end to end through the console script'
 an interpreter start per command) against a simulated cluster kept in a state file
 (``--bootstrap-server sim:PATH``, cluster/simfile.py). The placeholders ($BS, plan.json, the
 topics, the brokers) are filled from a small cluster this test writes; each command runs in a
-fresh copy of that scratch directory and must exit with the code its docs give (0 unless
-NOT_RUN or EXPECTED_EXIT say otherwise, codes of errors.EXIT_CODES) without a traceback.
+fresh copy of one of three scratch directories (``state_of``: the plan made; run; left in
+flight) chosen so that the docs' exit code is 0 (errors.EXIT_CODES: no command the docs show is
+said to exit otherwise in the state it is written for), and must print no traceback and no
+"unexpected" error. `plan` runs on Spark once (the tour's, ON_SPARK), else with `--engine
+local` added.
 
 What the simulator cannot give (a real sandbox, a Spark standalone master, a Jupyter kernel) is
 in ONE table, NOT_RUN, each with its reason and the test that does run it."""
@@ -43,15 +46,15 @@ NOT_RUN: dict[str, tuple[str, str]] = {
     ),
     "sandbox bootstrap": (
         SB,
-        "tests/integration/test_install_sandbox.py (the CLI of an installed wheel); make demo",
+        "no test runs this CLI word (it prints Sandbox.bootstrap_servers, which every "
+        "integration test uses: tests/conftest.py::bootstrap); its parser: test_readme.py",
     ),
     "sandbox load": (
         SB,
-        "make demo (reassign_kit/runbook.py's demo); Sandbox.load in "
-        "tests/integration/test_pace_sandbox.py",
+        "no test runs this CLI word; Sandbox.load, which it calls: tests/integration/"
+        "test_install_sandbox.py::test_core_install_runs_the_drop_in_actions, make demo",
     ),
     "sandbox status": (SB, "tests/integration/test_sandbox.py::test_cli_status_and_info"),
-    "sandbox info": (SB, "tests/integration/test_sandbox.py::test_cli_status_and_info"),
     "sandbox stop-broker": (
         SB,
         "tests/integration/test_sandbox.py::test_cli_up_stop_start_down_leaves_no_process",
@@ -67,11 +70,13 @@ NOT_RUN: dict[str, tuple[str, str]] = {
     ),
     "sandbox cordon": (
         SB + " (Kafka 4.3's cordoned.log.dirs)",
-        "tests/integration/test_rack_cordon_sandbox.py (Sandbox.cordon, which the CLI calls)",
+        "no test runs this CLI word; Sandbox.cordon, which it calls: tests/integration/"
+        "test_rack_cordon_sandbox.py::test_a_cordoned_broker_is_avoided_rejected_and_drained",
     ),
     "sandbox fetch": (
         "downloads Kafka's jars from Maven Central when not cached",
-        "make setup (make kafka); tests/compat/matrix.py (make compat)",
+        "tests/compat/matrix.py (make compat: sandbox fetch of every release); "
+        "tests/unit/test_sandbox_modes.py (its refusal of a bad version)",
     ),
     "runbook run": (
         "a Jupyter kernel and papermill on a real cluster (h:9092 is a placeholder host)",
