@@ -88,7 +88,7 @@ NOT_RUN: dict[str, tuple[str, str]] = {
     ),
     "plan --snapshot snapshot.json --remove-brokers 4 --spark-master spark://": (
         "a Spark standalone master (spark-master:7077 is a placeholder host)",
-        "tests/spark/test_standalone.py::test_plan_on_a_standalone_cluster",
+        "tests/spark/test_standalone.py::test_driver_on_another_address_plans_and_validates",
     ),
 }
 
@@ -291,6 +291,17 @@ def test_the_table_names_only_commands_the_docs_show_and_most_run():
     assert set(starts) == set(NOT_RUN), set(NOT_RUN) - set(starts)
     assert len(RUN) > 2 * (len(CASES) - len(RUN)), (len(RUN), len(CASES))
     assert any(" ".join(a[1:]) == ON_SPARK for _c, a in RUN), "the tour's plan, on Spark"
+
+
+def test_the_tests_the_table_names_exist():
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    named = re.findall(r"(tests/[\w/]+\.py)(?:::(\w+))?", json.dumps(NOT_RUN))
+    assert len(named) >= len(NOT_RUN), named
+    for path, name in named:
+        text = (root / path).read_text()
+        assert not name or f"def {name}(" in text, f"{path} has no test {name}"
 
 
 def test_the_docs_notify_command_posts_to_its_url(states, hook, tmp_path, monkeypatch):
