@@ -122,12 +122,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """With pytest-xdist (`make test` runs ``-n 2 --dist loadgroup``): every test on a Kafka
     sandbox in one worker, in collection order — they share one session sandbox and their own
     clusters must not run two at a time on 2 cores — and every Spark test in one worker (one
-    Spark session); the unit tests fill both workers. Without xdist the marks change nothing."""
+    Spark session; tests/spark/ and the unit tests marked ``spark``, which would start a second
+    JVM on the other worker); the unit tests fill both workers. Without xdist the marks change
+    nothing."""
     for item in items:
         parts = Path(str(item.fspath)).parts
         if any(d in parts for d in KAFKA_DIRS) or KAFKA_FIXTURES & set(item.fixturenames):
             item.add_marker(pytest.mark.xdist_group("kafka"))
-        elif "spark" in parts or "spark" in item.fixturenames:
+        elif "spark" in parts or "spark" in item.fixturenames or item.get_closest_marker("spark"):
             item.add_marker(pytest.mark.xdist_group("spark"))
 
 

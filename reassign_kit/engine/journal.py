@@ -456,10 +456,15 @@ def to_pandas(paths: str | os.PathLike | Iterable[str | os.PathLike]):
 
 
 def to_spark(spark, paths: str | Iterable[str]):
-    """The events of one or many journals as a Spark DataFrame (schema inferred from JSON)."""
+    """The events of one or many journals as a Spark DataFrame (schema inferred from JSON).
+    A local path is made absolute here: Spark resolves a relative one against the JVM's working
+    directory, the one the session started in, not this process's current one (a second
+    ``report run.jsonl`` in another directory of the same process read the first's file)."""
+    import os
+
     if isinstance(paths, str):
         paths = [paths]
-    return spark.read.json(list(paths))
+    return spark.read.json([p if ":" in p else os.path.abspath(p) for p in paths])
 
 
 def concurrency(

@@ -74,3 +74,24 @@ def test_report_html_is_one_offline_file_with_figures_and_tables(journal, tmp_pa
     assert doc.count("Helvetica, Arial, sans-serif") >= 4, "a figure not in the template"
     assert json.loads((tmp_path / "pm.json").read_text())["summary"]["moves"] == 4
     assert main(["report", str(tmp_path / "nope.jsonl"), "--html", str(out)]) == 2
+
+
+def test_a_relative_journal_path_is_this_directorys_whichever_the_session_started_in(
+    tmp_path, monkeypatch
+):
+    """Spark resolves a relative path against the JVM's working directory (where the session
+    started): `report run.jsonl` in a second directory of one process read the first's file,
+    or none (found by tests/unit/test_docs_commands_run.py)."""
+    import json
+
+    from reassign_kit.engine.journal import to_spark
+    from reassign_kit.spark.session import get_spark
+
+    spark = get_spark()  # started, or already running, in another directory than these two
+    for n in (1, 2):
+        d = tmp_path / f"d{n}"
+        d.mkdir()
+        monkeypatch.chdir(d)
+        lines = [json.dumps({"event": "sample", "ts": float(i)}) for i in range(n)]
+        (d / "run.jsonl").write_text("\n".join(lines) + "\n")
+        assert to_spark(spark, "run.jsonl").count() == n
