@@ -8,8 +8,10 @@ before, with ELR unknown (None, and the reason said) — never an exception, and
 different pause: under min ISR is judged on the ISR alone either way (ELR members make a clean
 election possible; they do not make copying more data safe).
 
-The parts that read the answers are pure (``rows_from_dtp``, ``rows_from_metadata``,
-``under_min_isr``); ``read_dtp`` pages through the API with kafka-python.
+Only the topics the metadata shows with a partition under min ISR are described again (a
+healthy cluster costs one metadata call per sample, as before). The parts that read the answers
+are pure (``rows_from_dtp``, ``rows_from_metadata``, ``merged``, ``under_min_isr``);
+``read_dtp`` pages through the API with kafka-python.
 """
 
 from __future__ import annotations
@@ -89,6 +91,13 @@ def under_min_isr(
         if r.isr < need:
             out[r.tp] = PartitionIsr(r.isr, need, r.elr, r.last_known_elr)
     return out
+
+
+def merged(dtp: list[IsrRow], metadata: Iterable[IsrRow]) -> list[IsrRow]:
+    """DescribeTopicPartitions' rows, and the metadata's for every topic that answer lacks
+    (not asked, or answered with an error): a partial answer never hides a partition."""
+    covered = {r.tp.topic for r in dtp}
+    return dtp + [r for r in metadata if r.tp.topic not in covered]
 
 
 def read_dtp(kp: Any, topics: list[str], limit: int = PAGE_PARTITIONS) -> list[dict[str, Any]]:

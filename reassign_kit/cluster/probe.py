@@ -330,22 +330,24 @@ class Probe:
         return self._min_isr.get(topic, 1)
 
     def _isr_rows(self, topics: Mapping[str, Any]) -> tuple[list[isr_view.IsrRow], str | None]:
-        """ISR + ELR from DescribeTopicPartitions where the cluster answers it, else the
-        metadata's ISR with ELR unknown (a failed call warned once per reason, never raised)."""
+        """The metadata's ISR; for the topics it shows under min ISR, ISR + ELR from
+        DescribeTopicPartitions where the cluster answers it (else ELR unknown: a failed call
+        warned once per reason, never raised)."""
+        rows = isr_view.rows_from_metadata(topics)
         why = self.elr_unknown
-        if why is None and topics:
-            try:
-                gw = self.isr_gateway
-                raw = gw._kp_call(
-                    "describe topic partitions", isr_view.read_dtp, gw.kp, sorted(topics)
-                )
-                return isr_view.rows_from_dtp(raw, skip=self.topic), None
-            except Exception as e:  # noqa: BLE001 - the metadata's ISR instead, ELR unknown
-                why = f"DescribeTopicPartitions failed: {e}"
-                if why != self._elr_warned:
-                    self._elr_warned = why
-                    log.warning("probe: %s; ISR from the metadata, ELR unknown", why)
-        return isr_view.rows_from_metadata(topics), why
+        suspect = sorted({tp.topic for tp in isr_view.under_min_isr(rows, self._min_isr_of)})
+        if why is not None or not suspect:
+            return rows, why
+        try:
+            gw = self.isr_gateway
+            raw = gw._kp_call("describe topic partitions", isr_view.read_dtp, gw.kp, suspect)
+            return isr_view.merged(isr_view.rows_from_dtp(raw, skip=self.topic), rows), None
+        except Exception as e:  # noqa: BLE001 - the metadata's ISR instead, ELR unknown
+            why = f"DescribeTopicPartitions failed: {e}"
+            if why != self._elr_warned:
+                self._elr_warned = why
+                log.warning("probe: %s; ISR from the metadata, ELR unknown", why)
+        return rows, why
 
     def _refresh_min_isr(self, topics: list[str], force: bool = False) -> None:
         from confluent_kafka.admin import ConfigResource, ResourceType

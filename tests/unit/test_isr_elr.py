@@ -234,3 +234,17 @@ def test_a_degraded_metrics_source_takes_the_probes_isr_view_with_its_elr():
     )
     got = FallbackSource(_Src(partial), lambda: _Src(probe)).sample()
     assert got.under_min_isr == frozenset({TP("y", 0)}) and got.isr is None
+
+
+def test_a_partial_answer_never_hides_a_partition():
+    """A topic DescribeTopicPartitions did not answer (an error, deleted and re-made) keeps
+    the metadata's ISR (ELR unknown for it): the pause sees it either way."""
+    md = [isr_view.IsrRow(TP("a", 0), 1), isr_view.IsrRow(TP("b", 0), 1)]
+    dtp = isr_view.rows_from_dtp(
+        [
+            {"name": "a", "error_code": 0, "partitions": [dtp_partition(0, [1, 2], [])]},
+            {"name": "b", "error_code": 29, "partitions": []},
+        ]
+    )
+    under = isr_view.under_min_isr(isr_view.merged(dtp, md), lambda t: 2)
+    assert under == {TP("b", 0): PartitionIsr(1, 2, None, None)}  # a-0: back in the fresher view
