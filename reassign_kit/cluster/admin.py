@@ -81,6 +81,17 @@ class AdminGateway(MovesPart, ConfigsPart):
         self._kp: Any = None
         self._caps: Capabilities | None = None
 
+    def twin(self, timeout_s: float | None = None) -> AdminGateway:
+        """A gateway with this one's settings and capabilities and its own clients (not
+        connected yet): for another thread (the health probe's ISR view)."""
+        import copy
+
+        g = copy.copy(self)
+        g._ck = g._kp = None
+        if timeout_s is not None:
+            g.timeout_s = float(timeout_s)
+        return g
+
     def __repr__(self) -> str:  # never show the config: it may hold secrets
         return f"AdminGateway({self.bootstrap_servers!r})"
 

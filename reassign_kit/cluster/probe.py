@@ -23,8 +23,9 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from ..health.signals import BrokerHealth, HealthSample
+from ..health.signals import BrokerHealth, HealthSample, PartitionIsr
 from ..model import TopicPartition
+from . import isr_view
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,15 @@ class Probe:
         window_s: float = 5.0,
         timeout_s: float = 10.0,
         topic: str | None = None,
+        isr_gateway: Any = None,
+        elr_unknown: str | None = "no Admin API gateway for DescribeTopicPartitions",
     ):
+        """``isr_gateway``: an ``AdminGateway`` of the probe's own (``AdminGateway.twin``)
+        whose kafka-python client reads ISR + ELR through DescribeTopicPartitions, unless
+        ``elr_unknown`` says why the cluster cannot answer it (then: the metadata's ISR)."""
+        self.isr_gateway = isr_gateway
+        self.elr_unknown = elr_unknown if isr_gateway is not None else (elr_unknown or "no gateway")
+        self._elr_warned: str | None = None
         self.bootstrap = bootstrap_servers
         self.conf = dict(client_conf or {})
         self.rate = float(rate_per_broker)
@@ -261,7 +270,7 @@ class Probe:
             why.append(f"probe: nothing delivered to {self.topic} for {self.timeout_s:.0f}s+")
         if errors and not why:
             log.debug("probe delivery errors: %s", errors)
-        under, isr_why = self._under_min_isr()
+        under, isr, elr_why, isr_why = self._under_min_isr()
         if isr_why:
             why.append(isr_why)
         return HealthSample(
@@ -270,6 +279,8 @@ class Probe:
             brokers=brokers,
             under_min_isr=under,
             degraded="; ".join(why) or None,
+            isr=isr,
+            elr_unknown=elr_why if isr is not None else None,
         )
 
     def _per_broker(self, per_part: Mapping[int, tuple[float, float]]) -> dict[int, BrokerHealth]:
@@ -292,27 +303,51 @@ class Probe:
             )
         return out
 
-    def _under_min_isr(self) -> tuple[frozenset[TopicPartition] | None, str | None]:
-        """Every partition (but the canary's) whose ISR is below its topic's min ISR."""
+    def _under_min_isr(
+        self,
+    ) -> tuple[
+        frozenset[TopicPartition] | None,
+        dict[TopicPartition, PartitionIsr] | None,
+        str | None,
+        str | None,
+    ]:
+        """Every partition (but the canary's) whose ISR is below its topic's min ISR, each
+        with its ISR / min ISR / ELR; why ELR is unknown (None: counted); why no view at all."""
         try:
             md = self._admin.list_topics(timeout=min(5.0, self.timeout_s))
             topics = {n: t for n, t in md.topics.items() if t.error is None and n != self.topic}
             self._refresh_min_isr(sorted(topics))
-            out = self._under(topics)
+            rows, elr_why = self._isr_rows(topics)
+            out = isr_view.under_min_isr(rows, self._min_isr_of)
             if out:  # read their topics' min ISR again: an operator may have just lowered it
                 self._refresh_min_isr(sorted({tp.topic for tp in out}), force=True)
-                out = self._under(topics)
-            return frozenset(out), None
+                out = isr_view.under_min_isr(rows, self._min_isr_of)
+            return frozenset(out), out, elr_why, None
         except Exception as e:  # noqa: BLE001 - no ISR view: the pause keeps its last state
-            return None, f"probe: cannot read the ISR view: {e}"
+            return None, None, None, f"probe: cannot read the ISR view: {e}"
 
-    def _under(self, topics: Mapping[str, Any]) -> set[TopicPartition]:
-        return {
-            TopicPartition(name, p.id)
-            for name, t in topics.items()
-            for p in t.partitions.values()
-            if len(p.isrs) < self._min_isr.get(name, 1)
-        }
+    def _min_isr_of(self, topic: str) -> int:
+        return self._min_isr.get(topic, 1)
+
+    def _isr_rows(self, topics: Mapping[str, Any]) -> tuple[list[isr_view.IsrRow], str | None]:
+        """The metadata's ISR; for the topics it shows under min ISR, ISR + ELR from
+        DescribeTopicPartitions where the cluster answers it (else ELR unknown: a failed call
+        warned once per reason, never raised)."""
+        rows = isr_view.rows_from_metadata(topics)
+        why = self.elr_unknown
+        suspect = sorted({tp.topic for tp in isr_view.under_min_isr(rows, self._min_isr_of)})
+        if why is not None or not suspect:
+            return rows, why
+        try:
+            gw = self.isr_gateway
+            raw = gw._kp_call("describe topic partitions", isr_view.read_dtp, gw.kp, suspect)
+            return isr_view.merged(isr_view.rows_from_dtp(raw, skip=self.topic), rows), None
+        except Exception as e:  # noqa: BLE001 - the metadata's ISR instead, ELR unknown
+            why = f"DescribeTopicPartitions failed: {e}"
+            if why != self._elr_warned:
+                self._elr_warned = why
+                log.warning("probe: %s; ISR from the metadata, ELR unknown", why)
+        return rows, why
 
     def _refresh_min_isr(self, topics: list[str], force: bool = False) -> None:
         from confluent_kafka.admin import ConfigResource, ResourceType
@@ -336,6 +371,11 @@ class Probe:
     def close(self) -> None:
         """Stop the threads and delete the canary topic (retried once; never raises)."""
         self._stop.set()
+        if self.isr_gateway is not None:
+            try:
+                self.isr_gateway.close()
+            except Exception:  # noqa: BLE001 - its client only: nothing to report
+                pass
         for t in self._threads:
             t.join(5.0)
         if self._created and self._admin is not None:
@@ -363,5 +403,11 @@ def probe_for(gateway: Any, **kwargs: Any) -> Any:
     from .admin import AdminGateway
 
     if isinstance(gateway, AdminGateway):
+        try:
+            why = isr_view.elr_unknown_why(gateway.capabilities())
+        except Exception as e:  # noqa: BLE001 - ISR from the metadata, ELR unknown
+            why = f"the brokers' capabilities could not be read: {e}"
+        kwargs.setdefault("isr_gateway", gateway.twin(min(gateway.timeout_s, 10.0)))
+        kwargs.setdefault("elr_unknown", why)
         return Probe(gateway.bootstrap_servers, gateway._ck_conf, **kwargs)
     return NoHealth(f"no health probe for {type(gateway).__name__}")

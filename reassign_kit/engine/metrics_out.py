@@ -43,6 +43,10 @@ METRICS: dict[str, str] = {
     P + "throttle_bytes_per_second": "The run's throttle (the ceiling of an adaptive pace).",
     P + "retries_total": "Admin calls retried (label call).",
     P + "pace_decisions_total": "Adaptive pace decisions (labels action, reason).",
+    P + "under_min_isr_outside_plan": "Partitions outside the plan under min ISR (the adaptive "
+    "pace's last ISR view; absent before one).",
+    P + "under_min_isr_outside_plan_with_elr": "Of those, how many have eligible leader "
+    "replicas (KIP-966; absent where the brokers do not report ELR).",
     P + "warnings_total": "Warnings the run journaled.",
     P + "errors_total": "Errors the run journaled.",
     P + "last_event_timestamp_seconds": "Unix time of the last event heard.",
@@ -78,6 +82,8 @@ class RunMetrics:
         self.broker_throttle: dict[str, float] = {}
         self._paced = False  # pace events seen: per-broker rates come from them
         self.throttle: float | None = None
+        self.under_min_isr: float | None = None  # outside the plan, the pace's last ISR view
+        self.under_min_isr_elr: float | None = None  # of those, with ELR members (None: unknown)
         self.retries: dict[str, int] = {}
         self.decisions: dict[tuple[str, str], int] = {}
         self.warnings = 0
@@ -140,8 +146,12 @@ class RunMetrics:
             self.decisions[key] = self.decisions.get(key, 0) + 1
             if e.get("broker") is not None and isinstance(e.get("new_rate"), (int, float)):
                 self.broker_throttle[str(e["broker"])] = float(e["new_rate"])
+            elif e.get("action") in ("pause", "resume"):
+                sig = e.get("signals") or {}
+                self._isr_view(sig.get("count"), sig.get("with_elr"))
         elif ev == "pace_sample":
             self._paced = True
+            self._isr_view(e.get("under_min_isr"), e.get("under_min_isr_with_elr"))
             for b, row in (e.get("brokers") or {}).items():
                 if isinstance(row, Mapping) and isinstance(row.get("rate"), (int, float)):
                     self.broker_throttle[str(b)] = float(row["rate"])
@@ -158,6 +168,13 @@ class RunMetrics:
             self._moves[tp] = _EVENT_STATE[ev]
         elif tp is not None and ev == "error" and "target" in e:
             self._moves[tp] = "failed"  # a rejected submission
+
+    def _isr_view(self, count: Any, with_elr: Any) -> None:
+        """The last ISR view's counts (a count not measured keeps the last one)."""
+        if _num(count) is None:
+            return
+        self.under_min_isr = _num(count)
+        self.under_min_isr_elr = _num(with_elr)
 
     def _on_sample(self, e: Mapping[str, Any]) -> None:
         self.sample = dict(e)
@@ -242,6 +259,8 @@ class RunMetrics:
             gauge("throttle_bytes_per_second", self.throttle),
             counter("retries", {(k,): v for k, v in self.retries.items()}, ["call"]),
             counter("pace_decisions", dict(self.decisions), ["action", "reason"]),
+            gauge("under_min_isr_outside_plan", self.under_min_isr),
+            gauge("under_min_isr_outside_plan_with_elr", self.under_min_isr_elr),
             counter("warnings", {(): self.warnings}, []),
             counter("errors", {(): self.errors}, []),
             gauge("last_event_timestamp_seconds", self.last_ts),

@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import UsageError
 from ..health.signals import HealthSample, HealthSource
 from .moves import MoveStatus
-from .pacing import Bounds, Controller, Objective
+from .pacing import Bounds, Controller, Objective, elr_signals
 
 MOVING, READY = MoveStatus.MOVING, MoveStatus.READY
 
@@ -168,7 +168,9 @@ class PacePart:
             "paused": pacer.paused,
         }
         if sample.under_min_isr is not None:
-            out["under_min_isr"] = len(sample.under_min_isr - pacer.plan_partitions)
+            outside = sorted(sample.under_min_isr - pacer.plan_partitions, key=str)
+            out["under_min_isr"] = len(outside)
+            out["under_min_isr_with_elr"] = elr_signals(sample, outside)["with_elr"]
         if sample.degraded:
             out["degraded"] = sample.degraded
         return out

@@ -334,17 +334,19 @@ class Controller:
         if sample.under_min_isr is None:
             return []  # not measured: the last state holds
         outside = sorted(sample.under_min_isr - self.plan_partitions, key=str)
-        sig = {
+        sig: dict[str, Any] = {
             "ts": sample.ts,
             "source": sample.source,
-            "under_min_isr_outside_plan": [str(tp) for tp in outside[:20]],
+            "under_min_isr_outside_plan": [str(tp) for tp in outside[:SHOWN]],
             "count": len(outside),
+            **elr_signals(sample, outside),
         }
         if outside and not self.paused:
             self.paused = True
             shown = ", ".join(str(tp) for tp in outside[:5]) + (" …" if len(outside) > 5 else "")
             self.pause_reason = (
-                f"{len(outside)} partition(s) outside the plan under min ISR ({shown}): "
+                f"{len(outside)} partition(s) outside the plan under min ISR"
+                f"{elr_words(sig['with_elr'])} ({shown}): "
                 "no new submissions until they are back (moves in flight go on)"
             )
             return [Decision(now, "pause", self.pause_reason, signals=sig)]
@@ -355,6 +357,38 @@ class Controller:
                 Decision(now, "resume", "no partition outside the plan under min ISR", signals=sig)
             ]
         return []
+
+
+SHOWN = 20  # partitions named in one journaled decision (the counts are whole)
+
+
+def elr_signals(sample: HealthSample, outside: list[TopicPartition]) -> dict[str, Any]:
+    """What the ISR view said of the partitions outside the plan under min ISR: how many
+    have eligible leader replicas (KIP-966; None when the source does not count them, with
+    ``elr_unknown`` saying why) and, for the first ``SHOWN``, ISR / min ISR / ELR sizes."""
+    detail = sample.isr
+    known = detail is not None and sample.elr_unknown is None
+    with_elr = None
+    if known:
+        assert detail is not None
+        with_elr = sum(1 for tp in outside if (getattr(detail.get(tp), "elr", None) or 0) > 0)
+    out: dict[str, Any] = {"with_elr": with_elr}
+    if not known:
+        out["elr_unknown"] = sample.elr_unknown or f"the {sample.source} source counts no ELR"
+    if detail is not None:
+        out["partitions"] = {
+            str(tp): {"isr": d.isr, "min_isr": d.min_isr, "elr": d.elr}
+            for tp in outside[:SHOWN]
+            if (d := detail.get(tp)) is not None
+        }
+    return out
+
+
+def elr_words(with_elr: int | None) -> str:
+    """The ELR part of a pause's reason: ", 2 with eligible leaders" (KIP-966)."""
+    if with_elr is None:
+        return ", eligible leaders not reported"
+    return f", {with_elr or 'none'} with eligible leaders"
 
 
 def pace_line(e: Mapping[str, Any]) -> str:

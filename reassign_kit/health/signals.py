@@ -32,18 +32,36 @@ class BrokerHealth:
 
 
 @dataclass(frozen=True)
+class PartitionIsr:
+    """One partition under min ISR as the Admin API shows it. ``elr``: its eligible leader
+    replicas (KIP-966: replicas out of the ISR that are still safe to elect), counted where
+    the brokers report them; None when they do not (no DescribeTopicPartitions, or the
+    feature ``eligible.leader.replicas.version`` off) — unknown, never 0."""
+
+    isr: int
+    min_isr: int
+    elr: int | None = None
+    last_known_elr: int | None = None
+
+
+@dataclass(frozen=True)
 class HealthSample:
     """Everything one source measured at ``ts`` (epoch seconds).
 
     ``under_min_isr`` lists the partitions seen under min ISR (None: not measured); the
-    controller subtracts the plan's own partitions. ``degraded`` says, in words, why this sample
-    is weaker than asked (e.g. "prometheus at http://…: timeout; using the probe")."""
+    controller subtracts the plan's own partitions. ``isr``: for those partitions, what the
+    Admin API showed (ISR size, min ISR, ELR size; None when the source reads no such detail,
+    e.g. Prometheus); ``elr_unknown`` says why ELR is not counted there (None: counted).
+    ``degraded`` says, in words, why this sample is weaker than asked (e.g. "prometheus at
+    http://…: timeout; using the probe")."""
 
     ts: float
     source: str
     brokers: Mapping[int, BrokerHealth] = field(default_factory=dict)
     under_min_isr: frozenset[TopicPartition] | None = None
     degraded: str | None = None
+    isr: Mapping[TopicPartition, PartitionIsr] | None = None
+    elr_unknown: str | None = None
 
 
 class HealthSource(Protocol):

@@ -129,6 +129,9 @@ class FallbackSource:
             brokers=dict(sorted(brokers.items())),
             under_min_isr=s.under_min_isr if s.under_min_isr is not None else f.under_min_isr,
             degraded=f"{s.degraded}; using the probe" + (f" ({f.degraded})" if f.degraded else ""),
+            # the ISR detail goes with the view it came from
+            isr=s.isr if s.under_min_isr is not None else f.isr,
+            elr_unknown=s.elr_unknown if s.under_min_isr is not None else f.elr_unknown,
         )
 
     def close(self) -> None:

@@ -13,7 +13,9 @@ from waits import wait_until
 
 from reassign_kit.cli import sandbox as sandbox_cli
 from reassign_kit.cluster import capabilities as caps
+from reassign_kit.cluster import isr_view
 from reassign_kit.cluster.admin import AdminGateway
+from reassign_kit.cluster.probe import probe_for
 
 pytestmark = pytest.mark.integration
 VERSION = "3.9.1"
@@ -88,6 +90,16 @@ def test_capabilities_are_what_the_brokers_report(gw39):
     assert info["metadata_mode"] == "zookeeper" and info["kafka_version"].startswith("3.9")
     assert info["capabilities"] == c.summary()
     assert info["capabilities"]["broker-side replication-factor guard"] is False
+    # issue 22: the probe's ISR view falls back to the metadata, ELR unknown (never 0)
+    assert "DescribeTopicPartitions" in (isr_view.elr_unknown_why(c) or "")
+    probe = probe_for(gw39)
+    try:
+        s = probe.sample()
+    finally:
+        probe.close()
+    assert s.under_min_isr is not None and s.isr is not None, s.degraded
+    assert s.elr_unknown == isr_view.elr_unknown_why(c)
+    assert all(x.elr is None for x in s.isr.values())
 
 
 def test_rf_guard_without_v1_is_client_side_with_one_warning(

@@ -1,6 +1,7 @@
 """The adaptive pace on the real sandbox (issue 22): the probe measures every broker through
-its canary topic and sees a partition under min ISR through the Admin API, and deletes its
-canary at the end; a probe that cannot reach a cluster is degraded, never raising; and one
+its canary topic and sees a partition under min ISR through the Admin API — with its eligible
+leader replicas (KIP-966) read through DescribeTopicPartitions, as the 4.3.1 brokers finalize
+``eligible.leader.replicas.version`` by default — and deletes its canary at the end; a probe that cannot reach a cluster is degraded, never raising; and one
 ``--pace adaptive`` run through the CLI pauses its submissions (printing the decision on one
 line) while a partition outside the plan is under min ISR, resumes once it is back, finishes,
 and leaves neither a throttle nor a canary topic.
@@ -19,10 +20,12 @@ import pytest
 from test_paced import paced_argv, run_cli, topic_on
 from waits import wait_until
 
+from reassign_kit.cluster import capabilities as caps
 from reassign_kit.cluster.admin import AdminGateway
-from reassign_kit.cluster.probe import CANARY_PREFIX, Probe
+from reassign_kit.cluster.probe import CANARY_PREFIX, Probe, probe_for
 from reassign_kit.engine import throttle as thr
 from reassign_kit.engine.journal import read_events
+from reassign_kit.health.signals import PartitionIsr
 from reassign_kit.model import TopicPartition
 
 pytestmark = pytest.mark.integration
@@ -57,7 +60,11 @@ def test_probe_measures_every_broker_sees_under_min_isr_and_deletes_its_canary(s
     ids = sorted(b["id"] for b in sandbox.brokers)
     short = topic_name("short")  # RF 2 and min.insync.replicas 3: always under min ISR
     sandbox.create_topic(short, assignment=[ids[:2]], configs={"min.insync.replicas": "3"})
-    probe = Probe(sandbox.bootstrap_servers)
+    gw = AdminGateway(sandbox.bootstrap_servers)
+    # Kafka 4.3.1 finalizes eligible.leader.replicas.version 1 at format time (the default for
+    # a new cluster since 4.1): the probe reads ISR + ELR through DescribeTopicPartitions
+    assert gw.capabilities().has(caps.ELR) and gw.capabilities().max_version(75) is not None
+    probe = probe_for(gw)
     try:
         admin = sandbox.admin()
         md = wait_until(  # a broker's metadata may lag the controller's for a moment
@@ -81,8 +88,12 @@ def test_probe_measures_every_broker_sees_under_min_isr_and_deletes_its_canary(s
         assert s.degraded is None and s.source == "probe"
         assert TopicPartition(short, 0) in s.under_min_isr
         assert not any(tp.topic.startswith(CANARY_PREFIX) for tp in s.under_min_isr)
+        # the ELR view: both replicas in the ISR, none out of it: 0 eligible, known (not None)
+        assert s.elr_unknown is None and s.isr is not None
+        assert s.isr[TopicPartition(short, 0)] == PartitionIsr(2, 3, 0, 0)
     finally:
         probe.close()
+        gw.close()
         delete_topic(sandbox, short)
     assert probe.deleted
     assert probe.topic not in canaries(sandbox)
@@ -134,7 +145,10 @@ def test_adaptive_run_pauses_while_a_partition_outside_the_plan_is_under_min_isr
             lines.append(line)
             if "pace pause:" in line:
                 break
-        assert any("pace pause:" in x and f"{short}-0" in x for x in lines), "".join(lines)
+        assert any(
+            "pace pause:" in x and f"{short}-0" in x and "none with eligible leaders" in x
+            for x in lines
+        ), "".join(lines)
         ev = read_events(journal)
         assert not [e for e in ev if e["event"] == "submitted"]  # nothing sent while paused
         set_min_isr(sandbox, short, 1)  # the partition is back over its min ISR
@@ -179,6 +193,14 @@ def test_adaptive_run_pauses_while_a_partition_outside_the_plan_is_under_min_isr
     assert "pace resume:" in text and "pace adaptive: objective produce p99 +5000ms" in text
     kinds = [e.get("action") for e in ev if e["event"] == "pace_decision"]
     assert kinds[:1] == ["pause"] and "resume" in kinds and "baseline" in kinds
+    # the pause's ISR view with ELR read from the 4.3.1 brokers (DescribeTopicPartitions)
+    pause = next(e for e in ev if e.get("action") == "pause")
+    assert pause["signals"]["with_elr"] == 0 and "elr_unknown" not in pause["signals"]
+    assert pause["signals"]["partitions"][f"{short}-0"] == {"isr": 2, "min_isr": 3, "elr": 0}
+    assert "none with eligible leaders" in pause["reason"]
+    assert any(
+        e["event"] == "pace_sample" and e.get("under_min_isr_with_elr") == 0 for e in ev
+    )  # the samples while paused count them too (the metrics' source)
     done = {TopicPartition(e["topic"], e["partition"]) for e in ev if e["event"] == "completed"}
     assert done == set(tps)
     assert not canaries(sandbox)

@@ -234,6 +234,33 @@ def dashboard_metric_names() -> set[str]:
     return names
 
 
+PAUSE = {"ts": 1021.0, "event": "pace_decision", "action": "pause", "cause": "x", "reason": "x",
+         "signals": {"count": 3, "with_elr": 2}}  # fmt: skip
+
+
+def test_under_min_isr_outside_the_plan_and_those_with_elr_are_served():
+    """Issue 22: the pace's ISR view (KIP-966's ELR counted where the brokers report it):
+    from the pause decision, then each pace_sample; ELR not reported: that series absent."""
+    m = RunMetrics()
+    got = lambda: {  # noqa: E731
+        s.name: s.value
+        for fam in m.collect()
+        for s in fam.samples
+        if s.name.startswith("reassign_kit_under_min_isr")
+    }
+    assert got() == {}  # no ISR view yet: no series (never a 0 that reads as healthy)
+    m.on_event(PAUSE)
+    assert got() == {
+        "reassign_kit_under_min_isr_outside_plan": 3.0,
+        "reassign_kit_under_min_isr_outside_plan_with_elr": 2.0,
+    }
+    m.on_event({"ts": 1030.0, "event": "pace_sample", "brokers": {}, "under_min_isr": 1,
+                "under_min_isr_with_elr": None})  # fmt: skip
+    assert got() == {"reassign_kit_under_min_isr_outside_plan": 1.0}
+    m.on_event({"ts": 1031.0, "event": "pace_sample", "brokers": {}})  # no ISR view: kept
+    assert got() == {"reassign_kit_under_min_isr_outside_plan": 1.0}
+
+
 def test_grafana_dashboard_parses_and_names_only_served_metrics():
     dash = json.loads(DASHBOARD.read_text())
     assert dash["title"] and dash["panels"]
@@ -241,7 +268,7 @@ def test_grafana_dashboard_parses_and_names_only_served_metrics():
     assert m is not None
     try:
         later = dict(events()[4], ts=1020.0, received={"3": 1500, "4": 500})  # ETA known
-        for e in [*events()[:7], later]:  # mid-run: two samples, a pace decision
+        for e in [*events()[:7], later, PAUSE]:  # mid-run: two samples, pace decisions
             m.on_event(e)
         served = {s.name for fam in text_string_to_metric_families(scrape_text(m))
                   for s in fam.samples}  # fmt: skip

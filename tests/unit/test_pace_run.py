@@ -15,7 +15,7 @@ from reassign_kit.engine.journal import read_events
 from reassign_kit.engine.options import ExecuteOptions
 from reassign_kit.engine.run import Run
 from reassign_kit.errors import UsageError
-from reassign_kit.health.signals import BrokerHealth, HealthSample
+from reassign_kit.health.signals import BrokerHealth, HealthSample, PartitionIsr
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.simulate import MB, SimCluster
 
@@ -33,6 +33,7 @@ class SimLatency:
         self.extra_ms: dict[int, float] = {}
         self.under: frozenset[TopicPartition] = frozenset()
         self.closed = 0
+        self.isr: dict | None = None  # the ISR view's detail (ISR / min ISR / ELR sizes)
 
     def load(self, b: int) -> float:
         busy = False
@@ -57,7 +58,9 @@ class SimLatency:
             )
             for b in self.sim.broker_ids
         }
-        return HealthSample(self.sim.now(), self.name, brokers, under_min_isr=self.under)
+        return HealthSample(
+            self.sim.now(), self.name, brokers, under_min_isr=self.under, isr=self.isr
+        )
 
     def close(self) -> None:
         self.closed += 1
@@ -208,6 +211,8 @@ def test_adaptive_pace_pauses_submissions_while_a_partition_outside_the_plan_is_
         if e["event"] == "submitted" and "start" not in window:
             window["start"] = t
             health.under = frozenset({TP("other", 0), TP("a", 0)})  # other-0: outside the plan
+            # other-0 keeps an eligible leader replica (KIP-966): said, and still a pause
+            health.isr = {TP("other", 0): PartitionIsr(1, 2, 1), TP("a", 0): PartitionIsr(1, 2, 0)}
         if t > 1000:
             run.stop()  # a bound: the assertions below then say what went wrong
         if e["event"] == "pace_sample" and "start" in window and t - window["start"] > 20:
@@ -222,6 +227,15 @@ def test_adaptive_pace_pauses_submissions_while_a_partition_outside_the_plan_is_
     pauses = [e for e in ev if e["event"] == "pace_decision" and e["action"] in ("pause", "resume")]
     assert [e["action"] for e in pauses] == ["pause", "resume"]
     assert "other-0" in pauses[0]["reason"] and "a-0" not in pauses[0]["reason"]
+    assert (
+        "1 partition(s) outside the plan under min ISR, 1 with eligible leaders"
+        in (pauses[0]["reason"])
+    )
+    assert pauses[0]["signals"]["partitions"] == {"other-0": {"isr": 1, "min_isr": 2, "elr": 1}}
+    while_paused = [e for e in ev if e["event"] == "pace_sample" and e["paused"]]
+    assert while_paused and all(
+        (e["under_min_isr"], e["under_min_isr_with_elr"]) == (1, 1) for e in while_paused
+    )
     paused_at, resumed_at = pauses[0]["ts"], pauses[1]["ts"]
     subs = [e["ts"] for e in ev if e["event"] == "submitted"]
     assert not [t for t in subs if paused_at < t < resumed_at]
