@@ -119,18 +119,46 @@ KAFKA_FIXTURES = {"sandbox", "sasl_sandbox", "bootstrap", "gw"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With pytest-xdist (`make test` runs ``-n 2 --dist loadgroup``): every test on a Kafka
-    sandbox in one worker, in collection order — they share one session sandbox and their own
-    clusters must not run two at a time on 2 cores — and every Spark test in one worker (one
-    Spark session; tests/spark/ and the unit tests marked ``spark``, which would start a second
-    JVM on the other worker); the unit tests fill both workers. Without xdist the marks change
-    nothing."""
-    for item in items:
-        parts = Path(str(item.fspath)).parts
-        if any(d in parts for d in KAFKA_DIRS) or KAFKA_FIXTURES & set(item.fixturenames):
-            item.add_marker(pytest.mark.xdist_group("kafka"))
-        elif "spark" in parts or "spark" in item.fixturenames or item.get_closest_marker("spark"):
-            item.add_marker(pytest.mark.xdist_group("spark"))
+    """A test on a Kafka sandbox lives under one of KAFKA_DIRS: `make test`'s scheduler (below)
+    runs those in one worker by their path, so a sandbox test elsewhere would share the machine
+    with a second sandbox. Refused here, by name."""
+    stray = [
+        item.nodeid
+        for item in items
+        if KAFKA_FIXTURES & set(item.fixturenames)
+        and not any(d in Path(str(item.fspath)).parts for d in KAFKA_DIRS)
+    ]
+    if stray:
+        raise pytest.UsageError(
+            f"tests on the Kafka sandbox outside tests/{{{','.join(KAFKA_DIRS)}}}: "
+            + ", ".join(stray[:5])
+        )
+
+
+def _cluster_group(nodeid: str) -> str:
+    """The worker group of a test by its path: every Kafka test one group (one session sandbox,
+    their own clusters one at a time, in collection order), every Spark test one group (one
+    Spark session), each other test its own."""
+    parts = nodeid.split("::", 1)[0].split("/")
+    if any(d in parts for d in KAFKA_DIRS):
+        return "kafka"
+    if "spark" in parts:
+        return "spark"
+    return nodeid
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN201 - xdist's type
+    """`make test` runs ``-n 2``: the Kafka tests on one worker, Spark and unit tests on the
+    other (xdist's own loadgroup marks do not reach node ids under pytest 9, hence a scheduler
+    that groups by path)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByCluster(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _cluster_group(nodeid)
+
+    return ByCluster(config, log)
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
