@@ -61,7 +61,7 @@ from .eta_model import (
     simulate,
     snapshot_of,
 )
-from .eta_pace import PaceState, RunPace
+from .eta_pace import Finishes, PaceState, RunPace
 from .moves import MoveIndex, MoveState, MoveStatus
 from .schedule import Caps
 
@@ -115,6 +115,7 @@ class RunEta:
         self._elections: tuple[int, int] | None = None
         self._rest_leaders = 0
         self.paced = RunPace()  # the run's own pace (``eta_pace``)
+        self.finishes = Finishes()  # the finishes estimated lately: the range holds them
         # from a completion to the next submission (the run's admin calls between them)
         self._subs: dict[TopicPartition, float | None] = {}  # submission seen per move
         self.gaps: list[float] = []
@@ -150,6 +151,7 @@ class RunEta:
         # the pace at the old throttle says nothing of the new one, nor does the stall or
         # catch-up while the quota's windows hold bytes of the old one (``_replaying``)
         self.paced.restart(self._changed_ts + QUOTA_REPLAY_S)
+        self.finishes.restart()
 
     def update(
         self,
@@ -211,6 +213,8 @@ class RunEta:
         self._elections = elections
         self._rest_leaders = rest_leaders
         eta, why = self._estimate(ts, received, left, inflight, cap, tail, flows, caps, rest_bytes)
+        if eta is not None and self.low is not None and self.high is not None:
+            self.low, self.high = self.finishes.widen(ts, eta, self.low, self.high)
         self.eta = eta
         return eta, why, dict(self.rates)
 

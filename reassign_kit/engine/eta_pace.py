@@ -32,6 +32,12 @@ PACE_MIN_S = 8.0  # fewer seconds read the start's bursts and first fetches as t
 # many seconds' worth: they weigh as their inverse variances (0.72 at 8 s, 0.95 at 22 s)
 PACE_PRIOR_S = 5.0
 PACE_RANGE = (0.2, 5.0)  # a pace outside this is clipped
+# the range holds every finish the run estimated over this many seconds: bench_eta's spread on
+# an idle machine measured the share so evenly that the range shrank to its floors (+8%, a poll
+# and a fetch) while the paced ETA moved +-4% between samples (the pace read 0.86-0.95): the
+# finish lay above the range in 13 of 39 samples. The estimates' own wander is the error they
+# carry (the journal of that run: held 67% -> 92%, mean width 0.60 -> 0.67 of the time left)
+FINISHES_S = 5.0
 
 # the run's state at a sample: (ts, flows, idle ends, elections, leaders and bytes of the
 # queued moves not simulated)
@@ -73,3 +79,20 @@ class RunPace:
         self.value = min(hi, max(lo, (before - now) / span))
         w = span**2 / (span**2 + PACE_PRIOR_S**2)
         return w * now / self.value + (1 - w) * model
+
+
+class Finishes:
+    """The finish times estimated over the last ``FINISHES_S``: the range holds them all."""
+
+    def __init__(self) -> None:
+        self.past: list[tuple[float, float]] = []
+
+    def restart(self) -> None:
+        """The throttle changed: the old one's finishes say nothing of the new one's."""
+        self.past = []
+
+    def widen(self, ts: float, eta: float, low: float, high: float) -> tuple[float, float]:
+        """(low, high) widened to hold every finish estimated in the window, this one too."""
+        self.past = [p for p in self.past if p[0] >= ts - FINISHES_S] + [(ts, ts + eta)]
+        ends = [f for _, f in self.past]
+        return max(0.0, min(low, min(ends) - ts)), max(high, max(ends) - ts)
