@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import statistics
 
+from test_eta_pace import RATE, run
+
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.simulate import MB, SimCluster
-from test_eta_pace import RATE, run
 
 TP = TopicPartition
 SPREAD = [15.0, 5.0, 10.0, 15.0, 5.0, 10.0, 15.0, 5.0, 10.0]  # s at the throttle
