@@ -18,8 +18,8 @@ those streams would have moved (a trapezoid between samples). Before ``MIN_WINDO
 ``PRIOR_S`` seconds' worth of the prior, so it takes over within seconds. A ratio of bytes
 over a window of bytes cannot explode as a rate over a near-empty window does (bench_eta saw
 "13981h" when one broker's moves ended between samples). The interval: the same simulation
-at the 10th and 90th percentiles of the share measured between samples in the window. The
-ETA never exceeds the bound of the bytes left at ``BOUND_SHARE`` of the throttle (plus a
+at the 10th and 90th percentiles of the share measured between samples in the window, and
+every finish estimated in the last few seconds (``eta_pace.Finishes``). The ETA never exceeds the bound of the bytes left at ``BOUND_SHARE`` of the throttle (plus a
 completion lag per step left) unless ``eta_reason`` says why (the brokers measured slower).
 
 What the run spends besides copying is measured too (bench_eta): the gap from a completion
