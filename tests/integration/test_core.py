@@ -324,35 +324,44 @@ def test_log_dir_moves_within_and_across_brokers(sandbox, gw, cli, topic_name, t
     moves = [Move(tps[0], (b0,), (other_dir,)), Move(tps[1], (b1,), (dirs[b1][1],))]
     plan = write_plan(tmp_path / "plan.json", moves)
 
-    code, out, _ = cli(
-        "--execute",
-        "--reassignment-json-file",
-        plan,
-        "--replica-alter-log-dirs-throttle",
-        "100000000",
-        "--timeout",
-        "30000",
-        "--rollback-file",
-        str(tmp_path / "rb.json"),
-    )
-    assert code == 0, out
-    assert f"Started moving replica {topic}-0 on broker {b0} to log dir {other_dir}" in out
-    rollback = json.loads((tmp_path / "rb.json").read_text())
-    assert {p["partition"]: p["log_dirs"] for p in rollback["partitions"]} == {
-        0: [cur[(tps[0], b0)]],
-        1: [cur[(tps[1], before[tps[1]].replicas[0])]],
-    }
+    try:
+        code, out, _ = cli(
+            "--execute",
+            "--reassignment-json-file",
+            plan,
+            "--replica-alter-log-dirs-throttle",
+            "100000000",
+            "--timeout",
+            "30000",
+            "--rollback-file",
+            str(tmp_path / "rb.json"),
+        )
+        assert code == 0, out
+        assert f"Started moving replica {topic}-0 on broker {b0} to log dir {other_dir}" in out
+        rollback = json.loads((tmp_path / "rb.json").read_text())
+        assert {p["partition"]: p["log_dirs"] for p in rollback["partitions"]} == {
+            0: [cur[(tps[0], b0)]],
+            1: [cur[(tps[1], before[tps[1]].replicas[0])]],
+        }
 
-    def done():
-        code, out, _ = cli("--verify", "--reassignment-json-file", plan)
-        assert code in (0, ops.EXIT_IN_PROGRESS), out
-        return code == 0 and out
+        def done():
+            code, out, _ = cli("--verify", "--reassignment-json-file", plan)
+            assert code in (0, ops.EXIT_IN_PROGRESS), out
+            return code == 0 and out
 
-    out = wait_until(done, 120, "the log-dir moves")
-    assert f"Reassignment of replica {topic}-0 on broker {b0} to {other_dir} is completed." in out
-    now, fut = ops.replica_log_dirs(gw, tps, dirs)
-    assert now[(tps[0], b0)] == other_dir and now[(tps[1], b1)] == dirs[b1][1] and not fut
-    assert_no_throttle_left(gw, topic)
+        out = wait_until(done, 120, "the log-dir moves")
+        assert (
+            f"Reassignment of replica {topic}-0 on broker {b0} to {other_dir} is completed." in out
+        )
+        now, fut = ops.replica_log_dirs(gw, tps, dirs)
+        assert now[(tps[0], b0)] == other_dir and now[(tps[1], b1)] == dirs[b1][1] and not fut
+        assert_no_throttle_left(gw, topic)
+    except BaseException:
+        # the shared sandbox's next tests must not find this test's log-dir throttle (a
+        # failure here left replica.alter.log.dirs.io.max.bytes.per.second on brokers 1 and 4,
+        # and two later tests failed on it)
+        gw.clear_throttles([topic], {b0, b1})
+        raise
 
 
 def test_unknown_topic_partition_broker_rejected_before_sending(
