@@ -158,6 +158,7 @@ class PacePart:
             brokers[str(b)] = {
                 "rate": r,
                 "produce_p99_ms": h.produce_p99_ms if h else None,
+                "produce_p99_low_ms": h.produce_p99_low_ms if h else None,
                 "produce_p50_ms": h.produce_p50_ms if h else None,
                 "limit_ms": pacer.limit_of(b),
             }

@@ -17,10 +17,17 @@ from ..model import TopicPartition
 @dataclass(frozen=True)
 class BrokerHealth:
     """One broker's signals at one instant. Latencies in milliseconds, ratios in 0..1,
-    rates in bytes/s."""
+    rates in bytes/s.
+
+    ``produce_p99_low_ms``: a 95% lower confidence bound of that p99, from a source that
+    estimates it on a few messages (the probe: ~200 a window, whose p99 is their 3rd worst: a
+    broker whose true p99 is just the objective reads over it in a third of its windows);
+    None where the p99 is the brokers' own over thousands of requests. The pace slows a
+    broker only when this bound is over the objective."""
 
     broker: int
     produce_p99_ms: float | None = None
+    produce_p99_low_ms: float | None = None
     produce_p50_ms: float | None = None
     fetch_follower_p99_ms: float | None = None
     request_handler_idle: float | None = None
