@@ -8,11 +8,16 @@ A relative objective (``+20ms``) first measures the baseline: nothing is submitt
 broker has ``Controller.baseline_samples`` samples (or ``BASELINE_TIMEOUT_S`` passed). A health
 source that raises is taken as no signal (never a faster pace) with a warning; the run owns
 the source and closes it on every exit path (the probe deletes its canary topic then).
+
+The source is opened on a thread of its own (the probe creates its canary topic and waits for
+its leaders: 0.3-0.6 s on an idle sandbox, seconds on a busy cluster): an absolute objective's
+moves start at the start rate at once, and the pace holds (never rises) until the first sample.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +32,7 @@ log = logging.getLogger("reassign_kit.engine.run")
 
 BASELINE_TIMEOUT_S = 30.0  # a relative objective's baseline: at most this long before moves
 BASELINE_EVERY_S = 2.0  # its samples this far apart (a health window overlaps the last)
+OPEN_JOIN_S = 30.0  # the run's end waits this long for a source still opening (to close it)
 
 
 class PacePart:
@@ -39,6 +45,8 @@ class PacePart:
     _pace_degraded: str | None = None
     _pace_last_sample = -1e18
     _pace_last_baseline = -1e18
+    _health_opener: threading.Thread | None = None
+    _health_closed = False
 
     @property
     def adaptive(self) -> bool:
@@ -68,7 +76,11 @@ class PacePart:
             ceiling=self._pacer.bounds.ceiling,
             start_rate=next(iter(self._pacer.rates.values()), None),
             step=self._pacer.step_bps,
-            source=getattr(self._health, "name", type(self._health).__name__),
+            source=(
+                getattr(self._health, "name", type(self._health).__name__)
+                if self._health is not None
+                else (self.options.health_source or "probe")
+            ),
         )
 
     def _pace_source(self, brokers: list[int]) -> HealthSource:
@@ -93,9 +105,21 @@ class PacePart:
         with self._lock:  # a source may warn from its own worker thread
             self._emit("warning", message=message)
 
+    def _open_health(self, brokers: list[int]) -> None:
+        """The opener thread: the source, kept unless the run ended meanwhile (then closed)."""
+        src = self._pace_source(brokers)
+        with self._lock:
+            late = self._health_closed
+            if not late:
+                self._health = src
+        if late:
+            _close(src, self._emit)
+
     def _pace_sample(self) -> HealthSample | None:
-        """One sample; a source that raises is no signal (warned once per kind of failure)."""
-        assert self._health is not None
+        """One sample (None while the source is still opening); a source that raises is no
+        signal (warned once per kind of failure)."""
+        if self._health is None:
+            return None
         try:
             s = self._health.sample()
         except Exception as e:  # noqa: BLE001 - a health source must never stop the run
@@ -114,8 +138,11 @@ class PacePart:
             return
         if self._pacer is None:
             brokers = [b.id for b in self.gw.brokers()]
-            if self._health is None:  # I/O (the canary topic made) outside the lock
-                self._health = self._pace_source(brokers)
+            if self._health is None and self._health_opener is None:
+                self._health_opener = threading.Thread(
+                    target=self._open_health, args=(brokers,), name="rk-health-open", daemon=True
+                )
+                self._health_opener.start()
             with self._lock:  # set_throttle (another thread) reads the controller
                 self._pace_start(now, brokers)
         pacer = self._pacer
@@ -204,12 +231,22 @@ class PacePart:
         self._throttles.set_broker_rates(self._pacer.rates)
 
     def _pace_close(self) -> None:
-        """The health source closed (the probe's canary topic deleted), on every exit path."""
-        h, self._health = self._health, None
-        if h is None:
-            return
-        try:
-            h.close()
-        except Exception as e:  # noqa: BLE001 - the run's end must go on
-            log.warning("closing the health source failed: %s", e)
-            self._emit("warning", message=f"closing the health source failed: {e}")
+        """The health source closed (the probe's canary topic deleted), on every exit path;
+        one still opening is closed by its opener, which the run's end waits for (a process
+        that exits at once would otherwise leave the canary topic behind)."""
+        with self._lock:
+            self._health_closed = True
+            h, self._health = self._health, None
+        if h is not None:
+            _close(h, self._emit)
+        opener = self._health_opener
+        if opener is not None and opener is not threading.current_thread():
+            opener.join(OPEN_JOIN_S)
+
+
+def _close(source: HealthSource, emit: Any) -> None:
+    try:
+        source.close()
+    except Exception as e:  # noqa: BLE001 - the run's end must go on
+        log.warning("closing the health source failed: %s", e)
+        emit("warning", message=f"closing the health source failed: {e}")

@@ -285,7 +285,9 @@ def test_the_api_takes_the_adaptive_pace_and_a_source_without_signal_never_speed
     assert res.state == "done"
     ev = read_events(j)
     started = [e for e in ev if e["event"] == "pace_started"]
-    assert started and started[0]["source"] == "none"
+    assert started and started[0]["source"] == "probe"  # asked for; what it got, below
+    got = {e["source"] for e in ev if e["event"] == "pace_sample"}
+    assert got == {"none"}
     assert any("no health probe" in e.get("message", "") for e in ev if e["event"] == "warning")
     assert not [e for e in ev if e["event"] == "pace_decision" and e.get("action") == "increase"]
     rates = {r for _, th in sim.throttle_history for r in th.broker_rates.values()}
@@ -360,3 +362,34 @@ def test_whatif_replays_a_journals_pace_with_another_tuning(tmp_path):
     ).run()
     with pytest.raises(UsageError, match="no adaptive pace"):
         replay_pace(str(static))
+
+
+def test_the_moves_start_while_the_health_source_is_still_opening(tmp_path, monkeypatch):
+    """The probe creates its canary topic and waits for its leaders before its first sample
+    (0.3-0.6 s on an idle sandbox, more on a busy cluster): the moves do not wait for it
+    (bench-pacing: that time was on every adaptive run's makespan). The source opens on a
+    thread; the first submission goes out meanwhile at the start rate, and a source that
+    opens after the run ended is closed all the same."""
+    import threading
+    import time
+
+    sim, plan = cluster(2, 4 * MB)
+    health = SimLatency(sim)
+    order: list[str] = []
+
+    def slow_open(spec, *, brokers, warn, default_factory):
+        deadline = time.monotonic() + 10.0  # bounded: a run that waits for it fails below
+        while not sim.calls["alter_reassignments"] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        order.append("submitted first" if sim.calls["alter_reassignments"] else "waited")
+        return health
+
+    monkeypatch.setattr("reassign_kit.health.sources.open_source", slow_open)
+    opts = ExecuteOptions(
+        batch_size=2, throttle=8 * MB, pace="adaptive", slo_produce_p99="30ms", wait=True
+    )
+    run = Run(sim, plan, opts, str(tmp_path / "j.jsonl"), clock=sim.now, sleep=sim.sleep)
+    assert run.run().state == "done"
+    assert order == ["submitted first"]
+    assert health.closed == 1  # the run's end waited for the opener, which closed it
+    assert not [t for t in threading.enumerate() if t.name == "rk-health-open"]
