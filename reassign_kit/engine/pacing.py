@@ -9,7 +9,11 @@ every few minutes):
   broker's produce p99 over the objective — its lower confidence bound where the source
   gives one (the probe: a p99 read on ~200 messages is over an objective the broker holds in
   a third of its windows; bench-pacing run 8: one such reading, 59.5 ms against 50, halved a
-  target's rate, and the run took 18 s where a static ceiling took 5) — at once, and again at most once per ``settle_s``
+  target's rate, and the run took 18 s where a static ceiling took 5) — once it has read over
+  in every sample for ``persist_s`` (longer than the probe's 5-s window: the burst of
+  latency when a move's fetchers start or a topic is created sits in that window for its
+  whole length, and on bench-pacing it halved every broker 1.2 s into the run for a spike
+  that a static rate rides out in a second), and again at most once per ``settle_s``
   (the health window must first see the lower rate; without it one slow spell would halve the
   rate to the floor before it took effect);
 - **increase** (never above the ceiling) only on a *fresh* sample — taken at least
@@ -50,6 +54,7 @@ CAUSES = {
     "baseline": "baseline measured",
 }
 REACTION_S = 30.0  # the bound: a signal over the objective is acted on within this
+PERSIST_S = 6.0  # over this long before a decrease: longer than the probe's 5-s window
 
 _SLO = re.compile(r"^\s*(\+)?\s*(\d+(?:\.\d+)?)\s*(ms|s)?\s*$", re.IGNORECASE)
 
@@ -152,6 +157,7 @@ class Controller:
         step: int | None = None,
         beta: float = 0.5,
         settle_s: float = 5.0,
+        persist_s: float | None = None,
         stale_s: float = 15.0,
         baseline_samples: int = 3,
     ):
@@ -159,6 +165,15 @@ class Controller:
             raise UsageError(f"the pace's decrease factor must be in (0, 1), got {beta}")
         if not 0 < settle_s < REACTION_S:
             raise UsageError(f"settle_s must be in (0, {REACTION_S:g}) s, got {settle_s}")
+        if persist_s is None:  # 6 s, or what the reaction bound leaves after settle_s
+            persist_s = min(PERSIST_S, REACTION_S - settle_s)
+        if not 0 <= persist_s <= REACTION_S - settle_s:
+            raise UsageError(
+                f"persist_s must be in [0, {REACTION_S - settle_s:g}] s (with settle_s "
+                f"{settle_s:g} s, a signal is acted on within {REACTION_S:g} s), got {persist_s}"
+            )
+        self.persist_s = float(persist_s)
+        self.over_since: dict[int, float] = {}  # broker -> first sample of its run over
         self.objective, self.bounds = objective, bounds
         self.beta, self.settle_s, self.stale_s = beta, float(settle_s), float(stale_s)
         self.step_bps = int(step or max(1, (bounds.ceiling - bounds.floor) // 10))
@@ -298,7 +313,13 @@ class Controller:
         old = self.rates[b]
         since = sample.ts - self.changed_at.get(b, -1e18)
         low = h.produce_p99_low_ms if h is not None else None
-        if p99 > limit and (low is None or low > limit):
+        over = p99 > limit and (low is None or low > limit)
+        if not over:
+            self.over_since.pop(b, None)
+        if over:
+            first = self.over_since.setdefault(b, sample.ts)
+            if sample.ts - first < self.persist_s:
+                return None  # not yet: a burst that passes is not a pace to slow
             if old <= self.bounds.floor:
                 return None
             if sample.ts - self.last_decrease.get(b, -1e18) < self.settle_s:
@@ -310,7 +331,8 @@ class Controller:
             return Decision(
                 now,
                 "decrease",
-                f"produce p99 {_ms(p99)}{bound} over the objective {_ms(limit)}",
+                f"produce p99 {_ms(p99)}{bound} over the objective {_ms(limit)}"
+                f" for {sample.ts - first:.0f} s",
                 b,
                 old,
                 new,

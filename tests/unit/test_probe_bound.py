@@ -21,7 +21,7 @@ LIMIT = 50.0
 
 
 def _controller() -> Controller:
-    return Controller(Objective(LIMIT), Bounds(1_000, 100_000), [1], start=50_000)
+    return Controller(Objective(LIMIT), Bounds(1_000, 100_000), [1], start=50_000, persist_s=0)
 
 
 def _sample(ts: float, lat_ms: list[float]) -> HealthSample:
@@ -38,7 +38,7 @@ def test_three_slow_messages_of_two_hundred_do_not_halve_a_broker():
     assert c.rates[1] == 50_000
 
 
-def test_a_stalled_broker_is_still_halved_at_once():
+def test_a_stalled_broker_is_still_halved():
     lat = [5.0] * 150 + [400.0] * 50  # the last quarter of the window stalled
     c = _controller()
     (d,) = c.step(_sample(10.0, lat), 10.0)
