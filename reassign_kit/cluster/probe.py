@@ -11,7 +11,8 @@ over a sliding window — the best of the partitions it replicates, so a stalled
 itself and not its neighbours — counting a message still unacknowledged at its age so far (a stalled
 broker shows at once, not after the delivery timeout), and a 95% lower confidence bound of
 that p99 (``_p99_low``): the pace slows a broker on the bound, not on the window's 3rd worst
-message. ``close()`` deletes the topic; a probe
+message. ``close()`` deletes the topic, unless it is a kept canary (``--health-source
+probe:TOPIC``: made if missing, measured as it is laid out, left for the next run); a probe
 that cannot start or produce reports None with ``degraded`` set and never raises.
 """
 
@@ -101,6 +102,7 @@ class Probe:
         window_s: float = 5.0,
         timeout_s: float = 10.0,
         topic: str | None = None,
+        keep: bool = False,
         isr_gateway: Any = None,
         elr_unknown: str | None = "no Admin API gateway for DescribeTopicPartitions",
     ):
@@ -116,6 +118,7 @@ class Probe:
         self.window_s = float(window_s)
         self.timeout_s = float(timeout_s)
         self.topic = topic or f"{CANARY_PREFIX}{uuid.uuid4().hex[:12]}"
+        self.keep = keep  # a kept canary (``--health-source probe:TOPIC``): never deleted here
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -158,26 +161,38 @@ class Probe:
         assignment = [
             [brokers[(i + k) % len(brokers)] for k in range(rf)] for i in range(len(brokers))
         ]
-        nt = NewTopic(
-            self.topic,
-            num_partitions=len(assignment),
-            replica_assignment=assignment,
-            config={"min.insync.replicas": "1", "retention.ms": "600000"},
-        )
-        self._admin.create_topics([nt], operation_timeout=self.timeout_s)[self.topic].result(
-            self.timeout_s
-        )
-        self._created = True
-        self._replicas = {p: tuple(reps) for p, reps in enumerate(assignment)}
+        kept = md.topics.get(self.topic) if self.keep else None
+        if kept is not None and kept.error is None and kept.partitions:
+            # a kept canary made by an earlier run (or the operator): measured as it is laid out
+            assignment = [list(kept.partitions[p].replicas) for p in sorted(kept.partitions)]
+            self._warn_uncovered(brokers, assignment)
+        else:
+            nt = NewTopic(
+                self.topic,
+                num_partitions=len(assignment),
+                replica_assignment=assignment,
+                config={"min.insync.replicas": "1", "retention.ms": "600000"},
+            )
+            try:
+                self._admin.create_topics([nt], operation_timeout=self.timeout_s)[
+                    self.topic
+                ].result(self.timeout_s)
+                self._created = not self.keep
+            except Exception as e:
+                if not (self.keep and "TOPIC_ALREADY_EXISTS" in str(e)):
+                    raise
+                # another run made the kept canary just now: its layout once it is led
         deadline = time.monotonic() + self.timeout_s
         while True:  # every partition led before the first message (else it only queues)
             t = self._admin.list_topics(timeout=self.timeout_s).topics.get(self.topic)
-            if t is not None and t.error is None and len(t.partitions) == len(assignment):
+            if t is not None and t.error is None and t.partitions:
                 if all(p.leader >= 0 for p in t.partitions.values()):
+                    assignment = [list(t.partitions[p].replicas) for p in sorted(t.partitions)]
                     break
             if time.monotonic() > deadline:
                 raise RuntimeError(f"no leader for every partition after {self.timeout_s:.0f}s")
             time.sleep(0.2)
+        self._replicas = {p: tuple(reps) for p, reps in enumerate(assignment)}
         for part in self._replicas:
             self._done[part] = deque()
             self._inflight[part] = {}
@@ -185,6 +200,19 @@ class Probe:
             th = threading.Thread(target=target, name=f"rk-{target.__name__[1:]}", daemon=True)
             th.start()
             self._threads.append(th)
+
+    def _warn_uncovered(self, brokers: list[int], assignment: list[list[int]]) -> None:
+        """A kept canary made when the cluster had other brokers: those it has no replica on
+        are not measured (their pace never rises); said once, with the way out."""
+        missing = sorted(set(brokers) - {b for reps in assignment for b in reps})
+        if missing:
+            log.warning(
+                "probe: the kept canary topic %s has no replica on broker(s) %s: their "
+                "latency is not measured and their pace never rises (delete the topic to have "
+                "the next run make it again over every broker)",
+                self.topic,
+                missing,
+            )
 
     # ---- the threads ------------------------------------------------------------------------
 
@@ -404,7 +432,8 @@ class Probe:
     # ---- the end ----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop the threads and delete the canary topic (retried once; never raises)."""
+        """Stop the threads and delete the canary topic (retried once; never raises); a kept
+        canary (``keep``) stays for the next run."""
         self._stop.set()
         if self.isr_gateway is not None:
             try:
@@ -429,7 +458,7 @@ class Probe:
 
     @property
     def deleted(self) -> bool:
-        return not self._created
+        return not self._created and not self.keep
 
 
 def probe_for(gateway: Any, **kwargs: Any) -> Any:
@@ -444,5 +473,6 @@ def probe_for(gateway: Any, **kwargs: Any) -> Any:
             why = f"the brokers' capabilities could not be read: {e}"
         kwargs.setdefault("isr_gateway", gateway.twin(min(gateway.timeout_s, 10.0)))
         kwargs.setdefault("elr_unknown", why)
+        kwargs.setdefault("keep", kwargs.get("topic") is not None)  # probe:TOPIC is kept
         return Probe(gateway.bootstrap_servers, gateway._ck_conf, **kwargs)
     return NoHealth(f"no health probe for {type(gateway).__name__}")

@@ -356,7 +356,10 @@ class ExecuteOptions(ValidatedOptions):
         Option(
             "Where the adaptive pace reads broker health: prometheus:URL (a Prometheus "
             "server's HTTP API), scrape:URL[,URL...] (the brokers' JMX exporters; ID=URL names "
-            "an exporter's broker) or probe (the default: the tool's own canary). A metrics "
+            "an exporter's broker), probe (the default: the tool's own canary, a topic made "
+            "for the run and deleted at its end) or probe:TOPIC (the canary kept in TOPIC: "
+            "made by the first run, reused by the next, so none starts by creating a topic "
+            "while its moves start). A metrics "
             "endpoint that is down, slow or answers garbage falls back to the probe, with a "
             "warning, never to a faster pace.",
             flag="--health-source",

@@ -96,7 +96,7 @@ class PacePart:
                 self.options.health_source,
                 brokers=brokers,
                 warn=self._pace_warn,
-                default_factory=lambda: probe_for(gw),
+                default_factory=lambda **kw: probe_for(gw, **kw),
             )
         except Exception as e:  # noqa: BLE001 - the run goes on, at a pace that never rises
             return NoHealth(f"health source {self.options.health_source}: {e}")

@@ -1,15 +1,19 @@
 """``--health-source``: which source a run's pace reads, and ``open_source`` that makes it.
 
 ``prometheus:URL`` (a Prometheus server's HTTP API), ``scrape:URL,...`` (the brokers' exporters,
-``ID=URL`` where an exporter does not name its broker) or ``probe`` (the tool's own canary; the
+``ID=URL`` where an exporter does not name its broker), ``probe`` (the tool's own canary; the
 default when none is given: made by the caller's ``default_factory``, as the probe lives in
-``reassign_kit.cluster``, a layer above this one). A metrics source whose sample is degraded
+``reassign_kit.cluster``, a layer above this one) or ``probe:TOPIC`` (the probe on a canary
+topic that is kept: created by the first run that needs it, reused and never deleted by the
+next — Xinfra Monitor's way — so a run does not start by creating a topic, which disturbs the
+cluster's acks=all producers for a second while its moves start). A metrics source whose sample is degraded
 falls back to the probe for what it could not measure, when a ``default_factory`` is given.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -24,6 +28,7 @@ log = logging.getLogger(__name__)
 
 KINDS = ("probe", "prometheus", "scrape")
 OPTION = "--health-source"
+_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 
 @dataclass(frozen=True)
@@ -31,8 +36,11 @@ class SourceSpec:
     kind: str
     url: str | None = None
     endpoints: tuple[tuple[int | None, str], ...] = ()
+    topic: str | None = None  # probe:TOPIC, a kept canary
 
     def __str__(self) -> str:
+        if self.kind == "probe" and self.topic:
+            return f"probe:{self.topic}"
         if self.kind == "prometheus":
             return f"prometheus:{self.url}"
         if self.kind == "scrape":
@@ -60,17 +68,26 @@ def _check_url(url: str, what: str) -> str:
 def parse_spec(text: str) -> SourceSpec:
     """The option's value as a SourceSpec; UsageError naming the option and what is wrong."""
     if not isinstance(text, str) or not text.strip():
-        raise UsageError(f"{OPTION} must be one of probe, prometheus:URL, scrape:URL[,URL...]")
+        raise UsageError(
+            f"{OPTION} must be one of probe, probe:TOPIC, prometheus:URL, scrape:URL[,URL...]"
+        )
     text = text.strip()
     kind, sep, rest = text.partition(":")
     if kind == "probe" and not sep:
         return SourceSpec("probe")
     if kind not in KINDS or not sep:
         raise UsageError(
-            f"{OPTION} {text!r}: the kind must be one of probe, prometheus:URL, scrape:URL[,URL...]"
+            f"{OPTION} {text!r}: the kind must be one of probe, probe:TOPIC, prometheus:URL, "
+            "scrape:URL[,URL...]"
         )
     if kind == "probe":
-        raise UsageError(f"{OPTION} probe takes no argument, got {text!r}")
+        topic = rest.strip()
+        if not _TOPIC.fullmatch(topic) or topic in (".", ".."):
+            raise UsageError(
+                f"{OPTION} probe:TOPIC: {topic!r} is not a Kafka topic name (1-249 of "
+                "a-z A-Z 0-9 . _ -)"
+            )
+        return SourceSpec("probe", topic=topic)
     if not rest.strip():
         raise UsageError(f"{OPTION} {kind}: needs a URL after '{kind}:'")
     if kind == "prometheus":
@@ -160,9 +177,10 @@ def open_source(
     timeout: float = 2.0,
     window: str = "1m",
     warn: Callable[[str], None] | None = None,
-    default_factory: Callable[[], HealthSource] | None = None,
+    default_factory: Callable[..., HealthSource] | None = None,
 ) -> HealthSource:
-    """The source ``spec`` names (None or ``probe``: ``default_factory()``). ``brokers``: the
+    """The source ``spec`` names (None or ``probe``: ``default_factory()``; ``probe:TOPIC``:
+    ``default_factory(topic=TOPIC)``, the canary kept). ``brokers``: the
     cluster's brokers, each in every sample (all None when not measured); ``timeout``: the
     bound of one sample's HTTP calls; ``warn``: where the one warning per failure goes.
     With a ``default_factory``, a metrics source falls back to it while degraded."""
@@ -170,7 +188,7 @@ def open_source(
     if s is None or s.kind == "probe":
         if default_factory is None:
             raise UsageError(f"{OPTION} probe: no probe available here (no default_factory)")
-        return default_factory()
+        return default_factory(topic=s.topic) if s is not None and s.topic else default_factory()
     if not timeout > 0:
         raise UsageError(f"the health source's timeout must be > 0 seconds, got {timeout}")
     queries.load()  # a bad RK_HEALTH_QUERIES file is refused here, not at the first sample

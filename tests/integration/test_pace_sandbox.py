@@ -99,6 +99,44 @@ def test_probe_measures_every_broker_sees_under_min_isr_and_deletes_its_canary(s
     assert probe.topic not in canaries(sandbox)
 
 
+def test_a_kept_canary_is_made_once_reused_and_left(sandbox, topic_name):
+    """``--health-source probe:TOPIC``: the first probe makes the topic (one partition led by
+    each broker), its close leaves it; the next probe creates nothing and measures every
+    broker on it; a topic laid out by someone else is measured as it is."""
+    ids = sorted(b["id"] for b in sandbox.brokers)
+    kept = topic_name("kept-canary")
+    gw = AdminGateway(sandbox.bootstrap_servers)
+    try:
+        first = probe_for(gw, topic=kept)
+        first.close()
+        assert first.keep and not first.deleted
+        admin = sandbox.admin()
+        md = admin.list_topics(timeout=10).topics[kept]
+        assert sorted(p.leader for p in md.partitions.values()) == ids
+        second = probe_for(gw, topic=kept)
+        try:
+            s = wait_until(
+                lambda: (
+                    (x := second.sample())
+                    and all(x.brokers[b].produce_p99_low_ms is not None for b in ids)
+                    and x
+                ),
+                60,
+                "the second probe measured every broker on the kept canary",
+            )
+            assert s.degraded is None
+            assert not second._created  # reused: nothing made, nothing to delete
+            for b in ids:
+                h = s.brokers[b]
+                assert 0 < h.produce_p99_low_ms <= h.produce_p99_ms
+        finally:
+            second.close()
+        assert kept in admin.list_topics(timeout=10).topics
+    finally:
+        gw.close()
+        delete_topic(sandbox, kept)
+
+
 def test_a_probe_that_cannot_reach_a_cluster_is_degraded_and_never_raises():
     probe = Probe("127.0.0.1:1", timeout_s=2.0)
     try:

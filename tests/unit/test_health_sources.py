@@ -138,6 +138,7 @@ def all_none(h: BrokerHealth) -> bool:
     "text, kind",
     [
         ("probe", "probe"),
+        ("probe:_rk_canary.ops-1", "probe"),
         ("prometheus:http://127.0.0.1:9090", "prometheus"),
         ("scrape:http://a:1/metrics,http://b:2/metrics", "scrape"),
         ("scrape:1=http://a:1/metrics,2=http://b:2/metrics", "scrape"),
@@ -163,7 +164,10 @@ def test_spec_accepted_and_canonical(text, kind):
         ("scrape:1=http://a:1/m,1=http://b:1/m", "given twice"),
         ("scrape:http://a:1/m,http://a:1/m", "listed twice"),
         ("scrape:http://a:99999/m", "bad port"),
-        ("probe:x", "no argument"),
+        ("probe:", "not a Kafka topic name"),
+        ("probe:two words", "not a Kafka topic name"),
+        ("probe:..", "not a Kafka topic name"),
+        ("probe:" + "x" * 250, "not a Kafka topic name"),
     ],
 )
 def test_spec_refused_by_name(text, says):
@@ -200,6 +204,8 @@ def test_open_source_probe_needs_the_callers_factory():
         open_source(None)
     src = open_source(None, default_factory=lambda: made.append(1) or Probe())
     assert src.name == "probe" and made == [1]
+    kept = open_source("probe:rk-canary", default_factory=lambda **kw: made.append(kw) or Probe())
+    assert kept.name == "probe" and made == [1, {"topic": "rk-canary"}]
     assert isinstance(
         open_source("prometheus:http://127.0.0.1:1", default_factory=Probe), FallbackSource
     )
