@@ -10,8 +10,10 @@ source that raises is taken as no signal (never a faster pace) with a warning; t
 the source and closes it on every exit path (the probe deletes its canary topic then).
 
 The source is opened on a thread of its own (the probe creates its canary topic and waits for
-its leaders: 0.3-0.6 s on an idle sandbox, seconds on a busy cluster): an absolute objective's
-moves start at the start rate at once, and the pace holds (never rises) until the first sample.
+its leaders: 0.3-0.6 s on an idle sandbox, seconds on a busy cluster; ``probe:TOPIC``, a kept
+canary, skips that): the loop goes on polling (a stop or cancel is served at once), but nothing
+is submitted before the source's first sample — its ISR view may already call for a pause —
+or ``OPEN_HOLD_S`` (then the run goes on, warned, at a pace that never rises without a signal).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 from ..errors import UsageError
 from ..health.signals import HealthSample, HealthSource
 from .moves import MoveStatus
-from .pacing import Bounds, Controller, Objective, elr_signals
+from .pacing import Bounds, Controller, Objective, Ramp, elr_signals
 
 MOVING, READY = MoveStatus.MOVING, MoveStatus.READY
 
@@ -33,6 +35,7 @@ log = logging.getLogger("reassign_kit.engine.run")
 BASELINE_TIMEOUT_S = 30.0  # a relative objective's baseline: at most this long before moves
 BASELINE_EVERY_S = 2.0  # its samples this far apart (a health window overlaps the last)
 OPEN_JOIN_S = 30.0  # the run's end waits this long for a source still opening (to close it)
+OPEN_HOLD_S = 30.0  # no submission before the source's first sample, at most this long
 
 
 class PacePart:
@@ -40,11 +43,13 @@ class PacePart:
 
     _pacer: Controller | None = None
     _health: HealthSource | None = None
-    _pace_hold = False  # no new submissions: baseline not measured, or the controller's pause
+    _pace_hold = False  # no new submissions: no sample yet, baseline not measured, or a pause
+    _pace_sampled = False  # the source answered once (or was given up on: OPEN_HOLD_S)
     _pace_began: float | None = None
     _pace_degraded: str | None = None
     _pace_last_sample = -1e18
     _pace_last_baseline = -1e18
+    _ramp: Ramp | None = None  # the rates written: a raise in steps (pacing.Ramp)
     _health_opener: threading.Thread | None = None
     _health_closed = False
 
@@ -67,8 +72,9 @@ class PacePart:
             settle_s=o.pace_settle_s,
         )
         self._pace_began = now
+        self._ramp = Ramp(self._pacer.rates, now)
         self._throttles.set_broker_rates(self._pacer.rates)
-        self._pace_hold = self._pacer.needs_baseline
+        self._pace_hold = True  # until the first sample (``_pace_decide``)
         self._emit(
             "pace_started",
             objective=str(self._pacer.objective),
@@ -76,9 +82,11 @@ class PacePart:
             ceiling=self._pacer.bounds.ceiling,
             start_rate=next(iter(self._pacer.rates.values()), None),
             step=self._pacer.step_bps,
+            # the caller's source by name; else what was asked (it opens on its own thread:
+            # each pace_sample names the source that answered)
             source=(
                 getattr(self._health, "name", type(self._health).__name__)
-                if self._health is not None
+                if self._health_opener is None and self._health is not None
                 else (self.options.health_source or "probe")
             ),
         )
@@ -120,6 +128,7 @@ class PacePart:
         signal (warned once per kind of failure)."""
         if self._health is None:
             return None
+        self._pace_sampled = True
         try:
             s = self._health.sample()
         except Exception as e:  # noqa: BLE001 - a health source must never stop the run
@@ -166,24 +175,43 @@ class PacePart:
             for b in (*(ms.original or ()), *ms.move.replicas)
         }
         decisions += pacer.step(sample, now, busy)
-        if any(d.new_rate is not None for d in decisions):
-            self._throttles.set_broker_rates(pacer.rates)
+        self._pace_write(now)
         for d in decisions:
             self._emit("pace_decision", **d.to_event())
-        self._pace_hold = pacer.needs_baseline or pacer.paused
+        if not self._pace_sampled:
+            assert self._pace_began is not None
+            if now - self._pace_began >= OPEN_HOLD_S:
+                self._pace_sampled = True
+                self._emit(
+                    "warning",
+                    message=f"the health source did not open within {OPEN_HOLD_S:.0f}s: the "
+                    "moves start without it, at a pace that does not rise without a signal",
+                )
+        self._pace_hold = pacer.needs_baseline or pacer.paused or not self._pace_sampled
         if sample is not None and now - self._pace_last_sample >= self.options.sample_interval:
             self._pace_last_sample = now
             self._emit("pace_sample", **self._pace_fields(sample))
+
+    def _pace_write(self, now: float) -> None:
+        """The controller's rates, through the ramp, to the keeper (written at the next sync
+        when they changed)."""
+        assert self._pacer is not None and self._ramp is not None
+        self._ramp.retarget(self._pacer.rates, now)
+        rates = self._ramp.at(now)
+        if rates != dict(self._throttles.broker_rates):
+            self._throttles.set_broker_rates(rates)
 
     def _pace_fields(self, sample: HealthSample) -> dict[str, Any]:
         """Per broker: rate, p99/p50 measured and the limit (the panel's and bench's series)."""
         pacer = self._pacer
         assert pacer is not None
         brokers = {}
+        written = self._throttles.broker_rates
         for b, r in sorted(pacer.rates.items()):
             h = sample.brokers.get(b)
             brokers[str(b)] = {
                 "rate": r,
+                "written": written.get(b, r),  # on its way to ``rate`` (pacing.Ramp)
                 "produce_p99_ms": h.produce_p99_ms if h else None,
                 "produce_p99_low_ms": h.produce_p99_low_ms if h else None,
                 "produce_p50_ms": h.produce_p50_ms if h else None,
@@ -228,7 +256,7 @@ class PacePart:
             return
         for d in self._pacer.set_ceiling(rate):
             self._emit("pace_decision", **d.to_event())
-        self._throttles.set_broker_rates(self._pacer.rates)
+        self._pace_write(self._clock())
 
     def _pace_close(self) -> None:
         """The health source closed (the probe's canary topic deleted), on every exit path;
