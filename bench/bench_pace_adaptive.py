@@ -12,7 +12,7 @@ p50/p99 during the move, seconds over the objective (1-s buckets whose p99 is ov
 partition-seconds under min ISR outside the plan (a monitor reads the ISR every second).
 
 Usage: .venv/bin/python bench/bench_pace_adaptive.py [--dir SANDBOX] [--slo-ms 50]
-    [--ladder 8,16,32,64,128] [--parts 4] [--part-mb 128]
+    [--ladder 32,64,128,256] [--parts 4] [--part-mb 512]
   --dir / $RK_SANDBOX_DIR reuses a running sandbox; else a 4-broker one is started and stopped.
   --slo-ms: the objective (default 50 ms, on an idle machine: a shared one's p99 swings by
   hundreds of ms without any move, use 1000 there); 0 sets it from the load's p99 before any
@@ -34,8 +34,9 @@ import uuid
 from pathlib import Path
 
 MB = 1024 * 1024
-LADDER = (8 * MB, 16 * MB, 32 * MB, 64 * MB, 128 * MB)  # 128 MiB/s: the top this sandbox feels
-PARTS, PART_MB = 4, 128
+# 256 MiB/s: above what this sandbox copies without its producers feeling it (run 10)
+LADDER = (32 * MB, 64 * MB, 128 * MB, 256 * MB)
+PARTS, PART_MB = 4, 512  # 2 GiB: a run of 20 s at 128 MiB/s, not 5 (a start's cost shows less)
 
 
 # ---- the load generator (a subprocess) -----------------------------------------------------
@@ -226,6 +227,7 @@ def bench(sb, a) -> int:
     ids = sorted(b["id"] for b in sb.brokers)
     tag = uuid.uuid4().hex[:6]
     data, load = f"bench-pace-data-{tag}", f"bench-pace-load-{tag}"
+    canary = f"bench-pace-canary-{tag}"  # the kept canary (--health-source probe:TOPIC)
     sb.create_topic(data, assignment=[ids[:2]] * a.parts)
     sb.load(data, a.part_mb)
     sb.create_topic(
@@ -251,6 +253,10 @@ def bench(sb, a) -> int:
     wall0 = time.time()
     load0 = os.getloadavg()[0]
     try:
+        from reassign_kit.cluster.probe import probe_for
+
+        with AdminGateway(sb.bootstrap_servers) as gw:  # an operator's first run made it
+            probe_for(gw, topic=canary).close()
         time.sleep(15)  # the load's baseline, before any move
         base = [ms for _, ms in latencies(lat_file, time.time() - 10, time.time())]
         base_p99 = pct(base, 0.99)
@@ -264,16 +270,16 @@ def bench(sb, a) -> int:
         with AdminGateway(sb.bootstrap_servers) as gw:
             ladder = a.ladder
             configs = [(f"static {r / MB:g} MiB/s", {"throttle": r}) for r in ladder]
+            adaptive = {
+                "throttle": ladder[-1],
+                "throttle_floor": MB // 2,
+                "pace": "adaptive",
+                "slo_produce_p99": f"{slo:g}ms",
+            }
+            top = f"{ladder[-1] / MB:g}"
+            configs.append((f"adaptive <= {top} MiB/s", adaptive))
             configs.append(
-                (
-                    f"adaptive <= {ladder[-1] / MB:g} MiB/s",
-                    {
-                        "throttle": ladder[-1],
-                        "throttle_floor": MB // 2,
-                        "pace": "adaptive",
-                        "slo_produce_p99": f"{slo:g}ms",
-                    },
-                )
+                ("adaptive, kept canary", {**adaptive, "health_source": f"probe:{canary}"})
             )
             for name, kw in configs:
                 j = str(out / f"{name.split()[0]}-{len(rows)}.jsonl")
@@ -311,7 +317,7 @@ def bench(sb, a) -> int:
             gen.kill()
         mon.stop.set()
         adm = sb.admin()
-        for _, f in adm.delete_topics([data, load]).items():
+        for _, f in adm.delete_topics([data, load, canary]).items():
             try:
                 f.result(30)
             except Exception:  # noqa: BLE001
@@ -338,20 +344,21 @@ def report(
             f"{r['over_s']:7d} {r['under_min_isr_ps']:10.0f} {r['decisions']:9d}"
         )
     static = [r for r in rows if r["run"].startswith("static")]
-    ad = rows[-1]
     ok = [r for r in static if r["p99_ms"] <= slo]
     best = min(ok, key=lambda r: r["makespan_s"]) if ok else None
-    faster = [r for r in static if r["makespan_s"] <= ad["makespan_s"]]
-    c1 = best is not None and ad["makespan_s"] <= 1.15 * best["makespan_s"]
-    c2 = ad["under_min_isr_ps"] == 0
-    c3 = all(ad["over_s"] < r["over_s"] for r in faster)
     shown = f"{best['run']} {best['makespan_s']:.1f}s" if best else "none kept p99 within it"
-    print(
-        f"goal: makespan <= 1.15 x the fastest static rate within the objective ({shown}): "
-        f"{'met' if c1 else 'NOT met'}; 0 under-min-ISR partition-seconds: "
-        f"{'met' if c2 else 'NOT met'}; fewer seconds over than every static rate at least as "
-        f"fast ({', '.join(r['run'] for r in faster) or 'none'}): {'met' if c3 else 'NOT met'}"
-    )
+    for ad in (r for r in rows if not r["run"].startswith("static")):
+        faster = [r for r in static if r["makespan_s"] <= ad["makespan_s"]]
+        c1 = best is not None and ad["makespan_s"] <= 1.15 * best["makespan_s"]
+        c2 = ad["under_min_isr_ps"] == 0
+        c3 = all(ad["over_s"] < r["over_s"] for r in faster)
+        print(
+            f"goal, {ad['run']}: makespan <= 1.15 x the fastest static rate within the "
+            f"objective ({shown}): {'met' if c1 else 'NOT met'}; 0 under-min-ISR "
+            f"partition-seconds: {'met' if c2 else 'NOT met'}; fewer seconds over than every "
+            f"static rate at least as fast ({', '.join(r['run'] for r in faster) or 'none'}): "
+            f"{'met' if c3 else 'NOT met'}"
+        )
     print(json.dumps({"rows": rows, "slo_ms": slo}))
 
 

@@ -6,7 +6,8 @@ The canary topic (``_reassign_kit_canary_<id>``) has one partition led by each b
 replicas: that broker, then the next ones, up to 3 and fewer than the brokers;
 ``min.insync.replicas`` 1 so the canary itself never blocks). A producer thread sends one small message to each partition at a fixed
 low rate with ``acks=all`` — the latency a producer of the cluster sees, replication to the
-followers included — and a consumer reads them back. ``sample()`` gives each broker's p50/p99
+followers included (nothing reads them back: a consumer's fetches would only add load to
+the cluster measured). ``sample()`` gives each broker's p50/p99
 over a sliding window — the best of the partitions it replicates, so a stalled broker slows
 itself and not its neighbours — counting a message still unacknowledged at its age so far (a stalled
 broker shows at once, not after the delivery timeout), and a 95% lower confidence bound of
@@ -89,7 +90,7 @@ class NoHealth:
 
 
 class Probe:
-    """The canary producer / consumer and the ISR view (see the module docstring)."""
+    """The canary producer and the ISR view (see the module docstring)."""
 
     name = "probe"
 
@@ -127,7 +128,6 @@ class Probe:
         self._inflight: dict[int, dict[int, float]] = {}
         self._errors: dict[int, str] = {}
         self._delivered: dict[int, int] = {}
-        self._read_at = 0.0  # monotonic time of the last message read back
         self._delivered_at = 0.0
         self._started_at = time.monotonic()
         self._replicas: dict[int, tuple[int, ...]] = {}  # canary partition -> its replicas
@@ -196,7 +196,7 @@ class Probe:
         for part in self._replicas:
             self._done[part] = deque()
             self._inflight[part] = {}
-        for target in (self._produce_loop, self._consume_loop):
+        for target in (self._produce_loop,):
             th = threading.Thread(target=target, name=f"rk-{target.__name__[1:]}", daemon=True)
             th.start()
             self._threads.append(th)
@@ -280,28 +280,6 @@ class Probe:
 
         return cb
 
-    def _consume_loop(self) -> None:
-        from confluent_kafka import OFFSET_END, Consumer
-        from confluent_kafka import TopicPartition as CkTp
-
-        c = Consumer(
-            self._client(
-                **{
-                    "group.id": f"{self.topic}-reader",
-                    "enable.auto.commit": False,
-                    "auto.offset.reset": "latest",
-                }
-            )
-        )
-        try:
-            c.assign([CkTp(self.topic, p, OFFSET_END) for p in self._replicas])
-            while not self._stop.is_set():
-                msg = c.poll(0.2)
-                if msg is not None and msg.error() is None:
-                    self._read_at = time.monotonic()
-        finally:
-            c.close()
-
     # ---- the sample -------------------------------------------------------------------------
 
     def sample(self) -> HealthSample:
@@ -324,7 +302,7 @@ class Probe:
         why: list[str] = []
         alive = all(t.is_alive() for t in self._threads)
         if not alive:
-            why.append("probe: its producer or consumer thread ended")
+            why.append("probe: its producer thread ended")
             brokers = {b: BrokerHealth(b) for b in brokers}
         elif now - max(delivered_at, self._started_at) > max(3 * self.window_s, self.timeout_s):
             why.append(f"probe: nothing delivered to {self.topic} for {self.timeout_s:.0f}s+")
