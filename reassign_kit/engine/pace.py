@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..errors import UsageError
@@ -70,6 +71,7 @@ class PacePart:
             brokers,
             [m.tp for m in self.plan],
             settle_s=o.pace_settle_s,
+            cap_max=self._caps.max_moves_per_broker,
         )
         self._pace_began = now
         self._ramp = Ramp(self._pacer.rates, now)
@@ -176,6 +178,9 @@ class PacePart:
         }
         decisions += pacer.step(sample, now, busy)
         self._pace_write(now)
+        broker_caps = tuple(sorted(pacer.caps.items()))
+        if broker_caps != self._caps.broker_caps:  # the scheduler's next decision reads them
+            self._caps = replace(self._caps, broker_caps=broker_caps)
         for d in decisions:
             self._emit("pace_decision", **d.to_event())
         if not self._pace_sampled:

@@ -24,6 +24,11 @@ every few minutes):
 - **hold** otherwise: a value not measured (None) or a degraded source never makes the pace
   faster (a lost signal is not a good signal).
 
+With ``cap_max`` (``--max-moves-per-broker``: "the caps as maxima"), each broker also has a
+cap on the moves through it (``caps``, the scheduler's ``Caps.broker_caps``): halved with its
+rate (never below 1; at the rate's floor a lasting breach still halves the cap), +1 with each
+raise up to ``cap_max`` — Cruise Control's concurrency adjuster, per broker and at poll speed.
+
 A **pause** of new submissions (moves in flight go on; nothing is cancelled) holds while any
 partition outside the plan is under min ISR: the cluster is short of redundancy for someone
 else's data, and more copying can only lengthen that. An unmeasured ISR view keeps the last
@@ -120,6 +125,8 @@ class Decision:
     new_rate: int | None = None
     signals: Mapping[str, Any] = field(default_factory=dict)
     kind: str | None = None  # the cause, where the action alone does not say it
+    old_cap: int | None = None  # the broker's cap on moves (--max-moves-per-broker), if any
+    new_cap: int | None = None
 
     @property
     def cause(self) -> str:
@@ -131,6 +138,8 @@ class Decision:
         out: dict[str, Any] = {"action": self.action, "reason": self.reason, "cause": self.cause}
         if self.broker is not None:
             out.update(broker=self.broker, old_rate=self.old_rate, new_rate=self.new_rate)
+        if self.new_cap is not None:
+            out.update(old_cap=self.old_cap, new_cap=self.new_cap)
         out["signals"] = dict(self.signals)
         out["signal_ts"] = self.signals.get("ts")
         return out
@@ -160,6 +169,7 @@ class Controller:
         persist_s: float | None = None,
         stale_s: float = 15.0,
         baseline_samples: int = 3,
+        cap_max: int | None = None,
     ):
         if not 0 < beta < 1:
             raise UsageError(f"the pace's decrease factor must be in (0, 1), got {beta}")
@@ -173,12 +183,18 @@ class Controller:
                 f"{settle_s:g} s, a signal is acted on within {REACTION_S:g} s), got {persist_s}"
             )
         self.persist_s = float(persist_s)
+        # per-broker caps on moves (--max-moves-per-broker the most): halved with the rate,
+        # +1 with it; none without the option
+        self.cap_max = cap_max
+        self.caps: dict[int, int] = {}
         self.over_since: dict[int, float] = {}  # broker -> first sample of its run over
         self.objective, self.bounds = objective, bounds
         self.beta, self.settle_s, self.stale_s = beta, float(settle_s), float(stale_s)
         self.step_bps = int(step or max(1, (bounds.ceiling - bounds.floor) // 10))
         first = bounds.clamp(start if start is not None else (bounds.floor + bounds.ceiling) / 2)
         self.rates: dict[int, int] = {b: first for b in sorted(set(brokers))}
+        if cap_max:
+            self.caps = dict.fromkeys(self.rates, cap_max)
         self.plan_partitions = frozenset(plan_partitions)
         self.changed_at: dict[int, float] = {}  # broker -> time of its last rate change
         self.last_decrease: dict[int, float] = {}
@@ -258,6 +274,14 @@ class Controller:
                 )
         return out
 
+    def set_cap_max(self, cap_max: int | None) -> None:
+        """A new ``--max-moves-per-broker`` (the operator's ``set_caps``): caps above it come
+        down to it; None: the brokers' caps go (the operator lifted the cap)."""
+        self.cap_max = cap_max
+        self.caps = (
+            {b: min(self.caps.get(b, cap_max), cap_max) for b in self.rates} if cap_max else {}
+        )
+
     def step(
         self, sample: HealthSample | None, now: float, busy: Iterable[int] | None = None
     ) -> list[Decision]:
@@ -320,12 +344,16 @@ class Controller:
             first = self.over_since.setdefault(b, sample.ts)
             if sample.ts - first < self.persist_s:
                 return None  # not yet: a burst that passes is not a pace to slow
-            if old <= self.bounds.floor:
+            cap = self.caps.get(b)
+            if old <= self.bounds.floor and (cap is None or cap <= 1):
                 return None
             if sample.ts - self.last_decrease.get(b, -1e18) < self.settle_s:
                 return None  # the last decrease has not reached the window yet
             new = self.bounds.clamp(old * self.beta)
             self.rates[b] = new
+            new_cap = None if cap is None else max(1, int(cap * self.beta))
+            if new_cap is not None:
+                self.caps[b] = new_cap
             self.changed_at[b] = self.last_decrease[b] = max(now, sample.ts)
             bound = "" if low is None else f" (at least {_ms(low)} at 95%)"
             return Decision(
@@ -337,15 +365,24 @@ class Controller:
                 old,
                 new,
                 self._signals(b, sample),
+                old_cap=cap,
+                new_cap=new_cap,
             )
         if p99 > limit:
             return None  # over, but within what a few messages' p99 reads by chance: hold
-        if stale or sample.degraded or since < self.settle_s or old >= self.bounds.ceiling:
+        cap = self.caps.get(b)
+        cap_room = cap is not None and self.cap_max is not None and cap < self.cap_max
+        if stale or sample.degraded or since < self.settle_s:
+            return None
+        if old >= self.bounds.ceiling and not cap_room:
             return None
         if not loaded:
             return None
         slow_start = b not in self.last_decrease
         new = self.bounds.clamp(old * 2 if slow_start else old + self.step_bps)
+        new_cap = cap + 1 if cap_room and cap is not None else cap
+        if new_cap is not None:
+            self.caps[b] = new_cap
         after = f" {since:.0f} s after the last change" if b in self.changed_at else ""
         self.rates[b] = new
         self.changed_at[b] = max(now, sample.ts)
@@ -358,6 +395,8 @@ class Controller:
             old,
             new,
             self._signals(b, sample),
+            old_cap=cap,
+            new_cap=new_cap,
         )
 
     def _pause(self, sample: HealthSample, now: float) -> list[Decision]:
@@ -467,8 +506,11 @@ def pace_line(e: Mapping[str, Any]) -> str:
         seen = f" [p99 {sig['produce_p99_ms']:.1f} ms, limit {_ms(sig.get('limit_ms'))}]"
     if e.get("broker") is None:
         return f"pace {e.get('action')}: {e.get('reason')}"
+    cap = ""
+    if e.get("new_cap") is not None and e.get("new_cap") != e.get("old_cap"):
+        cap = f", cap {e.get('old_cap')} -> {e['new_cap']} moves"
     return (
-        f"pace broker {e['broker']}: {e.get('old_rate')} -> {e.get('new_rate')} B/s "
+        f"pace broker {e['broker']}: {e.get('old_rate')} -> {e.get('new_rate')} B/s{cap} "
         f"({e.get('action')}): {e.get('reason')}{seen}"
     )
 
@@ -520,6 +562,7 @@ def replay(events: Iterable[Mapping[str, Any]], **overrides: Any) -> list[Decisi
         "start": started.get("start_rate"),
         "step": started.get("step"),
         "settle_s": float(opts.get("pace_settle_s") or 5.0),
+        "cap_max": opts.get("max_moves_per_broker"),
     }
     kw.update(overrides)
     c = Controller(

@@ -44,7 +44,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from ..cluster.gateway import Gateway
@@ -262,6 +262,9 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart, 
                 raise UsageError(
                     f"cannot switch pacing mode from {self._caps.mode} to {new.mode} during a run"
                 )
+            if self._pacer is not None and "max_moves_per_broker" in changes:
+                self._pacer.set_cap_max(new.max_moves_per_broker)  # --pace adaptive's caps
+                new = replace(new, broker_caps=tuple(sorted(self._pacer.caps.items())))
             self._caps = new
             self._elections.per_poll = per_poll
             if r_given and r != self._r:

@@ -33,6 +33,16 @@ class Caps:
     cluster_max_reassignments: int | None = None
     # KIP-435 "collecting a batch": leadership-moving steps first, up to the leader cap
     prefer_leader_moves: bool = False
+    # per broker, below max_moves_per_broker: the adaptive pace's (engine/pacing.py), halved
+    # with a broker's rate and raised by one with it; (broker, cap) pairs, hashable
+    broker_caps: tuple[tuple[int, int], ...] = ()
+
+    def cap_of(self, broker: int) -> int | None:
+        """Broker ``broker``'s cap on moves through it (None: none)."""
+        for b, c in self.broker_caps:
+            if b == broker:
+                return c if self.max_moves_per_broker is None else min(c, self.max_moves_per_broker)
+        return self.max_moves_per_broker
 
     @property
     def mode(self) -> str:
@@ -156,7 +166,8 @@ def decide(
     leaders = 0
     # the moves in flight are read only where a cap weighs them (issue 12: the count alone
     # otherwise; with 2,000 in flight, reading them was a third of a quiet poll)
-    if caps.max_moves_per_broker is not None or caps.max_leader_moves is not None:
+    per_broker = caps.max_moves_per_broker is not None or bool(caps.broker_caps)
+    if per_broker or caps.max_leader_moves is not None:
         for it in inflight:
             broker_load.update(it.brokers)
             leaders += it.moves_leader
@@ -173,10 +184,11 @@ def decide(
     def fits(it: Item) -> str | None:
         if cluster_room is not None and cluster_room - len(chosen) <= 0:
             return "cluster-wide cap reached"
-        if caps.max_moves_per_broker is not None:
-            busy = [b for b in sorted(it.brokers) if broker_load[b] >= caps.max_moves_per_broker]
-            if busy:
-                return f"broker {busy[0]} at its cap of {caps.max_moves_per_broker} moves"
+        if per_broker:
+            for b in sorted(it.brokers):
+                cap = caps.cap_of(b)
+                if cap is not None and broker_load[b] >= cap:
+                    return f"broker {b} at its cap of {cap} moves"
         if (
             it.moves_leader
             and caps.max_leader_moves is not None

@@ -460,3 +460,43 @@ def test_a_raise_reaches_the_brokers_in_steps(tmp_path):
     assert seen[min(raised)][0] == start
     samples = [e for e in ev if e["event"] == "pace_sample"]
     assert any(r["written"] < r["rate"] for e in samples for r in e["brokers"].values())
+
+
+def test_a_sick_brokers_cap_on_moves_comes_down_with_its_rate(tmp_path):
+    """--pace adaptive with --max-moves-per-broker 4 (the maximum): broker 3 over the
+    objective has its cap halved with its rate (4 -> 2 -> 1); once the moves then in flight
+    through it are done, the scheduler never has more than its cap in flight through it."""
+    sim, plan = cluster(12, 8 * MB)
+    health = SimLatency(sim)
+    health.extra_ms[3] = 100.0  # broker 3 slow throughout (every move writes to it)
+    opts = ExecuteOptions(
+        batch_size=12,
+        incremental=True,
+        throttle=8 * MB,
+        throttle_floor=MB // 4,
+        max_moves_per_broker=4,
+        pace="adaptive",
+        slo_produce_p99="30ms",
+        wait=True,
+    )
+    inflight: list[tuple[float, int]] = []
+
+    def sleep(seconds: float) -> None:
+        sim.sleep(seconds)
+        inflight.append((sim.now(), len(sim.list_reassignments())))
+
+    j = str(tmp_path / "j.jsonl")
+    run = Run(sim, plan, opts, j, clock=sim.now, sleep=sleep, health=health)
+    assert run.run().state == "done"
+    ev = read_events(j)
+    cuts = [
+        e
+        for e in ev
+        if e["event"] == "pace_decision" and e.get("broker") == 3 and e["action"] == "decrease"
+    ]
+    assert [(e["old_cap"], e["new_cap"]) for e in cuts[:2]] == [(4, 2), (2, 1)]
+    assert max(n for _, n in inflight) == 4  # the maximum held before the cuts
+    at_one = cuts[1]["ts"]
+    after = [n for t, n in inflight if t > at_one]
+    first_ok = next(i for i, n in enumerate(after) if n <= 1)
+    assert all(n <= 1 for n in after[first_ok:]), after

@@ -184,6 +184,30 @@ def test_a_burst_shorter_than_persist_s_slows_nobody_a_lasting_one_does():
     assert d.reason.endswith("over the objective 50.0 ms for 6 s")
 
 
+def test_caps_are_halved_with_the_rate_and_raised_by_one_up_to_the_maximum():
+    """--max-moves-per-broker with --pace adaptive: the maximum of each broker's cap (issue
+    22: "the caps as maxima"): halved with its rate, +1 with each raise; at the rate's floor a
+    lasting breach still halves the cap; the operator's new maximum brings caps down."""
+    c = Controller(
+        Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, start=FLOOR, persist_s=0, cap_max=4
+    )
+    assert c.caps == {0: 4, 1: 4, 2: 4}
+    (d,) = c.step(sample(10.0, {0: 90.0}), 10.0)  # at the floor already: the cap alone
+    assert (d.action, d.new_rate, d.old_cap, d.new_cap) == ("decrease", FLOOR, 4, 2)
+    assert d.to_event()["new_cap"] == 2
+    assert "cap 4 -> 2 moves" in pace_line({"event": "pace_decision", **d.to_event()})
+    c.step(sample(16.0, {0: 90.0}), 16.0)
+    assert c.caps[0] == 1
+    assert not c.step(sample(22.0, {0: 90.0}), 22.0)  # floor and cap 1: nothing left to cut
+    for t in (30.0, 36.0, 42.0, 48.0):
+        c.step(sample(t, {0: 10.0}), t)
+    assert c.caps[0] == 4  # +1 per raise, never above the maximum
+    c.set_cap_max(2)
+    assert c.caps == {0: 2, 1: 2, 2: 2}
+    c.set_cap_max(None)
+    assert c.caps == {}
+
+
 def test_persist_s_keeps_the_reaction_bound():
     with pytest.raises(UsageError, match="persist_s"):
         Controller(Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, settle_s=25, persist_s=6)

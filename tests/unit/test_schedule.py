@@ -213,6 +213,19 @@ def test_per_broker_cap_lets_unrelated_moves_pass():
     assert "broker 1" in d.blocked[b.tp]
 
 
+def test_a_brokers_own_cap_under_the_global_one():
+    """The adaptive pace's per-broker caps (issue 22): broker 3's own cap of 1 holds there
+    while the others keep --max-moves-per-broker; a broker cap never exceeds the global."""
+    its = [Item(TopicPartition("t", p), frozenset({3, 10 + p})) for p in range(3)]
+    its.append(Item(TopicPartition("t", 9), frozenset({1, 2})))
+    caps = Caps(max_moves_per_broker=4, broker_caps=((3, 1),))
+    d = decide(its, [], caps)
+    assert d.submit == (its[0].tp, its[3].tp)
+    assert d.blocked[its[1].tp] == "broker 3 at its cap of 1 moves"
+    assert Caps(max_moves_per_broker=2, broker_caps=((3, 5),)).cap_of(3) == 2
+    assert Caps(broker_caps=((3, 5),)).cap_of(3) == 5 and Caps().cap_of(3) is None
+
+
 def test_leader_preference_for_steps():
     a = Item(TopicPartition("t", 0), frozenset({1}), moves_leader=False)
     b = Item(TopicPartition("t", 1), frozenset({2}), moves_leader=True)
