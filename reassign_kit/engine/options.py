@@ -188,6 +188,10 @@ class ExecuteOptions(ValidatedOptions):
             flag="--throttle-floor",
             type=int_arg("--throttle-floor", 1),
             metavar="BYTES/S",
+            label="pace floor",
+            widget="int",
+            widget_help="with pace adaptive: no broker's rate below this (MiB/s); "
+            "0 = the throttle / 20",
         ),
     )
     pace_settle_s: float = _opt(

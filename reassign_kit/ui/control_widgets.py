@@ -17,6 +17,7 @@ import ipywidgets as W
 from ..engine.options import Declared, panel_options
 
 MIB = 1024 * 1024
+MIB_CONTROLS = ("throttle", "throttle_floor")  # bytes/s in the options, MiB/s on screen
 PACING: tuple[Declared, ...] = panel_options()
 OPTIONS = {o.name: o for o in PACING}
 
@@ -37,6 +38,7 @@ MAIN = (
 # labels in the panel's units, with what 0 means said in the label
 LABELS = {
     "throttle": "throttle (MiB/s, 0 = no throttle)",
+    "throttle_floor": "pace floor (MiB/s, 0 = throttle / 20)",
     "batch_size": "batch size (0 = one request)",
     "max_moves_per_broker": "max moves / broker (0 = no cap)",
     "max_leader_moves": "max leader moves (0 = no cap)",
@@ -61,14 +63,14 @@ def short(name: str) -> str:
 def to_widget(name: str, value: Any) -> Any:
     """An ExecuteOptions value as its control holds it (None -> the "none" value; the
     throttle in MiB/s)."""
-    if name == "throttle":
+    if name in MIB_CONTROLS:
         return 0.0 if value is None or value <= 0 else round(value / MIB, 3)
     return OPTIONS[name].to_widget(value)
 
 
 def from_widget(name: str, value: Any) -> Any:
     """A control's value as the ExecuteOptions value ("none" -> None; MiB/s -> bytes/s)."""
-    if name == "throttle":
+    if name in MIB_CONTROLS:
         return None if value is None or value <= 0 else int(round(float(value) * MIB))
     return OPTIONS[name].from_widget(value)
 
@@ -77,6 +79,8 @@ def show(name: str, value: Any) -> str:
     """An ExecuteOptions value as a person reads it."""
     if name == "throttle":
         return "no throttle" if value is None else f"{value / MIB:g} MiB/s"
+    if name == "throttle_floor":
+        return "throttle / 20" if value is None else f"{value / MIB:g} MiB/s"
     if value is None:
         return "whole move at once" if name == "parallel_replica_count" else "no cap"
     return str(value)
@@ -102,7 +106,7 @@ def make(name: str, value: Any) -> W.Widget:
             layout=W.Layout(width="90px"),
         )  # fmt: skip
     layout = W.Layout(width="90px")
-    if name == "throttle":
+    if name in MIB_CONTROLS:
         return W.BoundedFloatText(
             value=value, min=0.0, max=1e6, step=0.5, description="", tooltip=tip, layout=layout
         )

@@ -54,6 +54,7 @@ LOCK_REASONS: dict[str, str] = {
     "elect_leaders": "fixed for the run (elections / poll can change)",
     "pace": "the pace (static / adaptive) is fixed when the run starts",
     "slo_produce_p99": "the adaptive pace's objective is fixed when the run starts",
+    "throttle_floor": "the adaptive pace's floor is fixed when the run starts",
     "throttle": "this run started without a throttle: Stop, then Resume from journal or "
     "Execute with one",
     "batch_size": "one-request (legacy) runs have no batch size to change",

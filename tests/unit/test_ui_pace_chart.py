@@ -153,7 +153,9 @@ def test_the_panel_runs_the_adaptive_pace_and_shows_its_decisions(tmp_path):
     p._run_kwargs["health"] = health
     p.controls["pace"].value = "adaptive"
     p.controls["slo_produce_p99"].value = "30ms"
+    p.controls["throttle_floor"].value = 0.5  # MiB/s on screen, bytes/s in the options
     assert p.options()["pace"] == "adaptive" and p.options()["slo_produce_p99"] == "30ms"
+    assert p.options()["throttle_floor"] == MB // 2
     p.buttons["execute"].click()
     p.wait(120)
     assert p.phase == "done", p.message.value
@@ -171,6 +173,14 @@ def test_the_panel_runs_the_adaptive_pace_and_shows_its_decisions(tmp_path):
     assert '<section id="pace">' in page and '<section id="eta">' in page
     # the controls' values reach the run as the CLI's options
     assert p.run.options.pace == "adaptive" and p.run.options.slo_produce_p99 == "30ms"
+    assert p.run.options.throttle_floor == MB // 2
+    started = next(e for e in p.events if e.get("event") == "pace_started")
+    assert started["floor"] == MB // 2
+    from reassign_kit.ui.controls import editable_controls, lock_reasons
+
+    names = list(p.controls)
+    assert "throttle_floor" not in editable_controls("running", names, throttled=True)
+    assert "floor is fixed" in lock_reasons("running")["throttle_floor"]
 
 
 def test_the_postmortems_figures_of_a_journal(adaptive_journal):
@@ -292,3 +302,7 @@ def test_the_panels_pace_controls_refuse_a_missing_or_bad_objective_by_name(tmp_
     p.buttons["execute"].click()
     assert p.run is None and not sim.active  # nothing sent
     assert p.views.pace_box.layout.display == "none"
+    p.controls["slo_produce_p99"].value = "30ms"
+    p.controls["throttle_floor"].value = 16.0  # above the 8 MiB/s ceiling
+    p.buttons["execute"].click()
+    assert p.run is None and "--throttle-floor" in p.message.value and not sim.active
