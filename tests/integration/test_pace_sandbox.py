@@ -51,6 +51,23 @@ def set_min_isr(sandbox, topic: str, n: int) -> None:
     admin.incremental_alter_configs([res])[res].result(30)
 
 
+def measured(probe, ids, what: str):
+    """The probe's first sample with a p99 and its bound for every broker of ``ids``."""
+    return wait_until(
+        lambda: (
+            (x := probe.sample())
+            and all(
+                x.brokers[b].produce_p99_ms is not None
+                and x.brokers[b].produce_p99_low_ms is not None
+                for b in ids
+            )
+            and x
+        ),
+        60,
+        what,
+    )
+
+
 def delete_topic(sandbox, topic: str) -> None:
     admin = sandbox.admin()
     admin.delete_topics([topic])[topic].result(30)
@@ -73,15 +90,7 @@ def test_probe_measures_every_broker_sees_under_min_isr_and_deletes_its_canary(s
             "the canary topic in the metadata",
         )
         assert sorted(p.leader for p in md.partitions.values()) == ids  # one led by each
-        s = wait_until(
-            lambda: (
-                (x := probe.sample())
-                and all(x.brokers[b].produce_p99_ms is not None for b in ids)
-                and x
-            ),
-            60,
-            "the probe measured every broker",
-        )
+        s = measured(probe, ids, "the probe measured every broker")
         for b in ids:
             h = s.brokers[b]
             assert 0 < h.produce_p50_ms <= h.produce_p99_ms
@@ -115,15 +124,7 @@ def test_a_kept_canary_is_made_once_reused_and_left(sandbox, topic_name):
         assert sorted(p.leader for p in md.partitions.values()) == ids
         second = probe_for(gw, topic=kept)
         try:
-            s = wait_until(
-                lambda: (
-                    (x := second.sample())
-                    and all(x.brokers[b].produce_p99_low_ms is not None for b in ids)
-                    and x
-                ),
-                60,
-                "the second probe measured every broker on the kept canary",
-            )
+            s = measured(second, ids, "the second probe measured every broker on its canary")
             assert s.degraded is None
             assert not second._created  # reused: nothing made, nothing to delete
             for b in ids:
