@@ -28,6 +28,7 @@ from ..errors import UsageError
 from ..health.signals import HealthSample, HealthSource
 from .moves import MoveStatus
 from .pacing import Bounds, Controller, Objective, Ramp, elr_signals
+from .schedule import Caps
 
 MOVING, READY = MoveStatus.MOVING, MoveStatus.READY
 
@@ -254,6 +255,14 @@ class PacePart:
                 broker_rates={str(b): r for b, r in sorted(self._throttles.broker_rates.items())},
             )
         self._wake.set()
+
+    def _pace_caps(self, caps: Caps, changes: Mapping[str, Any]) -> Caps:
+        """``set_caps`` on an adaptive run: a new ``max_moves_per_broker`` is every broker's
+        maximum (their own caps come under it)."""
+        if self._pacer is None or "max_moves_per_broker" not in changes:
+            return caps
+        self._pacer.set_cap_max(caps.max_moves_per_broker)
+        return replace(caps, broker_caps=tuple(sorted(self._pacer.caps.items())))
 
     def _pace_ceiling(self, rate: int) -> None:
         """``set_throttle`` on an adaptive run: the new ceiling (rates above it come down)."""

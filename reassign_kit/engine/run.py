@@ -44,7 +44,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Any
 
 from ..cluster.gateway import Gateway
@@ -262,10 +262,7 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart, 
                 raise UsageError(
                     f"cannot switch pacing mode from {self._caps.mode} to {new.mode} during a run"
                 )
-            if self._pacer is not None and "max_moves_per_broker" in changes:
-                self._pacer.set_cap_max(new.max_moves_per_broker)  # --pace adaptive's caps
-                new = replace(new, broker_caps=tuple(sorted(self._pacer.caps.items())))
-            self._caps = new
+            self._caps = self._pace_caps(new, changes)  # --pace adaptive: brokers' own caps
             self._elections.per_poll = per_poll
             if r_given and r != self._r:
                 self._r = r
@@ -275,7 +272,7 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart, 
             self._emit(
                 "caps_changed",
                 caps={
-                    **asdict(new),
+                    **asdict(self._caps),
                     "parallel_replica_count": self._r,
                     "max_elections_per_poll": per_poll,
                 },
