@@ -22,6 +22,7 @@ from typing import Any
 from reassign_kit.engine.eta import RunEta
 from reassign_kit.engine.moves import MoveIndex, MoveState
 from reassign_kit.engine.schedule import Caps, item_for
+from reassign_kit.engine.track import full_since
 from reassign_kit.model import Move, TopicPartition
 
 FROM_PCT = 25
@@ -41,9 +42,10 @@ def _caps(opts: Mapping[str, Any]) -> Caps:
     )
 
 
-def replay(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def replay(events: Iterable[Mapping[str, Any]], relag: bool = False) -> list[dict[str, Any]]:
     """Per ``sample`` of the journal carrying an ETA: its ts, the journal's eta_s / range and
-    the recomputed ones, bytes left and total."""
+    the recomputed ones, bytes left and total. ``relag``: the completion lag recomputed as the
+    run does it now (``track.full_since``) instead of the journal's ``tail_s``."""
     events = list(events)
     start = next(e for e in events if e["event"] == "run_started")
     opts = start.get("options") or {}
@@ -69,6 +71,9 @@ def replay(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         index.add(ms)
     eta = RunEta(poll_s=poll_s)
     queued = 0
+    full_at: dict[TopicPartition, float] = {}
+    lags: list[float] = []
+    prev: float | None = None
     out: list[dict[str, Any]] = []
     for e in events:
         kind = e["event"]
@@ -91,8 +96,12 @@ def replay(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             ms.submit_step(ts, int(e["step"]), tuple(e["target"]))
         elif kind == "step_completed":
             moves[_tp(e)].complete_step(e.get("replicas") or (), ts)
+            if _tp(e) in full_at:
+                lags = [*lags[-19:], ts - full_at.pop(_tp(e))]
         elif kind == "completed":
             moves[_tp(e)].complete(ts, e.get("replicas") or ())
+            if _tp(e) in full_at:
+                lags = [*lags[-19:], ts - full_at.pop(_tp(e))]
         elif kind == "election_queued":
             queued += 1
         elif kind in ("leader_elected", "election_failed", "election_dropped"):
@@ -106,18 +115,32 @@ def replay(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 new = [b for b in ms.step_target if b not in ms.step_from]
                 for b in new:  # one new replica per step in the bench's shapes
                     copied[(ms.tp, b)] = int(row.get("bytes") or 0) // max(1, len(new))
+                full = int(row.get("bytes") or 0) >= ms.item.size_bytes * max(1, len(new))
+                if full and ms.tp not in full_at:
+                    full_at[ms.tp] = full_since(ts, ts if prev is None else prev,
+                                                ms.step_submitted_at)  # fmt: skip
+            prev = ts
+            tail = float(e.get("tail_s") or 0.0)
+            spread = 0.0
+            if relag:
+                left = {int(b): float(n) for b, n in e["left"].items()}
+                tail = statistics.median(lags) if lags else poll_s / 2
+                spread = tail - min(lags) if lags else 0.0
+                if full_at and not any(left.values()):
+                    tail = max(0.0, tail - (ts - max(full_at.values())))
             got, why, _ = eta.update(
                 ts,
                 {int(b): float(n) for b, n in e["received"].items()},
                 {int(b): float(n) for b, n in e["left"].items()},
                 {int(b): int(n) for b, n in e["inflight"].items()},
                 e.get("throttle"),
-                float(e.get("tail_s") or 0.0),
+                tail,
                 moves=index,
                 copied=copied,
                 caps=caps,
                 r=opts.get("parallel_replica_count"),
                 elections=(queued, per_poll) if elect else None,
+                tail_spread=spread,
             )
             f = eta.fields()
             out.append(
@@ -141,7 +164,7 @@ def score(rows: list[dict[str, Any]], finish: float, key: str = "eta") -> dict[s
     """Median / p90 error from ``FROM_PCT`` of the bytes, signed median (s), held, and the
     since-start formula's median on the same samples."""
     first = rows[0]
-    errs, signed, held, since = [], [], [], []
+    errs, signed, held, since, finishes = [], [], [], [], []
     rng_key = "range" if key == "eta" else "journal_range"
     for r in rows:
         truth = finish - r["ts"]
@@ -149,6 +172,8 @@ def score(rows: list[dict[str, Any]], finish: float, key: str = "eta") -> dict[s
             continue
         v = r[key]
         errs.append(abs(v - truth) / truth if v is not None else 1.0)
+        if v is not None:
+            finishes.append(r["ts"] + v)
         signed.append((v - truth) if v is not None else 0.0)
         rng = r[rng_key]
         held.append(bool(rng) and rng[0] <= truth <= rng[1])
@@ -163,6 +188,10 @@ def score(rows: list[dict[str, Any]], finish: float, key: str = "eta") -> dict[s
         "signed_s": statistics.median(signed),
         "held": sum(held) / len(held),
         "since": statistics.median(since),
+        # how far the finish estimated moves from one sample to the next (median, seconds)
+        "wander_s": statistics.median(
+            abs(b - a) for a, b in zip(finishes, finishes[1:], strict=False)
+        ),
     }
 
 
@@ -170,11 +199,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("journals", nargs="+")
     ap.add_argument("--trace", action="store_true", help="print every sample")
+    ap.add_argument(
+        "--relag", action="store_true", help="the completion lag as the run measures it now"
+    )
     a = ap.parse_args()
     for path in a.journals:
         events = [json.loads(line) for line in Path(path).read_text().splitlines() if line]
         finish = max(float(e["ts"]) for e in events if e["event"] == "completed")
-        rows = replay(events)
+        rows = replay(events, a.relag)
         if a.trace:
             t0 = float(events[0]["ts"])
             for r in rows:
@@ -187,7 +219,8 @@ def main() -> None:
         print(
             f"{path}: n {o['n']} | journal med {j['med']:.1%} signed {j['signed_s']:+.2f}s held "
             f"{j['held']:.0%} | replay med {o['med']:.1%} p90 {o['p90']:.1%} signed "
-            f"{o['signed_s']:+.2f}s held {o['held']:.0%} | since-start {o['since']:.1%}"
+            f"{o['signed_s']:+.2f}s held {o['held']:.0%} wander {j['wander_s']:.2f}s -> "
+            f"{o['wander_s']:.2f}s | since-start {o['since']:.1%}"
         )
 
 
