@@ -22,7 +22,17 @@ from typing import Any
 from reassign_kit.engine.eta import RunEta
 from reassign_kit.engine.moves import MoveIndex, MoveState
 from reassign_kit.engine.schedule import Caps, item_for
-from reassign_kit.engine.track import full_since
+from reassign_kit.engine.steps import plan_steps
+
+try:
+    from reassign_kit.engine.track import full_since
+except ImportError:  # a checkout before it (to replay a journal on older code)
+
+    def full_since(now: float, prev: float, submitted: float | None) -> float:
+        return now - max(0.0, now - prev) / 2
+
+
+from reassign_kit.errors import ReassignKitError
 from reassign_kit.model import Move, TopicPartition
 
 FROM_PCT = 25
@@ -40,6 +50,17 @@ def _caps(opts: Mapping[str, Any]) -> Caps:
         max_leader_moves=opts.get("max_leader_moves"),
         cluster_max_reassignments=opts.get("cluster_max_reassignments"),
     )
+
+
+def _steps(current: tuple[int, ...], target: tuple[int, ...], r: int | None) -> list:
+    """The steps the run planned at the submission (KIP-435's with R; the journal names each
+    step only as it goes)."""
+    if r is None:
+        return [target]
+    try:
+        return [tuple(s) for s in plan_steps(current, target, r)] or [target]
+    except ReassignKitError:
+        return [target]
 
 
 def replay(events: Iterable[Mapping[str, Any]], relag: bool = False) -> list[dict[str, Any]]:
@@ -69,6 +90,7 @@ def replay(events: Iterable[Mapping[str, Any]], relag: bool = False) -> list[dic
         ms.original = tuple(e["current"])
         moves[tp] = ms
         index.add(ms)
+    r = opts.get("parallel_replica_count")
     eta = RunEta(poll_s=poll_s)
     queued = 0
     full_at: dict[TopicPartition, float] = {}
@@ -84,16 +106,15 @@ def replay(events: Iterable[Mapping[str, Any]], relag: bool = False) -> list[dic
                 ms.original = tuple(e["original"])
         elif kind == "submitted":
             ms = moves[_tp(e)]
-            ms.steps = ms.steps or [tuple(e["target"])]
+            ms.steps = _steps(tuple(e["current"]), tuple(e["target"]), r)
             ms.submit(ts, e.get("batch"))
         elif kind == "step_submitted":
             ms = moves[_tp(e)]
-            if int(e.get("steps") or 1) != len(ms.steps):
-                ms.steps = [*ms.steps[: int(e["step"]) - 1], tuple(e["target"])]
-            if len(ms.steps) < int(e["step"]):
-                ms.steps.append(tuple(e["target"]))
-            ms.steps[int(e["step"]) - 1] = tuple(e["target"])
-            ms.submit_step(ts, int(e["step"]), tuple(e["target"]))
+            k = int(e["step"])
+            if int(e.get("steps") or 1) != len(ms.steps) or len(ms.steps) < k:
+                ms.steps = [*ms.steps[: k - 1], tuple(e["target"])]  # replanned
+            ms.steps[k - 1] = tuple(e["target"])
+            ms.submit_step(ts, k, tuple(e["target"]))
         elif kind == "step_completed":
             moves[_tp(e)].complete_step(e.get("replicas") or (), ts)
             if _tp(e) in full_at:
@@ -138,7 +159,7 @@ def replay(events: Iterable[Mapping[str, Any]], relag: bool = False) -> list[dic
                 moves=index,
                 copied=copied,
                 caps=caps,
-                r=opts.get("parallel_replica_count"),
+                r=r,
                 elections=(queued, per_poll) if elect else None,
                 tail_spread=spread,
             )
