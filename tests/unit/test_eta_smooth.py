@@ -8,6 +8,8 @@ for a poll as its expectation (half a poll): the work left falls as the bytes do
 
 from __future__ import annotations
 
+import pytest
+
 from reassign_kit.engine.eta import RunEta
 from reassign_kit.engine.eta_model import Flow, simulate
 from reassign_kit.engine.moves import MoveIndex, MoveState
@@ -73,6 +75,6 @@ def test_the_pace_model_counts_half_a_poll_per_completion_off_the_grid():
 
     smooth = [left(n * MB, False) for n in (4.0, 3.8, 3.6, 3.4)]
     assert [round(b - a, 6) for a, b in zip(smooth, smooth[1:], strict=False)] == [-0.1] * 3
-    assert smooth[0] == 2.0 + POLL_S / 2
+    assert smooth[0] == pytest.approx(2.0 + POLL_S / 2)
     grid = [left(n * MB, True) for n in (4.0, 3.8, 3.6, 3.4)]
     assert len(set(grid)) < len(grid)  # the grid: a step function of the bytes
