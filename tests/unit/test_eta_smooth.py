@@ -1,10 +1,11 @@
 """The run's pace is read off a smooth model (issue 21, bench_eta follow-up 6). The pace
 (``eta_pace.RunPace``) is the difference of the model's seconds of work left at two states,
-22 s apart, over the wall time between. The model put every completion on the run's next
-poll (a 0.5 s grid from the sample), so that work moved in whole polls, and the pace by up to
-0.5 s / span at a time (bench_eta's spread on an idle machine: the pace read 0.86-0.95 from
-sample to sample, the finish it gave wandered by +-4%). The pace's model now counts the wait
-for a poll as its expectation (half a poll): the work left falls as the bytes do."""
+up to 22 s apart, over the wall time between. The model put every completion on the run's next
+poll (a 0.5 s grid from the sample), so that work moved in whole polls and the pace by up to
+0.5 s / span at a time: one source of the sample-to-sample wander of bench_eta's spread (the
+median move of the finish it gave, replayed on its journals: 0.41 -> 0.21 s, 0.55 -> 0.29 s;
+the larger swings are the quota's stalls at the bottleneck end). The pace's model now counts
+the wait for a poll as its expectation (half a poll): the work left falls as the bytes do."""
 
 from __future__ import annotations
 
