@@ -563,7 +563,7 @@ class RunEta:
             _, fl, idl, elections, rest_leaders, rest = state
             return simulate(
                 fl, capacity, caps, tail, rest, self.poll_s, elections, rest_leaders, gap,
-                step_gap=step_gap, drop_s=drop_s, idle=idl, burst=self.burst,
+                step_gap=step_gap, drop_s=drop_s, idle=idl, burst=self.burst, on_polls=False,
             ).seconds  # fmt: skip
 
         state = (ts, flows, idle, self._elections, self._rest_leaders, rest_bytes)

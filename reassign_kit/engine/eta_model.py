@@ -259,6 +259,7 @@ def simulate(
     burst: float = 1.0,
     windows: Mapping[tuple[str, int], Windows] | None = None,
     now: float = 0.0,
+    on_polls: bool = True,
 ) -> Forecast:
     """Seconds until every flow completes, each broker end at ``capacity`` bytes/s, the
     queued flows admitted by ``schedule.decide`` under ``caps``, each step completing
@@ -285,7 +286,13 @@ def simulate(
     replays them (``quota.Windows``, each end's limit its capacity here), in steps of half a
     window: an end whose windows hold more than the limit stalls until they expire (a
     throttle lowered mid-run: the sandbox stalled 7 s), one whose windows hold less catches
-    up (at ``burst`` of the credit, all of it after a stall); the idle credit applies after."""
+    up (at ``burst`` of the credit, all of it after a stall); the idle credit applies after.
+
+    ``on_polls``: a completion is seen at the first poll after it (the polls every ``poll``
+    from now: the ETA of a run's end). False: at the wait for a poll expected, half a poll
+    after it, whatever the polls' phase: the seconds left are then a smooth function of the
+    run's state, as the run's pace needs (``eta_pace``: the difference of two simulations on
+    the grid moved by a whole poll at a time, the pace by 0.5 s / 22 s at once)."""
     out_cap, in_cap = _caps_of(flows, capacity)
     # the lag beyond the wait for a poll; never none: the follower joining the ISR and the
     # controller ending the reassignment take a moment, so a copy ending right at a poll
@@ -293,7 +300,11 @@ def simulate(
     extra = max(0.0, lag - poll / 2) if poll > 0 else lag
 
     def seen(x: float) -> float:
-        return math.ceil(x / poll - 1e-4) * poll if poll > 0 else x  # bytes rounding
+        if poll <= 0:
+            return x
+        if not on_polls:
+            return x + poll / 2
+        return math.ceil(x / poll - 1e-4) * poll  # bytes rounding
 
     copies = [_copy(f) for f in flows]
     active = [f for f in copies if f.state == "moving"]
@@ -305,7 +316,7 @@ def simulate(
     t = copy_s = 0.0
     queued, per_poll = elections if elections is not None else (0, 0)
     elect = [queued, -1, 0]  # (_elect)
-    elect_end = _elect(elect, per_poll, 0.0, poll, 0) if queued else 0.0
+    elect_end = _elect(elect, per_poll, 0.0, poll, 0, on_polls) if queued else 0.0
     total_left = sum(n for f in active for n in f.left.values())
     total_left += sum(f.size * sum(len(s) for s in f.steps) for f in ready + pending)
     for f in active:
@@ -409,7 +420,7 @@ def simulate(
                 f.state, f.left = "ready", {}
                 ready.append(f)
             elif elections is not None and f.item.moves_leader:
-                elect_end = max(elect_end, _elect(elect, per_poll, t, poll, 1))
+                elect_end = max(elect_end, _elect(elect, per_poll, t, poll, 1, on_polls))
     if rest_bytes > 0 and total_left > 0:
         extra_s = copy_s * rest_bytes / total_left
         copy_s += extra_s
@@ -492,11 +503,14 @@ def _burst(
     return ends
 
 
-def _elect(state: list, per_poll: int, t: float, poll: float, more: int) -> float:
+def _elect(
+    state: list, per_poll: int, t: float, poll: float, more: int, on_polls: bool = True
+) -> float:
     """``more`` elections queued at the run's poll at ``t`` (model time; a poll every
     ``poll`` s from 0): each poll sends up to ``per_poll``, those queued at it included.
     ``state`` = [queued, index of the last poll counted, what it may still send], kept
-    between calls. Returns when the last one queued so far is sent."""
+    between calls. Returns when the last one queued so far is sent (off the polls' grid
+    when not ``on_polls``: ``t`` is then a completion already seen, see ``simulate``)."""
     step = poll if poll > 0 else 1.0
     per = max(1, per_poll)
     k = math.floor(t / step + 1e-6)
@@ -507,6 +521,8 @@ def _elect(state: list, per_poll: int, t: float, poll: float, more: int) -> floa
     queued += more
     sent = min(queued, room)
     state[:] = [queued - sent, last, room - sent]
+    if not on_polls:
+        return t + math.ceil(state[0] / per) * step
     return (k + math.ceil(state[0] / per)) * step
 
 

@@ -1,9 +1,10 @@
 """The run's pace (issue 21, for ``engine.eta.RunEta``): where the model's assumptions are
 shown wrong by the data, the measurement wins. Pure.
 
-At each sample the model, at the throttle (share 1, no quota replay), says how many seconds
-of work were left at a sample up to ``PACE_WINDOW_S`` ago and how many are left now, both
-with the lags, gaps and bursts measured now: their difference is the work done since, and its
+At each sample the model, at the throttle (share 1, no quota replay, each completion seen half
+a poll after it rather than at the next poll: ``simulate(on_polls=False)``, a smooth function
+of the bytes left) says how many seconds of work were left at a sample up to ``PACE_WINDOW_S``
+ago and how many are left now, both with the lags, gaps and bursts measured now: their difference is the work done since, and its
 ratio to the wall time is the run's pace. What is left now, at that pace, is the measured
 ETA; it takes over the model's (at the share measured between samples) as the span grows: a
 prior that the measurement takes over, not an average of two guesses.
