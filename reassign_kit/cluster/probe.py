@@ -67,7 +67,7 @@ def _rank_from_top(n: int, q: float = 0.99, alpha: float = LOW_ALPHA) -> int:
 
 def _p99_low(values: list[float]) -> float:
     """A 95% lower confidence bound of the p99 of the distribution ``values`` were drawn from:
-    over 200 values the 6th largest, not the 2nd — one slow message in a window is not a
+    over 50 values the 3rd largest, not the largest — one slow message in a window is not a
     breach, a stall (every message late) is."""
     s = sorted(values)
     return s[len(s) - _rank_from_top(len(s))]
@@ -99,7 +99,7 @@ class Probe:
         bootstrap_servers: str,
         client_conf: Mapping[str, Any] | None = None,
         *,
-        rate_per_broker: float = 40.0,
+        rate_per_broker: float = 10.0,
         window_s: float = 5.0,
         timeout_s: float = 10.0,
         topic: str | None = None,

@@ -7,8 +7,8 @@ every few minutes):
 
 - **decrease** (multiplicative, ``× beta``, never below the floor) when a sample shows that
   broker's produce p99 over the objective — its lower confidence bound where the source
-  gives one (the probe: a p99 read on ~200 messages is over an objective the broker holds in
-  a third of its windows; bench-pacing run 8: one such reading, 59.5 ms against 50, halved a
+  gives one (the probe: a p99 read on ~50 messages, their worst, is over an objective the
+  broker holds in 40% of its windows; bench-pacing run 8: one such reading, 59.5 ms against 50, halved a
   target's rate, and the run took 18 s where a static ceiling took 5) — once it has read over
   in every sample for ``persist_s`` (longer than the probe's 5-s window: the burst of
   latency when a move's fetchers start or a topic is created sits in that window for its

@@ -20,8 +20,8 @@ class BrokerHealth:
     rates in bytes/s.
 
     ``produce_p99_low_ms``: a 95% lower confidence bound of that p99, from a source that
-    estimates it on a few messages (the probe: ~200 a window, whose p99 is their 3rd worst: a
-    broker whose true p99 is just the objective reads over it in a third of its windows);
+    estimates it on a few messages (the probe: ~50 a window, whose p99 is their worst: a broker
+    whose true p99 is just the objective reads over it in 40% of its windows);
     None where the p99 is the brokers' own over thousands of requests. The pace slows a
     broker only when this bound is over the objective."""
 
