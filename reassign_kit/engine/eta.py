@@ -151,7 +151,7 @@ class RunEta:
         # the pace at the old throttle says nothing of the new one, nor does the stall or
         # catch-up while the quota's windows hold bytes of the old one (``_replaying``)
         self.paced.restart(self._changed_ts + QUOTA_REPLAY_S)
-        self.finishes.restart()
+        self.finishes.restart(self._changed_ts)
 
     def update(
         self,

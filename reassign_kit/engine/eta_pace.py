@@ -39,6 +39,9 @@ PACE_RANGE = (0.2, 5.0)  # a pace outside this is clipped
 # finish lay above the range in 13 of 39 samples. The estimates' own wander is the error they
 # carry (the journal of that run: held 67% -> 92%, mean width 0.60 -> 0.67 of the time left)
 FINISHES_S = 5.0
+# after a throttle change the brokers move at a mix of the old and new rates until Kafka's
+# quota windows (11 of 1 s) hold only bytes moved at the new one
+MIXED_S = float(QUOTA_WINDOWS * QUOTA_WINDOW_S)
 
 # the run's state at a sample: (ts, flows, idle ends, elections, leaders and bytes of the
 # queued moves not simulated)
@@ -83,17 +86,33 @@ class RunPace:
 
 
 class Finishes:
-    """The finish times estimated over the last ``FINISHES_S``: the range holds them all."""
+    """The finish times estimated over the last ``FINISHES_S``: the range holds them all; and
+    for ``MIXED_S`` after a throttle change, the way toward the last finish estimated at the
+    old throttle that the quota's windows still hold of the old rate."""
 
     def __init__(self) -> None:
         self.past: list[tuple[float, float]] = []
+        self.old: tuple[float, float] | None = None  # (finish at the old throttle, change)
 
-    def restart(self) -> None:
-        """The throttle changed: the old one's finishes say nothing of the new one's."""
+    def restart(self, at: float) -> None:
+        """The throttle changed at ``at``: the old one's finishes no longer say where the run
+        ends, but for ``MIXED_S`` its brokers move at a mix of both rates (Kafka's quota
+        averages the windows of both; a config write may be late on a broker), so the range
+        reaches toward the last finish estimated at the old throttle, less each second.
+        bench_eta's x2 then x1: the samples 1-3 s after the raise said 8-10 s left at the new
+        throttle (range up to 12 s) where the run, lowered again, took 20-22 s; every one
+        missed. A range that spans both while the new rate is unmeasured holds them."""
+        last = self.past[-1][1] if self.past else None  # at the throttle in force till now
         self.past = []
+        self.old = (last, at) if last is not None and math.isfinite(at) else None
 
     def widen(self, ts: float, eta: float, low: float, high: float) -> tuple[float, float]:
         """(low, high) widened to hold every finish estimated in the window, this one too."""
         self.past = [p for p in self.past if p[0] >= ts - FINISHES_S] + [(ts, ts + eta)]
         ends = [f for _, f in self.past]
+        if self.old is not None and ts - self.old[1] < MIXED_S:
+            # the old rate's part of the quota's windows: all of them at the change, none
+            # MIXED_S later (one window leaves the average each second)
+            part = 1.0 - max(0.0, ts - self.old[1]) / MIXED_S
+            ends.append(max(ts, ts + eta + (self.old[0] - ts - eta) * part))
         return max(0.0, min(low, min(ends) - ts)), max(high, max(ends) - ts)
