@@ -17,10 +17,13 @@ every few minutes):
   (the health window must first see the lower rate; without it one slow spell would halve the
   rate to the floor before it took effect);
 - **increase** (never above the ceiling) only on a *fresh* sample — taken at least
-  ``settle_s`` after that broker's last change, not degraded, with a measured p99 within the
-  objective: doubled until that broker's first decrease (TCP's slow start: a move of a few
-  seconds is over before an additive ramp from mid-range reaches a ceiling the cluster can
-  take), additive (``+ step``) after it;
+  ``settle_s`` after that broker's last change and after the run's moves first loaded it
+  (the start rate is a change too: bench-pacing run 15 doubled every broker 1.2 s in, on a
+  probe window of messages sent before the moves' fetchers ran, and the load's p99 went to
+  4.8 s while the probe's 95% bound stayed under the objective), not degraded, with a
+  measured p99 within the objective: doubled until that broker's first decrease (TCP's slow
+  start: a move of a few seconds is over before an additive ramp from mid-range reaches a
+  ceiling the cluster can take), additive (``+ step``) after it;
 - **hold** otherwise: a value not measured (None) or a degraded source never makes the pace
   faster (a lost signal is not a good signal).
 
@@ -197,6 +200,9 @@ class Controller:
             self.caps = dict.fromkeys(self.rates, cap_max)
         self.plan_partitions = frozenset(plan_partitions)
         self.changed_at: dict[int, float] = {}  # broker -> time of its last rate change
+        # broker -> when the run's moves first loaded it at the start rate (a raise needs a
+        # sample whose window saw that load: ``_broker``)
+        self.loaded_since: dict[int, float] = {}
         self.last_decrease: dict[int, float] = {}
         self.paused = False
         self.pause_reason = ""
@@ -297,6 +303,8 @@ class Controller:
             return out  # no objective yet: nothing to hold the rates to
         stale = now - sample.ts > self.stale_s
         loaded = set(self.rates) if busy is None else set(busy)
+        for b in loaded:
+            self.loaded_since.setdefault(b, now)
         for b in self.rates:
             d = self._broker(b, sample, now, stale, b in loaded)
             if d is not None:
@@ -374,6 +382,8 @@ class Controller:
         cap_room = cap is not None and self.cap_max is not None and cap < self.cap_max
         if stale or sample.degraded or since < self.settle_s:
             return None
+        if sample.ts - self.loaded_since.get(b, sample.ts) < self.settle_s:
+            return None  # its window holds latency from before the run's load reached it
         if old >= self.bounds.ceiling and not cap_room:
             return None
         if not loaded:

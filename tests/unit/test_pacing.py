@@ -145,6 +145,7 @@ def test_aimd_one_broker_backed_off_the_others_raised():
     c = Controller(
         Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, settle_s=5.0, start=20_000, persist_s=0
     )
+    assert c.step(sample(5.0, {0: 20.0, 1: 20.0, 2: 20.0}), 5.0) == []  # the load starts
     d0 = c.step(sample(10.0, {0: 20.0, 1: 20.0, 2: 90.0}), 10.0)
     assert d0[0].reason == (  # no change before: no time since one
         "produce p99 20.0 ms within the objective 50.0 ms (slow start: doubled until a first "
@@ -164,6 +165,23 @@ def test_aimd_one_broker_backed_off_the_others_raised():
     )
     line = pace_line({"event": "pace_decision", **[d for d in ds if d.broker == 2][0].to_event()})
     assert line.startswith("pace broker 2: 10000 -> 5000 B/s (decrease): produce p99 90.0 ms")
+
+
+def test_the_first_raise_waits_for_a_window_that_saw_the_runs_load():
+    """bench-pacing run 15: every broker doubled 1.2 s into the run on a probe p99 of 19-41
+    ms from messages sent before the moves' fetchers ran; the load's p99 then reached 4.8 s
+    (static 128 MiB/s, the start rate: 38 ms). The start rate is a change like any: a raise
+    needs a sample settle_s after the run's moves first loaded the broker; a broker not
+    loaded yet starts its clock when it is."""
+    c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, start=40_000)
+    for t in (1.2, 3.0, 5.9):
+        assert c.step(sample(t, {0: 20.0, 1: 20.0, 2: 20.0}), t, busy={0, 1}) == []
+    assert c.rates == dict.fromkeys(BROKERS, 40_000)
+    raised = c.step(sample(6.3, {0: 20.0, 1: 20.0, 2: 20.0}), 6.3, busy={0, 1, 2})
+    assert sorted(d.broker for d in raised) == [0, 1]  # 2 was loaded only now
+    assert c.step(sample(11.0, {0: 20.0, 1: 20.0, 2: 20.0}), 11.0, busy={0, 1, 2}) == []
+    later = c.step(sample(11.4, {0: 20.0, 1: 20.0, 2: 20.0}), 11.4, busy={0, 1, 2})
+    assert {(d.broker, d.action) for d in later} == {(b, "increase") for b in BROKERS}
 
 
 def test_a_burst_shorter_than_persist_s_slows_nobody_a_lasting_one_does():
