@@ -21,9 +21,12 @@ every few minutes):
   (the start rate is a change too: bench-pacing run 15 doubled every broker 1.2 s in, on a
   probe window of messages sent before the moves' fetchers ran, and the load's p99 went to
   4.8 s while the probe's 95% bound stayed under the objective), not degraded, with a
-  measured p99 within the objective: doubled until that broker's first decrease (TCP's slow
-  start: a move of a few seconds is over before an additive ramp from mid-range reaches a
-  ceiling the cluster can take), additive (``+ step``) after it;
+  p99 within the objective at every fresh sample for ``persist_s`` (as long as a decrease
+  waits: run 16, same fix, raised on one window that read 7.5 ms between windows of 83-144 ms;
+  the probe's p99 of ~50 messages is their worst, one spike or none): doubled until that
+  broker's first decrease (TCP's slow start: a move of a few seconds is over before an
+  additive ramp from mid-range reaches a ceiling the cluster can take), additive (``+ step``)
+  after it;
 - **hold** otherwise: a value not measured (None) or a degraded source never makes the pace
   faster (a lost signal is not a good signal).
 
@@ -203,6 +206,7 @@ class Controller:
         # broker -> when the run's moves first loaded it at the start rate (a raise needs a
         # sample whose window saw that load: ``_broker``)
         self.loaded_since: dict[int, float] = {}
+        self.within_since: dict[int, float] = {}  # broker -> first fresh sample within since
         self.last_decrease: dict[int, float] = {}
         self.paused = False
         self.pause_reason = ""
@@ -348,6 +352,8 @@ class Controller:
         over = p99 > limit and (low is None or low > limit)
         if not over:
             self.over_since.pop(b, None)
+        if p99 > limit or sample.degraded:
+            self.within_since.pop(b, None)  # a raise needs the objective held since
         if over:
             first = self.over_since.setdefault(b, sample.ts)
             if sample.ts - first < self.persist_s:
@@ -384,6 +390,9 @@ class Controller:
             return None
         if sample.ts - self.loaded_since.get(b, sample.ts) < self.settle_s:
             return None  # its window holds latency from before the run's load reached it
+        held = self.within_since.setdefault(b, sample.ts)
+        if sample.ts - held < self.persist_s:
+            return None  # within for a moment is not within: as long as a decrease waits
         if old >= self.bounds.ceiling and not cap_room:
             return None
         if not loaded:
@@ -396,6 +405,7 @@ class Controller:
         after = f" {since:.0f} s after the last change" if b in self.changed_at else ""
         self.rates[b] = new
         self.changed_at[b] = max(now, sample.ts)
+        self.within_since.pop(b, None)  # the new rate needs its own
         return Decision(
             now,
             "increase",

@@ -173,7 +173,7 @@ def test_the_first_raise_waits_for_a_window_that_saw_the_runs_load():
     (static 128 MiB/s, the start rate: 38 ms). The start rate is a change like any: a raise
     needs a sample settle_s after the run's moves first loaded the broker; a broker not
     loaded yet starts its clock when it is."""
-    c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, start=40_000)
+    c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, start=40_000, persist_s=0)
     for t in (1.2, 3.0, 5.9):
         assert c.step(sample(t, {0: 20.0, 1: 20.0, 2: 20.0}), t, busy={0, 1}) == []
     assert c.rates == dict.fromkeys(BROKERS, 40_000)
@@ -182,6 +182,35 @@ def test_the_first_raise_waits_for_a_window_that_saw_the_runs_load():
     assert c.step(sample(11.0, {0: 20.0, 1: 20.0, 2: 20.0}), 11.0, busy={0, 1, 2}) == []
     later = c.step(sample(11.4, {0: 20.0, 1: 20.0, 2: 20.0}), 11.4, busy={0, 1, 2})
     assert {(d.broker, d.action) for d in later} == {(b, "increase") for b in BROKERS}
+
+
+def test_a_raise_needs_the_objective_held_for_persist_s_as_a_decrease_does():
+    """bench-pacing run 16: the probe's windows at the start rate read a p99 of 83-144 ms
+    (their 95% lower bounds 41-69 ms: not over an objective of 50 ms for a decrease), then
+    one window read 7.5 ms, and every broker was doubled on it; the load's p99 reached 3.3 s.
+    A raise now needs every fresh sample within the objective for persist_s, as a decrease
+    needs every one over it; a point p99 over the objective restarts the count (a degraded
+    sample too), and so does the raise itself."""
+    c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), [0], start=40_000)
+    assert c.persist_s == 6.0
+
+    def at(t, p99, low=None, degraded=None):
+        h = BrokerHealth(0, produce_p99_ms=p99, produce_p99_low_ms=low)
+        return c.step(HealthSample(ts=t, source="test", brokers={0: h}, degraded=degraded), t)
+
+    assert at(0.0, 20.0) == []  # loaded from now
+    for t in (5.0, 6.0, 8.0, 10.9):
+        assert at(t, 20.0) == []  # fresh from 5.0: held 5.9 s, not yet
+    assert at(11.0, 135.0, low=41.0) == []  # over by its p99, not by its bound: no decrease
+    assert c.rates[0] == 40_000
+    assert at(12.0, 7.5) == [] and at(17.9, 20.0) == []  # held again from 12.0: 5.9 s
+    assert at(18.0, 20.0, degraded="probe: 1 of 4 partitions") == []
+    assert at(20.0, 20.0) == [] and at(25.9, 20.0) == []
+    (d,) = at(26.0, 20.0)
+    assert (d.action, d.new_rate) == ("increase", 80_000)
+    assert at(31.0, 20.0) == [] and at(36.9, 20.0) == []  # the new rate's own 6 s
+    (d,) = at(37.0, 20.0)
+    assert d.action == "increase"
 
 
 def test_a_burst_shorter_than_persist_s_slows_nobody_a_lasting_one_does():
