@@ -37,6 +37,7 @@ MB = 1024 * 1024
 # 256 MiB/s: above what this sandbox copies without its producers feeling it (run 10)
 LADDER = (32 * MB, 64 * MB, 128 * MB, 256 * MB)
 PARTS, PART_MB = 4, 512  # 2 GiB: a run of 20 s at 128 MiB/s, not 5 (a start's cost shows less)
+FASTER_TOL = 1.05  # a static run this much slower than the adaptive one counts as as fast
 
 
 # ---- the load generator (a subprocess) -----------------------------------------------------
@@ -348,7 +349,10 @@ def report(
     best = min(ok, key=lambda r: r["makespan_s"]) if ok else None
     shown = f"{best['run']} {best['makespan_s']:.1f}s" if best else "none kept p99 within it"
     for ad in (r for r in rows if not r["run"].startswith("static")):
-        faster = [r for r in static if r["makespan_s"] <= ad["makespan_s"]]
+        # "at least as fast" within the makespans' run-to-run spread (~0.5 s at 17 s): run 15's
+        # adaptive row (17.6 s, p99 4.8 s) was 0.2 s faster than static 256 and so had no
+        # static rate to beat
+        faster = [r for r in static if r["makespan_s"] <= FASTER_TOL * ad["makespan_s"]]
         c1 = best is not None and ad["makespan_s"] <= 1.15 * best["makespan_s"]
         c2 = ad["under_min_isr_ps"] == 0
         c3 = all(ad["over_s"] < r["over_s"] for r in faster)
@@ -356,7 +360,8 @@ def report(
             f"goal, {ad['run']}: makespan <= 1.15 x the fastest static rate within the "
             f"objective ({shown}): {'met' if c1 else 'NOT met'}; 0 under-min-ISR "
             f"partition-seconds: {'met' if c2 else 'NOT met'}; fewer seconds over than every "
-            f"static rate at least as fast ({', '.join(r['run'] for r in faster) or 'none'}): "
+            f"static rate at least as fast, within {FASTER_TOL - 1:.0%} "
+            f"({', '.join(r['run'] for r in faster) or 'none'}): "
             f"{'met' if c3 else 'NOT met'}"
         )
     print(json.dumps({"rows": rows, "slo_ms": slo}))

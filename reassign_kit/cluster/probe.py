@@ -8,8 +8,10 @@ replicas: that broker, then the next ones, up to 3 and fewer than the brokers;
 low rate with ``acks=all`` — the latency a producer of the cluster sees, replication to the
 followers included (nothing reads them back: a consumer's fetches would only add load to
 the cluster measured). ``sample()`` gives each broker's p50/p99
-over a sliding window — the best of the partitions it replicates, so a stalled broker slows
-itself and not its neighbours — counting a message still unacknowledged at its age so far (a stalled
+over a sliding window — the partition it leads, unless a follower slow everywhere explains
+it (then the best of the partitions it replicates: ``per_broker``), so a stalled broker slows
+itself and not its neighbours, and a source whose followers' fetchers are full of a move's
+bytes reads slow — counting a message still unacknowledged at its age so far (a stalled
 broker shows at once, not after the delivery timeout), and a 95% lower confidence bound of
 that p99 (``_p99_low``): the pace slows a broker on the bound, not on the window's 3rd worst
 message. ``close()`` deletes the topic, unless it is a kept canary (``--health-source
@@ -48,6 +50,50 @@ def _quantile(values: list[float], q: float) -> float:
     s = sorted(values)
     k = max(0, min(len(s) - 1, int(-(-q * len(s) // 1)) - 1))
     return s[k]
+
+
+EXPLAINED = 0.5  # a follower slow everywhere explains a partition this slow relative to it
+
+
+def per_broker(
+    replicas: Mapping[int, tuple[int, ...]], per_part: Mapping[int, tuple[float, float, float]]
+) -> dict[int, BrokerHealth]:
+    """Each broker's latency from its canary partitions' (p50, p99, p99 low), in seconds:
+    the partition it leads (its first replica) — its producers' acks=all, its followers'
+    fetches from it included — unless a follower of that partition is slow in every
+    partition it is in (its best at least ``EXPLAINED`` of this one): that follower is the
+    cause, and the broker reads as the best of the partitions it replicates. A stalled
+    broker so slows only itself (each other broker is also in a partition without it), and a
+    broker whose followers' fetchers from it are full of a move's bytes reads slow: the
+    best-of rule alone read 45-74 ms on bench-pacing run 17's sources while the load's
+    acks=all producers waited 0.8-2.1 s (every broker also replicates a partition whose
+    followers fetch from brokers the move does not read)."""
+    brokers = sorted({b for reps in replicas.values() for b in reps})
+    best: dict[int, tuple[float, float, float]] = {}
+    for b in brokers:
+        seen = [per_part[p] for p, reps in replicas.items() if b in reps and p in per_part]
+        if seen:
+            best[b] = (min(x[0] for x in seen), min(x[1] for x in seen), min(x[2] for x in seen))
+    out = {}
+    for b in brokers:
+        pick = best.get(b)
+        led = [p for p, reps in replicas.items() if reps and reps[0] == b and p in per_part]
+        if pick is not None and led:
+            own = max((per_part[p] for p in led), key=lambda x: x[1])
+            followers = {f for p in led for f in replicas[p][1:]}
+            if not any(f in best and best[f][1] >= EXPLAINED * own[1] for f in followers):
+                pick = own
+        out[b] = (
+            BrokerHealth(
+                b,
+                produce_p50_ms=pick[0] * 1000,
+                produce_p99_ms=pick[1] * 1000,
+                produce_p99_low_ms=pick[2] * 1000,
+            )
+            if pick is not None
+            else BrokerHealth(b)
+        )
+    return out
 
 
 LOW_ALPHA = 0.05  # the p99's lower bound is wrong (above the true p99) at most this often
@@ -324,25 +370,8 @@ class Probe:
     def _per_broker(
         self, per_part: Mapping[int, tuple[float, float, float]]
     ) -> dict[int, BrokerHealth]:
-        """A broker's latency: the best of the canary partitions it replicates (the leader's
-        and the followers' part of acks=all). A stalled broker slows every partition it is in,
-        and so only itself: each other broker is also in a partition without it."""
-        out = {}
-        for b in sorted({b for reps in self._replicas.values() for b in reps}):
-            seen = [
-                per_part[p] for p, reps in self._replicas.items() if b in reps and p in per_part
-            ]
-            out[b] = (
-                BrokerHealth(
-                    b,
-                    produce_p50_ms=min(x[0] for x in seen) * 1000,
-                    produce_p99_ms=min(x[1] for x in seen) * 1000,
-                    produce_p99_low_ms=min(x[2] for x in seen) * 1000,
-                )
-                if seen
-                else BrokerHealth(b)
-            )
-        return out
+        """A broker's latency (``per_broker``)."""
+        return per_broker(self._replicas, per_part)
 
     def _under_min_isr(
         self,
