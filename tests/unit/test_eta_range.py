@@ -11,11 +11,9 @@ from __future__ import annotations
 import statistics
 
 import pytest
-from test_eta_pace import RATE, run
+from test_eta_pace import RATE, raise_then_lower, run
 
 from reassign_kit.engine.eta_pace import MIXED_S, Finishes
-from reassign_kit.engine.options import ExecuteOptions
-from reassign_kit.engine.run import Run
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.simulate import MB, SimCluster
 
@@ -95,31 +93,8 @@ def test_throttle_raised_then_lowered_the_range_holds_the_finish_between_the_cha
     run, lowered again, took 20-22 s. The operator's second change cannot be foreseen, but
     until the quota's windows hold only the new rate, the range now spans toward the finish
     at the old one, and the truth, a mix of both, lies inside."""
-    sim = SimCluster(5, bandwidth=50 * MB, tick=0.1)
-    sim.quota_windows = 11
-    sim.finish_s, sim.call_s = 0.3, 0.1
-    sim.fetch_bytes = MB
-    sim.add_topic("t", [[p % 2] for p in range(8)], [int(10 * RATE)] * 8)
-    plan = Plan.of(Move(TP("t", p), (2 + p % 2,)) for p in range(8))
-    opts = ExecuteOptions(
-        throttle=RATE, wait=True, sample_interval=1.0, poll_interval_ms=500, batch_size=4
-    )
-    r = Run(sim, plan, opts, None, clock=sim.now, sleep=sim.sleep)
-    samples: list[dict] = []
-    changes = [(0.30, 2), (0.75, 1)]  # 60% came at the first sample after the burst
-    changed_at: list[float] = []
-
-    def on(e: dict) -> None:
-        if e["event"] != "sample":
-            return
-        samples.append(e)
-        if changes and 1 - e["bytes_left"] / e["bytes_total"] >= changes[0][0]:
-            r.set_throttle(int(RATE * changes.pop(0)[1]))
-            changed_at.append(e["ts"])
-
-    r.subscribe(on)
-    assert r.run().state == "done" and not changes
-    end = sim.now()
+    # 60% came at the first sample after the raise's burst here
+    samples, end, changed_at = raise_then_lower([(0.30, 2), (0.75, 1)])
     between = [e for e in samples if changed_at[0] < e["ts"] < changed_at[1]]
     assert len(between) >= 2, changed_at
     misses = [
