@@ -27,7 +27,8 @@ from typing import Any
 from ..errors import UsageError
 from ..health.signals import HealthSample, HealthSource
 from .moves import MoveStatus
-from .pacing import Bounds, Controller, Objective, Ramp, elr_signals
+from .pace_ramp import Ramp
+from .pacing import Bounds, Controller, Objective, elr_signals
 from .schedule import Caps
 
 MOVING, READY = MoveStatus.MOVING, MoveStatus.READY
@@ -51,7 +52,7 @@ class PacePart:
     _pace_degraded: str | None = None
     _pace_last_sample = -1e18
     _pace_last_baseline = -1e18
-    _ramp: Ramp | None = None  # the rates written: a raise in steps (pacing.Ramp)
+    _ramp: Ramp | None = None  # the rates written: a raise in steps (pace_ramp.Ramp)
     _health_opener: threading.Thread | None = None
     _health_closed = False
 
@@ -217,7 +218,7 @@ class PacePart:
             h = sample.brokers.get(b)
             brokers[str(b)] = {
                 "rate": r,
-                "written": written.get(b, r),  # on its way to ``rate`` (pacing.Ramp)
+                "written": written.get(b, r),  # on its way to ``rate`` (pace_ramp.Ramp)
                 "produce_p99_ms": h.produce_p99_ms if h else None,
                 "produce_p99_low_ms": h.produce_p99_low_ms if h else None,
                 "produce_p50_ms": h.produce_p50_ms if h else None,

@@ -436,7 +436,7 @@ def test_a_run_that_ends_while_its_source_opens_closes_it(tmp_path, monkeypatch)
 
 def test_a_raise_reaches_the_brokers_in_steps(tmp_path):
     """The controller doubles a healthy broker (slow start); the brokers' configs get there
-    in ten 1-s steps (``pacing.Ramp``), never by more than a tenth of the raise at once, and
+    in ten 1-s steps (``pace_ramp.Ramp``), never by more than a tenth of the raise at once, and
     the journal's samples say both the target and what is written."""
     sim, plan = cluster(4, 40 * MB)
     health = SimLatency(sim, ms_per_mb=1.0)  # well within the 30 ms objective at any rate
