@@ -344,7 +344,7 @@ class Probe:
                 if lat and self._delivered.get(part, 0) >= WARM_UP:
                     per_part[part] = (_quantile(lat, 0.5), _quantile(lat, 0.99), _p99_low(lat))
             delivered_at, errors = self._delivered_at, dict(self._errors)
-        brokers = self._per_broker(per_part)
+        brokers = per_broker(self._replicas, per_part)
         why: list[str] = []
         alive = all(t.is_alive() for t in self._threads)
         if not alive:
@@ -366,12 +366,6 @@ class Probe:
             isr=isr,
             elr_unknown=elr_why if isr is not None else None,
         )
-
-    def _per_broker(
-        self, per_part: Mapping[int, tuple[float, float, float]]
-    ) -> dict[int, BrokerHealth]:
-        """A broker's latency (``per_broker``)."""
-        return per_broker(self._replicas, per_part)
 
     def _under_min_isr(
         self,
