@@ -345,6 +345,7 @@ class Controller:
         p99 = h.produce_p99_ms if h is not None else None
         limit = self.limit_of(b)
         if p99 is None or limit is None:
+            self.within_since.pop(b, None)  # an unmeasured sample held nothing
             return None  # not measured: hold (never faster)
         old = self.rates[b]
         since = sample.ts - self.changed_at.get(b, -1e18)

@@ -213,6 +213,27 @@ def test_a_raise_needs_the_objective_held_for_persist_s_as_a_decrease_does():
     assert d.action == "increase"
 
 
+def test_an_unmeasured_sample_restarts_the_count_a_raise_needs():
+    """A raise needs the objective held at every fresh sample for persist_s; a sample in
+    which the broker was not measured (no canary message delivered or pending in the window:
+    the probe reading nothing of it) held nothing. Before, the count ran on across it: within
+    at 5 s, unmeasured from 6 to 10 s, within at 11 s, and the rate was doubled at 11 s on
+    two readings 6 s apart."""
+    c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), [0], start=40_000)
+
+    def at(t, p99):
+        h = BrokerHealth(0, produce_p99_ms=p99)
+        return c.step(HealthSample(ts=t, source="test", brokers={0: h}), t)
+
+    assert at(0.0, 20.0) == [] and at(5.0, 20.0) == []  # loaded from 0, fresh from 5
+    for t in (6.0, 8.0, 10.0):
+        assert at(t, None) == []
+    assert at(11.0, 20.0) == [] and at(16.9, 20.0) == []  # held from 11.0: 5.9 s
+    assert c.rates[0] == 40_000
+    (d,) = at(17.0, 20.0)
+    assert (d.action, d.new_rate) == ("increase", 80_000)
+
+
 def test_a_burst_shorter_than_persist_s_slows_nobody_a_lasting_one_does():
     """bench-pacing (idle sandbox): the moves' fetchers starting and the canary topic being
     created made every broker's probe p99 185-277 ms 1.2 s into the run, and every broker was
