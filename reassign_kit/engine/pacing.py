@@ -10,10 +10,10 @@ every few minutes):
   gives one (the probe: a p99 read on ~50 messages, their worst, is over an objective the
   broker holds in 40% of its windows; bench-pacing run 8: one such reading, 59.5 ms against 50, halved a
   target's rate, and the run took 18 s where a static ceiling took 5) — once it has read over
-  in every sample for ``persist_s`` (longer than the probe's 5-s window: the burst of
-  latency when a move's fetchers start or a topic is created sits in that window for its
-  whole length, and on bench-pacing it halved every broker 1.2 s into the run for a spike
-  that a static rate rides out in a second), and again at most once per ``settle_s``
+  in every sample for ``persist_s`` (one cycle of Kafka's replication quota, 11 s: the
+  load's latency is loud and quiet in that rhythm at every throttle, ``PERSIST_S``; and
+  longer than the probe's 5-s window, in which a burst of latency sits for its whole
+  length), and again at most once per ``settle_s``
   (the health window must first see the lower rate; without it one slow spell would halve the
   rate to the floor before it took effect);
 - **increase** (never above the ceiling) only on a *fresh* sample — taken at least
@@ -21,8 +21,8 @@ every few minutes):
   (the start rate is a change too: bench-pacing run 15 doubled every broker 1.2 s in, on a
   probe window of messages sent before the moves' fetchers ran, and the load's p99 went to
   4.8 s while the probe's 95% bound stayed under the objective), not degraded, with a
-  p99 within the objective at every fresh sample for ``persist_s`` (as long as a decrease
-  waits: run 16, same fix, raised on one window that read 7.5 ms between windows of 83-144 ms;
+  p99 within the objective at every measured fresh sample for ``raise_persist_s`` (6 s:
+  run 16, same fix, raised on one window that read 7.5 ms between windows of 83-144 ms;
   the probe's p99 of ~50 messages is their worst, one spike or none): doubled until that
   broker's first decrease (TCP's slow start: a move of a few seconds is over before an
   additive ramp from mid-range reaches a ceiling the cluster can take), additive (``+ step``)
@@ -53,6 +53,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS
 from ..errors import UsageError
 from ..health.signals import BrokerHealth, HealthSample
 from ..model import TopicPartition
@@ -65,7 +66,18 @@ CAUSES = {
     "baseline": "baseline measured",
 }
 REACTION_S = 30.0  # the issue's bound: a signal over the objective is acted on within this
-PERSIST_S = 6.0  # over this long before a decrease: longer than the probe's 5-s window
+# within this long before a raise: longer than the probe's 5-s window
+RAISE_PERSIST_S = 6.0
+# over this long before a decrease: one cycle of Kafka's replication quota, an average over
+# 11 one-second windows that lets the fetchers copy at full speed until the average reaches
+# the throttle, then not at all. The load's latency follows that rhythm at every throttle
+# (bench-pacing run 20: static 32 MiB/s moved 47-51 MiB/s in some 5-s intervals, the load's
+# worst 67-305 ms, and 6-9 MiB/s in others, 22-32 ms; every row loud and quiet in the same
+# ~11-s rhythm), so a loud phase is not a pace to slow: it comes back at any lower rate. Over
+# for a whole cycle is. With 6 s (the probe's 5-s window plus a second), a loud phase of 2 s
+# read over for 7 s: run 20's first row halved every broker 8 s in, and its source again 36
+# s in, and took 67.6 s where static 128 took 34.8 s.
+PERSIST_S = float(QUOTA_WINDOWS * QUOTA_WINDOW_S)
 
 _SLO = re.compile(r"^\s*(\+)?\s*(\d+(?:\.\d+)?)\s*(ms|s)?\s*$", re.IGNORECASE)
 
@@ -173,6 +185,7 @@ class Controller:
         beta: float = 0.5,
         settle_s: float = 5.0,
         persist_s: float | None = None,
+        raise_persist_s: float | None = None,
         stale_s: float = 15.0,
         baseline_samples: int = 3,
         cap_max: int | None = None,
@@ -181,7 +194,7 @@ class Controller:
             raise UsageError(f"the pace's decrease factor must be in (0, 1), got {beta}")
         if not 0 < settle_s < REACTION_S:
             raise UsageError(f"settle_s must be in (0, {REACTION_S:g}) s, got {settle_s}")
-        if persist_s is None:  # 6 s, or what the reaction bound leaves after settle_s
+        if persist_s is None:  # 11 s, or what the reaction bound leaves after settle_s
             persist_s = min(PERSIST_S, REACTION_S - settle_s)
         if not 0 <= persist_s <= REACTION_S - settle_s:
             raise UsageError(
@@ -189,6 +202,11 @@ class Controller:
                 f"{settle_s:g} s, a signal is acted on within {REACTION_S:g} s), got {persist_s}"
             )
         self.persist_s = float(persist_s)
+        if raise_persist_s is None:
+            raise_persist_s = min(RAISE_PERSIST_S, self.persist_s)
+        if raise_persist_s < 0:
+            raise UsageError(f"raise_persist_s must be >= 0 s, got {raise_persist_s}")
+        self.raise_persist_s = float(raise_persist_s)
         # per-broker caps on moves (--max-moves-per-broker the most): halved with the rate,
         # +1 with it; none without the option
         self.cap_max = cap_max
@@ -392,8 +410,8 @@ class Controller:
         if sample.ts - self.loaded_since.get(b, sample.ts) < self.settle_s:
             return None  # its window holds latency from before the run's load reached it
         held = self.within_since.setdefault(b, sample.ts)
-        if sample.ts - held < self.persist_s:
-            return None  # within for a moment is not within: as long as a decrease waits
+        if sample.ts - held < self.raise_persist_s:
+            return None  # within for a moment is not within
         if old >= self.bounds.ceiling and not cap_room:
             return None
         if not loaded:

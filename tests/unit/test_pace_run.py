@@ -346,7 +346,7 @@ def test_whatif_replays_a_journals_pace_with_another_tuning(tmp_path):
     from reassign_kit.engine.pacing import pace_line
     from reassign_kit.whatif import replay_pace
 
-    sim, plan = cluster(4, 8 * MB)
+    sim, plan = cluster(4, 16 * MB)  # long enough for 11-s persists
     health = SimLatency(sim)
     health.extra_ms[3] = 100.0
     run, j = adaptive(sim, plan, tmp_path, health)
