@@ -137,7 +137,7 @@ class TrackPart:
         (completed steps + what the moves in flight copied, capped at their size) and bytes
         still to come in (moves that failed or were cancelled no longer count)."""
         received = {b: float(n) for b, n in self._inbound_landed.items()}
-        prev = self._eta.points[-1][0] if self._eta.points else now
+        prev = self._eta.meter.points[-1][0] if self._eta.meter.points else now
         for ms in moving:
             full = True
             for b in ms.step_target:

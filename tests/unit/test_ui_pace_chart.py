@@ -145,8 +145,9 @@ def cluster_of_panel():
 
 
 def test_the_panel_runs_the_adaptive_pace_and_shows_its_decisions(tmp_path):
-    sim, _ = cluster(4, 10 * MB)
-    sim.add_topic("orders", [[0, 1], [1, 2], [2, 3], [3, 0]], 10 * MB)
+    # long enough for broker 3 to read over for a decrease's 11 s
+    sim, _ = cluster(4, 40 * MB)
+    sim.add_topic("orders", [[0, 1], [1, 2], [2, 3], [3, 0]], 40 * MB)
     health = SimLatency(sim)
     health.extra_ms[3] = 100.0  # broker 3 over the objective from the start
     p = make_panel(sim, tmp_path, batch_size=2, incremental=True, throttle=8 * MB)
