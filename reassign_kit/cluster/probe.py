@@ -1,6 +1,6 @@
 """The tool's own health probe (issue 22), the adaptive pace's default health source when no
 metrics stack is given: per-broker produce latency from a canary topic, and the partitions
-under min ISR from the Admin API.
+under min ISR from the Admin API (``probe_isr.IsrWatch``).
 
 The canary topic (``_reassign_kit_canary_<id>``) has one partition led by each broker (its
 replicas: that broker, then the next ones, up to 3 and fewer than the brokers;
@@ -31,9 +31,9 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from ..health.signals import BrokerHealth, HealthSample, PartitionIsr
-from ..model import TopicPartition
+from ..health.signals import BrokerHealth, HealthSample
 from . import isr_view
+from .probe_isr import IsrWatch
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,6 @@ CANARY_PREFIX = "_reassign_kit_canary_"
 # producer's connections, the new topic's metadata: 100-235 ms on an idle sandbox) are never
 # counted — counted, they halved every broker's rate on the run's first sample (bench-pacing)
 WARM_UP = 5
-MIN_ISR_REFRESH_S = 30.0
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -158,7 +157,7 @@ class Probe:
         ``elr_unknown`` says why the cluster cannot answer it (then: the metadata's ISR)."""
         self.isr_gateway = isr_gateway
         self.elr_unknown = elr_unknown if isr_gateway is not None else (elr_unknown or "no gateway")
-        self._elr_warned: str | None = None
+        self._isr: IsrWatch | None = None  # the ISR view, once the admin client is up
         self.bootstrap = bootstrap_servers
         self.conf = dict(client_conf or {})
         self.rate = float(rate_per_broker)
@@ -177,8 +176,6 @@ class Probe:
         self._delivered_at = 0.0
         self._started_at = time.monotonic()
         self._replicas: dict[int, tuple[int, ...]] = {}  # canary partition -> its replicas
-        self._min_isr: dict[str, int] = {}
-        self._min_isr_read = -1e18
         self._failed: str | None = None
         self._created = False
         self._admin: Any = None
@@ -199,6 +196,9 @@ class Probe:
         from confluent_kafka.admin import AdminClient, NewTopic
 
         self._admin = AdminClient(self._client())
+        self._isr = IsrWatch(
+            self._admin, self.topic, self.timeout_s, self.isr_gateway, self.elr_unknown
+        )
         md = self._admin.list_topics(timeout=self.timeout_s)
         brokers = sorted(md.brokers)
         if not brokers:
@@ -354,7 +354,9 @@ class Probe:
             why.append(f"probe: nothing delivered to {self.topic} for {self.timeout_s:.0f}s+")
         if errors and not why:
             log.debug("probe delivery errors: %s", errors)
-        under, isr, elr_why, isr_why = self._under_min_isr()
+        under, isr, elr_why, isr_why = (
+            self._isr.read() if self._isr is not None else (None, None, None, "probe: not started")
+        )
         if isr_why:
             why.append(isr_why)
         return HealthSample(
@@ -366,69 +368,6 @@ class Probe:
             isr=isr,
             elr_unknown=elr_why if isr is not None else None,
         )
-
-    def _under_min_isr(
-        self,
-    ) -> tuple[
-        frozenset[TopicPartition] | None,
-        dict[TopicPartition, PartitionIsr] | None,
-        str | None,
-        str | None,
-    ]:
-        """Every partition (but the canary's) whose ISR is below its topic's min ISR, each
-        with its ISR / min ISR / ELR; why ELR is unknown (None: counted); why no view at all."""
-        try:
-            md = self._admin.list_topics(timeout=min(5.0, self.timeout_s))
-            topics = {n: t for n, t in md.topics.items() if t.error is None and n != self.topic}
-            self._refresh_min_isr(sorted(topics))
-            rows, elr_why = self._isr_rows(topics)
-            out = isr_view.under_min_isr(rows, self._min_isr_of)
-            if out:  # read their topics' min ISR again: an operator may have just lowered it
-                self._refresh_min_isr(sorted({tp.topic for tp in out}), force=True)
-                out = isr_view.under_min_isr(rows, self._min_isr_of)
-            return frozenset(out), out, elr_why, None
-        except Exception as e:  # noqa: BLE001 - no ISR view: the pause keeps its last state
-            return None, None, None, f"probe: cannot read the ISR view: {e}"
-
-    def _min_isr_of(self, topic: str) -> int:
-        return self._min_isr.get(topic, 1)
-
-    def _isr_rows(self, topics: Mapping[str, Any]) -> tuple[list[isr_view.IsrRow], str | None]:
-        """The metadata's ISR; for the topics it shows under min ISR, ISR + ELR from
-        DescribeTopicPartitions where the cluster answers it (else ELR unknown: a failed call
-        warned once per reason, never raised)."""
-        rows = isr_view.rows_from_metadata(topics)
-        why = self.elr_unknown
-        suspect = sorted({tp.topic for tp in isr_view.under_min_isr(rows, self._min_isr_of)})
-        if why is not None or not suspect:
-            return rows, why
-        try:
-            gw = self.isr_gateway
-            raw = gw._kp_call("describe topic partitions", isr_view.read_dtp, gw.kp, suspect)
-            return isr_view.merged(isr_view.rows_from_dtp(raw, skip=self.topic), rows), None
-        except Exception as e:  # noqa: BLE001 - the metadata's ISR instead, ELR unknown
-            why = f"DescribeTopicPartitions failed: {e}"
-            if why != self._elr_warned:
-                self._elr_warned = why
-                log.warning("probe: %s; ISR from the metadata, ELR unknown", why)
-        return rows, why
-
-    def _refresh_min_isr(self, topics: list[str], force: bool = False) -> None:
-        from confluent_kafka.admin import ConfigResource, ResourceType
-
-        now = time.monotonic()
-        new = topics if force else [t for t in topics if t not in self._min_isr]
-        if not force and now - self._min_isr_read > MIN_ISR_REFRESH_S:
-            new, self._min_isr_read = topics, now
-        if not new:
-            return
-        res = [ConfigResource(ResourceType.TOPIC, t) for t in new]
-        for r, fut in self._admin.describe_configs(res, request_timeout=self.timeout_s).items():
-            try:
-                entry = fut.result(self.timeout_s).get("min.insync.replicas")
-                self._min_isr[r.name] = int(entry.value) if entry is not None else 1
-            except Exception:  # noqa: BLE001 - a topic deleted meanwhile: 1 (never under)
-                self._min_isr[r.name] = 1
 
     # ---- the end ----------------------------------------------------------------------------
 
