@@ -337,7 +337,8 @@ class RunEta:
             ).seconds  # fmt: skip
 
         state = (ts, flows, idle, self._elections, self._rest_leaders, rest_bytes)
-        return self.paced.estimate(state, work, model)
+        key = (capacity, caps, tail, self.poll_s, gap, step_gap, drop_s, self.meter.burst)
+        return self.paced.estimate(state, work, model, key)
 
     def fields(self) -> dict[str, Any]:
         """The sample event's figures beside ``eta_s``: the range and the finish times (the
