@@ -60,6 +60,10 @@ def test_a_move_completing_while_cancelled_is_completed_on_the_sandbox(
     racing = CancelAfterCompletion(gw, {tp: target})
     journal = str(tmp_path / "journal.jsonl")
     try:
+        # the broker the gateway asks may learn of the new topic a moment after the one the
+        # sandbox asked (a fresh-clone CI run under load: "unknown partition(s), nothing was
+        # sent")
+        wait_until(lambda: tp in gw.describe_partitions([tp]), 30, f"{tp} in the metadata")
         # a poll interval far longer than the move: the run only learns of the completion
         # from the cancel's answer
         opts = ExecuteOptions(batch_size=1, wait=True, poll_interval_ms=600_000, additional=True)
