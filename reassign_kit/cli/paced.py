@@ -17,7 +17,9 @@ import os
 import shlex
 import signal
 import sys
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .. import state
@@ -155,13 +157,7 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
         if metrics.port is not None:
             print(f"Metrics: http://127.0.0.1:{metrics.port}/metrics")
     interrupted: list[int] = []
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        interrupted.append(signum)
-        if len(interrupted) == 2 and opts.cancel_on_stop:
-            print("Interrupted again: no longer waiting for the rollback (it goes on).", flush=True)
-        run.stop(cancel_inflight=opts.cancel_on_stop)
-
+    on_signal = signal_handler(run, opts.cancel_on_stop, interrupted)
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         with live if live is not None else contextlib.nullcontext():
@@ -184,6 +180,30 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
     if interrupted and result.cleanup_error is None:  # a cleanup left undone says so: exit 8
         return EXIT_INTERRUPTED
     return result.exit_code
+
+
+def signal_handler(
+    run: Run, cancel_on_stop: bool, interrupted: list[int]
+) -> Callable[[int, Any], None]:
+    """SIGINT / SIGTERM: stop the run (``cancel_on_stop``: cancel it), noting each signal in
+    ``interrupted``. A handler runs in the main thread between two of its bytecodes, which may
+    be inside the journal's write, its lock held, or a print: it only records the signal and
+    asks for the stop on a thread of its own, which waits for that lock. Before, the stop was
+    asked in the handler, journaled its lifecycle event under the lock the interrupted write
+    held, and the run hung for good (a fresh-clone CI run: SIGINT right after two
+    submissions, no exit in 120 s)."""
+
+    def stop(again: bool) -> None:
+        if again:
+            print("Interrupted again: no longer waiting for the rollback (it goes on).", flush=True)
+        run.stop(cancel_inflight=cancel_on_stop)
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        interrupted.append(signum)
+        again = len(interrupted) == 2 and cancel_on_stop
+        threading.Thread(target=stop, args=(again,), name="rk-signal", daemon=True).start()
+
+    return on_signal
 
 
 def _print_steps(prepared: Any, r: int) -> None:

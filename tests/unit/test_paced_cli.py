@@ -93,3 +93,45 @@ def test_the_cli_is_static_no_module_registers_itself():
         importlib.reload(m)
     assert reassign_cli.HANDLERS == before
     assert set(reassign_cli.HANDLERS) == set(reassign_cli.ACTIONS)
+
+
+def test_a_signal_during_a_journal_write_stops_the_run_without_a_deadlock(tmp_path):
+    """A signal handler runs in the main thread between two bytecodes, perhaps inside the
+    journal's write with its (non-reentrant) lock held. The paced CLI's handler asked the run
+    to stop right there, the stop journaled its lifecycle event under that same lock, and the
+    run hung for good (a fresh-clone CI run: the SIGINT case of test_paced's every-exit test
+    got no exit in 120 s, its journal ending at the two submissions).
+    The handler now records the signal and stops the run from a thread of its own."""
+    import signal
+    import threading
+
+    from reassign_kit.cli.paced import signal_handler
+    from reassign_kit.engine.options import ExecuteOptions
+    from reassign_kit.engine.run import Run
+    from reassign_kit.model import Move, Plan, TopicPartition
+    from reassign_kit.simulate import MB, SimCluster
+
+    sim = SimCluster(4, bandwidth=50 * MB)
+    tp = TopicPartition("a", 0)
+    sim.add_topic("a", [[0, 1]], 2 * MB)
+    sim.stall(tp)  # in flight until the run is stopped
+    opts = ExecuteOptions(wait=True, poll_interval_ms=100)
+    run = Run(sim, Plan.of([Move(tp, (2, 3))]), opts, str(tmp_path / "j.jsonl"))
+    submitted = threading.Event()
+    run.subscribe(lambda e: e.get("event") == "submitted" and submitted.set())
+    run.start()
+    assert submitted.wait(30), "the move was never submitted"
+    interrupted: list[int] = []
+    handler = signal_handler(run, False, interrupted)
+    returned = threading.Event()
+
+    def main_thread_inside_a_write() -> None:
+        with run._journal._lock:  # the write the signal interrupts
+            handler(signal.SIGINT, None)
+            returned.set()
+
+    threading.Thread(target=main_thread_inside_a_write, daemon=True).start()
+    assert returned.wait(10), "the signal handler blocked on the journal's lock"
+    result = run.wait(30)
+    assert result is not None and result.state == "stopped", result
+    assert interrupted == [signal.SIGINT]
