@@ -354,9 +354,8 @@ class Probe:
             why.append(f"probe: nothing delivered to {self.topic} for {self.timeout_s:.0f}s+")
         if errors and not why:
             log.debug("probe delivery errors: %s", errors)
-        under, isr, elr_why, isr_why = (
-            self._isr.read() if self._isr is not None else (None, None, None, "probe: not started")
-        )
+        assert self._isr is not None  # made with the admin client; else ``_failed`` is set
+        under, isr, elr_why, isr_why = self._isr.read()
         if isr_why:
             why.append(isr_why)
         return HealthSample(

@@ -84,7 +84,6 @@ class PacePart:
         # MiB/s), as a raise written at once did
         floor = self._pacer.bounds.floor
         self._ramp = Ramp(dict.fromkeys(self._pacer.rates, floor), now)
-        self._ramp_started = False
         self._throttles.set_broker_rates(self._ramp.at(now))
         self._pace_hold = True  # until the first sample (``_pace_decide``)
         self._emit(
