@@ -20,18 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from reassign_kit.engine.eta import RunEta
+from reassign_kit.engine.eta_lag import LagMeter
 from reassign_kit.engine.moves import MoveIndex, MoveState
 from reassign_kit.engine.schedule import Caps, item_for
 from reassign_kit.engine.steps import plan_steps
-
-try:
-    from reassign_kit.engine.track import full_since
-except ImportError:  # a checkout before it (to replay a journal on older code)
-
-    def full_since(now: float, prev: float, submitted: float | None) -> float:
-        return now - max(0.0, now - prev) / 2
-
-
 from reassign_kit.errors import ReassignKitError
 from reassign_kit.model import Move, TopicPartition
 
@@ -93,8 +85,7 @@ def replay(events: Iterable[Mapping[str, Any]], relag: bool = False) -> list[dic
     r = opts.get("parallel_replica_count")
     eta = RunEta(poll_s=poll_s)
     queued = 0
-    full_at: dict[TopicPartition, float] = {}
-    lags: list[float] = []
+    lag = LagMeter()  # the completion lag as the run measures it now (``relag``)
     prev: float | None = None
     out: list[dict[str, Any]] = []
     for e in events:
@@ -117,12 +108,10 @@ def replay(events: Iterable[Mapping[str, Any]], relag: bool = False) -> list[dic
             ms.submit_step(ts, k, tuple(e["target"]))
         elif kind == "step_completed":
             moves[_tp(e)].complete_step(e.get("replicas") or (), ts)
-            if _tp(e) in full_at:
-                lags = [*lags[-19:], ts - full_at.pop(_tp(e))]
+            lag.landed(_tp(e), ts)
         elif kind == "completed":
             moves[_tp(e)].complete(ts, e.get("replicas") or ())
-            if _tp(e) in full_at:
-                lags = [*lags[-19:], ts - full_at.pop(_tp(e))]
+            lag.landed(_tp(e), ts)
         elif kind == "election_queued":
             queued += 1
         elif kind in ("leader_elected", "election_failed", "election_dropped"):
@@ -131,24 +120,22 @@ def replay(events: Iterable[Mapping[str, Any]], relag: bool = False) -> list[dic
             eta.restart()
         elif kind == "sample" and e.get("bytes_total"):
             copied: dict[tuple[TopicPartition, int], int] = {}
+            steps: dict[TopicPartition, tuple[int, float, float | None]] = {}
             for row in e.get("moves") or []:
                 ms = moves[_tp(row)]
                 new = [b for b in ms.step_target if b not in ms.step_from]
+                got = int(row.get("bytes") or 0) // max(1, len(new))
                 for b in new:  # one new replica per step in the bench's shapes
-                    copied[(ms.tp, b)] = int(row.get("bytes") or 0) // max(1, len(new))
-                full = int(row.get("bytes") or 0) >= ms.item.size_bytes * max(1, len(new))
-                if full and ms.tp not in full_at:
-                    full_at[ms.tp] = full_since(ts, ts if prev is None else prev,
-                                                ms.step_submitted_at)  # fmt: skip
+                    copied[(ms.tp, b)] = got
+                need = float(max(0, ms.item.size_bytes - got)) if new else 0.0
+                steps[ms.tp] = (ms.step, need, ms.step_submitted_at)
+            lag.sampled(ts, ts if prev is None else prev, steps)
             prev = ts
             tail = float(e.get("tail_s") or 0.0)
             spread = 0.0
             if relag:
                 left = {int(b): float(n) for b, n in e["left"].items()}
-                tail = statistics.median(lags) if lags else poll_s / 2
-                spread = tail - min(lags) if lags else 0.0
-                if full_at and not any(left.values()):
-                    tail = max(0.0, tail - (ts - max(full_at.values())))
+                tail, spread = lag.tail(poll_s, not any(left.values()), ts)
             got, why, _ = eta.update(
                 ts,
                 {int(b): float(n) for b, n in e["received"].items()},

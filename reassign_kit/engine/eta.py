@@ -329,12 +329,13 @@ class RunEta:
         o = self.overheads
         gap, step_gap, drop_s = o.gap(), o.step_gap(), o.drop_s()
 
-        def work(state: PaceState) -> float:
+        def work(state: PaceState) -> tuple[float, float]:
             _, fl, idl, elections, rest_leaders, rest = state
-            return simulate(
+            fc = simulate(
                 fl, capacity, caps, tail, rest, self.poll_s, elections, rest_leaders, gap,
                 step_gap=step_gap, drop_s=drop_s, idle=idl, burst=self.meter.burst, on_polls=False,
-            ).seconds  # fmt: skip
+            )  # fmt: skip
+            return fc.seconds, fc.copy_s
 
         state = (ts, flows, idle, self._elections, self._rest_leaders, rest_bytes)
         key = (capacity, caps, tail, self.poll_s, gap, step_gap, drop_s, self.meter.burst)

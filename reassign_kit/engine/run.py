@@ -18,7 +18,7 @@ Ownership (one run state: this object's attributes; each part is a mixin with on
   ``_end_state``; deadlines.
 - ``submit.SubmitPart``: originals at submission, the write-ahead ``intent``, the Alter.
 - ``track.TrackPart``: each move's progress against the cluster; the ETA's inputs
-  (``_inbound_*``, ``_full_at``, ``_lags``: engine/eta.py's ``RunEta`` owns the ETA).
+  (``_inbound_*``, ``_lag``: engine/eta.py's ``RunEta`` owns the ETA).
 - ``rollback.RollbackPart``: the way back to each move's original (every cancel path).
 - ``finish.FinishPart``: the end on every path (cancel, elections owed, throttle cleanup
   with retries, result).
@@ -54,6 +54,7 @@ from ..model import Plan, TopicPartition
 from .begin import BeginPart
 from .elections import Elections
 from .eta import RunEta
+from .eta_lag import LagMeter
 from .finish import FinishPart
 from .journal import Journal
 from .lifecycle import Lifecycle, phase
@@ -152,8 +153,7 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart, 
         self._inbound_landed: dict[int, int] = {}
         self._eta = RunEta(poll_s=self.options.poll_interval_ms / 1000)
         # from a move's last byte (as a sample saw it) to its completion: added to the ETA
-        self._full_at: dict[TopicPartition, float] = {}
-        self._lags: list[float] = []
+        self._lag = LagMeter()  # the completion lag (``eta_lag``)
         self._journal: Journal | None = None
         self._journal_error: JournalError | None = None  # the first failed journal write
         self._finishing = False

@@ -4,7 +4,6 @@ and the fields the run hands to the ETA (engine/eta.py's ``RunEta``)."""
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping
 from typing import Any
 
@@ -60,9 +59,7 @@ class TrackPart:
     def _landed(self, ms: MoveState, now: float) -> None:
         """The step in flight of ``ms`` completed: its new replicas hold the partition (and
         the time since a sample saw its last byte in is one more completion lag)."""
-        full = self._full_at.pop(ms.tp, None)
-        if full is not None:
-            self._lags = [*self._lags[-19:], now - full]
+        self._lag.landed(ms.tp, now)
         for b in ms.step_target:
             if b not in ms.step_from:
                 self._inbound_landed[b] = self._inbound_landed.get(b, 0) + ms.item.size_bytes
@@ -138,15 +135,16 @@ class TrackPart:
         still to come in (moves that failed or were cancelled no longer count)."""
         received = {b: float(n) for b, n in self._inbound_landed.items()}
         prev = self._eta.meter.points[-1][0] if self._eta.meter.points else now
+        steps: dict[TopicPartition, tuple[int, float, float | None]] = {}
         for ms in moving:
-            full = True
+            need = 0.0  # what its new replicas still need (the most any one does)
             for b in ms.step_target:
                 if b not in ms.step_from:
                     got = min(per_replica.get((ms.tp, b), 0), ms.item.size_bytes)
                     received[b] = received.get(b, 0.0) + got
-                    full = full and got >= ms.item.size_bytes
-            if full and ms.tp not in self._full_at:
-                self._full_at[ms.tp] = full_since(now, prev, ms.step_submitted_at)
+                    need = max(need, float(ms.item.size_bytes - got))
+            steps[ms.tp] = (ms.step, need, ms.step_submitted_at)
+        self._lag.sampled(now, prev, steps)
         total = dict(self._inbound_total)
         for ms in self._index.of(MoveStatus.FAILED, MoveStatus.CANCELLED):
             for b in ms.move.replicas:
@@ -163,10 +161,7 @@ class TrackPart:
         # joins the ISR, the controller ends the reassignment, a poll sees it): the median
         # measured so far, else half a poll interval
         poll_s = self.options.poll_interval_ms / 1000
-        tail = statistics.median(self._lags) if self._lags else poll_s / 2
-        spread = tail - min(self._lags) if self._lags else 0.0
-        if self._full_at and not any(left.values()):  # every byte in: the lag runs down
-            tail = max(0.0, tail - (now - max(self._full_at.values())))
+        tail, spread = self._lag.tail(poll_s, not any(left.values()), now)
         eta, why, _ = self._eta.update(
             now, received, left, inflight, cap, tail,
             moves=self._index, copied=per_replica, caps=self._caps, r=self._r,
@@ -190,18 +185,6 @@ class TrackPart:
             "eta": eta_text(eta, why),
             **self._eta.fields(),
         }
-
-
-def full_since(now: float, prev: float, submitted: float | None) -> float:
-    """When a replica seen full at the sample ``now`` got its last byte: halfway since the
-    sample before (``prev``) or since its step was submitted, whichever is later (the
-    completion lag counts from there). Not halfway since ``prev`` alone: a small move submitted
-    between two samples and seen full at the next one got its bytes after its submission
-    (bench_eta's drain: a 1 MB move submitted 0.6 s before the sample that saw it full, 2 s
-    after the sample before; its lag read 1.21 s for 0.8 s, and the model counted the excess
-    at each of the batches left: the ETA 1.5 s long from then on)."""
-    since = prev if submitted is None else max(prev, min(submitted, now))
-    return now - max(0.0, now - since) / 2
 
 
 def _tpf(tp: TopicPartition) -> dict[str, Any]:
