@@ -60,6 +60,9 @@ class LagMeter:
         flight, (its step, the bytes its new replicas still need — the most any one of them
         does —, when the step was submitted)."""
         copying = {}
+        # a step no longer in flight and not landed (its move failed, was cancelled or
+        # stopped) no longer holds the lag's countdown
+        self.full_at = {tp: at for tp, at in self.full_at.items() if tp in steps}
         for tp, (step, left, submitted) in steps.items():
             old = self.copying.get(tp)
             if left <= 0:

@@ -111,3 +111,16 @@ def test_few_lags_replace_the_half_poll_only_when_they_outlast_a_poll():
     assert m.tail(0.5, False, 0.0) == (pytest.approx(2.1), pytest.approx(0.1))
     m.lags = [1.1, 0.2, 0.3]
     assert m.tail(0.5, False, 0.0) == (pytest.approx(0.3), pytest.approx(0.1))
+
+
+def test_a_step_that_left_the_run_without_landing_no_longer_counts_the_lag_down():
+    """Once every byte left is in, the lag counts down from the latest full moment among the
+    steps in flight. A step seen full that then failed or was cancelled (never landed) kept
+    its moment, and when it was the latest the countdown started from it."""
+    m = LagMeter()
+    m.lags = [5.0, 5.0, 5.0]
+    m.sampled(16.0, 15.0, {TP("t", 1): (1, 0.0, 9.0)})  # t-1 full since 15.5
+    m.sampled(20.0, 19.0, {TP("t", 0): (1, 0.0, 9.0), TP("t", 1): (1, 0.0, 9.0)})  # t-0: 19.5
+    assert m.tail(0.5, True, 20.0) == (pytest.approx(4.5), 0.0)
+    m.sampled(21.0, 20.0, {TP("t", 1): (1, 0.0, 9.0)})  # t-0 failed: only t-1 in flight
+    assert m.tail(0.5, True, 21.0) == (pytest.approx(0.0), 0.0)  # 5 - (21 - 15.5), not 3.5
