@@ -5,7 +5,7 @@ reassignment, a poll sees it). The ETA adds one after every step left. Pure.
 A step's last byte falls between two samples. Counted only for the steps a sample saw full
 before they completed, the lag was biased long: a step whose lag is short completes before
 the next sample and was never counted, one whose lag is long was (bench_eta's drains: 0.8-1.2
-s measured where the steps completed 0.1-0.5 s after their last byte, and the ETA carried the
+s measured where most steps completed 0-0.4 s after their last byte, and the ETA carried the
 excess after every batch and at the end). Every step now counts: its last byte is placed from
 its bytes left at the last sample that saw it copying and its rate between that sample and
 the one before, or, seen full, halfway since the sample before (``full_since``), whichever is
@@ -97,8 +97,8 @@ class LagMeter:
     def tail(self, poll_s: float, all_in: bool, now: float) -> tuple[float, float]:
         """(the lag to add after a step's last byte, how much shorter one was measured): the
         median measured (of ``MIN_LAGS`` at least, or of two that outlasted a poll), else half
-        a poll; once every byte is in (``all_in``), what is left
-        of it since the last step went full."""
+        a poll; once every byte is in (``all_in``), what is left of it since the last step in
+        flight went full."""
         n = len(self.lags)
         enough = n >= MIN_LAGS or (n >= 2 and min(self.lags) > poll_s)
         tail = statistics.median(self.lags) if enough else poll_s / 2
