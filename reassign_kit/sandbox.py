@@ -836,9 +836,32 @@ class Sandbox:
                 and md.partitions
                 and all(p.leader >= 0 for p in md.partitions.values())
             ):
-                return
+                return self._wait_topic_everywhere(name, deadline)
             time.sleep(0.2)
         raise SandboxError(f"topic {name} has no leader for every partition after {timeout:.0f}s")
+
+    def _wait_topic_everywhere(self, name: str, deadline: float) -> None:
+        """Every live broker that answers knows the topic: a client asks any one broker, and a
+        broker's metadata can lag the controller's for a moment under load (a fresh-clone CI
+        run: ``--progress`` right after ``create_topic`` read "Unknown topic"). A broker that
+        does not answer (stopped by a test) is not waited for."""
+        from confluent_kafka.admin import AdminClient
+
+        for n in self.nodes.values():
+            if not pid_alive(n.pid):
+                continue
+            # sparse connections: a new client asks its one bootstrap broker first
+            one = AdminClient({"bootstrap.servers": f"127.0.0.1:{n.port}", **self._client_conf()})
+            while True:
+                try:
+                    md = one.list_topics(topic=name, timeout=5).topics.get(name)
+                except Exception:  # noqa: BLE001 - a broker that does not answer: not waited for
+                    break
+                if md is not None and md.error is None and md.partitions:
+                    break
+                if time.monotonic() > deadline:
+                    raise SandboxError(f"broker {n.id} does not know topic {name} yet")
+                time.sleep(0.2)
 
     def load(self, topic: str, mb_per_partition: float, message_bytes: int = 10_000) -> int:
         """Fill every partition of ``topic`` with incompressible data, acks=all. Returns messages sent."""
