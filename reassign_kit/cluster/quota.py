@@ -77,8 +77,8 @@ def fair_share(
     fixed = [False] * n
     # the resources by the level at which they fill (ties: the first numbered), kept in a
     # heap with the count of streams rising there when pushed: an entry is stale once that
-    # count fell (a full resource's is 0, never pushed). A scan
-    # of every resource at every fill was most of a call at 200 ends (bench_poll)
+    # count fell (a full resource's is 0, never pushed). A scan of every resource at every
+    # fill was most of a call at 200 ends (bench_poll)
     heap = [(caps[r] / free[r], r, free[r]) for r in range(len(caps))]
     heapq.heapify(heap)
     while heap:

@@ -69,7 +69,7 @@ class RunPace:
         # simulated with: simulated again only when they changed. The window's oldest state
         # was simulated anew at every sample: bench_poll (2,000 moves in flight) spent 48 of
         # its 168 simulations there, 28 ms each
-        self._work: dict[int, tuple[Any, float]] = {}
+        self._work: dict[int, tuple[Any, tuple[float, float]]] = {}
 
     def restart(self, start: float) -> None:
         """The throttle changed: the pace at the old one says nothing of the new one, nor

@@ -158,8 +158,8 @@ class TrackPart:
                     inflight[b] = inflight.get(b, 0) + 1
         cap = self._throttles.rate if self._throttles.active else None
         # the last move is complete a completion lag after its last byte (the follower
-        # joins the ISR, the controller ends the reassignment, a poll sees it): the median
-        # measured so far, else half a poll interval
+        # joins the ISR, the controller ends the reassignment, a poll sees it), as
+        # ``eta_lag.LagMeter`` measures it
         poll_s = self.options.poll_interval_ms / 1000
         tail, spread = self._lag.tail(poll_s, not any(left.values()), now)
         eta, why, _ = self._eta.update(
