@@ -103,6 +103,13 @@ class VerifyResult:
                     out.append(
                         f"Reassignment of replica {rep} to {r['log_dir']} is still in progress."
                     )
+                elif r["current"] and not r["future"]:
+                    out.append(
+                        f"Replica {rep} is in {r['current']}, not in {r['log_dir']}, and not "
+                        "moving there: the broker has no future replica for it (the move was "
+                        "cancelled, or the broker dropped it). --execute with this plan sends "
+                        "it again."
+                    )
                 else:
                     out.append(
                         f"Replica {rep} is in {r['current'] or 'no live log dir'}, "

@@ -12,6 +12,11 @@ from typing import Any
 from ..model import ANY_LOG_DIR, Move, TopicPartition
 
 RETRIABLE_LOG_DIR_ERRORS = ("ReplicaNotAvailable", "KafkaStorage", "no answer")
+# A move the broker accepted and then dropped (no future replica, the replica still elsewhere:
+# Kafka 4.3.1 was seen doing it, twice in our CI runs) is sent again this many times before it
+# fails its partition: sending the same dir again is a no-op for a move already under way or
+# done, and a bound keeps the run from fighting another tool that moves the replica back.
+MAX_RESENDS = 2
 
 
 def log_dir_targets(moves: Iterable[Move]) -> dict[tuple[TopicPartition, int], str]:
@@ -76,9 +81,12 @@ class LogDirMoves:
     queued once its final replica set is in flight, started as the official tool does (retried
     while the new replica does not exist, up to ``timeout_s``: its --timeout), and the
     partition counts as complete only once every replica sits in its dir, no future log left.
+    A started move the broker no longer has (dropped, or moved back by another tool) is sent
+    again, up to ``MAX_RESENDS`` times: without that the run waited for it forever.
 
     ``moves`` is the run's ``tp -> MoveState``; a log-dir move that cannot start fails its
-    partition's move (``MoveState.fail``); ``emit`` journals ``log_dir_started``."""
+    partition's move (``MoveState.fail``); ``emit`` journals ``log_dir_started`` and
+    ``log_dir_resent``."""
 
     def __init__(
         self,
@@ -99,19 +107,21 @@ class LogDirMoves:
         self.registered: set[TopicPartition] = set()
         self.started: set[tuple[TopicPartition, int]] = set()
         self.placed: set[TopicPartition] = set()
+        self.resent: dict[tuple[TopicPartition, int], int] = {}
 
     def complete(self, tp: TopicPartition, replicas_complete: bool) -> bool:
         """``replicas_complete`` (``model.is_complete``) and, with log dirs, placed in them."""
         return replicas_complete and (tp not in self.targets or tp in self.placed)
 
-    def check_placed(self, tps: Iterable[TopicPartition]) -> None:
+    def check_placed(self, tps: Iterable[TopicPartition]) -> dict[tuple[TopicPartition, int], str]:
         """Mark those of ``tps`` whose replicas are all in their dirs, no future replica left
-        (one DescribeLogDirs round)."""
+        (one DescribeLogDirs round). Returns the started replicas of the others that are not
+        moving: no future replica, in another dir of a broker that answered -> that dir."""
         from ..cluster.views import replica_log_dirs
 
         tps = sorted(tp for tp in tps if tp in self.targets)
         if not tps:
-            return
+            return {}
         brokers = {b for tp in tps for b in self.targets[tp]}
         cur, fut = replica_log_dirs(self.gw, tps, brokers)
         self.placed |= {
@@ -121,6 +131,37 @@ class LogDirMoves:
                 cur.get((tp, b)) == d and (tp, b) not in fut for b, d in self.targets[tp].items()
             )
         }
+        return {
+            (tp, b): now_in
+            for tp in tps
+            if tp not in self.placed
+            for b, d in self.targets[tp].items()
+            if (tp, b) in self.started
+            and (tp, b) not in fut
+            and (now_in := cur.get((tp, b))) is not None
+            and now_in != d
+        }
+
+    def _resend(self, dropped: Mapping[tuple[TopicPartition, int], str], now: float) -> None:
+        """Queue again each started move the broker no longer has (journaled), or fail its
+        partition once it was sent again ``MAX_RESENDS`` times."""
+        for (tp, b), now_in in sorted(dropped.items()):
+            d = self.targets[tp][b]
+            n = self.resent.get((tp, b), 0)
+            if n >= MAX_RESENDS:
+                self.moves[tp].fail(
+                    f"the replica on broker {b} is in {now_in}, not moving to log dir {d}: "
+                    f"the broker has no future replica for it after {n + 1} sends (dropped "
+                    "by the broker, or moved back by another tool)"
+                )
+                continue
+            self.resent[(tp, b)] = n + 1
+            self.started.discard((tp, b))
+            self.pending[(tp, b)] = (d, now + self.timeout_s)
+            self.emit(
+                "log_dir_resent", topic=tp.topic, partition=tp.partition, broker=b,
+                log_dir=d, found_in=now_in, resend=n + 1,
+            )  # fmt: skip
 
     def _at_final(self, tp: TopicPartition) -> bool:
         ms = self.moves[tp]
@@ -168,7 +209,7 @@ class LogDirMoves:
             if self.moves[tp].status == "moving"
             and all((tp, b) in self.started for b in self.targets[tp])
         ]
-        self.check_placed(waiting)
+        self._resend(self.check_placed(waiting), now)
 
     def brokers(self, submitting: Mapping[TopicPartition, Any]) -> set[int]:
         """Brokers that move (or are about to move: ``submitting``, tp -> (target, state)) a

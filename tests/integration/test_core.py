@@ -325,17 +325,11 @@ def test_log_dir_moves_within_and_across_brokers(sandbox, gw, cli, topic_name, t
     plan = write_plan(tmp_path / "plan.json", moves)
 
     try:
-        code, out, _ = cli(
-            "--execute",
-            "--reassignment-json-file",
-            plan,
-            "--replica-alter-log-dirs-throttle",
-            "100000000",
-            "--timeout",
-            "30000",
-            "--rollback-file",
-            str(tmp_path / "rb.json"),
+        execute = (
+            *("--execute", "--reassignment-json-file", plan),
+            *("--replica-alter-log-dirs-throttle", "100000000", "--timeout", "30000"),
         )
+        code, out, _ = cli(*execute, "--rollback-file", str(tmp_path / "rb.json"))
         assert code == 0, out
         assert f"Started moving replica {topic}-0 on broker {b0} to log dir {other_dir}" in out
         rollback = json.loads((tmp_path / "rb.json").read_text())
@@ -344,8 +338,19 @@ def test_log_dir_moves_within_and_across_brokers(sandbox, gw, cli, topic_name, t
             1: [cur[(tps[1], before[tps[1]].replicas[0])]],
         }
 
+        sent_again: list[str] = []
+
         def done():
             code, out, _ = cli("--verify", "--reassignment-json-file", plan)
+            if code == ops.EXIT_MISMATCH and "--execute with this plan sends it again." in out:
+                # Kafka 4.3.1 dropped the accepted same-broker move in two CI runs (e1441d4,
+                # b95c44c); --verify says so and what to do, which the SRE does (the remedy
+                # itself: test_log_dir_drop_sandbox). Once: a second drop is a failure here.
+                sent_again.append(out)
+                assert len(sent_again) == 1, out
+                code, out, _ = cli(*execute)
+                assert code == 0, out
+                return None
             assert code in (0, ops.EXIT_IN_PROGRESS), out
             return code == 0 and out
 
