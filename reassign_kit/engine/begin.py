@@ -68,6 +68,7 @@ class BeginPart:
         self._reconcile(states, journaled, resuming)
         if resuming:
             self._throttles.remember(prior)
+            self._pace_resume(prior)
         self._began = True  # from here on the run may change the cluster
         self._sync_throttles(cluster)
         if self._resume_cancel:

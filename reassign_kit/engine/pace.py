@@ -27,8 +27,9 @@ from typing import Any
 from ..errors import UsageError
 from ..health.signals import HealthSample, HealthSource
 from .moves import MoveStatus
+from .pace_memory import PaceMemory, pace_memory
 from .pace_ramp import Ramp
-from .pacing import Bounds, Controller, Objective, elr_signals
+from .pacing import Bounds, Controller, Decision, Objective, elr_signals
 from .schedule import Caps
 
 MOVING, READY = MoveStatus.MOVING, MoveStatus.READY
@@ -53,6 +54,7 @@ class PacePart:
     _pace_last_sample = -1e18
     _pace_last_baseline = -1e18
     _ramp: Ramp | None = None  # the rates written: a raise in steps (pace_ramp.Ramp)
+    _pace_memory: PaceMemory | None = None  # on resume, the journaled run's pace
     _ramp_started = False  # the start rate's ramp began (with the first submission)
     _health_opener: threading.Thread | None = None
     _health_closed = False
@@ -81,9 +83,14 @@ class PacePart:
         # start (``_pace_write``): Kafka's replication quota, empty at the start, lets the
         # fetchers take ~10 s of a limit written at once in a burst at the disk's speed (on
         # bench-pacing the load's first seconds of every adaptive row: 0.3-1.3 s at 128
-        # MiB/s), as a raise written at once did
+        # MiB/s), as a raise written at once did. A resumed run goes on from the journaled
+        # pace: the rates written stay, the ramp goes on toward the controller's
         floor = self._pacer.bounds.floor
-        self._ramp = Ramp(dict.fromkeys(self._pacer.rates, floor), now)
+        start = dict.fromkeys(self._pacer.rates, floor)
+        took = self._pace_take_over(self._pacer)
+        if took is not None:
+            start.update((b, r) for b, r in took.written.items() if b in start)
+        self._ramp = Ramp(start, now)
         self._throttles.set_broker_rates(self._ramp.at(now))
         self._pace_hold = True  # until the first sample (``_pace_decide``)
         self._emit(
@@ -100,7 +107,49 @@ class PacePart:
                 if self._health_opener is None and self._health is not None
                 else (self.options.health_source or "probe")
             ),
+            **({"resumed_from": took.to_event()} if took is not None else {}),
         )
+        if took is not None and took.baseline is not None:
+            self._emit(
+                "pace_decision",
+                **Decision(
+                    now,
+                    "baseline",
+                    "taken over from the journaled run (not measured again with its moves "
+                    "in flight)",
+                    signals={"baseline_ms": {str(b): v for b, v in took.baseline.items()}},
+                ).to_event(),
+            )
+
+    def _pace_resume(self, prior: list[dict[str, Any]]) -> None:
+        """On resume (``_begin``, before the throttles of the moves in flight are set again):
+        keep the journaled pace, and the rates written to the brokers, which those moves
+        then keep (not the ceiling, nor the floor)."""
+        if not self.adaptive:
+            return
+        self._pace_memory = pace_memory(prior)
+        if self._pace_memory is not None and self._pace_memory.written:
+            ceiling = self._throttles.rate or self.options.throttle or 1
+            self._throttles.set_broker_rates(
+                {b: max(1, min(r, ceiling)) for b, r in self._pace_memory.written.items()}
+            )
+
+    def _pace_take_over(self, pacer: Controller) -> PaceMemory | None:
+        """On resume, the journaled run's pace into ``pacer`` (rates within the bounds, caps
+        within the maximum, the baseline); the memory, clamped, or None."""
+        mem = self._pace_memory
+        if mem is None:
+            return None
+        rates = {b: pacer.bounds.clamp(r) for b, r in mem.rates.items() if b in pacer.rates}
+        written = {b: pacer.bounds.clamp(r) for b, r in mem.written.items() if b in pacer.rates}
+        pacer.rates.update(rates)
+        caps = {}
+        if pacer.cap_max:
+            caps = {b: min(c, pacer.cap_max) for b, c in mem.caps.items() if b in pacer.rates}
+            pacer.caps.update(caps)
+        if mem.baseline is not None and pacer.needs_baseline:
+            pacer.baseline = {b: v for b, v in mem.baseline.items() if b in pacer.rates}
+        return PaceMemory(rates, written, caps, mem.baseline)
 
     def _pace_source(self, brokers: list[int]) -> HealthSource:
         """``--health-source`` (a Prometheus server, the brokers' exporters: falling back to
