@@ -18,6 +18,8 @@ from reassign_kit.cluster.admin import AdminGateway
 
 pytestmark = pytest.mark.integration
 OUT = Path(__file__).resolve().parents[1] / "out" / "chaos"
+# an objective this shared machine holds while moves run: the decisions are the pace's own
+ADAPTIVE = ("--pace", "adaptive", "--slo-produce-p99", "2500ms", "--throttle-floor", str(MB // 4))
 
 
 @pytest.fixture(scope="module")
@@ -300,10 +302,7 @@ def test_a_stalled_broker_is_backed_off_alone(quorum, work):
         fault,
         mb=8,
         throttle=4 * MB,
-        extra=[
-            *("--pace", "adaptive", "--slo-produce-p99", "2500ms"),
-            *("--throttle-floor", str(MB // 4)),
-        ],
+        extra=ADAPTIVE,
     )
     check(row)
     ev = read_events(work / "journal.jsonl")
@@ -324,3 +323,66 @@ def test_a_stalled_broker_is_backed_off_alone(quorum, work):
         # noise may halve them for a moment too: what counts is where each stands after)
         assert rate_at(b, end) >= rate_at(b, stop_ts), (b, rate_at(b, stop_ts), rate_at(b, end))
         assert rate_at(b, end) > rate_at(3, end)
+
+
+def sigkill_adaptive_then_resume(ctx: Ctx) -> None:
+    """The adaptive run SIGKILLed once its pace raised a broker, then resumed."""
+    from harness import _events
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ev = _events(ctx.journal) if ctx.journal.exists() else []
+        if any(e.get("event") == "pace_decision" and e.get("action") == "increase" for e in ev):
+            break
+        if ctx.proc is not None and ctx.proc.poll() is not None:
+            raise AssertionError("the run ended before its pace raised a broker")
+        time.sleep(0.2)
+    else:
+        raise AssertionError("the pace raised no broker within 120 s")
+    assert ctx.proc is not None
+    ctx.proc.send_signal(signal.SIGKILL)
+    ctx.proc.wait(30)
+    (ctx.work / "killed_after").write_text(str(len(_events(ctx.journal))))
+    ctx.person_acted = "resume"
+    ctx.proc = start_cli(ctx.sb, *ctx.args, "--resume", log=ctx.work / "cli-resume.log")
+
+
+@pytest.mark.chaos
+def test_adaptive_run_sigkilled_and_resumed_keeps_its_pace(quorum, work):
+    """Issue 22: an adaptive run SIGKILLed (a real subprocess SIGKILL) after its pace raised
+    a broker, then resumed: the resumed run takes over each broker's rate and the rate
+    written to it (the throttles it sets for the moves in flight go on from those toward the
+    rates, never the ceiling nor the floor), nothing acknowledged is lost, the run finishes with no throttle left."""
+    from harness import _events
+
+    from reassign_kit.engine.pace_memory import pace_memory
+
+    row = run_scenario(
+        quorum,
+        "adaptive pace SIGKILLed, resumed",
+        work,
+        sigkill_adaptive_then_resume,
+        mb=40,  # ~40 s at the start rate (4 MiB/s): the pace raises a broker before the end
+        throttle=8 * MB,
+        extra=ADAPTIVE,
+    )
+    check(row)
+    ev = _events(work / "journal.jsonl")
+    cut = int((work / "killed_after").read_text())
+    mem = pace_memory(ev[:cut])
+    assert mem is not None and mem.rates, ev[:cut]
+    after = ev[cut:]
+    first_decision = min(
+        (e["ts"] for e in after if e.get("event") == "pace_decision" and e.get("broker")),
+        default=float("inf"),
+    )
+    for e in after:
+        if e.get("event") == "throttle_set" and e["ts"] < first_decision:
+            for b, rate in (e.get("broker_rates") or {}).items():
+                # the ramp toward the raise goes on from where it was: neither the ceiling
+                # (8 MiB/s) nor the floor
+                assert mem.written[int(b)] <= int(rate) <= mem.rates[int(b)], (b, rate, mem)
+    started = next(e for e in after if e.get("event") == "pace_started")
+    took = started["resumed_from"]
+    assert {int(b): r for b, r in took["rates"].items()} == mem.rates
+    assert {int(b): r for b, r in took["written"].items()} == mem.written
