@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -226,10 +227,30 @@ def main() -> int:
         return 0
     from reassign_kit.sandbox import Sandbox
 
+    short = disk_short(a.dir or tempfile.gettempdir(), a.parts * a.part_mb)
+    if short:
+        print(short, file=sys.stderr)
+        return 2
     if a.dir and Sandbox(a.dir).running():
         return bench(Sandbox(a.dir), a)
     with tempfile.TemporaryDirectory() as d, Sandbox.start(brokers=4, racks=2, dir=d) as sb:
         return bench(sb, a)
+
+
+def disk_short(where: str, data_mb: int) -> str | None:
+    """Why the bench cannot run on the disk at ``where`` (None: it can). The data topic at RF
+    2, both copies of each partition during its move, the previous row's deleted replicas
+    still on disk for a while, and 2 GiB of margin: a disk filled mid-run stops every broker
+    (it happened: the load generator's reconnect lines then filled what was left)."""
+    need = 3 * 2 * data_mb * MB + 2 * 1024 * MB
+    free = shutil.disk_usage(where).free
+    if free >= need:
+        return None
+    return (
+        f"bench-pacing: {free / 1024**3:.1f} GiB free at {where}, {need / 1024**3:.1f} GiB "
+        f"needed ({data_mb} MiB of data at RF 2, its copies during the moves, 2 GiB margin); "
+        "free some space or lower --parts / --part-mb"
+    )
 
 
 def dirty_mb() -> float:
