@@ -22,13 +22,17 @@ setup: venv kafka chromium prometheus
 venv: $(VENV)/.installed
 
 # uv (from PyPI, the lock's version) installs .[dev] with every version pinned by the lock:
-# no resolution from scratch, the same versions on every machine (issue 24 #1)
+# no resolution from scratch, the same versions on every machine (issue 24 #1). pyspark is an
+# sdist the index here sends without cache headers: uv builds it again at every fresh clone's
+# setup and kept each build (~1.9 GiB; 65 GiB of them filled a developer machine's disk), so
+# the setup prunes uv's cache of what nothing references
 $(VENV)/.installed: pyproject.toml $(LOCK)
 	@command -v $(PY) >/dev/null || { echo "setup: $(PY) not found (Python 3.11+ is needed)" >&2; exit 1; }
 	@echo "setup: $(VENV) with .[dev] at the versions of $(LOCK) (uv $(UV_VERSION))"
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	@$(BIN)/uv --version 2>/dev/null | grep -q '^uv $(UV_VERSION)[ ]' || $(BIN)/python -m pip install -q --disable-pip-version-check 'uv==$(UV_VERSION)'
 	@$(BIN)/uv pip install -q --python $(BIN)/python -c $(LOCK) -e '.[dev]'
+	@$(BIN)/uv cache prune -q 2>/dev/null || true
 	@touch $@
 
 # regenerate the lock after a change of pyproject.toml's dependencies (tests/unit/test_lock.py
