@@ -94,7 +94,7 @@ def test_paced_run_sends_a_dropped_move_again_and_completes(
     p = run_cli(
         bootstrap,
         *paced_argv(plan, journal, tmp_path, "--throttle", "50000000"),
-        *("--replica-alter-log-dirs-throttle", "200000", "--timeout", "30000"),
+        *("--replica-alter-log-dirs-throttle", "500000", "--timeout", "30000"),
     )
     try:
         drop_when_moving(gw, tp, b, orig)
