@@ -146,6 +146,8 @@ class LogDirMoves:
         """Queue again each started move the broker no longer has (journaled), or fail its
         partition once it was sent again ``MAX_RESENDS`` times."""
         for (tp, b), now_in in sorted(dropped.items()):
+            if self.moves[tp].status != "moving":
+                continue  # another of its replicas failed it in this round
             d = self.targets[tp][b]
             n = self.resent.get((tp, b), 0)
             if n >= MAX_RESENDS:
@@ -202,7 +204,8 @@ class LogDirMoves:
                         log_dir=d,
                     )  # fmt: skip
                     continue
-                self.moves[tp].fail(f"moving the replica on broker {b} to log dir {d}: {err}")
+                if self.moves[tp].status == "moving":  # not failed by another replica already
+                    self.moves[tp].fail(f"moving the replica on broker {b} to log dir {d}: {err}")
         waiting = [
             tp
             for tp in self.registered - self.placed

@@ -27,7 +27,7 @@ from typing import Any
 from ..errors import UsageError
 from ..health.signals import HealthSample, HealthSource
 from .moves import MoveStatus
-from .pace_memory import PaceMemory, pace_memory
+from .pace_memory import PaceMemory, pace_memory, take_over
 from .pace_ramp import Ramp
 from .pacing import Bounds, Controller, Decision, Objective, elr_signals
 from .schedule import Caps
@@ -67,12 +67,10 @@ class PacePart:
         """The controller, over every broker of the cluster (those that need no throttle get
         none); each starts at the controller's start rate, set before the first submission."""
         o = self.options
-        assert o.throttle is not None and o.slo_produce_p99 is not None  # options.validate
-        ceiling = self._throttles.rate or o.throttle
+        assert o.slo_produce_p99 is not None  # options.validate
         self._pacer = Controller(
             Objective.parse(o.slo_produce_p99),
-            # the keeper's rate: a set_throttle before the first poll is the ceiling too
-            Bounds(min(o.throttle_floor or max(1, o.throttle // 20), ceiling), ceiling),
+            self._pace_bounds(),
             brokers,
             [m.tp for m in self.plan],
             settle_s=o.pace_settle_s,
@@ -87,7 +85,7 @@ class PacePart:
         # pace: the rates written stay, the ramp goes on toward the controller's
         floor = self._pacer.bounds.floor
         start = dict.fromkeys(self._pacer.rates, floor)
-        took = self._pace_take_over(self._pacer)
+        took = None if self._pace_memory is None else take_over(self._pace_memory, self._pacer)
         if took is not None:
             start.update((b, r) for b, r in took.written.items() if b in start)
         self._ramp = Ramp(start, now)
@@ -121,6 +119,14 @@ class PacePart:
                 ).to_event(),
             )
 
+    def _pace_bounds(self) -> Bounds:
+        """Floor and ceiling: the ceiling is the keeper's rate (a set_throttle before the first
+        poll is the ceiling too), else --throttle."""
+        o = self.options
+        assert o.throttle is not None  # options.validate: --pace adaptive needs --throttle
+        ceiling = self._throttles.rate or o.throttle
+        return Bounds(min(o.throttle_floor or max(1, o.throttle // 20), ceiling), ceiling)
+
     def _pace_resume(self, prior: list[dict[str, Any]]) -> None:
         """On resume (``_begin``, before the throttles of the moves in flight are set again):
         keep the journaled pace, and the rates written to the brokers, which those moves
@@ -129,27 +135,10 @@ class PacePart:
             return
         self._pace_memory = pace_memory(prior)
         if self._pace_memory is not None and self._pace_memory.written:
-            ceiling = self._throttles.rate or self.options.throttle or 1
+            bounds = self._pace_bounds()
             self._throttles.set_broker_rates(
-                {b: max(1, min(r, ceiling)) for b, r in self._pace_memory.written.items()}
+                {b: bounds.clamp(r) for b, r in self._pace_memory.written.items()}
             )
-
-    def _pace_take_over(self, pacer: Controller) -> PaceMemory | None:
-        """On resume, the journaled run's pace into ``pacer`` (rates within the bounds, caps
-        within the maximum, the baseline); the memory, clamped, or None."""
-        mem = self._pace_memory
-        if mem is None:
-            return None
-        rates = {b: pacer.bounds.clamp(r) for b, r in mem.rates.items() if b in pacer.rates}
-        written = {b: pacer.bounds.clamp(r) for b, r in mem.written.items() if b in pacer.rates}
-        pacer.rates.update(rates)
-        caps = {}
-        if pacer.cap_max:
-            caps = {b: min(c, pacer.cap_max) for b, c in mem.caps.items() if b in pacer.rates}
-            pacer.caps.update(caps)
-        if mem.baseline is not None and pacer.needs_baseline:
-            pacer.baseline = {b: v for b, v in mem.baseline.items() if b in pacer.rates}
-        return PaceMemory(rates, written, caps, mem.baseline)
 
     def _pace_source(self, brokers: list[int]) -> HealthSource:
         """``--health-source`` (a Prometheus server, the brokers' exporters: falling back to

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .pacing import Controller
+
 
 @dataclass(frozen=True)
 class PaceMemory:
@@ -76,3 +78,19 @@ def pace_memory(events: Iterable[Mapping[str, Any]]) -> PaceMemory | None:
     if not started:
         return None
     return PaceMemory(rates, written, caps, baseline)
+
+
+def take_over(mem: PaceMemory, pacer: Controller) -> PaceMemory:
+    """``mem`` into a resumed run's ``pacer``: its brokers' rates within the bounds, caps
+    within the maximum, the baseline where one is still to be measured. Returns what was
+    taken (the written rates clamped too, the ramp's start)."""
+    rates = {b: pacer.bounds.clamp(r) for b, r in mem.rates.items() if b in pacer.rates}
+    written = {b: pacer.bounds.clamp(r) for b, r in mem.written.items() if b in pacer.rates}
+    pacer.rates.update(rates)
+    caps = {}
+    if pacer.cap_max:
+        caps = {b: min(c, pacer.cap_max) for b, c in mem.caps.items() if b in pacer.rates}
+        pacer.caps.update(caps)
+    if mem.baseline is not None and pacer.needs_baseline:
+        pacer.baseline = {b: v for b, v in mem.baseline.items() if b in pacer.rates}
+    return PaceMemory(rates, written, caps, mem.baseline)

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from harness import MB, Ctx, Row, run_scenario, start_cli
+from harness import MB, Ctx, Row, _events, run_scenario, start_cli
 
 from reassign_kit.cluster.admin import AdminGateway
 
@@ -327,8 +327,6 @@ def test_a_stalled_broker_is_backed_off_alone(quorum, work):
 
 def sigkill_adaptive_then_resume(ctx: Ctx) -> None:
     """The adaptive run SIGKILLed once its pace raised a broker, then resumed."""
-    from harness import _events
-
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         ev = _events(ctx.journal) if ctx.journal.exists() else []
@@ -352,9 +350,8 @@ def test_adaptive_run_sigkilled_and_resumed_keeps_its_pace(quorum, work):
     """Issue 22: an adaptive run SIGKILLed (a real subprocess SIGKILL) after its pace raised
     a broker, then resumed: the resumed run takes over each broker's rate and the rate
     written to it (the throttles it sets for the moves in flight go on from those toward the
-    rates, never the ceiling nor the floor), nothing acknowledged is lost, the run finishes with no throttle left."""
-    from harness import _events
-
+    rates, never the ceiling nor the floor), nothing acknowledged is lost, the run finishes
+    with no throttle left."""
     from reassign_kit.engine.pace_memory import pace_memory
 
     row = run_scenario(

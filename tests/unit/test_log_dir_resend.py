@@ -88,3 +88,36 @@ def test_a_move_dropped_every_time_fails_its_partition_naming_the_replica(tmp_pa
     assert resent and max(e["resend"] for e in resent) == MAX_RESENDS
     assert len(dropped) >= MAX_RESENDS + 1
     assert not sim.broker_cfg  # the failed run left no throttle
+
+
+def test_both_replicas_of_a_partition_failing_in_one_round_fail_it_once(tmp_path):
+    """Two log-dir targets of one partition past their last send (or their --timeout) in
+    the same round: the partition fails once with the first one's reason (a second fail of
+    a failed move raised IllegalTransition, and the run failed with that instead)."""
+    sim = cluster()
+    plan = Plan.of(
+        Move(tp, tuple(sp.replicas), tuple(sim.log_dirs_of(b)[1] for b in sp.replicas))
+        for tp, sp in sim.partitions.items()
+    )
+    dropping(sim, 10**6)
+    with pytest.raises(RunError, match="no future replica") as got:
+        run(sim, plan, tmp_path).run()
+    assert "IllegalTransition" not in str(got.value) and "cannot fail" not in str(got.value)
+    failed = [e for e in read_events(tmp_path / "run.jsonl") if e["event"] == "failed"]
+    assert sorted(e["partition"] for e in failed) == [0, 1]  # each partition once
+
+
+def test_both_replicas_timing_out_in_one_round_fail_the_partition_once(tmp_path):
+    sim = cluster()
+    plan = Plan.of(
+        Move(tp, tuple(sp.replicas), tuple(sim.log_dirs_of(b)[1] for b in sp.replicas))
+        for tp, sp in sim.partitions.items()
+    )
+    sim.alter_replica_log_dirs = lambda a: dict.fromkeys(a, "ReplicaNotAvailable")
+    opts = ExecuteOptions(throttle=MB, batch_size=2, wait=True, timeout_s=2)
+    r = Run(sim, plan, opts, journal_path=tmp_path / "run.jsonl", clock=sim.now, sleep=sim.sleep)
+    with pytest.raises(RunError, match="--timeout") as got:
+        r.run()
+    assert "cannot fail" not in str(got.value)
+    failed = [e for e in read_events(tmp_path / "run.jsonl") if e["event"] == "failed"]
+    assert sorted(e["partition"] for e in failed) == [0, 1]
