@@ -44,15 +44,6 @@ def _caps(opts: Mapping[str, Any]) -> Caps:
     )
 
 
-def _quota_windows(start: Mapping[str, Any]) -> int | None:
-    """The cluster's quota windows as the run read them; journals before they were recorded
-    talked to Kafka (11, its default) unless they name the simulator."""
-    cluster = start.get("cluster") or {}
-    if "quota_windows" in cluster:
-        return cluster["quota_windows"]
-    return None if cluster.get("kafka_version") in (None, "simulated") else 11
-
-
 def _steps(current: tuple[int, ...], target: tuple[int, ...], r: int | None) -> list:
     """The steps the run planned at the submission (KIP-435's with R; the journal names each
     step only as it goes)."""
@@ -93,7 +84,6 @@ def replay(events: Iterable[Mapping[str, Any]], relag: bool = False) -> list[dic
         index.add(ms)
     r = opts.get("parallel_replica_count")
     eta = RunEta(poll_s=poll_s)
-    eta.quota_windows(_quota_windows(start))
     queued = 0
     lag = LagMeter()  # the completion lag as the run measures it now (``relag``)
     prev: float | None = None

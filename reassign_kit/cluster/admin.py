@@ -26,7 +26,7 @@ from ..model import TopicPartition
 from .admin_configs import ConfigsPart
 from .admin_errors import _err_text, _kp_text
 from .admin_moves import MovesPart
-from .capabilities import QUOTA_WINDOWS_CONFIG, Capabilities, intersect, quota_windows_of
+from .capabilities import Capabilities, intersect
 from .config import (  # noqa: F401 (re-exported: client configuration lives in config.py)
     BROKER_THROTTLE_KEYS,
     CONFIG_REDACTOR,
@@ -303,7 +303,6 @@ class AdminGateway(MovesPart, ConfigsPart):
             # KRaft finalizes metadata.version; a ZooKeeper-mode cluster has no such feature
             "metadata_mode": "kraft" if level else "zookeeper",
             "capabilities": self.capabilities().summary(),
-            "quota_windows": self.capabilities().quota_windows,
         }
 
     def capabilities(self) -> Capabilities:
@@ -346,16 +345,12 @@ class AdminGateway(MovesPart, ConfigsPart):
         first = min(lists)
         res = ConfigResource(ResourceType.BROKER, str(first))
         futures = self.ck.describe_configs([res], request_timeout=self.timeout_s)
-        entries = self._wait(futures[res], f"describe configs of broker {first}")
-        configs = frozenset(entries)
+        configs = frozenset(self._wait(futures[res], f"describe configs of broker {first}"))
         controller = desc.controller.id if desc.controller is not None else None
         caps = Capabilities(
             api=intersect(lists),
             configs=configs,
             features=features,
-            quota_windows=quota_windows_of(
-                getattr(entries.get(QUOTA_WINDOWS_CONFIG), "value", None)
-            ),
             basis=f"ApiVersions of brokers {', '.join(map(str, sorted(lists)))} "
             f"(controller {controller}), features, broker {first}'s config names"
             + (f"; brokers {', '.join(map(str, silent))} did not answer" if silent else ""),

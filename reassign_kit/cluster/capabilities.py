@@ -83,16 +83,12 @@ class Capabilities:
     in KRaft a broker lists a forwarded request's versions as the controller accepts them,
     KIP-590), with the controller's own list for the requests sent to it (ZooKeeper mode);
     None = not known (the simulator: everything). ``configs``: broker config names that
-    exist. ``features``: finalized feature levels. ``basis``: who was asked.
-    ``quota_windows``: the replication quota's ``replication.quota.window.num`` on the broker
-    asked (Kafka's throttle is a rate averaged over that many windows, so an end idle for
-    part of them catches up at once: the run's ETA counts that credit); None = not known."""
+    exist. ``features``: finalized feature levels. ``basis``: who was asked."""
 
     api: Mapping[int, tuple[int, int]] | None = None
     configs: frozenset[str] | None = None
     features: Mapping[str, int] = field(default_factory=dict)
     basis: str = "assumed (no broker asked)"
-    quota_windows: int | None = None
 
     def max_version(self, api_key: int) -> int | None:
         """The newest version of ``api_key`` every broker lists; None when one does not
@@ -132,16 +128,6 @@ class Capabilities:
 
 
 ALL = Capabilities()
-
-QUOTA_WINDOWS_CONFIG = "replication.quota.window.num"
-
-
-def quota_windows_of(value: str | None) -> int | None:
-    """``replication.quota.window.num`` as a broker reports it (None: not reported)."""
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
 
 
 def intersect(lists: Mapping[int, Mapping[int, tuple[int, int]]]) -> dict[int, tuple[int, int]]:

@@ -336,7 +336,6 @@ class SimCluster(ConfigsPart):
             "cluster_id": self.id,
             "brokers": len(self.broker_ids),
             "kafka_version": "simulated",
-            "quota_windows": self.quota_windows,
         }
 
     def brokers(self) -> list[BrokerInfo]:

@@ -135,7 +135,6 @@ class BeginPart:
 
     def _journal_start(self, resuming: bool, ordered: list[Item], foreign: list) -> None:
         info = _cluster_info(self.gw)
-        self._eta.quota_windows(info.get("quota_windows"))
         self._emit(
             "run_started",
             resumed=resuming,

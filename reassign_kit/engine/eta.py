@@ -104,17 +104,6 @@ class RunEta:
         self.ts = self.tail_spread = 0.0
         self.eta: float | None = None
 
-    def quota_windows(self, windows: int | None) -> None:
-        """The cluster's ``replication.quota.window.num`` (None: not known). Kafka's throttle
-        is a rate averaged over those windows, so an end idle for part of them (a batch's
-        last completion lag and the next submission) catches up at once what it did not copy
-        meanwhile: the credit counts until the run measures otherwise (``ShareMeter.burst``).
-        Before, it counted only once measured, and a drain's batch gaps fell between samples
-        so it never was: bench_eta's drain of one broker read every gap left as lost time
-        and came out above since-start's average, which the quota keeps at the throttle."""
-        if not self.meter.bursts:  # nothing measured yet: the prior is the cluster's
-            self.meter.burst = 1.0 if windows is not None and windows > 1 else 0.0
-
     def restart(self) -> None:
         """The throttle changed: the interval it falls in says nothing (the share of the old
         throttle still says much about the new one, so the window stays); until an interval

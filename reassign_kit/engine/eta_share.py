@@ -35,7 +35,7 @@ REPLAY_BURST = 1.25
 class ShareMeter:
     """The share of the throttle over the last ``window_s`` (``measure`` once per sample)."""
 
-    def __init__(self, window_s: float, burst_prior: float = 0.0):
+    def __init__(self, window_s: float):
         self.window_s = window_s
         # the latest sample: (ts, bytes received in all, the model's rate then, capacity
         # then, the streams in flight then, what they had left)
@@ -46,11 +46,10 @@ class ShareMeter:
         self.intervals: list[tuple[float, float, float, float, bool]] = []
         # the quota's catch-up (``eta_model.simulate``): per interval in which ends copied
         # again after an idle spell, (end ts, bytes beyond the model's, the credit expected);
-        # ``burst``: the share of that credit the cluster gave, ``burst_prior`` until
-        # measured (a plain rate cap gives none, Kafka's windowed quota all of it: the run
-        # says which it talks to, ``RunEta.quota_windows``)
+        # ``burst``: the share of that credit the cluster gave (none until measured: a
+        # plain rate cap gives none, Kafka's windowed quota all of it)
         self.bursts: list[tuple[float, float, float]] = []
-        self.burst = burst_prior
+        self.burst = 0.0
         self.share = 1.0
         self.share_range = PRIOR_RANGE
         self.measured = False

@@ -28,5 +28,3 @@ def test_cluster_info_names_the_metadata_mode(sandbox, gw):
     info = gw.cluster_info()
     assert info["metadata_mode"] == sandbox.metadata
     assert info["capabilities"] == gw.capabilities().summary()
-    # Kafka's replication.quota.window.num (the ETA counts an idle end's credit from it)
-    assert info["quota_windows"] == gw.capabilities().quota_windows == 11
