@@ -47,6 +47,9 @@ class CancelResult:
     # back at their original list but still led by another replica: the preferred-leader
     # election that should have moved leadership back failed (partition -> error)
     leader_not_restored: dict[TopicPartition, str] = field(default_factory=dict)
+    # the probe's canary topics the journaled run left (killed with its probe up): topic ->
+    # None when deleted now (or already gone), else why not
+    canaries: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -131,6 +134,13 @@ class CancelResult:
             )
         if self.cleared is not None:
             out.append("Throttles no remaining reassignment needs were removed.")
+        for topic, err in self.canaries.items():
+            out.append(
+                f"Deleted the probe's canary topic {topic} the journaled run left."
+                if err is None
+                else f"Could not delete the probe's canary topic {topic} the journaled run "
+                f"left ({err}): run the same --cancel again, or delete it by hand."
+            )
         return out
 
 
@@ -286,6 +296,13 @@ def cancel(
         cleared = thr.clear_throttles(
             gateway, sorted(touched | named), priors=priors, only_recorded=priors is not None
         )
+    canaries = {}
+    if journal is not None:  # a run killed with its probe up (--pace adaptive) left one
+        from .cluster.probe import delete_canaries
+        from .engine.journal import read_events
+        from .engine.pace_memory import orphan_canaries
+
+        canaries = delete_canaries(gateway, orphan_canaries(read_events(journal)))
     return CancelResult(
         cancelled,
         sorted(not_moving),
@@ -300,6 +317,7 @@ def cancel(
         originals={tp: originals[tp] for tp in cancelled},
         journal=journal,
         leader_not_restored=leader_not_restored,
+        canaries=canaries,
     )
 
 

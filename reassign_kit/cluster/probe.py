@@ -28,7 +28,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..health.signals import BrokerHealth, HealthSample
@@ -151,6 +151,7 @@ class Probe:
         keep: bool = False,
         isr_gateway: Any = None,
         elr_unknown: str | None = "no Admin API gateway for DescribeTopicPartitions",
+        before_create: Callable[[str], None] | None = None,
     ):
         """``isr_gateway``: an ``AdminGateway`` of the probe's own (``AdminGateway.twin``)
         whose kafka-python client reads ISR + ELR through DescribeTopicPartitions, unless
@@ -165,6 +166,11 @@ class Probe:
         self.timeout_s = float(timeout_s)
         self.topic = topic or f"{CANARY_PREFIX}{uuid.uuid4().hex[:12]}"
         self.keep = keep  # a kept canary (``--health-source probe:TOPIC``): never deleted here
+        # called with the topic's name before it is made (a run journals it there, so that a
+        # run killed with its probe up leaves a name its resume or --cancel deletes); what it
+        # raises stops the probe before anything is made
+        self.before_create = before_create
+        self.gone = False  # the canary is known deleted (by close(), or never made)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -213,6 +219,8 @@ class Probe:
             assignment = [list(kept.partitions[p].replicas) for p in sorted(kept.partitions)]
             self._warn_uncovered(brokers, assignment)
         else:
+            if not self.keep and self.before_create is not None:
+                self.before_create(self.topic)
             nt = NewTopic(
                 self.topic,
                 num_partitions=len(assignment),
@@ -386,11 +394,11 @@ class Probe:
                 try:
                     fs = self._admin.delete_topics([self.topic], operation_timeout=self.timeout_s)
                     fs[self.topic].result(self.timeout_s)
-                    self._created = False
+                    self._created, self.gone = False, True
                     break
                 except Exception as e:  # noqa: BLE001
                     if "UNKNOWN_TOPIC" in str(e):
-                        self._created = False
+                        self._created, self.gone = False, True
                         break
                     if attempt:
                         log.warning("probe: cannot delete the canary topic %s: %s", self.topic, e)
@@ -398,6 +406,31 @@ class Probe:
     @property
     def deleted(self) -> bool:
         return not self._created and not self.keep
+
+
+def delete_canaries(gateway: Any, topics: Iterable[str], timeout_s: float = 10.0) -> dict:
+    """Delete canary topics a run journaled (``probe_canary``) and did not see deleted: a run
+    killed with its probe up leaves one (RF 3, a partition on every broker) that nothing else
+    would ever remove. Per topic: None when it is gone (deleted now, or already), else why
+    not. Only names with the canary prefix are touched: a journal is not trusted to name a
+    topic to delete. A gateway without topics to delete (the simulator) has none."""
+    from .admin import AdminGateway
+
+    names = sorted({t for t in topics if t.startswith(CANARY_PREFIX)})
+    if not names or not isinstance(gateway, AdminGateway):
+        return {}
+    out: dict[str, str | None] = {}
+    try:
+        futures = gateway.ck.delete_topics(names, operation_timeout=timeout_s)
+    except Exception as e:  # noqa: BLE001 - reported per topic, never raised
+        return dict.fromkeys(names, str(e))
+    for name in names:
+        try:
+            futures[name].result(timeout_s)
+            out[name] = None
+        except Exception as e:  # noqa: BLE001
+            out[name] = None if "UNKNOWN_TOPIC" in str(e) else str(e)
+    return out
 
 
 def probe_for(gateway: Any, **kwargs: Any) -> Any:

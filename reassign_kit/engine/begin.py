@@ -17,6 +17,7 @@ from ..errors import ReassignKitError, UsageError
 from ..model import PartitionState, TopicPartition, is_complete
 from .journal import Journal, read_events
 from .moves import MoveState, MoveStatus
+from .pace_memory import orphan_canaries
 from .schedule import Item, assign_batches, item_for, order_items
 
 PENDING, READY, MOVING = MoveStatus.PENDING, MoveStatus.READY, MoveStatus.MOVING
@@ -71,6 +72,9 @@ class BeginPart:
             self._pace_resume(prior)
         self._began = True  # from here on the run may change the cluster
         self._sync_throttles(cluster)
+        orphans = orphan_canaries(prior) if resuming else []
+        if orphans:  # the journaled run was killed with its probe up: its canary goes
+            self._delete_canaries(orphans, orphan=True)
         if self._resume_cancel:
             self._emit(
                 "warning",

@@ -413,7 +413,13 @@ _FIELD_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "brokers": (lambda v: isinstance(v, dict | list), "an object or a list"),
     "topics": (lambda v: isinstance(v, dict | list), "an object or a list"),
 }
-_REQUIRED = {"run_started": ("run_id",), "election_queued": ("preferred",)}
+_REQUIRED = {
+    "run_started": ("run_id",),
+    "election_queued": ("preferred",),
+    # the probe's canary topic (``pace_memory.orphan_canaries``: what a resume deletes)
+    "probe_canary": ("canary",),
+    "probe_canary_deleted": ("canary",),
+}
 
 
 def event_problem(rec: Mapping[str, Any]) -> str | None:

@@ -94,3 +94,17 @@ def take_over(mem: PaceMemory, pacer: Controller) -> PaceMemory:
     if mem.baseline is not None and pacer.needs_baseline:
         pacer.baseline = {b: v for b, v in mem.baseline.items() if b in pacer.rates}
     return PaceMemory(rates, written, caps, mem.baseline)
+
+
+def orphan_canaries(events: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The probe's canary topics a journaled run made (``probe_canary``, journaled before
+    the topic was made) and did not see deleted (``probe_canary_deleted``): what a run
+    killed with its probe up left on the cluster, for its resume or ``--cancel --journal``
+    to delete."""
+    made: dict[str, None] = {}
+    for e in events:
+        if e.get("event") == "probe_canary" and e.get("canary"):
+            made[str(e["canary"])] = None
+        elif e.get("event") == "probe_canary_deleted":
+            made.pop(str(e.get("canary")), None)
+    return list(made)

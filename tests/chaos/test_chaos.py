@@ -352,7 +352,7 @@ def test_adaptive_run_sigkilled_and_resumed_keeps_its_pace(quorum, work):
     written to it (the throttles it sets for the moves in flight go on from those toward the
     rates, never the ceiling nor the floor), nothing acknowledged is lost, the run finishes
     with no throttle left."""
-    from reassign_kit.engine.pace_memory import pace_memory
+    from reassign_kit.engine.pace_memory import orphan_canaries, pace_memory
 
     row = run_scenario(
         quorum,
@@ -379,6 +379,14 @@ def test_adaptive_run_sigkilled_and_resumed_keeps_its_pace(quorum, work):
                 # the ramp toward the raise goes on from where it was: neither the ceiling
                 # (8 MiB/s) nor the floor
                 assert mem.written[int(b)] <= int(rate) <= mem.rates[int(b)], (b, rate, mem)
+    # the killed run's canary topic: deleted by the resume (it journaled its name first)
+    killed = [e["canary"] for e in ev[:cut] if e.get("event") == "probe_canary"]
+    assert killed and orphan_canaries(ev[:cut]) == killed, ev[:cut]
+    assert any(
+        e.get("event") == "probe_canary_deleted" and e["canary"] == killed[-1] and e["orphan"]
+        for e in after
+    ), after
+    assert orphan_canaries(ev) == []  # and the resumed run's own, at its end
     started = next(e for e in after if e.get("event") == "pace_started")
     took = started["resumed_from"]
     assert {int(b): r for b, r in took["rates"].items()} == mem.rates

@@ -244,3 +244,90 @@ def test_adaptive_run_pauses_while_a_partition_outside_the_plan_is_under_min_isr
     assert done == set(tps)
     assert not canaries(sandbox)
     assert have["broker_rates"] == {} and have["leader_replicas"] == {}
+
+
+def test_a_canary_left_by_a_sigkilled_run_is_deleted_by_its_resume_and_cancel(
+    sandbox, topic_name, tmp_path
+):
+    """An adaptive run SIGKILLed (a real subprocess SIGKILL) with its probe up left its
+    canary topic (RF 3, a partition on every broker) on the cluster for good: the run's
+    close deletes it, and a killed run has none; the resume made a canary of its own beside
+    it. The run now journals the canary's name before making it (``probe_canary``); the
+    resume deletes what the killed run left (``probe_canary_deleted``, orphan) and so does
+    ``--cancel --journal``. Killed twice here: the resume deletes the first run's canary;
+    the cancel the resumed run's."""
+    import os
+    import signal
+
+    ids = sorted(b["id"] for b in sandbox.brokers)
+    name = topic_name("orphan")
+    topic_on(sandbox, name, [ids[0:2]], 8)
+    plan = {"version": 1, "partitions": [{"topic": name, "partition": 0, "replicas": ids[2:4]}]}
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text(json.dumps(plan))
+    journal = str(tmp_path / "run.jsonl")
+    argv = paced_argv(
+        str(plan_path),
+        journal,
+        tmp_path,
+        *("--throttle", "100000", "--pace", "adaptive", "--slo-produce-p99", "5000ms"),
+        *("--throttle-floor", "50000"),
+    )
+
+    def made(after: int = 0) -> str:
+        """The canary the run journaled (after event ``after``), once it exists."""
+        found: list[str] = []
+
+        def up() -> bool:
+            ev = read_events(journal) if os.path.exists(journal) else []
+            found[:] = [e["canary"] for e in ev[after:] if e["event"] == "probe_canary"]
+            return bool(found) and found[-1] in canaries(sandbox)
+
+        wait_until(up, timeout=60, what="the run's canary topic journaled and made")
+        return found[-1]
+
+    def kill(proc: subprocess.Popen) -> None:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+
+    procs: list[subprocess.Popen] = []
+    try:
+        procs.append(run_cli(sandbox.bootstrap_servers, *argv))
+        first = made()
+        kill(procs[-1])
+        assert first in canaries(sandbox)  # what a killed run leaves
+        cut = len(read_events(journal))
+        procs.append(run_cli(sandbox.bootstrap_servers, *argv, "--resume"))
+        second = made(cut)
+        kill(procs[-1])
+        ev = read_events(journal)[cut:]
+        assert {"event": "probe_canary_deleted", "canary": first, "orphan": True}.items() <= next(
+            e for e in ev if e["event"] == "probe_canary_deleted"
+        ).items()
+        assert first not in canaries(sandbox) and second in canaries(sandbox)
+        out = subprocess.run(
+            [sys.executable, "-m", "reassign_kit.cli", "--bootstrap-server"]
+            + [sandbox.bootstrap_servers, "--cancel", "--journal", journal]
+            + ["--reassignment-json-file", str(plan_path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert f"Deleted the probe's canary topic {second} the journaled run left." in out.stdout
+        assert not canaries(sandbox)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(30)
+        subprocess.run(
+            [sys.executable, "-m", "reassign_kit.cli", "--bootstrap-server"]
+            + [sandbox.bootstrap_servers, "--cancel", "--journal", journal]
+            + ["--reassignment-json-file", str(plan_path)],
+            capture_output=True,
+            timeout=120,
+        )
+        for t in canaries(sandbox):  # a failure above must not leave one for the next test
+            delete_topic(sandbox, t)
+        delete_topic(sandbox, name)

@@ -1,0 +1,40 @@
+"""The probe's canary topic outlives a run killed with its probe up (issue 22, found on the
+way): only the run's close deleted it. The run journals the name before making it; what the
+journal names as made and not deleted is what its resume and ``--cancel --journal`` delete
+(on the sandbox: test_pace_sandbox's SIGKILL test). Here, the pure parts."""
+
+from __future__ import annotations
+
+from reassign_kit.cluster.probe import CANARY_PREFIX, delete_canaries
+from reassign_kit.engine.pace_memory import orphan_canaries
+from reassign_kit.model import TopicPartition
+from reassign_kit.ops_cancel import CancelResult
+from reassign_kit.simulate import SimCluster
+
+A, B = f"{CANARY_PREFIX}aaa", f"{CANARY_PREFIX}bbb"
+
+
+def test_orphans_are_the_canaries_made_and_not_seen_deleted():
+    ev = [
+        {"event": "probe_canary", "canary": A},
+        {"event": "probe_canary_deleted", "canary": A, "orphan": False},
+        {"event": "probe_canary", "canary": B},  # a run killed with this one up
+    ]
+    assert orphan_canaries(ev) == [B]
+    assert orphan_canaries([*ev, {"event": "probe_canary_deleted", "canary": B}]) == []
+    assert orphan_canaries([]) == []
+
+
+def test_only_canary_names_are_deleted_and_a_simulator_has_none():
+    assert delete_canaries(SimCluster(3), [A, "payments"]) == {}
+    assert delete_canaries(SimCluster(3), ["payments"]) == {}
+
+
+def test_the_cancel_says_which_canary_it_deleted_and_which_it_could_not():
+    res = CancelResult(
+        [], [TopicPartition("t", 0)], {}, [], None, canaries={A: None, B: "timed out"}
+    )
+    text = "\n".join(res.lines())
+    assert f"Deleted the probe's canary topic {A} the journaled run left." in text
+    assert f"Could not delete the probe's canary topic {B}" in text and "timed out" in text
+    assert res.exit_code == 0  # the moves' cancel decides the exit, not a canary
