@@ -37,6 +37,16 @@ def canaries(sandbox) -> list[str]:
     ]
 
 
+def adaptive_run(tmp_path, plan: dict, *extra: str) -> tuple:
+    """(plan file, journal, argv) of a ``--pace adaptive`` CLI run of ``plan`` in the test's
+    folder."""
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text(json.dumps(plan))
+    journal = str(tmp_path / "run.jsonl")
+    argv = paced_argv(str(plan_path), journal, tmp_path, "--pace", "adaptive", *extra)
+    return plan_path, journal, argv
+
+
 def set_min_isr(sandbox, topic: str, n: int) -> None:
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
@@ -162,15 +172,11 @@ def test_adaptive_run_pauses_while_a_partition_outside_the_plan_is_under_min_isr
             {"topic": name, "partition": 1, "replicas": [ids[3], ids[0]]},
         ],
     }
-    plan_path = tmp_path / "plan.json"
-    plan_path.write_text(json.dumps(plan))
-    journal = str(tmp_path / "run.jsonl")
-    argv = paced_argv(
-        str(plan_path),
-        journal,
+    plan_path, journal, argv = adaptive_run(
         tmp_path,
+        plan,
         *("--reassignment-batch-size", "1", "--incremental", "--throttle", "4000000"),
-        *("--pace", "adaptive", "--slo-produce-p99", "+5000ms", "--throttle-floor", "500000"),
+        *("--slo-produce-p99", "+5000ms", "--throttle-floor", "500000"),
     )
     proc = run_cli(sandbox.bootstrap_servers, *argv)
     lines: list[str] = []
@@ -263,16 +269,10 @@ def test_a_canary_left_by_a_sigkilled_run_is_deleted_by_its_resume_and_cancel(
     name = topic_name("orphan")
     topic_on(sandbox, name, [ids[0:2]], 8)
     plan = {"version": 1, "partitions": [{"topic": name, "partition": 0, "replicas": ids[2:4]}]}
-    plan_path = tmp_path / "plan.json"
-    plan_path.write_text(json.dumps(plan))
-    journal = str(tmp_path / "run.jsonl")
-    argv = paced_argv(
-        str(plan_path),
-        journal,
-        tmp_path,
-        *("--throttle", "100000", "--pace", "adaptive", "--slo-produce-p99", "5000ms"),
-        *("--throttle-floor", "50000"),
+    plan_path, journal, argv = adaptive_run(
+        tmp_path, plan, "--throttle", "100000", "--slo-produce-p99", "5000ms"
     )
+    argv += ["--throttle-floor", "50000"]
 
     def made(after: int = 0) -> str:
         """The canary the run journaled (after event ``after``), once it exists."""
