@@ -128,8 +128,28 @@ def _may_redact(obj: Any, extra: frozenset[str]) -> bool:
 BUFFER_BYTES = 4 << 20  # a poll's lines, handed to the OS at its end (see ``Journal.batch``)
 
 
+def _hold(fd: int, path: str) -> None:
+    """An exclusive lock on the journal for the writer's life (``flock``: released when its
+    file closes or its process dies, a SIGKILL included, so never stale). The same command
+    run twice (a second ``--resume`` in another terminal) appended a second run's events to
+    the live one's and cut what it took for a torn last line, the other's line being
+    written; it is refused before anything is read or sent."""
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        os.close(fd)
+        raise JournalError(
+            f"the journal {path} (--journal) is in use: another run is writing it (the same "
+            "command twice?). Nothing was sent; wait for that run or stop it, or give another "
+            f"--journal ({e.strerror or e})"
+        ) from None
+
+
 class Journal:
-    """Append events to a JSON-lines file (see the module's notes on durability)."""
+    """Append events to a JSON-lines file (see the module's notes on durability); one writer
+    at a time (``_hold``)."""
 
     def __init__(
         self,
@@ -158,9 +178,16 @@ class Journal:
                 f"created: {e.strerror or e}"
             ) from None
         try:
-            self.torn_bytes = cut_torn_tail(self.path)
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         except OSError as e:
+            raise JournalError(
+                f"cannot open the journal {self.path} (--journal): {e.strerror or e}"
+            ) from None
+        _hold(fd, self.path)  # one writer at a time: before its torn tail is cut
+        try:
+            self.torn_bytes = cut_torn_tail(self.path)
+        except OSError as e:
+            os.close(fd)
             raise JournalError(
                 f"cannot open the journal {self.path} (--journal): {e.strerror or e}"
             ) from None

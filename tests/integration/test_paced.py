@@ -190,19 +190,20 @@ def test_sigkill_mid_run_then_resume_completes_without_throttles(
             return subs >= 3 and done >= 1 and subs > done
 
         wait_until(mid_run, 120, "a refilled slot")
+        resume = ["--execute", "--reassignment-json-file", path, "--journal", journal, "--resume"]
+        # the same command twice: a --resume while the run is alive is refused before it
+        # reads or sends anything (before: its events went into the live run's journal,
+        # after it cut the live run's line being written as a torn tail)
+        twice = run_cli(bootstrap, *resume)
+        out2, _ = twice.communicate(timeout=120)
+        assert twice.returncode == 12 and "is in use: another run is writing" in out2, out2
+        assert "Traceback" not in out2
+        assert [e["event"] for e in read_events(journal)].count("run_started") == 1
         os.kill(p.pid, signal.SIGKILL)
         p.communicate(timeout=30)
         before = read_events(journal)
         assert not any(e["event"] == "run_finished" for e in before)
-        p2 = run_cli(
-            bootstrap,
-            "--execute",
-            "--reassignment-json-file",
-            path,
-            "--journal",
-            journal,
-            "--resume",
-        )
+        p2 = run_cli(bootstrap, *resume)
         out, _ = p2.communicate(timeout=300)
         assert p2.returncode == 0, out
         assert "Resuming run" in out and "Traceback" not in out

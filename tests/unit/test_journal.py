@@ -168,3 +168,37 @@ def test_the_journal_is_created_private(tmp_path):
     with Journal(path, "r1") as j:
         j.write("run_started")
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_one_writer_at_a_time_the_second_is_refused_and_nothing_is_cut(tmp_path):
+    """The same command run twice (a second --resume in another terminal): the second writer
+    is refused before it cuts anything (before: it cut the live writer's line being written
+    as a torn tail and appended its events to the live run's). The lock goes with the file:
+    closed (or its process dead), the journal opens again."""
+    path = tmp_path / "run.jsonl"
+    first = Journal(path, "r1")
+    first.write("run_started")
+    first.commit()
+    with open(path, "a") as f:
+        f.write('{"ts": 1, "event": "sam')  # the live writer's line, half written
+    with pytest.raises(JournalError, match="is in use: another run is writing it") as e:
+        Journal(path, "r2")
+    assert e.value.exit_code == 12 and str(path) in str(e.value)
+    assert open(path).read().endswith('"event": "sam')  # not cut
+    first.close()
+    again = Journal(path, "r1")  # the writer gone: opens, and cuts the torn tail now
+    assert again.torn_bytes > 0
+    again.close()
+
+
+def test_a_second_run_on_a_live_journal_sends_nothing(tmp_path):
+    sim, plan = sim_plan()
+    path = tmp_path / "run.jsonl"
+    live = Journal(path, "other")  # another process's run, alive
+    try:
+        r = run_of(sim, plan, path, resume=False)
+        with pytest.raises(JournalError, match="in use"):
+            r.run()
+        assert not sim.list_reassignments() and sim.calls["alter_reassignments"] == 0
+    finally:
+        live.close()
