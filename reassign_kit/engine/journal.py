@@ -134,11 +134,14 @@ def _hold(fd: int, path: str) -> None:
     run twice (a second ``--resume`` in another terminal) appended a second run's events to
     the live one's and cut what it took for a torn last line, the other's line being
     written; it is refused before anything is read or sent."""
+    import errno
     import fcntl
 
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as e:
+        if e.errno not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
+            return  # a file system without locks (some FUSE mounts): the run goes on unguarded
         os.close(fd)
         raise JournalError(
             f"the journal {path} (--journal) is in use: another run is writing it (the same "

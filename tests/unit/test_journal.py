@@ -202,3 +202,19 @@ def test_a_second_run_on_a_live_journal_sends_nothing(tmp_path):
         assert not sim.list_reassignments() and sim.calls["alter_reassignments"] == 0
     finally:
         live.close()
+
+
+def test_a_file_system_without_locks_does_not_stop_the_run(tmp_path, monkeypatch):
+    """flock failing for another reason than a holder (ENOLCK, EOPNOTSUPP on some FUSE
+    mounts) is not 'in use': the journal opens (unguarded), as it did before the lock."""
+    import errno
+    import fcntl
+
+    def no_locks(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    j = Journal(tmp_path / "run.jsonl", "r1")
+    j.write("run_started")
+    j.close()
+    assert [e["event"] for e in read_events(tmp_path / "run.jsonl")] == ["run_started"]
