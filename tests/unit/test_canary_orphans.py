@@ -38,3 +38,33 @@ def test_the_cancel_says_which_canary_it_deleted_and_which_it_could_not():
     assert f"Deleted the probe's canary topic {A} the journaled run left." in text
     assert f"Could not delete the probe's canary topic {B}" in text and "timed out" in text
     assert res.exit_code == 0  # the moves' cancel decides the exit, not a canary
+
+
+def test_a_journal_naming_another_topic_never_gets_it_deleted():
+    """The journal is not trusted to name a topic to delete: on the Admin gateway only names
+    with the canary prefix reach DeleteTopics (a hand-edited or hostile journal naming
+    'payments' deletes nothing), and an answer of 'unknown topic' is 'gone'."""
+    from concurrent.futures import Future
+
+    from reassign_kit.cluster.admin import AdminGateway
+
+    asked: list[list[str]] = []
+
+    class Admin:
+        def delete_topics(self, names, operation_timeout=None):
+            asked.append(list(names))
+            out = {}
+            for n in names:
+                f: Future = Future()
+                if n == B:
+                    f.set_exception(RuntimeError("UNKNOWN_TOPIC_OR_PART"))
+                else:
+                    f.set_result(None)
+                out[n] = f
+            return out
+
+    gw = AdminGateway.__new__(AdminGateway)
+    gw._ck = Admin()
+    assert delete_canaries(gw, ["payments", A, B]) == {A: None, B: None}
+    assert asked == [[A, B]]
+    assert delete_canaries(gw, ["payments"]) == {} and len(asked) == 1
