@@ -211,10 +211,13 @@ def cancel(
             "plan file is gone): give --reassignment-json-file too"
         )
     rate = throttle if throttle is not None else j_rate
-    if priors is None and journal is not None:
+    events = None
+    if journal is not None:  # read once: the throttle priors and the canaries left
         from .engine.journal import read_events
 
-        priors = thr.Priors.from_events(read_events(journal))
+        events = read_events(journal)
+    if priors is None and events is not None:
+        priors = thr.Priors.from_events(events)
     priors = thr.load_priors(priors)
     in_flight = gateway.list_reassignments()
     if plan is not None:
@@ -297,12 +300,11 @@ def cancel(
             gateway, sorted(touched | named), priors=priors, only_recorded=priors is not None
         )
     canaries = {}
-    if journal is not None:  # a run killed with its probe up (--pace adaptive) left one
+    if events is not None:  # a run killed with its probe up (--pace adaptive) left one
         from .cluster.probe import delete_canaries
-        from .engine.journal import read_events
         from .engine.pace_memory import orphan_canaries
 
-        canaries = delete_canaries(gateway, orphan_canaries(read_events(journal)))
+        canaries = delete_canaries(gateway, orphan_canaries(events))
     return CancelResult(
         cancelled,
         sorted(not_moving),

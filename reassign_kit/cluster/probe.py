@@ -391,17 +391,12 @@ class Probe:
             t.join(5.0)
         if self._created and self._admin is not None:
             for attempt in range(2):
-                try:
-                    fs = self._admin.delete_topics([self.topic], operation_timeout=self.timeout_s)
-                    fs[self.topic].result(self.timeout_s)
+                err = _delete_topics(self._admin, [self.topic], self.timeout_s)[self.topic]
+                if err is None:
                     self._created, self.gone = False, True
                     break
-                except Exception as e:  # noqa: BLE001
-                    if "UNKNOWN_TOPIC" in str(e):
-                        self._created, self.gone = False, True
-                        break
-                    if attempt:
-                        log.warning("probe: cannot delete the canary topic %s: %s", self.topic, e)
+                if attempt:
+                    log.warning("probe: cannot delete the canary topic %s: %s", self.topic, err)
 
     @property
     def deleted(self) -> bool:
@@ -419,11 +414,18 @@ def delete_canaries(gateway: Any, topics: Iterable[str], timeout_s: float = 10.0
     names = sorted({t for t in topics if t.startswith(CANARY_PREFIX)})
     if not names or not isinstance(gateway, AdminGateway):
         return {}
-    out: dict[str, str | None] = {}
+    return _delete_topics(gateway.ck, names, timeout_s)
+
+
+def _delete_topics(admin: Any, names: list[str], timeout_s: float) -> dict[str, str | None]:
+    """DeleteTopics through a confluent-kafka AdminClient: per topic None when it is gone
+    (deleted, or unknown already), else why not; never raising (the probe's close and the
+    deletion of canaries a killed run left share it)."""
     try:
-        futures = gateway.ck.delete_topics(names, operation_timeout=timeout_s)
+        futures = admin.delete_topics(names, operation_timeout=timeout_s)
     except Exception as e:  # noqa: BLE001 - reported per topic, never raised
         return dict.fromkeys(names, str(e))
+    out: dict[str, str | None] = {}
     for name in names:
         try:
             futures[name].result(timeout_s)

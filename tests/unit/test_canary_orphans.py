@@ -25,7 +25,7 @@ def test_orphans_are_the_canaries_made_and_not_seen_deleted():
     assert orphan_canaries([]) == []
 
 
-def test_only_canary_names_are_deleted_and_a_simulator_has_none():
+def test_a_simulator_has_no_canary_to_delete():
     assert delete_canaries(SimCluster(3), [A, "payments"]) == {}
     assert delete_canaries(SimCluster(3), ["payments"]) == {}
 
