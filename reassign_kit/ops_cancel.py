@@ -21,6 +21,10 @@ from .ops_tables import _fmt, _table
 ROLLBACK_TIMEOUT_S = 300.0  # how long a cancel waits for the partitions to be back
 
 
+# a canary the journal names while its run is still writing the journal (not deleted)
+CANARY_LIVE = "its run is still writing the journal and deletes it at its end"
+
+
 @dataclass
 class CancelResult:
     """Per partition: ``cancelled`` (back at its original replica list, in order, verified),
@@ -135,12 +139,15 @@ class CancelResult:
         if self.cleared is not None:
             out.append("Throttles no remaining reassignment needs were removed.")
         for topic, err in self.canaries.items():
-            out.append(
-                f"Deleted the probe's canary topic {topic} the journaled run left."
-                if err is None
-                else f"Could not delete the probe's canary topic {topic} the journaled run "
-                f"left ({err}): run the same --cancel again, or delete it by hand."
-            )
+            if err is None:
+                out.append(f"Deleted the probe's canary topic {topic} the journaled run left.")
+            elif err == CANARY_LIVE:
+                out.append(f"Left the probe's canary topic {topic}: {CANARY_LIVE}.")
+            else:
+                out.append(
+                    f"Could not delete the probe's canary topic {topic} the journaled run "
+                    f"left ({err}): run the same --cancel again, or delete it by hand."
+                )
         return out
 
 
@@ -301,10 +308,15 @@ def cancel(
         )
     canaries = {}
     if events is not None:  # a run killed with its probe up (--pace adaptive) left one
-        from .cluster.probe import delete_canaries
+        from .cluster.probe import CANARY_PREFIX, delete_canaries
+        from .engine.journal import writer_alive
         from .engine.pace_memory import orphan_canaries
 
-        canaries = delete_canaries(gateway, orphan_canaries(events))
+        left = [t for t in orphan_canaries(events) if t.startswith(CANARY_PREFIX)]
+        if left and writer_alive(journal):  # a live run's own canary: it deletes it at its end
+            canaries = dict.fromkeys(left, CANARY_LIVE)
+        else:
+            canaries = delete_canaries(gateway, left)
     return CancelResult(
         cancelled,
         sorted(not_moving),

@@ -150,6 +150,26 @@ def _hold(fd: int, path: str) -> None:
         ) from None
 
 
+def writer_alive(path: str | os.PathLike) -> bool:
+    """Whether a run is writing the journal at ``path`` now (it holds ``_hold``'s lock): a
+    reader in another process (``--cancel --journal``) then leaves what that run still owns.
+    False when the file is missing or its file system has no locks."""
+    import errno
+    import fcntl
+
+    try:
+        fd = os.open(os.fspath(path), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as e:
+        return e.errno in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES)
+    finally:
+        os.close(fd)  # a shared lock taken goes with it
+    return False
+
+
 class Journal:
     """Append events to a JSON-lines file (see the module's notes on durability); one writer
     at a time (``_hold``)."""

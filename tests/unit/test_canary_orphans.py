@@ -68,3 +68,35 @@ def test_a_journal_naming_another_topic_never_gets_it_deleted():
     assert delete_canaries(gw, ["payments", A, B]) == {A: None, B: None}
     assert asked == [[A, B]]
     assert delete_canaries(gw, ["payments"]) == {} and len(asked) == 1
+
+
+def test_a_cancel_while_the_run_is_alive_leaves_its_canary(tmp_path):
+    """``--cancel --journal`` from another terminal while the run still writes its journal:
+    the canary the journal names is the live run's own (its probe measures through it, its
+    end deletes it), not one a killed run left. Before, the cancel deleted it from under the
+    live probe. Once the writer is gone it is an orphan again."""
+    from reassign_kit.engine.journal import Journal, writer_alive
+    from reassign_kit.engine.options import ExecuteOptions
+    from reassign_kit.engine.run import Run
+    from reassign_kit.model import Move, Plan
+    from reassign_kit.ops_cancel import CANARY_LIVE, cancel
+
+    sim = SimCluster(4)
+    sim.add_topic("t", [[0, 1]], 1 << 20)
+    path = tmp_path / "run.jsonl"
+    plan = Plan.of([Move(TopicPartition("t", 0), (2, 3))])
+    Run(
+        sim, plan, ExecuteOptions(throttle=1 << 20), str(path), clock=sim.now, sleep=sim.sleep
+    ).run()
+    live = Journal(path, "r1")  # the run, alive: it made its canary
+    live.write("probe_canary", canary=A)
+    live.commit()
+    try:
+        assert writer_alive(path)
+        res = cancel(sim, None, journal=str(path))
+        assert res.canaries == {A: CANARY_LIVE}
+        assert f"Left the probe's canary topic {A}: {CANARY_LIVE}." in res.lines()
+    finally:
+        live.close()
+    assert not writer_alive(path) and not writer_alive(tmp_path / "none.jsonl")
+    assert cancel(sim, None, journal=str(path)).canaries == {}  # the simulator: none to delete
