@@ -27,6 +27,7 @@ from typing import Any
 from ..errors import UsageError
 from ..health.signals import HealthSample, HealthSource
 from .moves import MoveStatus
+from .pace_canary import CanaryPart
 from .pace_memory import PaceMemory, pace_memory, take_over
 from .pace_ramp import Ramp
 from .pacing import Bounds, Controller, Decision, Objective, elr_signals
@@ -42,7 +43,7 @@ OPEN_JOIN_S = 30.0  # the run's end waits this long for a source still opening (
 OPEN_HOLD_S = 30.0  # no submission before the source's first sample, at most this long
 
 
-class PacePart:
+class PacePart(CanaryPart):
     """The adaptive pace (see the module docstring)."""
 
     _pacer: Controller | None = None
@@ -58,10 +59,6 @@ class PacePart:
     _ramp_started = False  # the start rate's ramp began (with the first submission)
     _health_opener: threading.Thread | None = None
     _health_closed = False
-    # the probes opened and the canary topics they journaled (``_canary_made``), replaced
-    # whole under ``_lock`` (never a list shared by the class)
-    _probes: tuple[Any, ...] = ()
-    _canaries: tuple[str, ...] = ()
 
     @property
     def adaptive(self) -> bool:
@@ -154,10 +151,7 @@ class PacePart:
         gw = self.gw.wrapped  # the RetryingGateway the run wraps its gateway in
 
         def probe(**kw: Any) -> HealthSource:
-            p = probe_for(gw, before_create=self._canary_made, **kw)
-            with self._lock:
-                self._probes = (*self._probes, p)
-            return p
+            return self._probe_opened(probe_for(gw, before_create=self._canary_made, **kw))
 
         try:
             return open_source(
@@ -168,36 +162,6 @@ class PacePart:
             )
         except Exception as e:  # noqa: BLE001 - the run goes on, at a pace that never rises
             return NoHealth(f"health source {self.options.health_source}: {e}")
-
-    def _canary_made(self, topic: str) -> None:
-        """Before the probe makes its canary topic (on the opener's thread): its name on disk
-        (``probe_canary``), so that a run killed with its probe up leaves a name its resume
-        or ``--cancel --journal`` deletes (``orphan_canaries``). A journal that cannot be
-        written raises here, and the probe makes nothing."""
-        with self._lock:
-            self._emit("probe_canary", canary=topic)
-            self._commit_before_change()
-            self._canaries = (*self._canaries, topic)
-
-    def _delete_canaries(self, topics: list[str], orphan: bool) -> None:
-        """Delete canary topics (``probe.delete_canaries``; never raising) and journal each one
-        gone; one that could not be deleted is named in a warning (the next resume or
-        ``--cancel --journal`` tries again)."""
-        from ..cluster.probe import delete_canaries
-
-        try:
-            res = delete_canaries(self.gw.wrapped, topics)
-        except Exception as e:  # noqa: BLE001 - the run's start or end must go on
-            res = dict.fromkeys(topics, str(e))
-        for topic, err in res.items():
-            if err is None:
-                self._emit("probe_canary_deleted", canary=topic, orphan=orphan)
-            else:
-                self._emit(
-                    "warning",
-                    message=f"the probe's canary topic {topic} could not be deleted ({err}): "
-                    "resume the run or --cancel --journal to delete it, or delete it by hand",
-                )
 
     def _pace_warn(self, message: str) -> None:
         with self._lock:  # a source may warn from its own worker thread
@@ -374,15 +338,7 @@ class PacePart:
         opener = self._health_opener
         if opener is not None and opener is not threading.current_thread():
             opener.join(OPEN_JOIN_S)
-        with self._lock:
-            probes, made = list(self._probes), list(self._canaries)
-        gone = {p.topic for p in probes if getattr(p, "gone", False)}
-        for topic in made:
-            if topic in gone:
-                self._emit("probe_canary_deleted", canary=topic, orphan=False)
-        left = [t for t in made if t not in gone]  # its close could not: tried once more
-        if left:
-            self._delete_canaries(left, orphan=False)
+        self._canaries_closed()
 
 
 def _close(source: HealthSource, emit: Any) -> None:
