@@ -116,6 +116,19 @@ def gw(bootstrap):
 
 KAFKA_DIRS = ("integration", "browser", "notebooks", "chaos", "compat")
 KAFKA_FIXTURES = {"sandbox", "sasl_sandbox", "bootstrap", "gw"}
+# the session sandbox's fixtures: the tests using them run one at a time on one worker
+SHARED_FIXTURES = {"sandbox", "bootstrap", "gw"}
+# modules whose tests start a cluster of their own and never touch the session sandbox: each
+# is a worker group of its own, so `make test` runs them beside the session sandbox's tests
+# on the worker that runs Spark and the unit tests (a fresh-clone run's Kafka worker took
+# 1,021 s of its 1,038 s, the other 512: these four were 297 s of the former). Checked at
+# collection (a test here asking for the session sandbox is refused by name).
+OWN_CLUSTER_MODULES = (
+    "tests/chaos/test_chaos.py",  # a 3-controller quorum
+    "tests/integration/test_compat_39zk.py",  # Kafka 3.9.1 in ZooKeeper mode
+    "tests/integration/test_security.py",  # the SASL/SCRAM sandbox (session, only here)
+    "tests/integration/test_security_tls.py",  # ssl and sasl_ssl sandboxes
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -133,13 +146,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             f"tests on the Kafka sandbox outside tests/{{{','.join(KAFKA_DIRS)}}}: "
             + ", ".join(stray[:5])
         )
+    shared = [
+        item.nodeid
+        for item in items
+        if SHARED_FIXTURES & set(item.fixturenames)
+        and item.nodeid.split("::", 1)[0] in OWN_CLUSTER_MODULES
+    ]
+    if shared:
+        raise pytest.UsageError(
+            "tests in a module of OWN_CLUSTER_MODULES (tests/conftest.py) use the session "
+            "sandbox, which would run them beside its other tests: " + ", ".join(shared[:5])
+        )
 
 
 def _cluster_group(nodeid: str) -> str:
-    """The worker group of a test by its path: every Kafka test one group (one session sandbox,
-    their own clusters one at a time, in collection order), every Spark test one group (one
-    Spark session), each other test its own."""
-    parts = nodeid.split("::", 1)[0].split("/")
+    """The worker group of a test by its path: every test on the session sandbox one group
+    (in collection order), each module of ``OWN_CLUSTER_MODULES`` one (its own cluster), every
+    Spark test one group (one Spark session), each other test its own."""
+    path = nodeid.split("::", 1)[0]
+    if path in OWN_CLUSTER_MODULES:
+        return path
+    parts = path.split("/")
     if any(d in parts for d in KAFKA_DIRS):
         return "kafka"
     if "spark" in parts:
