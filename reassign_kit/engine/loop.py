@@ -264,6 +264,25 @@ class LoopPart:
         for fn in list(self._subscribers):
             try:
                 fn(rec)
-            except Exception:  # noqa: BLE001 - a broken subscriber must not stop the run
-                log.exception("subscriber failed on %s", event)
+            except Exception as e:  # noqa: BLE001 - a broken subscriber must not stop the run
+                self._listener_failed(fn, event, e)
         return rec
+
+    def _listener_failed(self, fn: Any, event: str, error: Exception) -> None:
+        """A subscriber raised: said once, on one line (its name and the error; the traceback
+        at DEBUG), its later failures counted. Before, every failure logged a traceback: a
+        listener that fails on every event (its output closed, its disk full) printed one per
+        event for the whole run."""
+        failures: dict[int, int] = self.__dict__.setdefault("_listener_failures", {})
+        n = failures[id(fn)] = failures.get(id(fn), 0) + 1
+        if n == 1:
+            name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+            log.warning(
+                "a listener of the run (%s) failed on its %s event: %s: %s; the run goes on "
+                "(its later failures are not shown)",
+                name,
+                event,
+                type(error).__name__,
+                error,
+            )
+            log.debug("the listener's traceback", exc_info=error)

@@ -11,7 +11,9 @@ dashboard in contrib/grafana uses only those; a test checks it).
 from __future__ import annotations
 
 import os
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -98,6 +100,9 @@ class RunMetrics:
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self.textfile: str | None = None
+        self.textfile_failures = 0  # writes of the textfile that failed (said once, on stderr)
+        self._textfile_failing = False
+        self._textfile_written: float | None = None  # wall time of its last write
 
     def attach(self, run: Any) -> RunMetrics:
         """Hear ``run``'s events; its moves by state from ``run.status()`` at each scrape."""
@@ -114,7 +119,7 @@ class RunMetrics:
             except (TypeError, ValueError, AttributeError):  # an odd event: not counted
                 self.odd_events += 1
         if self.textfile and e.get("event") in ("sample", "run_finished"):
-            self.write_textfile(self.textfile)
+            self.refresh_textfile()
 
     def _on_event(self, e: Mapping[str, Any]) -> None:
         ev = e.get("event")
@@ -291,14 +296,48 @@ class RunMetrics:
         """The metrics to ``path`` for node-exporter: written to a temp file beside it, then
         renamed over it (prometheus-client's ``write_to_textfile``)."""
         write_to_textfile(os.fspath(path), self.registry)
+        self._textfile_written = time.time()
+
+    def refresh_textfile(self) -> None:
+        """The textfile written again (at each sample and at the end). A write that fails
+        (the disk full, its directory removed) is said once on stderr and tried again at the
+        next sample; the run goes on: the figures are an aid to watching it, not part of it.
+        Before, the error reached the run's guard on its listeners: a traceback on stderr at
+        every sample of a run whose disk had filled."""
+        path = self.textfile
+        if not path:
+            return
+        try:
+            self.write_textfile(path)
+        except OSError as e:
+            self.textfile_failures += 1
+            if not self._textfile_failing:
+                self._textfile_failing = True
+                last = (
+                    time.strftime(" of %H:%M:%S UTC", time.gmtime(self._textfile_written))
+                    if self._textfile_written is not None
+                    else ""
+                )
+                print(
+                    f"reassign-kit: --metrics-textfile {path}: not written "
+                    f"({e.strerror or e}); it keeps the figures of its last write{last}, "
+                    "tried again at every sample; the run goes on",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            return
+        if self._textfile_failing:
+            self._textfile_failing = False
+            print(
+                f"reassign-kit: --metrics-textfile {path}: written again "
+                f"({self.textfile_failures} write(s) failed)",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def close(self) -> None:
         """The last textfile write, then the server stopped."""
-        if self.textfile:
-            try:
-                self.write_textfile(self.textfile)
-            except OSError:
-                pass
+        self.refresh_textfile()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()

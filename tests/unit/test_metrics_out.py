@@ -312,3 +312,43 @@ def test_the_api_serves_and_writes_the_runs_metrics_and_closes_them(tmp_path, mo
     assert got[("reassign_kit_moved_bytes_total", ())] == 4 * 2 * 2 * MB  # 2 new replicas each
     with socket.socket() as again:  # the server was stopped: the port binds again
         again.bind(("127.0.0.1", port))
+
+
+def test_a_textfile_unwritable_mid_run_is_said_once_and_written_again(tmp_path, capsys):
+    """The textfile's directory removed mid-run (a cleanup job; a full disk fails the same
+    write): before, the OSError reached the run's guard on its listeners, a traceback on
+    stderr at every sample. Now: said once, the run goes on, written again when it can be."""
+    from test_execute_sim import cluster, make_run, shift_plan
+
+    out = tmp_path / "prom"
+    out.mkdir()
+    path = out / "rk.prom"
+    sim = cluster(6, size=16 * 1024 * 1024)
+    run = make_run(sim, shift_plan(sim), tmp_path, incremental=True, batch_size=2, wait=True)
+    seen = {"samples": 0}
+
+    def vandal(e):  # listens before the metrics do: each sample's write sees its doing
+        if e["event"] != "sample":
+            return
+        seen["samples"] += 1
+        if seen["samples"] == 2:
+            path.unlink()
+            out.rmdir()
+        elif seen["samples"] == 6:
+            out.mkdir()
+
+    run.subscribe(vandal)
+    m = open_metrics(None, str(path))
+    assert m is not None
+    m.attach(run)
+    res = run.run()
+    m.close()
+    err = capsys.readouterr().err
+    assert res.state == "done"
+    assert seen["samples"] >= 7
+    assert "Traceback" not in err
+    assert err.count("not written") == 1 and err.count("written again") == 1, err
+    assert f"--metrics-textfile {path}: not written (No such file or directory)" in err
+    assert m.textfile_failures == 4  # samples 2-5
+    got = samples(path.read_text())
+    assert got[("reassign_kit_run_finished", (("state", "done"),))] == 1
