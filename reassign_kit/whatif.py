@@ -343,7 +343,7 @@ def replay_pace(
     the additive increase, ``start``: the start rate; None = the run's): the decisions it
     would have made, as journal-shaped rows (``engine.pacing.pace_line`` prints each).
     Sends nothing."""
-    from .engine.pacing import replay
+    from .engine.pace_replay import replay
 
     tuning = {
         k: v

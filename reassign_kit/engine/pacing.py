@@ -31,9 +31,13 @@ every few minutes):
   faster (a lost signal is not a good signal).
 
 With ``cap_max`` (``--max-moves-per-broker``: "the caps as maxima"), each broker also has a
-cap on the moves through it (``caps``, the scheduler's ``Caps.broker_caps``): halved with its
-rate (never below 1; at the rate's floor a lasting breach still halves the cap), +1 with each
-raise up to ``cap_max`` — Cruise Control's concurrency adjuster, per broker and at poll speed.
+cap on the moves through it (``caps``, the scheduler's ``Caps.broker_caps``), from one to
+``cap_max``: it starts at one, is raised by one only once the broker's rate is at the ceiling,
+and a decrease halves it before the rate (halved once the cap is one) — Cruise Control's
+concurrency adjuster, per broker and at poll speed. At a given rate the moves copying at once
+(the partitions in each follower fetch) are what the load feels, and they buy little while the
+throttle binds: on bench-pacing's sandbox and load at 256 MiB/s, one move per broker at a time
+had 2-6 s over the objective, four 10-13 s, in makespans 10% longer (bench/RESULTS.md).
 
 A **pause** of new submissions (moves in flight go on; nothing is cancelled) holds while any
 partition outside the plan is under min ISR: the cluster is short of redundancy for someone
@@ -55,7 +59,7 @@ from typing import Any
 
 from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS
 from ..errors import UsageError
-from ..health.signals import BrokerHealth, HealthSample
+from ..health.signals import HealthSample
 from ..model import TopicPartition
 
 CAUSES = {
@@ -218,7 +222,7 @@ class Controller:
         first = bounds.clamp(start if start is not None else (bounds.floor + bounds.ceiling) / 2)
         self.rates: dict[int, int] = {b: first for b in sorted(set(brokers))}
         if cap_max:
-            self.caps = dict.fromkeys(self.rates, cap_max)
+            self.caps = dict.fromkeys(self.rates, 1)  # one move each to start (the docstring)
         self.plan_partitions = frozenset(plan_partitions)
         self.changed_at: dict[int, float] = {}  # broker -> time of its last rate change
         # broker -> when the run's moves first loaded it at the start rate (a raise needs a
@@ -382,9 +386,12 @@ class Controller:
                 return None
             if sample.ts - self.last_decrease.get(b, -1e18) < self.settle_s:
                 return None  # the last decrease has not reached the window yet
-            new = self.bounds.clamp(old * self.beta)
+            if cap is not None and cap > 1:  # the moves at once first, the rate kept
+                new, new_cap = old, max(1, int(cap * self.beta))
+                how = f": its moves at once {cap} -> {new_cap}, its rate kept"
+            else:
+                new, new_cap, how = self.bounds.clamp(old * self.beta), cap, ""
             self.rates[b] = new
-            new_cap = None if cap is None else max(1, int(cap * self.beta))
             if new_cap is not None:
                 self.caps[b] = new_cap
             self.changed_at[b] = self.last_decrease[b] = max(now, sample.ts)
@@ -393,7 +400,7 @@ class Controller:
                 now,
                 "decrease",
                 f"produce p99 {_ms(p99)}{bound} over the objective {_ms(limit)}"
-                f" for {sample.ts - first:.0f} s",
+                f" for {sample.ts - first:.0f} s{how}",
                 b,
                 old,
                 new,
@@ -417,8 +424,13 @@ class Controller:
         if not loaded:
             return None
         slow_start = b not in self.last_decrease
-        new = self.bounds.clamp(old * 2 if slow_start else old + self.step_bps)
-        new_cap = cap + 1 if cap_room and cap is not None else cap
+        if old < self.bounds.ceiling:  # the rate first, the moves at once at the ceiling
+            new, new_cap = self.bounds.clamp(old * 2 if slow_start else old + self.step_bps), cap
+            how = " (slow start: doubled until a first decrease)" if slow_start else ""
+        else:
+            assert cap is not None  # cap_room
+            new, new_cap = old, cap + 1
+            how = f": its moves at once {cap} -> {new_cap} (its rate at the ceiling)"
         if new_cap is not None:
             self.caps[b] = new_cap
         after = f" {since:.0f} s after the last change" if b in self.changed_at else ""
@@ -428,8 +440,7 @@ class Controller:
         return Decision(
             now,
             "increase",
-            f"produce p99 {_ms(p99)} within the objective {_ms(limit)}{after}"
-            + (" (slow start: doubled until a first decrease)" if slow_start else ""),
+            f"produce p99 {_ms(p99)} within the objective {_ms(limit)}{after}{how}",
             b,
             old,
             new,
@@ -514,76 +525,3 @@ def pace_line(e: Mapping[str, Any]) -> str:
         f"pace broker {e['broker']}: {e.get('old_rate')} -> {e.get('new_rate')} B/s{cap} "
         f"({e.get('action')}): {e.get('reason')}{seen}"
     )
-
-
-def replay(events: Iterable[Mapping[str, Any]], **overrides: Any) -> list[Decision]:
-    """A journal's pace replayed (``whatif.replay_pace``): a controller set up as the run's
-    (``pace_started``: objective, bounds, start rate, step; ``run_started``: settle time; a
-    relative objective's baseline from its ``baseline`` decision), stepped on the signals the
-    run journaled (each ``pace_sample``, and the broker signals behind each ``pace_decision``)
-    in time order, with ``overrides`` of the controller's parameters (``beta``, ``settle_s``,
-    ``step``, ``start``) — what another tuning would have decided on the same signals. The
-    busy brokers are not journaled: every broker counts as busy. Pure."""
-    events = list(events)
-    started = next((e for e in events if e.get("event") == "pace_started"), None)
-    if started is None:
-        raise UsageError("the journal has no adaptive pace (no pace_started event)")
-    run = next((e for e in events if e.get("event") == "run_started"), {})
-    opts = run.get("options") or {}
-    samples: list[HealthSample] = []
-    brokers: set[int] = set()
-    for e in events:
-        if e.get("event") == "pace_sample":
-            per = {
-                int(b): BrokerHealth(
-                    int(b),
-                    produce_p99_ms=row.get("produce_p99_ms"),
-                    produce_p99_low_ms=row.get("produce_p99_low_ms"),
-                )
-                for b, row in (e.get("brokers") or {}).items()
-            }
-            brokers |= set(per)
-            samples.append(
-                HealthSample(
-                    float(e.get("signal_ts") or e["ts"]), "replay", per, None, e.get("degraded")
-                )
-            )
-        elif e.get("event") == "pace_decision" and e.get("broker") is not None:
-            sig = e.get("signals") or {}
-            b = int(e["broker"])
-            brokers.add(b)
-            h = BrokerHealth(
-                b,
-                produce_p99_ms=sig.get("produce_p99_ms"),
-                produce_p99_low_ms=sig.get("produce_p99_low_ms"),
-            )
-            ts = float(sig.get("ts") or e["ts"])
-            samples.append(HealthSample(ts, "replay", {b: h}, None, sig.get("degraded")))
-    kw: dict[str, Any] = {
-        "start": started.get("start_rate"),
-        "step": started.get("step"),
-        "settle_s": float(opts.get("pace_settle_s") or 5.0),
-        "cap_max": opts.get("max_moves_per_broker"),
-    }
-    kw.update(overrides)
-    c = Controller(
-        Objective.parse(str(started["objective"])),
-        Bounds(int(started["floor"]), int(started["ceiling"])),
-        sorted(brokers),
-        **kw,
-    )
-    if c.needs_baseline:
-        base = next(
-            (
-                e
-                for e in events
-                if e.get("event") == "pace_decision" and e.get("action") == "baseline"
-            ),
-            None,
-        )
-        got = ((base or {}).get("signals") or {}).get("baseline_ms") or {}
-        c.baseline = {int(b): float(v) for b, v in got.items()}
-    out: list[Decision] = []
-    for s in sorted(samples, key=lambda x: x.ts):
-        out += c.step(s, s.ts)
-    return out

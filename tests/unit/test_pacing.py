@@ -279,26 +279,35 @@ def test_a_loud_phase_of_the_quotas_rhythm_slows_nobody():
     assert (d.action, d.new_rate, d.ts) == ("decrease", 20_000, 36.0)
 
 
-def test_caps_are_halved_with_the_rate_and_raised_by_one_up_to_the_maximum():
+def test_caps_start_at_one_rise_at_the_ceiling_and_fall_before_the_rate():
     """--max-moves-per-broker with --pace adaptive: the maximum of each broker's cap (issue
-    22: "the caps as maxima"): halved with its rate, +1 with each raise; at the rate's floor a
-    lasting breach still halves the cap; the operator's new maximum brings caps down."""
+    22: "the caps as maxima"). Each starts at one move; a raise lifts the rate first and the
+    cap by one only once the rate is at the ceiling; a decrease halves the cap first, the
+    rate kept, and the rate once the cap is one (at a given rate the moves at once are what
+    the load feels: bench-pacing's A/B); the operator's new maximum brings caps down."""
     c = Controller(
-        Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, start=FLOOR, persist_s=0, cap_max=4
+        Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, start=CEILING // 4, persist_s=0, cap_max=4
     )
-    assert c.caps == {0: 4, 1: 4, 2: 4}
-    (d,) = c.step(sample(10.0, {0: 90.0}), 10.0)  # at the floor already: the cap alone
-    assert (d.action, d.new_rate, d.old_cap, d.new_cap) == ("decrease", FLOOR, 4, 2)
-    assert d.to_event()["new_cap"] == 2
-    assert "cap 4 -> 2 moves" in pace_line({"event": "pace_decision", **d.to_event()})
-    c.step(sample(16.0, {0: 90.0}), 16.0)
-    assert c.caps[0] == 1
-    assert not c.step(sample(22.0, {0: 90.0}), 22.0)  # floor and cap 1: nothing left to cut
-    for t in (30.0, 36.0, 42.0, 48.0):
+    assert c.caps == {0: 1, 1: 1, 2: 1}
+    ups = [d for t in (10.0, 16.0, 22.0, 28.0) for d in c.step(sample(t, {0: 10.0}), t)]
+    assert [(d.new_rate, d.new_cap) for d in ups] == [(CEILING // 2, 1), (CEILING, 1), (CEILING, 2)]
+    assert "its moves at once 1 -> 2 (its rate at the ceiling)" in ups[-1].reason
+    for t in (34.0, 40.0):
         c.step(sample(t, {0: 10.0}), t)
-    assert c.caps[0] == 4  # +1 per raise, never above the maximum
-    c.set_cap_max(2)
-    assert c.caps == {0: 2, 1: 2, 2: 2}
+    assert (c.rates[0], c.caps[0]) == (CEILING, 4)  # never above the maximum
+    assert not c.step(sample(46.0, {0: 10.0}), 46.0)  # nothing left to raise
+    c.set_cap_max(3)  # the operator's new maximum brings caps down
+    assert c.caps == {0: 3, 1: 1, 2: 1}
+    (d,) = c.step(sample(52.0, {0: 90.0}), 52.0)  # over: the moves at once first
+    assert (d.action, d.old_rate, d.new_rate, d.old_cap, d.new_cap) == (
+        "decrease", CEILING, CEILING, 3, 1,
+    )  # fmt: skip
+    assert "its moves at once 3 -> 1, its rate kept" in d.reason
+    assert "cap 3 -> 1 moves" in pace_line({"event": "pace_decision", **d.to_event()})
+    (d,) = c.step(sample(58.0, {0: 90.0}), 58.0)  # at one move: the rate
+    assert (d.new_rate, d.new_cap) == (CEILING // 2, 1)
+    c.rates[0] = FLOOR
+    assert not c.step(sample(64.0, {0: 90.0}), 64.0)  # floor and one move: nothing left to cut
     c.set_cap_max(None)
     assert c.caps == {}
 
