@@ -85,7 +85,9 @@ class ExecuteOptions(ValidatedOptions):
     max_moves_per_broker: int | None = _opt(
         None,
         Option(
-            "At most K moves adding to or removing from any one broker at once.",
+            "At most K moves adding to or removing from any one broker at once (with --pace "
+            "adaptive, each broker's maximum: its cap starts at one move and rises once its "
+            "rate is at the ceiling).",
             flag="--max-moves-per-broker",
             type=int_arg("--max-moves-per-broker", 1),
             metavar="K",

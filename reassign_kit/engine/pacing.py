@@ -211,8 +211,8 @@ class Controller:
         if raise_persist_s < 0:
             raise UsageError(f"raise_persist_s must be >= 0 s, got {raise_persist_s}")
         self.raise_persist_s = float(raise_persist_s)
-        # per-broker caps on moves (--max-moves-per-broker the most): halved with the rate,
-        # +1 with it; none without the option
+        # per-broker caps on moves (--max-moves-per-broker the most): from one, raised at the
+        # ceiling, halved before the rate; none without the option
         self.cap_max = cap_max
         self.caps: dict[int, int] = {}
         self.over_since: dict[int, float] = {}  # broker -> first sample of its run over
