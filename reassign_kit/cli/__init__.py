@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from ..errors import EXIT_INTERRUPTED, ReassignKitError, missing_extra
 from . import calibrate, plan, reassign, report, runbook, sandbox, throttles
+from .pipes import tolerant_output
 
 # first word -> (main, whether the word is passed on)
 SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], bool]] = {
@@ -28,6 +29,11 @@ SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], bool]] = {
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    with tolerant_output():  # a closed output pipe drops output, never the command (cli/pipes)
+        return _main(argv)
+
+
+def _main(argv: list[str]) -> int:
     try:
         if argv and argv[0] in SUBCOMMANDS:
             run, keep_word = SUBCOMMANDS[argv[0]]

@@ -404,3 +404,35 @@ def test_steps_alone_are_a_paced_run_sigterm_leaves_exact_throttles_and_a_resume
             p.kill()
         cleanup(bootstrap, path)
     wait_until(lambda: throttles_exact(gw, [t], rate), 30, "throttles gone after cancel")
+
+
+def test_a_paced_run_whose_reader_left_completes(sandbox, gw, bootstrap, topic_name, tmp_path):
+    """`reassign-kit --execute ... | head -3` (cli/pipes.py): a paced run whose output pipe
+    has no reader. Before, it stopped at its first print, before anything was sent
+    ("unexpected BrokenPipeError", exit 1); now it runs to its end, exit 0, its journal
+    whole, its output dropped (said once on stderr)."""
+    b = broker_ids(sandbox)
+    tps = topic_on(sandbox, topic_name("piped"), [[b[0]], [b[1]]], 0.2)
+    plan = Plan.of(Move(tp, (b[2 + i],)) for i, tp in enumerate(tps))
+    plan_path = str(tmp_path / "plan.json")
+    Path(plan_path).write_text(plan.to_json())
+    journal = str(tmp_path / "j.jsonl")
+    argv = paced_argv(plan_path, journal, tmp_path, "--reassignment-batch-size", "1")
+    r, w = os.pipe()
+    os.close(r)  # the reader left before the first line (whatever the timing)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "reassign_kit.cli", "--bootstrap-server", bootstrap,
+             *argv, "--throttle", str(500 * KB)],
+            stdout=w, stderr=subprocess.PIPE, text=True, timeout=300, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(w)
+        cleanup(bootstrap, plan_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("the output pipe closed") == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    fin = [e for e in read_events(journal) if e["event"] == "run_finished"]
+    assert [e["state"] for e in fin] == ["done"]
+    cur = gw.describe_partitions(tps)
+    assert all(cur[m.tp].replicas == m.replicas for m in plan)
