@@ -97,8 +97,10 @@ bench: setup
 
 # issue 22: static throttle rates against --pace adaptive under a produce load (a few minutes;
 # a sandbox is started and stopped unless RK_SANDBOX_DIR names a running one)
+# every row three times, ABBA, judged on medians (one row each is decided by this machine's
+# loud minutes: bench/RESULTS.md, runs 20-26); ~18 min idle
 bench-pacing: setup
-	$(BIN)/python bench/bench_pace_adaptive.py
+	$(BIN)/python bench/bench_pace_adaptive.py --repeat 3
 
 sandbox-up: setup
 	@if $(BIN)/reassign-kit sandbox status --dir $(SANDBOX_DIR) 2>/dev/null | grep -q '"running": true'; then \
