@@ -6,8 +6,9 @@ BIN := $(VENV)/bin
 SANDBOX_DIR ?= $(CURDIR)/.cache/sandbox
 DEMO_OUT ?= $(CURDIR)/demo-out
 PYTEST_ARGS ?=
-# two workers: the Kafka tests in order on one (one session sandbox), Spark and unit tests on the
-# other (tests/conftest.py's scheduler groups them); TEST_WORKERS= runs the suite in one process
+# two workers: the session sandbox's tests in order on one, Spark, unit tests and the modules with a
+# cluster of their own on the other (tests/conftest.py's scheduler groups them); TEST_WORKERS= runs
+# the suite in one process
 TEST_WORKERS ?= -n 2
 # the older release `make test` also runs (tests/integration/test_compat_39zk.py, ZooKeeper mode)
 COMPAT_CI_VERSION := 3.9.1

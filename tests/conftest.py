@@ -176,9 +176,10 @@ def _cluster_group(nodeid: str) -> str:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN201 - xdist's type
-    """`make test` runs ``-n 2``: the Kafka tests on one worker, Spark and unit tests on the
-    other (xdist's own loadgroup marks do not reach node ids under pytest 9, hence a scheduler
-    that groups by path)."""
+    """`make test` runs ``-n 2``: the session sandbox's tests on one worker; Spark, the unit
+    tests and the modules with a cluster of their own on the other (``_cluster_group``;
+    xdist's own loadgroup marks do not reach node ids under pytest 9, hence a scheduler that
+    groups by path)."""
     from xdist.scheduler import LoadScopeScheduling
 
     class ByCluster(LoadScopeScheduling):
