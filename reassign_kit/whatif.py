@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from .cluster.quota import END_LOSS_BYTES, QUOTA_WINDOWS
 from .cluster.simulate import SimCluster
 from .engine.journal import read_events
 from .engine.options import ExecuteOptions
@@ -28,9 +29,6 @@ from .errors import UsageError
 from .model import PartitionState, Plan, TopicPartition
 
 DEFAULT_RATE_BPS = 100 * 1024 * 1024  # unthrottled, uncalibrated inbound replication per broker
-QUOTA_WINDOWS = (
-    11  # Kafka's replication.quota.window.num (of replication.quota.window.size.seconds 1)
-)
 
 
 @dataclass
@@ -186,6 +184,7 @@ def model_of(
         # broker that was idle (one move at a time, steps, waves) takes in a burst at full
         # speed; the calibration says which share of the throttle each broker achieves
         sim.quota_windows = QUOTA_WINDOWS
+        sim.end_loss_bytes = END_LOSS_BYTES  # a fetch lost per stream ending among others
         sim.broker_bandwidth = {
             b: max(float(DEFAULT_RATE_BPS), cal.rate_of(b, None)) for b in brokers
         }

@@ -133,6 +133,11 @@ class SimCluster(ConfigsPart):
         # samples read 0.94 MiB steps): DescribeLogDirs of a replica still filling shows its
         # bytes rounded down to this (None: exact)
         self.fetch_bytes: int | None = None
+        # a stream ending at a broker that others still fill costs it this many bytes of its
+        # inbound capacity, at most the partition's size (``quota.END_LOSS_BYTES``, measured
+        # on the sandbox; 0: fluid)
+        self.end_loss_bytes = 0.0
+        self._owed: dict[int, float] = {}  # broker -> inbound bytes it still loses
         self.tick = tick
         self.t = 0.0
         self.partitions: dict[TopicPartition, SimPartition] = {}
@@ -201,26 +206,48 @@ class SimCluster(ConfigsPart):
             for b in sp.target:
                 if b not in sp.isr and b not in self.down:
                     streams.append((sp, b))
+        if self._owed:  # a broker no stream fills any more idles: the quota gives it back
+            self._owed = {b: n for b, n in self._owed.items() if any(c == b for _, c in streams)}
         # a stream that ends within the tick leaves its share to the others for the rest of
         # it (a tick is split where one ends: the model is fluid, not a tick's granularity)
         left_dt = dt
-        for _ in range(len(streams) + 1):
+        for _ in range(2 * len(streams) + 2):  # each pass ends a stream or a debt, or the tick
             if not streams or left_dt <= 1e-12:
                 break
             rates = self._stream_rates(streams, left_dt)
             step = left_dt
+            # a broker that owes (``end_loss_bytes``) takes in for nothing until it has paid
+            owing: dict[int, float] = {}
             for (sp, b), rate in zip(streams, rates, strict=True):
-                if rate > 0:
+                if b in self._owed:
+                    owing[b] = owing.get(b, 0.0) + rate
+                elif rate > 0:
                     step = min(step, (sp.size_bytes - sp.copied.get(b, 0.0)) / rate)
+            for b, rate in owing.items():
+                if rate > 0:
+                    step = min(step, self._owed[b] / rate)
             step = max(step, 0.0)
+            for b, rate in owing.items():
+                self._owed[b] -= rate * step
+                if self._owed[b] <= 1e-6:
+                    del self._owed[b]
+            ended: list[tuple[int, float]] = []
             for (sp, b), rate in zip(streams, rates, strict=True):
+                if b in owing:
+                    continue
                 sp.copied[b] = sp.copied.get(b, 0.0) + rate * step
                 if sp.copied[b] >= sp.size_bytes - 1e-6:
                     sp.copied[b] = float(sp.size_bytes)
                     sp.isr.append(b)
+                    ended.append((b, min(self.end_loss_bytes, float(sp.size_bytes))))
             if self.quota_windows and step < left_dt:  # the quota was charged for left_dt
                 self._refund(streams, rates, left_dt - step)
             streams = [(sp, b) for sp, b in streams if b not in sp.isr]
+            if self.end_loss_bytes > 0:
+                still = {b for _, b in streams}
+                for b, loss in ended:
+                    if b in still and loss > 0:
+                        self._owed[b] = self._owed.get(b, 0.0) + loss
             left_dt -= step
         for sp in moving:
             if sp.target is not None and all(b in sp.isr for b in sp.target):

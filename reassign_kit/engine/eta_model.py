@@ -9,7 +9,8 @@ throttle is shared by the streams reading from it and its follower throttle by t
 writing to it (``cluster.quota.fair_share``, the simulator's model too). A step completes a
 completion lag after its last byte, seen at one of the run's polls; a slot refilled copies
 a measured gap later; the preferred leader elections go out at the polls, so many per
-poll."""
+poll. A stream ending at a receiving end that others still fill costs that end a fetch
+(``quota.END_LOSS_BYTES``)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS, Windows, fair_share, idle_credit
+from ..cluster.quota import END_LOSS_BYTES, QUOTA_WINDOW_S, QUOTA_WINDOWS, Windows, fair_share
 from ..errors import ReassignKitError
 from ..model import TopicPartition
+from .eta_quota import REPLAY_STEP_S, burst_idle, copy_windows, end_loss, replay_caps
 from .moves import MoveIndex, MoveState, MoveStatus
 from .schedule import Caps, Item, decide
 from .steps import plan_steps
@@ -31,7 +33,6 @@ WORK_BUDGET = 200_000  # streams x steps of one simulation
 MAX_STEPS_MEASURE = 50  # steps of the model's bytes over one interval
 # how long the simulation replays Kafka's quota windows from now, in steps of half a window
 QUOTA_REPLAY_S = 4 * QUOTA_WINDOWS * QUOTA_WINDOW_S
-REPLAY_STEP_S = QUOTA_WINDOW_S / 2
 
 
 @dataclass(eq=False)  # one per move: compared by identity (``in`` and ``remove`` on lists of
@@ -346,8 +347,8 @@ def simulate(
     # at most MAX_EVENTS steps, fewer when many streams copy (the work of a step)
     n_streams = sum(len(f.left) for f in active) + 1
     min_dt = horizon / max(20, min(MAX_EVENTS, WORK_BUDGET // n_streams))
-    wins = {e: _copy_windows(w) for e, w in (windows or {}).items()}
-    held: set[tuple[str, int]] = set()  # ends the replayed windows stalled (``_replay_caps``)
+    wins = {e: copy_windows(w) for e, w in (windows or {}).items()}
+    held: set[tuple[str, int]] = set()  # ends the replayed windows stalled (``replay_caps``)
     last_busy: dict[tuple[str, int | None], float] = {e: -d for e, d in (idle or {}).items()}
     busy_before = {("i", b) for f in active for b, n in f.left.items() if n > 0}
     busy_before |= {("o", f.src) for f in active if f.src is not None and any(f.left.values())}
@@ -375,10 +376,10 @@ def simulate(
             busy_before = {("i", b) for _, b in copying}
             busy_before |= {("o", f.src) for f, _ in copying if f.src is not None}
         else:
-            busy_before = _burst(copying, busy_before, last_busy, t, out_cap, in_cap, burst)
+            busy_before = burst_idle(copying, busy_before, last_busy, t, out_cap, in_cap, burst)
         o_cap, i_cap = out_cap, in_cap
         if replay and copying:
-            o_cap, i_cap = _replay_caps(wins, now + t, out_cap, in_cap, burst, held)
+            o_cap, i_cap = replay_caps(wins, now + t, out_cap, in_cap, burst, held)
         dt = min(starts) - t if starts else math.inf
         rates: list[float] = []
         if copying:
@@ -403,8 +404,14 @@ def simulate(
             copy_s += dt
             for e in busy_before:
                 last_busy[e] = t + dt
+            ended: dict[int, float] = {}  # receiving end -> what the streams ending now lose
             for (f, b), r in zip(copying, rates, strict=True):
+                was = f.left[b]
                 f.left[b] = f.left[b] - r * dt if f.left[b] - r * dt > 1e-6 else 0.0
+                if was > 0 and not f.left[b]:
+                    ended[b] = ended.get(b, 0.0) + min(END_LOSS_BYTES, f.size)
+            if ended:
+                end_loss(copying, rates, ended)
             for f, _ in copying:
                 if id(f) not in scheduled and not any(f.left.values()):
                     seq += 1
@@ -440,76 +447,6 @@ def simulate(
         t += extra_s
     t = max(t, elect_end)
     return Forecast(t, copy_s, _name(bottleneck))
-
-
-def _copy_windows(w: Windows) -> Windows:
-    out = Windows(w.n, w.size_s)
-    out.wins = [list(x) for x in w.wins]
-    return out
-
-
-def _replay_caps(
-    wins: Mapping[tuple[str, int], Windows],
-    at: float,
-    out_cap: Mapping[int, float],
-    in_cap: Mapping[int, float],
-    burst: float,
-    held: set[tuple[str, int]],
-) -> tuple[dict, dict]:
-    """Each end's capacity over the next replay step as its quota windows allow: below its
-    capacity when they are full (a stall), above it by ``burst`` of the credit beyond; by all
-    of it once they stalled the end (added to ``held``): a stall and its catch-up are one
-    mechanism, Kafka's windows (bench_eta's throttle x2 then x1: the quota stalled every end
-    9.5 s, let 19 MiB through in a second, stalled again; replayed with the catch-up at the
-    burst measured, 0 on a plan whose ends never idled, the stall ran 5-6 s long)."""
-    o_cap, i_cap = dict(out_cap), dict(in_cap)
-    for (kind, b), w in wins.items():
-        caps = o_cap if kind == "o" else i_cap
-        if b not in caps:
-            continue
-        base = caps[b]
-        allow = w.credit(at + REPLAY_STEP_S, base) / REPLAY_STEP_S  # by the step's end
-        if allow < base:
-            held.add((kind, b))
-        share = 1.0 if (kind, b) in held else burst
-        caps[b] = allow if allow < base else base + share * (allow - base)
-    return o_cap, i_cap
-
-
-def _burst(
-    copying: list[tuple[Flow, int]],
-    before: set[tuple[str, int | None]],
-    last_busy: dict[tuple[str, int | None], float],
-    t: float,
-    out_cap: Mapping[int, float],
-    in_cap: Mapping[int, float],
-    share: float = 1.0,
-) -> set[tuple[str, int | None]]:
-    """The quota's catch-up at ``t`` (see ``simulate``): each end copying again after an
-    idle spell within the windows bursts its credit, shared by its streams; a stream takes
-    what both its ends give (an end copying all along gives nothing: it is at its limit).
-    Returns the ends copying now."""
-    ends = {("i", b) for _, b in copying} | {("o", f.src) for f, _ in copying if f.src is not None}
-    woke = {}
-    for e in ends - before:
-        if e in last_busy:
-            cap = (in_cap if e[0] == "i" else out_cap).get(e[1], 0.0)
-            c = share * idle_credit(t - last_busy[e], cap)
-            if c > 0:
-                woke[e] = c
-    if woke:
-        count: dict[tuple[str, int | None], int] = {}
-        for f, b in copying:
-            for e in (("i", b), ("o", f.src)):
-                count[e] = count.get(e, 0) + 1
-        for f, b in copying:
-            give = [woke.get(("i", b), 0.0) / count[("i", b)]]
-            if f.src is not None:
-                give.append(woke.get(("o", f.src), 0.0) / count[("o", f.src)])
-            f.left[b] = max(0.0, f.left[b] - min(give))
-            if f.left[b] <= 1e-6:
-                f.left[b] = 0.0
-    return ends
 
 
 def _elect(
