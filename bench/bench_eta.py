@@ -235,6 +235,19 @@ def one_run(sb: Sandbox, shape: Shape, rate: int, out: Path) -> dict[str, Any]:
     }
 
 
+# ours median per shape at the default rate in the latest recorded run (bench/RESULTS.md,
+# follow-up 14's third run, e42b6fc), printed beside the new figure
+PREVIOUS = {
+    "drain 1->3, sizes x10, batches of 3": 0.021,
+    "spread 3->3, incr 3": 0.082,
+    "rack-to-rack (1,3 -> 2,4), incr 4": 0.055,
+    "batches of 3, --incremental": 0.049,
+    "broker cap 1, incr 4": 0.018,
+    "KIP-435 steps R=1, RF2, incr 2": 0.017,
+    "throttle x2 at 30%, x1 at 60%, incr 4": 0.048,
+}
+
+
 def fmt(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.0f}%"
 
@@ -242,7 +255,8 @@ def fmt(v: float | None) -> str:
 def table(rows: list[dict[str, Any]], rate: int, wall: float) -> str:
     head = (
         f"{'shape':<38} {'MiB':>4} {'what-if':>7} {'actual':>6} {'n':>3} | "
-        f"{'ours med':>8} {'p90':>5} | {'since-start med':>15} {'p90':>5} | {'held':>5}"
+        f"{'ours med':>8} {'p90':>5} {'prev':>5} | {'since-start med':>15} {'p90':>5} | "
+        f"{'held':>5}"
     )
     lines = [
         f"bench_eta: 4-broker sandbox (2 racks), throttle {rate / MB:g} MiB/s, samples every "
@@ -253,16 +267,18 @@ def table(rows: list[dict[str, Any]], rate: int, wall: float) -> str:
         f"error = |ETA - time really left| / time really left over the samples from {FROM_PCT}% "
         "of the bytes moved; ours = the run's ETA (paced line, panel, --progress); "
         "since-start = bytes left / average rate since the first sample, same samples; "
-        "held = samples whose range (10th-90th percentile) held the true finish",
+        "held = samples whose range (10th-90th percentile) held the true finish; prev = ours "
+        "median in the latest recorded run (bench/RESULTS.md)",
         head,
         "-" * len(head),
     ]
+    default = rate == 2 * MB  # PREVIOUS holds the default rate's figures
     for r in rows:
         lines.append(
             f"{r['shape'][:38]:<38} {r['mib']:>4.0f} {r['predicted_s']:>6.1f}s "
             f"{r['actual_s']:>5.1f}s {r['samples']:>3} | {fmt(r['ours_med']):>8} "
-            f"{fmt(r['ours_p90']):>5} | {fmt(r['since_med']):>15} {fmt(r['since_p90']):>5} | "
-            f"{fmt(r['held']):>5}"
+            f"{fmt(r['ours_p90']):>5} {fmt(PREVIOUS.get(r['shape']) if default else None):>5} | "
+            f"{fmt(r['since_med']):>15} {fmt(r['since_p90']):>5} | {fmt(r['held']):>5}"
         )
     ok = [
         r
