@@ -33,7 +33,7 @@ from .gateway import (
     PartitionError,
     ReplicaLogInfo,
 )
-from .quota import Windows, fair_share
+from .quota import Windows, end_loss, fair_share
 from .simulate_configs import ConfigsPart, ThrottleState
 
 MB = 1024 * 1024
@@ -239,7 +239,7 @@ class SimCluster(ConfigsPart):
                 if sp.copied[b] >= sp.size_bytes - 1e-6:
                     sp.copied[b] = float(sp.size_bytes)
                     sp.isr.append(b)
-                    ended.append((b, min(self.end_loss_bytes, float(sp.size_bytes))))
+                    ended.append((b, min(self.end_loss_bytes, end_loss(sp.size_bytes))))
             if self.quota_windows and step < left_dt:  # the quota was charged for left_dt
                 self._refund(streams, rates, left_dt - step)
             streams = [(sp, b) for sp, b in streams if b not in sp.isr]

@@ -19,10 +19,10 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..cluster.quota import END_LOSS_BYTES, QUOTA_WINDOW_S, QUOTA_WINDOWS, Windows, fair_share
+from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS, Windows, end_loss, fair_share
 from ..errors import ReassignKitError
 from ..model import TopicPartition
-from .eta_quota import REPLAY_STEP_S, burst_idle, copy_windows, end_loss, replay_caps
+from .eta_quota import REPLAY_STEP_S, burst_idle, copy_windows, lose_at_ends, replay_caps
 from .moves import MoveIndex, MoveState, MoveStatus
 from .schedule import Caps, Item, decide
 from .steps import plan_steps
@@ -409,9 +409,9 @@ def simulate(
                 was = f.left[b]
                 f.left[b] = f.left[b] - r * dt if f.left[b] - r * dt > 1e-6 else 0.0
                 if was > 0 and not f.left[b]:
-                    ended[b] = ended.get(b, 0.0) + min(END_LOSS_BYTES, f.size)
+                    ended[b] = ended.get(b, 0.0) + end_loss(f.size)
             if ended:
-                end_loss(copying, rates, ended)
+                lose_at_ends(copying, rates, ended)
             for f, _ in copying:
                 if id(f) not in scheduled and not any(f.left.values()):
                     seq += 1

@@ -1,7 +1,7 @@
 """What Kafka's replication quota does to the streams ``eta_model.simulate`` plays (issue 21):
 the windows replayed after a throttle change (``replay_caps``), the credit an end idle within
 them bursts (``burst_idle``), the fetch a receiving end loses when one of its streams ends
-among others (``end_loss``). Pure; split from ``eta_model`` by job."""
+among others (``lose_at_ends``). Pure; split from ``eta_model`` by job."""
 
 from __future__ import annotations
 
@@ -86,7 +86,9 @@ def burst_idle(
     return ends
 
 
-def end_loss(copying: list[tuple[Flow, int]], rates: list[float], ended: dict[int, float]) -> None:
+def lose_at_ends(
+    copying: list[tuple[Flow, int]], rates: list[float], ended: dict[int, float]
+) -> None:
     """What the streams that ended at a receiving end others still fill lose (a fetch each,
     ``quota.END_LOSS_BYTES``, at most the partition), added to what those others need, in
     proportion to their rates."""

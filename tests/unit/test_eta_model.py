@@ -152,39 +152,41 @@ def test_a_drain_of_one_broker_into_three_is_within_10pct_from_25pct_on(incremen
 
 
 def test_the_simulator_loses_a_fetch_per_stream_ending_among_others_not_alone():
-    """Moves of 4 and 4.5 MiB into broker 1 at 1 MiB/s: the first ends at 8 s, the second
-    then needs its last 0.5 MiB and the fetch lost (9.5 s); into two brokers, each alone,
-    nothing is lost (4.5 s)."""
+    """Moves of 12 and 13 MiB into broker 1 at 1 MiB/s: the first ends at 24 s, the second
+    then needs its last MiB and the fetch lost (26 s); into two brokers, each alone, nothing
+    is lost (13 s). A partition of 4 MiB loses a tenth of itself, not a whole fetch."""
 
-    def makespan(targets: tuple[int, int]) -> float:
+    def makespan(targets: tuple[int, int], sizes: tuple[int, int]) -> float:
         sim = SimCluster(4, bandwidth=100 * MB, tick=0.25)
         sim.end_loss_bytes = END_LOSS_BYTES
-        sim.add_topic("e", [[0], [2]], [4 * MB, 4 * MB + MB // 2])
+        sim.add_topic("e", [[0], [2]], list(sizes))
         plan = Plan.of(Move(TP("e", p), (t,)) for p, t in enumerate(targets))
         opts = ExecuteOptions(batch_size=2, throttle=MB, wait=True, poll_interval_ms=250)
         Run(sim, plan, opts, None, clock=sim.now, sleep=sim.sleep).run()
         return sim.now()
 
-    shared, apart = makespan((1, 1)), makespan((1, 3))
-    # together: 8.5 MiB at 1 MiB/s plus the fetch lost when the 4 MiB one ends
-    assert 9.5 <= shared <= 10.5, shared
-    assert 4.5 <= apart <= 5.5, apart  # each alone: 4.5 MiB at its own 1 MiB/s
+    big = (12 * MB, 13 * MB)
+    shared, apart = makespan((1, 1), big), makespan((1, 3), big)
+    assert 26 <= shared <= 26.75, shared  # 25 MiB at 1 MiB/s, the fetch lost, a poll or two
+    assert 13 <= apart <= 13.75, apart  # each alone: 13 MiB at its own 1 MiB/s
+    small = makespan((1, 1), (4 * MB, 5 * MB))
+    assert 9.4 <= small <= 10.1, small  # 9 MiB and a tenth of the 4 MiB one
 
 
 @pytest.mark.parametrize("quota", [False, True], ids=["plain", "quota"])
 def test_the_eta_counts_the_fetch_each_completion_among_others_costs(quota):
-    """Eight 3-5 MiB moves into broker 4 four at a time (bench_eta's rack-to-rack, smaller):
-    the broker loses a fetch at each of the seven completions it sees among others, which
-    the first window's pace (no completion yet) does not show. Without that in the model the
-    ETA's median error from 25% of the bytes on was 12.5% here, short (the sandbox's
-    rack-to-rack: 10-11%, 1.5-2.2 s short)."""
+    """Three 10 MiB moves and a 40 MiB one into broker 4 at once (bench_eta's rack-to-rack:
+    several streams into one broker): when the three end, the broker loses three fetches,
+    which the pace of the window before (no completion yet) does not show. Without that in
+    the model the ETA's median error from 25% of the bytes on was 6.8% here, short (the
+    sandbox's rack-to-rack: 10-11%, 1.5-2.2 s short); with it, under 1%."""
     sim = SimCluster(6, bandwidth=100 * MB, tick=0.25)
     sim.end_loss_bytes = END_LOSS_BYTES
     if quota:
         sim.quota_windows = 11
-    sizes = [3 * MB, 5 * MB] * 4
-    sim.add_topic("r", [[2]] * 8, sizes)
-    plan = Plan.of(Move(TP("r", p), (4,)) for p in range(8))
+    sizes = [10 * MB] * 3 + [40 * MB]
+    sim.add_topic("r", [[2]] * 4, sizes)
+    plan = Plan.of(Move(TP("r", p), (4,)) for p in range(4))
     opts = ExecuteOptions(
         batch_size=4,
         incremental=True,
@@ -197,7 +199,7 @@ def test_the_eta_counts_the_fetch_each_completion_among_others_costs(quota):
     late = from_25pct(samples, end)
     assert len(late) >= 10
     errs = [error(e, end, 0.5) for e in late]
-    assert statistics.median(errs) <= 0.05, [(e["ts"], e["eta_s"], end - e["ts"]) for e in late]
+    assert statistics.median(errs) <= 0.02, [(e["ts"], e["eta_s"], end - e["ts"]) for e in late]
 
 
 # ------------------------------------------------------------------ item 2: no explosion
