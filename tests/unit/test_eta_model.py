@@ -57,6 +57,22 @@ def from_25pct(samples: list[dict], end: float) -> list[dict]:
     return out
 
 
+def late_errors(sim: SimCluster, plan: Plan, batch: int, incremental: bool):
+    """The run at 2 MiB/s (samples every 1 s, polls every 0.5 s): its samples from 25% of
+    the bytes on, and the ETA's error at each."""
+    opts = ExecuteOptions(
+        batch_size=batch,
+        incremental=incremental,
+        throttle=2 * MB,
+        wait=True,
+        sample_interval=1.0,
+        poll_interval_ms=500,
+    )
+    samples, end = run_samples(sim, plan, opts)
+    late = from_25pct(samples, end)
+    return late, [error(e, end, 0.5) for e in late]
+
+
 def bound(e: dict, moves_left: int, poll_s: float) -> float:
     """The bytes left at half the throttle, plus a completion lag and a poll per move."""
     return e["bytes_left"] / (0.5 * e["throttle"]) + (e["tail_s"] + poll_s) * (moves_left + 1)
@@ -133,19 +149,9 @@ def test_a_drain_of_one_broker_into_three_is_within_10pct_from_25pct_on(incremen
         sim.quota_windows = 11
     sim.add_topic("d", [[0]] * len(SIZES), [s * MB for s in SIZES])
     plan = Plan.of(Move(TP("d", p), (1 + p % 3,)) for p in range(len(SIZES)))
-    opts = ExecuteOptions(
-        batch_size=3,
-        incremental=incremental,
-        throttle=2 * MB,
-        wait=True,
-        sample_interval=1.0,
-        poll_interval_ms=500,
-    )
-    samples, end = run_samples(sim, plan, opts)
-    late = from_25pct(samples, end)
+    late, errs = late_errors(sim, plan, 3, incremental)
     assert all(e["eta_s"] is not None for e in late)
-    errs = [error(e, end, 0.5) for e in late]
-    assert round(max(errs), 6) <= 0.10, [(e["ts"], e["eta_s"], end - e["ts"]) for e in late]
+    assert round(max(errs), 6) <= 0.10, errs
 
 
 # ------------------------------------------------ a fetch lost at each completion among others
@@ -187,19 +193,9 @@ def test_the_eta_counts_the_fetch_each_completion_among_others_costs(quota):
     sizes = [10 * MB] * 3 + [40 * MB]
     sim.add_topic("r", [[2]] * 4, sizes)
     plan = Plan.of(Move(TP("r", p), (4,)) for p in range(4))
-    opts = ExecuteOptions(
-        batch_size=4,
-        incremental=True,
-        throttle=2 * MB,
-        wait=True,
-        sample_interval=1.0,
-        poll_interval_ms=500,
-    )
-    samples, end = run_samples(sim, plan, opts)
-    late = from_25pct(samples, end)
+    late, errs = late_errors(sim, plan, 4, True)
     assert len(late) >= 10
-    errs = [error(e, end, 0.5) for e in late]
-    assert statistics.median(errs) <= 0.02, [(e["ts"], e["eta_s"], end - e["ts"]) for e in late]
+    assert statistics.median(errs) <= 0.02, errs
 
 
 # ------------------------------------------------------------------ item 2: no explosion
