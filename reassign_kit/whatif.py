@@ -184,7 +184,9 @@ def model_of(
         # broker that was idle (one move at a time, steps, waves) takes in a burst at full
         # speed; the calibration says which share of the throttle each broker achieves
         sim.quota_windows = QUOTA_WINDOWS
-        sim.end_loss_bytes = END_LOSS_BYTES  # a fetch lost per stream ending among others
+        # a fetch lost per stream ending among others (``quota.END_LOSS_BYTES``); a calibrated
+        # rate (bytes over the time moves came in) already holds what the cluster lost
+        sim.end_loss_bytes = 0.0 if cal.rate_bps else END_LOSS_BYTES
         sim.broker_bandwidth = {
             b: max(float(DEFAULT_RATE_BPS), cal.rate_of(b, None)) for b in brokers
         }

@@ -119,3 +119,21 @@ def test_dry_run_with_a_missing_calibration_file_is_a_usage_error(tmp_path):
     args.calibration = str(tmp_path / "nope.json")
     with pytest.raises(whatif.UsageError, match="--calibration: cannot read"):
         whatif.Calibration.read(args.calibration)
+
+
+def test_the_fetch_lost_per_completion_among_others_is_counted_once():
+    """Three 10 MiB moves and a 40 MiB one into broker 3 at 2 MiB/s: uncalibrated, the
+    what-if counts the fetch the broker loses at each of the three completions beside the
+    40 MiB one (``quota.END_LOSS_BYTES``, as the sandbox measured); calibrated, the rate
+    learned (bytes over the time moves came in) already holds it, so it is not added again."""
+    sim = SimCluster(4, bandwidth=100 * MB)
+    sim.add_topic("r", [[0]] * 4, [10 * MB, 10 * MB, 10 * MB, 40 * MB])
+    plan = Plan.of(Move(tp, (3,)) for tp in sim.partitions)
+    opts = ExecuteOptions(batch_size=4, throttle=2 * MB)
+    plain = predicted(sim, plan, opts)["as given"]
+    # 70 MiB at 2 MiB/s, a completion lag and the polls (36.5 s without the loss), and the
+    # 3 MiB lost: 1.5 s more
+    assert 37.5 <= plain <= 38.5, plain
+    cal = whatif.Calibration(rate_bps={b: 2 * MB for b in sim.broker_ids})
+    calibrated = predicted(sim, plan, opts, cal)["as given"]
+    assert 36.0 <= calibrated <= 37.0, calibrated
