@@ -23,14 +23,14 @@ QUOTA_WINDOWS = 11
 QUOTA_WINDOW_S = 1.0
 # What a broker filled by several streams at once loses each time one of them ends: about one
 # fetch (``replica.fetch.max.bytes``, 1 MiB) of its follower throttle. Measured, not derived
-# from Kafka's code: bench_eta's rack-to-rack move (4 streams into one broker, 2 MiB/s, ten
-# runs) took in 0.92 of the throttle until the first completion and 0.70-0.88 over the phases
+# from Kafka's code: bench_eta's rack-to-rack move (up to 4 streams into one broker, eight
+# runs at 2 MiB/s) took in 0.92 of the throttle until its first completion, 0.70-0.88 over phases
 # after one, the same in every run, while a broker filled by one stream at a time lost nothing
 # at its completions (it idles until the next move and the quota gives the credit back: the
 # drain's targets, a broker cap of 1). One fetch fits the journals at 2 and 8 MiB/s alike (two
 # or three fetches, or a second of the throttle, fit one rate and not the other); the ETA,
 # which read 1.5-2.2 s short from a window without completions, replayed on 70 journals:
-# 59 -> 63 met the goal, mean median error 5.50% -> 4.79%. Negligible on partitions of GBs;
+# 59 -> 63 met the goal, mean median error 5.50% -> 4.70%. Negligible on partitions of GBs;
 # on small ones it is at most a tenth of the partition that ended: the journals' partitions
 # (6-25 MiB) say nothing of smaller ones, and the cap keeps a what-if of a plan of many small
 # partitions from growing by more than that (the 98 journals replay the same with it).
