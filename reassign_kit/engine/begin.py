@@ -205,9 +205,11 @@ class BeginPart:
                 ms.original = tuple(j.get("original") or ())
                 steps = [st.target, *self._plan_steps(ms, st, adopted_target=st.target)]
                 ms.adopt(now, st.target, steps, ms.original)
-            elif resuming and j is not None:
+            elif resuming and j is not None and "submitted_ts" in j:
                 # submitted before, neither moving nor complete: an earlier step completed
-                # or the move was cancelled; continue from what the cluster shows
+                # or the move was cancelled; continue from what the cluster shows. (Its
+                # intent alone, neither moving nor complete: the kill came before the Alter
+                # took; it stays pending and is submitted as new, its ``submitted`` written.)
                 ms.original = tuple(j.get("original") or st.replicas)
                 ms.submitted_at = float(j.get("submitted_ts", now))
                 if j.get("step_completed_ts") is not None:  # the gap to its next step

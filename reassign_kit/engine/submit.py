@@ -166,14 +166,16 @@ class SubmitPart:
 
     def _original_at_submit(self, ms: MoveState, st: PartitionState) -> tuple[int, ...] | None:
         """The replicas a move starts from: the cluster's list when nothing is reassigning
-        it; for a partition found already reassigning (an Alter that timed out on the client
+        it (this run's write-ahead record, if it has one); for a partition found already reassigning (an Alter that timed out on the client
         but was applied, another tool's move) the write-ahead record of this run's journal,
         else KIP-455's ``replicas - adding`` (the right set; Kafka lists the target first,
         so its order is unknown) when adopted explicitly (``--additional``), else refused by
         name. Never ``replicas`` of a reassigning partition: that is target + original."""
-        if not st.reassigning:
-            return tuple(st.replicas)
         wal = self._wal_originals.get(ms.tp)
+        if not st.reassigning:
+            # a move whose intent alone was journaled before a kill: the list it recorded
+            # before anything was sent (a KIP-435 step may have taken since)
+            return wal or tuple(st.replicas)
         if wal:
             return wal
         kip455 = tuple(b for b in st.replicas if b not in st.adding)

@@ -66,3 +66,42 @@ def test_kill_fuzz_sample(tmp_path):
     assert total.kill_points >= 20, report
     assert total.bad == 0, "\n".join(total.failures)
     assert not total.failures, "\n".join(total.failures)
+
+
+def test_killed_between_an_intent_and_its_alter_the_resume_submits_it_as_new(tmp_path):
+    """SIGKILL right before the first Alter is sent, its write-ahead ``intent`` on disk: the
+    cluster never saw it. The resume submitted such a move as a later KIP-435 step of a move
+    submitted before (``step_submitted`` with no ``submitted``): the journal then named no
+    target nor size for it (``--progress`` on it, the ETA's replay, the metrics' counts read
+    it as never submitted). The sandbox's SIGKILL test caught it once in CI."""
+    case = sim_case(random.Random(7), tmp_path)
+    plan = {m.tp: tuple(m.replicas) for m in case.plan}
+    moving = {tp for tp, tgt in plan.items() if set(tgt) != set(case.originals[tp])}
+    journal = str(tmp_path / "run.jsonl")
+    execute = ["--execute", "--reassignment-json-file", str(case.plan_path)]
+    execute += ["--journal", journal, "--throttle", str(1024 * 1024)]
+    p = cli(case.bootstrap, execute, tmp_path, kill_at="alter_reassignments:1:before")
+    assert killed(p), p.stdout + p.stderr
+    before = read_events(journal)
+    intents = {TopicPartition(e["topic"], e["partition"]) for e in before if e["event"] == "intent"}
+    assert intents, "the intent was written before the Alter"
+    assert not any(e["event"] == "submitted" for e in before)
+    assert not load(str(case.state)).list_reassignments(), "the Alter never reached the cluster"
+    resume = ["--execute", "--reassignment-json-file", str(case.plan_path)]
+    resume += ["--journal", journal, "--resume"]
+    p = cli(case.bootstrap, resume, tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    after = read_events(journal)[len(before) :]
+    submitted = [
+        TopicPartition(e["topic"], e["partition"]) for e in after if e["event"] == "submitted"
+    ]
+    assert sorted(submitted) == sorted(set(submitted))
+    assert intents <= set(submitted), intents - set(submitted)
+    for e in after:
+        if e["event"] == "submitted":
+            assert e.get("target") and e.get("size_bytes") is not None, e
+    assert (
+        set(submitted)
+        | {TopicPartition(e["topic"], e["partition"]) for e in after if e["event"] == "completed"}
+        >= moving
+    )
