@@ -89,9 +89,9 @@ def burst_idle(
 def lose_at_ends(
     copying: list[tuple[Flow, int]], rates: list[float], ended: dict[int, float]
 ) -> None:
-    """What the streams that ended at a receiving end others still fill lose (a fetch each,
-    ``quota.END_LOSS_BYTES``, at most the partition), added to what those others need, in
-    proportion to their rates."""
+    """What the streams that ended at a receiving end others still fill lose (``ended``: the
+    end's ``quota.end_loss`` of each), added to what those others need, in proportion to
+    their rates."""
     still: dict[int, float] = {}
     for (f, b), r in zip(copying, rates, strict=True):
         if b in ended and f.left[b] > 0:
