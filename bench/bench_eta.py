@@ -236,15 +236,15 @@ def one_run(sb: Sandbox, shape: Shape, rate: int, out: Path) -> dict[str, Any]:
 
 
 # ours median per shape at the default rate in the latest recorded run (bench/RESULTS.md,
-# follow-up 14's third run, e42b6fc), printed beside the new figure
+# follow-up 14's fourth run, 7265b22), printed beside the new figure
 PREVIOUS = {
-    "drain 1->3, sizes x10, batches of 3": 0.021,
-    "spread 3->3, incr 3": 0.082,
-    "rack-to-rack (1,3 -> 2,4), incr 4": 0.055,
-    "batches of 3, --incremental": 0.049,
-    "broker cap 1, incr 4": 0.018,
-    "KIP-435 steps R=1, RF2, incr 2": 0.017,
-    "throttle x2 at 30%, x1 at 60%, incr 4": 0.048,
+    "drain 1->3, sizes x10, batches of 3": 0.035,
+    "spread 3->3, incr 3": 0.088,
+    "rack-to-rack (1,3 -> 2,4), incr 4": 0.052,
+    "batches of 3, --incremental": 0.053,
+    "broker cap 1, incr 4": 0.02,
+    "KIP-435 steps R=1, RF2, incr 2": 0.028,
+    "throttle x2 at 30%, x1 at 60%, incr 4": 0.047,
 }
 
 

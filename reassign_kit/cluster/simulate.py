@@ -133,9 +133,9 @@ class SimCluster(ConfigsPart):
         # samples read 0.94 MiB steps): DescribeLogDirs of a replica still filling shows its
         # bytes rounded down to this (None: exact)
         self.fetch_bytes: int | None = None
-        # a stream ending at a broker that others still fill costs it this many bytes of its
-        # inbound capacity, at most the partition's size (``quota.END_LOSS_BYTES``, measured
-        # on the sandbox; 0: fluid)
+        # a stream ending at a broker that others still fill costs it up to this many bytes
+        # of its inbound capacity (``quota.end_loss``: a fetch, at most a tenth of the
+        # partition; measured on the sandbox; 0: fluid)
         self.end_loss_bytes = 0.0
         self._owed: dict[int, float] = {}  # broker -> inbound bytes it still loses
         self.tick = tick
@@ -207,7 +207,8 @@ class SimCluster(ConfigsPart):
                 if b not in sp.isr and b not in self.down:
                     streams.append((sp, b))
         if self._owed:  # a broker no stream fills any more idles: the quota gives it back
-            self._owed = {b: n for b, n in self._owed.items() if any(c == b for _, c in streams)}
+            filled = {b for _, b in streams}
+            self._owed = {b: n for b, n in self._owed.items() if b in filled}
         # a stream that ends within the tick leaves its share to the others for the rest of
         # it (a tick is split where one ends: the model is fluid, not a tick's granularity)
         left_dt = dt
@@ -243,7 +244,7 @@ class SimCluster(ConfigsPart):
             if self.quota_windows and step < left_dt:  # the quota was charged for left_dt
                 self._refund(streams, rates, left_dt - step)
             streams = [(sp, b) for sp, b in streams if b not in sp.isr]
-            if self.end_loss_bytes > 0:
+            if ended and self.end_loss_bytes > 0:
                 still = {b for _, b in streams}
                 for b, loss in ended:
                     if b in still and loss > 0:

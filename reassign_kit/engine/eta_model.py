@@ -9,8 +9,8 @@ throttle is shared by the streams reading from it and its follower throttle by t
 writing to it (``cluster.quota.fair_share``, the simulator's model too). A step completes a
 completion lag after its last byte, seen at one of the run's polls; a slot refilled copies
 a measured gap later; the preferred leader elections go out at the polls, so many per
-poll. A stream ending at a receiving end that others still fill costs that end a fetch
-(``quota.END_LOSS_BYTES``)."""
+poll. A stream ending at a receiving end that others still fill costs that end a fetch, at
+most a tenth of the partition (``quota.end_loss``)."""
 
 from __future__ import annotations
 
