@@ -219,36 +219,30 @@ class SimCluster(ConfigsPart):
             step = left_dt
             # a broker that owes (``end_loss_bytes``) takes in for nothing until it has paid
             owing: dict[int, float] = {}
+            if self._owed:
+                owing, step = self._owing(streams, rates, step)
             for (sp, b), rate in zip(streams, rates, strict=True):
-                if b in self._owed:
-                    owing[b] = owing.get(b, 0.0) + rate
-                elif rate > 0:
+                if rate > 0 and b not in owing:
                     step = min(step, (sp.size_bytes - sp.copied.get(b, 0.0)) / rate)
-            for b, rate in owing.items():
-                if rate > 0:
-                    step = min(step, self._owed[b] / rate)
             step = max(step, 0.0)
             for b, rate in owing.items():
                 self._owed[b] -= rate * step
                 if self._owed[b] <= 1e-6:
                     del self._owed[b]
-            ended: list[tuple[int, float]] = []
+            ended: list[tuple[int, int]] = []
             for (sp, b), rate in zip(streams, rates, strict=True):
-                if b in owing:
+                if owing and b in owing:
                     continue
                 sp.copied[b] = sp.copied.get(b, 0.0) + rate * step
                 if sp.copied[b] >= sp.size_bytes - 1e-6:
                     sp.copied[b] = float(sp.size_bytes)
                     sp.isr.append(b)
-                    ended.append((b, min(self.end_loss_bytes, end_loss(sp.size_bytes))))
+                    ended.append((b, sp.size_bytes))
             if self.quota_windows and step < left_dt:  # the quota was charged for left_dt
                 self._refund(streams, rates, left_dt - step)
             streams = [(sp, b) for sp, b in streams if b not in sp.isr]
             if ended and self.end_loss_bytes > 0:
-                still = {b for _, b in streams}
-                for b, loss in ended:
-                    if b in still and loss > 0:
-                        self._owed[b] = self._owed.get(b, 0.0) + loss
+                self._owe(ended, streams)
             left_dt -= step
         for sp in moving:
             if sp.target is not None and all(b in sp.isr for b in sp.target):
@@ -267,6 +261,29 @@ class SimCluster(ConfigsPart):
                 if fut[1] >= sp.size_bytes:
                     sp.dirs[b] = fut[0]
                     del sp.future[b]
+
+    def _owing(
+        self, streams: list[tuple[SimPartition, int]], rates: list[float], step: float
+    ) -> tuple[dict[int, float], float]:
+        """The inbound rate of each broker that owes, and ``step`` shortened to end where the
+        first of them has paid."""
+        owing: dict[int, float] = {}
+        for (_, b), rate in zip(streams, rates, strict=True):
+            if b in self._owed:
+                owing[b] = owing.get(b, 0.0) + rate
+        for b, rate in owing.items():
+            if rate > 0:
+                step = min(step, self._owed[b] / rate)
+        return owing, step
+
+    def _owe(self, ended: list[tuple[int, int]], streams: list[tuple[SimPartition, int]]) -> None:
+        """Each broker where a stream ended (``ended``: broker, partition size) while others
+        still fill it owes what it lost (``quota.end_loss``, at most ``end_loss_bytes``)."""
+        still = {b for _, b in streams}
+        for b, size in ended:
+            loss = min(self.end_loss_bytes, end_loss(size))
+            if b in still and loss > 0:
+                self._owed[b] = self._owed.get(b, 0.0) + loss
 
     def _stream_rates(self, streams: list[tuple[SimPartition, int]], dt: float) -> list[float]:
         """Each stream's rate this tick (``quota.fair_share``): a target takes in at most its
