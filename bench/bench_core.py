@@ -31,8 +31,8 @@ MB = float(os.environ.get("RK_BENCH_MB", "0.25"))
 sys.path.insert(0, ROOT)
 
 from reassign_kit import validate  # noqa: E402
-from reassign_kit.engine import throttle  # noqa: E402
 from reassign_kit.model import Move, PartitionState, Plan, TopicPartition  # noqa: E402
+from reassign_kit.throttles import configs as throttle  # noqa: E402
 
 
 def pure(n: int) -> dict:
@@ -81,7 +81,7 @@ def run(cmd: list[str]) -> tuple[float, str]:
 def on_cluster(sb) -> list[dict]:
     from reassign_kit.cluster.admin import AdminGateway
     from reassign_kit.model import is_complete
-    from reassign_kit.sandbox import JVM_FLAGS, java_binary, kafka_classpath
+    from reassign_kit.sandbox.sandbox import JVM_FLAGS, java_binary, kafka_classpath
 
     gw = AdminGateway(sb.bootstrap_servers)
     official = [
@@ -172,7 +172,7 @@ def main() -> None:
     results = {"pure": [pure(n) for n in SIZES]}
     print("Pure layers (one process, no Spark): parse, validate (incl. RF guard), throttles")
     print(table(results["pure"]))
-    from reassign_kit.sandbox import Sandbox
+    from reassign_kit.sandbox.sandbox import Sandbox
 
     reuse = os.environ.get("RK_SANDBOX_DIR")
     if reuse and Sandbox(reuse).running():

@@ -39,10 +39,10 @@ from typing import Any
 
 from reassign_kit import whatif
 from reassign_kit.cluster.admin import AdminGateway
-from reassign_kit.engine.options import ExecuteOptions
-from reassign_kit.engine.run import Run
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.sandbox import Sandbox
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
+from reassign_kit.sandbox.sandbox import Sandbox
 
 MB = 1024 * 1024
 FROM_PCT = 25

@@ -60,11 +60,11 @@ BEFORE = {
 
 def one(n: int, mode: str) -> dict:
     """One run in this process; returns its figures."""
-    from reassign_kit import ops
-    from reassign_kit.engine.options import ExecuteOptions
-    from reassign_kit.engine.preflight import prepare
+    from reassign_kit.cluster.simulate import MB, SimCluster
     from reassign_kit.model import Move, Plan
-    from reassign_kit.simulate import MB, SimCluster
+    from reassign_kit.operations import execute as ops
+    from reassign_kit.run.options import ExecuteOptions
+    from reassign_kit.run.preflight import prepare
 
     per_broker = 2 * IN_FLIGHT / BROKERS
     sim = SimCluster(BROKERS, bandwidth=per_broker * MB / MOVE_S, tick=1.0)

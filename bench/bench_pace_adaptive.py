@@ -173,9 +173,9 @@ class IsrMonitor:
 def run_once(
     sb, gw, data: str, parts: int, forward: bool, opts_kw: dict, journal: str
 ) -> tuple[float, float]:
-    from reassign_kit.engine.options import ExecuteOptions
-    from reassign_kit.engine.preflight import prepare
     from reassign_kit.model import Move, Plan, TopicPartition
+    from reassign_kit.run.options import ExecuteOptions
+    from reassign_kit.run.preflight import prepare
 
     ids = sorted(b["id"] for b in sb.brokers)
     src, dst = (ids[:2], ids[2:4]) if forward else (ids[2:4], ids[:2])
@@ -227,7 +227,7 @@ def main() -> int:
         b, t, r, o = a.load_main
         load_main(b, t, float(r), o)
         return 0
-    from reassign_kit.sandbox import Sandbox
+    from reassign_kit.sandbox.sandbox import Sandbox
 
     short = disk_short(a.dir or tempfile.gettempdir(), a.parts * a.part_mb)
     if short:
@@ -290,7 +290,7 @@ def quiet_between_runs(lat_file: str, base_p99_ms: float, limit_s: float = 60.0)
 
 def bench(sb, a) -> int:
     from reassign_kit.cluster.admin import AdminGateway
-    from reassign_kit.engine.journal import read_events
+    from reassign_kit.moves.journal import read_events
 
     ids = sorted(b["id"] for b in sb.brokers)
     tag = uuid.uuid4().hex[:6]

@@ -24,10 +24,10 @@ from collections import Counter
 from pathlib import Path
 
 from reassign_kit.cluster.admin import AdminGateway
-from reassign_kit.engine.journal import peak_concurrency, read_events
-from reassign_kit.engine.run import ExecuteOptions, Run
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.sandbox import Sandbox
+from reassign_kit.moves.journal import peak_concurrency, read_events
+from reassign_kit.run.run import ExecuteOptions, Run
+from reassign_kit.sandbox.sandbox import Sandbox
 
 MB = 1024 * 1024
 SIZES_MB = [6, 1, 1, 1, 1, 6, 1, 1, 1, 1]  # partition p lives on broker p % 2 (of the first two)

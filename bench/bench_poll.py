@@ -54,11 +54,11 @@ PARTS = (
 
 
 def one_round() -> dict:
-    from reassign_kit.engine import track
-    from reassign_kit.engine.options import ExecuteOptions
-    from reassign_kit.engine.preflight import prepare
+    from reassign_kit.cluster.simulate import MB, SimCluster
     from reassign_kit.model import Move, Plan
-    from reassign_kit.simulate import MB, SimCluster
+    from reassign_kit.run import track
+    from reassign_kit.run.options import ExecuteOptions
+    from reassign_kit.run.preflight import prepare
 
     sim = SimCluster(BROKERS, bandwidth=2 * IN_FLIGHT / BROKERS * MB / MOVE_S, tick=1.0)
     for t in range(max(1, PARTITIONS // 1000)):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import tempfile
 import time
 
-from reassign_kit import sandbox as sbx
+from reassign_kit.sandbox import sandbox as sbx
 
 
 def main() -> None:

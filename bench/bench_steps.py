@@ -33,7 +33,7 @@ from steps_scenarios import (  # noqa: E402
 
 from reassign_kit.cluster.admin import AdminGateway  # noqa: E402
 from reassign_kit.model import TopicPartition  # noqa: E402
-from reassign_kit.sandbox import Sandbox  # noqa: E402
+from reassign_kit.sandbox.sandbox import Sandbox  # noqa: E402
 
 
 def steps_scenario(sb: Sandbox, out: Path, r: int | None) -> dict:

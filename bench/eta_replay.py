@@ -19,13 +19,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from reassign_kit.engine.eta import RunEta
-from reassign_kit.engine.eta_lag import LagMeter
-from reassign_kit.engine.moves import MoveIndex, MoveState
-from reassign_kit.engine.schedule import Caps, item_for
-from reassign_kit.engine.steps import plan_steps
 from reassign_kit.errors import ReassignKitError
+from reassign_kit.eta.estimate import RunEta
+from reassign_kit.eta.lag import LagMeter
 from reassign_kit.model import Move, TopicPartition
+from reassign_kit.moves.schedule import Caps, item_for
+from reassign_kit.moves.steps import plan_steps
+from reassign_kit.moves.table import MoveIndex, MoveState
 
 FROM_PCT = 25
 

@@ -20,7 +20,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "cancel": (".api", "cancel"),
     "list_reassignments": (".api", "list_reassignments"),
     "rollback_plan": (".api", "rollback_plan"),
-    "Run": (".engine.run", "Run"),
+    "Run": (".run.run", "Run"),
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .engine.progress import ProgressReport
     from .model import Plan
+    from .watch.progress import ProgressReport
 
 
 @contextlib.contextmanager
@@ -24,8 +24,8 @@ def connected(
     cluster: Any, command_config: Mapping[str, str] | str | os.PathLike | None = None
 ) -> Iterator[Any]:
     """The gateway of ``cluster`` (see the module doc), closed on exit when opened here."""
-    from . import ops
     from .errors import UsageError
+    from .operations import execute as ops
 
     if isinstance(command_config, str | os.PathLike):
         command_config = ops.load_command_config(os.fspath(command_config))
@@ -92,7 +92,8 @@ def verify(
     progress the throttles go; the run's recorded throttle priors (found in the state dir by
     the cluster id and the plan, unless ``priors`` is given) put the operator's values back
     and only the configs that run changed are touched. Returns ``ops.VerifyResult``."""
-    from . import ops, state
+    from .operations import execute as ops
+    from .run import home as state
 
     plan, _ = _plan_of(plan)
     with connected(cluster, command_config) as gw:
@@ -118,7 +119,7 @@ def list_reassignments(
     cluster: Any, *, command_config: Mapping[str, str] | str | None = None
 ) -> Any:
     """Every reassignment in flight (``ops.ListResult``), as the CLI's ``--list``."""
-    from . import ops
+    from .operations import execute as ops
 
     with connected(cluster, command_config) as gw:
         return ops.list_reassignments(gw)
@@ -166,12 +167,13 @@ def execute(
     Plans as approved: ``expect_plan_hash`` refuses another plan (``PlanHashError``);
     the drift since the plan record (``plan_record``, default the one beside a plan file)
     refuses the run (``PlanDriftError``) unless ``allow_drift``."""
-    from . import ops, state
-    from .engine import preflight as pf
-    from .engine.options import ExecuteOptions
     from .errors import UsageError
     from .model import Plan, TopicPartition
-    from .plan_record import Approval
+    from .operations import execute as ops
+    from .planner.record import Approval
+    from .run import home as state
+    from .run import preflight as pf
+    from .run.options import ExecuteOptions
 
     if "disallow_replication_factor_change" in options:  # the CLI's name for the same thing
         disallow = options.pop("disallow_replication_factor_change")
@@ -270,8 +272,8 @@ def _run_metrics(paced: bool, resume: bool, journal: Any, opts: Any) -> Iterator
     if not paced:
         yield None
         return
-    from .engine.metrics_out import open_metrics
-    from .engine.preflight import options_from_journal
+    from .outputs.metrics import open_metrics
+    from .run.preflight import options_from_journal
 
     mo = options_from_journal(os.fspath(journal)) if resume and journal else opts
     metrics = open_metrics(mo.metrics_port, mo.metrics_textfile)
@@ -292,7 +294,7 @@ def progress(
 ) -> ProgressReport:
     """The KIP-179 progress report of ``plan`` on ``cluster`` (the module's convention);
     ``journal`` (path or events) adds steps and rates: see ``engine.progress.report``."""
-    from .engine.progress import report
+    from .watch.progress import report
 
     with connected(cluster, command_config) as gw:
         return report(gw, plan, journal, window_s=window_s)
@@ -323,7 +325,8 @@ def cancel(
     ``.outcome``: where each partition ended, read from the cluster (``outcome.CancelReport``,
     the report ``--cancel`` prints and the panel shows). To stop a run without rolling back
     (drain), use ``Run.stop()``; to roll a running ``Run`` back, ``Run.cancel()``."""
-    from . import ops, state
+    from .operations import execute as ops
+    from .run import home as state
 
     if plan is not None:
         plan, _ = _plan_of(plan)
@@ -360,8 +363,8 @@ def cancel(
 def _with_outcome(gateway: Any, plan: Any, journal: str | None, res: Any) -> Any:
     """``res.outcome``: the per-partition outcome read from the cluster (``outcome.
     cancel_report``, what ``--cancel`` prints and the panel shows); None without a plan."""
-    from .engine.journal import read_events
-    from .outcome import cancel_report, plan_from_events
+    from .moves.journal import read_events
+    from .operations.outcome import cancel_report, plan_from_events
 
     events = read_events(journal) if journal else []
     plan = plan or plan_from_events(events)

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from .errors import ReassignKitError
-from .sandbox import Sandbox
+from .sandbox.sandbox import Sandbox
 
 DEMO_TOPICS = {"demo-orders": 6, "demo-payments": 4}
 

@@ -8,8 +8,6 @@ import os
 from collections.abc import Iterable
 
 from .errors import UsageError
-from .plan_report import PlanResult
-from .plan_rules import Capacity
 from .planner import (
     DEFAULT_BYTES_TOLERANCE,
     DEFAULT_CHUNKS,
@@ -18,7 +16,9 @@ from .planner import (
     plan_in_process,
     rule_context,
 )
-from .snapshot import Snapshot, TopicFilter
+from .planner.report import PlanResult
+from .planner.rules import Capacity
+from .snapshot.snapshot import Snapshot, TopicFilter
 from .spark.frames import brokers_and_topics
 from .spark.planner import plan_spark
 from .spark.session import get_spark

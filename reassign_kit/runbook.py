@@ -66,7 +66,7 @@ def list_runbooks() -> list[tuple[str, str]]:
 
 def default_sandbox_dir() -> str:
     """The sandbox `make demo` and `reassign-kit sandbox up` use ($RK_SANDBOX_DIR or .cache/sandbox)."""
-    from .sandbox import default_dir
+    from .sandbox.sandbox import default_dir
 
     return str(default_dir())
 
@@ -75,7 +75,7 @@ def resolve_bootstrap(bootstrap_servers: str = "", sandbox_dir: str = "") -> str
     """The bootstrap string a notebook should use: the one given, else the sandbox's."""
     if bootstrap_servers:
         return bootstrap_servers
-    from .sandbox import Sandbox
+    from .sandbox.sandbox import Sandbox
 
     d = sandbox_dir or default_sandbox_dir()
     try:
@@ -109,7 +109,7 @@ def resolve_command_config(
         return command_config
     if bootstrap_servers:
         return None
-    from .sandbox import Sandbox
+    from .sandbox.sandbox import Sandbox
 
     try:
         sb = Sandbox(sandbox_dir or default_sandbox_dir())
@@ -130,8 +130,8 @@ def demo_topic_and_plan(
     to other brokers (each replica shifted by ``rf`` broker positions); return the plan's path.
     Used when no plan is given, so 02_execute runs on its own (demo, tests, the browser test)."""
     from .model import Move, Plan, TopicPartition
-    from .ops import connect
-    from .sandbox import Sandbox
+    from .operations.execute import connect
+    from .sandbox.sandbox import Sandbox
 
     sb = Sandbox(sandbox_dir or default_sandbox_dir())
     if topic not in sb.admin().list_topics(timeout=10).topics:

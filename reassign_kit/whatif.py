@@ -22,11 +22,11 @@ from typing import Any
 
 from .cluster.quota import END_LOSS_BYTES, QUOTA_WINDOWS
 from .cluster.simulate import SimCluster
-from .engine.journal import read_events
-from .engine.options import ExecuteOptions
-from .engine.run import Run
 from .errors import UsageError
 from .model import PartitionState, Plan, TopicPartition
+from .moves.journal import read_events
+from .run.options import ExecuteOptions
+from .run.run import Run
 
 DEFAULT_RATE_BPS = 100 * 1024 * 1024  # unthrottled, uncalibrated inbound replication per broker
 
@@ -344,7 +344,7 @@ def replay_pace(
     the additive increase, ``start``: the start rate; None = the run's): the decisions it
     would have made, as journal-shaped rows (``engine.pacing.pace_line`` prints each).
     Sends nothing."""
-    from .engine.pace_replay import replay
+    from .pacing.replay import replay
 
     tuning = {
         k: v

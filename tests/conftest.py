@@ -16,7 +16,7 @@ OUT = Path(__file__).parent / "out"
 
 @pytest.fixture(scope="session")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
-    from reassign_kit.sandbox import Sandbox
+    from reassign_kit.sandbox.sandbox import Sandbox
 
     reuse = os.environ.get("RK_SANDBOX_DIR")
     if reuse:
@@ -33,7 +33,7 @@ def sasl_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     """A 3-broker SASL/SCRAM-SHA-512 sandbox with the StandardAuthorizer (issue 11): started
     only when a test asks for it (or the one in $RK_SASL_SANDBOX_DIR). Its ``client_configs``
     map admin / reader / denied to ready .properties files."""
-    from reassign_kit.sandbox import Sandbox
+    from reassign_kit.sandbox.sandbox import Sandbox
 
     reuse = os.environ.get("RK_SASL_SANDBOX_DIR")
     if reuse:
@@ -70,7 +70,7 @@ def out_dir(request: pytest.FixtureRequest) -> Path:
 
 
 DEFAULT_ARTEFACTS = ("reassign-rollback-*.json", "reassign-run-*.jsonl")
-STATE_DIR_ENV = "REASSIGN_KIT_STATE_DIR"  # reassign_kit.state.STATE_DIR_ENV
+STATE_DIR_ENV = "REASSIGN_KIT_STATE_DIR"  # reassign_kit.run.home.STATE_DIR_ENV
 
 
 @pytest.fixture(autouse=True)

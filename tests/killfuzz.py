@@ -32,8 +32,8 @@ from typing import Any
 
 from reassign_kit.cluster.simfile import load, save
 from reassign_kit.cluster.simulate import SimCluster
-from reassign_kit.engine.journal import read_events
 from reassign_kit.model import Plan, TopicPartition
+from reassign_kit.moves.journal import read_events
 
 OPERATOR_RATE = "7777777"
 LEADER_RATE = "leader.replication.throttled.rate"
@@ -446,7 +446,7 @@ def sandbox_trial(sandbox: Any, gw: Any, seed: int, d: Path) -> tuple[Counts, li
     """One trial on the sandbox: a 3-partition RF-2 topic (1 MiB each, moved at 256 KiB/s),
     an operator's rates on one broker; execute killed, up to two killed follow-ups, a last
     resume or cancel let run; then the same checks as on the simulator."""
-    from reassign_kit.engine import throttle as thr
+    from reassign_kit.throttles import configs as thr
 
     rng = random.Random(seed)
     d.mkdir(parents=True, exist_ok=True)

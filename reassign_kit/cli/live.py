@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from ..engine.progress import _fmt_bytes, _fmt_rate, _intermediate, run_progress_line
+from ..watch.progress import _fmt_bytes, _fmt_rate, _intermediate, run_progress_line
 
 RATE_WINDOW_S = 30.0  # a broker's rate: bytes received over the last samples within this
 MAX_STUCK_ROWS = 10

@@ -22,20 +22,20 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .. import state
-from ..engine.journal import read_events
-from ..engine.metrics_out import open_metrics
-from ..engine.notify import Notifier
-from ..engine.options import ExecuteOptions, cli_options, options_from_cli
-from ..engine.pacing import pace_line
-from ..engine.preflight import options_from_journal, prepare
-from ..engine.progress import run_progress_line
-from ..engine.results import RunError, RunResult
-from ..engine.run import Run
-from ..engine.steps import describe_steps, plan_steps
 from ..errors import EXIT_INTERRUPTED, UsageError
 from ..model import Plan
-from ..plan_record import Approval
+from ..moves.journal import read_events
+from ..moves.results import RunError, RunResult
+from ..moves.steps import describe_steps, plan_steps
+from ..outputs.metrics import open_metrics
+from ..outputs.notify import Notifier
+from ..pacing.controller import pace_line
+from ..planner.record import Approval
+from ..run import home as state
+from ..run.options import ExecuteOptions, cli_options, options_from_cli
+from ..run.preflight import options_from_journal, prepare
+from ..run.run import Run
+from ..watch.progress import run_progress_line
 from .live import LiveState, LiveView, wants_live
 
 PACED_GROUPS = ("paced", "steps")

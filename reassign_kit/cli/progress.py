@@ -13,11 +13,11 @@ import os
 from typing import Any
 
 from ..cluster.views import require_permissions
-from ..engine import progress as pg
-from ..engine.journal import read_events
-from ..engine.options import duration_arg
 from ..errors import UsageError
 from ..model import Plan
+from ..moves.journal import read_events
+from ..run.options import duration_arg
+from ..watch import progress as pg
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

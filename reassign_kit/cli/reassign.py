@@ -17,8 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import ops, state, validate, whatif
-from ..engine.notify import Notifier
+from .. import validate, whatif
 from ..errors import (
     InvalidPlanError,
     ReassignKitError,
@@ -26,7 +25,10 @@ from ..errors import (
     missing_extra,
 )
 from ..model import Plan, TopicPartition
-from ..plan_record import Approval
+from ..operations import execute as ops
+from ..outputs.notify import Notifier
+from ..planner.record import Approval
+from ..run import home as state
 from . import paced, progress
 from . import plan as plan_cmd
 from .reassign_args import (  # noqa: F401 (re-exported: tests and scripts use them here)
@@ -288,8 +290,8 @@ def _cancel(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
 def _cancel_outcome(gateway: Any, plan: Plan | None, journal: str | None, cres: Any) -> Any:
     """Where each partition of the plan (or of the run ``journal`` holds) ended, read from the
     cluster (``outcome.cancel_report``); None when there is no plan to report on."""
-    from ..engine.journal import read_events
-    from ..outcome import cancel_report, plan_from_events
+    from ..moves.journal import read_events
+    from ..operations.outcome import cancel_report, plan_from_events
 
     events = read_events(journal) if journal else []
     plan = plan or plan_from_events(events)

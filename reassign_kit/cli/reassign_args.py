@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..engine.notify import check_url
-from ..engine.options import cli_options
 from ..errors import UsageError, format_exit_codes
+from ..outputs.notify import check_url
+from ..run.options import cli_options
 from . import paced, progress
 from . import plan as plan_cmd
 

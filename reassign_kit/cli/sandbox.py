@@ -7,8 +7,8 @@ import json
 import sys
 from typing import Any
 
-from .. import sandbox as sbx
 from ..errors import SandboxError
+from ..sandbox import sandbox as sbx
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -201,7 +201,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if c == "info":
         return sbx.info(args.kafka_version)
     if c == "fetch":
-        from .. import sandbox_metrics
+        from ..sandbox import metrics as sandbox_metrics
 
         version = sbx.check_version(args.kafka_version or sbx.default_version())
         return {

@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 import json
 
-from .. import state
 from ..cluster.views import require_permissions
-from ..engine import janitor
-from ..engine.throttle import load_priors
-from ..ops import connect
+from ..operations.execute import connect
+from ..run import home as state
+from ..throttles import janitor
+from ..throttles.configs import load_priors
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -2,7 +2,6 @@
 engines). ``pipeline`` sequences the passes; ``in_process`` and ``spark/planner.py`` are the two
 backends. Every name the CLI, the Spark job, the tests and the notebooks import is here."""
 
-from ..plan_report import PlanResult
 from .aggregates import Aggregates, aggregate_rows, can_change_rack, forced_racks, replica_options
 from .apportion import apportion, apportion_2d
 from .bytes_pass import BytesPlan, BytesQuota, bytes_chunk, bytes_off, chunk_totals, prepare_bytes
@@ -23,6 +22,7 @@ from .params import (
 from .pipeline import Backend
 from .quotas import ChunkQuota, Prepared, prepare
 from .replica_chunk import plan_chunk
+from .report import PlanResult
 from .rows import Changed, Row, chunk_key
 from .targets import broker_targets, bytes_bands, lower_bound, relay_bound
 

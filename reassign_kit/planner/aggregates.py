@@ -8,18 +8,18 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..plan_rules import (
+from .params import PlanParams
+from .rack_repair import (
+    is_violating,
+    shape,
+)
+from .rows import chunk_key
+from .rules import (
     VIRTUAL,
     RuleContext,
     apply_rf,
     required_racks,
 )
-from ..rack_repair import (
-    is_violating,
-    shape,
-)
-from .params import PlanParams
-from .rows import chunk_key
 
 
 @dataclass

@@ -7,7 +7,7 @@ import heapq
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..maxflow import augment
+from .maxflow import augment
 
 
 def apportion(total: int, weights: Sequence[int]) -> list[int]:

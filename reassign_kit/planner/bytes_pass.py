@@ -10,14 +10,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..plan_rules import (
-    RuleContext,
-    required_racks,
-)
 from .aggregates import rack_key
 from .apportion import apportion
 from .quotas import Prepared
 from .rows import Changed, chunk_key
+from .rules import (
+    RuleContext,
+    required_racks,
+)
 
 
 def chunk_totals(rows: Iterable[Changed], chunk: int) -> dict[tuple[int, int], tuple[int, int]]:

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .. import capacity_fit
 from ..errors import CapacityError
 from ..model import Move, Plan, TopicPartition
-from ..plan_report import PlanResult, broker_totals
-from ..plan_rules import (
-    capacity_problems,
-)
-from ..rack_repair import (
-    repair_report,
-)
+from . import capacity_fit
 from .leaders import LeaderPlan
 from .quotas import Prepared
+from .rack_repair import (
+    repair_report,
+)
+from .report import PlanResult, broker_totals
 from .rows import Changed
+from .rules import (
+    capacity_problems,
+)
 
 
 def _leader_summary(lp: LeaderPlan | None) -> dict | None:

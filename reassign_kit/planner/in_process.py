@@ -8,12 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from ..errors import UsageError
 from ..model import Move, Plan
-from ..plan_report import PlanResult
-from ..plan_rules import (
-    Capacity,
-    RuleContext,
-)
-from ..snapshot import Snapshot, TopicFilter, excluded_summary
+from ..snapshot.snapshot import Snapshot, TopicFilter, excluded_summary
 from . import pipeline
 from .aggregates import Aggregates, aggregate_rows
 from .bytes_pass import BytesPlan, bytes_chunk, chunk_totals
@@ -23,7 +18,12 @@ from .level import level_chunk
 from .params import PlanParams, rule_context
 from .quotas import Prepared
 from .replica_chunk import plan_chunk
+from .report import PlanResult
 from .rows import Changed, Row, chunk_key
+from .rules import (
+    Capacity,
+    RuleContext,
+)
 
 
 class InProcess:

@@ -8,13 +8,13 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..leader_flow import LeaderBalance, balance_leaders
-from ..plan_rules import (
+from .apportion import apportion_2d
+from .leader_flow import LeaderBalance, balance_leaders
+from .rows import Changed, chunk_key
+from .rules import (
     VIRTUAL,
     RuleContext,
 )
-from .apportion import apportion_2d
-from .rows import Changed, chunk_key
 
 
 def leader_key(

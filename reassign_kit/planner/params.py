@@ -7,11 +7,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from ..plan_rules import (
+from ..snapshot.snapshot import TopicFilter
+from .rules import (
     Capacity,
     RuleContext,
 )
-from ..snapshot import TopicFilter
 
 GOALS = ("replicas", "leaders", "bytes")
 DEFAULT_CHUNKS = 8

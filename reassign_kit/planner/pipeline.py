@@ -19,8 +19,6 @@ import time
 from collections.abc import Mapping
 from typing import Protocol
 
-from ..plan_report import PlanResult
-from ..plan_rules import RuleContext
 from .aggregates import Aggregates
 from .bytes_pass import BytesPlan, prepare_bytes
 from .demotion import demote_states, demoted_leading_after, demoted_left
@@ -29,7 +27,9 @@ from .leaders import LeaderPlan, prepare_leaders
 from .level import LEVEL_ROUNDS, level_quotas
 from .params import BYTES_ROUNDS, PlanParams
 from .quotas import Prepared, prepare
+from .report import PlanResult
 from .rows import Changed
+from .rules import RuleContext
 
 
 class Backend(Protocol):

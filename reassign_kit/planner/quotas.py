@@ -8,13 +8,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
-from ..plan_rules import (
-    RuleContext,
-)
 from . import repairs as repairs_hook
 from .aggregates import Aggregates, rack_key
 from .apportion import apportion, apportion_2d, max_flow, sum_by
 from .params import PlanParams
+from .rules import (
+    RuleContext,
+)
 from .targets import (
     broker_caps,
     bytes_bands,

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..plan_rules import RuleContext
-from ..rack_repair import Repairs, choose_repairs, repair_bound
 from .aggregates import Aggregates, aggregate_rows
 from .params import PlanParams
+from .rack_repair import Repairs, choose_repairs, repair_bound
+from .rules import RuleContext
 from .targets import broker_caps, plan_targets
 
 

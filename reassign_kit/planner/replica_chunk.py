@@ -8,18 +8,18 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from ..errors import UsageError
-from ..plan_rules import (
+from .aggregates import rack_key, replica_options
+from .apportion import apportion
+from .quotas import ChunkQuota, Prepared
+from .rack_repair import (
+    shape,
+)
+from .rows import Changed, Row, chunk_key
+from .rules import (
     VIRTUAL,
     apply_rf,
     required_racks,
 )
-from ..rack_repair import (
-    shape,
-)
-from .aggregates import rack_key, replica_options
-from .apportion import apportion
-from .quotas import ChunkQuota, Prepared
-from .rows import Changed, Row, chunk_key
 
 
 class _Chunk:

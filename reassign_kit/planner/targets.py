@@ -10,13 +10,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from ..errors import CapacityError
-from ..plan_rules import (
-    VIRTUAL,
-    RuleContext,
-)
 from .aggregates import Aggregates
 from .apportion import capped_split, round_shares, waterfill
 from .params import PlanParams
+from .rules import (
+    VIRTUAL,
+    RuleContext,
+)
 
 
 def _rack_bounds(rf_hist: Mapping[int, int], n_racks: int, brokers_in_rack: int) -> tuple[int, int]:

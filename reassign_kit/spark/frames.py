@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from ..snapshot import Snapshot
+from ..snapshot.snapshot import Snapshot
 
 PARTITION_SCHEMA = "topic string, partition int, replicas array<int>, size_bytes long"
 
@@ -42,7 +42,7 @@ def brokers_and_topics(source: Snapshot | str) -> Snapshot:
         return Snapshot(source.brokers, source.topics, ())
     import pyarrow.parquet as pq
 
-    from ..snapshot import BrokerEntry, TopicEntry
+    from ..snapshot.snapshot import BrokerEntry, TopicEntry
 
     brokers = pq.read_table(os.path.join(source, "brokers.parquet")).to_pylist()
     topics = pq.read_table(os.path.join(source, "topics.parquet")).to_pylist()

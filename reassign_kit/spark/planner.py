@@ -29,8 +29,8 @@ from ..planner import (
     plan_chunk,
     rule_context,
 )
-from ..rack_repair import is_violating
-from ..snapshot import PartitionEntry, Snapshot, excluded_summary
+from ..planner.rack_repair import is_violating
+from ..snapshot.snapshot import PartitionEntry, Snapshot, excluded_summary
 from .frames import brokers_and_topics, partitions_df, with_chunk
 
 AGG_SCHEMA = "kind string, c int, key string, n long"
@@ -255,7 +255,7 @@ def _fit_capacity(spark, final, prep):
     (``capacity_fit.fit``, rows in chunk order as in process), and go back chunk-partitioned."""
     from pyspark.sql import functions as F
 
-    from .. import capacity_fit
+    from ..planner import capacity_fit
 
     byts: dict[int, int] = {}
     reps: dict[int, int] = {}

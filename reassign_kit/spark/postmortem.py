@@ -54,7 +54,7 @@ class Postmortem:
     def of(cls, spark: Any, paths: str | Iterable[str]) -> Postmortem:
         from pyspark.sql import functions as F
 
-        from ..engine.journal import to_spark
+        from ..moves.journal import to_spark
 
         paths = [paths] if isinstance(paths, str) else list(paths)
         df = to_spark(spark, paths).withColumn("journal", F.input_file_name())

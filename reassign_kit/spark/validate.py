@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..model import Move, PartitionState, Plan, TopicPartition
-from ..plan_rules import Capacity, RuleContext, capacity_problems, move_all_problems
-from ..snapshot import Snapshot
+from ..planner.rules import Capacity, RuleContext, capacity_problems, move_all_problems
+from ..snapshot.snapshot import Snapshot
 from ..validate import ClusterView, Problem
 from .frames import brokers_and_topics, partitions_df
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import ipywidgets as W
 
-from ..engine.options import Declared, panel_options
+from ..run.options import Declared, panel_options
 
 MIB = 1024 * 1024
 MIB_CONTROLS = ("throttle", "throttle_floor")  # bytes/s in the options, MiB/s on screen

@@ -7,7 +7,7 @@ nowhere else, so a button can never be clickable in a phase where its action wou
 
 from __future__ import annotations
 
-from ..engine.options import live_options
+from ..run.options import live_options
 
 BUTTONS = ("execute", "resume_run", "pause", "resume", "stop", "cancel", "verify")
 

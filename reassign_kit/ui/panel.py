@@ -25,11 +25,11 @@ from typing import Any
 import ipywidgets as W
 
 from ..cluster.views import cluster_view, partition_sizes, require_permissions
-from ..engine.options import ExecuteOptions
-from ..engine.progress import behind_from_events
 from ..errors import ReassignKitError, UsageError
 from ..model import Plan
-from ..plan_record import Approval
+from ..planner.record import Approval
+from ..run.options import ExecuteOptions
+from ..watch.progress import behind_from_events
 from . import cancel_view, charts, controls, describe, figures, status
 from . import control_widgets as cw
 from .artefacts import Artefacts
@@ -84,7 +84,7 @@ class Panel(RunWiring, Artefacts):
         self.approval = Approval(expect_plan_hash or None, bool(allow_drift), plan_record)
         self.approval_lines: list[str] = []
         self.gateway = gateway
-        self.state_dir = state_dir  # the runs' home (reassign_kit.state): None = the default
+        self.state_dir = state_dir  # the runs' home (reassign_kit.run.home): None = the default
         self.output_dir = output_dir
         if output_dir:
             try:
@@ -513,7 +513,7 @@ def panel(
     if gateway is None:
         if not bootstrap_servers:
             raise ReassignKitError("panel() needs bootstrap_servers=... (or gateway=...)")
-        from ..ops import connect, load_command_config
+        from ..operations.execute import connect, load_command_config
 
         if isinstance(command_config, str):
             command_config = load_command_config(command_config)

@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..engine.journal import read_events
+from ..moves.journal import read_events
 from . import postmortem_charts as pmc
 from .charts import write_html
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.progress import eta_range_text
+from ..watch.progress import eta_range_text
 from .controls import phase_after_run
 from .figures import human_bytes
 

@@ -10,13 +10,13 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from .. import state
-from ..engine.journal import read_events
-from ..engine.options import ExecuteOptions
-from ..engine.preflight import preflight
-from ..engine.resume import set_aside, unfinished_run
 from ..errors import ReassignKitError, UsageError
 from ..model import Plan
+from ..moves.journal import read_events
+from ..run import home as state
+from ..run.options import ExecuteOptions
+from ..run.preflight import preflight
+from ..run.resume import set_aside, unfinished_run
 from . import cancel_view, controls, describe, status
 from . import control_widgets as cw
 
@@ -357,7 +357,7 @@ class RunWiring:
         """Where each partition ended, read from the cluster (``outcome.cancel_report``, the
         report ``--cancel`` prints); the elections kept moves owe carried out when "elect
         preferred leaders" is on, else listed as owed."""
-        from ..outcome import cancel_report
+        from ..operations.outcome import cancel_report
 
         with self._lock:
             evs = list(self.events)

@@ -33,7 +33,7 @@ import nbformat  # noqa: E402
 from jlab import CHROMIUM, FLAGS, SHOTS, jupyter_lab, open_notebook, require_chromium, wait_until  # noqa: E402
 
 from reassign_kit import runbook  # noqa: E402
-from reassign_kit.engine.journal import read_events  # noqa: E402
+from reassign_kit.moves.journal import read_events  # noqa: E402
 
 MIB = 1024 * 1024
 W, H = 1366, 1500  # tall enough for the pace box whole (chart and table)
@@ -70,7 +70,7 @@ def _notebook(root: Path, bootstrap: str, plan: str, out: str, slo: str, ceiling
 
 @contextlib.contextmanager
 def _sandbox(dir_: str | None, tmp: Path):
-    from reassign_kit.sandbox import Sandbox
+    from reassign_kit.sandbox.sandbox import Sandbox
 
     if dir_:
         sb = Sandbox(dir_)

@@ -25,9 +25,9 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as CTP
 
 from reassign_kit.cluster.admin import AdminGateway
-from reassign_kit.engine.journal import read_events
-from reassign_kit.engine.throttle import current_throttles
 from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.moves.journal import read_events
+from reassign_kit.throttles.configs import current_throttles
 
 CLI_TIMEOUT_S = 240
 MB = 1024 * 1024

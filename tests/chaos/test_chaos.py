@@ -27,7 +27,7 @@ def quorum(tmp_path_factory):
     """4 brokers and a quorum of 3 controllers, for this module alone. In ZooKeeper mode
     (`make compat`'s 3.x columns) there is no quorum: the controller is one of the brokers,
     and a controller fault is that broker's failover."""
-    from reassign_kit.sandbox import Sandbox, default_metadata
+    from reassign_kit.sandbox.sandbox import Sandbox, default_metadata
 
     n = 1 if default_metadata() == "zookeeper" else 3
     with Sandbox.start(brokers=4, controllers=n, dir=tmp_path_factory.mktemp("quorum")) as sb:
@@ -292,7 +292,7 @@ def test_a_stalled_broker_is_backed_off_alone(quorum, work):
     bursts: its rate drops within 30 s of the first stall and the other brokers' do not (each
     stands as high or higher 30 s later, above broker 3), nothing acknowledged is lost, the run
     finishes with no throttle left."""
-    from reassign_kit.engine.journal import read_events
+    from reassign_kit.moves.journal import read_events
 
     fault = sigstop_bursts(3)
     row = run_scenario(
@@ -352,7 +352,7 @@ def test_adaptive_run_sigkilled_and_resumed_keeps_its_pace(quorum, work):
     written to it (the throttles it sets for the moves in flight go on from those toward the
     rates, never the ceiling nor the floor), nothing acknowledged is lost, the run finishes
     with no throttle left."""
-    from reassign_kit.engine.pace_memory import orphan_canaries, pace_memory
+    from reassign_kit.pacing.memory import orphan_canaries, pace_memory
 
     row = run_scenario(
         quorum,

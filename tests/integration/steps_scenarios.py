@@ -14,10 +14,10 @@ from typing import Any
 from confluent_kafka import Consumer, Producer
 
 from reassign_kit.cluster.admin import AdminGateway
-from reassign_kit.engine.journal import read_events
-from reassign_kit.engine.progress import ProgressReport, ProgressTracker, observe
-from reassign_kit.engine.steps import describe_steps, plan_steps
 from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.moves.journal import read_events
+from reassign_kit.moves.steps import describe_steps, plan_steps
+from reassign_kit.watch.progress import ProgressReport, ProgressTracker, observe
 
 
 def create_topic(
@@ -159,8 +159,8 @@ def run_steps(
 ) -> StepRun:
     """Plan and print the steps, then run the move through ``execute.Run`` in step mode (each
     topic's own min.insync.replicas) while an ``IsrWatcher`` polls the ISR."""
-    from reassign_kit.engine.run import ExecuteOptions, Run
-    from reassign_kit.engine.steps import make_steps_for
+    from reassign_kit.moves.steps import make_steps_for
+    from reassign_kit.run.run import ExecuteOptions, Run
 
     gw = AdminGateway(bootstrap)
     try:

@@ -14,9 +14,9 @@ import pytest
 from waits import wait_until
 
 from reassign_kit.cluster.admin import AdminGateway
-from reassign_kit.engine.journal import read_events
-from reassign_kit.engine.run import ExecuteOptions, Run
 from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.moves.journal import read_events
+from reassign_kit.run.run import ExecuteOptions, Run
 
 pytestmark = pytest.mark.integration
 

@@ -15,9 +15,9 @@ import pytest
 from waits import wait_until
 
 from reassign_kit.cluster.admin import FOLLOWER_RATE, LEADER_RATE, AdminGateway
-from reassign_kit.engine.journal import read_events
-from reassign_kit.engine.run import ExecuteOptions, Run
 from reassign_kit.model import Move, PartitionState, Plan, TopicPartition
+from reassign_kit.moves.journal import read_events
+from reassign_kit.run.run import ExecuteOptions, Run
 
 pytestmark = pytest.mark.integration
 MB = 1024 * 1024

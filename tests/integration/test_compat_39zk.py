@@ -23,7 +23,7 @@ VERSION = "3.9.1"
 
 @pytest.fixture(scope="module")
 def zk39(tmp_path_factory):
-    from reassign_kit.sandbox import Sandbox
+    from reassign_kit.sandbox.sandbox import Sandbox
 
     d = tmp_path_factory.mktemp("zk39")
     with Sandbox.start(brokers=4, dir=d, kafka_version=VERSION, metadata="zookeeper") as sb:

@@ -14,11 +14,11 @@ import pytest
 from compat_checks import needs
 from waits import wait_until
 
-from reassign_kit import ops
 from reassign_kit.cli import reassign as reassign_cli
 from reassign_kit.cluster.capabilities import RF_GUARD
-from reassign_kit.engine.throttle import current_throttles
 from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.operations import execute as ops
+from reassign_kit.throttles.configs import current_throttles
 
 pytestmark = pytest.mark.integration
 TP = TopicPartition

@@ -26,10 +26,10 @@ from waits import wait_until
 
 from reassign_kit.cli import main as cli_main
 from reassign_kit.cluster.admin import AdminGateway
-from reassign_kit.engine.journal import read_events
 from reassign_kit.model import Plan, TopicPartition
-from reassign_kit.sandbox import pid_alive
-from reassign_kit.snapshot import Snapshot, take_snapshot
+from reassign_kit.moves.journal import read_events
+from reassign_kit.sandbox.sandbox import pid_alive
+from reassign_kit.snapshot.snapshot import Snapshot, take_snapshot
 
 pytestmark = pytest.mark.integration
 

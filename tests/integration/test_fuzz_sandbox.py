@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reassign_kit import cli as rk_cli
-from reassign_kit.engine.throttle import current_throttles
 from reassign_kit.model import TopicPartition
+from reassign_kit.throttles.configs import current_throttles
 
 pytestmark = pytest.mark.integration
 

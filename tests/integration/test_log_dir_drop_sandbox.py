@@ -16,9 +16,9 @@ from test_core import assert_no_throttle_left
 from test_paced import cleanup, paced_argv, run_cli
 from waits import wait_until
 
-from reassign_kit import ops
-from reassign_kit.engine.journal import read_events
 from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.moves.journal import read_events
+from reassign_kit.operations import execute as ops
 
 pytestmark = pytest.mark.integration
 SLOW = 20_000  # B/s: past the first unthrottled fetch (1 MiB), 2 MiB take minutes

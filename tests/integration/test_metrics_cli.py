@@ -12,8 +12,8 @@ import sys
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from reassign_kit.engine import throttle as thr
 from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.throttles import configs as thr
 
 pytestmark = pytest.mark.integration
 

@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 from waits import wait_until
 
-from reassign_kit.engine.journal import read_events
-from reassign_kit.engine.metrics_out import open_metrics
-from reassign_kit.engine.run import ExecuteOptions, Run
 from reassign_kit.health.sources import open_source
 from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.moves.journal import read_events
+from reassign_kit.outputs.metrics import open_metrics
+from reassign_kit.run.run import ExecuteOptions, Run
 
 pytestmark = pytest.mark.integration
 KB = 1024

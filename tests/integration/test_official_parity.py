@@ -14,7 +14,7 @@ import pytest
 from reassign_kit.cli import reassign as reassign_cli
 from reassign_kit.cluster.admin import FOLLOWER_REPLICAS, LEADER_REPLICAS, AdminGateway
 from reassign_kit.model import Move, Plan, TopicPartition, is_complete
-from reassign_kit.sandbox import run_kafka_class
+from reassign_kit.sandbox.sandbox import run_kafka_class
 
 pytestmark = pytest.mark.integration
 TP = TopicPartition

@@ -14,8 +14,8 @@ import sys
 import pytest
 
 from reassign_kit.cluster.admin import FOLLOWER_RATE, LEADER_RATE
-from reassign_kit.engine.journal import read_events
 from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.moves.journal import read_events
 
 pytestmark = pytest.mark.integration
 

@@ -23,10 +23,10 @@ from waits import wait_until
 from reassign_kit.cluster import capabilities as caps
 from reassign_kit.cluster.admin import AdminGateway
 from reassign_kit.cluster.probe import CANARY_PREFIX, Probe, probe_for
-from reassign_kit.engine import throttle as thr
-from reassign_kit.engine.journal import read_events
 from reassign_kit.health.signals import PartitionIsr
 from reassign_kit.model import TopicPartition
+from reassign_kit.moves.journal import read_events
+from reassign_kit.throttles import configs as thr
 
 pytestmark = pytest.mark.integration
 

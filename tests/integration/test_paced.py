@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from waits import wait_until
 
-from reassign_kit.engine import throttle as thr
-from reassign_kit.engine.journal import concurrency, peak_concurrency, read_events
-from reassign_kit.engine.run import ExecuteOptions, Run
 from reassign_kit.model import Move, Plan, TopicPartition, is_complete
+from reassign_kit.moves.journal import concurrency, peak_concurrency, read_events
+from reassign_kit.run.run import ExecuteOptions, Run
+from reassign_kit.throttles import configs as thr
 
 pytestmark = pytest.mark.integration
 KB = 1024
@@ -293,7 +293,7 @@ def test_every_exit_leaves_exactly_the_throttles_still_needed(
 
 
 def test_paced_moves_with_log_dirs(sandbox, gw, topic_name, tmp_path, bootstrap):
-    from reassign_kit import ops
+    from reassign_kit.operations import execute as ops
 
     b = broker_ids(sandbox)
     t = topic_name("paced-dirs")
@@ -373,7 +373,7 @@ def test_steps_alone_are_a_paced_run_sigterm_leaves_exact_throttles_and_a_resume
     )
 
     def journal() -> str | None:
-        # a paced run's journal lives in its run's home (reassign_kit.state), not the cwd
+        # a paced run's journal lives in its run's home (reassign_kit.run.home), not the cwd
         root = Path(env.get("REASSIGN_KIT_STATE_DIR") or tmp_path / ".reassign-kit" / "runs")
         found = sorted(root.rglob("journal.jsonl"))
         return str(found[0]) if found else None

@@ -92,10 +92,10 @@ def test_others_moves_in_flight_refused_like_the_cli_and_no_throttle_changed(
     """Someone else moves the plan's partitions (throttled, so it stays in flight): without
     "additional" the panel's Execute is refused with the CLI's message (the CLI exits 6), and
     no throttle config changes — the other move keeps the throttles it needs."""
-    from reassign_kit import ops
     from reassign_kit.cli import reassign as reassign_cli
-    from reassign_kit.engine.throttle import current_throttles
     from reassign_kit.model import Plan
+    from reassign_kit.operations import execute as ops
+    from reassign_kit.throttles.configs import current_throttles
 
     topic = topic_name("panel-foreign")
     plan_path = runbook.demo_topic_and_plan(

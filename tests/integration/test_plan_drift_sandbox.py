@@ -12,8 +12,8 @@ import pytest
 
 from reassign_kit.cli import main as cli_main
 from reassign_kit.model import Move, Plan, TopicPartition, is_complete
-from reassign_kit.plan_record import PlanRecord, record_path
-from reassign_kit.sandbox import run_kafka_class
+from reassign_kit.planner.record import PlanRecord, record_path
+from reassign_kit.sandbox.sandbox import run_kafka_class
 
 pytestmark = pytest.mark.integration
 TP = TopicPartition

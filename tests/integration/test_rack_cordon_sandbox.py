@@ -23,9 +23,9 @@ from waits import wait_until
 
 from reassign_kit.cli import main as cli_main
 from reassign_kit.cluster.admin import AdminGateway
-from reassign_kit.engine.journal import read_events
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.snapshot import take_snapshot
+from reassign_kit.moves.journal import read_events
+from reassign_kit.snapshot.snapshot import take_snapshot
 
 pytestmark = pytest.mark.integration
 

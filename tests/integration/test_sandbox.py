@@ -13,8 +13,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
-from reassign_kit import sandbox as sbx
 from reassign_kit.errors import SandboxError
+from reassign_kit.sandbox import sandbox as sbx
 
 pytestmark = pytest.mark.integration
 

@@ -17,10 +17,10 @@ import pytest
 from reassign_kit import cli as rk_cli
 from reassign_kit import runbook
 from reassign_kit.cluster.admin import AdminGateway
-from reassign_kit.engine.throttle import current_throttles
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.ops import load_command_config
-from reassign_kit.sandbox import Sandbox
+from reassign_kit.operations.execute import load_command_config
+from reassign_kit.sandbox.sandbox import Sandbox
+from reassign_kit.throttles.configs import current_throttles
 
 pytestmark = pytest.mark.integration
 TP = TopicPartition

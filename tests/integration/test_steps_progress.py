@@ -18,7 +18,8 @@ from steps_scenarios import (
     watch_throttled_move,
 )
 
-from reassign_kit.engine.progress import (
+from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.watch.progress import (
     IN_SYNC,
     NOT_HOSTED,
     UNKNOWN_BROKER,
@@ -26,14 +27,13 @@ from reassign_kit.engine.progress import (
     UNKNOWN_TOPIC,
     progress,
 )
-from reassign_kit.model import Move, Plan, TopicPartition
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 def sandbox6(tmp_path_factory):
-    from reassign_kit.sandbox import Sandbox
+    from reassign_kit.sandbox.sandbox import Sandbox
 
     with Sandbox.start(brokers=6, dir=tmp_path_factory.mktemp("sandbox6")) as sb:
         yield sb

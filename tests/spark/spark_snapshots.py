@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from reassign_kit.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
+from reassign_kit.snapshot.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
 
 
 def random_snapshot(

@@ -9,14 +9,14 @@ from spark_snapshots import random_snapshot
 
 from reassign_kit.errors import CapacityError
 from reassign_kit.model import Move, Plan
-from reassign_kit.plan_rules import (
+from reassign_kit.planner import PlanParams, plan_in_process
+from reassign_kit.planner.rules import (
     BrokerCapacity,
     Capacity,
     RuleContext,
     plan_problems_offline,
     totals_after,
 )
-from reassign_kit.planner import PlanParams, plan_in_process
 from reassign_kit.spark.planner import plan_and_validate_spark
 from reassign_kit.spark.validate import validate_spark
 
@@ -83,7 +83,7 @@ def test_spark_fits_a_file_the_greedy_overfilled_like_in_process(spark):
     greedy passes overfill a broker, the exact fit places them 100 | 100 | 100; the Spark
     engine gives the same plan as in process (and both were refusals before). Likewise the
     bytes goal without a capacity file (two 100-byte partitions, one moves)."""
-    from reassign_kit.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
+    from reassign_kit.snapshot.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
 
     brokers = [BrokerEntry(b, None) for b in (1, 2, 3)]
     sizes = [70, 30, 60, 40, 50, 50]

@@ -9,7 +9,7 @@ import pytest
 from rack_snapshots import racked_snapshot
 
 from reassign_kit.make_plan import plan as make_plan
-from reassign_kit.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
+from reassign_kit.snapshot.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
 
 pytestmark = pytest.mark.spark
 
@@ -57,7 +57,7 @@ def test_spark_demotes_a_rack_breaking_set_as_in_process(spark):
 
 def test_spark_validator_rejects_a_cordoned_target_as_in_process(spark):
     from reassign_kit.model import Move, Plan, TopicPartition
-    from reassign_kit.plan_rules import plan_problems_offline
+    from reassign_kit.planner.rules import plan_problems_offline
     from reassign_kit.spark.validate import validate_spark
 
     brokers = [BrokerEntry(b, None, ("/d",), ("*",) if b == 4 else ()) for b in range(1, 5)]

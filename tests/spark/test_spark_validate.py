@@ -11,8 +11,8 @@ from spark_snapshots import random_snapshot
 
 from reassign_kit.cli.plan import main as plan_main
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.plan_rules import RuleContext, plan_problems_offline
 from reassign_kit.planner import PlanParams, plan_in_process
+from reassign_kit.planner.rules import RuleContext, plan_problems_offline
 from reassign_kit.spark.planner import plan_and_validate_spark, plan_spark
 from reassign_kit.spark.validate import validate_spark
 
@@ -178,7 +178,7 @@ def test_topic_selection_on_spark_is_the_in_process_one(spark, tmp_path):
     Python) gives the in-process plan, leader balance and excluded-topic summary."""
     import dataclasses
 
-    from reassign_kit.snapshot import PartitionEntry, Snapshot, TopicEntry, TopicFilter
+    from reassign_kit.snapshot.snapshot import PartitionEntry, Snapshot, TopicEntry, TopicFilter
 
     base = random_snapshot(13)
     internal = [PartitionEntry("__consumer_offsets", i, (1, 2, 3), 10) for i in range(6)]

@@ -6,10 +6,10 @@ journal names as made and not deleted is what its resume and ``--cancel --journa
 from __future__ import annotations
 
 from reassign_kit.cluster.probe import CANARY_PREFIX, delete_canaries
-from reassign_kit.engine.pace_memory import orphan_canaries
+from reassign_kit.cluster.simulate import SimCluster
 from reassign_kit.model import TopicPartition
-from reassign_kit.ops_cancel import CancelResult
-from reassign_kit.simulate import SimCluster
+from reassign_kit.operations.cancel import CancelResult
+from reassign_kit.pacing.memory import orphan_canaries
 
 A, B = f"{CANARY_PREFIX}aaa", f"{CANARY_PREFIX}bbb"
 
@@ -75,11 +75,11 @@ def test_a_cancel_while_the_run_is_alive_leaves_its_canary(tmp_path):
     the canary the journal names is the live run's own (its probe measures through it, its
     end deletes it), not one a killed run left. Before, the cancel deleted it from under the
     live probe. Once the writer is gone it is an orphan again."""
-    from reassign_kit.engine.journal import Journal, writer_alive
-    from reassign_kit.engine.options import ExecuteOptions
-    from reassign_kit.engine.run import Run
     from reassign_kit.model import Move, Plan
-    from reassign_kit.ops_cancel import CANARY_LIVE, cancel
+    from reassign_kit.moves.journal import Journal, writer_alive
+    from reassign_kit.operations.cancel import CANARY_LIVE, cancel
+    from reassign_kit.run.options import ExecuteOptions
+    from reassign_kit.run.run import Run
 
     sim = SimCluster(4)
     sim.add_topic("t", [[0, 1]], 1 << 20)

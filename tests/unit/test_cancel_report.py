@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import time
 
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, PartitionState, Plan, TopicPartition
-from reassign_kit.outcome import (
+from reassign_kit.operations.outcome import (
     ELSEWHERE,
     KEPT,
     NEVER_STARTED,
@@ -18,7 +19,6 @@ from reassign_kit.outcome import (
     partition_outcomes,
     plan_from_events,
 )
-from reassign_kit.simulate import MB, SimCluster
 from reassign_kit.ui import status
 from reassign_kit.ui.panel import Panel
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 import pytest
 from killfuzz import cli, killed, path_of, sim_file
 
-from reassign_kit import ops
 from reassign_kit.cluster.simfile import load
-from reassign_kit.engine import throttle as thr
-from reassign_kit.engine.journal import read_events
-from reassign_kit.engine.moves import MoveStatus, replay
-from reassign_kit.engine.run import ExecuteOptions, Run
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.moves.journal import read_events
+from reassign_kit.moves.table import MoveStatus, replay
+from reassign_kit.operations import execute as ops
+from reassign_kit.run.run import ExecuteOptions, Run
+from reassign_kit.throttles import configs as thr
 
 TP = TopicPartition
 A0, A1 = TP("a", 0), TP("a", 1)

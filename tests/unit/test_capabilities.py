@@ -11,9 +11,9 @@ import pytest
 
 import reassign_kit
 from reassign_kit.cluster import capabilities as caps
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.errors import InvalidPlanError, KafkaOperationError
 from reassign_kit.model import Move, Plan
-from reassign_kit.simulate import MB, SimCluster
 
 V0_ONLY = caps.Capabilities(api={45: (0, 0), 46: (0, 0), 34: (0, 2)}, configs=frozenset())
 

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from reassign_kit.errors import CapacityError, InvalidPlanError, UsageError
 from reassign_kit.model import Plan
-from reassign_kit.plan_rules import (
+from reassign_kit.planner import PlanParams, plan_in_process
+from reassign_kit.planner.rules import (
     CAPACITY_DISK,
     CAPACITY_REPLICAS,
     BrokerCapacity,
@@ -22,8 +23,7 @@ from reassign_kit.plan_rules import (
     plan_problems_offline,
     totals_after,
 )
-from reassign_kit.planner import PlanParams, plan_in_process
-from reassign_kit.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
+from reassign_kit.snapshot.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
 
 PROPS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -382,7 +382,7 @@ def test_bad_tolerance_in_python_is_a_usage_error():
 def test_tiered_topic_is_recorded_and_sized_by_its_local_bytes():
     from reassign_kit.cluster.gateway import BrokerInfo, ReplicaLogInfo
     from reassign_kit.model import PartitionState, TopicPartition
-    from reassign_kit.snapshot import take_snapshot
+    from reassign_kit.snapshot.snapshot import take_snapshot
 
     t0, c0 = TopicPartition("tiered", 0), TopicPartition("classic", 0)
 

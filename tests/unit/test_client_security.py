@@ -9,14 +9,14 @@ import json
 import pytest
 
 import reassign_kit
-from reassign_kit import ops
 from reassign_kit.cli import reassign as reassign_cli
 from reassign_kit.cluster.admin import AdminGateway, client_configs
-from reassign_kit.engine import throttle as thr
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.errors import AuthorizationError, KafkaOperationError, UsageError
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.simulate import MB, SimCluster
-from reassign_kit.snapshot import take_snapshot
+from reassign_kit.operations import execute as ops
+from reassign_kit.snapshot.snapshot import take_snapshot
+from reassign_kit.throttles import configs as thr
 
 BS = ["--bootstrap-server", "127.0.0.1:1"]
 SCRAM = {

@@ -5,10 +5,10 @@ its live targets, and leaves no throttle that a live broker does not need."""
 
 from __future__ import annotations
 
-from reassign_kit.engine.journal import read_events
-from reassign_kit.engine.run import ExecuteOptions, Run
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.moves.journal import read_events
+from reassign_kit.run.run import ExecuteOptions, Run
 
 TP = TopicPartition
 

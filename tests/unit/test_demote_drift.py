@@ -12,14 +12,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reassign_kit.engine.run import ExecuteOptions, Run
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.errors import InvalidPlanError
 from reassign_kit.make_plan import plan as make_plan
 from reassign_kit.model import TopicPartition
-from reassign_kit.plan_report import format_report
-from reassign_kit.plan_rules import plan_problems_offline, required_racks
-from reassign_kit.simulate import MB, SimCluster
-from reassign_kit.snapshot import (
+from reassign_kit.planner.report import format_report
+from reassign_kit.planner.rules import plan_problems_offline, required_racks
+from reassign_kit.run.run import ExecuteOptions, Run
+from reassign_kit.snapshot.snapshot import (
     BrokerEntry,
     PartitionEntry,
     Snapshot,

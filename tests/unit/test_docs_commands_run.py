@@ -30,10 +30,10 @@ from test_readme import COMMANDS, TEXT, variants
 
 from reassign_kit.cli import main
 from reassign_kit.cluster.simfile import load, save
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.errors import EXIT_CODES
 from reassign_kit.model import Plan
-from reassign_kit.plan_record import plan_hash
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.planner.record import plan_hash
 
 SB = "the sandbox: real Kafka JVMs (tens of seconds each), not the simulator"
 # the commands not run here, by how they start: (why, the test that runs it for real)

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from reassign_kit.engine.progress import ProgressTracker, observe
-from reassign_kit.engine.throttle import FOLLOWER_RATE, LEADER_RATE
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.throttles.configs import FOLLOWER_RATE, LEADER_RATE
+from reassign_kit.watch.progress import ProgressTracker, observe
 
 TP = TopicPartition
 
@@ -91,7 +91,7 @@ def test_a_reports_work_grows_linearly_with_the_plan(monkeypatch):
     """Per partition and per broker the report reads its own rows from a grouping made once;
     it filtered every row for every partition before (quadratic in the plan). Counted as
     reads of replica-row fields: x10 partitions must cost about x10, not x100."""
-    import reassign_kit.engine.progress as prog
+    import reassign_kit.watch.progress as prog
 
     reads = {"n": 0}
     real_get = object.__getattribute__

@@ -11,10 +11,10 @@ import re
 from reassign_kit import api
 from reassign_kit.cli import paced
 from reassign_kit.cli import reassign as reassign_cli
-from reassign_kit.engine.options import ExecuteOptions
-from reassign_kit.engine.run import Run
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 from reassign_kit.ui.panel import Panel
 
 TP = TopicPartition

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from reassign_kit.engine.eta_lag import LagMeter, full_since
+from reassign_kit.eta.lag import LagMeter, full_since
 from reassign_kit.model import TopicPartition as TP
 
 MB = 1 << 20

@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from reassign_kit import api
 from reassign_kit.cli import paced
 from reassign_kit.cluster.quota import END_LOSS_BYTES, fair_share
-from reassign_kit.engine.options import ExecuteOptions
-from reassign_kit.engine.run import Run
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 from reassign_kit.ui.panel import Panel
 
 TP = TopicPartition

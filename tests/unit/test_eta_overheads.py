@@ -15,11 +15,11 @@ import statistics
 import pytest
 from test_eta_pace import scores as pace_scores
 
-from reassign_kit.engine.journal import read_events
-from reassign_kit.engine.options import ExecuteOptions
-from reassign_kit.engine.run import Run
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.moves.journal import read_events
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 
 TP = TopicPartition
 RATE = 2 * MB

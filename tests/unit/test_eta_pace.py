@@ -11,10 +11,10 @@ import statistics
 
 import pytest
 
-from reassign_kit.engine.options import ExecuteOptions
-from reassign_kit.engine.run import Run
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 
 TP = TopicPartition
 RATE = 2 * MB
@@ -147,7 +147,7 @@ def test_the_pace_simulates_a_state_again_only_when_its_parameters_changed():
     bench_poll (2,000 moves in flight) spent 48 of its 168 simulations there, 28 ms each.
     A state's work is kept with the parameters it was simulated with, and simulated again
     only when they changed; the ETA is the same (bench_eta's journals replay identically)."""
-    from reassign_kit.engine.eta_pace import PACE_MIN_S, RunPace
+    from reassign_kit.eta.pace import PACE_MIN_S, RunPace
 
     calls: list[float] = []
 
@@ -179,7 +179,7 @@ def test_a_completion_lag_is_waited_not_divided_by_the_pace():
     the pace is the copying's, and the lag left is added, not divided by it. bench_eta's
     drain: a 0.8-1 s lag at the end divided by a pace of 0.86 read 0.15 s long at every
     sample. Here the copying goes at half the model's speed and 1 s of lag is left."""
-    from reassign_kit.engine.eta_pace import RunPace
+    from reassign_kit.eta.pace import RunPace
 
     def state(ts: float):
         return (ts, [], {}, None, 0, 0.0)
@@ -200,7 +200,7 @@ def test_the_runs_first_sample_is_not_a_state_the_pace_measures_from():
     """Kafka's quota, empty as a run starts, lets the fetchers burst before the first sample
     and holds them back over the interval after it (bench_eta's drains: 1.7-2.9 x the
     throttle, then 0-0.46 x): the pace counts from the second sample."""
-    from reassign_kit.engine.eta_pace import PACE_MIN_S, RunPace
+    from reassign_kit.eta.pace import PACE_MIN_S, RunPace
 
     def state(ts: float):
         return (ts, [], {}, None, 0, 0.0)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from reassign_kit import whatif
-from reassign_kit.engine.options import ExecuteOptions
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.run.options import ExecuteOptions
 from reassign_kit.ui import charts
 from reassign_kit.ui.panel import Panel
 

@@ -13,9 +13,9 @@ import statistics
 import pytest
 from test_eta_pace import RATE, raise_then_lower, run
 
-from reassign_kit.engine.eta_pace import MIXED_S, Finishes
+from reassign_kit.cluster.simulate import MB, SimCluster
+from reassign_kit.eta.pace import MIXED_S, Finishes
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.simulate import MB, SimCluster
 
 TP = TopicPartition
 SPREAD = [15.0, 5.0, 10.0, 15.0, 5.0, 10.0, 15.0, 5.0, 10.0]  # s at the throttle

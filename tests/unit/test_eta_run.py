@@ -10,17 +10,17 @@ from dataclasses import replace
 
 import pytest
 
-from reassign_kit.engine.eta import RunEta
-from reassign_kit.engine.options import ExecuteOptions
-from reassign_kit.engine.progress import (
+from reassign_kit.cluster.simulate import MB, SimCluster
+from reassign_kit.eta.estimate import RunEta
+from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
+from reassign_kit.watch.progress import (
     BrokerRow,
     plan_eta,
     progress,
     rates_from_events,
 )
-from reassign_kit.engine.run import Run
-from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.simulate import MB, SimCluster
 
 TP = TopicPartition
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import pytest
 
-from reassign_kit.engine.eta import RunEta
-from reassign_kit.engine.eta_model import Flow, simulate
-from reassign_kit.engine.moves import MoveIndex, MoveState
-from reassign_kit.engine.schedule import Caps, item_for
+from reassign_kit.cluster.simulate import MB
+from reassign_kit.eta.estimate import RunEta
+from reassign_kit.eta.model import Flow, simulate
 from reassign_kit.model import Move, TopicPartition
-from reassign_kit.simulate import MB
+from reassign_kit.moves.schedule import Caps, item_for
+from reassign_kit.moves.table import MoveIndex, MoveState
 
 TP = TopicPartition
 RATE = 2 * MB

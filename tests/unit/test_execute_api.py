@@ -9,12 +9,12 @@ import sys
 import pytest
 
 import reassign_kit
-from reassign_kit import ops
-from reassign_kit.engine.journal import read_events
-from reassign_kit.engine.run import Run, RunError, RunResult
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.errors import ReassignKitError, UsageError
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.moves.journal import read_events
+from reassign_kit.operations import execute as ops
+from reassign_kit.run.run import Run, RunError, RunResult
 
 RATE = MB
 

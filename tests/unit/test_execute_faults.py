@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from reassign_kit import ops
 from reassign_kit.cluster.gateway import ErrorCode, PartitionError
-from reassign_kit.engine.journal import read_events
-from reassign_kit.engine.run import ExecuteOptions, Run, RunError
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.errors import KafkaOperationError, ReassignmentInProgressError, UsageError
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.moves.journal import read_events
+from reassign_kit.operations import execute as ops
+from reassign_kit.run.run import ExecuteOptions, Run, RunError
 
 TP = TopicPartition
 
@@ -149,7 +149,7 @@ class FinishesFirst(SimCluster):
 
 
 def test_a_move_completing_while_cancelled_is_reported_completed(tmp_path):
-    from reassign_kit.engine.moves import replay
+    from reassign_kit.moves.table import replay
 
     sim = cluster(FinishesFirst)
     sim.stall(TP("a", 1))

@@ -8,8 +8,10 @@ import pytest
 from killfuzz import cli, killed, path_of, sim_file
 
 from reassign_kit.cluster.simfile import load, save
-from reassign_kit.engine import throttle as thr
-from reassign_kit.engine.journal import (
+from reassign_kit.cluster.simulate import MB, SimCluster
+from reassign_kit.errors import ReassignmentInProgressError, UsageError
+from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.moves.journal import (
     Journal,
     concurrency,
     peak_concurrency,
@@ -17,10 +19,8 @@ from reassign_kit.engine.journal import (
     redact,
     to_pandas,
 )
-from reassign_kit.engine.run import ExecuteOptions, Run, RunError
-from reassign_kit.errors import ReassignmentInProgressError, UsageError
-from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.run.run import ExecuteOptions, Run, RunError
+from reassign_kit.throttles import configs as thr
 
 RATE = 1 * MB
 
@@ -430,7 +430,7 @@ def test_steps_hook_journals_each_step(tmp_path):
 
 
 def test_parallel_replica_count_uses_the_kip435_planner(tmp_path):
-    from reassign_kit.engine.steps import plan_steps
+    from reassign_kit.moves.steps import plan_steps
 
     sim = SimCluster(10, bandwidth=50 * MB)
     sim.add_topic("k", [[0, 1, 2, 3, 4]], 1 * MB)
@@ -516,8 +516,8 @@ def test_a_log_dir_move_that_cannot_begin_fails_the_run_after_the_timeout(tmp_pa
 
 
 def test_kip1335_return_point_waits_for_log_dir_moves_to_begin(tmp_path):
-    from reassign_kit import ops
     from reassign_kit.cluster.admin import LOG_DIR_RATE
+    from reassign_kit.operations import execute as ops
 
     sim = cluster(2, size=8 * MB)
     plan = Plan.of(
@@ -591,7 +591,7 @@ def _stepped_run(tmp_path, r_after, **opts):
 
 
 def test_parallel_replica_count_changed_mid_run_replans_the_steps_left(tmp_path):
-    from reassign_kit.engine.steps import plan_steps
+    from reassign_kit.moves.steps import plan_steps
 
     got = _stepped_run(tmp_path, 1)
     # the move part-way keeps its completed step and numbering; the steps left use R=1

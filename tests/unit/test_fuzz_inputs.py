@@ -33,10 +33,11 @@ from fuzz_strategies import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reassign_kit import ops, runbook
+from reassign_kit import runbook
 from reassign_kit.cli import main as cli_main
 from reassign_kit.cli import plan as plan_cli
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.cluster.simulate import MB, SimCluster
+from reassign_kit.operations import execute as ops
 
 FUZZ = dict(
     deadline=None,
@@ -258,7 +259,7 @@ def _damage_parquet(d: Path, table: str, how: str, col_i: int, kind: str) -> Non
 
 
 def test_fuzz_snapshot_parquet(env):
-    from reassign_kit.snapshot import Snapshot
+    from reassign_kit.snapshot.snapshot import Snapshot
 
     tally = Tally("snapshot_parquet")
     good = Snapshot.from_json_obj(valid_snapshot_obj())

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from reassign_kit.cluster import capabilities as caps
 from reassign_kit.cluster import isr_view
-from reassign_kit.engine.pacing import Bounds, Controller, Objective, elr_signals, pace_line
 from reassign_kit.health.signals import HealthSample, PartitionIsr
 from reassign_kit.health.sources import FallbackSource
 from reassign_kit.model import TopicPartition as TP
+from reassign_kit.pacing.controller import Bounds, Controller, Objective, elr_signals, pace_line
 
 # ApiVersions / features as recorded from real brokers (docs/compatibility.md, make compat):
 # 3.9.1 (ZooKeeper) lists no DescribeTopicPartitions; 3.9.1 / 4.0.0 KRaft list it (v0) with

@@ -12,8 +12,8 @@ import random
 from killfuzz import Counts, cli, killed, run_sim, sim_case
 
 from reassign_kit.cluster.simfile import load
-from reassign_kit.engine.journal import read_events
 from reassign_kit.model import TopicPartition
+from reassign_kit.moves.journal import read_events
 
 
 def test_killed_after_its_first_alter_resumed_then_cancelled_is_back_at_its_originals(tmp_path):

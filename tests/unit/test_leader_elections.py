@@ -11,14 +11,14 @@ from __future__ import annotations
 import pytest
 from killfuzz import cli, killed, path_of, sim_file
 
-from reassign_kit import ops
 from reassign_kit.cli import reassign as reassign_cli
 from reassign_kit.cluster.simfile import load
-from reassign_kit.engine.journal import read_events
-from reassign_kit.engine.run import ExecuteOptions, Run
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.errors import KafkaOperationError
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.moves.journal import read_events
+from reassign_kit.operations import execute as ops
+from reassign_kit.run.run import ExecuteOptions, Run
 
 N = 8
 
@@ -339,7 +339,7 @@ def test_cli_flags_elect_leaders_legacy_and_no_elect_leaders_paced(tmp_path, mon
 
 
 def test_options_and_api_defaults():
-    from reassign_kit.engine import preflight as pf
+    from reassign_kit.run import preflight as pf
 
     assert ExecuteOptions().elect_leaders is True
     assert ExecuteOptions().max_elections_per_poll == 100

@@ -8,7 +8,8 @@ import itertools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reassign_kit.leader_flow import (
+from reassign_kit.planner import PlanParams, plan_in_process
+from reassign_kit.planner.leader_flow import (
     _lower_ok,
     _min_cost,
     _solve_min_cost,
@@ -16,8 +17,7 @@ from reassign_kit.leader_flow import (
     balance_leaders,
     leader_network,
 )
-from reassign_kit.planner import PlanParams, plan_in_process
-from reassign_kit.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
+from reassign_kit.snapshot.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
 
 
 @st.composite

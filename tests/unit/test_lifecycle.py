@@ -11,12 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reassign_kit.engine import lifecycle as lc
-from reassign_kit.engine.journal import read_events
-from reassign_kit.engine.run import ExecuteOptions, Run
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.errors import UsageError
 from reassign_kit.model import Move, Plan
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.moves.journal import read_events
+from reassign_kit.run import lifecycle as lc
+from reassign_kit.run.run import ExecuteOptions, Run
 
 CONTROLS = ("start", "pause", "resume", "stop", "cancel")
 ILLEGAL = [(s, t) for s in (*lc.LIVE, *sorted(lc.ENDS)) for t in CONTROLS if (s, t) not in lc.TABLE]

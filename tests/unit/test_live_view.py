@@ -9,12 +9,12 @@ import io
 import pytest
 from rich.console import Console
 
-from reassign_kit import ops
 from reassign_kit.cli import live as live_mod
 from reassign_kit.cli import paced as paced_cli
 from reassign_kit.cli.reassign import main as cli_main
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.operations import execute as ops
 
 
 class Tty(io.StringIO):

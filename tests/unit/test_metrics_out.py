@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
 from reassign_kit.cli import reassign as reassign_cli
-from reassign_kit.engine.metrics_out import METRICS, RunMetrics, open_metrics
+from reassign_kit.outputs.metrics import METRICS, RunMetrics, open_metrics
 
 REPO = Path(__file__).resolve().parents[2]
 DASHBOARD = REPO / "contrib" / "grafana" / "reassign-kit.json"
@@ -287,8 +287,8 @@ def test_the_api_serves_and_writes_the_runs_metrics_and_closes_them(tmp_path, mo
     """``reassign_kit.execute(..., metrics_port=, metrics_textfile=)`` on the simulator: the
     textfile holds the run's end; the port is free again after the run (closed on return)."""
     import reassign_kit
+    from reassign_kit.cluster.simulate import MB, SimCluster
     from reassign_kit.model import Move, Plan
-    from reassign_kit.simulate import MB, SimCluster
 
     monkeypatch.chdir(tmp_path)
     sim = SimCluster(4, bandwidth=50 * MB)

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_kit.engine import moves as mv
-from reassign_kit.engine.journal import Journal, read_events
-from reassign_kit.engine.moves import IllegalTransition, MoveState, MoveStatus, replay
-from reassign_kit.engine.schedule import item_for
 from reassign_kit.model import Move, TopicPartition
+from reassign_kit.moves import table as mv
+from reassign_kit.moves.journal import Journal, read_events
+from reassign_kit.moves.schedule import item_for
+from reassign_kit.moves.table import IllegalTransition, MoveState, MoveStatus, replay
 
 TPS = [TopicPartition("t", p) for p in range(3)]
 
@@ -153,9 +153,9 @@ def test_move_events_are_written_only_by_the_state_machine():
 def test_a_real_runs_journal_replays_to_its_statuses(tmp_path):
     """A stepped run on the simulator, stopped with a cancel mid-way: the journal replays to
     the statuses the Run reports."""
-    from reassign_kit.engine.run import ExecuteOptions, Run
+    from reassign_kit.cluster.simulate import MB, SimCluster
     from reassign_kit.model import Plan
-    from reassign_kit.simulate import MB, SimCluster
+    from reassign_kit.run.run import ExecuteOptions, Run
 
     sim = SimCluster(4, bandwidth=50 * MB)
     sim.add_topic("a", [[p % 4, (p + 1) % 4] for p in range(6)], 2 * MB)

@@ -12,11 +12,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from reassign_kit import ops
 from reassign_kit.cli import main as cli_main
-from reassign_kit.engine.notify import Notifier, check_url
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.operations import execute as ops
+from reassign_kit.outputs.notify import Notifier, check_url
 
 TP = TopicPartition
 
@@ -118,8 +118,8 @@ def test_stuck_then_failed(sim, hook, tmp_path, capsys):
 
 
 def test_a_cancelled_run_posts_cancelled(sim, hook, tmp_path):
-    from reassign_kit.engine.options import ExecuteOptions
-    from reassign_kit.engine.preflight import preflight
+    from reassign_kit.run.options import ExecuteOptions
+    from reassign_kit.run.preflight import preflight
 
     for tp in sim.partitions:
         sim.stall(tp)

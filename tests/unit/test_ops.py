@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from reassign_kit import ops, ops_verify
 from reassign_kit.cluster.gateway import BrokerInfo
 from reassign_kit.errors import InvalidPlanError
 from reassign_kit.model import Move, PartitionState, Plan, TopicPartition
+from reassign_kit.operations import execute as ops
+from reassign_kit.operations import verify as ops_verify
 
 TP = TopicPartition
 A0, A1 = TP("a", 0), TP("a", 1)

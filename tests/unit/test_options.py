@@ -9,10 +9,10 @@ import inspect
 import pytest
 
 from reassign_kit.cli import reassign as reassign_cli
-from reassign_kit.engine import options as eo
-from reassign_kit.engine.options import ExecuteOptions
-from reassign_kit.engine.run import Run
 from reassign_kit.errors import UsageError
+from reassign_kit.run import options as eo
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 
 
 def test_every_field_is_declared_and_every_flag_is_unique():

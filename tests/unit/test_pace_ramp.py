@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_kit.engine.pace_ramp import RAMP_STEP_S, RAMP_STEPS, Ramp
+from reassign_kit.pacing.ramp import RAMP_STEP_S, RAMP_STEPS, Ramp
 
 
 def test_a_raise_in_ten_steps_a_decrease_at_once():

@@ -10,11 +10,11 @@ from __future__ import annotations
 import pytest
 from test_pace_run import SimLatency, cluster
 
-from reassign_kit.engine.journal import read_events
-from reassign_kit.engine.options import ExecuteOptions
-from reassign_kit.engine.pace_memory import pace_memory
-from reassign_kit.engine.run import Run
-from reassign_kit.simulate import MB
+from reassign_kit.cluster.simulate import MB
+from reassign_kit.moves.journal import read_events
+from reassign_kit.pacing.memory import pace_memory
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 
 SICK_AT, STOP_AT = 20.0, 60.0  # simulated seconds
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import pytest
 
 from reassign_kit.cluster.config import FOLLOWER_RATE, LEADER_RATE
-from reassign_kit.engine.journal import read_events
-from reassign_kit.engine.options import ExecuteOptions
-from reassign_kit.engine.run import Run
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.errors import UsageError
 from reassign_kit.health.signals import BrokerHealth, HealthSample, PartitionIsr
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.moves.journal import read_events
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 
 TP = TopicPartition
 
@@ -340,7 +340,7 @@ def test_a_metrics_source_that_is_down_never_speeds_the_pace_up(tmp_path):
 
 
 def test_pace_decisions_carry_a_cause_for_the_metrics_label(tmp_path):
-    from reassign_kit.engine.metrics_out import RunMetrics
+    from reassign_kit.outputs.metrics import RunMetrics
 
     sim, plan = cluster(4, 8 * MB)
     health = SimLatency(sim)
@@ -355,7 +355,7 @@ def test_pace_decisions_carry_a_cause_for_the_metrics_label(tmp_path):
 
 
 def test_whatif_replays_a_journals_pace_with_another_tuning(tmp_path):
-    from reassign_kit.engine.pacing import pace_line
+    from reassign_kit.pacing.controller import pace_line
     from reassign_kit.whatif import replay_pace
 
     sim, plan = cluster(4, 16 * MB)  # long enough for 11-s persists

@@ -106,10 +106,10 @@ def test_a_signal_during_a_journal_write_stops_the_run_without_a_deadlock(tmp_pa
     import threading
 
     from reassign_kit.cli.paced import signal_handler
-    from reassign_kit.engine.options import ExecuteOptions
-    from reassign_kit.engine.run import Run
+    from reassign_kit.cluster.simulate import MB, SimCluster
     from reassign_kit.model import Move, Plan, TopicPartition
-    from reassign_kit.simulate import MB, SimCluster
+    from reassign_kit.run.options import ExecuteOptions
+    from reassign_kit.run.run import Run
 
     sim = SimCluster(4, bandwidth=50 * MB)
     tp = TopicPartition("a", 0)

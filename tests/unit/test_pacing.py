@@ -10,16 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_kit.engine.pacing import (
+from reassign_kit.errors import UsageError
+from reassign_kit.health.signals import BrokerHealth, HealthSample
+from reassign_kit.model import TopicPartition
+from reassign_kit.pacing.controller import (
     REACTION_S,
     Bounds,
     Controller,
     Objective,
     pace_line,
 )
-from reassign_kit.errors import UsageError
-from reassign_kit.health.signals import BrokerHealth, HealthSample
-from reassign_kit.model import TopicPartition
 
 TP = TopicPartition
 BROKERS = (0, 1, 2)

@@ -11,9 +11,10 @@ import pytest
 
 import reassign_kit
 from reassign_kit.cli import main as cli_main
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.errors import InvalidPlanError, PlanDriftError, PlanHashError
 from reassign_kit.model import Move, PartitionState, Plan, TopicPartition
-from reassign_kit.plan_record import (
+from reassign_kit.planner.record import (
     Approval,
     PlanRecord,
     drift,
@@ -21,8 +22,7 @@ from reassign_kit.plan_record import (
     plan_hash,
     record_path,
 )
-from reassign_kit.simulate import MB, SimCluster
-from reassign_kit.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
+from reassign_kit.snapshot.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
 
 TP = TopicPartition
 
@@ -192,7 +192,7 @@ def test_plan_cli_writes_the_record_and_prints_the_hash(tmp_path, capsys):
 def test_drop_in_cli_exit_codes(tmp_path, capsys, monkeypatch):
     """--execute --expect-plan-hash / drift through the drop-in CLI: exit 13 / 14, nothing
     sent (the simulator stands in for the cluster)."""
-    from reassign_kit import ops
+    from reassign_kit.operations import execute as ops
 
     sim, plan, path = sim_plan_record(tmp_path)
     monkeypatch.setattr(ops, "connect", lambda *a, **k: sim)

@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from reassign_kit.errors import UsageError
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.plan_rules import plan_problems_offline
 from reassign_kit.planner import (
     PlanParams,
     apportion,
@@ -20,7 +19,8 @@ from reassign_kit.planner import (
     parse_balance,
     plan_in_process,
 )
-from reassign_kit.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
+from reassign_kit.planner.rules import plan_problems_offline
+from reassign_kit.snapshot.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
 
 
 @st.composite

@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reassign_kit.cluster.quota import fair_share
-from reassign_kit.engine import throttle as thr
-from reassign_kit.engine.journal import Journal, _json_encode, read_events
-from reassign_kit.engine.run import ExecuteOptions, Run
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.moves.journal import Journal, _json_encode, read_events
+from reassign_kit.run.run import ExecuteOptions, Run
+from reassign_kit.throttles import configs as thr
 
 
 def scan_fair_share(streams, out_cap, in_cap):

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from reassign_kit.engine.run import ExecuteOptions, Run
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.run.run import ExecuteOptions, Run
 from reassign_kit.spark import postmortem as pmx
 
 pytestmark = [pytest.mark.spark]
@@ -84,7 +84,7 @@ def test_a_relative_journal_path_is_this_directorys_whichever_the_session_starte
     or none (found by tests/unit/test_docs_commands_run.py)."""
     import json
 
-    from reassign_kit.engine.journal import to_spark
+    from reassign_kit.moves.journal import to_spark
     from reassign_kit.spark.session import get_spark
 
     spark = get_spark()  # started, or already running, in another directory than these two

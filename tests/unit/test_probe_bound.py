@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reassign_kit.cluster.probe import _p99_low, _quantile, _rank_from_top
-from reassign_kit.engine.pacing import Bounds, Controller, Objective
 from reassign_kit.health.signals import BrokerHealth, HealthSample
+from reassign_kit.pacing.controller import Bounds, Controller, Objective
 
 LIMIT = 50.0
 

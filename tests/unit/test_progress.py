@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reassign_kit.cluster.gateway import BrokerInfo, ReplicaLogInfo
-from reassign_kit.engine.progress import (
+from reassign_kit.model import Move, PartitionState, Plan, TopicPartition
+from reassign_kit.watch.progress import (
     DONE,
     IN_SYNC,
     NOT_HOSTED,
@@ -26,7 +27,6 @@ from reassign_kit.engine.progress import (
     steps_from_events,
     watch,
 )
-from reassign_kit.model import Move, PartitionState, Plan, TopicPartition
 
 TP = TopicPartition("my_topic", 0)
 MB = 1 << 20
@@ -246,7 +246,7 @@ def test_rates_from_the_executors_journal_samples():
 
 def test_package_level_api_and_ops(tmp_path):
     import reassign_kit
-    from reassign_kit import ops
+    from reassign_kit.operations import execute as ops
 
     gw = FakeGateway({TP: PartitionState(TP, (0, 1), (0, 1), 0)}, [log(0, MB), log(1, MB)])
     plan_file = tmp_path / "plan.json"
@@ -267,8 +267,8 @@ def test_steps_execute_refuses_others_in_flight_without_additional(tmp_path, mon
     """``--execute --parallel-replica-count`` is a paced run: the one preflight refuses other
     reassignments in flight without --additional -> an error naming them, nothing sent."""
     from reassign_kit.cli import reassign as reassign_cli
+    from reassign_kit.cluster.simulate import SimCluster
     from reassign_kit.errors import ReassignmentInProgressError
-    from reassign_kit.simulate import SimCluster
 
     monkeypatch.chdir(tmp_path)
     sim = SimCluster(6, bandwidth=MB)

@@ -15,10 +15,16 @@ from rack_snapshots import RACKS, racked_snapshot
 
 from reassign_kit.make_plan import plan as make_plan
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.plan_report import format_report
-from reassign_kit.plan_rules import RuleContext, plan_problems_offline
-from reassign_kit.rack_repair import spans_short
-from reassign_kit.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry, TopicFilter
+from reassign_kit.planner.rack_repair import spans_short
+from reassign_kit.planner.report import format_report
+from reassign_kit.planner.rules import RuleContext, plan_problems_offline
+from reassign_kit.snapshot.snapshot import (
+    BrokerEntry,
+    PartitionEntry,
+    Snapshot,
+    TopicEntry,
+    TopicFilter,
+)
 
 
 def finals(s: Snapshot, result) -> dict[TopicPartition, tuple[int, ...]]:

@@ -27,10 +27,10 @@ from reassign_kit.cli import report as report_cli
 from reassign_kit.cli import runbook as runbook_cli
 from reassign_kit.cli import sandbox as sandbox_cli
 from reassign_kit.cli import throttles as throttles_cli
-from reassign_kit.engine.options import ExecuteOptions
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.errors import UsageError
 from reassign_kit.model import Move, Plan
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.run.options import ExecuteOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -317,7 +317,7 @@ def test_readme_python_examples_run_on_the_simulator(tmp_path, monkeypatch):
     assert Path("run.jsonl").exists()
     rep = reassign_kit.progress(sim, plan, "run.jsonl")
     assert rep is not None
-    from reassign_kit.engine.steps import plan_steps
+    from reassign_kit.moves.steps import plan_steps
 
     assert plan_steps((1, 2), (3, 4), 1, 1)[-1] == (3, 4)
     from reassign_kit.ui import panel

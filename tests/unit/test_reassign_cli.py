@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from reassign_kit import ops
 from reassign_kit.cli import reassign as reassign_cli
 from reassign_kit.cluster.admin import AdminGateway, client_configs
 from reassign_kit.errors import KafkaOperationError, UsageError
 from reassign_kit.model import TopicPartition
+from reassign_kit.operations import execute as ops
 
 BS = ["--bootstrap-server", "127.0.0.1:1"]
 

@@ -14,11 +14,11 @@ import stat
 import pytest
 
 import reassign_kit
-from reassign_kit.engine.journal import REDACTED, Journal, read_events, redact
-from reassign_kit.engine.preflight import write_rollback
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan
-from reassign_kit.ops import write_json
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.moves.journal import REDACTED, Journal, read_events, redact
+from reassign_kit.operations.execute import write_json
+from reassign_kit.run.preflight import write_rollback
 
 PASSWORD = "events"
 CONFIG = {

@@ -16,14 +16,14 @@ import time
 import pytest
 from killfuzz import sim_case
 
-from reassign_kit import ops
 from reassign_kit.cluster.simfile import load
 from reassign_kit.cluster.simulate import SimCluster
-from reassign_kit.engine.journal import read_events
-from reassign_kit.engine.options import ExecuteOptions
-from reassign_kit.engine.rollback import OriginalsConflict
-from reassign_kit.engine.run import Run
 from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.moves.journal import read_events
+from reassign_kit.operations import execute as ops
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.rollback import OriginalsConflict
+from reassign_kit.run.run import Run
 
 MB = 1024 * 1024
 TP = TopicPartition

@@ -12,12 +12,13 @@ import os
 
 import pytest
 
-from reassign_kit import ops, state
 from reassign_kit.cli import reassign as cli
 from reassign_kit.cli import throttles as throttles_cli
 from reassign_kit.cluster.config import FOLLOWER_RATE, LEADER_RATE
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.operations import execute as ops
+from reassign_kit.run import home as state
 
 TP = TopicPartition
 OPERATOR = {LEADER_RATE: "7777777", FOLLOWER_RATE: "7777777"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from reassign_kit import sandbox
+from reassign_kit.sandbox import sandbox
 
 
 def test_cluster_id_never_starts_with_a_dash(monkeypatch):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from reassign_kit import sandbox_metrics as sm
+from reassign_kit.sandbox import metrics as sm
 
 
 @pytest.fixture

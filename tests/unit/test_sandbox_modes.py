@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from reassign_kit import sandbox as sbx
 from reassign_kit.cli import sandbox as sandbox_cli
 from reassign_kit.errors import SandboxError
+from reassign_kit.sandbox import sandbox as sbx
 
 
 def props(path: str) -> dict[str, str]:

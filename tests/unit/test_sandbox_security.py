@@ -9,10 +9,10 @@ import stat
 
 import pytest
 
-from reassign_kit import sandbox as sbx
 from reassign_kit.cluster.admin import client_configs
 from reassign_kit.errors import SandboxError
-from reassign_kit.ops import load_command_config
+from reassign_kit.operations.execute import load_command_config
+from reassign_kit.sandbox import sandbox as sbx
 
 
 @pytest.mark.parametrize("mode", ["sasl_scram", "ssl", "sasl_ssl"])

@@ -107,9 +107,9 @@ class CountingList(list):
 
 
 def test_run_status_counts_follow_the_moves_without_walking_them(tmp_path):
-    from reassign_kit.engine.results import RunStatus
-    from reassign_kit.engine.run import ExecuteOptions, Run
-    from reassign_kit.simulate import MB, SimCluster
+    from reassign_kit.cluster.simulate import MB, SimCluster
+    from reassign_kit.moves.results import RunStatus
+    from reassign_kit.run.run import ExecuteOptions, Run
 
     sim = SimCluster(4, bandwidth=50 * MB)
     sim.add_topic("a", [[p % 4, (p + 1) % 4] for p in range(12)], 2 * MB)
@@ -188,7 +188,7 @@ class Counted:
 
 
 def test_decide_reads_pending_only_as_far_as_it_submits():
-    from reassign_kit.engine.schedule import Caps, Item, assign_batches, decide
+    from reassign_kit.moves.schedule import Caps, Item, assign_batches, decide
 
     items = [Item(TP("t", p), frozenset({p % 7, (p + 1) % 7})) for p in range(10_000)]
     # incremental, 5 in flight, room for 2 more
@@ -212,9 +212,9 @@ def test_decide_reads_pending_only_as_far_as_it_submits():
 
 
 def test_a_paced_run_reads_pending_moves_only_as_far_as_it_submits(tmp_path, monkeypatch):
-    from reassign_kit.engine import submit as submit_mod
-    from reassign_kit.engine.run import ExecuteOptions, Run
-    from reassign_kit.simulate import MB, SimCluster
+    from reassign_kit.cluster.simulate import MB, SimCluster
+    from reassign_kit.run import submit as submit_mod
+    from reassign_kit.run.run import ExecuteOptions, Run
 
     n, cap = 400, 8
     sim = SimCluster(8, bandwidth=50 * MB)
@@ -251,9 +251,9 @@ def test_a_paced_run_reads_pending_moves_only_as_far_as_it_submits(tmp_path, mon
 
 
 def test_throttles_are_computed_again_only_when_the_moves_in_flight_change(tmp_path, monkeypatch):
-    from reassign_kit.engine import throttle as thr
-    from reassign_kit.engine.run import ExecuteOptions, Run
-    from reassign_kit.simulate import MB, SimCluster
+    from reassign_kit.cluster.simulate import MB, SimCluster
+    from reassign_kit.run.run import ExecuteOptions, Run
+    from reassign_kit.throttles import configs as thr
 
     sim = SimCluster(4, bandwidth=1 * MB, tick=1.0)
     sim.add_topic("a", [[p % 4, (p + 1) % 4] for p in range(4)], 10 * MB)  # ~10 polls a move
@@ -306,7 +306,7 @@ def test_journal_lines_are_what_redaction_gives_and_plain_events_skip_the_regex(
 ):
     import json
 
-    from reassign_kit.engine import journal as jr
+    from reassign_kit.moves import journal as jr
 
     searched = {"n": 0}
     real = jr.might_hold_secrets
@@ -344,8 +344,8 @@ def test_journal_lines_are_what_redaction_gives_and_plain_events_skip_the_regex(
 
 
 def test_simulated_states_are_always_what_the_partition_is_now(tmp_path, monkeypatch):
-    from reassign_kit.engine.run import ExecuteOptions, Run
-    from reassign_kit.simulate import MB, SimCluster
+    from reassign_kit.cluster.simulate import MB, SimCluster
+    from reassign_kit.run.run import ExecuteOptions, Run
 
     sim = SimCluster(5, bandwidth=2 * MB, tick=0.5)
     sim.add_topic("a", [[p % 5, (p + 1) % 5, (p + 2) % 5] for p in range(10)], 3 * MB)
@@ -390,7 +390,7 @@ def test_journal_looks_at_an_event_kinds_keys_once_not_at_every_event(tmp_path, 
     event's keys are looked at once per kind of event; the lines are unchanged."""
     import json
 
-    from reassign_kit.engine import journal as jr
+    from reassign_kit.moves import journal as jr
 
     looked = {"keys": 0, "shapes": 0}
     real_key, real_plain = jr.is_secret_key, jr._may_redact
@@ -450,7 +450,7 @@ def test_a_nested_event_without_secrets_skips_the_regex(tmp_path, monkeypatch):
     any depth is secret-looking and no string holds '='; a nested secret is still found."""
     import json
 
-    from reassign_kit.engine import journal as jr
+    from reassign_kit.moves import journal as jr
 
     searched = {"n": 0}
     real = jr.might_hold_secrets
@@ -478,9 +478,9 @@ def test_the_listing_after_a_submission_does_not_build_the_same_throttles_again(
     """A poll that submits N moves throttles them first, then reads the cluster again and
     syncs: the reassignments it lists are the moves just throttled, so their lists are not
     built and sorted a second time (2,000 moves: a tenth of that poll)."""
-    from reassign_kit.engine import throttle as thr
-    from reassign_kit.engine.run import ExecuteOptions, Run
-    from reassign_kit.simulate import MB, SimCluster
+    from reassign_kit.cluster.simulate import MB, SimCluster
+    from reassign_kit.run.run import ExecuteOptions, Run
+    from reassign_kit.throttles import configs as thr
 
     sim = SimCluster(6, bandwidth=1 * MB, tick=1.0)
     sim.add_topic("a", [[p % 6, (p + 1) % 6] for p in range(12)], 5 * MB)
@@ -526,8 +526,7 @@ def test_the_listing_after_a_submission_does_not_build_the_same_throttles_again(
 
 
 def test_simulated_config_calls_do_not_walk_every_partition():
-    from reassign_kit.cluster.simulate import FOLLOWER_REPLICAS, LEADER_REPLICAS
-    from reassign_kit.simulate import SimCluster
+    from reassign_kit.cluster.simulate import FOLLOWER_REPLICAS, LEADER_REPLICAS, SimCluster
 
     class CountingDict(dict):
         walks = 0
@@ -565,8 +564,8 @@ def test_full_garbage_collections_run_between_polls_not_in_them(tmp_path):
     CPython's own rule says. Thresholds made small so that the rule fires often here."""
     import gc
 
-    from reassign_kit.engine.run import ExecuteOptions, Run
-    from reassign_kit.simulate import MB, SimCluster
+    from reassign_kit.cluster.simulate import MB, SimCluster
+    from reassign_kit.run.run import ExecuteOptions, Run
 
     sim = SimCluster(4, bandwidth=4 * MB, tick=1.0)
     sim.add_topic("a", [[p % 4, (p + 1) % 4] for p in range(16)], 2 * MB)
@@ -626,9 +625,9 @@ def test_a_polls_journal_lines_go_to_the_os_together_and_before_any_change(tmp_p
     commit before a change hands them over first); an exception in the poll loses nothing."""
     import os
 
-    from reassign_kit.engine import journal as jr
-    from reassign_kit.engine.run import ExecuteOptions, Run
-    from reassign_kit.simulate import MB, SimCluster
+    from reassign_kit.cluster.simulate import MB, SimCluster
+    from reassign_kit.moves import journal as jr
+    from reassign_kit.run.run import ExecuteOptions, Run
 
     class CountingFile:
         def __init__(self, f):
@@ -708,9 +707,9 @@ def test_a_polls_journal_lines_go_to_the_os_together_and_before_any_change(tmp_p
 
 
 def test_moves_in_flight_are_read_by_the_scheduler_only_under_a_cap_that_needs_them(tmp_path):
-    from reassign_kit.engine.run import ExecuteOptions, Run
-    from reassign_kit.engine.schedule import Caps, Item, decide
-    from reassign_kit.simulate import MB, SimCluster
+    from reassign_kit.cluster.simulate import MB, SimCluster
+    from reassign_kit.moves.schedule import Caps, Item, decide
+    from reassign_kit.run.run import ExecuteOptions, Run
 
     class Sized(Counted):
         def __len__(self):
@@ -762,8 +761,8 @@ def test_the_legacy_request_runs_at_most_one_full_collection(tmp_path):
     100,000-partition request); now at most one runs, at the end of the call."""
     import gc
 
-    from reassign_kit import ops
-    from reassign_kit.simulate import MB, SimCluster
+    from reassign_kit.cluster.simulate import MB, SimCluster
+    from reassign_kit.operations import execute as ops
 
     sim = SimCluster(6, bandwidth=50 * MB)
     for t in range(4):
@@ -798,8 +797,8 @@ def test_a_runs_loop_leaves_what_it_started_with_out_of_full_collections(tmp_pat
     one method object per move)."""
     import gc
 
-    from reassign_kit.engine.run import ExecuteOptions, Run
-    from reassign_kit.simulate import MB, SimCluster
+    from reassign_kit.cluster.simulate import MB, SimCluster
+    from reassign_kit.run.run import ExecuteOptions, Run
 
     def run_of(d):
         sim = SimCluster(4, bandwidth=4 * MB, tick=1.0)

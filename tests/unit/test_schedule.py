@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_kit.engine.schedule import (
+from reassign_kit.errors import UsageError
+from reassign_kit.model import TopicPartition
+from reassign_kit.moves.schedule import (
     Caps,
     Item,
     assign_batches,
@@ -18,8 +20,6 @@ from reassign_kit.engine.schedule import (
     order_items,
     plan_batches,
 )
-from reassign_kit.errors import UsageError
-from reassign_kit.model import TopicPartition
 
 BROKERS = list(range(6))
 

@@ -14,12 +14,13 @@ import sys
 import pytest
 
 import reassign_kit
-from reassign_kit import ops, runbook
+from reassign_kit import runbook
 from reassign_kit.cli import main as cli_main
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.errors import JournalError, RunbookError, UsageError
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.simulate import MB, SimCluster
-from reassign_kit.snapshot import take_snapshot
+from reassign_kit.operations import execute as ops
+from reassign_kit.snapshot.snapshot import take_snapshot
 
 TP = TopicPartition
 

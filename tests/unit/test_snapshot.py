@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 from reassign_kit.cluster.gateway import BrokerInfo, ReplicaLogInfo
 from reassign_kit.errors import InvalidPlanError
 from reassign_kit.model import PartitionState, TopicPartition
-from reassign_kit.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry, take_snapshot
+from reassign_kit.snapshot.snapshot import (
+    BrokerEntry,
+    PartitionEntry,
+    Snapshot,
+    TopicEntry,
+    take_snapshot,
+)
 
 GOOD = {
     "version": 1,

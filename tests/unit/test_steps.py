@@ -6,7 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_kit.engine.steps import (
+from reassign_kit.errors import InvalidPlanError, ReassignKitError, UsageError
+from reassign_kit.model import TopicPartition
+from reassign_kit.moves.steps import (
     Step,
     collect_batch,
     describe_steps,
@@ -16,8 +18,6 @@ from reassign_kit.engine.steps import (
     plan_steps,
     steps_for,
 )
-from reassign_kit.errors import InvalidPlanError, ReassignKitError, UsageError
-from reassign_kit.model import TopicPartition
 
 TP = TopicPartition("t", 0)
 

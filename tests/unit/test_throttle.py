@@ -14,9 +14,9 @@ from reassign_kit.cluster.admin import (
     LEADER_REPLICAS,
     LOG_DIR_RATE,
 )
-from reassign_kit.engine import throttle as thr
 from reassign_kit.errors import UsageError
 from reassign_kit.model import Move, PartitionState, TopicPartition
+from reassign_kit.throttles import configs as thr
 
 TP = TopicPartition
 

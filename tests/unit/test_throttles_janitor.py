@@ -17,10 +17,10 @@ from reassign_kit.cluster.admin import (
     LEADER_REPLICAS,
     LOG_DIR_RATE,
 )
-from reassign_kit.engine import janitor
-from reassign_kit.engine.throttle import Priors
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import TopicPartition
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.throttles import janitor
+from reassign_kit.throttles.configs import Priors
 
 
 def cluster() -> SimCluster:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from reassign_kit.errors import UsageError
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.planner import PlanParams, generate, plan_in_process
-from reassign_kit.snapshot import (
+from reassign_kit.snapshot.snapshot import (
     INTERNAL_TOPICS,
     BrokerEntry,
     PartitionEntry,

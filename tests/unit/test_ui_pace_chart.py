@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from test_pace_run import SimLatency, adaptive, cluster
 from test_ui_panel import make_panel
 
-from reassign_kit.engine.journal import read_events
-from reassign_kit.simulate import MB
+from reassign_kit.cluster.simulate import MB
+from reassign_kit.moves.journal import read_events
 from reassign_kit.ui import charts, charts_pace, figures_pace, postmortem_charts
 from reassign_kit.ui.run_views import RunViews
 

@@ -9,10 +9,10 @@ import time
 import plotly.graph_objects as go
 import pytest
 
-from reassign_kit import ops
-from reassign_kit.engine.run import ExecuteOptions
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.operations import execute as ops
+from reassign_kit.run.run import ExecuteOptions
 from reassign_kit.ui import charts, controls
 from reassign_kit.ui.panel import PACING, Panel
 

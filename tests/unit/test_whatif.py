@@ -11,11 +11,11 @@ import pytest
 
 from reassign_kit import whatif
 from reassign_kit.cli import reassign as reassign_cli
+from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.cluster.views import partition_sizes
-from reassign_kit.engine.options import ExecuteOptions
-from reassign_kit.engine.run import Run
 from reassign_kit.model import Move, Plan
-from reassign_kit.simulate import MB, SimCluster
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 
 
 def cluster(rate: float = 10 * MB) -> tuple[SimCluster, Plan]:

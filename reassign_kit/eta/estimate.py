@@ -1,0 +1,358 @@
+"""A paced run's ETA (issue 21): what is left, simulated at both ends of every copy.
+
+What is left is a set of *flows*, one per move not done: the step in flight (bytes each new
+replica still needs), the steps after it (KIP-435), then the moves queued behind batches and
+caps, admitted by the run's own ``schedule.decide``. Each new replica being filled is a
+stream from the partition's leader; a broker's leader-side throttle is shared by the streams
+reading from it and its follower-side throttle by those writing to it (``cluster.quota``,
+the simulator's and the what-if's model too): a drain of one broker is bound by that source,
+whichever target it feeds. A step completes a completion lag after its last byte (the
+follower joins the ISR, the controller ends it, a poll sees it: the run's measured
+``tail_s``), and only then does its slot go to the next move.
+
+The capacities are the throttle (a nominal ``PRIOR_BPS`` without one) times the *share* of it
+the cluster achieves, measured: at each sample the model's rate for the streams then in
+flight, and over the window the bytes really received against the bytes the model says
+those streams would have moved (a trapezoid between samples). Before ``MIN_WINDOW_S`` and
+``MIN_WINDOW_BYTES`` of measurement (``eta_share.ShareMeter``) the share is 1 (the prior); after, the measurement plus
+``PRIOR_S`` seconds' worth of the prior, so it takes over within seconds. A ratio of bytes
+over a window of bytes cannot explode as a rate over a near-empty window does (bench_eta saw
+"13981h" when one broker's moves ended between samples). The interval: the same simulation
+at the 10th and 90th percentiles of the share measured between samples in the window, and
+every finish estimated in the last few seconds (``eta_pace.Finishes``). The ETA never exceeds the bound of the bytes left at ``BOUND_SHARE`` of the throttle (plus a
+completion lag per step left) unless ``eta_reason`` says why (the brokers measured slower).
+
+What the run spends besides copying is measured too (bench_eta): the gap from a completion
+to the next submission, from a KIP-435 step's completion to its move's next step, and what a
+step that only drops replicas takes (``step_completed`` carries ``step_s``). Kafka's quota is
+an average over 11 one-second windows, so the pace is not steady: an end idle between two
+copies catches up, an end that caught up (or whose throttle was lowered) stalls until its
+windows expire. The ETA replays each end's windows from the bytes it moved at the samples
+(``eta_ends.EndBytes``; ``eta_model.simulate``), and an interval in which the quota held every
+receiving end, or in which a move came and went unseen, is not a measure of the share.
+
+Where the model's assumptions are shown wrong by the data, the measurement wins: the run's
+*pace* (``eta_pace.RunPace``), the model's work done per wall second, takes over its estimate.
+
+``RunEta.update`` once per sample (``Run._eta_fields``); ``fields()`` adds its figures to
+the ``sample`` event, from which ``progress`` on the journal, the paced CLI's line and the
+panel show the same finish time and range."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS
+from ..model import TopicPartition
+from ..moves.schedule import Caps
+from ..moves.table import MoveIndex
+from .ends import EndBytes, window_rates
+from .gaps import Overheads
+from .model import (
+    QUOTA_REPLAY_S,
+    Flow,
+    flows_of,
+    model_rate,
+    simulate,
+    snapshot_of,
+)
+from .pace import Finishes, PaceState, RunPace
+from .share import SPREAD_FLOOR, ShareMeter
+
+ETA_WINDOW_S = 60.0
+# a broker with bytes in flight to it that took in nothing for this long is stalled (before:
+# no rate yet — a follower's first fetch may wait a quota window)
+STALLED_AFTER_S = 10.0
+PRIOR_BPS = 100 * 1024 * 1024  # nominal capacity of a broker end without a throttle
+BOUND_SHARE = 0.5  # the ETA's bound: the bytes left at this share of the throttle
+FETCH_BYTES = 1 << 20  # what a follower fetches of a partition at a time
+
+
+# ------------------------------------------------------------------------- the run's ETA
+
+
+class RunEta:
+    """A run's ETA from its own counters and moves (no Admin call of its own). ``update``
+    once per sample; see the module docstring."""
+
+    def __init__(self, window_s: float = ETA_WINDOW_S, poll_s: float = 0.0):
+        self.window_s = window_s
+        self.poll_s = poll_s  # the run sees completions at its polls
+        self.meter = ShareMeter(window_s)  # the share of the throttle achieved (``eta_share``)
+        self.history: list[tuple[float, dict[int, float], dict[int, float]]] = []
+        self.busy: dict[int, float] = {}  # seconds each broker had a move in flight
+        self._last: tuple[float, set[int]] | None = None
+        self._grew: dict[int, tuple[float, float]] = {}  # broker -> (received, since)
+        self._full_since: dict[TopicPartition, float] = {}
+        self.ends = EndBytes()  # each broker end's bytes, for Kafka's quota windows
+        self._elections: tuple[int, int] | None = None
+        self._rest_leaders = 0
+        self.paced = RunPace()  # the run's own pace (``eta_pace``)
+        self.finishes = Finishes()  # the finishes estimated lately: the range holds them
+        # from a completion to the next submission (the run's admin calls between them)
+        self.overheads = Overheads()
+        # when each broker end last copied: ("i", receiving) / ("o", sending) -> ts
+        self._end_busy: dict[tuple[str, int], float] = {}
+        self._stall_seen = False
+        self.total_rate: float | None = None
+        self.rates: dict[int, float] = {}
+        self.low: float | None = None
+        self.high: float | None = None
+        self.bound: float | None = None
+        self.ts = self.tail_spread = 0.0
+        self.eta: float | None = None
+
+    def restart(self) -> None:
+        """The throttle changed: the interval it falls in says nothing (the share of the old
+        throttle still says much about the new one, so the window stays); until an interval
+        after it is measured the reason says so."""
+        changed = self._last[0] if self._last is not None else -math.inf
+        self.meter.restart(changed)
+        # the pace at the old throttle says nothing of the new one, nor does the stall or
+        # catch-up while the quota's windows hold bytes of the old one (``replaying``)
+        self.paced.restart(changed + QUOTA_REPLAY_S)
+        self.finishes.restart(changed)
+
+    def update(
+        self,
+        ts: float,
+        received: Mapping[int, float],
+        left: Mapping[int, float],
+        inflight: Mapping[int, int],
+        cap: float | None = None,
+        tail: float = 0.0,
+        *,
+        moves: MoveIndex | None = None,
+        copied: Mapping[tuple[TopicPartition, int], int] | None = None,
+        caps: Caps | None = None,
+        r: int | None = None,
+        elections: tuple[int, int] | None = None,
+        tail_spread: float = 0.0,
+    ) -> tuple[float | None, str | None, dict[int, float]]:
+        """(eta_s, reason, rate per broker) at ``ts``. ``received`` / ``left``: bytes each
+        broker's new replicas received so far / still need; ``inflight``: moves in flight to
+        each broker; ``cap``: the throttle; ``tail``: the completion lag (counted down once
+        every byte is in); ``moves`` / ``copied`` / ``caps`` / ``r``: the run's moves, bytes
+        each new replica holds, caps and KIP-435 R, for the simulation; ``elections``:
+        (preferred leader elections queued, at most per poll), None when the run elects
+        none; ``tail_spread``: how much shorter than ``tail`` a completion lag was measured
+        (the range's low end allows it)."""
+        self.ts, self.tail_spread = ts, tail_spread
+        self._busy(ts, inflight)
+        if moves is not None:
+            self.overheads.observe(moves)
+        self.rates, self.total_rate = self._window_rates(ts, received)
+        flows, rest_leaders, rest_bytes = (
+            flows_of(moves, copied or {}, r) if moves is not None else ([], 0, 0.0)
+        )
+        for f in flows:
+            if f.state == "moving" and not any(f.left.values()):
+                f.full_s = ts - self._full_since.setdefault(f.tp, ts)
+        live = {f.tp for f in flows}
+        self._full_since = {tp: t for tp, t in self._full_since.items() if tp in live}
+        capacity = float(cap) if cap else float(PRIOR_BPS)
+        snap = snapshot_of(flows)
+        woke = self.meter.woke(ts, snap, capacity, self._end_busy)
+        for src, b, _, _ in snap:
+            self._end_busy[("i", b)] = ts
+            if src is not None:
+                self._end_busy[("o", src)] = ts
+        self._end_busy = {
+            e: t for e, t in self._end_busy.items() if ts - t < QUOTA_WINDOWS * QUOTA_WINDOW_S
+        }
+        streams = frozenset((f.tp, b) for f in flows if f.state == "moving" for b in f.left)
+        rate = model_rate(flows, capacity)
+        unseen = moves is not None and self.meter.unseen(moves)
+        self.ends.track(ts, received, flows)
+        held = self.meter.quota_held(ts, float(sum(received.values())), self.ends)
+        # a stall seen: Kafka's windowed quota, which gives all of its credit back (``burst``)
+        self._stall_seen = (held or self._stall_seen) and self.meter.replaying(ts)
+        self.meter.measure(
+            ts, float(sum(received.values())), rate, capacity, streams, snap, woke, unseen, held
+        )
+        self._elections = elections
+        self._rest_leaders = rest_leaders
+        eta, why = self._estimate(ts, received, left, inflight, cap, tail, flows, caps, rest_bytes)
+        if eta is not None and self.low is not None and self.high is not None:
+            self.low, self.high = self.finishes.widen(ts, eta, self.low, self.high)
+        self.eta = eta
+        return eta, why, dict(self.rates)
+
+    # ---- measurement ----------------------------------------------------------------------
+
+    def _busy(self, ts: float, inflight: Mapping[int, int]) -> None:
+        if self._last is not None:
+            for b in self._last[1]:
+                self.busy[b] = self.busy.get(b, 0.0) + (ts - self._last[0])
+        self._last = (ts, {b for b, n in inflight.items() if n > 0})
+
+    def _window_rates(
+        self, ts: float, received: Mapping[int, float]
+    ) -> tuple[dict[int, float], float | None]:
+        point = (ts, dict(received), dict(self.busy))
+        rates, total = window_rates(self.history, point, self.window_s)
+        self.history.append(point)
+        self.history = [h for h in self.history if h[0] >= ts - 2 * self.window_s]
+        return rates, total
+
+    def _stalled(self, ts: float, received: Mapping[int, float], left: Mapping[int, float]):
+        out = []
+        busy = self._last[1] if self._last is not None else set()
+        for b in sorted(set(received) | set(left)):
+            n = float(received.get(b, 0.0))
+            prev = self._grew.get(b)
+            if b not in busy or not left.get(b) or prev is None or n > prev[0]:
+                self._grew[b] = (n, ts)
+            elif ts - prev[1] >= STALLED_AFTER_S:
+                out.append(b)
+        return out
+
+    # ---- the estimate ---------------------------------------------------------------------
+
+    def _estimate(
+        self,
+        ts: float,
+        received: Mapping[int, float],
+        left: Mapping[int, float],
+        inflight: Mapping[int, int],
+        cap: float | None,
+        tail: float,
+        flows: list[Flow],
+        caps: Caps | None,
+        rest_bytes: float,
+    ) -> tuple[float | None, str | None]:
+        self.low = self.high = self.bound = None
+        bytes_left = float(sum(left.values()))
+        stalled = self._stalled(ts, received, left)
+        if bytes_left <= 0 and not any(inflight.values()):
+            self.low = self.high = 0.0
+            return 0.0, None
+        if bytes_left <= 0:  # every byte in: the completion lag counts down (and the
+            # elections queued go out at the polls)
+            q, per = self._elections or (0, 1)
+            end = max(tail, math.ceil(q / max(1, per)) * (self.poll_s or 1.0) if q else 0.0)
+            # the lags vary (bench_eta's KIP-435 steps: 1.19 s measured, the last 0.2-0.5 s)
+            self.low, self.high = max(0.0, end - self.tail_spread - self.poll_s), end + self.poll_s
+            return end, None
+        if stalled:
+            return None, "broker(s) " + ", ".join(
+                map(str, stalled)
+            ) + " took in nothing in the window"
+        if not flows:
+            return None, "no moves to estimate"
+        capacity = float(cap) if cap else float(PRIOR_BPS)
+        caps = caps or Caps()
+        idle = {e: ts - t for e, t in self._end_busy.items() if t < ts}
+        fc = simulate(
+            flows,
+            capacity * self.meter.share,
+            caps,
+            tail,
+            rest_bytes,
+            self.poll_s,
+            self._elections,
+            self._rest_leaders,
+            self.overheads.gap(),
+            step_gap=self.overheads.step_gap(),
+            drop_s=self.overheads.drop_s(),
+            idle=idle,
+            burst=1.0 if self._stall_seen else self.meter.burst,
+            windows=self.ends.windows(ts) if cap and self.meter.replaying(ts) else None,
+            now=ts,
+        )
+        if not math.isfinite(fc.seconds):
+            return None, "no bytes can move (a throttle of 0?)"
+        lo_s, hi_s = self.meter.share_range
+
+        def at(share: float) -> float:
+            return fc.seconds - fc.copy_s + fc.copy_s * self.meter.share / share
+
+        eta = fc.seconds
+        low, high = at(hi_s), at(lo_s)
+        paced = (
+            self._pace(ts, flows, caps, tail, rest_bytes, capacity, idle, fc.seconds)
+            if cap and fc.seconds > 0
+            else None
+        )
+        if paced is not None:  # the run's measured pace takes over the model's (``_pace``)
+            scale = paced / eta
+            eta, low, high = paced, low * scale, high * scale
+        # and no narrower than what the run can see: a completion at one of its polls, and
+        # bytes a fetch behind (a follower's log grows a fetch at a time, up to 1 MiB: the
+        # sandbox's samples read 0.94 MiB steps, the last one often unseen before the end)
+        behind = FETCH_BYTES / max(capacity * self.meter.share, 1.0)
+        low = max(0.0, min(low, eta * (1 - SPREAD_FLOOR), eta - self.poll_s - self.tail_spread))
+        high = max(high, eta * (1 + SPREAD_FLOOR), eta + self.poll_s + behind)
+        why = fc.bottleneck or "at the run's rate"
+        if self.meter.changed:
+            why = f"{why}, at the new throttle (no rate measured since it changed)"
+        elif not self.meter.measured:
+            why = f"{why}, at the throttle (no rate measured yet)" if cap else why
+        steps_left = sum(len(f.steps) for f in flows)
+        floor_rate = BOUND_SHARE * cap if cap else None
+        if floor_rate is None and (since := self.meter.since_start()):
+            floor_rate = BOUND_SHARE * since  # no throttle: half the rate since the start
+        if floor_rate:
+            self.bound = (bytes_left + rest_bytes) / floor_rate + tail * (steps_left + 1)
+            if eta > self.bound:
+                if cap and self.meter.measured and self.meter.share < BOUND_SHARE:
+                    why = (
+                        f"{why}; the brokers copy at {self.meter.share:.0%} of the throttle "
+                        "(measured), beyond the throttle's bound"
+                    )
+                else:
+                    eta = self.bound
+                    why = f"at the bound: the bytes left at {BOUND_SHARE:.0%} of the " + (
+                        "throttle" if cap else "rate since the start"
+                    )
+                    high = max(min(high, self.bound), eta)
+                    low = min(low, eta)
+        self.low, self.high = low, high
+        return eta, why
+
+    def _pace(
+        self,
+        ts: float,
+        flows: list[Flow],
+        caps: Caps,
+        tail: float,
+        rest_bytes: float,
+        capacity: float,
+        idle: dict,
+        model: float,
+    ) -> float | None:
+        """The ETA at the run's own pace (``eta_pace.RunPace``), None before it is measured:
+        the model's seconds of work left at a state, at the throttle (share 1, no quota
+        replay), with the lags, gaps and bursts measured now."""
+        o = self.overheads
+        gap, step_gap, drop_s = o.gap(), o.step_gap(), o.drop_s()
+
+        def work(state: PaceState) -> tuple[float, float]:
+            _, fl, idl, elections, rest_leaders, rest = state
+            fc = simulate(
+                fl, capacity, caps, tail, rest, self.poll_s, elections, rest_leaders, gap,
+                step_gap=step_gap, drop_s=drop_s, idle=idl, burst=self.meter.burst, on_polls=False,
+            )  # fmt: skip
+            return fc.seconds, fc.copy_s
+
+        state = (ts, flows, idle, self._elections, self._rest_leaders, rest_bytes)
+        key = (capacity, caps, tail, self.poll_s, gap, step_gap, drop_s, self.meter.burst)
+        return self.paced.estimate(state, work, model, key)
+
+    def fields(self) -> dict[str, Any]:
+        """The sample event's figures beside ``eta_s``: the range and the finish times (the
+        one ETA every front end shows), the bound and the measured share of the throttle."""
+        if self.eta is None:
+            return {"eta_range_s": None, "finish_ts": None, "finish_range_ts": None}
+        low = self.eta if self.low is None else self.low
+        high = self.eta if self.high is None else self.high
+        return {
+            "eta_range_s": [round(low, 1), round(high, 1)],
+            "finish_ts": round(self.ts + self.eta, 1),
+            "finish_range_ts": [round(self.ts + low, 1), round(self.ts + high, 1)],
+            "eta_bound_s": None if self.bound is None else round(self.bound, 1),
+            "throttle_share": round(self.meter.share, 3) if self.meter.measured else None,
+            "run_pace": None if self.paced.value is None else round(self.paced.value, 3),
+        }

@@ -1,0 +1,532 @@
+"""What is left of a paced run, simulated at both ends of every copy (issue 21): the model
+behind ``engine.eta.RunEta``, pure.
+
+What is left is a set of *flows*, one per move not done: the step in flight (bytes each new
+replica still needs), the steps after it (KIP-435, ``steps.plan_steps`` for a queued move),
+the moves queued behind batches and caps, admitted by the run's own ``schedule.decide``.
+Each new replica being filled is a stream from the partition's leader; a broker's leader
+throttle is shared by the streams reading from it and its follower throttle by those
+writing to it (``cluster.quota.fair_share``, the simulator's model too). A step completes a
+completion lag after its last byte, seen at one of the run's polls; a slot refilled copies
+a measured gap later; the preferred leader elections go out at the polls, so many per
+poll. A stream ending at a receiving end that others still fill costs that end a fetch, at
+most a tenth of the partition (``quota.end_loss``)."""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS, Windows, end_loss, fair_share
+from ..errors import ReassignKitError
+from ..model import TopicPartition
+from ..moves.schedule import Caps, Item, decide
+from ..moves.steps import plan_steps
+from ..moves.table import MoveIndex, MoveState, MoveStatus
+from .quota_effects import REPLAY_STEP_S, burst_idle, copy_windows, lose_at_ends, replay_caps
+
+SIM_PENDING = 300  # queued moves simulated one by one; the rest in proportion
+MAX_EVENTS = 400  # steps of one simulation (larger plans advance in coarser steps)
+WORK_BUDGET = 200_000  # streams x steps of one simulation
+MAX_STEPS_MEASURE = 50  # steps of the model's bytes over one interval
+# how long the simulation replays Kafka's quota windows from now, in steps of half a window
+QUOTA_REPLAY_S = 4 * QUOTA_WINDOWS * QUOTA_WINDOW_S
+
+
+@dataclass(eq=False)  # one per move: compared by identity (``in`` and ``remove`` on lists of
+# 2,000 were a field-by-field comparison per element)
+class Flow:
+    """One move not done, for the simulation: ``steps`` are the new brokers of each step
+    left (the first in flight when ``state`` is moving), ``left`` the bytes each new replica
+    of the step in flight still needs, ``full_s`` how long that step has had every byte."""
+
+    tp: TopicPartition
+    item: Item
+    src: int | None
+    size: float
+    steps: list[tuple[int, ...]]
+    state: str  # moving | ready | pending
+    left: dict[int, float] = field(default_factory=dict)
+    full_s: float = 0.0
+    start_at: float = 0.0  # model time its step starts copying (submitted a gap after)
+    # the leader each step reads from (``src`` is the first): a KIP-435 step that drops the
+    # leader moves it to the first of its replicas, the source of the steps after it
+    srcs: list[int | None] = field(default_factory=list)
+
+
+def _new(step: Sequence[int], before: Sequence[int]) -> tuple[int, ...]:
+    return tuple(b for b in step if b not in before)
+
+
+def _source(before: Sequence[int]) -> int | None:
+    return before[0] if before else None
+
+
+def _leaders(start: Sequence[int], targets: Sequence[Sequence[int]]) -> list[int | None]:
+    """The leader while each of ``targets`` (the replicas of successive steps) copies, from
+    the replicas ``start``: the first of them, until a step leaves it out; the controller
+    then elects the first of that step's replicas."""
+    lead = _source(start)
+    out: list[int | None] = []
+    for tgt in targets:
+        out.append(lead)
+        if tgt and lead not in tgt:
+            lead = tgt[0]
+    return out
+
+
+def flows_of(
+    index: MoveIndex,
+    copied: Mapping[tuple[TopicPartition, int], int],
+    r: int | None,
+    limit: int = SIM_PENDING,
+) -> tuple[list[Flow], int, float]:
+    """The run's work left as flows: moves in flight and between steps, then the first
+    ``limit`` queued ones in run order; also, of the queued ones left out, how many move a
+    leader (an election each) and their bytes."""
+    out: list[Flow] = []
+    for ms in index.iter(MoveStatus.MOVING):
+        out.append(_moving(ms, copied))
+    for ms in index.iter(MoveStatus.READY):
+        steps = _steps_after(ms, ms.step)
+        if steps:
+            prev = ms.steps[ms.step - 1] if 1 <= ms.step <= len(ms.steps) else ms.original
+            srcs = _leaders(prev, ms.steps[ms.step :] if ms.steps else [ms.move.replicas])
+            out.append(Flow(ms.tp, ms.item, srcs[0], ms.item.size_bytes, steps, "ready", srcs=srcs))
+    n = rest = 0
+    rest_bytes = 0.0
+    for ms in index.iter(MoveStatus.PENDING):
+        if n >= limit:
+            rest += ms.item.moves_leader
+            rest_bytes += ms.item.size_bytes * max(1, len(_added(ms)))
+            continue
+        n += 1
+        out.append(_pending(ms, r))
+    return out, rest, rest_bytes
+
+
+def _steps_after(ms: MoveState, k: int) -> list[tuple[int, ...]]:
+    """New brokers of each step after the ``k``-th (1-based; 0 = from the original)."""
+    if not ms.steps:
+        return [_new(ms.move.replicas, ms.original)] if k == 0 else []
+    # a step that only drops replicas copies nothing but still costs a completion
+    return [
+        _new(ms.steps[i], ms.steps[i - 1] if i >= 1 else ms.original)
+        for i in range(k, len(ms.steps))
+    ]
+
+
+def _moving(ms: MoveState, copied: Mapping[tuple[TopicPartition, int], int]) -> Flow:
+    now_new = _new(ms.step_target, ms.step_from)
+    size = float(ms.item.size_bytes)
+    left = {b: max(0.0, size - min(float(copied.get((ms.tp, b), 0)), size)) for b in now_new}
+    later = _steps_after(ms, ms.step) if ms.steps else []
+    full = ms.steps[max(0, ms.step - 1) :] if ms.steps else [ms.step_target]
+    srcs = _leaders(ms.step_from, full)
+    return Flow(ms.tp, ms.item, srcs[0], size, [now_new, *later], "moving", left, srcs=srcs)
+
+
+def _added(ms: MoveState) -> list[int]:
+    return [b for b in ms.move.replicas if b in ms.item.brokers]
+
+
+def _pending(ms: MoveState, r: int | None) -> Flow:
+    """A queued move: its current replicas are not known before it starts, but its item says
+    which brokers it adds and removes; the leader it will read from is guessed among those
+    it leaves (exact for one replica). Steps: KIP-435's (``steps.plan_steps``) with ``r``
+    from that guess, at min.insync.replicas 1."""
+    target = tuple(ms.move.replicas)
+    removed = sorted(ms.item.brokers - set(target))
+    kept = [b for b in target if b not in ms.item.brokers]
+    current = tuple(removed + kept)
+    src = current[0] if current else None
+    added = tuple(b for b in target if b in ms.item.brokers)
+    planned: list[tuple[int, ...]] = [target]
+    if r is None or not current:
+        steps = [added] if added or removed else []
+    else:
+        try:
+            planned = plan_steps(current, target, r)
+        except ReassignKitError:
+            planned = [target]
+        steps, prev = [], current
+        for tr in planned:
+            steps.append(_new(tr, prev))
+            prev = tr
+    srcs = _leaders(current, planned) if current else [src]
+    return Flow(ms.tp, ms.item, src, float(ms.item.size_bytes), steps, "pending", srcs=srcs)
+
+
+# ------------------------------------------------------------------------- the simulation
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """One simulation of what is left: ``seconds`` to the last completion, of which
+    ``copy_s`` with bytes moving (they scale with the share), and the end that binds."""
+
+    seconds: float
+    copy_s: float
+    bottleneck: str | None
+
+
+def _caps_of(flows: Iterable[Flow], capacity: float) -> tuple[dict, dict]:
+    brokers_in: set[int] = set()
+    brokers_out: set[int] = set()
+    for f in flows:
+        for st in f.steps:
+            brokers_in.update(st)
+        brokers_out.add(f.src)
+        brokers_out.update(f.srcs)
+    brokers_out.discard(None)  # type: ignore[arg-type]  # a source unknown
+    return dict.fromkeys(brokers_out, capacity), dict.fromkeys(brokers_in, capacity)
+
+
+def model_rate(flows: Sequence[Flow], capacity: float) -> float:
+    """The model's rate (bytes/s) of the streams in flight now, at ``capacity`` per end."""
+    streams = [(f.src, b) for f in flows if f.state == "moving" for b, n in f.left.items() if n > 0]
+    if not streams:
+        return 0.0
+    out_cap, in_cap = _caps_of(flows, capacity)
+    return float(sum(r for r in fair_share(streams, out_cap, in_cap) if math.isfinite(r)))
+
+
+# the streams in flight: (source, target, bytes left, partition)
+Snapshot = list[tuple[int | None, int, float, TopicPartition]]
+
+
+def snapshot_of(flows: Sequence[Flow]) -> Snapshot:
+    """The streams copying now: started (a follower's first fetch may wait for its quota
+    window: until its first byte a stream says nothing of the rate) and not done."""
+    return [
+        (f.src, b, n, f.tp)
+        for f in flows
+        if f.state == "moving"
+        for b, n in f.left.items()
+        if 0 < n < f.size
+    ]
+
+
+def new_rate(snap: Snapshot, old: frozenset, capacity: float) -> float:
+    """The model's rate, in ``snap``, of the streams not in ``old`` (started since)."""
+    ends = [(s, b) for s, b, _, _ in snap]
+    if not ends:
+        return 0.0
+    out_cap = {s: capacity for s, _ in ends if s is not None}
+    in_cap = {b: capacity for _, b in ends}
+    rates = fair_share(ends, out_cap, in_cap)
+    return sum(r for (_, b, _, tp), r in zip(snap, rates, strict=True) if (tp, b) not in old)
+
+
+def model_bytes(snap: Snapshot, capacity: float, seconds: float) -> float:
+    """The bytes the model moves in ``seconds`` from the streams ``snap``, none starting:
+    a stream that ends leaves its share to the others (at ``capacity`` per end). Bounded:
+    at most ``MAX_STEPS_MEASURE`` steps (streams ending within one step end together)."""
+    left = [n for _, _, n, _ in snap]
+    ends = [(s, b) for s, b, _, _ in snap]
+    out_cap = {s: capacity for s, _ in ends if s is not None}
+    in_cap = {b: capacity for _, b in ends}
+    moved, t = 0.0, 0.0
+    min_step = seconds / MAX_STEPS_MEASURE
+    for _ in range(MAX_STEPS_MEASURE + 1):
+        live = [k for k, n in enumerate(left) if n > 0]
+        if not live or t >= seconds - 1e-9:
+            break
+        rates = fair_share([ends[k] for k in live], out_cap, in_cap)
+        step = min([seconds - t] + [left[k] / r for k, r in zip(live, rates, strict=True) if r > 0])
+        step = min(seconds - t, max(step, min_step))
+        for k, r in zip(live, rates, strict=True):
+            d = min(left[k], r * step)
+            left[k] -= d
+            moved += d
+            if left[k] <= 1e-6:
+                left[k] = 0.0
+        t += step
+    return moved
+
+
+def simulate(
+    flows: Sequence[Flow],
+    capacity: float,
+    caps: Caps,
+    lag: float,
+    rest_bytes: float = 0.0,
+    poll: float = 0.0,
+    elections: tuple[int, int] | None = None,
+    rest_leaders: int = 0,
+    gap: float = 0.0,
+    step_gap: float | None = None,
+    drop_s: float | None = None,
+    idle: Mapping[tuple[str, int], float] | None = None,
+    burst: float = 1.0,
+    windows: Mapping[tuple[str, int], Windows] | None = None,
+    now: float = 0.0,
+    on_polls: bool = True,
+) -> Forecast:
+    """Seconds until every flow completes, each broker end at ``capacity`` bytes/s, the
+    queued flows admitted by ``schedule.decide`` under ``caps``, each step completing
+    ``lag`` after its last byte, as the run sees it: at one of its polls (every ``poll``
+    seconds from now; half a poll of the lag is that wait). Bounded: at most ``MAX_EVENTS``
+    steps (larger plans advance in coarser ones); ``rest_bytes`` (queued moves not
+    simulated) are added in proportion. ``elections``: (queued now, at most per poll): a
+    move that changes its preferred leader queues one when it completes, the run sends
+    them at its polls and ends once none is left. ``gap``: from a slot freeing (a completion)
+    to the next submission copying (the run's admin calls); ``step_gap``: from a step's
+    completion to its move's next step (``gap`` if None); ``drop_s``: a step that only drops
+    replicas, from its submission to its completion seen (the lag if None).
+
+    Kafka's quota is an average over ``QUOTA_WINDOWS`` one-second windows: a broker end idle
+    for a few seconds between two copies (a completion lag, the run's admin calls, a batch
+    boundary) catches up at once what it did not copy meanwhile (``quota.idle_credit``;
+    bench_eta's drain: the since-start rate stays at the throttle across batch gaps). The
+    simulation does so, bursting the credit of an end that copies again into its streams
+    (a stream bursts what both of its ends allow); ``idle``: the ends idle now, seconds
+    since each last copied (an end not in it and not copying now starts from nothing);
+    ``burst``: the share of that credit the cluster gives (measured by the run's ETA: 0 on
+    a plain rate cap). ``windows``: Kafka's quota windows of the ends that moved bytes lately
+    (``RunEta.end_windows``, at absolute time ``now``): for ``QUOTA_REPLAY_S`` the simulation
+    replays them (``quota.Windows``, each end's limit its capacity here), in steps of half a
+    window: an end whose windows hold more than the limit stalls until they expire (a
+    throttle lowered mid-run: the sandbox stalled 7 s), one whose windows hold less catches
+    up (at ``burst`` of the credit, all of it after a stall); the idle credit applies after.
+
+    ``on_polls``: a completion is seen at the first poll after it (the polls every ``poll``
+    from now: the ETA of a run's end). False: at the wait for a poll expected, half a poll
+    after it, whatever the polls' phase: the seconds left are then a smooth function of the
+    run's state, as the run's pace needs (``eta_pace``: the difference of two simulations on
+    the grid moved by a whole poll at a time, the pace by 0.5 s / 22 s at once)."""
+    out_cap, in_cap = _caps_of(flows, capacity)
+    # the lag beyond the wait for a poll; never none: the follower joining the ISR and the
+    # controller ending the reassignment take a moment, so a copy ending right at a poll
+    # is seen at the next one
+    extra = max(0.0, lag - poll / 2) if poll > 0 else lag
+
+    def seen(x: float) -> float:
+        if poll <= 0:
+            return x
+        if not on_polls:
+            return x + poll / 2
+        return math.ceil(x / poll - 1e-4) * poll  # bytes rounding
+
+    copies = [_copy(f) for f in flows]
+    active = [f for f in copies if f.state == "moving"]
+    ready = [f for f in copies if f.state == "ready"]
+    pending = [f for f in copies if f.state == "pending"]
+    done_at: list[tuple[float, int, Flow]] = []  # bytes all in: completes at
+    scheduled: set[int] = set()
+    seq = 0
+    t = copy_s = 0.0
+    queued, per_poll = elections if elections is not None else (0, 0)
+    elect = [queued, -1, 0]  # (_elect)
+    elect_end = _elect(elect, per_poll, 0.0, poll, 0, on_polls) if queued else 0.0
+    total_left = sum(n for f in active for n in f.left.values())
+    total_left += sum(f.size * sum(len(s) for s in f.steps) for f in ready + pending)
+    for f in active:
+        if not any(f.left.values()):
+            seq += 1
+            scheduled.add(id(f))
+            if drop_s is not None and not f.steps[0]:  # drops replicas: as measured
+                end = max(1e-6, drop_s - f.full_s)
+            else:
+                end = seen(max(1e-6, extra - f.full_s))
+            heapq.heappush(done_at, (end, seq, f))
+    load: dict[tuple[str, int], float] = {}
+    for f in active + ready + pending:
+        for i, st in enumerate(f.steps):
+            src = f.srcs[i] if i < len(f.srcs) else f.src
+            for b in st:
+                n = f.left.get(b, f.size) if (i == 0 and f.state == "moving") else f.size
+                load[("i", b)] = load.get(("i", b), 0.0) + n
+                if src is not None:
+                    load[("o", src)] = load.get(("o", src), 0.0) + n
+    # the end with the most bytes to pass (a receiving end first on a tie)
+    bottleneck = max(load, key=lambda k: (load[k], k[0] == "i")) if load else None
+    horizon = total_left / max(capacity, 1.0) + lag
+    # at most MAX_EVENTS steps, fewer when many streams copy (the work of a step)
+    n_streams = sum(len(f.left) for f in active) + 1
+    min_dt = horizon / max(20, min(MAX_EVENTS, WORK_BUDGET // n_streams))
+    wins = {e: copy_windows(w) for e, w in (windows or {}).items()}
+    held: set[tuple[str, int]] = set()  # ends the replayed windows stalled (``replay_caps``)
+    last_busy: dict[tuple[str, int | None], float] = {e: -d for e, d in (idle or {}).items()}
+    busy_before = {("i", b) for f in active for b, n in f.left.items() if n > 0}
+    busy_before |= {("o", f.src) for f in active if f.src is not None and any(f.left.values())}
+    for e in busy_before:
+        last_busy[e] = 0.0
+    for _ in range(MAX_EVENTS * 4):
+        _admit(active, ready, pending, caps, t + gap, t + (gap if step_gap is None else step_gap))
+        for f in active:
+            if id(f) not in scheduled and not any(f.left.values()):  # a step copying nothing
+                seq += 1
+                scheduled.add(id(f))
+                if drop_s is not None and not f.steps[0]:  # drops replicas: as measured
+                    end = max(t, f.start_at) + max(drop_s, 1e-6)
+                else:
+                    end = seen(max(t, f.start_at) + max(extra, 1e-6))
+                heapq.heappush(done_at, (end, seq, f))
+        copying = [
+            (f, b) for f in active if f.start_at <= t + 1e-9 for b, n in f.left.items() if n > 0
+        ]
+        starts = [f.start_at for f in active if f.start_at > t + 1e-9]
+        if not copying and not done_at and not starts:
+            break
+        replay = bool(wins) and t < QUOTA_REPLAY_S
+        if replay:  # the windows hold what idling gave
+            busy_before = {("i", b) for _, b in copying}
+            busy_before |= {("o", f.src) for f, _ in copying if f.src is not None}
+        else:
+            busy_before = burst_idle(copying, busy_before, last_busy, t, out_cap, in_cap, burst)
+        o_cap, i_cap = out_cap, in_cap
+        if replay and copying:
+            o_cap, i_cap = replay_caps(wins, now + t, out_cap, in_cap, burst, held)
+        dt = min(starts) - t if starts else math.inf
+        rates: list[float] = []
+        if copying:
+            rates = fair_share([(f.src, b) for f, b in copying], o_cap, i_cap)
+            for (f, b), r in zip(copying, rates, strict=True):
+                if r > 0:
+                    dt = min(dt, f.left[b] / r)
+        if done_at:
+            dt = min(dt, done_at[0][0] - t)
+        if replay:
+            dt = min(dt, REPLAY_STEP_S)
+        if not math.isfinite(dt):
+            return Forecast(math.inf, math.inf, _name(bottleneck))
+        dt = max(dt, min_dt if copying else 0.0)
+        if replay:
+            dt = min(dt, REPLAY_STEP_S)
+            for (f, b), r in zip(copying, rates, strict=True):
+                for e in (("i", b), ("o", f.src)):
+                    if e in wins:
+                        wins[e].record(r * dt)
+        if copying:
+            copy_s += dt
+            for e in busy_before:
+                last_busy[e] = t + dt
+            ended: dict[int, float] = {}  # receiving end -> what the streams ending now lose
+            for (f, b), r in zip(copying, rates, strict=True):
+                was = f.left[b]
+                f.left[b] = f.left[b] - r * dt if f.left[b] - r * dt > 1e-6 else 0.0
+                if was > 0 and not f.left[b]:
+                    ended[b] = ended.get(b, 0.0) + end_loss(f.size)
+            if ended:
+                lose_at_ends(copying, rates, ended)
+            for f, _ in copying:
+                if id(f) not in scheduled and not any(f.left.values()):
+                    seq += 1
+                    scheduled.add(id(f))
+                    heapq.heappush(done_at, (seen(t + dt + extra), seq, f))
+        t += dt
+        gone: set[int] = set()
+        leaders = 0  # elections queued by the moves completing now (one count per poll)
+        while done_at and done_at[0][0] <= t + 1e-9:
+            _, _, f = heapq.heappop(done_at)
+            scheduled.discard(id(f))
+            gone.add(id(f))
+            f.steps = f.steps[1:]
+            if len(f.srcs) > 1:  # the leader the next step reads from
+                f.srcs = f.srcs[1:]
+                f.src = f.srcs[0]
+            if f.steps:
+                f.state, f.left = "ready", {}
+                ready.append(f)
+            elif elections is not None and f.item.moves_leader:
+                leaders += 1
+        if gone:  # one pass (a removal each scanned the list: quadratic on 2,000 moves)
+            active[:] = [f for f in active if id(f) not in gone]
+        if leaders:
+            elect_end = max(elect_end, _elect(elect, per_poll, t, poll, leaders, on_polls))
+    if rest_bytes > 0 and total_left > 0:
+        extra_s = copy_s * rest_bytes / total_left
+        copy_s += extra_s
+        if elections is not None and rest_leaders:  # their elections go out meanwhile
+            per, step = max(1, per_poll), poll if poll > 0 else 1.0
+            drain = math.ceil((elect[0] + rest_leaders) / per) * step
+            elect_end = max(elect_end, t + drain)
+        t += extra_s
+    t = max(t, elect_end)
+    return Forecast(t, copy_s, _name(bottleneck))
+
+
+def _elect(
+    state: list, per_poll: int, t: float, poll: float, more: int, on_polls: bool = True
+) -> float:
+    """``more`` elections queued at the run's poll at ``t`` (model time; a poll every
+    ``poll`` s from 0): each poll sends up to ``per_poll``, those queued at it included.
+    ``state`` = [queued, index of the last poll counted, what it may still send], kept
+    between calls. Returns when the last one queued so far is sent (off the polls' grid
+    when not ``on_polls``: ``t`` is then a completion already seen, see ``simulate``)."""
+    step = poll if poll > 0 else 1.0
+    per = max(1, per_poll)
+    k = math.floor(t / step + 1e-6)
+    queued, last, room = state
+    if k > last:  # the polls in between sent per_poll each; this one may send per_poll
+        queued = max(0, queued - max(0, k - last - 1) * per)
+        last, room = k, per
+    queued += more
+    sent = min(queued, room)
+    state[:] = [queued - sent, last, room - sent]
+    if not on_polls:
+        return t + math.ceil(state[0] / per) * step
+    return (k + math.ceil(state[0] / per)) * step
+
+
+def _name(res: tuple[str, int] | None) -> str | None:
+    if res is None:
+        return None
+    return f"bound by broker {res[1]} ({'sending' if res[0] == 'o' else 'receiving'})"
+
+
+def _copy(f: Flow) -> Flow:
+    return Flow(
+        f.tp,
+        f.item,
+        f.src,
+        f.size,
+        list(f.steps),
+        f.state,
+        dict(f.left),
+        f.full_s,
+        f.start_at,
+        list(f.srcs),
+    )
+
+
+def _admit(
+    active: list[Flow],
+    ready: list[Flow],
+    pending: list[Flow],
+    caps: Caps,
+    at: float,
+    at_step: float | None = None,
+) -> None:
+    """Start what ``schedule.decide`` lets start now: next steps, then queued moves; they
+    hold their slot from now and copy from ``at`` (a move's next step from ``at_step``)."""
+    if not ready and not pending:
+        return
+    by_tp = {f.tp: f for f in ready + pending}
+    if caps.mode == "legacy":
+        chosen: Iterable[TopicPartition] = list(by_tp)
+    else:
+        d = decide(
+            (f.item for f in pending),
+            [f.item for f in active],
+            caps,
+            ready=[f.item for f in ready],
+            cluster_inflight=len(active) + len(ready),
+        )
+        chosen = d.submit
+    for tp in chosen:
+        f = by_tp[tp]
+        step = f in ready
+        if step:
+            ready.remove(f)
+        else:
+            pending.remove(f)
+        if not f.steps:
+            continue
+        f.state = "moving"
+        f.left = dict.fromkeys(f.steps[0], f.size)
+        f.start_at = at_step if step and at_step is not None else at
+        active.append(f)

@@ -1,0 +1,340 @@
+"""``--cancel`` as a function (re-exported by ops): cancel = roll back. Each partition of
+the plan (of a journal, ``--topics``, ``--all``) in flight is cancelled and brought back to
+its ORIGINAL replica list, in order, through the one rollback (engine/rollback.py); originals
+from the journal, the rollback file or the run's home, and refused by name when they
+disagree."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..cluster.views import no_reassignment_in_progress, replica_log_dirs, require_permissions
+from ..errors import EXIT_IN_PROGRESS, KafkaOperationError, UsageError
+from ..model import Plan, TopicPartition, is_complete
+from ..run.rollback import merge_originals, restore_leaders, roll_back
+from ..throttles import configs as thr
+from .tables import _fmt, _table
+
+ROLLBACK_TIMEOUT_S = 300.0  # how long a cancel waits for the partitions to be back
+
+
+# a canary the journal names while its run is still writing the journal (not deleted)
+CANARY_LIVE = "its run is still writing the journal and deletes it at its end"
+
+
+@dataclass
+class CancelResult:
+    """Per partition: ``cancelled`` (back at its original replica list, in order, verified),
+    ``completed`` (it finished before the cancel reached it: left at its target),
+    ``not_moving`` (untouched, nothing to do), ``rolling_back`` (original, replicas now: not
+    back within the wait; the reassignment back is in flight), ``unknown`` (neither moving
+    nor at the plan's target, and no journal or rollback file says where it started),
+    ``errors``. ``reverted``: the partitions whose reassignment in flight was cancelled."""
+
+    cancelled: list[TopicPartition]
+    not_moving: list[TopicPartition]
+    errors: dict[TopicPartition, str]
+    log_dir_cancelled: list[tuple[TopicPartition, int]]
+    cleared: tuple[dict, dict] | None
+    rollback_file: str | None = None
+    completed: list[TopicPartition] = field(default_factory=list)
+    rolling_back: dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]]] = field(
+        default_factory=dict
+    )
+    unknown: list[TopicPartition] = field(default_factory=list)
+    reverted: list[TopicPartition] = field(default_factory=list)
+    originals: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
+    journal: str | None = None
+    # back at their original list but still led by another replica: the preferred-leader
+    # election that should have moved leadership back failed (partition -> error)
+    leader_not_restored: dict[TopicPartition, str] = field(default_factory=dict)
+    # the probe's canary topics the journaled run left (killed with its probe up): topic ->
+    # None when deleted now (or already gone), else why not
+    canaries: dict[str, str | None] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        if self.errors:
+            return KafkaOperationError.exit_code
+        return EXIT_IN_PROGRESS if self.rolling_back else 0
+
+    def to_pandas(self) -> Any:
+        rows = [
+            {"topic": tp.topic, "partition": tp.partition, "result": result}
+            for result, tps in (
+                ("cancelled", self.cancelled),
+                ("completed", self.completed),
+                ("rolling back", self.rolling_back),
+                ("original unknown", self.unknown),
+                ("not moving", self.not_moving),
+            )
+            for tp in tps
+        ]
+        rows += [
+            {"topic": tp.topic, "partition": tp.partition, "result": e}
+            for tp, e in self.errors.items()
+        ]
+        return _table(rows, ["topic", "partition", "result"])
+
+    def lines(self) -> list[str]:
+        out = []
+        if self.reverted:
+            out.append(
+                "Successfully cancelled reassignment of partitions "
+                + ",".join(str(tp) for tp in self.reverted)
+            )
+        if self.log_dir_cancelled:
+            out.append(
+                "Successfully cancelled movement of replicas between log dirs: "
+                + ",".join(f"{tp}@{b}" for tp, b in self.log_dir_cancelled)
+            )
+        if self.cancelled:
+            out.append(
+                "Rolled back to their original replica lists (order and preferred leader "
+                "included), verified:"
+            )
+            out += [f"  {tp}: back at its original replicas [{_fmt(self.originals[tp])}]"
+                    for tp in self.cancelled]  # fmt: skip
+        if self.completed:
+            out.append(
+                "Completed before the cancel reached them (left at their target): "
+                + ",".join(str(tp) for tp in self.completed)
+            )
+        if self.not_moving:
+            out.append(
+                "Not moving, nothing to cancel: " + ",".join(str(tp) for tp in self.not_moving)
+            )
+        if not (self.reverted or self.cancelled or self.log_dir_cancelled or self.errors) and not (
+            self.rolling_back
+        ):
+            out.append("None of the specified partition reassignments are active.")
+        for tp, e in self.errors.items():
+            out.append(f"Could not cancel {tp}: {e}")
+        if self.rolling_back:
+            out.append(
+                "Not back at their original replicas yet (the reassignment back is in flight, "
+                "throttled); run the same --cancel again to wait for it and verify:"
+            )
+            for tp, (orig, now) in self.rolling_back.items():
+                out.append(f"  {tp}: original [{_fmt(orig)}], now [{_fmt(now)}]")
+        if self.unknown:
+            out.append(
+                "Not moving and not at the plan's target, left as they are: without the run's "
+                "journal or rollback file nothing tells a move not started from a KIP-435 "
+                "stepped move stopped between steps: " + ",".join(str(tp) for tp in self.unknown)
+            )
+            out.append(
+                "  Give the run's --journal, or the --rollback-file --execute saved, to bring "
+                "them back to their original replicas"
+                + (f" ({self.rollback_file})." if self.rollback_file else ".")
+            )
+        for tp, e in self.leader_not_restored.items():
+            out.append(
+                f"  {tp}: its original leader {self.originals[tp][0]} could not be elected "
+                f"({e}); kafka-leader-election --election-type PREFERRED moves it back"
+            )
+        if self.cleared is not None:
+            out.append("Throttles no remaining reassignment needs were removed.")
+        for topic, err in self.canaries.items():
+            if err is None:
+                out.append(f"Deleted the probe's canary topic {topic} the journaled run left.")
+            elif err == CANARY_LIVE:
+                out.append(f"Left the probe's canary topic {topic}: {CANARY_LIVE}.")
+            else:
+                out.append(
+                    f"Could not delete the probe's canary topic {topic} the journaled run "
+                    f"left ({err}): run the same --cancel again, or delete it by hand."
+                )
+        return out
+
+
+def _originals_from(
+    rollback_file: str | None, journal: str | None
+) -> tuple[Plan | None, dict[TopicPartition, tuple[int, ...]], set[TopicPartition], int | None]:
+    """(the journaled plan, original replica lists, journaled completions, throttle rate)
+    from a run's journal and / or a rollback file; where both name a partition they must
+    agree (order included), else nothing is sent and both lists are named
+    (``rollback.merge_originals``; before, the journal's silently won)."""
+    from ..run.resume import journaled_run
+
+    plan, completed, rate = None, set(), None
+    sources: dict[str, dict[TopicPartition, tuple[int, ...]]] = {}
+    if journal:
+        jr = journaled_run(journal)
+        plan, completed, rate = jr.plan, jr.completed, jr.options.throttle
+        sources[f"the journal {journal}"] = jr.originals
+    if rollback_file:
+        if not os.path.exists(rollback_file):
+            raise UsageError(f"--rollback-file {rollback_file}: no such file")
+        rb = {m.tp: tuple(m.replicas) for m in Plan.read(rollback_file)}
+        sources[f"--rollback-file {rollback_file}"] = rb
+    return plan, merge_originals(sources), completed, rate
+
+
+def cancel(
+    gateway: Any,
+    plan: Plan | None = None,
+    *,
+    topics: Iterable[str] | None = None,
+    all: bool = False,
+    preserve_throttles: bool = False,
+    rollback_file: str | None = None,
+    journal: str | None = None,
+    throttle: int | None = None,
+    timeout_s: float = ROLLBACK_TIMEOUT_S,
+    priors: thr.Priors | str | None = None,
+) -> CancelResult:
+    """Cancel means rollback. The partitions: the plan's (or the plan a ``journal`` holds),
+    every partition of ``topics`` in flight, or ``all`` in flight (KIP-455's three levels).
+
+    Each one in flight is cancelled (Kafka puts it back where that reassignment started and
+    deletes the replicas it added); then every partition not back at its ORIGINAL replica
+    list — the one before the run, which for a KIP-435 stepped move is not where its last step
+    started — gets a reassignment back to that list (throttled at ``throttle``, or the
+    journal's rate), in order, so the preferred leader is the original one too; the cancel
+    waits up to ``timeout_s`` and verifies. Originals come from the run's ``journal``, the
+    ``rollback_file`` --execute saved, else (a move in flight) from the cluster. A partition
+    already at the plan's target is left there (completed). Throttles removed put back the
+    values there before: ``priors`` (legacy --execute's priors file), else the journal's."""
+    chosen = [plan is not None, topics is not None, all]
+    if sum(chosen) > 1 or (sum(chosen) == 0 and journal is None):
+        raise UsageError("cancel needs exactly one of a plan (or a journal), topics, or all")
+    require_permissions(
+        gateway,
+        "cancel",
+        ["DESCRIBE", "ALTER"]
+        + ([] if preserve_throttles else ["DESCRIBE_CONFIGS", "ALTER_CONFIGS"]),
+        hint="" if preserve_throttles else "or cancel with --preserve-throttles",
+    )
+    j_plan, known, j_completed, j_rate = _originals_from(rollback_file, journal)
+    if not any(chosen):  # --journal alone: the journaled run's plan
+        plan = j_plan
+    if journal is not None and plan is None and topics is None and not all:
+        raise UsageError(
+            f"--journal {journal}: the journal holds no plan (too large to inline, and its "
+            "plan file is gone): give --reassignment-json-file too"
+        )
+    rate = throttle if throttle is not None else j_rate
+    events = None
+    if journal is not None:  # read once: the throttle priors and the canaries left
+        from ..moves.journal import read_events
+
+        events = read_events(journal)
+    if priors is None and events is not None:
+        priors = thr.Priors.from_events(events)
+    priors = thr.load_priors(priors)
+    in_flight = gateway.list_reassignments()
+    if plan is not None:
+        wanted = [m.tp for m in plan]
+    elif topics is not None:
+        ts = set(topics)
+        wanted = sorted(tp for tp in in_flight if tp.topic in ts)
+    else:
+        wanted = sorted(in_flight)
+    targets = {m.tp: tuple(m.replicas) for m in plan} if plan is not None else {}
+    # where each started: the journal / rollback file, else the reassignment in flight's own
+    originals = {
+        tp: tuple(r for r in in_flight[tp].replicas if r not in in_flight[tp].adding)
+        for tp in wanted
+        if tp in in_flight
+    }
+    originals.update({tp: o for tp, o in known.items() if tp in set(wanted)})
+    moving = [tp for tp in wanted if tp in in_flight]
+    results = gateway.alter_reassignments(dict.fromkeys(moving)) if moving else {}
+    reverted = [tp for tp in moving if tp in results and results[tp] is None]
+    errors = {
+        tp: (results.get(tp) or "no answer from the controller")
+        for tp in moving
+        if tp not in reverted
+    }
+    # NoReassignmentInProgress: it finished between list and cancel; not an error.
+    finished = [tp for tp, e in errors.items() if no_reassignment_in_progress(e)]
+    for tp in finished:
+        del errors[tp]
+
+    states = gateway.describe_partitions([tp for tp in wanted if tp not in errors])
+    cancelled: list[TopicPartition] = []
+    completed: list[TopicPartition] = []
+    not_moving: list[TopicPartition] = []
+    unknown: list[TopicPartition] = []
+    back: dict[TopicPartition, tuple[int, ...]] = {}
+    for tp in wanted:
+        if tp in errors:
+            continue
+        st, orig = states.get(tp), originals.get(tp)
+        if st is None:
+            errors[tp] = "the partition does not exist"
+        elif tp in targets and tp not in reverted and is_complete(targets[tp], st):
+            (
+                completed if tp in finished or tp in j_completed or tp in known else not_moving
+            ).append(tp)
+        elif orig is None or (tp in j_completed and tp not in reverted):
+            (unknown if tp in targets and not st.reassigning else not_moving).append(tp)
+        elif is_complete(orig, st):
+            (cancelled if tp in reverted else not_moving).append(tp)
+        else:
+            back[tp] = orig
+    if back:
+        cancelled_back, rolling, refused = roll_back(gateway, back, states, rate, timeout_s, priors)
+        cancelled += cancelled_back
+        errors.update(refused)
+    else:
+        rolling = {}
+    cancelled.sort(key=wanted.index)
+    leader_not_restored = restore_leaders(gateway, {tp: originals[tp] for tp in cancelled})
+
+    log_dir_cancelled: list[tuple[TopicPartition, int]] = []
+    if plan is not None and any(m.log_dirs is not None for m in plan):
+        brokers = {b for m in plan if m.log_dirs is not None for b in m.replicas}
+        cur, fut = replica_log_dirs(gateway, [m.tp for m in plan], brokers)
+        back_dirs = {key: cur[key] for key in fut if key in cur}
+        if back_dirs:
+            res = gateway.alter_replica_log_dirs(back_dirs)
+            log_dir_cancelled = sorted(k for k, e in res.items() if e is None)
+
+    cleared = None
+    touched = {tp.topic for tp in [*reverted, *back]} | {tp.topic for tp, _ in log_dir_cancelled}
+    if not preserve_throttles:
+        # as the official tool (and its ReassignPartitionsCommandTest): without
+        # --preserve-throttles the throttles go even when nothing was moving any more (e.g.
+        # after an earlier --cancel --preserve-throttles), except what moves in flight need;
+        # the operator's values recorded before are put back (issue 14 #13)
+        named = set(plan.topics()) if plan is not None else set(topics or ())
+        cleared = thr.clear_throttles(
+            gateway, sorted(touched | named), priors=priors, only_recorded=priors is not None
+        )
+    canaries = {}
+    if events is not None:  # a run killed with its probe up (--pace adaptive) left one
+        from ..cluster.probe import CANARY_PREFIX, delete_canaries
+        from ..moves.journal import writer_alive
+        from ..pacing.memory import orphan_canaries
+
+        left = [t for t in orphan_canaries(events) if t.startswith(CANARY_PREFIX)]
+        if left and writer_alive(journal):  # a live run's own canary: it deletes it at its end
+            canaries = dict.fromkeys(left, CANARY_LIVE)
+        else:
+            canaries = delete_canaries(gateway, left)
+    return CancelResult(
+        cancelled,
+        sorted(not_moving),
+        errors,
+        log_dir_cancelled,
+        cleared,
+        rollback_file,
+        completed=completed,
+        rolling_back=rolling,
+        unknown=unknown,
+        reverted=reverted,
+        originals={tp: originals[tp] for tp in cancelled},
+        journal=journal,
+        leader_not_restored=leader_not_restored,
+        canaries=canaries,
+    )
+
+
+def cancel_run(gateway: Any, journal: str, **kwargs: Any) -> CancelResult:
+    """Roll back the run journaled at ``journal`` (its plan, originals and throttle rate)."""
+    return cancel(gateway, None, journal=journal, **kwargs)

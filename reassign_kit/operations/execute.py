@@ -1,0 +1,467 @@
+"""The Python API: execute (legacy single request), verify, cancel, list_reassignments.
+
+Usable from a notebook, a script and the CLI alike: every function takes a gateway (``connect``
+builds the real one) and returns a result object with ``lines()`` (what the CLI prints),
+``exit_code`` where it means something, and ``to_pandas()``. Nothing is sent before the whole
+plan validates; throttles are set before a move and removed only when no move needs them.
+
+Verify and cancel live in ``ops_verify`` and ``ops_cancel`` (their names importable from here
+too), the result tables' pieces in ``ops_tables``; here the connection, the legacy execute,
+the listing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# re-exported: these lived here before cluster/views.py and engine/logdirs.py held them
+from ..cluster.views import (  # noqa: F401
+    METADATA_SETTLE_S,
+    cluster_view,
+    default_rollback_path,
+    in_flight_unless_additional,
+    missing_permissions,
+    no_reassignment_in_progress,
+    partition_sizes,
+    replica_log_dirs,
+    require_permissions,
+    rollback_plan,
+)
+from ..errors import (  # noqa: F401 (ReassignmentInProgressError, EXIT_*: re-exported)
+    EXIT_IN_PROGRESS,
+    EXIT_MISMATCH,
+    KafkaOperationError,
+    ReassignKitError,
+    ReassignmentInProgressError,
+    UsageError,
+)
+from ..model import Move, PartitionState, Plan, TopicPartition, is_complete
+from ..planner.record import Approval
+from ..run.elections import ElectionResult, elect_preferred
+from ..run.gcpause import defer_full_collections
+from ..run.logdirs import (  # noqa: F401
+    RETRIABLE_LOG_DIR_ERRORS,
+    log_dir_round,
+    log_dir_targets,
+    start_log_dir_moves,
+)
+from ..run.options import ExecuteOptions
+from ..run.preflight import preflight, write_rollback  # noqa: F401
+from ..run.rollback import (  # noqa: F401 (ROLLBACK_POLL_S, restore_leaders: re-exported)
+    ROLLBACK_POLL_S,
+    merge_originals,
+    restore_leaders,
+    roll_back,
+)
+from ..throttles import configs as thr
+from .cancel import (  # noqa: F401 (re-exported: the names ops has always had)
+    ROLLBACK_TIMEOUT_S,
+    CancelResult,
+    _originals_from,
+    cancel,
+    cancel_run,
+)
+from .tables import (  # noqa: F401 (re-exported: the names ops has always had)
+    _fmt,
+    _table,
+)
+from .verify import (  # noqa: F401 (re-exported: the names ops has always had)
+    COMPLETE,
+    IN_PROGRESS,
+    MISMATCH,
+    MISSING,
+    SETTLE_ATTEMPTS,
+    SETTLE_PAUSE_S,
+    VerifyResult,
+    _classify,
+    _settled_states,
+    settle,
+    verify,
+)
+
+# ----------------------------------------------------------------------------- setup
+
+
+def load_command_config(path: str) -> dict[str, str]:
+    """Read a Java-style .properties file (``--command-config``): ``key=value`` / ``key: value``,
+    ``#``/``!`` comments, ``\\`` line continuations. Values are secrets: never print them."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            raw = f.read().splitlines()
+    except OSError as e:
+        raise UsageError(f"--command-config {path}: cannot read it: {e.strerror}") from None
+    except UnicodeDecodeError as e:  # the bytes may be a secret: only where, never what
+        raise UsageError(f"--command-config {path}: not UTF-8 text (byte {e.start})") from None
+    props: dict[str, str] = {}
+    logical: list[str] = []
+    buf = ""
+    for line in raw:
+        s = line.lstrip()
+        if not buf and (not s or s[0] in "#!"):
+            continue
+        if s.endswith("\\") and not s.endswith("\\\\"):
+            buf += s[:-1]
+            continue
+        logical.append(buf + s)
+        buf = ""
+    if buf:
+        logical.append(buf)
+    for n, line in enumerate(logical, 1):
+        idx = [i for i in (line.find("="), line.find(":")) if i >= 0]
+        if not idx:
+            raise UsageError(f"--command-config {path}: entry {n} is not key=value (value hidden)")
+        i = min(idx)
+        key, value = line[:i].strip(), line[i + 1 :].strip()
+        if not key:
+            raise UsageError(f"--command-config {path}: entry {n} has an empty key")
+        props[key] = value
+    return props
+
+
+def connect(
+    bootstrap_servers: str,
+    command_config: Mapping[str, str] | str | None = None,
+    timeout_s: float = 30,
+) -> Any:
+    """An ``admin.AdminGateway``; ``command_config`` is a dict or a .properties path.
+    ``sim:PATH`` is a simulated cluster kept in a state file (``cluster/simfile.py``: the
+    kill-fuzz harness runs the CLI on one)."""
+    from ..cluster.admin import AdminGateway
+    from ..cluster.simfile import SIM_PREFIX, FileSim, is_sim
+
+    if is_sim(bootstrap_servers):
+        return FileSim(bootstrap_servers[len(SIM_PREFIX) :])
+
+    if isinstance(command_config, str):
+        command_config = load_command_config(command_config)
+    return AdminGateway(bootstrap_servers, command_config, timeout_s=timeout_s)
+
+
+# ----------------------------------------------------------------------------- execute
+
+
+@dataclass
+class ExecuteResult:
+    rows: list[dict[str, Any]]
+    rollback: Plan
+    rollback_path: str | None
+    throttle_changes: tuple[dict, dict] = ({}, {})
+    log_dir_rows: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    priors: thr.Priors = field(default_factory=thr.Priors)
+    priors_path: str | None = None
+    # --elect-leaders: the elections of the moves that completed at once (replica order only)
+    elections: ElectionResult | None = None
+
+    @property
+    def failed(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r["error"]]
+
+    @property
+    def exit_code(self) -> int:
+        failed_ld = [r for r in self.log_dir_rows if r["error"]]
+        return KafkaOperationError.exit_code if (self.failed or failed_ld) else 0
+
+    def to_pandas(self) -> Any:
+        return _table(self.rows, ["topic", "partition", "current", "target", "replaces", "error"])
+
+    def lines(self) -> list[str]:
+        out = []
+        ok = [r for r in self.rows if not r["error"]]
+        for r in self.rows:
+            if r["replaces"] is not None and not r["error"]:
+                out.append(
+                    f"{r['topic']}-{r['partition']}: the new target [{_fmt(r['target'])}] replaces "
+                    f"the reassignment in flight to [{_fmt(r['replaces'])}]"
+                )
+        if ok:
+            out.append(
+                f"Successfully started partition reassignment{'s' if len(ok) > 1 else ''} for "
+                + ",".join(f"{r['topic']}-{r['partition']}" for r in ok)
+            )
+        if self.failed:
+            out.append(
+                f"Error reassigning {len(self.failed)} partition(s) (the other "
+                f"{len(ok)} in the same request stand):"
+            )
+            out += [f"  {r['topic']}-{r['partition']}: {r['error']}" for r in self.failed]
+        for r in self.log_dir_rows:
+            if r["error"]:
+                out.append(
+                    f"Replica {r['topic']}-{r['partition']} on broker {r['broker']}: move to "
+                    f"{r['log_dir']} not started: {r['error']}"
+                )
+            else:
+                out.append(
+                    f"Started moving replica {r['topic']}-{r['partition']} on broker "
+                    f"{r['broker']} to log dir {r['log_dir']}"
+                )
+        return out + self.notes
+
+
+@defer_full_collections
+def execute(
+    gateway: Any,
+    plan: Plan,
+    *,
+    additional: bool = False,
+    throttle: int | None = None,
+    log_dir_throttle: int | None = None,
+    disallow_replication_factor_change: bool = False,
+    timeout_s: float = 10.0,
+    rollback_path: str | None = "",
+    source: str = "the plan",
+    elect_leaders: bool = False,
+    require_broker_rf_guard: bool = False,
+    plan_path: str | None = None,
+    approval: Approval | None = None,
+) -> ExecuteResult:
+    """Legacy execution, as ``kafka-reassign-partitions --execute``: validate the whole plan,
+    refuse when other reassignments are in flight unless ``additional``, write the rollback
+    JSON, set the throttles the moves need, submit every move in one request, then start the
+    moves between log dirs. Everything before the first change is ``engine.preflight`` (as for
+    a paced run). ``rollback_path`` "" = a timestamped file in the working dir, None = do not
+    write one (an existing file is never replaced). Pacing lives in ``engine/run.py``.
+
+    Throttles restored, not deleted (issue 14 #11): the value each throttle config had before
+    this request changed it (an operator's rate, their entries in a topic's list) is saved,
+    before the change, to ``<rollback stem>.throttle-priors.json`` beside the rollback file
+    (with the rollback file: without one, only in the result), for ``verify`` / ``cancel``
+    (``priors=``, CLI ``--throttle-priors``) and ``reassign-kit throttles --clean --priors``
+    to put back. When the submission fails as a whole (the controller refuses or times out:
+    an exception) or every partition is rejected, the throttles it set are removed at once
+    and the operator's values put back (issue 14 #5).
+
+    ``elect_leaders`` (CLI ``--elect-leaders``; off by default, as the official tool): the
+    moves that change only the replica order complete at once in Kafka; they are read back
+    (for up to the metadata settle window) and their preferred leaders elected in one request
+    (KIP-460), then checked (``ExecuteResult.elections``). A move that copies data is not
+    waited for (the request stays a fire-and-forget, as the official tool's): ``verify(...,
+    elect_leaders=True)`` elects its preferred leader once it sees it complete."""
+    p = preflight(
+        gateway,
+        plan,
+        ExecuteOptions(
+            additional=additional,
+            throttle=throttle or None,
+            log_dir_throttle=log_dir_throttle or None,
+            allow_replication_factor_change=not disallow_replication_factor_change,
+            require_broker_rf_guard=require_broker_rf_guard,
+            timeout_s=timeout_s,
+        ),
+        rollback_path=rollback_path,
+        source=source,
+        plan_path=plan_path,
+        build_run=False,
+        approval=approval,
+    )
+    in_flight, states, rollback, path = p.in_flight, p.states, p.rollback, p.rollback_path
+    assert rollback is not None  # not a resume: the preflight wrote (or skipped) it
+    with_dirs = any(m.log_dirs is not None for m in plan)
+
+    targets = {m.tp: m.replicas for m in plan}
+    notes: list[str] = []
+    changes: tuple[dict, dict] = ({}, {})
+    priors = thr.Priors()
+    priors_path = thr.priors_path_for(path) if path else None
+
+    def save_priors(new: thr.Priors) -> None:  # before the change is sent
+        if priors_path:
+            both = thr.Priors()
+            both.update(priors)
+            both.update(new)
+            write_json(priors_path, {"throttle_priors": both.to_json(), "plan_source": source})
+
+    if throttle is not None or log_dir_throttle is not None:
+        required = thr.required_throttles(targets, states, in_flight)
+        changes = thr.apply_throttles(
+            gateway,
+            required,
+            throttle,
+            log_dir_throttle,
+            thr.log_dir_brokers(plan),
+            in_flight=in_flight,
+            priors=priors,
+            on_prior=save_priors,
+            on_skip=lambda skipped: notes.append(
+                "Throttles not set on broker(s) "
+                + ", ".join(str(b) for b in sorted(skipped, key=str))
+                + ": not reachable (a stopped broker, KAFKA-13392); the moves were submitted "
+                "anyway. Once it is back, `reassign-kit throttles --check` shows what is left "
+                "and `--verify` or `reassign-kit throttles --clean` removes it."
+            ),
+        )
+        if throttle is not None:
+            notes.append(
+                f"The inter-broker throttle limit was set to {throttle} B/s on brokers "
+                f"{_fmt(sorted(required.brokers))}"
+            )
+        if log_dir_throttle is not None:
+            notes.append(f"The replica-alter-dir throttle limit was set to {log_dir_throttle} B/s")
+        notes.append(
+            "Warning: run --verify periodically until the reassignment completes, so that the "
+            "throttle is removed."
+        )
+
+    def undo_throttles() -> None:
+        """Nothing was submitted: remove what was set for it, put the priors back."""
+        if changes[0] or changes[1]:
+            thr.clear_throttles(gateway, list(changes[0]), list(changes[1]), None, None, priors)
+
+    try:
+        results = gateway.alter_reassignments(
+            targets, allow_replication_factor_change=not disallow_replication_factor_change
+        )
+    except BaseException:
+        undo_throttles()
+        raise
+    if (changes[0] or changes[1]) and not any(m.tp in results and not results[m.tp] for m in plan):
+        undo_throttles()
+        notes = [
+            "Nothing was submitted: the throttles set for it were removed (the values there "
+            "before put back)."
+        ]
+    rows = []
+    for m in plan:
+        prev = in_flight.get(m.tp)
+        rows.append(
+            {
+                "topic": m.topic,
+                "partition": m.partition,
+                "current": list(states[m.tp].replicas),
+                "target": list(m.replicas),
+                "replaces": list(prev.target) if prev is not None else None,
+                "error": results[m.tp]
+                if m.tp in results
+                else "no answer from the controller for this partition",
+            }
+        )
+
+    ok = {TopicPartition(r["topic"], r["partition"]) for r in rows if not r["error"]}
+    log_dir_rows = []
+    if with_dirs:
+        wanted = log_dir_targets(m for m in plan if m.tp in ok)
+        log_dir_rows = start_log_dir_moves(gateway, wanted, timeout_s)
+    elections = None
+    if elect_leaders and ok:
+        elections = _elect_reorders(gateway, plan, states, ok, notes)
+    if path:
+        notes.insert(0, f"The rollback plan (the current assignment) was saved to {path}")
+    notes[:0] = p.approval
+    if priors and priors_path and ok:
+        notes.append(
+            f"The throttle configs as they were before were saved to {priors_path}: "
+            f"`--verify --throttle-priors {priors_path}` (or `reassign-kit throttles --clean "
+            f"--priors {priors_path}`) puts them back instead of deleting them."
+        )
+    return ExecuteResult(
+        rows, rollback, path, changes, log_dir_rows, notes, priors, priors_path, elections
+    )
+
+
+def _elect_reorders(
+    gateway: Any,
+    plan: Plan,
+    states: Mapping[TopicPartition, PartitionState],
+    ok: set[TopicPartition],
+    notes: list[str],
+) -> ElectionResult | None:
+    """``execute(elect_leaders=True)``: the submitted moves that changed the preferred leader
+    and only the replica order (complete at once in Kafka) are read back until complete and
+    elected; those that copy data are named for ``--verify --elect-leaders``."""
+    changed = [
+        m
+        for m in plan
+        if m.tp in ok and states[m.tp].replicas and states[m.tp].replicas[0] != m.replicas[0]
+    ]
+    reorders = {m.tp: m.replicas for m in changed if set(states[m.tp].replicas) == set(m.replicas)}
+    copying = [m.tp for m in changed if m.tp not in reorders]
+    result = None
+    if reorders:
+        now = gateway.describe_partitions(list(reorders))
+        for _ in range(SETTLE_ATTEMPTS):
+            if all(is_complete(t, now.get(tp)) for tp, t in reorders.items()):
+                break
+            gateway.sleep(SETTLE_PAUSE_S)
+            now.update(gateway.describe_partitions(list(reorders)))
+        complete = {tp: now[tp] for tp, t in reorders.items() if is_complete(t, now.get(tp))}
+        late = [tp for tp in reorders if tp not in complete]
+        result = elect_preferred(gateway, complete)
+        notes += result.lines()
+        copying += late
+    if copying:
+        notes.append(
+            f"{len(copying)} move(s) change their preferred leader once complete (e.g. "
+            f"{copying[0]}): run --verify --elect-leaders until the reassignment completes; "
+            "it elects their preferred leaders."
+        )
+    return result
+
+
+# ----------------------------------------------------------------------------- list
+
+
+@dataclass
+class ListResult:
+    states: dict[TopicPartition, PartitionState]
+
+    def plan(self) -> Plan:
+        """The in-flight reassignments in the input format: each partition's target."""
+        return Plan.of(Move(tp, st.target) for tp, st in self.states.items())
+
+    def to_json(self, indent: int | None = None) -> str:
+        return self.plan().to_json(indent) if self.states else "{}"
+
+    def to_pandas(self) -> Any:
+        rows = [
+            {
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "replicas": list(st.replicas),
+                "adding": list(st.adding),
+                "removing": list(st.removing),
+                "target": list(st.target),
+            }
+            for tp, st in sorted(self.states.items())
+        ]
+        return _table(rows, ["topic", "partition", "replicas", "adding", "removing", "target"])
+
+    def lines(self) -> list[str]:
+        if not self.states:
+            return ["No partition reassignments found."]
+        out = ["Current partition reassignments:"]
+        for tp, st in sorted(self.states.items()):
+            out.append(
+                f"{tp}: replicas: {_fmt(st.replicas)}. adding: {_fmt(st.adding)}. "
+                f"removing: {_fmt(st.removing)}."
+            )
+        return out
+
+
+def list_reassignments(gateway: Any) -> ListResult:
+    """Every reassignment in flight on the cluster (from the controller)."""
+    require_permissions(gateway, "list", ["DESCRIBE"])
+    return ListResult(dict(sorted(gateway.list_reassignments().items())))
+
+
+def write_json(path: str, obj: Any) -> None:
+    """Write ``obj`` as JSON atomically (a temporary file, then rename), mode 0600."""
+    tmp = f"{path}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # a leftover .tmp from a killed writer keeps its old mode otherwise
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def progress(gateway: Any, plan: Any, journal: Any = None, **kwargs: Any) -> Any:
+    """KIP-179 progress report of ``plan``: see ``progress.report`` (``.to_pandas()``)."""
+    from ..watch.progress import report
+
+    kwargs.pop("command_config", None)  # a gateway is connected already
+    return report(gateway, plan, journal, **kwargs)

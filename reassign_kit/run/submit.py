@@ -1,0 +1,244 @@
+"""Submission (a part of ``Run``, engine/run.py): what may start now (``schedule.decide``),
+each move's original taken (never the union of a partition already reassigning), its intent
+and original written ahead, its throttles set, then one AlterPartitionReassignments."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from ..model import PartitionState, TopicPartition
+from ..moves.schedule import Item, decide, item_for
+from ..moves.table import MoveState, MoveStatus
+
+PENDING, READY, MOVING = MoveStatus.PENDING, MoveStatus.READY, MoveStatus.MOVING
+ROLLING_BACK = MoveStatus.ROLLING_BACK
+DONE, CANCELLED, FAILED = MoveStatus.DONE, MoveStatus.CANCELLED, MoveStatus.FAILED
+
+
+class SubmitPart:
+    """Scheduling and submission (see the module docstring)."""
+
+    def _schedule(
+        self,
+        cluster: Mapping[TopicPartition, PartitionState],
+        states: Mapping[TopicPartition, PartitionState],
+        now: float,
+    ) -> None:
+        """Ask ``schedule.decide`` what may start now (new moves and next steps) and submit it."""
+        with self._lock:
+            caps = self._caps
+        ready_items, ready_states = self._next_steps(states, now)
+        if not self._index.count(PENDING) and not ready_items:
+            self.waiting_reason = None
+            return
+        inflight = _InflightItems(self)  # built only if a cap reads them
+        # read lazily by decide, only as far as it needs (not the whole plan at every poll)
+        pending = (ms.item for ms in self._index.iter(PENDING))
+        d = decide(pending, inflight, caps, ready=ready_items, cluster_inflight=len(cluster))
+        self.waiting_reason = d.waiting_reason
+        if d.submit:
+            self._submit(cluster, d.submit, ready_states, d.batch if caps.mode == "batch" else None)
+
+    def _next_steps(
+        self, states: Mapping[TopicPartition, PartitionState], now: float
+    ) -> tuple[list[Item], dict[TopicPartition, PartitionState]]:
+        """The next steps of moves between steps (they hold a slot), as schedule items, with
+        the states they start from; steps planned again where R changed or the replicas are
+        not where the last step left them; a move found complete completes here."""
+        items: list[Item] = []
+        ready_states: dict[TopicPartition, PartitionState] = {}
+        ready_tps = sorted((ms.tp for ms in self._index.of(READY)), key=self._pos.__getitem__)
+        if not ready_tps:
+            return items, ready_states
+        fresh = {tp: states[tp] for tp in ready_tps if tp in states}
+        missing = [tp for tp in ready_tps if tp not in fresh]
+        if missing:
+            fresh.update(self.gw.describe_partitions(missing))
+        for tp in ready_tps:
+            st = fresh.get(tp)
+            ms = self._moves[tp]
+            if st is None:
+                continue
+            if not ms.steps or ms.step == 0 or tuple(st.replicas) != ms.step_target:
+                ms.steps = self._plan_steps(ms, st)
+                ms.step = 0
+            elif ms.replan:  # R changed: the steps done stay, those left are planned anew
+                ms.steps = ms.steps[: ms.step] + self._plan_steps(ms, st)
+            ms.replan = False
+            if self._complete(tp, st):
+                ms.complete(now, st.replicas)
+                continue
+            nxt = ms.steps[ms.step] if ms.step < len(ms.steps) else tuple(ms.move.replicas)
+            ready_states[tp] = st
+            it = item_for(tp, st.replicas, nxt, st.leader, ms.item.size_bytes)
+            items.append(
+                Item(
+                    tp,
+                    it.brokers,
+                    it.moves_leader,
+                    ms.item.size_bytes,
+                    ms.item.under_replicated,
+                    ms.item.batch,
+                )
+            )
+        return items, ready_states
+
+    def _submit(
+        self,
+        cluster: Mapping[TopicPartition, PartitionState],
+        tps: Sequence[TopicPartition],
+        ready_states: Mapping[TopicPartition, PartitionState],
+        batch: int | None,
+    ) -> None:
+        """Set the throttles the moves need, then submit each one's next step in one request;
+        a rejected submission fails its move and ends the run."""
+        new_tps = [tp for tp in tps if self._moves[tp].status == "pending"]
+        new_states = self.gw.describe_partitions(new_tps) if new_tps else {}
+        targets: dict[TopicPartition, tuple[int, ...]] = {}
+        steps_info: dict[TopicPartition, int] = {}
+        for tp in tps:
+            ms = self._moves[tp]
+            st = ready_states.get(tp) or new_states.get(tp)
+            if st is None:
+                ms.fail("partition no longer exists")
+                continue
+            if ms.status == "pending":
+                original = self._original_at_submit(ms, st)
+                if original is None:
+                    continue  # refused by name (already reassigning, no original known)
+                ms.original = original
+                ms.steps = self._plan_steps(ms, st)
+                ms.step = 0
+            nxt_i = ms.step + 1
+            targets[tp] = ms.steps[nxt_i - 1] if nxt_i <= len(ms.steps) else tuple(ms.move.replicas)
+            steps_info[tp] = nxt_i
+        if not targets:
+            return
+        # write-ahead (issue 19 item 1): each move's intent and what undoes it — its original
+        # replica list, in order — is in the journal, fsynced (the gateway commits it before
+        # any change), before the throttles and the Alter are sent; a SIGKILL right after the
+        # Alter leaves the original on disk for the resume and the cancel
+        for tp, tgt in targets.items():
+            ms = self._moves[tp]
+            self._emit(
+                "intent",
+                **_tpf(tp),
+                action="alter",
+                original=list(ms.original),
+                target=list(tgt),
+                step=steps_info[tp],
+                order_known=tp not in self._order_unknown,
+            )
+        # throttles first: the moves about to start must never run unthrottled
+        changed_before = self._dirty  # a change of this poll the listing does not show yet
+        self._sync_throttles(
+            cluster,
+            {tp: (tgt, ready_states.get(tp) or new_states[tp]) for tp, tgt in targets.items()},
+        )
+        results = self.gw.alter_reassignments(
+            targets, allow_replication_factor_change=self.options.allow_replication_factor_change
+        )
+        self._dirty = True
+        now = self._clock()
+        errors: dict[TopicPartition, str] = {}
+        for tp, tgt in targets.items():
+            ms = self._moves[tp]
+            err = results.get(tp, "no answer from the controller")
+            if err:
+                errors[tp] = err
+                ms.reject(err, tgt, steps_info[tp])
+                continue
+            if ms.submitted_at is None:
+                ms.submit(now, batch)
+            ms.submit_step(now, steps_info[tp], tgt)
+        self._dirs.register(now)  # so that the run cannot return before they begin
+        # every move accepted, nothing else changed in this poll: the throttles just set are
+        # those of the cluster's listing at this poll's start plus what was sent
+        self._throttles_fresh = not errors and not changed_before
+        if errors:
+            tp0, e0 = next(iter(errors.items()))
+            submitted = self._index.submitted
+            self._fail(
+                f"{len(errors)} submission(s) rejected, e.g. {tp0}: {e0}; the run stopped "
+                f"after submitting {submitted} move(s) (see the journal)"
+            )
+
+    def _original_at_submit(self, ms: MoveState, st: PartitionState) -> tuple[int, ...] | None:
+        """The replicas a move starts from: the cluster's list when nothing is reassigning
+        it (this run's write-ahead record, if it has one); for a partition found already reassigning (an Alter that timed out on the client
+        but was applied, another tool's move) the write-ahead record of this run's journal,
+        else KIP-455's ``replicas - adding`` (the right set; Kafka lists the target first,
+        so its order is unknown) when adopted explicitly (``--additional``), else refused by
+        name. Never ``replicas`` of a reassigning partition: that is target + original."""
+        wal = self._wal_originals.get(ms.tp)
+        if not st.reassigning:
+            # a move whose intent alone was journaled before a kill: the list it recorded
+            # before anything was sent (a KIP-435 step may have taken since)
+            return wal or tuple(st.replicas)
+        if wal:
+            return wal
+        kip455 = tuple(b for b in st.replicas if b not in st.adding)
+        if self.options.additional and kip455:
+            self._order_unknown.add(ms.tp)
+            self._emit(
+                "warning",
+                **_tpf(ms.tp),
+                message=f"{ms.tp}: already reassigning (replicas {list(st.replicas)}, adding "
+                f"{list(st.adding)}); adopted with the original replica set {list(kip455)} "
+                "from KIP-455 (its order is not known: a cancel restores the set in this order)",
+            )
+            return kip455
+        ms.fail(
+            f"already reassigning (replicas {list(st.replicas)}, adding {list(st.adding)}) "
+            "and this run's journal has no record of its original replicas: refused (another "
+            "reassignment is in flight; --additional adopts it with the original set "
+            f"{list(kip455)} from KIP-455, order unknown)"
+        )
+        return None
+
+    def _inflight_item(self, ms: MoveState) -> Item:
+        """The step in flight as a schedule item (kept per step: asked for at every poll)."""
+        key = (ms.step_from, ms.step_target)
+        cached = self._inflight_items.get(ms.tp)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        it = item_for(ms.move.tp, ms.step_from, ms.step_target)
+        item = Item(
+            ms.move.tp,
+            it.brokers,
+            it.moves_leader,
+            ms.item.size_bytes,
+            ms.item.under_replicated,
+            ms.item.batch,
+        )
+        self._inflight_items[ms.tp] = (key, item)
+        return item
+
+
+class _InflightItems:
+    """The run's steps in flight as schedule items for ``decide``: counted at once, built
+    (``Run._inflight_item``) only if ``decide`` reads them — under a broker or leader cap, in
+    batch mode (issue 12: building 2,000 at every poll was a third of a quiet poll)."""
+
+    def __init__(self, run: Any):  # the Run (engine/run.py)
+        self._run = run
+        self._n = run._index.count(MOVING)
+        self._items: list[Item] | None = None
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[Item]:
+        if self._items is None:
+            run = self._run
+            moving = run._index.of(MOVING)
+            self._items = [run._inflight_item(ms) for ms in moving]
+            if len(run._inflight_items) > 2 * len(moving):  # moves no longer in flight
+                keep = {ms.tp for ms in moving}
+                run._inflight_items = {tp: v for tp, v in run._inflight_items.items() if tp in keep}
+        return iter(self._items)
+
+
+def _tpf(tp: TopicPartition) -> dict[str, Any]:
+    return {"topic": tp.topic, "partition": tp.partition}

@@ -1,0 +1,264 @@
+"""A snapshot's entries — its brokers, topics and partitions — and their strict readers
+(re-exported by snapshot): every problem of a snapshot file at once, each naming the entry at
+fault, and its fields in a fixed order for the canonical JSON."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..model import TopicPartition
+
+_BROKER_KEYS = {"id", "rack", "log_dirs", "cordoned_log_dirs"}
+
+
+_TIERED_KEYS = ("remote_storage_enable", "local_retention_bytes", "local_retention_ms")
+
+
+_TOPIC_KEYS = {"name", "min_insync_replicas", *_TIERED_KEYS}
+
+
+_PARTITION_KEYS = {"topic", "partition", "replicas", "size_bytes", "leader", "isr"}
+
+
+@dataclass(frozen=True)
+class BrokerEntry:
+    id: int
+    rack: str | None = None
+    # KIP-1066 (Kafka 4.3): the broker's log dirs and its ``cordoned.log.dirs`` ("*" = all), as
+    # the snapshot read them from its config; None = not recorded (older Kafka, older snapshot)
+    log_dirs: tuple[str, ...] | None = None
+    cordoned_log_dirs: tuple[str, ...] | None = None
+
+    @property
+    def cordoned(self) -> bool:
+        """Every log dir cordoned: the broker takes no new replica."""
+        c = self.cordoned_log_dirs
+        if not c:
+            return False
+        return "*" in c or (bool(self.log_dirs) and set(self.log_dirs) <= set(c))
+
+    def to_json_obj(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "rack": self.rack}
+        for k in ("log_dirs", "cordoned_log_dirs"):
+            if getattr(self, k) is not None:
+                out[k] = list(getattr(self, k))
+        return out
+
+
+@dataclass(frozen=True)
+class TopicEntry:
+    name: str
+    min_insync_replicas: int | None = None
+    # tiered storage (KIP-405): remote.storage.enable and the local retention it keeps; sizes
+    # stay the local bytes (what a move copies)
+    remote_storage_enable: bool = False
+    local_retention_bytes: int | None = None
+    local_retention_ms: int | None = None
+
+    def to_json_obj(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "min_insync_replicas": self.min_insync_replicas}
+        if self.remote_storage_enable or self.local_retention_bytes is not None:
+            out["remote_storage_enable"] = self.remote_storage_enable
+        for k in ("local_retention_bytes", "local_retention_ms"):
+            if getattr(self, k) is not None:
+                out[k] = getattr(self, k)
+        return out
+
+
+@dataclass(frozen=True)
+class PartitionEntry:
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    size_bytes: int = 0
+    # the partition's state when recorded (None: not recorded, or no leader)
+    leader: int | None = None
+    isr: tuple[int, ...] | None = None
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+def _partition_obj(p: PartitionEntry) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "topic": p.topic,
+        "partition": p.partition,
+        "replicas": list(p.replicas),
+        "size_bytes": p.size_bytes,
+    }
+    if p.leader is not None:
+        out["leader"] = p.leader
+    if p.isr is not None:
+        out["isr"] = list(p.isr)
+    return out
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _read_brokers(raw: Any, problems: list[str]) -> dict[int, BrokerEntry]:
+    out: dict[int, BrokerEntry] = {}
+    if not isinstance(raw, list):
+        problems.append("'brokers' must be a list")
+        return out
+    for i, b in enumerate(raw):
+        where = f"brokers[{i}]"
+        if not isinstance(b, dict):
+            problems.append(f"{where} must be an object")
+            continue
+        for k in sorted(set(b) - _BROKER_KEYS):
+            problems.append(f"{where}: unknown key {k!r}")
+        bid, rack = b.get("id"), b.get("rack")
+        if not _is_int(bid) or bid < 0:
+            problems.append(f"{where}: 'id' must be a non-negative integer, got {bid!r}")
+            continue
+        if rack is not None and (not isinstance(rack, str) or not rack):
+            problems.append(
+                f"broker {bid}: 'rack' must be a non-empty string or null, got {rack!r}"
+            )
+            continue
+        if bid in out:
+            problems.append(f"broker {bid} is listed twice")
+            continue
+        dirs = {}
+        for k in ("log_dirs", "cordoned_log_dirs"):
+            v = b.get(k)
+            if v is not None and (
+                not isinstance(v, list) or not all(isinstance(d, str) and d for d in v)
+            ):
+                problems.append(
+                    f"broker {bid}: {k!r} must be a list of non-empty strings or null, got {v!r}"
+                )
+                v = None
+            dirs[k] = tuple(v) if v is not None else None
+        out[bid] = BrokerEntry(bid, rack, **dirs)
+    return out
+
+
+def _read_topics(raw: Any, problems: list[str]) -> dict[str, TopicEntry]:
+    out: dict[str, TopicEntry] = {}
+    if not isinstance(raw, list):
+        problems.append("'topics' must be a list")
+        return out
+    for i, t in enumerate(raw):
+        where = f"topics[{i}]"
+        if not isinstance(t, dict):
+            problems.append(f"{where} must be an object")
+            continue
+        for k in sorted(set(t) - _TOPIC_KEYS):
+            problems.append(f"{where}: unknown key {k!r}")
+        name, misr = t.get("name"), t.get("min_insync_replicas")
+        if not isinstance(name, str) or not name:
+            problems.append(f"{where}: 'name' must be a non-empty string, got {name!r}")
+            continue
+        if misr is not None and (not _is_int(misr) or misr < 1):
+            problems.append(
+                f"topic {name}: 'min_insync_replicas' must be a positive integer or null, got {misr!r}"
+            )
+            continue
+        remote = t.get("remote_storage_enable", False)
+        if not isinstance(remote, bool):
+            problems.append(
+                f"topic {name}: 'remote_storage_enable' must be true or false, got {remote!r}"
+            )
+            continue
+        bad = False
+        for k in ("local_retention_bytes", "local_retention_ms"):
+            v = t.get(k)
+            if v is not None and (not _is_int(v) or v < -2):
+                problems.append(f"topic {name}: {k!r} must be an integer >= -2 or null, got {v!r}")
+                bad = True
+        if bad:
+            continue
+        if name in out:
+            problems.append(f"topic {name} is listed twice")
+            continue
+        out[name] = TopicEntry(
+            name, misr, remote, t.get("local_retention_bytes"), t.get("local_retention_ms")
+        )
+    return out
+
+
+def _read_partitions(
+    raw: Any, problems: list[str], brokers: dict[int, BrokerEntry], topics: dict[str, TopicEntry]
+) -> list[PartitionEntry]:
+    out: list[PartitionEntry] = []
+    seen: set[tuple[str, int]] = set()
+    if not isinstance(raw, list):
+        problems.append("'partitions' must be a list")
+        return out
+    for i, p in enumerate(raw):
+        where = f"partitions[{i}]"
+        if not isinstance(p, dict):
+            problems.append(f"{where} must be an object")
+            continue
+        for k in sorted(set(p) - _PARTITION_KEYS):
+            problems.append(f"{where}: unknown key {k!r}")
+        topic, part, reps, size = (
+            p.get("topic"),
+            p.get("partition"),
+            p.get("replicas"),
+            p.get("size_bytes", 0),
+        )
+        if not isinstance(topic, str) or not topic:
+            problems.append(f"{where}: 'topic' must be a non-empty string, got {topic!r}")
+            continue
+        if not _is_int(part) or part < 0:
+            problems.append(
+                f"{where} (topic {topic}): 'partition' must be a non-negative integer, got {part!r}"
+            )
+            continue
+        name = f"{topic}-{part}"
+        ok = True
+        if topic not in topics:
+            problems.append(f"partition {name}: topic {topic} is not in 'topics'")
+            ok = False
+        if (topic, part) in seen:
+            problems.append(f"partition {name} is listed twice")
+            continue
+        seen.add((topic, part))
+        if not isinstance(reps, list) or not reps or not all(_is_int(r) for r in reps):
+            problems.append(
+                f"partition {name}: 'replicas' must be a non-empty list of broker ids, got {reps!r}"
+            )
+            continue
+        if len(set(reps)) != len(reps):
+            problems.append(f"partition {name}: duplicate replicas {reps}")
+            ok = False
+        unknown = sorted({r for r in reps if r not in brokers})
+        if unknown:
+            problems.append(f"partition {name}: replicas on broker(s) {unknown} not in 'brokers'")
+            ok = False
+        if not _is_int(size) or size < 0:
+            problems.append(
+                f"partition {name}: 'size_bytes' must be a non-negative integer, got {size!r}"
+            )
+            ok = False
+        leader, isr = p.get("leader"), p.get("isr")
+        if leader is not None and (not _is_int(leader) or leader not in reps):
+            problems.append(
+                f"partition {name}: 'leader' must be one of its replicas {reps} or null, "
+                f"got {leader!r}"
+            )
+            ok = False
+        if isr is not None:
+            if not isinstance(isr, list) or not all(_is_int(r) for r in isr):
+                problems.append(
+                    f"partition {name}: 'isr' must be a list of broker ids or null, got {isr!r}"
+                )
+                ok = False
+            elif len(set(isr)) != len(isr) or not set(isr) <= set(reps):
+                problems.append(
+                    f"partition {name}: 'isr' {isr} must be distinct replicas of {reps}"
+                )
+                ok = False
+        if ok:
+            out.append(
+                PartitionEntry(
+                    topic, part, tuple(reps), size, leader, tuple(isr) if isr is not None else None
+                )
+            )
+    return out

@@ -1,0 +1,410 @@
+"""Cluster snapshot: what the planner and the offline validator need to know about a cluster.
+
+The JSON form is a contract (``version`` 1)::
+
+    {"version": 1,
+     "brokers": [{"id": 1, "rack": "a"}],
+     "topics": [{"name": "t", "min_insync_replicas": 2}],
+     (a tiered topic, KIP-405, adds "remote_storage_enable": true, "local_retention_bytes": N,
+      "local_retention_ms": N — its configs remote.storage.enable, local.retention.bytes/ms)
+     "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2, 3], "size_bytes": 123,
+                     "leader": 2, "isr": [2, 3]}]}
+
+``leader`` and ``isr`` (optional; older snapshots have neither) are the partition's state when
+the snapshot was taken: the broker leading it (null: none) and its in-sync replicas, both among
+its replicas. A demotion plan uses them: a demoted broker may lead a partition it is not the
+first replica of (leadership drifts, e.g. after a broker restart), and the new first replica
+should be one the controller can elect (in the ISR).
+
+A broker listed with no replicas is a new, empty broker. ``size_bytes`` is what a new replica
+copies: the leader's log size from DescribeLogDirs, which for a tiered topic counts only its
+local segments (remote ones are not copied by a move). Reading is strict (every problem at
+once, each naming the entry at fault); writing is canonical (sorted, fixed key order) so the same
+cluster state always gives the same bytes. Big clusters may use the Parquet form instead: a
+directory with ``brokers.parquet``, ``topics.parquet`` and ``partitions.parquet`` holding the
+same fields, which Spark reads without going through the driver.
+
+The entries and their readers are in ``snapshot_entries``, the topic selection in
+``snapshot_filter`` (their names importable from here too); here ``Snapshot``, its JSON and
+Parquet forms, and ``take_snapshot`` from a live cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..cluster.views import require_permissions
+from ..errors import InvalidPlanError, require_extra
+from ..model import TopicPartition, read_text
+from .entries import (  # noqa: F401 (re-exported: the names this module has always had)
+    _BROKER_KEYS,
+    _PARTITION_KEYS,
+    _TIERED_KEYS,
+    _TOPIC_KEYS,
+    BrokerEntry,
+    PartitionEntry,
+    TopicEntry,
+    _is_int,
+    _partition_obj,
+    _read_brokers,
+    _read_partitions,
+    _read_topics,
+)
+from .filter import (  # noqa: F401 (re-exported: the names this module has always had)
+    INTERNAL_TOPICS,
+    TopicFilter,
+    _compile,
+    excluded_summary,
+    is_internal,
+)
+
+VERSION = 1
+_TOP_KEYS = {"version", "brokers", "topics", "partitions"}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A cluster at one moment: brokers (with racks), topics, partitions (replicas in order)."""
+
+    brokers: tuple[BrokerEntry, ...]
+    topics: tuple[TopicEntry, ...]
+    partitions: tuple[PartitionEntry, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def of(
+        cls,
+        brokers: Iterable[BrokerEntry],
+        topics: Iterable[TopicEntry],
+        partitions: Iterable[PartitionEntry],
+    ) -> Snapshot:
+        """Build in canonical order (brokers by id, topics by name, partitions by topic/partition)."""
+        return cls(
+            tuple(sorted(brokers, key=lambda b: b.id)),
+            tuple(sorted(topics, key=lambda t: t.name)),
+            tuple(sorted(partitions, key=lambda p: (p.topic, p.partition))),
+        )
+
+    # -- views -----------------------------------------------------------------------------
+    def broker_ids(self) -> list[int]:
+        return [b.id for b in self.brokers]
+
+    def racks(self) -> dict[int, str | None]:
+        return {b.id: b.rack for b in self.brokers}
+
+    def cordoned(self) -> frozenset[int]:
+        """Brokers whose log dirs are all cordoned (KIP-1066)."""
+        return frozenset(b.id for b in self.brokers if b.cordoned)
+
+    def by_tp(self) -> dict[TopicPartition, PartitionEntry]:
+        return {p.tp: p for p in self.partitions}
+
+    def select(self, topic_filter: TopicFilter) -> tuple[Snapshot, dict[str, str]]:
+        """The snapshot restricted to the selected topics, and what was excluded (and why)."""
+        if topic_filter.is_default and not any(is_internal(t.name) for t in self.topics):
+            return self, {}
+        _, excluded = topic_filter.split(t.name for t in self.topics)
+        if not excluded:
+            return self, {}
+        return (
+            Snapshot.of(
+                self.brokers,
+                [t for t in self.topics if t.name not in excluded],
+                [p for p in self.partitions if p.topic not in excluded],
+            ),
+            excluded,
+        )
+
+    def replica_count(self) -> int:
+        return sum(len(p.replicas) for p in self.partitions)
+
+    def to_pandas(self):
+        """Partitions as a pandas DataFrame (topic, partition, replicas, size_bytes)."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            {
+                "topic": [p.topic for p in self.partitions],
+                "partition": [p.partition for p in self.partitions],
+                "replicas": [list(p.replicas) for p in self.partitions],
+                "size_bytes": [p.size_bytes for p in self.partitions],
+            }
+        )
+
+    # -- JSON ------------------------------------------------------------------------------
+    def to_json_obj(self) -> dict[str, Any]:
+        return {
+            "version": VERSION,
+            "brokers": [b.to_json_obj() for b in sorted(self.brokers, key=lambda b: b.id)],
+            "topics": [t.to_json_obj() for t in sorted(self.topics, key=lambda t: t.name)],
+            "partitions": [
+                _partition_obj(p)
+                for p in sorted(self.partitions, key=lambda p: (p.topic, p.partition))
+            ],
+        }
+
+    def to_json(self) -> str:
+        """Canonical JSON: one partition per line keeps diffs of big snapshots readable."""
+        obj = self.to_json_obj()
+        head = {k: obj[k] for k in ("version", "brokers", "topics")}
+        lines = [json.dumps(p, separators=(", ", ": ")) for p in obj["partitions"]]
+        text = json.dumps(head, separators=(", ", ": "))[:-1]
+        if not lines:
+            return text + ', "partitions": []}\n'
+        return text + ', "partitions": [\n' + ",\n".join(lines) + "\n]}\n"
+
+    def write(self, path: str) -> None:
+        """Write JSON, or the Parquet directory form when ``path`` ends with ``.parquet``."""
+        if _is_parquet_path(path):
+            write_parquet(self, path)
+            return
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(self.to_json())
+        os.replace(tmp, path)
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "snapshot") -> Snapshot:
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise InvalidPlanError(
+                [f"not valid JSON: {e}"], header=f"{source} is not a snapshot"
+            ) from e
+        return cls.from_json_obj(obj, source)
+
+    @classmethod
+    def from_json_obj(cls, obj: Any, source: str = "snapshot") -> Snapshot:
+        problems: list[str] = []
+        if not isinstance(obj, dict):
+            raise InvalidPlanError(
+                ["the top level must be a JSON object"], header=f"{source} is not a snapshot"
+            )
+        for k in sorted(set(obj) - _TOP_KEYS):
+            problems.append(f"unknown top-level key {k!r}")
+        if obj.get("version") != VERSION:
+            problems.append(f"version must be {VERSION}, got {obj.get('version')!r}")
+        brokers = _read_brokers(obj.get("brokers"), problems)
+        topics = _read_topics(obj.get("topics"), problems)
+        partitions = _read_partitions(obj.get("partitions"), problems, brokers, topics)
+        if problems:
+            raise InvalidPlanError(problems, header=f"{source} is not a valid snapshot")
+        return cls.of(brokers.values(), topics.values(), partitions)
+
+    @classmethod
+    def read(cls, path: str) -> Snapshot:
+        if _is_parquet_path(path):
+            return read_parquet(path)
+        return cls.from_json(read_text(path, "snapshot"), source=path)
+
+
+# -- Parquet ---------------------------------------------------------------------------------
+def _is_parquet_path(path: str) -> bool:
+    return path.endswith(".parquet") or os.path.isdir(path)
+
+
+def write_parquet(snap: Snapshot, path: str) -> None:
+    """The Parquet directory form: three files Spark can read straight into executors."""
+    require_extra("pyarrow.parquet", "a Parquet snapshot")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    os.makedirs(path, exist_ok=True)
+    pq.write_table(
+        pa.table(
+            {
+                "id": [b.id for b in snap.brokers],
+                "rack": pa.array([b.rack for b in snap.brokers], pa.string()),
+                "log_dirs": pa.array(
+                    [list(b.log_dirs) if b.log_dirs is not None else None for b in snap.brokers],
+                    pa.list_(pa.string()),
+                ),
+                "cordoned_log_dirs": pa.array(
+                    [
+                        list(b.cordoned_log_dirs) if b.cordoned_log_dirs is not None else None
+                        for b in snap.brokers
+                    ],
+                    pa.list_(pa.string()),
+                ),
+            }
+        ),
+        os.path.join(path, "brokers.parquet"),
+    )
+    pq.write_table(
+        pa.table(
+            {
+                "name": pa.array([t.name for t in snap.topics], pa.string()),
+                "min_insync_replicas": pa.array(
+                    [t.min_insync_replicas for t in snap.topics], pa.int32()
+                ),
+                "remote_storage_enable": pa.array(
+                    [t.remote_storage_enable for t in snap.topics], pa.bool_()
+                ),
+                "local_retention_bytes": pa.array(
+                    [t.local_retention_bytes for t in snap.topics], pa.int64()
+                ),
+                "local_retention_ms": pa.array(
+                    [t.local_retention_ms for t in snap.topics], pa.int64()
+                ),
+            }
+        ),
+        os.path.join(path, "topics.parquet"),
+    )
+    pq.write_table(
+        pa.table(
+            {
+                "topic": pa.array([p.topic for p in snap.partitions], pa.string()),
+                "partition": pa.array([p.partition for p in snap.partitions], pa.int32()),
+                "replicas": pa.array(
+                    [list(p.replicas) for p in snap.partitions], pa.list_(pa.int32())
+                ),
+                "size_bytes": pa.array([p.size_bytes for p in snap.partitions], pa.int64()),
+                "leader": pa.array([p.leader for p in snap.partitions], pa.int32()),
+                "isr": pa.array(
+                    [list(p.isr) if p.isr is not None else None for p in snap.partitions],
+                    pa.list_(pa.int32()),
+                ),
+            }
+        ),
+        os.path.join(path, "partitions.parquet"),
+    )
+    with open(os.path.join(path, "_VERSION"), "w", encoding="utf-8") as f:
+        f.write(f"{VERSION}\n")
+
+
+def read_parquet(path: str) -> Snapshot:
+    """Read the Parquet form into memory, through the same strict checks as the JSON form."""
+    require_extra("pyarrow.parquet", "a Parquet snapshot")
+    import pyarrow.parquet as pq
+
+    try:
+        brokers = pq.read_table(os.path.join(path, "brokers.parquet")).to_pylist()
+        topics = [_tiered_defaults(t) for t in _read_topics_parquet(path)]
+        parts = pq.read_table(os.path.join(path, "partitions.parquet")).to_pylist()
+    except (OSError, ValueError) as e:
+        raise InvalidPlanError(
+            [f"cannot read Parquet snapshot {path}: {e}"], header=f"snapshot {path}"
+        ) from e
+    obj = {"version": VERSION, "brokers": brokers, "topics": topics, "partitions": parts}
+    return Snapshot.from_json_obj(obj, source=path)
+
+
+def _read_topics_parquet(path: str) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(os.path.join(path, "topics.parquet")).to_pylist()
+
+
+def _tiered_defaults(t: dict) -> dict:
+    """A Parquet row: the tiered columns (absent in older snapshots; null = not set)."""
+    t = dict(t)
+    if t.get("remote_storage_enable") is None:
+        t.pop("remote_storage_enable", None)
+    for k in ("local_retention_bytes", "local_retention_ms"):
+        if k in t and t[k] is None:
+            del t[k]
+    return t
+
+
+def tiered_of(configs: Mapping[str, str]) -> dict[str, Any]:
+    """remote.storage.enable and local.retention.bytes / .ms from a topic's effective configs."""
+    out: dict[str, Any] = {
+        "remote_storage_enable": str(configs.get("remote.storage.enable", "false")).lower()
+        == "true"
+    }
+    for key, field_ in (
+        ("local.retention.bytes", "local_retention_bytes"),
+        ("local.retention.ms", "local_retention_ms"),
+    ):
+        v = configs.get(key)
+        try:
+            out[field_] = int(v) if v is not None and out["remote_storage_enable"] else None
+        except ValueError:
+            out[field_] = None
+    return out
+
+
+# -- from a live cluster ---------------------------------------------------------------------
+def parse_cordons(cfg: Mapping[str, str]) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
+    """(log dirs, cordoned log dirs) from a broker's effective config: ``cordoned.log.dirs``
+    (KIP-1066, Kafka 4.3: a comma list, "*" = all) is None when the broker does not know it
+    (older Kafka: no cordons, no error); ``log.dirs`` else ``log.dir``."""
+    raw = cfg.get("log.dirs") or cfg.get("log.dir")
+    dirs = tuple(d.strip() for d in raw.split(",") if d.strip()) if raw else None
+    if "cordoned.log.dirs" not in cfg:
+        return dirs, None
+    cordoned = tuple(d.strip() for d in cfg["cordoned.log.dirs"].split(",") if d.strip())
+    return dirs, cordoned
+
+
+def cordons_of(gateway: Any, brokers: list[BrokerEntry]) -> list[BrokerEntry]:
+    """The brokers with their log dirs and cordons as their configs say (one DescribeConfigs
+    per broker). A broker whose configs cannot be read records none (its cordons unknown)."""
+    from ..errors import KafkaOperationError
+
+    if not brokers:
+        return brokers
+    try:
+        cfgs = gateway.broker_configs([b.id for b in brokers])
+    except KafkaOperationError:
+        return brokers
+    out = []
+    for b in brokers:
+        dirs, cordoned = parse_cordons(cfgs.get(b.id, {}))
+        out.append(BrokerEntry(b.id, b.rack, dirs, cordoned))
+    return out
+
+
+def take_snapshot(
+    gateway: Any,
+    topics: Iterable[str] | None = None,
+    topic_filter: TopicFilter | None = None,
+) -> Snapshot:
+    """Record the cluster through the gateway: a handful of Admin calls whatever its size.
+    With ``topic_filter``, only the topics it selects (of ``topics``, or of all) are recorded.
+
+    ``size_bytes`` is the leader's log size from DescribeLogDirs (the bytes a new replica must
+    copy); when the leader is unknown, the largest replica's log stands in. For a tiered topic
+    (``remote.storage.enable``) that is its local log only — DescribeLogDirs reports the local
+    segments, and a move copies only those — so nothing here uses a total (remote) size; the
+    topic entry records the setting and its local retention."""
+    require_permissions(gateway, "snapshot", ["DESCRIBE"])
+    brokers = [BrokerEntry(b.id, b.rack) for b in gateway.brokers()]
+    brokers = cordons_of(gateway, brokers)
+    counts = gateway.topic_partition_counts(list(topics) if topics is not None else None)
+    if topic_filter is not None:
+        counts = {t: n for t, n in counts.items() if topic_filter.selects(t)}
+    tps = [TopicPartition(t, p) for t, n in counts.items() for p in range(n)]
+    states = gateway.describe_partitions(tps) if tps else {}
+    misr: dict[str, int | None] = {}
+    tiered: dict[str, dict[str, Any]] = {}
+    if counts:
+        # effective configs: min.insync.replicas and the tiered-storage settings (KIP-405)
+        cfgs = gateway.topic_configs(sorted(counts))
+        for t in counts:
+            c = cfgs.get(t, {})
+            misr[t] = int(c.get("min.insync.replicas", "1"))
+            tiered[t] = tiered_of(c)
+    sizes: dict[tuple[int, TopicPartition], int] = {}
+    for info in gateway.describe_log_dirs([b.id for b in brokers]) if brokers else []:
+        if info.is_future:
+            continue
+        key = (info.broker, info.tp)
+        sizes[key] = max(sizes.get(key, 0), info.size_bytes)
+    parts = []
+    for tp, st in states.items():
+        if st.leader is not None and (st.leader, tp) in sizes:
+            size = sizes[(st.leader, tp)]
+        else:
+            size = max((sizes.get((r, tp), 0) for r in st.replicas), default=0)
+        leader = st.leader if st.leader in st.replicas else None  # None / -1: no leader
+        # an empty ISR (a gateway that does not report it, or no leader) records nothing
+        isr = tuple(b for b in (st.isr or ()) if b in st.replicas) or None
+        parts.append(
+            PartitionEntry(tp.topic, tp.partition, tuple(st.replicas), int(size), leader, isr)
+        )
+    topic_entries = [TopicEntry(t, misr.get(t), **tiered.get(t, {})) for t in counts]
+    return Snapshot.of(brokers, topic_entries, parts)

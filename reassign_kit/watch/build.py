@@ -1,0 +1,379 @@
+"""KIP-179's progress, the pure core (engine/progress.py's family): an ``Observation`` (the
+plan, the partitions' states, the log dirs' sizes) and samples in, a ``ProgressReport`` out —
+each replica's status and bytes behind, rates and ETAs per partition, broker and plan."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from ..cluster.gateway import ReplicaLogInfo
+from ..model import TopicPartition, is_complete
+from .report import (
+    BEHIND,
+    DONE,
+    IN_SYNC,
+    MOVING,
+    NOT_HOSTED,
+    PENDING,
+    UNKNOWN_BROKER,
+    UNKNOWN_PARTITION,
+    UNKNOWN_TOPIC,
+    BrokerRow,
+    Observation,
+    PartitionRow,
+    ProgressReport,
+    ReplicaKey,
+    ReplicaRow,
+    Sample,
+    _remaining_of,
+)
+from .text import _fmt_pct, _pct
+
+
+def _logs_by_replica(
+    logs: Iterable[ReplicaLogInfo],
+) -> tuple[
+    dict[tuple[TopicPartition, int], ReplicaLogInfo],
+    dict[tuple[TopicPartition, int], ReplicaLogInfo],
+]:
+    current: dict[tuple[TopicPartition, int], ReplicaLogInfo] = {}
+    future: dict[tuple[TopicPartition, int], ReplicaLogInfo] = {}
+    for li in logs:
+        (future if li.is_future else current)[(TopicPartition(*li.tp), li.broker)] = li
+    return current, future
+
+
+def replica_status(obs: Observation) -> list[ReplicaRow]:
+    """KIP-179's per (partition, target broker) status, rates left empty."""
+    current, future = _logs_by_replica(obs.logs)
+    rows: list[ReplicaRow] = []
+    for mv in obs.plan:
+        tp = mv.tp
+        st = obs.states.get(tp)
+        n_parts = obs.partition_counts.get(tp.topic)
+        leader_log = None
+        if st is not None and st.leader is not None:
+            leader_log = current.get((tp, st.leader))
+        leader_bytes = leader_log.size_bytes if leader_log is not None else None
+        for b in mv.replicas:
+            base = {"topic": tp.topic, "partition": tp.partition, "broker": b}
+            if n_parts is None:
+                rows.append(ReplicaRow(**base, status=UNKNOWN_TOPIC, kind="unknown_topic"))
+            elif not 0 <= tp.partition < n_parts or st is None:
+                rows.append(ReplicaRow(**base, status=UNKNOWN_PARTITION, kind="unknown_partition"))
+            elif b not in obs.brokers:
+                rows.append(ReplicaRow(**base, status=UNKNOWN_BROKER, kind="unknown_broker"))
+            elif b not in st.replicas:
+                rows.append(
+                    ReplicaRow(
+                        **base,
+                        status=NOT_HOSTED,
+                        kind="not_hosted",
+                        basis="replica list",
+                        size_bytes=0,
+                        leader_bytes=leader_bytes,
+                        bytes_behind=leader_bytes,
+                        pct=0.0,
+                    )
+                )
+            elif (tp, b) in future:
+                fut = future[(tp, b)]
+                cur = current.get((tp, b))
+                pct = _pct(fut.size_bytes, cur.size_bytes if cur else None)
+                rows.append(
+                    ReplicaRow(
+                        **base,
+                        status=f"{BEHIND}: {fut.offset_lag} messages behind (moving to log dir "
+                        f"{fut.log_dir}; offset lag from DescribeLogDirs)",
+                        kind="behind",
+                        basis="DescribeLogDirs future-log offset lag",
+                        size_bytes=fut.size_bytes,
+                        leader_bytes=cur.size_bytes if cur else None,
+                        bytes_behind=max(0, cur.size_bytes - fut.size_bytes) if cur else None,
+                        messages_behind=fut.offset_lag,
+                        pct=pct,
+                    )
+                )
+            elif b in st.isr:
+                mine = current.get((tp, b))
+                rows.append(
+                    ReplicaRow(
+                        **base,
+                        status=IN_SYNC,
+                        kind="in_sync",
+                        basis="ISR",
+                        size_bytes=mine.size_bytes if mine else None,
+                        leader_bytes=leader_bytes,
+                        bytes_behind=0,
+                        pct=100.0,
+                    )
+                )
+            else:
+                mine = current.get((tp, b))
+                if mine is not None and leader_bytes is not None:
+                    gap = max(0, leader_bytes - mine.size_bytes)
+                    pct = _pct(mine.size_bytes, leader_bytes)
+                    status = (
+                        f"{BEHIND}: {gap} bytes ({_fmt_pct(pct)} of leader's log, "
+                        "from DescribeLogDirs; not in ISR)"
+                    )
+                    rows.append(
+                        ReplicaRow(
+                            **base,
+                            status=status,
+                            kind="behind",
+                            basis="ISR + DescribeLogDirs sizes",
+                            size_bytes=mine.size_bytes,
+                            leader_bytes=leader_bytes,
+                            bytes_behind=gap,
+                            pct=pct,
+                        )
+                    )
+                else:
+                    why = "no leader" if st.leader is None else "log size unknown"
+                    rows.append(
+                        ReplicaRow(
+                            **base,
+                            status=f"{BEHIND}: not in ISR ({why})",
+                            kind="behind",
+                            basis="ISR",
+                            size_bytes=mine.size_bytes if mine else None,
+                            leader_bytes=leader_bytes,
+                        )
+                    )
+    return rows
+
+
+def _rate(
+    history: Sequence[Sample], key_of: Callable[[Sample], int | None], now: Sample, window_s: float
+) -> float | None:
+    """Bytes/s by which the remaining amount dropped since the oldest sample in the window."""
+    rem_now = key_of(now)
+    if rem_now is None:
+        return None
+    ref = None
+    for s in history:
+        if s.ts < now.ts and now.ts - s.ts <= window_s and key_of(s) is not None:
+            ref = s
+            break
+    if ref is None:
+        return None
+    dt = now.ts - ref.ts
+    if dt <= 0:
+        return None
+    return (key_of(ref) - rem_now) / dt  # type: ignore[operator]
+
+
+def _eta(remaining: int, rate: float | None) -> float | None:
+    if remaining <= 0:
+        return 0.0
+    if rate is None or rate <= 0:
+        return None
+    return remaining / rate
+
+
+def build_report(
+    obs: Observation,
+    history: Sequence[Sample] = (),
+    window_s: float = 60.0,
+    history_only: bool = False,
+) -> ProgressReport:
+    """The report for ``obs``; ``history`` (oldest first) gives rates and ETAs.
+
+    ``history_only``: the samples come from elsewhere (the journal), on another basis than
+    this observation, so rates are measured between samples only (the newest one standing
+    for "now", if it is within the window) and applied to the remaining bytes seen now."""
+    rows = replica_status(obs)
+    now = Sample(obs.ts, _remaining_of(rows))
+    hist = sorted((s for s in history if s.ts <= obs.ts), key=lambda s: s.ts)
+    if history_only:
+        fresh = bool(hist) and obs.ts - hist[-1].ts <= window_s
+        rate_now = hist[-1] if fresh else Sample(obs.ts, {})
+        hist = hist[:-1] if fresh else []
+    else:
+        rate_now = now
+        hist = [s for s in hist if s.ts < obs.ts]
+
+    def summed(keys: list[ReplicaKey]) -> Callable[[Sample], int | None]:
+        def f(s: Sample) -> int | None:
+            vals = [s.remaining.get(k) for k in keys]
+            if any(v is None for v in vals):
+                return None
+            return sum(vals)  # type: ignore[arg-type]
+
+        return f
+
+    out_rows = []
+    for r in rows:
+        key = (r.topic, r.partition, r.broker)
+        if r.kind == "behind" and r.bytes_behind is not None:
+            rate = _rate(hist, summed([key]), rate_now, window_s)
+            r = _replace(r, rate_bps=rate, eta_s=_eta(r.bytes_behind, rate))
+        out_rows.append(r)
+    rows = out_rows
+
+    # bytes that this plan copies: replicas behind now or at any earlier sample (a replica
+    # already in sync when first seen copies nothing and does not dilute the percentages)
+    moving = {k for k, v in now.remaining.items() if v > 0}
+    moving |= {k for s in hist for k, v in s.remaining.items() if v > 0}
+
+    def size_of(r: ReplicaRow) -> int:
+        return (r.leader_bytes or 0) if (r.topic, r.partition, r.broker) in moving else 0
+
+    parts: list[PartitionRow] = []
+    part_rates: list[float] = []
+    total_remaining = total_bytes = 0
+    by_tp: dict[tuple[str, int], list[ReplicaRow]] = {}
+    by_broker: dict[int, list[ReplicaRow]] = {}
+    for r in rows:  # grouped once: the loops below cost what the plan holds, not its square
+        by_tp.setdefault((r.topic, r.partition), []).append(r)
+        by_broker.setdefault(r.broker, []).append(r)
+    for mv in obs.plan:
+        tp = mv.tp
+        mine = by_tp.get((tp.topic, tp.partition), [])
+        st = obs.states.get(tp)
+        unknown = [r for r in mine if r.kind.startswith("unknown")]
+        if any(r.kind in ("unknown_topic", "unknown_partition") for r in unknown):
+            parts.append(PartitionRow(tp.topic, tp.partition, unknown[0].status, (), mv.replicas))
+            continue
+        step = obs.step_info.get(tp)
+        if is_complete(mv.replicas, st):
+            status = DONE
+        elif step is not None:
+            status = f"{MOVING} (step {step[0]} of {step[1]})"
+        elif st is not None and st.reassigning:
+            status = f"{MOVING} (step 1 of 1)" if st.target == tuple(mv.replicas) else MOVING
+        elif st is not None and set(st.replicas) > set(mv.replicas):
+            # every target replica is there plus old ones: only a reassignment gets here (the
+            # controller may already have finished while metadata still shows the old list)
+            status = MOVING
+        else:
+            status = PENDING
+        keys = [(r.topic, r.partition, r.broker) for r in mine if r.bytes_behind is not None]
+        rem = sum(r.bytes_behind or 0 for r in mine)
+        size = sum(size_of(r) for r in mine)
+        if status == DONE:
+            rem = 0
+        total_remaining += rem
+        total_bytes += size
+        rate = _rate(hist, summed(keys), rate_now, window_s) if keys else None
+        if rate is None:  # partition-level samples (the executor's): bytes copied per step
+            pk = [k for k in rate_now.remaining if k[:2] == tuple(tp) and k[2] < 0]
+            rate = _rate(hist, summed(pk), rate_now, window_s) if pk else None
+        if rate is not None:
+            part_rates.append(rate)
+        parts.append(
+            PartitionRow(
+                tp.topic,
+                tp.partition,
+                status,
+                st.replicas if st else (),
+                mv.replicas,
+                step[0] if step else None,
+                step[1] if step else None,
+                rem,
+                100.0 if status == DONE else _pct(size - rem, size),
+                rate,
+                _eta(rem, rate),
+            )
+        )
+
+    brokers: list[BrokerRow] = []
+    for b in sorted(by_broker):
+        mine = by_broker[b]
+        keys = [(r.topic, r.partition, r.broker) for r in mine if r.bytes_behind is not None]
+        rem = sum(r.bytes_behind or 0 for r in mine)
+        rate = _rate(hist, summed(keys), rate_now, window_s) if keys else None
+        brokers.append(
+            BrokerRow(
+                b,
+                len(mine),
+                sum(r.kind == "in_sync" for r in mine),
+                sum(r.kind == "behind" for r in mine),
+                sum(r.kind == "not_hosted" for r in mine),
+                sum(r.kind.startswith("unknown") for r in mine),
+                rem,
+                rate,
+                _eta(rem, rate),
+            )
+        )
+
+    all_keys = [k for k in rate_now.remaining if k[2] >= 0]
+    rate = _rate(hist, summed(all_keys), rate_now, window_s) if all_keys else None
+    if rate is None and part_rates:
+        rate = sum(part_rates)
+    eta, eta_reason = plan_eta(total_remaining, rate, brokers, bool(hist))
+    n_done = sum(p.status == DONE for p in parts)
+    if parts and n_done == len(parts):
+        status = DONE
+    elif len(parts) == 1:
+        status = parts[0].status
+    elif any(p.status.startswith(MOVING) for p in parts) or n_done:
+        status = f"{MOVING} ({n_done} of {len(parts)} partitions done)"
+    else:
+        status = PENDING
+    return ProgressReport(
+        obs.ts,
+        status,
+        tuple(rows),
+        tuple(parts),
+        tuple(brokers),
+        total_remaining,
+        total_bytes,
+        100.0 if status == DONE else _pct(total_bytes - total_remaining, total_bytes),
+        rate,
+        eta,
+        None if status == DONE else eta_reason,
+    )
+
+
+def plan_eta(
+    remaining: int,
+    rate: float | None,
+    brokers: Sequence[BrokerRow],
+    sampled: bool,
+    cap: float | None = None,
+) -> tuple[float | None, str | None]:
+    """The plan's ETA and what it rests on: the larger of two bounds.
+
+    - Per broker: the plan ends when its slowest broker has taken in all it must (bytes
+      still to come in over the rate it takes them in at) — not the total over the total
+      rate, which a fast idle broker would make look short. A broker with nothing in flight
+      now (queued behind a cap or a step) is counted at ``cap`` (the throttle), else at the
+      fastest broker's rate; every rate is capped by ``cap`` (Kafka's replication quota
+      averages over ~11 s, so a burst above it does not last).
+    - Overall: everything left over the plan's rate (``rate``, bytes/s over the window), the
+      bound when the caps, not the brokers, set the pace (one move at a time, steps).
+
+    Without a rate yet, no number but the reason; a broker with moves in flight that took in
+    nothing in the window (stalled) is named."""
+    if remaining <= 0:
+        return 0.0, None
+    if not sampled:
+        return None, "no earlier sample yet: a rate needs two"
+    busy = [b for b in brokers if b.bytes_remaining > 0]
+    stalled = [b.broker for b in busy if b.behind and b.rate_bps is not None and b.rate_bps <= 0]
+    if stalled:
+        return None, "broker(s) " + ", ".join(map(str, stalled)) + " took in nothing in the window"
+    if rate is None or rate <= 0:
+        return None, "no bytes copied in the window (stalled, throttled to 0, or just started)"
+
+    def capped(r: float) -> float:
+        return min(r, cap) if cap else r
+
+    bound, why = remaining / rate, "at the run's rate"
+    known = [capped(b.rate_bps) for b in busy if b.rate_bps is not None and b.rate_bps > 0]
+    fastest = max(known) if known else capped(rate)
+    for b in busy:
+        r = capped(b.rate_bps) if b.rate_bps is not None and b.rate_bps > 0 else cap or fastest
+        eta = b.bytes_remaining / r
+        if eta >= bound:
+            bound, why = eta, f"bound by broker {b.broker}"
+    return bound, why
+
+
+def _replace(r: ReplicaRow, **kw: Any) -> ReplicaRow:
+    from dataclasses import replace
+
+    return replace(r, **kw)
