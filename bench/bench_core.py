@@ -30,7 +30,7 @@ PARTITIONS = int(os.environ.get("RK_BENCH_PARTITIONS", "48"))
 MB = float(os.environ.get("RK_BENCH_MB", "0.25"))
 sys.path.insert(0, ROOT)
 
-from reassign_kit import validate  # noqa: E402
+from reassign_kit import model, validate  # noqa: E402
 from reassign_kit.model import Move, PartitionState, Plan, TopicPartition  # noqa: E402
 from reassign_kit.throttles import configs as throttle  # noqa: E402
 
@@ -53,7 +53,7 @@ def pure(n: int) -> dict:
     text = Plan.of(moves).to_json()
     view = validate.ClusterView.of(brokers, topics, states)
     t0 = time.perf_counter()
-    plan = validate.parse_plan(text)
+    plan = model.parse_plan(text)
     t1 = time.perf_counter()
     validate.validate_plan(plan, view, disallow_replication_factor_change=True)
     t2 = time.perf_counter()
@@ -81,7 +81,7 @@ def run(cmd: list[str]) -> tuple[float, str]:
 def on_cluster(sb) -> list[dict]:
     from reassign_kit.cluster.admin import AdminGateway
     from reassign_kit.model import is_complete
-    from reassign_kit.sandbox.sandbox import JVM_FLAGS, java_binary, kafka_classpath
+    from reassign_kit.sandbox.kafka import JVM_FLAGS, java_binary, kafka_classpath
 
     gw = AdminGateway(sb.bootstrap_servers)
     official = [

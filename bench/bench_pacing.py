@@ -26,7 +26,8 @@ from pathlib import Path
 from reassign_kit.cluster.admin import AdminGateway
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.moves.journal import peak_concurrency, read_events
-from reassign_kit.run.run import ExecuteOptions, Run
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 from reassign_kit.sandbox.sandbox import Sandbox
 
 MB = 1024 * 1024

@@ -207,7 +207,7 @@ def run_one(path: str, engine: str) -> dict:
         result, problems = plan_and_validate_spark(spark, path, params)
         out.update(result.timings)
     else:
-        from reassign_kit.planner import plan_in_process
+        from reassign_kit.planner.in_process import plan_in_process
         from reassign_kit.planner.rules import plan_problems_offline
 
         snap = _snapshot_local(path)
@@ -228,7 +228,7 @@ def run_one(path: str, engine: str) -> dict:
 
 
 def _params(path: str, meta: dict):
-    from reassign_kit.planner import PlanParams
+    from reassign_kit.planner.params import PlanParams
     from reassign_kit.planner.rules import Capacity
 
     cap = os.path.join(path, "capacity.json")
@@ -245,7 +245,8 @@ def _params(path: str, meta: dict):
 def _snapshot_local(path: str):
     import pyarrow.parquet as pq
 
-    from reassign_kit.snapshot.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
+    from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
+    from reassign_kit.snapshot.snapshot import Snapshot
 
     b = pq.read_table(os.path.join(path, "brokers.parquet")).to_pydict()
     t = pq.read_table(os.path.join(path, "topics.parquet")).to_pydict()

@@ -30,7 +30,7 @@ BENCH_CASES = [
 def digests() -> dict[str, str]:
     from plan_shapes import shapes
 
-    from reassign_kit.planner import plan_in_process
+    from reassign_kit.planner.in_process import plan_in_process
 
     out: dict[str, str] = {}
     for name, case in shapes(full=True).items():

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .model import Plan
-    from .watch.progress import ProgressReport
+    from .watch.report import ProgressReport
 
 
 @contextlib.contextmanager
@@ -92,7 +92,7 @@ def verify(
     progress the throttles go; the run's recorded throttle priors (found in the state dir by
     the cluster id and the plan, unless ``priors`` is given) put the operator's values back
     and only the configs that run changed are touched. Returns ``ops.VerifyResult``."""
-    from .operations import execute as ops
+    from .operations.verify import verify as verify_plan
     from .run import home as state
 
     plan, _ = _plan_of(plan)
@@ -101,7 +101,7 @@ def verify(
         if priors is None:
             found = state.find(gw, plan, state_dir)
             priors = found.throttle_priors() if found is not None else None
-        res = ops.verify(
+        res = verify_plan(
             gw,
             plan,
             preserve_throttles=preserve_throttles,
@@ -174,6 +174,7 @@ def execute(
     from .run import home as state
     from .run import preflight as pf
     from .run.options import ExecuteOptions
+    from .run.resume import options_from_journal
 
     if "disallow_replication_factor_change" in options:  # the CLI's name for the same thing
         disallow = options.pop("disallow_replication_factor_change")
@@ -238,7 +239,7 @@ def execute(
                 if not journal:
                     raise UsageError("resume needs the journal of the run to resume")
                 journal_path = os.fspath(journal)
-                opts = pf.options_from_journal(journal_path)
+                opts = options_from_journal(journal_path)
             else:
                 assert home is not None and home.journal is not None
                 journal_path = home.journal
@@ -273,7 +274,7 @@ def _run_metrics(paced: bool, resume: bool, journal: Any, opts: Any) -> Iterator
         yield None
         return
     from .outputs.metrics import open_metrics
-    from .run.preflight import options_from_journal
+    from .run.resume import options_from_journal
 
     mo = options_from_journal(os.fspath(journal)) if resume and journal else opts
     metrics = open_metrics(mo.metrics_port, mo.metrics_textfile)
@@ -325,7 +326,8 @@ def cancel(
     ``.outcome``: where each partition ended, read from the cluster (``outcome.CancelReport``,
     the report ``--cancel`` prints and the panel shows). To stop a run without rolling back
     (drain), use ``Run.stop()``; to roll a running ``Run`` back, ``Run.cancel()``."""
-    from .operations import execute as ops
+    from .operations.cancel import ROLLBACK_TIMEOUT_S
+    from .operations.cancel import cancel as cancel_plan
     from .run import home as state
 
     if plan is not None:
@@ -343,7 +345,7 @@ def cancel(
                 priors = found.throttle_priors()
             if throttle is None and journal is None:
                 throttle = run.throttle
-        res = ops.cancel(
+        res = cancel_plan(
             gw,
             plan,
             topics=topics,
@@ -352,7 +354,7 @@ def cancel(
             journal=journal,
             rollback_file=rollback_file,
             throttle=throttle,
-            timeout_s=ops.ROLLBACK_TIMEOUT_S if timeout_s is None else timeout_s,
+            timeout_s=ROLLBACK_TIMEOUT_S if timeout_s is None else timeout_s,
             priors=priors,
         )
         if found is not None and res.exit_code == 0:

@@ -8,17 +8,18 @@ import os
 from collections.abc import Iterable
 
 from .errors import UsageError
-from .planner import (
+from .planner.in_process import plan_in_process
+from .planner.params import (
     DEFAULT_BYTES_TOLERANCE,
     DEFAULT_CHUNKS,
     PlanParams,
     parse_balance,
-    plan_in_process,
     rule_context,
 )
 from .planner.report import PlanResult
 from .planner.rules import Capacity
-from .snapshot.snapshot import Snapshot, TopicFilter
+from .snapshot.filter import TopicFilter
+from .snapshot.snapshot import Snapshot
 from .spark.frames import brokers_and_topics
 from .spark.planner import plan_spark
 from .spark.session import get_spark

@@ -18,31 +18,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .errors import InvalidPlanError
-from .model import (  # noqa: F401 (the structural rules and parse_plan: re-exported)
+from .model import (
     ANY_LOG_DIR,
-    DUPLICATE_BROKER,
-    DUPLICATE_KEY,
-    DUPLICATE_PARTITION,
     EMPTY_PLAN,
-    EMPTY_REPLICAS,
-    EMPTY_TOPIC,
-    LOG_DIR_NOT_ABSOLUTE,
-    LOG_DIRS_LENGTH,
-    MALFORMED_JSON,
-    MISSING_FIELD,
-    NEGATIVE_BROKER,
-    NEGATIVE_PARTITION,
-    NOT_AN_OBJECT,
-    UNKNOWN_FIELD,
-    WRONG_TYPE,
-    WRONG_VERSION,
     Move,
     PartitionState,
     Plan,
     Problem,
     TopicPartition,
-    parse_plan,
-    parse_plan_partial,
 )
 
 # Structural rules (parse_plan).

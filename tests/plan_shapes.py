@@ -10,9 +10,10 @@ from collections.abc import Callable
 
 from rack_snapshots import racked_snapshot
 
-from reassign_kit.planner import PlanParams
+from reassign_kit.planner.params import PlanParams
 from reassign_kit.planner.rules import BrokerCapacity, Capacity
-from reassign_kit.snapshot.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
+from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
+from reassign_kit.snapshot.snapshot import Snapshot
 
 
 def spread_snapshot(seed: int, brokers: int = 9, racks: str = "abc", partitions: int = 300):

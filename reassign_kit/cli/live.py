@@ -16,7 +16,8 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from ..watch.progress import _fmt_bytes, _fmt_rate, _intermediate, run_progress_line
+from ..watch.from_journal import is_intermediate_step
+from ..watch.text import fmt_bytes, fmt_rate, run_progress_line
 
 RATE_WINDOW_S = 30.0  # a broker's rate: bytes received over the last samples within this
 MAX_STUCK_ROWS = 10
@@ -81,7 +82,7 @@ class LiveState:
         elif ev == "stuck" and tp:
             self.stuck[tp] = dict(e)
         elif ev in ("completed", "cancelled", "failed", "adopted") and tp:
-            if ev != "completed" or not _intermediate(e):
+            if ev != "completed" or not is_intermediate_step(e):
                 self.stuck.pop(tp, None)
             if ev in ("cancelled", "failed"):
                 self.counts[ev] += 1
@@ -157,7 +158,7 @@ class LiveState:
                 received = {b: received.get(b, 0.0) + left.get(b, 0.0) for b in received | left}
                 left, inflight = {}, {}
                 total = s.get("bytes_total")
-                copied = _fmt_bytes(int(total)) if isinstance(total, int | float) else "?"
+                copied = fmt_bytes(int(total)) if isinstance(total, int | float) else "?"
                 parts.append(Text(f"progress: 100.0%  {copied} copied in {self._elapsed(now)}"))
             else:  # the paced line's words; the ETA on a line of its own (no wrapping)
                 line = run_progress_line(s) or ""
@@ -183,9 +184,9 @@ class LiveState:
                     str(b),
                     ProgressBar(total=total or 1.0, completed=got if total else 1.0, width=30),
                     f"{pct:.1f}%",
-                    _fmt_bytes(int(got)),
-                    _fmt_bytes(int(rest)),
-                    _fmt_rate(rates.get(b)) if b in rates else "-",
+                    fmt_bytes(int(got)),
+                    fmt_bytes(int(rest)),
+                    fmt_rate(rates.get(b)) if b in rates else "-",
                     str(inflight.get(b, 0)),
                 )
             if table.row_count:
@@ -196,7 +197,7 @@ class LiveState:
                     parts.append(
                         Text(
                             f"  {tp}: no progress for {float(e.get('no_progress_s') or 0):.0f} s, "
-                            f"{_fmt_bytes(e.get('bytes_copied'))} copied "
+                            f"{fmt_bytes(e.get('bytes_copied'))} copied "
                             f"(policy: {e.get('policy')})",
                             style="red",
                         )

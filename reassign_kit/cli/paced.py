@@ -22,10 +22,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import EXIT_INTERRUPTED, UsageError
+from ..errors import EXIT_INTERRUPTED, RunError, UsageError
 from ..model import Plan
 from ..moves.journal import read_events
-from ..moves.results import RunError, RunResult
+from ..moves.results import RunResult
 from ..moves.steps import describe_steps, plan_steps
 from ..outputs.metrics import open_metrics
 from ..outputs.notify import Notifier
@@ -33,9 +33,10 @@ from ..pacing.controller import pace_line
 from ..planner.record import Approval
 from ..run import home as state
 from ..run.options import ExecuteOptions, cli_options, options_from_cli
-from ..run.preflight import options_from_journal, prepare
+from ..run.preflight import prepare
+from ..run.resume import options_from_journal
 from ..run.run import Run
-from ..watch.progress import run_progress_line
+from ..watch.text import run_progress_line
 from .live import LiveState, LiveView, wants_live
 
 PACED_GROUPS = ("paced", "steps")

@@ -27,11 +27,13 @@ from ..errors import EXIT_GOAL_NOT_MET, InvalidPlanError, UsageError
 from ..make_plan import plan as make_plan
 from ..model import Plan
 from ..operations.execute import connect
-from ..planner import DEFAULT_BYTES_TOLERANCE, DEFAULT_CHUNKS, generate
+from ..planner.in_process import generate
+from ..planner.params import DEFAULT_BYTES_TOLERANCE, DEFAULT_CHUNKS
 from ..planner.record import PlanRecord, plan_hash, record_path
 from ..planner.report import format_report, unmet_goals
 from ..planner.rules import Capacity, RuleContext, plan_problems_offline, selection_problems
-from ..snapshot.snapshot import Snapshot, TopicFilter, take_snapshot
+from ..snapshot.filter import TopicFilter
+from ..snapshot.snapshot import Snapshot, take_snapshot
 
 SPARK_VALIDATE_MIN_MOVES = 20_000  # below this an in-process pass is faster than Spark start-up
 

@@ -16,7 +16,7 @@ from ..cluster.views import require_permissions
 from ..errors import UsageError
 from ..model import Plan
 from ..moves.journal import read_events
-from ..run.options import duration_arg
+from ..run.option_spec import duration_arg
 from ..watch import progress as pg
 
 

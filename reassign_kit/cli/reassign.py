@@ -17,7 +17,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import validate, whatif
+from .. import model, validate, whatif
+from ..cluster.views import cluster_view
 from ..errors import (
     InvalidPlanError,
     ReassignKitError,
@@ -25,17 +26,15 @@ from ..errors import (
     missing_extra,
 )
 from ..model import Plan, TopicPartition
+from ..operations import cancel as cancel_mod
 from ..operations import execute as ops
+from ..operations import verify as verify_mod
 from ..outputs.notify import Notifier
 from ..planner.record import Approval
 from ..run import home as state
 from . import paced, progress
 from . import plan as plan_cmd
-from .reassign_args import (  # noqa: F401 (re-exported: tests and scripts use them here)
-    ACTION_OPTIONS,
-    ACTIONS,
-    COMMON,
-    EXECUTE_FLAGS,
+from .reassign_args import (
     PROG,
     build_parser,
     check_args,
@@ -55,7 +54,7 @@ def _read_plan_or_report_all(path: str, args: argparse.Namespace) -> Plan:
     except InvalidPlanError as e:
         try:
             with open(path, encoding="utf-8") as f:
-                moves, _ = validate.parse_plan_partial(f.read(), path)
+                moves, _ = model.parse_plan_partial(f.read(), path)
         except (OSError, ValueError, InvalidPlanError):
             raise e from None
         if not moves:
@@ -66,7 +65,7 @@ def _read_plan_or_report_all(path: str, args: argparse.Namespace) -> Plan:
             partial = Plan.of(moves)
             extra = validate.plan_problems(
                 partial,
-                ops.cluster_view(gateway, partial),
+                cluster_view(gateway, partial),
                 disallow_replication_factor_change=args.disallow_replication_factor_change,
             )
         except Exception:
@@ -186,7 +185,7 @@ def _dry_run(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
     """``--execute --dry-run``: the plan validated and its makespan predicted per pacing
     policy; read-only calls only."""
     opts = paced.options_from_args(args)
-    view = ops.cluster_view(gateway, plan)
+    view = cluster_view(gateway, plan)
     validate.validate_plan(
         plan,
         view,
@@ -223,7 +222,7 @@ def _verify(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
     assert plan is not None
     found = None if args.throttle_priors else _found(args, gateway, plan, "--verify")
     priors = args.throttle_priors or (found.throttle_priors() if found else None)
-    vres = ops.verify(
+    vres = verify_mod.verify(
         gateway,
         plan,
         preserve_throttles=args.preserve_throttles,
@@ -258,7 +257,7 @@ def _cancel(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
             priors = found.throttle_priors()
         if rate is None and journal is None:
             rate = run.throttle  # a legacy run's rate, for the way back
-    cres = ops.cancel(
+    cres = cancel_mod.cancel(
         gateway,
         plan,
         topics=topics,
@@ -267,7 +266,7 @@ def _cancel(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
         rollback_file=rollback_file,
         journal=journal,
         throttle=rate,
-        timeout_s=args.rollback_timeout or ops.ROLLBACK_TIMEOUT_S,
+        timeout_s=args.rollback_timeout or cancel_mod.ROLLBACK_TIMEOUT_S,
         priors=priors,
     )
     _print(cres.lines())

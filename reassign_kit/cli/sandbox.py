@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from ..errors import SandboxError
+from ..sandbox import kafka as kafka_mod
 from ..sandbox import sandbox as sbx
 
 
@@ -51,12 +52,12 @@ def _parser() -> argparse.ArgumentParser:
         "--kafka-version",
         default=None,
         metavar="V",
-        help=f"the Apache Kafka release (default {sbx.KAFKA_VERSION}, or "
-        f"${sbx.VERSION_ENV}); its jars are fetched from Maven Central into their own folder",
+        help=f"the Apache Kafka release (default {kafka_mod.KAFKA_VERSION}, or "
+        f"${kafka_mod.VERSION_ENV}); its jars are fetched from Maven Central into their own folder",
     )
     up.add_argument(
         "--metadata",
-        choices=sbx.METADATA_MODES,
+        choices=kafka_mod.METADATA_MODES,
         default=None,
         help="kraft (default, or $RK_SANDBOX_METADATA) or zookeeper (Kafka 3.x: one ZooKeeper "
         "on loopback; a broker is the controller)",
@@ -93,7 +94,7 @@ def _parser() -> argparse.ArgumentParser:
         ("fetch", "fetch the Kafka jars from Maven Central (once per version)"),
     ]:
         sub.add_parser(name, help=text).add_argument(
-            "--kafka-version", default=None, metavar="V", help=f"default {sbx.KAFKA_VERSION}"
+            "--kafka-version", default=None, metavar="V", help=f"default {kafka_mod.KAFKA_VERSION}"
         )
     for name, text in [
         ("stop-broker", "graceful stop (SIGTERM)"),
@@ -199,7 +200,7 @@ def _node_id(sb: sbx.Sandbox, role: str, text: str, act: str = "") -> int:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     c = args.command
     if c == "info":
-        return sbx.info(args.kafka_version)
+        return kafka_mod.info(args.kafka_version)
     if c == "fetch":
         from ..sandbox import metrics as sandbox_metrics
 

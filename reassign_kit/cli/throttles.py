@@ -13,7 +13,7 @@ from ..cluster.views import require_permissions
 from ..operations.execute import connect
 from ..run import home as state
 from ..throttles import janitor
-from ..throttles.configs import load_priors
+from ..throttles.priors import load_priors
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -24,19 +24,12 @@ from typing import Any
 from ..errors import KafkaOperationError, UsageError
 from ..model import TopicPartition
 from .admin_configs import ConfigsPart
-from .admin_errors import _err_text, _kp_text
+from .admin_errors import err_text, kp_text
 from .admin_moves import MovesPart
 from .capabilities import Capabilities, intersect
-from .config import (  # noqa: F401 (re-exported: client configuration lives in config.py)
-    BROKER_THROTTLE_KEYS,
+from .config import (
     CONFIG_REDACTOR,
     FILE_SETTINGS,
-    FOLLOWER_RATE,
-    FOLLOWER_REPLICAS,
-    LEADER_RATE,
-    LEADER_REPLICAS,
-    LOG_DIR_RATE,
-    TOPIC_THROTTLE_KEYS,
     client_configs,
 )
 from .gateway import (
@@ -53,7 +46,7 @@ def _quiet_logger() -> Any:
     return log
 
 
-_QUIET = _quiet_logger()
+QUIET = _quiet_logger()
 
 
 class AdminGateway(MovesPart, ConfigsPart):
@@ -107,7 +100,7 @@ class AdminGateway(MovesPart, ConfigsPart):
             # the user as a KafkaOperationError instead.
             conf = {
                 "bootstrap.servers": self.bootstrap_servers,
-                "logger": _QUIET,
+                "logger": QUIET,
                 **self._ck_conf,
             }
             try:
@@ -115,7 +108,7 @@ class AdminGateway(MovesPart, ConfigsPart):
             except (KafkaException, ValueError, TypeError) as e:  # librdkafka refused a setting
                 raise UsageError(
                     f"command config: the Kafka client (librdkafka) refused the settings: "
-                    f"{_err_text(e)}"
+                    f"{err_text(e)}"
                 ) from None
         return self._ck
 
@@ -145,7 +138,7 @@ class AdminGateway(MovesPart, ConfigsPart):
                 )
             except KafkaError as e:
                 raise KafkaOperationError(
-                    f"cannot connect to {self.bootstrap_servers}: {_kp_text(e)}"
+                    f"cannot connect to {self.bootstrap_servers}: {kp_text(e)}"
                 ) from None
             except (OSError, ValueError, TypeError) as e:  # ssl files, option values
                 raise UsageError(
@@ -164,7 +157,7 @@ class AdminGateway(MovesPart, ConfigsPart):
                 include_authorized_operations=True, request_timeout=self.timeout_s
             ).result(timeout=self.timeout_s)
         except Exception as e:  # noqa: BLE001 - sorted out below
-            text = _err_text(e)
+            text = err_text(e)
             if "UNSUPPORTED_VERSION" in text.upper().replace(" ", "_"):
                 return None
             if isinstance(e, TimeoutError):
@@ -191,7 +184,7 @@ class AdminGateway(MovesPart, ConfigsPart):
             try:
                 desc = fut.result(timeout=self.timeout_s)
             except Exception as e:  # noqa: BLE001 - sorted out below
-                text = _err_text(e)
+                text = err_text(e)
                 if "AUTHORIZATION" in text.upper() or "UNKNOWN_TOPIC" in text.upper():
                     out[name] = frozenset()
                     continue
@@ -229,7 +222,7 @@ class AdminGateway(MovesPart, ConfigsPart):
                 f"{what}: no answer from {self.bootstrap_servers} within {self.timeout_s:g}s"
             ) from None
         except Exception as e:  # confluent KafkaException carries a KafkaError
-            raise KafkaOperationError(f"{what}: {_err_text(e)}") from None
+            raise KafkaOperationError(f"{what}: {err_text(e)}") from None
 
     def _kp_call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         from kafka.errors import KafkaError
@@ -238,7 +231,7 @@ class AdminGateway(MovesPart, ConfigsPart):
             return fn(*args, **kwargs)
         except KafkaError as e:
             self._drop_kp()
-            raise KafkaOperationError(f"{what}: {_kp_text(e)}") from None
+            raise KafkaOperationError(f"{what}: {kp_text(e)}") from None
 
     def _drop_kp(self) -> None:
         """Forget the kafka-python client after a failed call: it caches the broker it sends
@@ -368,7 +361,7 @@ class AdminGateway(MovesPart, ConfigsPart):
             md = self.ck.list_topics(timeout=self.timeout_s)
         except Exception as e:
             raise KafkaOperationError(
-                f"cannot read metadata from {self.bootstrap_servers}: {_err_text(e)}"
+                f"cannot read metadata from {self.bootstrap_servers}: {err_text(e)}"
             ) from None
         out = {}
         for name, t in md.topics.items():

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def _err_text(err: Any) -> str:
+def err_text(err: Any) -> str:
     """Readable text of a confluent KafkaError / exception, without a stack trace."""
     inner = err.args[0] if getattr(err, "args", None) else err
     if hasattr(inner, "str") and callable(inner.str):
@@ -14,7 +14,7 @@ def _err_text(err: Any) -> str:
     return str(inner)
 
 
-def _kp_text(e: Any) -> str:
+def kp_text(e: Any) -> str:
     """kafka-python error text, its class name once."""
     name, text = type(e).__name__, str(e)
     return text if text.startswith(name) else f"{name}: {text}" if text else name

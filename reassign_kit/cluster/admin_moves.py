@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import KafkaOperationError
 from ..model import PartitionState, TopicPartition
-from .admin_errors import _err_text, _kp_text
+from .admin_errors import err_text, kp_text
 from .capabilities import RF_GUARD, degraded, say_once
 from .gateway import ErrorCode, PartitionError, ReplicaLogInfo
 
@@ -131,7 +131,7 @@ class MovesPart:
             ) from None
         except Errors.KafkaError as e:
             self._drop_kp()
-            raise KafkaOperationError(f"alter partition reassignments: {_kp_text(e)}") from None
+            raise KafkaOperationError(f"alter partition reassignments: {kp_text(e)}") from None
         if response.error_code:
             err = Errors.for_code(response.error_code)
             raise KafkaOperationError(
@@ -220,7 +220,7 @@ class MovesPart:
         out: dict[TopicPartition, str | None] = dict.fromkeys(tps, "no answer from the cluster")
         for ck_tp, err in res.items():
             tp = TopicPartition(ck_tp.topic, ck_tp.partition)
-            text = None if err is None else _err_text(err)
+            text = None if err is None else err_text(err)
             if text is not None and "ELECTION_NOT_NEEDED" in text.upper().replace(" ", "_"):
                 text = None
             out[tp] = text

@@ -194,9 +194,9 @@ class Probe:
     # ---- start ------------------------------------------------------------------------------
 
     def _client(self, **extra: Any) -> dict[str, Any]:
-        from .admin import _QUIET
+        from .admin import QUIET
 
-        return {"bootstrap.servers": self.bootstrap, "logger": _QUIET, **self.conf, **extra}
+        return {"bootstrap.servers": self.bootstrap, "logger": QUIET, **self.conf, **extra}
 
     def _start(self) -> None:
         from confluent_kafka.admin import AdminClient, NewTopic

@@ -18,11 +18,9 @@ from typing import Any
 
 from ..model import PartitionState, TopicPartition
 from .capabilities import ALL, RF_GUARD, Capabilities, degraded, say_once
-from .config import (  # noqa: F401 (*_REPLICAS: re-exported, test_scale_work reads them here)
+from .config import (
     FOLLOWER_RATE,
-    FOLLOWER_REPLICAS,
     LEADER_RATE,
-    LEADER_REPLICAS,
     LOG_DIR_RATE,
 )
 from .gateway import (

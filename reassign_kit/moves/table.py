@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from ..errors import IllegalTransition  # noqa: F401 (re-exported)
+from ..errors import IllegalTransition
 from ..model import Move, TopicPartition
 from .schedule import Item
 

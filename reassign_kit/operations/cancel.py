@@ -16,7 +16,8 @@ from ..errors import EXIT_IN_PROGRESS, KafkaOperationError, UsageError
 from ..model import Plan, TopicPartition, is_complete
 from ..run.rollback import merge_originals, restore_leaders, roll_back
 from ..throttles import configs as thr
-from .tables import _fmt, _table
+from ..throttles import priors as priors_mod
+from .tables import fmt_replicas, rows_table
 
 ROLLBACK_TIMEOUT_S = 300.0  # how long a cancel waits for the partitions to be back
 
@@ -77,7 +78,7 @@ class CancelResult:
             {"topic": tp.topic, "partition": tp.partition, "result": e}
             for tp, e in self.errors.items()
         ]
-        return _table(rows, ["topic", "partition", "result"])
+        return rows_table(rows, ["topic", "partition", "result"])
 
     def lines(self) -> list[str]:
         out = []
@@ -96,7 +97,7 @@ class CancelResult:
                 "Rolled back to their original replica lists (order and preferred leader "
                 "included), verified:"
             )
-            out += [f"  {tp}: back at its original replicas [{_fmt(self.originals[tp])}]"
+            out += [f"  {tp}: back at its original replicas [{fmt_replicas(self.originals[tp])}]"
                     for tp in self.cancelled]  # fmt: skip
         if self.completed:
             out.append(
@@ -119,7 +120,7 @@ class CancelResult:
                 "throttled); run the same --cancel again to wait for it and verify:"
             )
             for tp, (orig, now) in self.rolling_back.items():
-                out.append(f"  {tp}: original [{_fmt(orig)}], now [{_fmt(now)}]")
+                out.append(f"  {tp}: original [{fmt_replicas(orig)}], now [{fmt_replicas(now)}]")
         if self.unknown:
             out.append(
                 "Not moving and not at the plan's target, left as they are: without the run's "
@@ -151,7 +152,7 @@ class CancelResult:
         return out
 
 
-def _originals_from(
+def originals_from(
     rollback_file: str | None, journal: str | None
 ) -> tuple[Plan | None, dict[TopicPartition, tuple[int, ...]], set[TopicPartition], int | None]:
     """(the journaled plan, original replica lists, journaled completions, throttle rate)
@@ -209,7 +210,7 @@ def cancel(
         + ([] if preserve_throttles else ["DESCRIBE_CONFIGS", "ALTER_CONFIGS"]),
         hint="" if preserve_throttles else "or cancel with --preserve-throttles",
     )
-    j_plan, known, j_completed, j_rate = _originals_from(rollback_file, journal)
+    j_plan, known, j_completed, j_rate = originals_from(rollback_file, journal)
     if not any(chosen):  # --journal alone: the journaled run's plan
         plan = j_plan
     if journal is not None and plan is None and topics is None and not all:
@@ -225,7 +226,7 @@ def cancel(
         events = read_events(journal)
     if priors is None and events is not None:
         priors = thr.Priors.from_events(events)
-    priors = thr.load_priors(priors)
+    priors = priors_mod.load_priors(priors)
     in_flight = gateway.list_reassignments()
     if plan is not None:
         wanted = [m.tp for m in plan]

@@ -19,68 +19,32 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # re-exported: these lived here before cluster/views.py and engine/logdirs.py held them
-from ..cluster.views import (  # noqa: F401
-    METADATA_SETTLE_S,
-    cluster_view,
-    default_rollback_path,
-    in_flight_unless_additional,
-    missing_permissions,
-    no_reassignment_in_progress,
-    partition_sizes,
-    replica_log_dirs,
+from ..cluster.views import (
     require_permissions,
-    rollback_plan,
 )
-from ..errors import (  # noqa: F401 (ReassignmentInProgressError, EXIT_*: re-exported)
-    EXIT_IN_PROGRESS,
-    EXIT_MISMATCH,
+from ..errors import (
     KafkaOperationError,
-    ReassignKitError,
-    ReassignmentInProgressError,
     UsageError,
 )
 from ..model import Move, PartitionState, Plan, TopicPartition, is_complete
 from ..planner.record import Approval
 from ..run.elections import ElectionResult, elect_preferred
 from ..run.gcpause import defer_full_collections
-from ..run.logdirs import (  # noqa: F401
-    RETRIABLE_LOG_DIR_ERRORS,
-    log_dir_round,
+from ..run.logdirs import (
     log_dir_targets,
     start_log_dir_moves,
 )
 from ..run.options import ExecuteOptions
-from ..run.preflight import preflight, write_rollback  # noqa: F401
-from ..run.rollback import (  # noqa: F401 (ROLLBACK_POLL_S, restore_leaders: re-exported)
-    ROLLBACK_POLL_S,
-    merge_originals,
-    restore_leaders,
-    roll_back,
-)
+from ..run.preflight import preflight
 from ..throttles import configs as thr
-from .cancel import (  # noqa: F401 (re-exported: the names ops has always had)
-    ROLLBACK_TIMEOUT_S,
-    CancelResult,
-    _originals_from,
-    cancel,
-    cancel_run,
+from ..throttles import priors as priors_mod
+from .tables import (
+    fmt_replicas,
+    rows_table,
 )
-from .tables import (  # noqa: F401 (re-exported: the names ops has always had)
-    _fmt,
-    _table,
-)
-from .verify import (  # noqa: F401 (re-exported: the names ops has always had)
-    COMPLETE,
-    IN_PROGRESS,
-    MISMATCH,
-    MISSING,
+from .verify import (
     SETTLE_ATTEMPTS,
     SETTLE_PAUSE_S,
-    VerifyResult,
-    _classify,
-    _settled_states,
-    settle,
-    verify,
 )
 
 # ----------------------------------------------------------------------------- setup
@@ -167,7 +131,9 @@ class ExecuteResult:
         return KafkaOperationError.exit_code if (self.failed or failed_ld) else 0
 
     def to_pandas(self) -> Any:
-        return _table(self.rows, ["topic", "partition", "current", "target", "replaces", "error"])
+        return rows_table(
+            self.rows, ["topic", "partition", "current", "target", "replaces", "error"]
+        )
 
     def lines(self) -> list[str]:
         out = []
@@ -175,8 +141,8 @@ class ExecuteResult:
         for r in self.rows:
             if r["replaces"] is not None and not r["error"]:
                 out.append(
-                    f"{r['topic']}-{r['partition']}: the new target [{_fmt(r['target'])}] replaces "
-                    f"the reassignment in flight to [{_fmt(r['replaces'])}]"
+                    f"{r['topic']}-{r['partition']}: the new target [{fmt_replicas(r['target'])}] replaces "
+                    f"the reassignment in flight to [{fmt_replicas(r['replaces'])}]"
                 )
         if ok:
             out.append(
@@ -267,7 +233,7 @@ def execute(
     notes: list[str] = []
     changes: tuple[dict, dict] = ({}, {})
     priors = thr.Priors()
-    priors_path = thr.priors_path_for(path) if path else None
+    priors_path = priors_mod.priors_path_for(path) if path else None
 
     def save_priors(new: thr.Priors) -> None:  # before the change is sent
         if priors_path:
@@ -298,7 +264,7 @@ def execute(
         if throttle is not None:
             notes.append(
                 f"The inter-broker throttle limit was set to {throttle} B/s on brokers "
-                f"{_fmt(sorted(required.brokers))}"
+                f"{fmt_replicas(sorted(required.brokers))}"
             )
         if log_dir_throttle is not None:
             notes.append(f"The replica-alter-dir throttle limit was set to {log_dir_throttle} B/s")
@@ -428,7 +394,7 @@ class ListResult:
             }
             for tp, st in sorted(self.states.items())
         ]
-        return _table(rows, ["topic", "partition", "replicas", "adding", "removing", "target"])
+        return rows_table(rows, ["topic", "partition", "replicas", "adding", "removing", "target"])
 
     def lines(self) -> list[str]:
         if not self.states:
@@ -436,8 +402,8 @@ class ListResult:
         out = ["Current partition reassignments:"]
         for tp, st in sorted(self.states.items()):
             out.append(
-                f"{tp}: replicas: {_fmt(st.replicas)}. adding: {_fmt(st.adding)}. "
-                f"removing: {_fmt(st.removing)}."
+                f"{tp}: replicas: {fmt_replicas(st.replicas)}. adding: {fmt_replicas(st.adding)}. "
+                f"removing: {fmt_replicas(st.removing)}."
             )
         return out
 

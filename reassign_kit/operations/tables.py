@@ -7,11 +7,11 @@ from collections.abc import Iterable
 from typing import Any
 
 
-def _table(rows: list[dict[str, Any]], columns: list[str]) -> Any:
+def rows_table(rows: list[dict[str, Any]], columns: list[str]) -> Any:
     import pandas as pd
 
     return pd.DataFrame(rows, columns=columns)
 
 
-def _fmt(rs: Iterable[int]) -> str:
+def fmt_replicas(rs: Iterable[int]) -> str:
     return ",".join(str(r) for r in rs)

@@ -19,7 +19,8 @@ from ..model import PartitionState, Plan, TopicPartition, is_complete
 from ..run.elections import ElectionResult, elect_preferred
 from ..run.logdirs import log_dir_targets
 from ..throttles import configs as thr
-from .tables import _fmt, _table
+from ..throttles import priors as priors_mod
+from .tables import fmt_replicas, rows_table
 
 SETTLE_PAUSE_S = 0.5  # between re-reads of metadata that may lag the controller (see settle)
 
@@ -65,7 +66,7 @@ class VerifyResult:
         return 0
 
     def to_pandas(self) -> Any:
-        return _table(
+        return rows_table(
             self.rows, ["topic", "partition", "status", "target", "replicas", "adding", "removing"]
         )
 
@@ -78,8 +79,8 @@ class VerifyResult:
             elif r["status"] == IN_PROGRESS:
                 out.append(
                     f"Reassignment of partition {tp} is still in progress "
-                    f"(replicas {_fmt(r['replicas'])}, adding {_fmt(r['adding'])}, "
-                    f"removing {_fmt(r['removing'])})."
+                    f"(replicas {fmt_replicas(r['replicas'])}, adding {fmt_replicas(r['adding'])}, "
+                    f"removing {fmt_replicas(r['removing'])})."
                 )
             elif r["status"] == MISSING:
                 out.append(f"Partition {tp} does not exist in the cluster.")
@@ -87,10 +88,10 @@ class VerifyResult:
                 other = r.get("other_target")
                 out.append(
                     f"There is an active reassignment of partition {tp} to "
-                    f"[{_fmt(other)}], not to the plan's [{_fmt(r['target'])}]."
+                    f"[{fmt_replicas(other)}], not to the plan's [{fmt_replicas(r['target'])}]."
                     if other
                     else f"There is no active reassignment of partition {tp}, but replica set "
-                    f"is [{_fmt(r['replicas'])}] rather than [{_fmt(r['target'])}]."
+                    f"is [{fmt_replicas(r['replicas'])}] rather than [{fmt_replicas(r['target'])}]."
                 )
         if self.log_dir_rows:
             out.append("")
@@ -118,7 +119,7 @@ class VerifyResult:
         return out + self.notes
 
 
-def _classify(target: tuple[int, ...], st: PartitionState | None) -> str:
+def classify(target: tuple[int, ...], st: PartitionState | None) -> str:
     if st is None:
         return MISSING
     if is_complete(target, st):
@@ -149,7 +150,7 @@ def settle(
     return states
 
 
-def _settled_states(gateway: Any, plan: Plan) -> dict[TopicPartition, PartitionState]:
+def settled_states(gateway: Any, plan: Plan) -> dict[TopicPartition, PartitionState]:
     targets = {m.tp: m.replicas for m in plan}
     return settle(
         gateway,
@@ -182,14 +183,14 @@ def verify(
     its first leads gets a preferred leader election (KIP-460, one request), and every
     complete partition is checked (``VerifyResult.elections``; those not led by their
     preferred replica named with why). The exit code stays the reassignment's."""
-    priors = thr.load_priors(priors)
+    priors = priors_mod.load_priors(priors)
     tps = [m.tp for m in plan]
     require_permissions(gateway, "verify", ["DESCRIBE"])
-    states = _settled_states(gateway, plan)
+    states = settled_states(gateway, plan)
     rows = []
     for m in plan:
         st = states.get(m.tp)
-        status = _classify(m.replicas, st)
+        status = classify(m.replicas, st)
         rows.append(
             {
                 "topic": m.topic,

@@ -8,7 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from ..errors import UsageError
 from ..model import Move, Plan
-from ..snapshot.snapshot import Snapshot, TopicFilter, excluded_summary
+from ..snapshot.filter import TopicFilter, excluded_summary
+from ..snapshot.snapshot import Snapshot
 from . import pipeline
 from .aggregates import Aggregates, aggregate_rows
 from .bytes_pass import BytesPlan, bytes_chunk, chunk_totals

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from ..snapshot.snapshot import TopicFilter
+from ..snapshot.filter import TopicFilter
 from .rules import (
     Capacity,
     RuleContext,

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ..model import Move, PartitionState, Plan, read_text
-from ..validate import ClusterView, Problem, move_problems
+from ..model import Move, PartitionState, Plan, Problem, read_text
+from ..validate import ClusterView, move_problems
 
 REMOVED_BROKER = "removed-broker"
 REPLICATION_FACTOR_TARGET = "replication-factor-target"

@@ -46,7 +46,7 @@ from ..errors import (
     UsageError,
 )
 from ..model import Plan
-from ..throttles.configs import Priors, load_priors, priors_path_for
+from ..throttles.priors import Priors, load_priors, priors_path_for
 
 STATE_DIR_ENV = "REASSIGN_KIT_STATE_DIR"
 DEFAULT_STATE_DIR = os.path.join(".reassign-kit", "runs")

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from contextlib import nullcontext
 from typing import Any
 
-from ..errors import JournalError, KafkaOperationError, ReassignKitError
+from ..errors import JournalError, KafkaOperationError, ReassignKitError, RunError
 from ..model import PartitionState, TopicPartition
-from ..moves.results import RunError, RunResult
+from ..moves.results import RunResult
 from ..moves.table import MoveStatus
 from . import deadlines
 from .gcpause import between_polls, freeze_heap

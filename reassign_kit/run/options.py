@@ -20,7 +20,7 @@ from typing import Any
 from ..errors import UsageError
 from ..health.sources import health_source_arg
 from ..moves.schedule import ORDERS, Caps
-from .option_spec import (  # noqa: F401 (re-exported: the CLI and run import them here)
+from .option_spec import (
     ON_DEADLINE,
     ON_INTERRUPT,
     PACES,

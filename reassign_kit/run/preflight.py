@@ -27,12 +27,11 @@ from ..cluster.views import (
     rollback_plan,
 )
 from ..errors import InvalidPlanError, KafkaOperationError, UsageError
-from ..model import PartitionState, Plan, TopicPartition
+from ..model import PartitionState, Plan, TopicPartition, parse_plan_partial
 from ..planner.record import Approval, PlanRecord, check_hash, drift, refuse_drift
-from ..validate import ClusterView, parse_plan_partial, plan_problems, validate_plan
+from ..validate import ClusterView, plan_problems, validate_plan
 from .gcpause import defer_full_collections
 from .options import ExecuteOptions, cli_options
-from .resume import options_from_journal  # noqa: F401 (re-exported for the CLI)
 from .run import Run
 
 # the options kafka-reassign-partitions has too, and --elect-leaders (the legacy request's

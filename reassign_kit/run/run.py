@@ -54,7 +54,7 @@ from ..eta.lag import LagMeter
 from ..health.signals import HealthSource
 from ..model import Plan, TopicPartition
 from ..moves.journal import Journal
-from ..moves.results import RunError, RunResult, RunStatus  # noqa: F401 (RunError: re-exported)
+from ..moves.results import RunResult, RunStatus
 from ..moves.schedule import Caps, Item
 from ..moves.steps import StepsFor, steps_hook
 from ..moves.table import MoveIndex, MoveState, MoveStatus
@@ -66,7 +66,7 @@ from .finish import FinishPart
 from .lifecycle import Lifecycle, phase
 from .logdirs import LogDirMoves
 from .loop import LoopPart
-from .options import ON_DEADLINE, ExecuteOptions, cli_options, live_changes  # noqa: F401 (ON_DEADLINE: re-exported)
+from .options import ExecuteOptions, live_changes
 from .retry import RetryingGateway
 from .rollback import RollbackPart
 from .submit import SubmitPart

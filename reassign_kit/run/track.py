@@ -10,7 +10,8 @@ from typing import Any
 from ..cluster.views import METADATA_SETTLE_S
 from ..model import PartitionState, TopicPartition, is_complete
 from ..moves.table import MoveState, MoveStatus
-from ..watch.progress import eta_text, replica_bytes_copied
+from ..watch.progress import replica_bytes_copied
+from ..watch.text import eta_text
 
 LOST_AFTER_POLLS = 3  # a move seen neither reassigning nor at its target this often is lost
 PENDING, READY, MOVING = MoveStatus.PENDING, MoveStatus.READY, MoveStatus.MOVING

@@ -108,7 +108,7 @@ def kafka_home(version: str = KAFKA_VERSION) -> Path:
     return base / version
 
 
-def _require(tool: str, why: str) -> str:
+def require(tool: str, why: str) -> str:
     path = shutil.which(tool)
     if not path:
         raise SandboxError(f"{tool} not found on PATH: {why}")
@@ -121,8 +121,8 @@ def fetch_kafka(version: str = KAFKA_VERSION, quiet: bool = True) -> Path:
     marker = libs / ".complete"
     if marker.exists():
         return libs
-    mvn = _require("mvn", "Maven is needed to fetch Apache Kafka from Maven Central")
-    _require("java", "a Java 17+ runtime is needed to run Apache Kafka")
+    mvn = require("mvn", "Maven is needed to fetch Apache Kafka from Maven Central")
+    require("java", "a Java 17+ runtime is needed to run Apache Kafka")
     pom = REPO_ROOT / "tools" / "kafka-pom.xml"
     if not pom.exists():
         raise SandboxError(f"{pom} is missing: cannot fetch Kafka outside the source checkout")
@@ -161,7 +161,7 @@ def java_binary() -> str:
     home = os.environ.get("JAVA_HOME")
     if home and (Path(home) / "bin" / "java").exists():
         return str(Path(home) / "bin" / "java")
-    return _require("java", "a Java 17+ runtime is needed to run Apache Kafka")
+    return require("java", "a Java 17+ runtime is needed to run Apache Kafka")
 
 
 def run_kafka_class(

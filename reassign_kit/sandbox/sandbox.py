@@ -34,42 +34,26 @@ from . import metrics as sandbox_metrics
 
 # the Kafka distribution (sandbox_kafka) and a secured sandbox's parts (sandbox_security):
 # their names importable from here, as before
-from .kafka import (  # noqa: F401 (re-exported: the names this module has always had)
+from .kafka import (
     HEAP,
     JVM_FLAGS,
-    KAFKA_VERSION,
     LOG4J2,
-    METADATA_ENV,
-    METADATA_MODES,
     REPO_ROOT,
-    VERSION_ENV,
-    _require,
     check_mode,
     check_version,
     default_metadata,
     default_version,
     fetch_kafka,
-    info,
     java_binary,
     kafka_classpath,
-    kafka_home,
     run_kafka_class,
 )
-from .security import (  # noqa: F401 (re-exported: the names this module has always had)
-    _AUTHORIZER,
-    _PLAIN_MODULE,
-    _PROTOCOL,
-    _SCRAM_MODULE,
-    CLIENT_USERS,
+from .security import (
     SCRAM,
     SECURITY_MODES,
-    SUPER_USER,
-    _acl_bindings,
-    _jaas,
-    _make_certificates,
-    _openssl,
-    _private_write,
-    _Security,
+    Security,
+    acl_bindings,
+    private_write,
 )
 
 CONTROLLER_ID = 1000
@@ -171,7 +155,7 @@ class Sandbox:
         self.zookeeper: Node | None = Node(**data["zookeeper"]) if data.get("zookeeper") else None
         self.nodes: dict[int, Node] = {b["id"]: Node(**b) for b in data["brokers"]}
         self.security: str = data.get("security", "plain")
-        self._sec = _Security.load(self.dir, self.security) if self.security != "plain" else None
+        self._sec = Security.load(self.dir, self.security) if self.security != "plain" else None
 
     # ---------------------------------------------------------------- creation
 
@@ -188,7 +172,7 @@ class Sandbox:
         metadata: str | None = None,
     ) -> Sandbox:
         """Write configs and format storage for a new cluster (does not start it).
-        ``security``: plain (default), sasl_scram, ssl or sasl_ssl (see ``_Security``).
+        ``security``: plain (default), sasl_scram, ssl or sasl_ssl (see ``Security``).
         ``kafka_version`` / ``metadata``: the release and mode (default 4.3.1 KRaft, or
         $RK_SANDBOX_KAFKA_VERSION / $RK_SANDBOX_METADATA)."""
         version = check_version(kafka_version) if kafka_version else default_version()
@@ -224,7 +208,7 @@ class Sandbox:
         d.mkdir(parents=True, exist_ok=True)
         (d / "logs").mkdir(exist_ok=True)
         (d / "log4j2.properties").write_text(LOG4J2)
-        sec = _Security.make(d, security) if security != "plain" else None
+        sec = Security.make(d, security) if security != "plain" else None
         listener = sec.protocol if sec else "PLAINTEXT"
         cluster_id = _random_cluster_id()
         cports = {} if zk_mode else {CONTROLLER_ID + i: free_port() for i in range(controllers)}
@@ -558,7 +542,7 @@ class Sandbox:
         every broker's authorizer has them."""
         from confluent_kafka.admin import AclBindingFilter, AdminClient
 
-        bindings = _acl_bindings()
+        bindings = acl_bindings()
         admin = self.admin()
         for binding, fut in admin.create_acls(bindings, request_timeout=timeout).items():
             try:
@@ -966,7 +950,7 @@ def _zookeeper_node(d: Path) -> Node:
     return zk
 
 
-def _zk_broker_props(zk: Node, listener: str, sec: _Security | None) -> dict[str, str]:
+def _zk_broker_props(zk: Node, listener: str, sec: Security | None) -> dict[str, str]:
     """What a ZooKeeper-mode broker has instead of the KRaft quorum settings."""
     props = {
         "zookeeper.connect": f"127.0.0.1:{zk.port}",
@@ -1103,7 +1087,7 @@ def _port_open(port: int) -> bool:
 def _write_props(path: str, props: dict[str, str]) -> None:
     """A node's .properties file, owner-only (a secured node's holds the broker's password)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    _private_write(Path(path), "".join(f"{k}={v}\n" for k, v in props.items()))
+    private_write(Path(path), "".join(f"{k}={v}\n" for k, v in props.items()))
 
 
 def _random_cluster_id() -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SandboxError
-from .kafka import _require
+from .kafka import require
 
 SECURITY_MODES = ("plain", "sasl_scram", "ssl", "sasl_ssl")
 
@@ -41,35 +41,35 @@ SUPER_USER = "broker"
 SCRAM = "SCRAM-SHA-512"
 
 
-_PROTOCOL = {"sasl_scram": "SASL_PLAINTEXT", "ssl": "SSL", "sasl_ssl": "SASL_SSL"}
+PROTOCOL = {"sasl_scram": "SASL_PLAINTEXT", "ssl": "SSL", "sasl_ssl": "SASL_SSL"}
 
 
-_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 
-_SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
 
-_PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 
 
-def _private_write(path: Path, text: str) -> None:
+def private_write(path: Path, text: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
 
 
-def _openssl(args: list[str], cwd: Path) -> None:
-    exe = _require("openssl", "--security ssl|sasl_ssl makes its certificates with openssl")
+def run_openssl(args: list[str], cwd: Path) -> None:
+    exe = require("openssl", "--security ssl|sasl_ssl makes its certificates with openssl")
     proc = subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SandboxError(f"openssl {args[0]} failed: {proc.stderr.strip()[-800:]}")
 
 
-def _make_certificates(sec: Path, names: Sequence[str]) -> None:
+def make_certificates(sec: Path, names: Sequence[str]) -> None:
     """A CA (ca.pem) and, per name, ``<name>.pem``: its PKCS#8 key and its certificate
     (CN=name, SAN IP:127.0.0.1 and localhost, server and client use), signed by the CA."""
-    _openssl(
+    run_openssl(
         ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem"]
         + ["-days", "30", "-subj", "/CN=reassign-kit sandbox CA"],
         sec,
@@ -80,19 +80,19 @@ def _make_certificates(sec: Path, names: Sequence[str]) -> None:
         "keyUsage=critical,digitalSignature,keyEncipherment\n"
     )
     for name in names:
-        _openssl(
+        run_openssl(
             ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key"]
             + ["-out", f"{name}.csr", "-subj", f"/CN={name}"],
             sec,
         )
-        _openssl(
+        run_openssl(
             ["x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key"]
             + ["-CAcreateserial", "-out", f"{name}.crt", "-days", "30", "-extfile", "leaf.ext"],
             sec,
         )
         key = (sec / f"{name}.key").read_text()
         crt = (sec / f"{name}.crt").read_text()
-        _private_write(sec / f"{name}.pem", key + crt)
+        private_write(sec / f"{name}.pem", key + crt)
         for ext in (".key", ".csr", ".crt"):
             (sec / f"{name}{ext}").unlink()
     (sec / "ca.key").unlink()  # nothing is signed later: the CA's key is not kept
@@ -101,13 +101,13 @@ def _make_certificates(sec: Path, names: Sequence[str]) -> None:
             os.chmod(p, 0o600)
 
 
-def _jaas(module: str, user: str, password: str, **extra: str) -> str:
+def jaas(module: str, user: str, password: str, **extra: str) -> str:
     more = "".join(f' {k}="{v}"' for k, v in extra.items())
     return f'{module} required username="{user}" password="{password}"{more};'
 
 
 @dataclass
-class _Security:
+class Security:
     """What one security mode adds to the node configs and the format command."""
 
     mode: str
@@ -116,7 +116,7 @@ class _Security:
 
     @property
     def protocol(self) -> str:
-        return _PROTOCOL[self.mode]
+        return PROTOCOL[self.mode]
 
     @property
     def sasl(self) -> bool:
@@ -127,7 +127,7 @@ class _Security:
         return self.mode in ("ssl", "sasl_ssl")
 
     @classmethod
-    def make(cls, d: Path, mode: str) -> _Security:
+    def make(cls, d: Path, mode: str) -> Security:
         import secrets as _secrets
 
         sec = d / "security"
@@ -136,19 +136,19 @@ class _Security:
         users = (SUPER_USER, *CLIENT_USERS)
         passwords = {u: _secrets.token_hex(12) for u in users} if mode != "ssl" else {}
         if passwords:
-            _private_write(sec / "passwords.json", json.dumps(passwords, indent=2) + "\n")
+            private_write(sec / "passwords.json", json.dumps(passwords, indent=2) + "\n")
         s = cls(mode, sec, passwords)
         if s.tls:
-            _make_certificates(sec, users if mode == "ssl" else (SUPER_USER,))
+            make_certificates(sec, users if mode == "ssl" else (SUPER_USER,))
         for user in users:
-            _private_write(
+            private_write(
                 sec / f"{user}.properties",
                 "".join(f"{k}={v}\n" for k, v in s.client_properties(user).items()),
             )
         return s
 
     @classmethod
-    def load(cls, d: Path, mode: str) -> _Security:
+    def load(cls, d: Path, mode: str) -> Security:
         sec = d / "security"
         pw = sec / "passwords.json"
         passwords = json.loads(pw.read_text()) if pw.exists() else {}
@@ -169,7 +169,7 @@ class _Security:
         cproto = "SSL" if self.mode == "ssl" else self.protocol
         props = {
             "listener.security.protocol.map": f"CONTROLLER:{cproto},{self.protocol}:{self.protocol}",
-            "authorizer.class.name": _AUTHORIZER,
+            "authorizer.class.name": AUTHORIZER,
             "super.users": f"User:{SUPER_USER}",
             "allow.everyone.if.no.acl.found": "false",
         }
@@ -182,8 +182,8 @@ class _Security:
             pw = self.passwords[SUPER_USER]
             props["sasl.mechanism.controller.protocol"] = "PLAIN"
             props["listener.name.controller.sasl.enabled.mechanisms"] = "PLAIN"
-            props["listener.name.controller.plain.sasl.jaas.config"] = _jaas(
-                _PLAIN_MODULE, SUPER_USER, pw, **{f"user_{SUPER_USER}": pw}
+            props["listener.name.controller.plain.sasl.jaas.config"] = jaas(
+                PLAIN_MODULE, SUPER_USER, pw, **{f"user_{SUPER_USER}": pw}
             )
         return props
 
@@ -193,8 +193,8 @@ class _Security:
             lname = self.protocol.lower()
             props["sasl.enabled.mechanisms"] = SCRAM
             props["sasl.mechanism.inter.broker.protocol"] = SCRAM
-            props[f"listener.name.{lname}.{SCRAM.lower()}.sasl.jaas.config"] = _jaas(
-                _SCRAM_MODULE, SUPER_USER, self.passwords[SUPER_USER]
+            props[f"listener.name.{lname}.{SCRAM.lower()}.sasl.jaas.config"] = jaas(
+                SCRAM_MODULE, SUPER_USER, self.passwords[SUPER_USER]
             )
         return props
 
@@ -213,7 +213,7 @@ class _Security:
         props = {"security.protocol": self.protocol}
         if self.sasl:
             props["sasl.mechanism"] = SCRAM
-            props["sasl.jaas.config"] = _jaas(_SCRAM_MODULE, user, self.passwords[user])
+            props["sasl.jaas.config"] = jaas(SCRAM_MODULE, user, self.passwords[user])
         if self.tls:
             props["ssl.truststore.type"] = "PEM"
             props["ssl.truststore.location"] = str(self.dir / "ca.pem")
@@ -240,7 +240,7 @@ class _Security:
         return {u: str(self.dir / f"{u}.properties") for u in CLIENT_USERS}
 
 
-def _acl_bindings() -> list[Any]:
+def acl_bindings() -> list[Any]:
     from confluent_kafka.admin import (
         AclBinding,
         AclOperation,

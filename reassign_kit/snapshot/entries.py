@@ -9,16 +9,16 @@ from typing import Any
 
 from ..model import TopicPartition
 
-_BROKER_KEYS = {"id", "rack", "log_dirs", "cordoned_log_dirs"}
+BROKER_KEYS = {"id", "rack", "log_dirs", "cordoned_log_dirs"}
 
 
-_TIERED_KEYS = ("remote_storage_enable", "local_retention_bytes", "local_retention_ms")
+TIERED_KEYS = ("remote_storage_enable", "local_retention_bytes", "local_retention_ms")
 
 
-_TOPIC_KEYS = {"name", "min_insync_replicas", *_TIERED_KEYS}
+TOPIC_KEYS = {"name", "min_insync_replicas", *TIERED_KEYS}
 
 
-_PARTITION_KEYS = {"topic", "partition", "replicas", "size_bytes", "leader", "isr"}
+PARTITION_KEYS = {"topic", "partition", "replicas", "size_bytes", "leader", "isr"}
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class PartitionEntry:
         return TopicPartition(self.topic, self.partition)
 
 
-def _partition_obj(p: PartitionEntry) -> dict[str, Any]:
+def partition_obj(p: PartitionEntry) -> dict[str, Any]:
     out: dict[str, Any] = {
         "topic": p.topic,
         "partition": p.partition,
@@ -95,11 +95,11 @@ def _partition_obj(p: PartitionEntry) -> dict[str, Any]:
     return out
 
 
-def _is_int(v: Any) -> bool:
+def is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _read_brokers(raw: Any, problems: list[str]) -> dict[int, BrokerEntry]:
+def read_brokers(raw: Any, problems: list[str]) -> dict[int, BrokerEntry]:
     out: dict[int, BrokerEntry] = {}
     if not isinstance(raw, list):
         problems.append("'brokers' must be a list")
@@ -109,10 +109,10 @@ def _read_brokers(raw: Any, problems: list[str]) -> dict[int, BrokerEntry]:
         if not isinstance(b, dict):
             problems.append(f"{where} must be an object")
             continue
-        for k in sorted(set(b) - _BROKER_KEYS):
+        for k in sorted(set(b) - BROKER_KEYS):
             problems.append(f"{where}: unknown key {k!r}")
         bid, rack = b.get("id"), b.get("rack")
-        if not _is_int(bid) or bid < 0:
+        if not is_int(bid) or bid < 0:
             problems.append(f"{where}: 'id' must be a non-negative integer, got {bid!r}")
             continue
         if rack is not None and (not isinstance(rack, str) or not rack):
@@ -138,7 +138,7 @@ def _read_brokers(raw: Any, problems: list[str]) -> dict[int, BrokerEntry]:
     return out
 
 
-def _read_topics(raw: Any, problems: list[str]) -> dict[str, TopicEntry]:
+def read_topics(raw: Any, problems: list[str]) -> dict[str, TopicEntry]:
     out: dict[str, TopicEntry] = {}
     if not isinstance(raw, list):
         problems.append("'topics' must be a list")
@@ -148,13 +148,13 @@ def _read_topics(raw: Any, problems: list[str]) -> dict[str, TopicEntry]:
         if not isinstance(t, dict):
             problems.append(f"{where} must be an object")
             continue
-        for k in sorted(set(t) - _TOPIC_KEYS):
+        for k in sorted(set(t) - TOPIC_KEYS):
             problems.append(f"{where}: unknown key {k!r}")
         name, misr = t.get("name"), t.get("min_insync_replicas")
         if not isinstance(name, str) or not name:
             problems.append(f"{where}: 'name' must be a non-empty string, got {name!r}")
             continue
-        if misr is not None and (not _is_int(misr) or misr < 1):
+        if misr is not None and (not is_int(misr) or misr < 1):
             problems.append(
                 f"topic {name}: 'min_insync_replicas' must be a positive integer or null, got {misr!r}"
             )
@@ -168,7 +168,7 @@ def _read_topics(raw: Any, problems: list[str]) -> dict[str, TopicEntry]:
         bad = False
         for k in ("local_retention_bytes", "local_retention_ms"):
             v = t.get(k)
-            if v is not None and (not _is_int(v) or v < -2):
+            if v is not None and (not is_int(v) or v < -2):
                 problems.append(f"topic {name}: {k!r} must be an integer >= -2 or null, got {v!r}")
                 bad = True
         if bad:
@@ -182,7 +182,7 @@ def _read_topics(raw: Any, problems: list[str]) -> dict[str, TopicEntry]:
     return out
 
 
-def _read_partitions(
+def read_partitions(
     raw: Any, problems: list[str], brokers: dict[int, BrokerEntry], topics: dict[str, TopicEntry]
 ) -> list[PartitionEntry]:
     out: list[PartitionEntry] = []
@@ -195,7 +195,7 @@ def _read_partitions(
         if not isinstance(p, dict):
             problems.append(f"{where} must be an object")
             continue
-        for k in sorted(set(p) - _PARTITION_KEYS):
+        for k in sorted(set(p) - PARTITION_KEYS):
             problems.append(f"{where}: unknown key {k!r}")
         topic, part, reps, size = (
             p.get("topic"),
@@ -206,7 +206,7 @@ def _read_partitions(
         if not isinstance(topic, str) or not topic:
             problems.append(f"{where}: 'topic' must be a non-empty string, got {topic!r}")
             continue
-        if not _is_int(part) or part < 0:
+        if not is_int(part) or part < 0:
             problems.append(
                 f"{where} (topic {topic}): 'partition' must be a non-negative integer, got {part!r}"
             )
@@ -220,7 +220,7 @@ def _read_partitions(
             problems.append(f"partition {name} is listed twice")
             continue
         seen.add((topic, part))
-        if not isinstance(reps, list) or not reps or not all(_is_int(r) for r in reps):
+        if not isinstance(reps, list) or not reps or not all(is_int(r) for r in reps):
             problems.append(
                 f"partition {name}: 'replicas' must be a non-empty list of broker ids, got {reps!r}"
             )
@@ -232,20 +232,20 @@ def _read_partitions(
         if unknown:
             problems.append(f"partition {name}: replicas on broker(s) {unknown} not in 'brokers'")
             ok = False
-        if not _is_int(size) or size < 0:
+        if not is_int(size) or size < 0:
             problems.append(
                 f"partition {name}: 'size_bytes' must be a non-negative integer, got {size!r}"
             )
             ok = False
         leader, isr = p.get("leader"), p.get("isr")
-        if leader is not None and (not _is_int(leader) or leader not in reps):
+        if leader is not None and (not is_int(leader) or leader not in reps):
             problems.append(
                 f"partition {name}: 'leader' must be one of its replicas {reps} or null, "
                 f"got {leader!r}"
             )
             ok = False
         if isr is not None:
-            if not isinstance(isr, list) or not all(_is_int(r) for r in isr):
+            if not isinstance(isr, list) or not all(is_int(r) for r in isr):
                 problems.append(
                     f"partition {name}: 'isr' must be a list of broker ids or null, got {isr!r}"
                 )

@@ -19,7 +19,7 @@ def is_internal(topic: str) -> bool:
     return topic in INTERNAL_TOPICS or topic.startswith("__")
 
 
-def _compile(flag: str, pattern: str | None) -> re.Pattern | None:
+def compile(flag: str, pattern: str | None) -> re.Pattern | None:
     if pattern is None:
         return None
     try:
@@ -40,17 +40,17 @@ class TopicFilter:
     include_internal: bool = False
 
     def __post_init__(self) -> None:
-        _compile("--topics-regex", self.include)
-        _compile("--exclude-topics-regex", self.exclude)
+        compile("--topics-regex", self.include)
+        compile("--exclude-topics-regex", self.exclude)
 
     def why_excluded(self, topic: str) -> str | None:
         """None when the topic is selected, else the reason it is not."""
         if not self.include_internal and is_internal(topic):
             return "internal (--include-internal plans it)"
-        inc = _compile("--topics-regex", self.include)
+        inc = compile("--topics-regex", self.include)
         if inc is not None and not inc.fullmatch(topic):
             return f"not matched by --topics-regex {self.include!r}"
-        exc = _compile("--exclude-topics-regex", self.exclude)
+        exc = compile("--exclude-topics-regex", self.exclude)
         if exc is not None and exc.fullmatch(topic):
             return f"matched by --exclude-topics-regex {self.exclude!r}"
         return None

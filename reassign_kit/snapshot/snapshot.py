@@ -40,25 +40,17 @@ from typing import Any
 from ..cluster.views import require_permissions
 from ..errors import InvalidPlanError, require_extra
 from ..model import TopicPartition, read_text
-from .entries import (  # noqa: F401 (re-exported: the names this module has always had)
-    _BROKER_KEYS,
-    _PARTITION_KEYS,
-    _TIERED_KEYS,
-    _TOPIC_KEYS,
+from .entries import (
     BrokerEntry,
     PartitionEntry,
     TopicEntry,
-    _is_int,
-    _partition_obj,
-    _read_brokers,
-    _read_partitions,
-    _read_topics,
+    partition_obj,
+    read_brokers,
+    read_partitions,
+    read_topics,
 )
-from .filter import (  # noqa: F401 (re-exported: the names this module has always had)
-    INTERNAL_TOPICS,
+from .filter import (
     TopicFilter,
-    _compile,
-    excluded_summary,
     is_internal,
 )
 
@@ -141,7 +133,7 @@ class Snapshot:
             "brokers": [b.to_json_obj() for b in sorted(self.brokers, key=lambda b: b.id)],
             "topics": [t.to_json_obj() for t in sorted(self.topics, key=lambda t: t.name)],
             "partitions": [
-                _partition_obj(p)
+                partition_obj(p)
                 for p in sorted(self.partitions, key=lambda p: (p.topic, p.partition))
             ],
         }
@@ -187,9 +179,9 @@ class Snapshot:
             problems.append(f"unknown top-level key {k!r}")
         if obj.get("version") != VERSION:
             problems.append(f"version must be {VERSION}, got {obj.get('version')!r}")
-        brokers = _read_brokers(obj.get("brokers"), problems)
-        topics = _read_topics(obj.get("topics"), problems)
-        partitions = _read_partitions(obj.get("partitions"), problems, brokers, topics)
+        brokers = read_brokers(obj.get("brokers"), problems)
+        topics = read_topics(obj.get("topics"), problems)
+        partitions = read_partitions(obj.get("partitions"), problems, brokers, topics)
         if problems:
             raise InvalidPlanError(problems, header=f"{source} is not a valid snapshot")
         return cls.of(brokers.values(), topics.values(), partitions)

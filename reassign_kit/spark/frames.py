@@ -42,7 +42,7 @@ def brokers_and_topics(source: Snapshot | str) -> Snapshot:
         return Snapshot(source.brokers, source.topics, ())
     import pyarrow.parquet as pq
 
-    from ..snapshot.snapshot import BrokerEntry, TopicEntry
+    from ..snapshot.entries import BrokerEntry, TopicEntry
 
     brokers = pq.read_table(os.path.join(source, "brokers.parquet")).to_pylist()
     topics = pq.read_table(os.path.join(source, "topics.parquet")).to_pylist()

@@ -8,29 +8,21 @@ import json
 import os
 from collections.abc import Iterator, Mapping
 
-from ..planner import (
-    NO_STATE,
-    Aggregates,
-    BytesPlan,
-    Changed,
-    LeaderPlan,
-    PlanParams,
-    PlanResult,
-    Prepared,
-    Row,
-    aggregate_rows,
-    bytes_chunk,
-    chunk_key,
-    fit_capacity,
-    lead_chunk,
-    leader_groups,
-    level_chunk,
-    pipeline,
-    plan_chunk,
-    rule_context,
-)
+from ..planner import pipeline
+from ..planner.aggregates import Aggregates, aggregate_rows
+from ..planner.bytes_pass import BytesPlan, bytes_chunk
+from ..planner.finish import fit_capacity
+from ..planner.leaders import NO_STATE, LeaderPlan, lead_chunk, leader_groups
+from ..planner.level import level_chunk
+from ..planner.params import PlanParams, rule_context
+from ..planner.quotas import Prepared
 from ..planner.rack_repair import is_violating
-from ..snapshot.snapshot import PartitionEntry, Snapshot, excluded_summary
+from ..planner.replica_chunk import plan_chunk
+from ..planner.report import PlanResult
+from ..planner.rows import Changed, Row, chunk_key
+from ..snapshot.entries import PartitionEntry
+from ..snapshot.filter import excluded_summary
+from ..snapshot.snapshot import Snapshot
 from .frames import brokers_and_topics, partitions_df, with_chunk
 
 AGG_SCHEMA = "kind string, c int, key string, n long"

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..model import Move, PartitionState, Plan, TopicPartition
+from ..model import Move, PartitionState, Plan, Problem, TopicPartition
 from ..planner.rules import Capacity, RuleContext, capacity_problems, move_all_problems
 from ..snapshot.snapshot import Snapshot
-from ..validate import ClusterView, Problem
+from ..validate import ClusterView
 from .frames import brokers_and_topics, partitions_df
 
 PROBLEM_SCHEMA = "topic string, partition int, i int, where string, rule string, detail string"

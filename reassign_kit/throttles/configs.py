@@ -44,7 +44,7 @@ from ..cluster.config import (
     LEADER_REPLICAS,
     LOG_DIR_RATE,
 )
-from ..cluster.gateway import (  # noqa: F401 (alter_in_place: re-exported)
+from ..cluster.gateway import (
     BROKER_SOURCE,
     DEFAULT_BROKER,
     STATIC_SOURCE,
@@ -54,7 +54,7 @@ from ..cluster.gateway import (  # noqa: F401 (alter_in_place: re-exported)
 )
 from ..errors import ReassignKitError, UsageError
 from ..model import ANY_LOG_DIR, Move, PartitionState, TopicPartition
-from .priors import Priors, load_priors, priors_path_for  # noqa: F401 (re-exported)
+from .priors import Priors
 
 
 @dataclass(frozen=True)

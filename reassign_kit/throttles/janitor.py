@@ -22,7 +22,8 @@ from ..cluster.config import (
     LOG_DIR_RATE,
 )
 from ..cluster.gateway import BROKER_SOURCE, DEFAULT_BROKER, TOPIC_SOURCE, ConfigChanges
-from .configs import Priors, entry_set, move_map, throttles_for
+from .configs import entry_set, move_map, throttles_for
+from .priors import Priors
 
 # what each source means, for people
 SOURCES = {

@@ -9,15 +9,8 @@ from typing import Any
 from ..cluster.gateway import DEFAULT_BROKER
 from ..errors import UsageError
 from ..model import PartitionState, TopicPartition
-from .configs import (
-    Priors,
-    Throttles,
-    entry_set,
-    move_map,
-    summary,
-    sync_throttles,
-    throttles_for,
-)
+from .configs import Throttles, entry_set, move_map, summary, sync_throttles, throttles_for
+from .priors import Priors
 
 
 class ThrottleKeeper:

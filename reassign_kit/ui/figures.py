@@ -19,24 +19,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import TopicPartition
-from .figures_bytes import (  # noqa: F401 (re-exported: the panel and tests read them here)
-    behind_from_samples,
-    behind_rows,
-    broker_bytes,
+from .figures_bytes import (
     planned_broker_bytes,
 )
-from .figures_events import (  # noqa: F401 (re-exported)
+from .figures_events import (
     CANCELLED_EVENTS,
     DONE_EVENTS,
     MAX_BARS,
     MAX_LOG_LINES,
     MAX_POINTS,
-    MAX_TABLE_ROWS,
     MOVING_EVENTS,
-    _as_tp,
-    _is_final,
-    _num,
     event_tps,
+    is_final,
+    num,
     plan_total,
     sorted_events,
 )
@@ -92,7 +87,7 @@ def progress_series(
             for tp in tps:
                 if state.get(tp) != "done":
                     setstate(tp, "moving")
-        elif kind in DONE_EVENTS and _is_final(ev):
+        elif kind in DONE_EVENTS and is_final(ev):
             for tp in tps:
                 setstate(tp, "done")
         elif kind in CANCELLED_EVENTS:
@@ -179,7 +174,7 @@ def move_bars(
                 if st.get(tp) not in ("done",):
                     st[tp] = "moving"
                     end.pop(tp, None)
-            elif kind in DONE_EVENTS and _is_final(ev) and tp in start:
+            elif kind in DONE_EVENTS and is_final(ev) and tp in start:
                 st[tp], end[tp] = "done", ts
             elif kind in CANCELLED_EVENTS and tp in start and st.get(tp) != "done":
                 st[tp], end[tp] = "cancelled", ts
@@ -221,7 +216,7 @@ _LOG_FIELDS = (
 
 def format_event(event: Mapping[str, Any]) -> str:
     """One human line per event: time, kind, the partitions (at most 3 named) and key fields."""
-    ts = _num(event.get("ts"))
+    ts = num(event.get("ts"))
     clock = _dt.datetime.fromtimestamp(ts).strftime("%H:%M:%S") if ts is not None else "--:--:--"
     if event.get("event") == "note":  # something the user did in the panel
         return f"{clock}  panel  {event.get('message', '')}"
@@ -356,18 +351,18 @@ def eta_series(events: Iterable[Mapping[str, Any]], max_points: int = MAX_POINTS
     finish = max(ends) if done and ends else None
     rows = []
     for e in evs:
-        if e.get("event") != "sample" or not _num(e.get("bytes_total")):
+        if e.get("event") != "sample" or not num(e.get("bytes_total")):
             continue
         ts = float(e["ts"])
         rng = e.get("eta_range_s") if isinstance(e.get("eta_range_s"), list) else None
         rows.append(
             (
                 ts - t0,
-                _num(e.get("eta_s")),
-                _num(rng[0]) if rng and len(rng) == 2 else None,
-                _num(rng[1]) if rng and len(rng) == 2 else None,
+                num(e.get("eta_s")),
+                num(rng[0]) if rng and len(rng) == 2 else None,
+                num(rng[1]) if rng and len(rng) == 2 else None,
                 None if finish is None else finish - ts,
-                1.0 - (_num(e.get("bytes_left")) or 0.0) / float(e["bytes_total"]),
+                1.0 - (num(e.get("bytes_left")) or 0.0) / float(e["bytes_total"]),
             )
         )
     rows = downsample(rows, max_points)

@@ -12,10 +12,10 @@ from ..model import TopicPartition
 from .figures_events import (
     DONE_EVENTS,
     MAX_TABLE_ROWS,
-    _as_tp,
-    _is_final,
-    _num,
+    as_tp,
     event_tps,
+    is_final,
+    num,
     sorted_events,
 )
 
@@ -60,11 +60,11 @@ def broker_bytes(
             for tp in event_tps(ev):
                 src = (leaders or {}).get(tp, cur[0] if cur else None)
                 routes[tp] = (new, src)
-                size = _num(ev.get("size_bytes"))
+                size = num(ev.get("size_bytes"))
                 if size is not None:
                     peak_size[tp] = size
             continue
-        if kind in DONE_EVENTS and _is_final(ev):
+        if kind in DONE_EVENTS and is_final(ev):
             for tp in event_tps(ev):
                 if tp in routes and tp in peak_size:
                     copied[tp] = peak_size[tp] * len(routes[tp][0])
@@ -72,8 +72,8 @@ def broker_bytes(
         if kind != "sample":
             continue
         for row in ev.get("moves") or ():
-            tp = _as_tp(row)
-            b = _num(row.get("bytes")) if isinstance(row, Mapping) else None
+            tp = as_tp(row)
+            b = num(row.get("bytes")) if isinstance(row, Mapping) else None
             if tp is not None and b is not None:
                 copied[tp] = max(copied.get(tp, 0.0), b)
         if ev.get("brokers"):
@@ -118,17 +118,17 @@ def _direct_broker_bytes(latest: Any) -> dict[int, dict[str, float]]:
             continue
         bin_ = next(
             (
-                _num(r.get(k))
+                num(r.get(k))
                 for k in ("bytes_in", "in_bytes", "copied_in")
-                if _num(r.get(k)) is not None
+                if num(r.get(k)) is not None
             ),
             None,
         )
         bout = next(
             (
-                _num(r.get(k))
+                num(r.get(k))
                 for k in ("bytes_out", "out_bytes", "copied_out")
-                if _num(r.get(k)) is not None
+                if num(r.get(k)) is not None
             ),
             None,
         )
@@ -139,7 +139,7 @@ def _direct_broker_bytes(latest: Any) -> dict[int, dict[str, float]]:
 def behind_from_samples(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Rows for ``behind_rows``: the engine's one "how far behind" model over the journal
     (``engine.progress.behind_from_events``)."""
-    from ..watch.progress import behind_from_events
+    from ..watch.from_journal import behind_from_events
 
     return behind_from_events(events)
 
@@ -181,12 +181,12 @@ def behind_rows(rows: Iterable[Any], limit: int = MAX_TABLE_ROWS) -> list[dict[s
         if state.lower().startswith(("done", "pending", "complete")):
             continue
         behind = next(
-            (_num(_field(r, k)) for k in _BEHIND_KEYS if _num(_field(r, k)) is not None), None
+            (num(_field(r, k)) for k in _BEHIND_KEYS if num(_field(r, k)) is not None), None
         )
-        tp = _as_tp(r) or _as_tp(_field(r, "tp"))
+        tp = as_tp(r) or as_tp(_field(r, "tp"))
         if tp is None:
             continue
-        pct = _num(_field(r, "percent", _field(r, "percent_done")))
+        pct = num(_field(r, "percent", _field(r, "percent_done")))
         row = {
             "partition": str(tp),
             "state": state,

@@ -21,14 +21,14 @@ DONE_EVENTS = frozenset({"completed"})
 CANCELLED_EVENTS = frozenset({"cancelled", "failed"})
 
 
-def _as_tp(obj: Any) -> TopicPartition | None:
+def as_tp(obj: Any) -> TopicPartition | None:
     if isinstance(obj, TopicPartition):
         return obj
     if isinstance(obj, Mapping):
         if "topic" in obj and "partition" in obj:
             return TopicPartition(str(obj["topic"]), int(obj["partition"]))
         if "tp" in obj:
-            return _as_tp(obj["tp"])
+            return as_tp(obj["tp"])
         return None
     if isinstance(obj, str) and "-" in obj:
         topic, _, part = obj.rpartition("-")
@@ -46,20 +46,20 @@ def _as_tp(obj: Any) -> TopicPartition | None:
 def event_tps(event: Mapping[str, Any]) -> list[TopicPartition]:
     """The partitions one journal event is about (empty for run-level events)."""
     if "topic" in event and "partition" in event and event.get("partition") is not None:
-        tp = _as_tp(event)
+        tp = as_tp(event)
         return [tp] if tp else []
     if "tp" in event:
-        tp = _as_tp(event["tp"])
+        tp = as_tp(event["tp"])
         return [tp] if tp else []
     out: list[TopicPartition] = []
     for item in event.get("partitions") or ():
-        tp = _as_tp(item)
+        tp = as_tp(item)
         if tp is not None:
             out.append(tp)
     return out
 
 
-def _is_final(event: Mapping[str, Any]) -> bool:
+def is_final(event: Mapping[str, Any]) -> bool:
     """A ``completed`` event of an intermediate replica-level step does not finish the move."""
     if event.get("final") is False:
         return False
@@ -87,7 +87,7 @@ def plan_total(events: Sequence[Mapping[str, Any]], default: int | None = None) 
     return default
 
 
-def _num(val: Any) -> float | None:
+def num(val: Any) -> float | None:
     if isinstance(val, bool) or val is None:
         return None
     if isinstance(val, int | float):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .figures import downsample
-from .figures_events import MAX_POINTS, MAX_TABLE_ROWS, _num, sorted_events
+from .figures_events import MAX_POINTS, MAX_TABLE_ROWS, num, sorted_events
 
 MAX_PACE_BROKERS = 24  # brokers drawn at most (the ones with the most decisions first)
 MAX_MARKERS = 400  # decision markers at most (the newest)
@@ -106,7 +106,7 @@ def pace_series(
     adaptive = is_adaptive(evs)
     started: Mapping[str, Any] = next((e for e in evs if e.get("event") == "pace_started"), {})
     t_start = float(started["ts"]) - t0 if started else None
-    start_rate = _num(started.get("start_rate"))
+    start_rate = num(started.get("start_rate"))
     rate_pts: dict[int, list[tuple[float, float]]] = {}
     p99_pts: dict[int, dict[float, float]] = {}
     limits: dict[int, float] = {}
@@ -115,7 +115,7 @@ def pace_series(
     paused_at: float | None = None
 
     def seen(b: int, t: float, p99: Any, limit: Any) -> None:
-        v, lim = _num(p99), _num(limit)
+        v, lim = num(p99), num(limit)
         if v is not None:
             p99_pts.setdefault(b, {})[t] = v
         if lim is not None:
@@ -130,10 +130,10 @@ def pace_series(
                 b = _broker(key)
                 if b is None or not isinstance(row, Mapping):
                     continue
-                r = _num(row.get("rate"))
+                r = num(row.get("rate"))
                 if r is not None:
                     rate_pts.setdefault(b, []).append((t, r))
-                sig_t = _num(e.get("signal_ts"))
+                sig_t = num(e.get("signal_ts"))
                 seen(b, t if sig_t is None else sig_t - t0, row.get("produce_p99_ms"),
                      row.get("limit_ms"))  # fmt: skip
         elif kind == "pace_decision":
@@ -147,10 +147,10 @@ def pace_series(
                 cause=str(e.get("cause") or action),
                 reason=str(e.get("reason") or ""),
                 broker=b,
-                old_rate=_num(e.get("old_rate")),
-                new_rate=_num(e.get("new_rate")),
-                p99_ms=_num(sig.get("produce_p99_ms")),
-                limit_ms=_num(sig.get("limit_ms")),
+                old_rate=num(e.get("old_rate")),
+                new_rate=num(e.get("new_rate")),
+                p99_ms=num(sig.get("produce_p99_ms")),
+                limit_ms=num(sig.get("limit_ms")),
             )
             decisions.append(d)
             if b is not None:
@@ -160,7 +160,7 @@ def pace_series(
                                 d.old_rate))  # fmt: skip
                 if d.new_rate is not None:
                     pts.append((t, d.new_rate))
-                sig_t = _num(sig.get("ts"))
+                sig_t = num(sig.get("ts"))
                 seen(b, t if sig_t is None or sig_t == 0 else sig_t - t0, d.p99_ms, d.limit_ms)
             elif action == "pause" and paused_at is None:
                 paused_at = t
@@ -196,8 +196,8 @@ def pace_series(
     return PaceSeries(
         adaptive=adaptive,
         objective=str(started["objective"]) if started.get("objective") is not None else None,
-        floor=_num(started.get("floor")),
-        ceiling=_num(started.get("ceiling")),
+        floor=num(started.get("floor")),
+        ceiling=num(started.get("ceiling")),
         rates=rates,
         p99=p99,
         limits={b: v for b, v in limits.items() if b in shown},

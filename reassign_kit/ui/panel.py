@@ -29,9 +29,10 @@ from ..errors import ReassignKitError, UsageError
 from ..model import Plan
 from ..planner.record import Approval
 from ..run.options import ExecuteOptions
-from ..watch.progress import behind_from_events
-from . import cancel_view, charts, controls, describe, figures, status
+from ..watch.from_journal import behind_from_events
+from . import cancel_view, charts, controls, describe, figures, figures_bytes, status
 from . import control_widgets as cw
+from . import figures_bytes as figures_bytes_mod
 from .artefacts import Artefacts
 from .run_views import RunViews
 from .wiring import RunWiring
@@ -410,7 +411,7 @@ class Panel(RunWiring, Artefacts):
         now = self._clock() if st.state in status.ACTIVE else None
         progress = describe.up_to(figures.progress_series(evs, total=self.summary.moves), now)
         bars, hidden = figures.move_bars(evs, now=now)
-        live = figures.broker_bytes(evs, self.leaders)
+        live = figures_bytes.broker_bytes(evs, self.leaders)
         title = (
             "bytes per broker: so far vs what the plan needs"
             if started
@@ -473,7 +474,7 @@ class Panel(RunWiring, Artefacts):
         with self._lock:
             evs = list(self.events)
         rows = behind_from_events(evs) or self._status_rows()
-        self.behind_html.value = describe.table_html(figures.behind_rows(rows))
+        self.behind_html.value = describe.table_html(figures_bytes_mod.behind_rows(rows))
         with self._lock:
             lines = figures.log_lines(self.events, limit=figures.MAX_LOG_LINES)
         self.log_html.value = (

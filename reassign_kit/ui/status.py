@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..watch.progress import eta_range_text
+from ..watch.text import eta_range_text
 from .controls import phase_after_run
 from .figures import human_bytes
 

@@ -26,12 +26,12 @@ from .report import (
     ReplicaKey,
     ReplicaRow,
     Sample,
-    _remaining_of,
+    remaining_of,
 )
-from .text import _fmt_pct, _pct
+from .text import fmt_pct, percent_of
 
 
-def _logs_by_replica(
+def logs_by_replica(
     logs: Iterable[ReplicaLogInfo],
 ) -> tuple[
     dict[tuple[TopicPartition, int], ReplicaLogInfo],
@@ -46,7 +46,7 @@ def _logs_by_replica(
 
 def replica_status(obs: Observation) -> list[ReplicaRow]:
     """KIP-179's per (partition, target broker) status, rates left empty."""
-    current, future = _logs_by_replica(obs.logs)
+    current, future = logs_by_replica(obs.logs)
     rows: list[ReplicaRow] = []
     for mv in obs.plan:
         tp = mv.tp
@@ -80,7 +80,7 @@ def replica_status(obs: Observation) -> list[ReplicaRow]:
             elif (tp, b) in future:
                 fut = future[(tp, b)]
                 cur = current.get((tp, b))
-                pct = _pct(fut.size_bytes, cur.size_bytes if cur else None)
+                pct = percent_of(fut.size_bytes, cur.size_bytes if cur else None)
                 rows.append(
                     ReplicaRow(
                         **base,
@@ -113,9 +113,9 @@ def replica_status(obs: Observation) -> list[ReplicaRow]:
                 mine = current.get((tp, b))
                 if mine is not None and leader_bytes is not None:
                     gap = max(0, leader_bytes - mine.size_bytes)
-                    pct = _pct(mine.size_bytes, leader_bytes)
+                    pct = percent_of(mine.size_bytes, leader_bytes)
                     status = (
-                        f"{BEHIND}: {gap} bytes ({_fmt_pct(pct)} of leader's log, "
+                        f"{BEHIND}: {gap} bytes ({fmt_pct(pct)} of leader's log, "
                         "from DescribeLogDirs; not in ISR)"
                     )
                     rows.append(
@@ -145,7 +145,7 @@ def replica_status(obs: Observation) -> list[ReplicaRow]:
     return rows
 
 
-def _rate(
+def rate_over_window(
     history: Sequence[Sample], key_of: Callable[[Sample], int | None], now: Sample, window_s: float
 ) -> float | None:
     """Bytes/s by which the remaining amount dropped since the oldest sample in the window."""
@@ -165,7 +165,7 @@ def _rate(
     return (key_of(ref) - rem_now) / dt  # type: ignore[operator]
 
 
-def _eta(remaining: int, rate: float | None) -> float | None:
+def eta_at_rate(remaining: int, rate: float | None) -> float | None:
     if remaining <= 0:
         return 0.0
     if rate is None or rate <= 0:
@@ -185,7 +185,7 @@ def build_report(
     this observation, so rates are measured between samples only (the newest one standing
     for "now", if it is within the window) and applied to the remaining bytes seen now."""
     rows = replica_status(obs)
-    now = Sample(obs.ts, _remaining_of(rows))
+    now = Sample(obs.ts, remaining_of(rows))
     hist = sorted((s for s in history if s.ts <= obs.ts), key=lambda s: s.ts)
     if history_only:
         fresh = bool(hist) and obs.ts - hist[-1].ts <= window_s
@@ -208,8 +208,8 @@ def build_report(
     for r in rows:
         key = (r.topic, r.partition, r.broker)
         if r.kind == "behind" and r.bytes_behind is not None:
-            rate = _rate(hist, summed([key]), rate_now, window_s)
-            r = _replace(r, rate_bps=rate, eta_s=_eta(r.bytes_behind, rate))
+            rate = rate_over_window(hist, summed([key]), rate_now, window_s)
+            r = replace_row(r, rate_bps=rate, eta_s=eta_at_rate(r.bytes_behind, rate))
         out_rows.append(r)
     rows = out_rows
 
@@ -257,10 +257,10 @@ def build_report(
             rem = 0
         total_remaining += rem
         total_bytes += size
-        rate = _rate(hist, summed(keys), rate_now, window_s) if keys else None
+        rate = rate_over_window(hist, summed(keys), rate_now, window_s) if keys else None
         if rate is None:  # partition-level samples (the executor's): bytes copied per step
             pk = [k for k in rate_now.remaining if k[:2] == tuple(tp) and k[2] < 0]
-            rate = _rate(hist, summed(pk), rate_now, window_s) if pk else None
+            rate = rate_over_window(hist, summed(pk), rate_now, window_s) if pk else None
         if rate is not None:
             part_rates.append(rate)
         parts.append(
@@ -273,9 +273,9 @@ def build_report(
                 step[0] if step else None,
                 step[1] if step else None,
                 rem,
-                100.0 if status == DONE else _pct(size - rem, size),
+                100.0 if status == DONE else percent_of(size - rem, size),
                 rate,
-                _eta(rem, rate),
+                eta_at_rate(rem, rate),
             )
         )
 
@@ -284,7 +284,7 @@ def build_report(
         mine = by_broker[b]
         keys = [(r.topic, r.partition, r.broker) for r in mine if r.bytes_behind is not None]
         rem = sum(r.bytes_behind or 0 for r in mine)
-        rate = _rate(hist, summed(keys), rate_now, window_s) if keys else None
+        rate = rate_over_window(hist, summed(keys), rate_now, window_s) if keys else None
         brokers.append(
             BrokerRow(
                 b,
@@ -295,12 +295,12 @@ def build_report(
                 sum(r.kind.startswith("unknown") for r in mine),
                 rem,
                 rate,
-                _eta(rem, rate),
+                eta_at_rate(rem, rate),
             )
         )
 
     all_keys = [k for k in rate_now.remaining if k[2] >= 0]
-    rate = _rate(hist, summed(all_keys), rate_now, window_s) if all_keys else None
+    rate = rate_over_window(hist, summed(all_keys), rate_now, window_s) if all_keys else None
     if rate is None and part_rates:
         rate = sum(part_rates)
     eta, eta_reason = plan_eta(total_remaining, rate, brokers, bool(hist))
@@ -321,7 +321,7 @@ def build_report(
         tuple(brokers),
         total_remaining,
         total_bytes,
-        100.0 if status == DONE else _pct(total_bytes - total_remaining, total_bytes),
+        100.0 if status == DONE else percent_of(total_bytes - total_remaining, total_bytes),
         rate,
         eta,
         None if status == DONE else eta_reason,
@@ -373,7 +373,7 @@ def plan_eta(
     return bound, why
 
 
-def _replace(r: ReplicaRow, **kw: Any) -> ReplicaRow:
+def replace_row(r: ReplicaRow, **kw: Any) -> ReplicaRow:
     from dataclasses import replace
 
     return replace(r, **kw)

@@ -11,7 +11,7 @@ from ..eta.ends import window_rates
 from ..eta.estimate import ETA_WINDOW_S
 from ..model import TopicPartition
 from .report import ReplicaKey, Sample
-from .text import _number
+from .text import number
 
 
 def samples_from_events(events: Iterable[Mapping[str, Any]]) -> list[Sample]:
@@ -86,9 +86,9 @@ def rates_from_events(
     rates, _ = window_rates(hist[:-1], hist[-1], window_s)
     cap = changed_to if changed_to is not None else last.get("throttle")
     rng = last.get("eta_range_s")
-    eta = _number(last.get("eta_s"))
+    eta = number(last.get("eta_s"))
     low, high = (
-        (_number(rng[0]), _number(rng[1]))
+        (number(rng[0]), number(rng[1]))
         if isinstance(rng, list | tuple) and len(rng) == 2
         else (eta, eta)
     )
@@ -99,15 +99,15 @@ def rates_from_events(
         "high": high if high is not None else eta,
         "reason": last.get("eta_reason") if isinstance(last.get("eta_reason"), str) else None,
         "rates": rates,
-        "total_rate": _number(last.get("rate_bps")),
+        "total_rate": number(last.get("rate_bps")),
         "cap": float(cap) if isinstance(cap, int | float) and cap else None,
         "changed": changed_to is not None,
-        "tail": float(_number(last.get("tail_s")) or 0.0),
-        "bytes_left": _number(last.get("bytes_left")),
+        "tail": float(number(last.get("tail_s")) or 0.0),
+        "bytes_left": number(last.get("bytes_left")),
     }
 
 
-def _event_tp(e: Mapping[str, Any]) -> TopicPartition | None:
+def event_tp(e: Mapping[str, Any]) -> TopicPartition | None:
     try:
         return TopicPartition(str(e["topic"]), int(e["partition"]))
     except (KeyError, TypeError, ValueError):
@@ -127,7 +127,7 @@ def behind_from_events(events: Iterable[Mapping[str, Any]]) -> list[dict[str, An
     moves_rows: dict[TopicPartition, Mapping[str, Any]] = {}
     n_new: dict[TopicPartition, int] = {}
     for e in sorted(events, key=lambda e: float(e.get("ts") or 0.0)):
-        kind, tp = e.get("event"), _event_tp(e)
+        kind, tp = e.get("event"), event_tp(e)
         if kind == "submitted" and "target" in e and tp is not None:
             cur = set(e.get("current") or ())
             n_new[tp] = max(1, len([b for b in e["target"] if b not in cur]))
@@ -135,7 +135,7 @@ def behind_from_events(events: Iterable[Mapping[str, Any]]) -> list[dict[str, An
             moves_rows = {
                 t: row
                 for row in e.get("moves") or ()
-                if isinstance(row, Mapping) and (t := _event_tp(row)) is not None
+                if isinstance(row, Mapping) and (t := event_tp(row)) is not None
             }
         if kind == "sample" and "remaining" in e:
             latest = {}
@@ -151,7 +151,7 @@ def behind_from_events(events: Iterable[Mapping[str, Any]]) -> list[dict[str, An
             for t, n in per.items():
                 peak[t] = max(peak.get(t, 0.0), n)
         elif tp is not None and (
-            (kind == "completed" and not _intermediate(e)) or kind in ("cancelled", "failed")
+            (kind == "completed" and not is_intermediate_step(e)) or kind in ("cancelled", "failed")
         ):
             finished.add(tp)
     per_tp: dict[TopicPartition, list[tuple[int, float]]] = {}
@@ -161,7 +161,7 @@ def behind_from_events(events: Iterable[Mapping[str, Any]]) -> list[dict[str, An
     for tp, row in moves_rows.items():
         if tp in finished or tp in per_tp:
             continue
-        size, got = _number(row.get("size")), _number(row.get("bytes"))
+        size, got = number(row.get("size")), number(row.get("bytes"))
         if size is None or got is None:
             continue
         want = size * n_new.get(tp, 1)
@@ -195,7 +195,7 @@ def behind_from_events(events: Iterable[Mapping[str, Any]]) -> list[dict[str, An
     return rows
 
 
-def _intermediate(e: Mapping[str, Any]) -> bool:
+def is_intermediate_step(e: Mapping[str, Any]) -> bool:
     """A ``completed`` of an intermediate step does not finish the move."""
     if e.get("final") is False:
         return True

@@ -37,55 +37,18 @@ from ..cluster.gateway import Gateway, ReplicaLogInfo
 from ..errors import ReassignKitError
 from ..eta.estimate import ETA_WINDOW_S
 from ..model import Plan, TopicPartition
-from .build import (  # noqa: F401 (re-exported: the public names of engine.progress)
-    _eta,
-    _logs_by_replica,
-    _rate,
-    _replace,
+from .build import (
     build_report,
-    plan_eta,
-    replica_status,
 )
-from .from_journal import (  # noqa: F401 (re-exported: the public names of engine.progress)
-    _event_tp,
-    _intermediate,
-    behind_from_events,
+from .from_journal import (
     rates_from_events,
     samples_from_events,
     steps_from_events,
 )
-from .report import (  # noqa: F401 (re-exported: the public names of engine.progress)
-    BEHIND,
-    DONE,
-    IN_SYNC,
-    MOVING,
-    NOT_HOSTED,
-    PENDING,
-    UNKNOWN_BROKER,
-    UNKNOWN_PARTITION,
-    UNKNOWN_TOPIC,
-    BrokerRow,
+from .report import (
     Observation,
-    PartitionRow,
     ProgressReport,
-    ReplicaKey,
-    ReplicaRow,
     Sample,
-    _cols,
-    _pt,
-    _remaining_of,
-)
-from .text import (  # noqa: F401 (re-exported: the public names of engine.progress)
-    _fmt_bytes,
-    _fmt_clock,
-    _fmt_eta,
-    _fmt_pct,
-    _fmt_rate,
-    _number,
-    _pct,
-    eta_range_text,
-    eta_text,
-    run_progress_line,
 )
 
 # ------------------------------------------------------------------------------ the bytes copied (I/O)

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..cluster.gateway import ReplicaLogInfo
 from ..model import PartitionState, Plan, TopicPartition
-from .text import _fmt_bytes, _fmt_eta, _fmt_pct, _fmt_rate, eta_range_text
+from .text import eta_range_text, fmt_bytes, fmt_eta, fmt_pct, fmt_rate
 
 IN_SYNC = "In sync"
 
@@ -134,41 +134,47 @@ class ProgressReport:
     def to_pandas(self):
         import pandas as pd
 
-        return pd.DataFrame([r.__dict__ for r in self.replicas], columns=_cols(ReplicaRow))
+        return pd.DataFrame([r.__dict__ for r in self.replicas], columns=cols(ReplicaRow))
 
     def partitions_pandas(self):
         import pandas as pd
 
-        return pd.DataFrame([r.__dict__ for r in self.partitions], columns=_cols(PartitionRow))
+        return pd.DataFrame([r.__dict__ for r in self.partitions], columns=cols(PartitionRow))
 
     def brokers_pandas(self):
         import pandas as pd
 
-        return pd.DataFrame([r.__dict__ for r in self.brokers], columns=_cols(BrokerRow))
+        return pd.DataFrame([r.__dict__ for r in self.brokers], columns=cols(BrokerRow))
 
     def series(self) -> list[dict[str, Any]]:
         """Long-format points for the charts: one per plan / partition / broker at ``ts``
         (``level``, ``key``, ``pct``, ``bytes_remaining``, ``rate_bps``, ``eta_s``)."""
         pts = [
-            _pt(self.ts, "plan", "plan", self.pct, self.bytes_remaining, self.rate_bps, self.eta_s)
+            chart_point(
+                self.ts, "plan", "plan", self.pct, self.bytes_remaining, self.rate_bps, self.eta_s
+            )
         ]
         for p in self.partitions:
             key = f"{p.topic}-{p.partition}"
             pts.append(
-                _pt(self.ts, "partition", key, p.pct, p.bytes_remaining, p.rate_bps, p.eta_s)
+                chart_point(
+                    self.ts, "partition", key, p.pct, p.bytes_remaining, p.rate_bps, p.eta_s
+                )
             )
         for b in self.brokers:
             pts.append(
-                _pt(self.ts, "broker", str(b.broker), None, b.bytes_remaining, b.rate_bps, b.eta_s)
+                chart_point(
+                    self.ts, "broker", str(b.broker), None, b.bytes_remaining, b.rate_bps, b.eta_s
+                )
             )
         return pts
 
     def sample(self) -> Sample:
-        return Sample(self.ts, _remaining_of(self.replicas))
+        return Sample(self.ts, remaining_of(self.replicas))
 
     def sample_event(self) -> dict[str, Any]:
         """Fields of a journal ``sample`` event that ``samples_from_events`` reads back."""
-        rem = _remaining_of(self.replicas)
+        rem = remaining_of(self.replicas)
         return {"remaining": [[t, p, b, n] for (t, p, b), n in sorted(rem.items())]}
 
     def to_json_obj(self) -> dict[str, Any]:
@@ -197,17 +203,17 @@ class ProgressReport:
         lines.append("")
         for p in self.partitions:
             lines.append(
-                f"{p.topic}-{p.partition}: {p.status}  {_fmt_pct(p.pct)}  "
-                f"{_fmt_bytes(p.bytes_remaining)} to copy  {_fmt_rate(p.rate_bps)}  "
-                f"ETA {_fmt_eta(p.eta_s)}"
+                f"{p.topic}-{p.partition}: {p.status}  {fmt_pct(p.pct)}  "
+                f"{fmt_bytes(p.bytes_remaining)} to copy  {fmt_rate(p.rate_bps)}  "
+                f"ETA {fmt_eta(p.eta_s)}"
             )
         lines.append(self.summary())
         return "\n".join(lines)
 
     def summary(self) -> str:
         return (
-            f"plan: {self.status}  {_fmt_pct(self.pct)}  {_fmt_bytes(self.bytes_remaining)} "
-            f"of {_fmt_bytes(self.bytes_total)} to copy  {_fmt_rate(self.rate_bps)}  "
+            f"plan: {self.status}  {fmt_pct(self.pct)}  {fmt_bytes(self.bytes_remaining)} "
+            f"of {fmt_bytes(self.bytes_total)} to copy  {fmt_rate(self.rate_bps)}  "
             + eta_range_text(
                 self.eta_s,
                 self.eta_reason,
@@ -234,8 +240,8 @@ class ProgressReport:
                 str(r.partition),
                 str(r.broker),
                 Text(r.status, style=style.get(r.kind, "red")),
-                _fmt_rate(r.rate_bps) if r.kind == "behind" else "",
-                _fmt_eta(r.eta_s) if r.kind == "behind" else "",
+                fmt_rate(r.rate_bps) if r.kind == "behind" else "",
+                fmt_eta(r.eta_s) if r.kind == "behind" else "",
             )
         more = len(rows) - max_rows
         parts: list[Any] = [t]
@@ -245,11 +251,11 @@ class ProgressReport:
         return Group(*parts)
 
 
-def _cols(cls: type) -> list[str]:
+def cols(cls: type) -> list[str]:
     return list(cls.__dataclass_fields__)
 
 
-def _pt(ts, level, key, pct, rem, rate, eta) -> dict[str, Any]:
+def chart_point(ts, level, key, pct, rem, rate, eta) -> dict[str, Any]:
     return {
         "ts": ts,
         "level": level,
@@ -261,7 +267,7 @@ def _pt(ts, level, key, pct, rem, rate, eta) -> dict[str, Any]:
     }
 
 
-def _remaining_of(rows: Iterable[ReplicaRow]) -> dict[ReplicaKey, int]:
+def remaining_of(rows: Iterable[ReplicaRow]) -> dict[ReplicaKey, int]:
     out = {}
     for r in rows:
         if r.kind == "in_sync":

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 
-def _pct(have: int | None, of: int | None) -> float | None:
+def percent_of(have: int | None, of: int | None) -> float | None:
     if have is None or of is None:
         return None
     if of <= 0:
@@ -19,10 +19,10 @@ def _pct(have: int | None, of: int | None) -> float | None:
 
 def eta_text(eta_s: float | None, reason: str | None = None) -> str:
     """The ETA as every front end shows it: ``1m02s``, ``0h..`` or ``unknown (reason)``."""
-    return _fmt_eta(eta_s, reason)
+    return fmt_eta(eta_s, reason)
 
 
-def _number(v: Any) -> float | None:
+def number(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
@@ -33,21 +33,21 @@ def run_progress_line(sample: Mapping[str, Any]) -> str | None:
     total, left = sample.get("bytes_total"), sample.get("bytes_left")
     if not isinstance(total, int | float) or not isinstance(left, int | float):
         return None
-    pct = 100.0 if not total else _pct(int(total - left), int(total))
+    pct = 100.0 if not total else percent_of(int(total - left), int(total))
     rng = sample.get("eta_range_s")
     low, high = (
         (rng[0], rng[1]) if isinstance(rng, list | tuple) and len(rng) == 2 else (None, None)
     )
     ts = sample.get("ts")
     return (
-        f"progress: {_fmt_pct(pct)}  {_fmt_bytes(int(left))} of {_fmt_bytes(int(total))} to "
-        f"copy  {_fmt_rate(sample.get('rate_bps'))}  "
+        f"progress: {fmt_pct(pct)}  {fmt_bytes(int(left))} of {fmt_bytes(int(total))} to "
+        f"copy  {fmt_rate(sample.get('rate_bps'))}  "
         + eta_range_text(
-            _number(sample.get("eta_s")),
+            number(sample.get("eta_s")),
             sample.get("eta_reason") if isinstance(sample.get("eta_reason"), str) else None,
-            _number(low),
-            _number(high),
-            _number(ts),
+            number(low),
+            number(high),
+            number(ts),
         )
     )
 
@@ -67,21 +67,21 @@ def eta_range_text(
     if low is not None and high is not None:
         text += f" [{eta_text(low)}–{eta_text(high)}]"
     if now is not None:
-        text += f", finish {_fmt_clock(now + eta)}"
+        text += f", finish {fmt_clock(now + eta)}"
         if low is not None and high is not None:
-            text += f" [{_fmt_clock(now + low)}–{_fmt_clock(now + high)}]"
+            text += f" [{fmt_clock(now + low)}–{fmt_clock(now + high)}]"
     return text
 
 
-def _fmt_clock(ts: float) -> str:
+def fmt_clock(ts: float) -> str:
     return time.strftime("%H:%M:%S UTC", time.gmtime(ts))
 
 
-def _fmt_pct(p: float | None) -> str:
+def fmt_pct(p: float | None) -> str:
     return "?%" if p is None else f"{p:.1f}%"
 
 
-def _fmt_bytes(n: int | None) -> str:
+def fmt_bytes(n: int | None) -> str:
     if n is None:
         return "? B"
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
@@ -91,11 +91,11 @@ def _fmt_bytes(n: int | None) -> str:
     return f"{n} B"
 
 
-def _fmt_rate(r: float | None) -> str:
-    return "rate ?" if r is None else f"{_fmt_bytes(int(r))}/s"
+def fmt_rate(r: float | None) -> str:
+    return "rate ?" if r is None else f"{fmt_bytes(int(r))}/s"
 
 
-def _fmt_eta(s: float | None, reason: str | None = None) -> str:
+def fmt_eta(s: float | None, reason: str | None = None) -> str:
     if s is None:
         return f"unknown ({reason})" if reason else "?"
     s = int(round(s))

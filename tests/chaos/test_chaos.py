@@ -27,7 +27,8 @@ def quorum(tmp_path_factory):
     """4 brokers and a quorum of 3 controllers, for this module alone. In ZooKeeper mode
     (`make compat`'s 3.x columns) there is no quorum: the controller is one of the brokers,
     and a controller fault is that broker's failover."""
-    from reassign_kit.sandbox.sandbox import Sandbox, default_metadata
+    from reassign_kit.sandbox.kafka import default_metadata
+    from reassign_kit.sandbox.sandbox import Sandbox
 
     n = 1 if default_metadata() == "zookeeper" else 3
     with Sandbox.start(brokers=4, controllers=n, dir=tmp_path_factory.mktemp("quorum")) as sb:

@@ -17,7 +17,8 @@ from reassign_kit.cluster.admin import AdminGateway
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.moves.journal import read_events
 from reassign_kit.moves.steps import describe_steps, plan_steps
-from reassign_kit.watch.progress import ProgressReport, ProgressTracker, observe
+from reassign_kit.watch.progress import ProgressTracker, observe
+from reassign_kit.watch.report import ProgressReport
 
 
 def create_topic(
@@ -160,7 +161,8 @@ def run_steps(
     """Plan and print the steps, then run the move through ``execute.Run`` in step mode (each
     topic's own min.insync.replicas) while an ``IsrWatcher`` polls the ISR."""
     from reassign_kit.moves.steps import make_steps_for
-    from reassign_kit.run.run import ExecuteOptions, Run
+    from reassign_kit.run.options import ExecuteOptions
+    from reassign_kit.run.run import Run
 
     gw = AdminGateway(bootstrap)
     try:

@@ -16,7 +16,8 @@ from waits import wait_until
 from reassign_kit.cluster.admin import AdminGateway
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.moves.journal import read_events
-from reassign_kit.run.run import ExecuteOptions, Run
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 
 pytestmark = pytest.mark.integration
 

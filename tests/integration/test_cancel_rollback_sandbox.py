@@ -14,10 +14,12 @@ import threading
 import pytest
 from waits import wait_until
 
-from reassign_kit.cluster.admin import FOLLOWER_RATE, LEADER_RATE, AdminGateway
+from reassign_kit.cluster.admin import AdminGateway
+from reassign_kit.cluster.config import FOLLOWER_RATE, LEADER_RATE
 from reassign_kit.model import Move, PartitionState, Plan, TopicPartition
 from reassign_kit.moves.journal import read_events
-from reassign_kit.run.run import ExecuteOptions, Run
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 
 pytestmark = pytest.mark.integration
 MB = 1024 * 1024

@@ -14,7 +14,9 @@ import pytest
 from compat_checks import needs
 from waits import wait_until
 
+from reassign_kit import errors
 from reassign_kit.cli import reassign as reassign_cli
+from reassign_kit.cluster import views
 from reassign_kit.cluster.capabilities import RF_GUARD
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.operations import execute as ops
@@ -101,7 +103,7 @@ def test_plan_with_data_completes_verifies_and_clears_throttles(
 
     def verified():
         code, out, _ = cli("--verify", "--reassignment-json-file", plan)
-        assert code in (0, ops.EXIT_IN_PROGRESS), out
+        assert code in (0, errors.EXIT_IN_PROGRESS), out
         return code == 0 and out
 
     out = wait_until(verified, 120, "the moves to complete")
@@ -152,7 +154,7 @@ def test_slow_move_is_listed_then_cancelled_and_throttles_cleared(
     )
 
     code, out, _ = cli("--verify", "--reassignment-json-file", plan, "--preserve-throttles")
-    assert code == ops.EXIT_IN_PROGRESS and "still in progress" in out
+    assert code == errors.EXIT_IN_PROGRESS and "still in progress" in out
 
     code, out, _ = cli("--list", "--output", "json")
     listed = Plan.from_json(out).by_tp()  # the same format as the input
@@ -294,12 +296,12 @@ def test_additional_on_top_of_an_in_flight_run(sandbox, gw, cli, topic_name, tmp
         assert moving[tps[0]].target == before[tps[0]].replicas[::-1]
         code, out, _ = cli("--verify", "--reassignment-json-file", second, "--preserve-throttles")
         assert (
-            code == ops.EXIT_IN_PROGRESS
+            code == errors.EXIT_IN_PROGRESS
             and f"Reassignment of partition {topic}-0 is still in progress" in out
         )
         code, out, _ = cli("--verify", "--reassignment-json-file", first, "--preserve-throttles")
         assert (
-            code == ops.EXIT_MISMATCH
+            code == errors.EXIT_MISMATCH
             and f"There is an active reassignment of partition {topic}-0 to" in out
         )
     finally:
@@ -316,7 +318,7 @@ def test_log_dir_moves_within_and_across_brokers(sandbox, gw, cli, topic_name, t
     tps = [TP(topic, p) for p in range(2)]
     before = gw.describe_partitions(tps)
     dirs = gw.broker_log_dirs()
-    cur, _ = ops.replica_log_dirs(gw, tps, dirs)
+    cur, _ = views.replica_log_dirs(gw, tps, dirs)
     # Partition 0: same broker, the other log dir. Partition 1: another broker, its second dir.
     b0 = before[tps[0]].replicas[0]
     other_dir = next(d for d in dirs[b0] if d != cur[(tps[0], b0)])
@@ -342,7 +344,7 @@ def test_log_dir_moves_within_and_across_brokers(sandbox, gw, cli, topic_name, t
 
         def done():
             code, out, _ = cli("--verify", "--reassignment-json-file", plan)
-            if code == ops.EXIT_MISMATCH and "--execute with this plan sends it again." in out:
+            if code == errors.EXIT_MISMATCH and "--execute with this plan sends it again." in out:
                 # Kafka 4.3.1 dropped the accepted same-broker move in two CI runs (e1441d4,
                 # b95c44c); --verify says so and what to do, which the SRE does (the remedy
                 # itself: test_log_dir_drop_sandbox). Once: a second drop is a failure here.
@@ -351,14 +353,14 @@ def test_log_dir_moves_within_and_across_brokers(sandbox, gw, cli, topic_name, t
                 code, out, _ = cli(*execute)
                 assert code == 0, out
                 return None
-            assert code in (0, ops.EXIT_IN_PROGRESS), out
+            assert code in (0, errors.EXIT_IN_PROGRESS), out
             return code == 0 and out
 
         out = wait_until(done, 120, "the log-dir moves")
         assert (
             f"Reassignment of replica {topic}-0 on broker {b0} to {other_dir} is completed." in out
         )
-        now, fut = ops.replica_log_dirs(gw, tps, dirs)
+        now, fut = views.replica_log_dirs(gw, tps, dirs)
         assert now[(tps[0], b0)] == other_dir and now[(tps[1], b1)] == dirs[b1][1] and not fut
         assert_no_throttle_left(gw, topic)
     except BaseException:
@@ -433,7 +435,7 @@ def test_slow_log_dir_move_in_progress_then_cancelled(sandbox, gw, cli, topic_na
     tp = TP(topic, 0)
     b = gw.describe_partitions([tp])[tp].replicas[0]
     dirs = gw.broker_log_dirs([b])[b]
-    cur = ops.replica_log_dirs(gw, [tp], [b])[0][(tp, b)]
+    cur = views.replica_log_dirs(gw, [tp], [b])[0][(tp, b)]
     other = next(d for d in dirs if d != cur)
     plan = write_plan(tmp_path / "plan.json", [Move(tp, (b,), (other,))])
     try:
@@ -451,7 +453,7 @@ def test_slow_log_dir_move_in_progress_then_cancelled(sandbox, gw, cli, topic_na
             gw.broker_configs([b])[b]["replica.alter.log.dirs.io.max.bytes.per.second"] == "10000"
         )
         code, out, _ = cli("--verify", "--reassignment-json-file", plan, "--preserve-throttles")
-        assert code == ops.EXIT_IN_PROGRESS, out
+        assert code == errors.EXIT_IN_PROGRESS, out
         assert (
             f"Reassignment of replica {topic}-0 on broker {b} to {other} is still in progress."
             in out
@@ -460,7 +462,7 @@ def test_slow_log_dir_move_in_progress_then_cancelled(sandbox, gw, cli, topic_na
         code, out, _ = cli("--cancel", "--reassignment-json-file", plan)
     assert code == 0 and f"between log dirs: {topic}-0@{b}" in out, out
     wait_until(
-        lambda: ops.replica_log_dirs(gw, [tp], [b]) == ({(tp, b): cur}, {}),
+        lambda: views.replica_log_dirs(gw, [tp], [b]) == ({(tp, b): cur}, {}),
         30,
         "the future replica to go",
     )

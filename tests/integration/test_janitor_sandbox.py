@@ -9,7 +9,7 @@ import pytest
 from waits import wait_until
 
 from reassign_kit.cli import main as cli_main
-from reassign_kit.cluster.admin import FOLLOWER_REPLICAS, LEADER_RATE
+from reassign_kit.cluster.config import FOLLOWER_REPLICAS, LEADER_RATE
 from reassign_kit.throttles import janitor
 
 pytestmark = pytest.mark.integration

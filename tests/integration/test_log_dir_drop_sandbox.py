@@ -16,9 +16,10 @@ from test_core import assert_no_throttle_left
 from test_paced import cleanup, paced_argv, run_cli
 from waits import wait_until
 
+from reassign_kit import errors
+from reassign_kit.cluster import views
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.moves.journal import read_events
-from reassign_kit.operations import execute as ops
 
 pytestmark = pytest.mark.integration
 SLOW = 20_000  # B/s: past the first unthrottled fetch (1 MiB), 2 MiB take minutes
@@ -38,16 +39,18 @@ def one_replica_topic(sandbox, gw, topic_name, prefix: str):
     tp = TopicPartition(topic, 0)
     b = gw.describe_partitions([tp])[tp].replicas[0]
     dirs = gw.broker_log_dirs()
-    cur, _ = ops.replica_log_dirs(gw, [tp], dirs)
+    cur, _ = views.replica_log_dirs(gw, [tp], dirs)
     other = next(d for d in dirs[b] if d != cur[(tp, b)])
     return tp, b, cur[(tp, b)], other
 
 
 def drop_when_moving(gw, tp: TopicPartition, b: int, orig: str) -> None:
     """Wait for the future replica, then remove it as another tool would."""
-    wait_until(lambda: (tp, b) in ops.replica_log_dirs(gw, [tp], {b})[1], 60, "the future replica")
+    wait_until(
+        lambda: (tp, b) in views.replica_log_dirs(gw, [tp], {b})[1], 60, "the future replica"
+    )
     assert gw.alter_replica_log_dirs({(tp, b): orig}) == {(tp, b): None}
-    cur, fut = ops.replica_log_dirs(gw, [tp], {b})
+    cur, fut = views.replica_log_dirs(gw, [tp], {b})
     assert cur[(tp, b)] == orig and not fut
 
 
@@ -67,7 +70,7 @@ def test_dropin_verify_names_a_dropped_move_and_execute_sends_it_again(
         assert code == 0, out
         drop_when_moving(gw, tp, b, orig)
         code, out, _ = cli("--verify", "--reassignment-json-file", plan)
-        assert code == ops.EXIT_MISMATCH, out
+        assert code == errors.EXIT_MISMATCH, out
         assert (
             f"Replica {tp.topic}-0 on broker {b} is in {orig}, not in {other}, and not moving there"
             in out
@@ -78,7 +81,7 @@ def test_dropin_verify_names_a_dropped_move_and_execute_sends_it_again(
 
         def done():
             code, out, _ = cli("--verify", "--reassignment-json-file", plan)
-            assert code in (0, ops.EXIT_IN_PROGRESS), out
+            assert code in (0, errors.EXIT_IN_PROGRESS), out
             return code == 0 and out
 
         out = wait_until(done, 120, "the move sent again")
@@ -111,7 +114,7 @@ def test_paced_run_sends_a_dropped_move_again_and_completes(
             (0, b, other, orig)
         ], resent
         assert len([e for e in ev if e["event"] == "log_dir_started"]) == 2
-        cur, fut = ops.replica_log_dirs(gw, [tp], {b})
+        cur, fut = views.replica_log_dirs(gw, [tp], {b})
         assert cur[(tp, b)] == other and not fut
         assert_no_throttle_left(gw, tp.topic)
     finally:

@@ -26,7 +26,8 @@ from reassign_kit.health.sources import open_source
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.moves.journal import read_events
 from reassign_kit.outputs.metrics import open_metrics
-from reassign_kit.run.run import ExecuteOptions, Run
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 
 pytestmark = pytest.mark.integration
 KB = 1024

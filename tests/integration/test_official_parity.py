@@ -12,9 +12,10 @@ import time
 import pytest
 
 from reassign_kit.cli import reassign as reassign_cli
-from reassign_kit.cluster.admin import FOLLOWER_REPLICAS, LEADER_REPLICAS, AdminGateway
+from reassign_kit.cluster.admin import AdminGateway
+from reassign_kit.cluster.config import FOLLOWER_REPLICAS, LEADER_REPLICAS
 from reassign_kit.model import Move, Plan, TopicPartition, is_complete
-from reassign_kit.sandbox.sandbox import run_kafka_class
+from reassign_kit.sandbox.kafka import run_kafka_class
 
 pytestmark = pytest.mark.integration
 TP = TopicPartition

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from reassign_kit.cluster.admin import FOLLOWER_RATE, LEADER_RATE
+from reassign_kit.cluster.config import FOLLOWER_RATE, LEADER_RATE
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.moves.journal import read_events
 

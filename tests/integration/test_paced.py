@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 from waits import wait_until
 
+from reassign_kit.cluster import views
 from reassign_kit.model import Move, Plan, TopicPartition, is_complete
 from reassign_kit.moves.journal import concurrency, peak_concurrency, read_events
-from reassign_kit.run.run import ExecuteOptions, Run
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 from reassign_kit.throttles import configs as thr
 
 pytestmark = pytest.mark.integration
@@ -293,12 +295,11 @@ def test_every_exit_leaves_exactly_the_throttles_still_needed(
 
 
 def test_paced_moves_with_log_dirs(sandbox, gw, topic_name, tmp_path, bootstrap):
-    from reassign_kit.operations import execute as ops
 
     b = broker_ids(sandbox)
     t = topic_name("paced-dirs")
     tps = topic_on(sandbox, t, [[b[0]], [b[1]], [b[0]]], 0.3)
-    cur, _ = ops.replica_log_dirs(gw, tps, b)
+    cur, _ = views.replica_log_dirs(gw, tps, b)
     dirs = gw.broker_log_dirs()
     other = next(d for d in dirs[b[0]] if d != cur[(tps[0], b[0])])
     # a-0: between the log dirs of its broker; a-1, a-2: to another broker, its second dir
@@ -331,7 +332,7 @@ def test_paced_moves_with_log_dirs(sandbox, gw, topic_name, tmp_path, bootstrap)
         sub = {e["partition"]: e["ts"] for e in ev if e["event"] == "submitted"}
         done = {e["partition"]: e["ts"] for e in ev if e["event"] == "completed"}
         assert done[0] <= sub[1] and done[1] <= sub[2]  # one batch at a time, log dirs included
-        now, fut = ops.replica_log_dirs(gw, tps, b)
+        now, fut = views.replica_log_dirs(gw, tps, b)
         assert all(now[(m.tp, m.replicas[0])] == m.log_dirs[0] for m in plan) and not fut
         assert any(e["event"] == "throttle_set" and e.get("log_dir_rates") for e in ev)
         left = thr.current_throttles(gw, [t], b)

@@ -10,6 +10,8 @@ import time
 import pytest
 
 from reassign_kit import runbook
+from reassign_kit.operations import cancel as cancel_mod
+from reassign_kit.operations import verify as verify_mod
 from reassign_kit.ui import panel
 
 pytestmark = [pytest.mark.integration]
@@ -139,7 +141,7 @@ def test_others_moves_in_flight_refused_like_the_cli_and_no_throttle_changed(
         assert current_throttles(gw, [topic], brokers) == before
         assert not (tmp_path / "out" / "journal.jsonl").exists()
     finally:
-        ops.cancel(gw, plan)
+        cancel_mod.cancel(gw, plan)
         wait_for(lambda: not set(gw.list_reassignments()) & {m.tp for m in plan}, "the cancel")
-        ops.verify(gw, plan)  # clears the plan's throttles once nothing moves
+        verify_mod.verify(gw, plan)  # clears the plan's throttles once nothing moves
         gw.close()

@@ -13,7 +13,7 @@ import pytest
 from reassign_kit.cli import main as cli_main
 from reassign_kit.model import Move, Plan, TopicPartition, is_complete
 from reassign_kit.planner.record import PlanRecord, record_path
-from reassign_kit.sandbox.sandbox import run_kafka_class
+from reassign_kit.sandbox.kafka import run_kafka_class
 
 pytestmark = pytest.mark.integration
 TP = TopicPartition

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from reassign_kit.model import Plan
-from reassign_kit.sandbox.sandbox import run_kafka_class
+from reassign_kit.sandbox.kafka import run_kafka_class
 
 pytestmark = pytest.mark.integration
 

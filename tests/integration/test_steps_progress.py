@@ -19,13 +19,13 @@ from steps_scenarios import (
 )
 
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.watch.progress import (
+from reassign_kit.watch.progress import progress
+from reassign_kit.watch.report import (
     IN_SYNC,
     NOT_HOSTED,
     UNKNOWN_BROKER,
     UNKNOWN_PARTITION,
     UNKNOWN_TOPIC,
-    progress,
 )
 
 pytestmark = pytest.mark.integration

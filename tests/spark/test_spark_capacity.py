@@ -9,7 +9,8 @@ from spark_snapshots import random_snapshot
 
 from reassign_kit.errors import CapacityError
 from reassign_kit.model import Move, Plan
-from reassign_kit.planner import PlanParams, plan_in_process
+from reassign_kit.planner.in_process import plan_in_process
+from reassign_kit.planner.params import PlanParams
 from reassign_kit.planner.rules import (
     BrokerCapacity,
     Capacity,
@@ -83,7 +84,8 @@ def test_spark_fits_a_file_the_greedy_overfilled_like_in_process(spark):
     greedy passes overfill a broker, the exact fit places them 100 | 100 | 100; the Spark
     engine gives the same plan as in process (and both were refusals before). Likewise the
     bytes goal without a capacity file (two 100-byte partitions, one moves)."""
-    from reassign_kit.snapshot.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
+    from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
+    from reassign_kit.snapshot.snapshot import Snapshot
 
     brokers = [BrokerEntry(b, None) for b in (1, 2, 3)]
     sizes = [70, 30, 60, 40, 50, 50]

@@ -9,7 +9,8 @@ import pytest
 from rack_snapshots import racked_snapshot
 
 from reassign_kit.make_plan import plan as make_plan
-from reassign_kit.snapshot.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
+from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
+from reassign_kit.snapshot.snapshot import Snapshot
 
 pytestmark = pytest.mark.spark
 

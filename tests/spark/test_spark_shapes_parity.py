@@ -10,7 +10,7 @@ import pytest
 from plan_shapes import shapes
 
 from reassign_kit.errors import CapacityError
-from reassign_kit.planner import plan_in_process
+from reassign_kit.planner.in_process import plan_in_process
 from reassign_kit.spark.planner import plan_spark
 
 pytestmark = pytest.mark.spark

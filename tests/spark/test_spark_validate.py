@@ -11,7 +11,8 @@ from spark_snapshots import random_snapshot
 
 from reassign_kit.cli.plan import main as plan_main
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.planner import PlanParams, plan_in_process
+from reassign_kit.planner.in_process import plan_in_process
+from reassign_kit.planner.params import PlanParams
 from reassign_kit.planner.rules import RuleContext, plan_problems_offline
 from reassign_kit.spark.planner import plan_and_validate_spark, plan_spark
 from reassign_kit.spark.validate import validate_spark
@@ -150,7 +151,8 @@ def test_validate_cli_on_spark_lists_every_problem(spark, tmp_path, capsys):
     [PlanParams(remove_brokers=(1, 5)), PlanParams(replication_factor=3, rf_topics=("t3",))],
 )
 def test_spark_aggregates_equal_the_in_process_ones(spark, params):
-    from reassign_kit.planner import aggregate_rows, rule_context
+    from reassign_kit.planner.aggregates import aggregate_rows
+    from reassign_kit.planner.params import rule_context
     from reassign_kit.spark.frames import partitions_df, with_chunk
     from reassign_kit.spark.planner import aggregate_spark
 
@@ -178,7 +180,9 @@ def test_topic_selection_on_spark_is_the_in_process_one(spark, tmp_path):
     Python) gives the in-process plan, leader balance and excluded-topic summary."""
     import dataclasses
 
-    from reassign_kit.snapshot.snapshot import PartitionEntry, Snapshot, TopicEntry, TopicFilter
+    from reassign_kit.snapshot.entries import PartitionEntry, TopicEntry
+    from reassign_kit.snapshot.filter import TopicFilter
+    from reassign_kit.snapshot.snapshot import Snapshot
 
     base = random_snapshot(13)
     internal = [PartitionEntry("__consumer_offsets", i, (1, 2, 3), 10) for i in range(6)]

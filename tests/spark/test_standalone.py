@@ -15,7 +15,8 @@ import pytest
 from spark_snapshots import random_snapshot
 
 from reassign_kit.model import Plan
-from reassign_kit.planner import PlanParams, plan_in_process
+from reassign_kit.planner.in_process import plan_in_process
+from reassign_kit.planner.params import PlanParams
 
 pytestmark = pytest.mark.spark
 

@@ -18,8 +18,9 @@ from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.moves.journal import read_events
 from reassign_kit.moves.table import MoveStatus, replay
-from reassign_kit.operations import execute as ops
-from reassign_kit.run.run import ExecuteOptions, Run
+from reassign_kit.operations import cancel as cancel_mod
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 from reassign_kit.throttles import configs as thr
 
 TP = TopicPartition
@@ -212,7 +213,7 @@ def test_a_rollback_not_back_in_time_is_reported_with_its_throttles(tmp_path):
     assert not sim.current_throttles().is_empty()
     assert replay(events(tmp_path))[A0] is MoveStatus.ROLLING_BACK
     sim.stall(A0, False)
-    cres = ops.cancel_run(sim, str(tmp_path / "run.jsonl"), timeout_s=60)
+    cres = cancel_mod.cancel_run(sim, str(tmp_path / "run.jsonl"), timeout_s=60)
     assert cres.cancelled == [A0] and at_original(sim, A0) and cres.exit_code == 0
     assert sim.current_throttles().is_empty()
 
@@ -267,7 +268,7 @@ def test_cancel_with_the_plan_alone_says_what_it_cannot_restore(tmp_path):
     """Without the journal or the rollback file nothing says where a move between steps
     started: the partition is named, with what would bring it back."""
     sim = load(path_of(killed_between_steps(cluster(), tmp_path, plan(A0))))
-    res = ops.cancel(sim, plan(A0))
+    res = cancel_mod.cancel(sim, plan(A0))
     text = "\n".join(res.lines())
     assert res.unknown == [A0] and not res.cancelled
     assert "a-0" in text and "--journal" in text and "--rollback-file" in text
@@ -367,7 +368,7 @@ def killed_after_the_leaders_step(tmp_path) -> SimCluster:
 
 def test_cancel_from_the_journal_gives_leadership_back_to_the_original_leader(tmp_path):
     sim = killed_after_the_leaders_step(tmp_path)
-    res = ops.cancel(sim, journal=str(tmp_path / "run.jsonl"))
+    res = cancel_mod.cancel(sim, journal=str(tmp_path / "run.jsonl"))
     assert res.cancelled == [L0] and not res.leader_not_restored
     assert sim.assignment()[L0] == (0, 1, 2) and sim.partitions[L0].leader == 0
 
@@ -375,6 +376,6 @@ def test_cancel_from_the_journal_gives_leadership_back_to_the_original_leader(tm
 def test_a_failed_leader_election_is_reported(tmp_path):
     sim = killed_after_the_leaders_step(tmp_path)
     sim.elect_preferred_leaders = lambda tps: dict.fromkeys(tps, "NOT_CONTROLLER")
-    res = ops.cancel(sim, journal=str(tmp_path / "run.jsonl"))
+    res = cancel_mod.cancel(sim, journal=str(tmp_path / "run.jsonl"))
     assert res.cancelled == [L0] and res.leader_not_restored == {L0: "NOT_CONTROLLER"}
     assert "original leader 0 could not be elected (NOT_CONTROLLER)" in "\n".join(res.lines())

@@ -16,14 +16,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reassign_kit.errors import CapacityError
-from reassign_kit.planner import PlanParams, plan_in_process
+from reassign_kit.planner.in_process import plan_in_process
+from reassign_kit.planner.params import PlanParams
 from reassign_kit.planner.rules import (
     BrokerCapacity,
     Capacity,
     plan_problems_offline,
     totals_after,
 )
-from reassign_kit.snapshot.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
+from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
+from reassign_kit.snapshot.snapshot import Snapshot
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "out", "capacity")
 COUNTS = {"instances": 0, "refusals": 0, "feasible_refusals": 0, "false_acceptances": 0}

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from reassign_kit.errors import CapacityError, InvalidPlanError, UsageError
 from reassign_kit.model import Plan
-from reassign_kit.planner import PlanParams, plan_in_process
+from reassign_kit.planner.in_process import plan_in_process
+from reassign_kit.planner.params import PlanParams
 from reassign_kit.planner.rules import (
     CAPACITY_DISK,
     CAPACITY_REPLICAS,
@@ -23,7 +24,8 @@ from reassign_kit.planner.rules import (
     plan_problems_offline,
     totals_after,
 )
-from reassign_kit.snapshot.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
+from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
+from reassign_kit.snapshot.snapshot import Snapshot
 
 PROPS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

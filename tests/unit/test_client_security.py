@@ -10,11 +10,14 @@ import pytest
 
 import reassign_kit
 from reassign_kit.cli import reassign as reassign_cli
-from reassign_kit.cluster.admin import AdminGateway, client_configs
+from reassign_kit.cluster.admin import AdminGateway
+from reassign_kit.cluster.config import client_configs
 from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.errors import AuthorizationError, KafkaOperationError, UsageError
 from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.operations import cancel as cancel_mod
 from reassign_kit.operations import execute as ops
+from reassign_kit.operations import verify as verify_mod
 from reassign_kit.snapshot.snapshot import take_snapshot
 from reassign_kit.throttles import configs as thr
 
@@ -182,13 +185,13 @@ def test_cancel_and_list_name_what_is_missing():
     sim.permissions = READER
     before = sim.calls["alter_reassignments"]
     with pytest.raises(AuthorizationError, match=r"cancel: not authorised.*\n  - ALTER on"):
-        ops.cancel(sim, plan)
+        cancel_mod.cancel(sim, plan)
     assert sim.calls["alter_reassignments"] == before
     assert list(ops.list_reassignments(sim).states) == [TopicPartition("a", 0)]
     sim.permissions = frozenset()
     for call in (
         lambda: ops.list_reassignments(sim),
-        lambda: ops.verify(sim, plan),
+        lambda: verify_mod.verify(sim, plan),
         lambda: reassign_kit.progress(sim, plan),
         lambda: take_snapshot(sim),
     ):
@@ -203,7 +206,7 @@ def test_a_reader_verifies_and_is_told_why_throttles_stay():
     while sim.list_reassignments():
         sim.sleep(1)
     sim.permissions = READER
-    v = ops.verify(sim, plan)
+    v = verify_mod.verify(sim, plan)
     assert v.exit_code == 0 and v.cleared is None
     assert any(
         n.startswith("Throttles not removed: this client's principal lacks ALTER_CONFIGS")
@@ -211,7 +214,7 @@ def test_a_reader_verifies_and_is_told_why_throttles_stay():
     )
     assert thr.current_throttles(sim, ["a"], range(4))["brokers"]  # still there, as said
     sim.permissions = None  # a cluster that does not say: nothing checked, throttles go
-    assert ops.verify(sim, plan).cleared is not None
+    assert verify_mod.verify(sim, plan).cleared is not None
 
 
 def test_kafka_python_debug_config_dump_is_masked(caplog):

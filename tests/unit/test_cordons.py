@@ -18,14 +18,8 @@ from reassign_kit.errors import CapacityError
 from reassign_kit.make_plan import plan as make_plan
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.planner.rules import RuleContext, plan_problems_offline
-from reassign_kit.snapshot.snapshot import (
-    BrokerEntry,
-    PartitionEntry,
-    Snapshot,
-    TopicEntry,
-    parse_cordons,
-    take_snapshot,
-)
+from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
+from reassign_kit.snapshot.snapshot import Snapshot, parse_cordons, take_snapshot
 
 DIRS = ("/d0", "/d1")
 

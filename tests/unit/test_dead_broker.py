@@ -8,7 +8,8 @@ from __future__ import annotations
 from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.moves.journal import read_events
-from reassign_kit.run.run import ExecuteOptions, Run
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 
 TP = TopicPartition
 

@@ -10,7 +10,8 @@ from reassign_kit.errors import UsageError
 from reassign_kit.make_plan import plan as make_plan
 from reassign_kit.model import Plan
 from reassign_kit.planner.rules import plan_problems_offline, required_racks
-from reassign_kit.snapshot.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
+from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
+from reassign_kit.snapshot.snapshot import Snapshot
 
 
 @st.composite

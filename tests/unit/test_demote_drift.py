@@ -18,14 +18,10 @@ from reassign_kit.make_plan import plan as make_plan
 from reassign_kit.model import TopicPartition
 from reassign_kit.planner.report import format_report
 from reassign_kit.planner.rules import plan_problems_offline, required_racks
-from reassign_kit.run.run import ExecuteOptions, Run
-from reassign_kit.snapshot.snapshot import (
-    BrokerEntry,
-    PartitionEntry,
-    Snapshot,
-    TopicEntry,
-    take_snapshot,
-)
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
+from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
+from reassign_kit.snapshot.snapshot import Snapshot, take_snapshot
 
 B = 2  # the broker demoted
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from reassign_kit.cluster.config import FOLLOWER_RATE, LEADER_RATE
 from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.throttles.configs import FOLLOWER_RATE, LEADER_RATE
+from reassign_kit.watch import report as report_mod
 from reassign_kit.watch.progress import ProgressTracker, observe
 
 TP = TopicPartition
@@ -91,7 +92,6 @@ def test_a_reports_work_grows_linearly_with_the_plan(monkeypatch):
     """Per partition and per broker the report reads its own rows from a grouping made once;
     it filtered every row for every partition before (quadratic in the plan). Counted as
     reads of replica-row fields: x10 partitions must cost about x10, not x100."""
-    import reassign_kit.watch.progress as prog
 
     reads = {"n": 0}
     real_get = object.__getattribute__
@@ -110,7 +110,7 @@ def test_a_reports_work_grows_linearly_with_the_plan(monkeypatch):
         sim.alter_reassignments({m.tp: m.replicas for m in plan})
         o = observe(sim, plan, clock=sim.now)
         with monkeypatch.context() as m:
-            m.setattr(prog.ReplicaRow, "__getattribute__", counting)
+            m.setattr(report_mod.ReplicaRow, "__getattribute__", counting)
             reads["n"] = 0
             rep = ProgressTracker(plan).update(o)
             counts.append(reads["n"])

@@ -15,12 +15,10 @@ from reassign_kit.eta.estimate import RunEta
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.run.options import ExecuteOptions
 from reassign_kit.run.run import Run
-from reassign_kit.watch.progress import (
-    BrokerRow,
-    plan_eta,
-    progress,
-    rates_from_events,
-)
+from reassign_kit.watch.build import plan_eta
+from reassign_kit.watch.from_journal import rates_from_events
+from reassign_kit.watch.progress import progress
+from reassign_kit.watch.report import BrokerRow
 
 TP = TopicPartition
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import pytest
 
 from reassign_kit import whatif
+from reassign_kit.cluster.config import FOLLOWER_RATE, LEADER_RATE
 from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.run.options import ExecuteOptions
-from reassign_kit.snapshot.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
-from reassign_kit.throttles.configs import FOLLOWER_RATE, LEADER_RATE
+from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
+from reassign_kit.snapshot.snapshot import Snapshot
 
 TP = TopicPartition
 

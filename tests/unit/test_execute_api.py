@@ -10,11 +10,12 @@ import pytest
 
 import reassign_kit
 from reassign_kit.cluster.simulate import MB, SimCluster
-from reassign_kit.errors import ReassignKitError, UsageError
+from reassign_kit.errors import ReassignKitError, RunError, UsageError
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.moves.journal import read_events
+from reassign_kit.moves.results import RunResult
 from reassign_kit.operations import execute as ops
-from reassign_kit.run.run import Run, RunError, RunResult
+from reassign_kit.run.run import Run
 
 RATE = MB
 

@@ -8,11 +8,17 @@ import pytest
 
 from reassign_kit.cluster.gateway import ErrorCode, PartitionError
 from reassign_kit.cluster.simulate import MB, SimCluster
-from reassign_kit.errors import KafkaOperationError, ReassignmentInProgressError, UsageError
+from reassign_kit.errors import (
+    KafkaOperationError,
+    ReassignmentInProgressError,
+    RunError,
+    UsageError,
+)
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.moves.journal import read_events
 from reassign_kit.operations import execute as ops
-from reassign_kit.run.run import ExecuteOptions, Run, RunError
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 
 TP = TopicPartition
 

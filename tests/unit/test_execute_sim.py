@@ -9,7 +9,7 @@ from killfuzz import cli, killed, path_of, sim_file
 
 from reassign_kit.cluster.simfile import load, save
 from reassign_kit.cluster.simulate import MB, SimCluster
-from reassign_kit.errors import ReassignmentInProgressError, UsageError
+from reassign_kit.errors import ReassignmentInProgressError, RunError, UsageError
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.moves.journal import (
     Journal,
@@ -19,7 +19,9 @@ from reassign_kit.moves.journal import (
     redact,
     to_pandas,
 )
-from reassign_kit.run.run import ExecuteOptions, Run, RunError
+from reassign_kit.operations import verify as verify_mod
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 from reassign_kit.throttles import configs as thr
 
 RATE = 1 * MB
@@ -469,7 +471,7 @@ def test_run_started_records_versions_and_plan_digest(tmp_path):
 
 
 def test_log_dirs_paced_moves_complete_only_in_their_dirs_with_the_log_dir_throttle(tmp_path):
-    from reassign_kit.cluster.admin import LOG_DIR_RATE
+    from reassign_kit.cluster.config import LOG_DIR_RATE
 
     sim = cluster(4, size=2 * MB)
     d1 = lambda b: sim.log_dirs_of(b)[1]  # noqa: E731
@@ -516,8 +518,7 @@ def test_a_log_dir_move_that_cannot_begin_fails_the_run_after_the_timeout(tmp_pa
 
 
 def test_kip1335_return_point_waits_for_log_dir_moves_to_begin(tmp_path):
-    from reassign_kit.cluster.admin import LOG_DIR_RATE
-    from reassign_kit.operations import execute as ops
+    from reassign_kit.cluster.config import LOG_DIR_RATE
 
     sim = cluster(2, size=8 * MB)
     plan = Plan.of(
@@ -534,11 +535,11 @@ def test_kip1335_return_point_waits_for_log_dir_moves_to_begin(tmp_path):
     ]
     assert sim.broker_cfg[3].get(LOG_DIR_RATE) and LOG_DIR_RATE not in sim.broker_cfg.get(2, {})
     sim.sleep(60)
-    assert ops.verify(sim, plan).exit_code == 0 and not sim.broker_cfg
+    assert verify_mod.verify(sim, plan).exit_code == 0 and not sim.broker_cfg
 
 
 def test_another_runs_throttles_are_left_as_they_were(tmp_path):
-    from reassign_kit.cluster.admin import (
+    from reassign_kit.cluster.config import (
         FOLLOWER_RATE,
         FOLLOWER_REPLICAS,
         LEADER_RATE,

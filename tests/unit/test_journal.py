@@ -14,7 +14,8 @@ from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.errors import EXIT_CODES, JournalError
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.moves.journal import Journal, cut_torn_tail, read_events
-from reassign_kit.run.run import ExecuteOptions, Run
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 
 TP = TopicPartition
 

@@ -18,7 +18,9 @@ from reassign_kit.errors import KafkaOperationError
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.moves.journal import read_events
 from reassign_kit.operations import execute as ops
-from reassign_kit.run.run import ExecuteOptions, Run
+from reassign_kit.operations import verify as verify_mod
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 
 N = 8
 
@@ -291,11 +293,11 @@ def test_legacy_elect_leaders_elects_reorders_at_once_and_verify_the_copies(tmp_
     assert all(sim.partitions[m.tp].leader != m.replicas[0] for m in copying)
     assert any("--verify --elect-leaders" in n for n in res.lines())
 
-    v = ops.verify(sim, plan, elect_leaders=True)  # still copying: nothing to elect yet
+    v = verify_mod.verify(sim, plan, elect_leaders=True)  # still copying: nothing to elect yet
     assert not v.complete and v.elections is not None
     assert sorted(v.elections.check.checked) == sorted(m.tp for m in reorder)
     sim.sleep(60)
-    v = ops.verify(sim, plan, elect_leaders=True)
+    v = verify_mod.verify(sim, plan, elect_leaders=True)
     assert v.complete and sorted(v.elections.elected) == sorted(m.tp for m in copying)
     assert leaders(sim) == {m.tp: m.replicas[0] for m in plan}
     assert any("Leaders checked: 8 of 8" in line for line in v.lines())
@@ -362,7 +364,7 @@ def test_api_execute_legacy_opt_in_and_paced_default(tmp_path):
 
 def test_the_panel_box_drives_its_verify_and_its_runs(tmp_path):
     """The panel's "elect preferred leaders" box (default on) is the option its runs get, and
-    its Verify elects through ops.verify when ticked — the same library calls as the CLI."""
+    its Verify elects through verify_mod.verify when ticked — the same library calls as the CLI."""
     from reassign_kit.ui.panel import Panel
 
     sim = cluster()

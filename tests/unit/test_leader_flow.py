@@ -8,7 +8,7 @@ import itertools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reassign_kit.planner import PlanParams, plan_in_process
+from reassign_kit.planner.in_process import plan_in_process
 from reassign_kit.planner.leader_flow import (
     _lower_ok,
     _min_cost,
@@ -17,7 +17,9 @@ from reassign_kit.planner.leader_flow import (
     balance_leaders,
     leader_network,
 )
-from reassign_kit.snapshot.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
+from reassign_kit.planner.params import PlanParams
+from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
+from reassign_kit.snapshot.snapshot import Snapshot
 
 
 @st.composite

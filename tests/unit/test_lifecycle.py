@@ -16,7 +16,8 @@ from reassign_kit.errors import UsageError
 from reassign_kit.model import Move, Plan
 from reassign_kit.moves.journal import read_events
 from reassign_kit.run import lifecycle as lc
-from reassign_kit.run.run import ExecuteOptions, Run
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 
 CONTROLS = ("start", "pause", "resume", "stop", "cancel")
 ILLEGAL = [(s, t) for s in (*lc.LIVE, *sorted(lc.ENDS)) for t in CONTROLS if (s, t) not in lc.TABLE]

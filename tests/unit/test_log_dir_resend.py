@@ -7,10 +7,12 @@ from __future__ import annotations
 import pytest
 
 from reassign_kit.cluster.simulate import MB, SimCluster
+from reassign_kit.errors import RunError
 from reassign_kit.model import Move, Plan
 from reassign_kit.moves.journal import read_events
 from reassign_kit.run.logdirs import MAX_RESENDS
-from reassign_kit.run.run import ExecuteOptions, Run, RunError
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 
 HORIZON_S = 3600.0  # simulated: the moves take seconds; a run still going then waits forever
 

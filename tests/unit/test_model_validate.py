@@ -32,7 +32,7 @@ VALID = {
 
 def problems_of(text: str) -> list[v.Problem]:
     with pytest.raises(InvalidPlanError) as e:
-        v.parse_plan(text, "bad.json")
+        model.parse_plan(text, "bad.json")
     assert "nothing was sent to the cluster" in str(e.value)
     return e.value.problems
 
@@ -49,7 +49,7 @@ def entry(**kw) -> str:
 
 
 def test_valid_plan_passes_and_is_canonical():
-    plan = v.parse_plan(json.dumps(VALID), "ok.json")
+    plan = model.parse_plan(json.dumps(VALID), "ok.json")
     assert [str(m.tp) for m in plan] == ["events-0", "orders-0", "orders-1"]  # sorted
     assert plan.by_tp()[TP("orders", 1)].log_dirs == ("any", "/d/b", "any")
     assert Plan.from_json(plan.to_json()) == plan
@@ -63,34 +63,34 @@ def test_valid_plan_passes_and_is_canonical():
 @pytest.mark.parametrize(
     "text, rule, where",
     [
-        ('{"version": 1,\n  "partitions": [,]}', v.MALFORMED_JSON, "bad.json:2:18"),
+        ('{"version": 1,\n  "partitions": [,]}', model.MALFORMED_JSON, "bad.json:2:18"),
         (
             '{"version": 1, "partitions": [{"topic": "a", "partition": NaN, "replicas": [1]}]}',
-            v.MALFORMED_JSON,
+            model.MALFORMED_JSON,
             "bad.json",
         ),
-        ("[1, 2]", v.NOT_AN_OBJECT, "plan"),
-        ('{"version": 1, "version": 1, "partitions": []}', v.DUPLICATE_KEY, "plan"),
-        ('{"version": 1, "partitions": [], "extra": 1}', v.UNKNOWN_FIELD, "plan"),
+        ("[1, 2]", model.NOT_AN_OBJECT, "plan"),
+        ('{"version": 1, "version": 1, "partitions": []}', model.DUPLICATE_KEY, "plan"),
+        ('{"version": 1, "partitions": [], "extra": 1}', model.UNKNOWN_FIELD, "plan"),
         (
             '{"partitions": [{"topic": "a", "partition": 0, "replicas": [1]}]}',
-            v.MISSING_FIELD,
+            model.MISSING_FIELD,
             "plan",
         ),
         (
             '{"version": 2, "partitions": [{"topic": "a", "partition": 0, "replicas": [1]}]}',
-            v.WRONG_VERSION,
+            model.WRONG_VERSION,
             "plan",
         ),
         (
             '{"version": "1", "partitions": [{"topic": "a", "partition": 0, "replicas": [1]}]}',
-            v.WRONG_VERSION,
+            model.WRONG_VERSION,
             "plan",
         ),
-        ('{"version": 1}', v.MISSING_FIELD, "plan"),
-        ('{"version": 1, "partitions": {}}', v.WRONG_TYPE, "plan"),
+        ('{"version": 1}', model.MISSING_FIELD, "plan"),
+        ('{"version": 1, "partitions": {}}', model.WRONG_TYPE, "plan"),
         ('{"version": 1, "partitions": []}', v.EMPTY_PLAN, "plan"),
-        ('{"version": 1, "partitions": [7]}', v.WRONG_TYPE, "partitions[0]"),
+        ('{"version": 1, "partitions": [7]}', model.WRONG_TYPE, "partitions[0]"),
     ],
 )
 def test_document_rules(text, rule, where):
@@ -102,24 +102,24 @@ def test_document_rules(text, rule, where):
 @pytest.mark.parametrize(
     "kw, rule",
     [
-        ({"topic": ...}, v.MISSING_FIELD),
-        ({"partition": ...}, v.MISSING_FIELD),
-        ({"replicas": ...}, v.MISSING_FIELD),
-        ({"topic": 5}, v.WRONG_TYPE),
-        ({"topic": ""}, v.EMPTY_TOPIC),
-        ({"partition": "0"}, v.WRONG_TYPE),
-        ({"partition": 1.0}, v.WRONG_TYPE),
-        ({"partition": True}, v.WRONG_TYPE),
-        ({"partition": -1}, v.NEGATIVE_PARTITION),
-        ({"replicas": "1,2"}, v.WRONG_TYPE),
-        ({"replicas": [1, "2"]}, v.WRONG_TYPE),
-        ({"replicas": []}, v.EMPTY_REPLICAS),
-        ({"replicas": [1, 2, 1]}, v.DUPLICATE_BROKER),
-        ({"replicas": [1, -2]}, v.NEGATIVE_BROKER),
-        ({"log_dirs": ["any"]}, v.LOG_DIRS_LENGTH),
-        ({"log_dirs": "any"}, v.WRONG_TYPE),
-        ({"log_dirs": ["any", "data/x"]}, v.LOG_DIR_NOT_ABSOLUTE),
-        ({"replica": [1]}, v.UNKNOWN_FIELD),
+        ({"topic": ...}, model.MISSING_FIELD),
+        ({"partition": ...}, model.MISSING_FIELD),
+        ({"replicas": ...}, model.MISSING_FIELD),
+        ({"topic": 5}, model.WRONG_TYPE),
+        ({"topic": ""}, model.EMPTY_TOPIC),
+        ({"partition": "0"}, model.WRONG_TYPE),
+        ({"partition": 1.0}, model.WRONG_TYPE),
+        ({"partition": True}, model.WRONG_TYPE),
+        ({"partition": -1}, model.NEGATIVE_PARTITION),
+        ({"replicas": "1,2"}, model.WRONG_TYPE),
+        ({"replicas": [1, "2"]}, model.WRONG_TYPE),
+        ({"replicas": []}, model.EMPTY_REPLICAS),
+        ({"replicas": [1, 2, 1]}, model.DUPLICATE_BROKER),
+        ({"replicas": [1, -2]}, model.NEGATIVE_BROKER),
+        ({"log_dirs": ["any"]}, model.LOG_DIRS_LENGTH),
+        ({"log_dirs": "any"}, model.WRONG_TYPE),
+        ({"log_dirs": ["any", "data/x"]}, model.LOG_DIR_NOT_ABSOLUTE),
+        ({"replica": [1]}, model.UNKNOWN_FIELD),
     ],
 )
 def test_entry_rules_name_the_partition(kw, rule):
@@ -142,7 +142,7 @@ def test_duplicate_partition_names_both_entries():
         }
     )
     (p,) = problems_of(text)
-    assert p.rule == v.DUPLICATE_PARTITION and p.where == "partitions[1] (a-0)"
+    assert p.rule == model.DUPLICATE_PARTITION and p.where == "partitions[1] (a-0)"
     assert "partitions[0]" in p.detail
 
 
@@ -159,12 +159,12 @@ def test_every_problem_at_once():
     )
     got = rules(text)
     assert {
-        v.WRONG_VERSION,
-        v.DUPLICATE_BROKER,
-        v.DUPLICATE_PARTITION,
-        v.NEGATIVE_PARTITION,
-        v.NEGATIVE_BROKER,
-        v.LOG_DIR_NOT_ABSOLUTE,
+        model.WRONG_VERSION,
+        model.DUPLICATE_BROKER,
+        model.DUPLICATE_PARTITION,
+        model.NEGATIVE_PARTITION,
+        model.NEGATIVE_BROKER,
+        model.LOG_DIR_NOT_ABSOLUTE,
     } <= got
 
 
@@ -266,7 +266,7 @@ moves_st = st.lists(
 def test_roundtrip_canonical(moves):
     plan = Plan.of(moves)
     text = plan.to_json(indent=2)
-    again = v.parse_plan(text)
+    again = model.parse_plan(text)
     assert again == plan
     assert again.to_json() == plan.to_json()
     assert again.digest() == Plan.of(reversed(moves)).digest()
@@ -296,7 +296,7 @@ json_values = st.recursive(
 @settings(max_examples=300, deadline=None)
 def test_any_json_gives_a_plan_or_an_invalid_plan_error(doc):
     try:
-        plan = v.parse_plan(json.dumps(doc))
+        plan = model.parse_plan(json.dumps(doc))
     except InvalidPlanError as e:
         assert e.problems and all(isinstance(p, v.Problem) and p.rule for p in e.problems)
     else:
@@ -307,7 +307,7 @@ def test_any_json_gives_a_plan_or_an_invalid_plan_error(doc):
 @settings(max_examples=200, deadline=None)
 def test_any_text_never_crashes(text):
     try:
-        v.parse_plan(text)
+        model.parse_plan(text)
     except InvalidPlanError:
         pass
 

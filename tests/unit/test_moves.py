@@ -12,11 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reassign_kit.errors import IllegalTransition
 from reassign_kit.model import Move, TopicPartition
 from reassign_kit.moves import table as mv
 from reassign_kit.moves.journal import Journal, read_events
 from reassign_kit.moves.schedule import item_for
-from reassign_kit.moves.table import IllegalTransition, MoveState, MoveStatus, replay
+from reassign_kit.moves.table import MoveState, MoveStatus, replay
 
 TPS = [TopicPartition("t", p) for p in range(3)]
 
@@ -155,7 +156,8 @@ def test_a_real_runs_journal_replays_to_its_statuses(tmp_path):
     the statuses the Run reports."""
     from reassign_kit.cluster.simulate import MB, SimCluster
     from reassign_kit.model import Plan
-    from reassign_kit.run.run import ExecuteOptions, Run
+    from reassign_kit.run.options import ExecuteOptions
+    from reassign_kit.run.run import Run
 
     sim = SimCluster(4, bandwidth=50 * MB)
     sim.add_topic("a", [[p % 4, (p + 1) % 4] for p in range(6)], 2 * MB)

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from reassign_kit import errors
 from reassign_kit.cluster.gateway import BrokerInfo
 from reassign_kit.errors import InvalidPlanError
 from reassign_kit.model import Move, PartitionState, Plan, TopicPartition
+from reassign_kit.operations import cancel as cancel_mod
 from reassign_kit.operations import execute as ops
 from reassign_kit.operations import verify as ops_verify
+from reassign_kit.operations import verify as verify_mod
 
 TP = TopicPartition
 A0, A1 = TP("a", 0), TP("a", 1)
@@ -111,7 +114,7 @@ def test_execute_validates_everything_before_sending(tmp_path):
 
 def test_execute_refuses_when_in_flight_without_additional(tmp_path):
     c = cluster(in_flight={A1: PartitionState(A1, (2, 3, 4), adding=(4,), removing=(2,))})
-    with pytest.raises(ops.ReassignmentInProgressError) as e:
+    with pytest.raises(errors.ReassignmentInProgressError) as e:
         ops.execute(c, Plan.of([Move(A0, (3, 4))]), rollback_path=None)
     assert e.value.exit_code == 6 and "--additional" in str(e.value) and c.calls == []
 
@@ -178,25 +181,27 @@ def test_verify_statuses_exit_codes_and_throttle_clearing():
     c = cluster(in_flight={A1: PartitionState(A1, (3, 4, 2), adding=(3, 4), removing=(2,))})
     # A1's in-flight target is [3,4]... but listed in a different order is still "moving to it".
     c.topic_cfg = {"a": {"leader.replication.throttled.replicas": "1:2"}}
-    res = ops.verify(c, plan)
+    res = verify_mod.verify(c, plan)
     assert [r["status"] for r in res.rows] == ["complete", "in progress"]
-    assert res.exit_code == ops.EXIT_IN_PROGRESS and res.cleared is None
+    assert res.exit_code == errors.EXIT_IN_PROGRESS and res.cleared is None
     assert c.topic_cfg["a"]  # nothing cleared while a move of the plan is in progress
 
     c.in_flight = {}
     c.states[A1] = PartitionState(A1, (3, 4))
-    res = ops.verify(c, plan)
+    res = verify_mod.verify(c, plan)
     assert res.complete and res.exit_code == 0 and c.topic_cfg["a"] == {}
 
     c.states[A1] = PartitionState(A1, (4, 3))  # same set, wrong order: not complete
-    res = ops.verify(c, plan)
-    assert res.exit_code == ops.EXIT_MISMATCH
+    res = verify_mod.verify(c, plan)
+    assert res.exit_code == errors.EXIT_MISMATCH
     assert "but replica set is [4,3] rather than [3,4]" in "\n".join(res.lines())
 
 
 def test_verify_missing_partition_is_a_mismatch():
-    res = ops.verify(cluster(), Plan.of([Move(TP("gone", 0), (1,))]), preserve_throttles=True)
-    assert res.exit_code == ops.EXIT_MISMATCH and "does not exist" in "\n".join(res.lines())
+    res = verify_mod.verify(
+        cluster(), Plan.of([Move(TP("gone", 0), (1,))]), preserve_throttles=True
+    )
+    assert res.exit_code == errors.EXIT_MISMATCH and "does not exist" in "\n".join(res.lines())
 
 
 def test_cancel_rolls_a_grown_partition_back_to_its_original_list():
@@ -215,7 +220,7 @@ def test_cancel_rolls_a_grown_partition_back_to_its_original_list():
         return dict.fromkeys(targets)
 
     c.alter_reassignments = alter
-    res = ops.cancel(c, Plan.of([Move(A0, (3, 4)), Move(A1, (3, 4))]))
+    res = cancel_mod.cancel(c, Plan.of([Move(A0, (3, 4)), Move(A1, (3, 4))]))
     assert c.sent == [{A1: None}, {A1: (2, 3)}]
     # a-0 is not moving: where it started only the journal or the rollback file could say
     assert res.cancelled == [A1] and res.unknown == [A0] and res.exit_code == 0
@@ -227,9 +232,9 @@ def test_cancel_rolls_a_grown_partition_back_to_its_original_list():
 
 def test_cancel_needs_exactly_one_scope():
     with pytest.raises(Exception, match="exactly one"):
-        ops.cancel(cluster(), None)
+        cancel_mod.cancel(cluster(), None)
     with pytest.raises(Exception, match="exactly one"):
-        ops.cancel(cluster(), topics=["a"], all=True)
+        cancel_mod.cancel(cluster(), topics=["a"], all=True)
 
 
 def test_list_json_and_table():

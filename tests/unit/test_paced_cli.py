@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reassign_kit.cli import reassign as reassign_cli
+from reassign_kit.cli import reassign_args
 
 BASE = ["--bootstrap-server", "127.0.0.1:1", "--reassignment-json-file", "/nonexistent.json"]
 
@@ -92,7 +93,7 @@ def test_the_cli_is_static_no_module_registers_itself():
     for m in (paced, progress, plan):
         importlib.reload(m)
     assert reassign_cli.HANDLERS == before
-    assert set(reassign_cli.HANDLERS) == set(reassign_cli.ACTIONS)
+    assert set(reassign_cli.HANDLERS) == set(reassign_args.ACTIONS)
 
 
 def test_a_signal_during_a_journal_write_stops_the_run_without_a_deadlock(tmp_path):

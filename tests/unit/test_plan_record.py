@@ -22,7 +22,8 @@ from reassign_kit.planner.record import (
     plan_hash,
     record_path,
 )
-from reassign_kit.snapshot.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
+from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
+from reassign_kit.snapshot.snapshot import Snapshot
 
 TP = TopicPartition
 

@@ -10,17 +10,14 @@ from hypothesis import strategies as st
 
 from reassign_kit.errors import UsageError
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.planner import (
-    PlanParams,
-    apportion,
-    apportion_2d,
-    chunk_key,
-    generate,
-    parse_balance,
-    plan_in_process,
-)
+from reassign_kit.planner import apportion
+from reassign_kit.planner.apportion import apportion_2d
+from reassign_kit.planner.in_process import generate, plan_in_process
+from reassign_kit.planner.params import PlanParams, parse_balance
+from reassign_kit.planner.rows import chunk_key
 from reassign_kit.planner.rules import plan_problems_offline
-from reassign_kit.snapshot.snapshot import BrokerEntry, PartitionEntry, Snapshot, TopicEntry
+from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
+from reassign_kit.snapshot.snapshot import Snapshot
 
 
 @st.composite

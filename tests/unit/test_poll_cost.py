@@ -17,7 +17,8 @@ from reassign_kit.cluster.quota import fair_share
 from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan
 from reassign_kit.moves.journal import Journal, _json_encode, read_events
-from reassign_kit.run.run import ExecuteOptions, Run
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 from reassign_kit.throttles import configs as thr
 
 

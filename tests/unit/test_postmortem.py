@@ -8,7 +8,8 @@ import pytest
 
 from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.run.run import ExecuteOptions, Run
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 from reassign_kit.spark import postmortem as pmx
 
 pytestmark = [pytest.mark.spark]

@@ -10,7 +10,10 @@ from hypothesis import strategies as st
 
 from reassign_kit.cluster.gateway import BrokerInfo, ReplicaLogInfo
 from reassign_kit.model import Move, PartitionState, Plan, TopicPartition
-from reassign_kit.watch.progress import (
+from reassign_kit.watch.build import build_report
+from reassign_kit.watch.from_journal import samples_from_events, steps_from_events
+from reassign_kit.watch.progress import ProgressTracker, observe, progress, watch
+from reassign_kit.watch.report import (
     DONE,
     IN_SYNC,
     NOT_HOSTED,
@@ -19,13 +22,6 @@ from reassign_kit.watch.progress import (
     UNKNOWN_PARTITION,
     UNKNOWN_TOPIC,
     Observation,
-    ProgressTracker,
-    build_report,
-    observe,
-    progress,
-    samples_from_events,
-    steps_from_events,
-    watch,
 )
 
 TP = TopicPartition("my_topic", 0)

@@ -18,13 +18,9 @@ from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.planner.rack_repair import spans_short
 from reassign_kit.planner.report import format_report
 from reassign_kit.planner.rules import RuleContext, plan_problems_offline
-from reassign_kit.snapshot.snapshot import (
-    BrokerEntry,
-    PartitionEntry,
-    Snapshot,
-    TopicEntry,
-    TopicFilter,
-)
+from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
+from reassign_kit.snapshot.filter import TopicFilter
+from reassign_kit.snapshot.snapshot import Snapshot
 
 
 def finals(s: Snapshot, result) -> dict[TopicPartition, tuple[int, ...]]:

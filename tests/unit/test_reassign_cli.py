@@ -7,8 +7,10 @@ import json
 
 import pytest
 
+from reassign_kit import errors
 from reassign_kit.cli import reassign as reassign_cli
-from reassign_kit.cluster.admin import AdminGateway, client_configs
+from reassign_kit.cluster.admin import AdminGateway
+from reassign_kit.cluster.config import client_configs
 from reassign_kit.errors import KafkaOperationError, UsageError
 from reassign_kit.model import TopicPartition
 from reassign_kit.operations import execute as ops
@@ -90,8 +92,8 @@ def test_help_documents_exit_codes(capsys):
         "--rollback-file",
     ):
         assert flag in out
-    assert f"{ops.EXIT_IN_PROGRESS}  --verify: some moves are still in progress" in out
-    assert f"{ops.EXIT_MISMATCH}  --verify" in out
+    assert f"{errors.EXIT_IN_PROGRESS}  --verify: some moves are still in progress" in out
+    assert f"{errors.EXIT_MISMATCH}  --verify" in out
 
 
 def test_invalid_plan_exit_3_before_connecting(tmp_path, capsys):

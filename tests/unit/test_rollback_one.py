@@ -20,7 +20,7 @@ from reassign_kit.cluster.simfile import load
 from reassign_kit.cluster.simulate import SimCluster
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.moves.journal import read_events
-from reassign_kit.operations import execute as ops
+from reassign_kit.operations import cancel as cancel_mod
 from reassign_kit.run.options import ExecuteOptions
 from reassign_kit.run.rollback import OriginalsConflict
 from reassign_kit.run.run import Run
@@ -56,7 +56,7 @@ def test_originals_that_disagree_stop_the_cancel_naming_both(tmp_path):
     )
     sent = sim.calls["alter_reassignments"]
     with pytest.raises(OriginalsConflict) as e:
-        ops.cancel(sim, None, journal=journal, rollback_file=str(rollback))
+        cancel_mod.cancel(sim, None, journal=journal, rollback_file=str(rollback))
     msg = str(e.value)
     assert "a-0" in msg and "[0, 1, 2]" in msg and "[2, 1, 0]" in msg and "a-1" not in msg
     assert sim.calls["alter_reassignments"] == sent, "nothing sent"

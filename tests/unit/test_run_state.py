@@ -18,6 +18,7 @@ from reassign_kit.cluster.config import FOLLOWER_RATE, LEADER_RATE
 from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.operations import execute as ops
+from reassign_kit.operations import verify as verify_mod
 from reassign_kit.run import home as state
 
 TP = TopicPartition
@@ -313,12 +314,12 @@ def test_the_api_has_one_convention_for_the_cluster(sim, tmp_path):
 
 
 def test_settle_waits_on_the_gateways_clock():
-    """Item 5 (ops.settle): the re-reads wait on the gateway's clock (model time on the
+    """Item 5 (verify_mod.settle): the re-reads wait on the gateway's clock (model time on the
     simulator), not the wall clock."""
     sim = cluster()
     t0 = sim.now()
     states = sim.describe_partitions([TP("t", 0)])
-    ops.settle(sim, states, lambda tp, st: True, attempts=3, pause_s=10.0)
+    verify_mod.settle(sim, states, lambda tp, st: True, attempts=3, pause_s=10.0)
     assert sim.now() - t0 >= 30.0
 
 

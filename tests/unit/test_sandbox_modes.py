@@ -11,6 +11,7 @@ import pytest
 
 from reassign_kit.cli import sandbox as sandbox_cli
 from reassign_kit.errors import SandboxError
+from reassign_kit.sandbox import kafka as kafka_mod
 from reassign_kit.sandbox import sandbox as sbx
 
 
@@ -63,13 +64,13 @@ def test_zookeeper_mode_files_and_state(tmp_path):
 
 
 def test_defaults_stay_4_3_1_kraft_unless_the_environment_says(monkeypatch):
-    monkeypatch.delenv(sbx.VERSION_ENV, raising=False)
-    monkeypatch.delenv(sbx.METADATA_ENV, raising=False)
+    monkeypatch.delenv(kafka_mod.VERSION_ENV, raising=False)
+    monkeypatch.delenv(kafka_mod.METADATA_ENV, raising=False)
     assert (sbx.default_version(), sbx.default_metadata()) == ("4.3.1", "kraft")
-    monkeypatch.setenv(sbx.VERSION_ENV, "3.6.2")
-    monkeypatch.setenv(sbx.METADATA_ENV, "zookeeper")
+    monkeypatch.setenv(kafka_mod.VERSION_ENV, "3.6.2")
+    monkeypatch.setenv(kafka_mod.METADATA_ENV, "zookeeper")
     assert (sbx.default_version(), sbx.default_metadata()) == ("3.6.2", "zookeeper")
-    assert sbx.kafka_home("3.6.2").name == "3.6.2"  # one cache folder per release
+    assert kafka_mod.kafka_home("3.6.2").name == "3.6.2"  # one cache folder per release
 
 
 def test_cli_names_a_bad_version_with_a_non_zero_exit(capsys):

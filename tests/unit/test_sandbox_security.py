@@ -9,15 +9,16 @@ import stat
 
 import pytest
 
-from reassign_kit.cluster.admin import client_configs
+from reassign_kit.cluster.config import client_configs
 from reassign_kit.errors import SandboxError
 from reassign_kit.operations.execute import load_command_config
+from reassign_kit.sandbox import kafka
 from reassign_kit.sandbox import sandbox as sbx
 
 
 @pytest.mark.parametrize("mode", ["sasl_scram", "ssl", "sasl_ssl"])
 def test_each_mode_writes_private_client_configs_both_clients_accept(tmp_path, mode):
-    sec = sbx._Security.make(tmp_path, mode)
+    sec = sbx.Security.make(tmp_path, mode)
     d = tmp_path / "security"
     assert stat.S_IMODE(os.stat(d).st_mode) == 0o700
     for f in d.iterdir():
@@ -52,10 +53,10 @@ def test_each_mode_writes_private_client_configs_both_clients_accept(tmp_path, m
 def test_status_json_holds_paths_never_secrets(tmp_path):
     """The status of a secured sandbox (as `sandbox status` prints it) names the client
     config files; no password appears in it nor in sandbox.json."""
-    sec = sbx._Security.make(tmp_path, "sasl_scram")
+    sec = sbx.Security.make(tmp_path, "sasl_scram")
     state = {
         "cluster_id": "x",
-        "kafka_version": sbx.KAFKA_VERSION,
+        "kafka_version": kafka.KAFKA_VERSION,
         "security": "sasl_scram",
         "controller": {
             "id": 1000,

@@ -109,7 +109,8 @@ class CountingList(list):
 def test_run_status_counts_follow_the_moves_without_walking_them(tmp_path):
     from reassign_kit.cluster.simulate import MB, SimCluster
     from reassign_kit.moves.results import RunStatus
-    from reassign_kit.run.run import ExecuteOptions, Run
+    from reassign_kit.run.options import ExecuteOptions
+    from reassign_kit.run.run import Run
 
     sim = SimCluster(4, bandwidth=50 * MB)
     sim.add_topic("a", [[p % 4, (p + 1) % 4] for p in range(12)], 2 * MB)
@@ -214,7 +215,8 @@ def test_decide_reads_pending_only_as_far_as_it_submits():
 def test_a_paced_run_reads_pending_moves_only_as_far_as_it_submits(tmp_path, monkeypatch):
     from reassign_kit.cluster.simulate import MB, SimCluster
     from reassign_kit.run import submit as submit_mod
-    from reassign_kit.run.run import ExecuteOptions, Run
+    from reassign_kit.run.options import ExecuteOptions
+    from reassign_kit.run.run import Run
 
     n, cap = 400, 8
     sim = SimCluster(8, bandwidth=50 * MB)
@@ -252,7 +254,8 @@ def test_a_paced_run_reads_pending_moves_only_as_far_as_it_submits(tmp_path, mon
 
 def test_throttles_are_computed_again_only_when_the_moves_in_flight_change(tmp_path, monkeypatch):
     from reassign_kit.cluster.simulate import MB, SimCluster
-    from reassign_kit.run.run import ExecuteOptions, Run
+    from reassign_kit.run.options import ExecuteOptions
+    from reassign_kit.run.run import Run
     from reassign_kit.throttles import configs as thr
 
     sim = SimCluster(4, bandwidth=1 * MB, tick=1.0)
@@ -345,7 +348,8 @@ def test_journal_lines_are_what_redaction_gives_and_plain_events_skip_the_regex(
 
 def test_simulated_states_are_always_what_the_partition_is_now(tmp_path, monkeypatch):
     from reassign_kit.cluster.simulate import MB, SimCluster
-    from reassign_kit.run.run import ExecuteOptions, Run
+    from reassign_kit.run.options import ExecuteOptions
+    from reassign_kit.run.run import Run
 
     sim = SimCluster(5, bandwidth=2 * MB, tick=0.5)
     sim.add_topic("a", [[p % 5, (p + 1) % 5, (p + 2) % 5] for p in range(10)], 3 * MB)
@@ -479,7 +483,8 @@ def test_the_listing_after_a_submission_does_not_build_the_same_throttles_again(
     syncs: the reassignments it lists are the moves just throttled, so their lists are not
     built and sorted a second time (2,000 moves: a tenth of that poll)."""
     from reassign_kit.cluster.simulate import MB, SimCluster
-    from reassign_kit.run.run import ExecuteOptions, Run
+    from reassign_kit.run.options import ExecuteOptions
+    from reassign_kit.run.run import Run
     from reassign_kit.throttles import configs as thr
 
     sim = SimCluster(6, bandwidth=1 * MB, tick=1.0)
@@ -526,7 +531,8 @@ def test_the_listing_after_a_submission_does_not_build_the_same_throttles_again(
 
 
 def test_simulated_config_calls_do_not_walk_every_partition():
-    from reassign_kit.cluster.simulate import FOLLOWER_REPLICAS, LEADER_REPLICAS, SimCluster
+    from reassign_kit.cluster.config import FOLLOWER_REPLICAS, LEADER_REPLICAS
+    from reassign_kit.cluster.simulate import SimCluster
 
     class CountingDict(dict):
         walks = 0
@@ -565,7 +571,8 @@ def test_full_garbage_collections_run_between_polls_not_in_them(tmp_path):
     import gc
 
     from reassign_kit.cluster.simulate import MB, SimCluster
-    from reassign_kit.run.run import ExecuteOptions, Run
+    from reassign_kit.run.options import ExecuteOptions
+    from reassign_kit.run.run import Run
 
     sim = SimCluster(4, bandwidth=4 * MB, tick=1.0)
     sim.add_topic("a", [[p % 4, (p + 1) % 4] for p in range(16)], 2 * MB)
@@ -627,7 +634,8 @@ def test_a_polls_journal_lines_go_to_the_os_together_and_before_any_change(tmp_p
 
     from reassign_kit.cluster.simulate import MB, SimCluster
     from reassign_kit.moves import journal as jr
-    from reassign_kit.run.run import ExecuteOptions, Run
+    from reassign_kit.run.options import ExecuteOptions
+    from reassign_kit.run.run import Run
 
     class CountingFile:
         def __init__(self, f):
@@ -709,7 +717,8 @@ def test_a_polls_journal_lines_go_to_the_os_together_and_before_any_change(tmp_p
 def test_moves_in_flight_are_read_by_the_scheduler_only_under_a_cap_that_needs_them(tmp_path):
     from reassign_kit.cluster.simulate import MB, SimCluster
     from reassign_kit.moves.schedule import Caps, Item, decide
-    from reassign_kit.run.run import ExecuteOptions, Run
+    from reassign_kit.run.options import ExecuteOptions
+    from reassign_kit.run.run import Run
 
     class Sized(Counted):
         def __len__(self):
@@ -798,7 +807,8 @@ def test_a_runs_loop_leaves_what_it_started_with_out_of_full_collections(tmp_pat
     import gc
 
     from reassign_kit.cluster.simulate import MB, SimCluster
-    from reassign_kit.run.run import ExecuteOptions, Run
+    from reassign_kit.run.options import ExecuteOptions
+    from reassign_kit.run.run import Run
 
     def run_of(d):
         sim = SimCluster(4, bandwidth=4 * MB, tick=1.0)

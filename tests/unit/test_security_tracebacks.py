@@ -20,6 +20,7 @@ from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.errors import JournalError, RunbookError, UsageError
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.operations import execute as ops
+from reassign_kit.operations import verify as verify_mod
 from reassign_kit.snapshot.snapshot import take_snapshot
 
 TP = TopicPartition
@@ -223,7 +224,7 @@ def panel_on(sim, out_dir):
         output_dir=str(out_dir),
         refresh_s=0.02,
         run_kwargs={"clock": sim.now, "sleep": sim.sleep},
-        verify_fn=lambda gw, plan: ops.verify(gw, plan, preserve_throttles=True),
+        verify_fn=lambda gw, plan: verify_mod.verify(gw, plan, preserve_throttles=True),
         batch_size=1,
     )
 

@@ -11,13 +11,8 @@ from hypothesis import strategies as st
 from reassign_kit.cluster.gateway import BrokerInfo, ReplicaLogInfo
 from reassign_kit.errors import InvalidPlanError
 from reassign_kit.model import PartitionState, TopicPartition
-from reassign_kit.snapshot.snapshot import (
-    BrokerEntry,
-    PartitionEntry,
-    Snapshot,
-    TopicEntry,
-    take_snapshot,
-)
+from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
+from reassign_kit.snapshot.snapshot import Snapshot, take_snapshot
 
 GOOD = {
     "version": 1,

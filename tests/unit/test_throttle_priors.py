@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from killfuzz import cli, killed, path_of, sim_file
 
-from reassign_kit.cluster.admin import (
+from reassign_kit.cluster.config import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
     LEADER_RATE,
@@ -22,8 +22,11 @@ from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.errors import KafkaOperationError
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.moves.journal import read_events
+from reassign_kit.operations import cancel as cancel_mod
 from reassign_kit.operations import execute as ops
-from reassign_kit.run.run import ExecuteOptions, Run
+from reassign_kit.operations import verify as verify_mod
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 from reassign_kit.throttles import configs as thr
 
 TP = TopicPartition
@@ -137,7 +140,7 @@ def test_legacy_execute_then_verify_with_its_priors_file(tmp_path):
     assert sim.broker_cfg[1][LEADER_RATE] == str(RATE)
     assert thr.entry_set(sim.topic_cfg["t"][LEADER_REPLICAS]) >= {"1:3", "0:0", "0:1"}
     sim.sleep(30)
-    v = ops.verify(sim, PLAN, priors=res.priors_path)
+    v = verify_mod.verify(sim, PLAN, priors=res.priors_path)
     assert v.complete
     assert_operator_configs_back(sim)
 
@@ -146,7 +149,7 @@ def test_legacy_verify_without_priors_removes_as_the_official_tool(tmp_path):
     sim = operator_cluster()
     ops.execute(sim, PLAN, throttle=RATE, rollback_path=None)
     sim.sleep(30)
-    ops.verify(sim, PLAN)
+    verify_mod.verify(sim, PLAN)
     assert 1 not in sim.broker_cfg and "t" not in sim.topic_cfg  # what it does without them
     assert sim.default_broker_cfg == DEFAULT and sim.static_broker_cfg == {3: STATIC}
 
@@ -185,10 +188,10 @@ def test_cancel_without_preserve_clears_when_nothing_moves_any_more(tmp_path):
     sim = operator_cluster()
     rb = str(tmp_path / "rollback.json")
     res = ops.execute(sim, PLAN, throttle=RATE, rollback_path=rb)
-    first = ops.cancel(sim, PLAN, preserve_throttles=True, timeout_s=60)
+    first = cancel_mod.cancel(sim, PLAN, preserve_throttles=True, timeout_s=60)
     assert first.cancelled == [TP("t", 0)] and sim.broker_cfg[1][LEADER_RATE] == str(RATE)
     assert not sim.list_reassignments()
-    second = ops.cancel(sim, PLAN, priors=res.priors_path, timeout_s=60)
+    second = cancel_mod.cancel(sim, PLAN, priors=res.priors_path, timeout_s=60)
     assert second.cleared is not None
     assert_operator_configs_back(sim)
 
@@ -197,9 +200,9 @@ def test_cancel_without_priors_clears_as_the_official_tool(tmp_path):
     sim = SimCluster(4, bandwidth=50 * MB)
     sim.add_topic("t", [[0, 1]], 4 * MB)
     ops.execute(sim, PLAN, throttle=RATE, rollback_path=None)
-    ops.cancel(sim, PLAN, preserve_throttles=True, timeout_s=60)
+    cancel_mod.cancel(sim, PLAN, preserve_throttles=True, timeout_s=60)
     assert sim.broker_cfg and sim.topic_cfg
-    ops.cancel(sim, PLAN, timeout_s=60)
+    cancel_mod.cancel(sim, PLAN, timeout_s=60)
     assert sim.broker_cfg == {} and sim.topic_cfg == {}
 
 

@@ -10,7 +10,7 @@ import json
 
 from reassign_kit.cli import main as cli_main
 from reassign_kit.cli import throttles as throttles_cli
-from reassign_kit.cluster.admin import (
+from reassign_kit.cluster.config import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
     LEADER_RATE,
@@ -20,7 +20,7 @@ from reassign_kit.cluster.admin import (
 from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import TopicPartition
 from reassign_kit.throttles import janitor
-from reassign_kit.throttles.configs import Priors
+from reassign_kit.throttles.priors import Priors
 
 
 def cluster() -> SimCluster:

@@ -12,15 +12,11 @@ from hypothesis import strategies as st
 
 from reassign_kit.errors import UsageError
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.planner import PlanParams, generate, plan_in_process
-from reassign_kit.snapshot.snapshot import (
-    INTERNAL_TOPICS,
-    BrokerEntry,
-    PartitionEntry,
-    Snapshot,
-    TopicEntry,
-    TopicFilter,
-)
+from reassign_kit.planner.in_process import generate, plan_in_process
+from reassign_kit.planner.params import PlanParams
+from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
+from reassign_kit.snapshot.filter import INTERNAL_TOPICS, TopicFilter
+from reassign_kit.snapshot.snapshot import Snapshot
 
 NAMES = st.sampled_from(
     [*INTERNAL_TOPICS, "__health", "orders", "orders-dlq", "payments", "logs.app", "_single", "a"]

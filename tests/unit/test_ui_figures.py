@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reassign_kit.model import TopicPartition
-from reassign_kit.ui import charts, controls, figures
+from reassign_kit.ui import charts, controls, figures, figures_bytes
+from reassign_kit.ui import figures_bytes as figures_bytes_mod
 
 T0 = 1_700_000_000.0
 
@@ -86,11 +87,11 @@ def test_broker_bytes_reads_latest_sample_in_either_shape():
         ev(1, "sample", brokers=[{"broker": 2, "bytes_in": 5, "bytes_out": 1}]),
         ev(2, "sample", brokers={"1": {"bytes_in": 7}, "3": {"bytes_out": 9}}),
     ]
-    assert figures.broker_bytes(evs) == {
+    assert figures_bytes_mod.broker_bytes(evs) == {
         1: {"bytes_in": 7.0, "bytes_out": 0.0},
         3: {"bytes_in": 0.0, "bytes_out": 9.0},
     }
-    assert figures.broker_bytes([ev(1, "run_started")]) == {}
+    assert figures_bytes_mod.broker_bytes([ev(1, "run_started")]) == {}
 
 
 def test_planned_broker_bytes():
@@ -107,9 +108,9 @@ def test_behind_rows_orders_and_bounds():
     ]
     rows += [{"topic": "t", "partition": 99, "state": "done", "behind_bytes": 10**9}]
     rows += [{"tp": "u-0", "state": "moving"}]
-    got = figures.behind_rows(rows, limit=5)
+    got = figures_bytes_mod.behind_rows(rows, limit=5)
     assert [r["partition"] for r in got] == ["t-39", "t-38", "t-37", "t-36", "t-35"]
-    got_all = figures.behind_rows(rows, limit=100)
+    got_all = figures_bytes_mod.behind_rows(rows, limit=100)
     assert got_all[-1]["partition"] == "u-0" and all(r["state"] != "done" for r in got_all)
 
 
@@ -181,19 +182,21 @@ def test_broker_bytes_and_behind_from_progress_samples():
         ev(2, "sample", remaining=[["a", 0, 3, 30], ["a", 0, 4, 100], ["b", 0, 3, 10]]),
         ev(3, "sample", remaining=[["a", 0, 3, 0], ["a", 0, 4, 50]]),  # b-0 left the samples
     ]
-    got = figures.broker_bytes(evs, leaders={TopicPartition("a", 0): 1, TopicPartition("b", 0): 2})
+    got = figures_bytes_mod.broker_bytes(
+        evs, leaders={TopicPartition("a", 0): 1, TopicPartition("b", 0): 2}
+    )
     assert got == {
         1: {"bytes_in": 0.0, "bytes_out": 150.0},
         2: {"bytes_in": 0.0, "bytes_out": 40.0},
         3: {"bytes_in": 140.0, "bytes_out": 0.0},
         4: {"bytes_in": 50.0, "bytes_out": 0.0},
     }
-    rows = figures.behind_rows(figures.behind_from_samples(evs))
+    rows = figures_bytes_mod.behind_rows(figures_bytes.behind_from_samples(evs))
     assert [(r["partition"], r["behind_bytes"], round(r["percent"])) for r in rows] == [
         ("a-0", 50.0, 75)
     ]
     done = evs + [ev(4, "completed", topic="a", partition=0)]
-    assert figures.behind_from_samples(done) == []
+    assert figures_bytes.behind_from_samples(done) == []
 
 
 def test_broker_bytes_and_behind_from_execute_samples():
@@ -211,14 +214,14 @@ def test_broker_bytes_and_behind_from_execute_samples():
         ),
         ev(2, "completed", topic="a", partition=1),
     ]
-    got = figures.broker_bytes(evs)
+    got = figures_bytes_mod.broker_bytes(evs)
     assert got == {
         1: {"bytes_in": 0.0, "bytes_out": 60.0},
         2: {"bytes_in": 0.0, "bytes_out": 50.0},
         3: {"bytes_in": 30.0 + 50.0, "bytes_out": 0.0},
         4: {"bytes_in": 30.0, "bytes_out": 0.0},
     }
-    rows = figures.behind_rows(figures.behind_from_samples(evs))
+    rows = figures_bytes_mod.behind_rows(figures_bytes.behind_from_samples(evs))
     assert [(r["partition"], r["behind_bytes"], round(r["percent"])) for r in rows] == [
         ("a-0", 140.0, 30)
     ]

@@ -1,5 +1,5 @@
 """The panel's logic without a browser: built on the simulated cluster (simulate.SimCluster, the
-Gateway protocol) with the real execute.Run and ops.verify; buttons clicked with ``.click()``."""
+Gateway protocol) with the real execute.Run and verify_mod.verify; buttons clicked with ``.click()``."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.operations import execute as ops
-from reassign_kit.run.run import ExecuteOptions
+from reassign_kit.operations import verify as verify_mod
+from reassign_kit.run.options import ExecuteOptions
 from reassign_kit.ui import charts, controls
 from reassign_kit.ui.panel import PACING, Panel
 
@@ -47,9 +47,9 @@ def sim_runs(sim: SimCluster) -> dict:
 
 
 def sim_verify(gateway, plan):
-    # ops.verify as the panel calls it; clearing throttles goes through broker/topic config
+    # verify_mod.verify as the panel calls it; clearing throttles goes through broker/topic config
     # calls that the model does not offer, and the run (wait=True) has cleared them already
-    return ops.verify(gateway, plan, preserve_throttles=True)
+    return verify_mod.verify(gateway, plan, preserve_throttles=True)
 
 
 def make_panel(sim: SimCluster, tmp_path, **defaults) -> Panel:
