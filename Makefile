@@ -23,9 +23,9 @@ setup: venv kafka chromium prometheus
 venv: $(VENV)/.installed
 
 # uv (from PyPI, the lock's version) installs .[dev] with every version pinned by the lock:
-# no resolution from scratch, the same versions on every machine (issue 24 #1). pyspark is an
+# no resolution from scratch, the same versions on every machine. pyspark is an
 # sdist the index here sends without cache headers: uv builds it again at every fresh clone's
-# setup and kept each build (~1.9 GiB; 65 GiB of them filled a developer machine's disk), so
+# setup and kept each build (~1.9 GiB each, enough to fill a disk over many clones), so
 # the setup prunes uv's cache of what nothing references
 $(VENV)/.installed: pyproject.toml $(LOCK)
 	@command -v $(PY) >/dev/null || { echo "setup: $(PY) not found (Python 3.11+ is needed)" >&2; exit 1; }
@@ -56,7 +56,7 @@ chromium:
 	  else echo "setup: chromium not found and cannot apt-get it (not root); browser tests will be skipped" >&2; fi; \
 	fi
 
-# Debian's Prometheus for the test that scrapes a run (issue 22); installed, never started as a
+# Debian's Prometheus for the test that scrapes a run; installed, never started as a
 # service (a policy-rc.d refuses service starts during the install when the machine has none;
 # the test runs the binary itself on 127.0.0.1 with its own config and kills it).
 prometheus:
@@ -96,10 +96,9 @@ lint: venv
 bench: setup
 	@set -e; for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f; done
 
-# issue 22: static throttle rates against --pace adaptive under a produce load (a few minutes;
-# a sandbox is started and stopped unless RK_SANDBOX_DIR names a running one)
-# every row three times, ABBA, judged on medians (one row each is decided by this machine's
-# loud minutes: bench/RESULTS.md, runs 20-26); ~18 min idle
+# static throttle rates against --pace adaptive under a produce load (a sandbox is started
+# and stopped unless RK_SANDBOX_DIR names a running one); every row three times, ABBA, judged
+# on medians: on a shared machine a single row is decided by its loud minutes
 bench-pacing: setup
 	$(BIN)/python bench/bench_pace_adaptive.py --repeat 3
 

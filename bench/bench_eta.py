@@ -1,4 +1,4 @@
-"""The run's ETA against the truth on a real sandbox, over a ladder of plan shapes (issue 21).
+"""The run's ETA against the truth on a real sandbox, over a ladder of plan shapes.
 
 A 4-broker sandbox in 2 racks (brokers 1, 3 in rack-0; 2, 4 in rack-1), real bytes, a low
 throttle so each shape lasts well under a minute. Shapes: a drain of one broker into three
@@ -236,7 +236,7 @@ def one_run(sb: Sandbox, shape: Shape, rate: int, out: Path) -> dict[str, Any]:
 
 
 # ours median per shape at the default rate in the latest recorded run (bench/RESULTS.md,
-# follow-up 14's fourth run, 7265b22), printed beside the new figure
+# 7265b22), printed beside the new figure
 PREVIOUS = {
     "drain 1->3, sizes x10, batches of 3": 0.035,
     "spread 3->3, incr 3": 0.088,

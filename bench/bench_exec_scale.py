@@ -1,4 +1,4 @@
-"""The executor at the sizes users have (issue 12): a paced incremental run (2,000 moves in
+"""The executor at the sizes users have: a paced incremental run (2,000 moves in
 flight, 1 MB each, about 20 model seconds per move, a poll per model second; the run's defaults
 otherwise, preferred leader elections included) and the legacy single request, of 10,000 /
 100,000 / 1,000,000 partitions, on the simulator (model time: only the executor's own cost

@@ -1,4 +1,4 @@
-"""``make bench-pacing`` (issue 22): static throttle rates against ``--pace adaptive`` on a real
+"""``make bench-pacing``: static throttle rates against ``--pace adaptive`` on a real
 sandbox, under a steady produce load whose latency the load generator measures itself.
 
 A load generator (a subprocess of this bench: its own confluent-kafka producer, acks=all, a
@@ -414,7 +414,7 @@ def medians(rows: list[dict], rounds: int) -> list[dict]:
     """One row per config, in the first round's order: the median of its rounds (the most
     under-min-ISR partition-seconds of any round: the goal's 0 must hold in every one). A
     single row per config is decided by which rows drew this machine's loud minutes: one
-    static rate's seconds over ran 0-19 s from row to row (bench/RESULTS.md, runs 20-23)."""
+    static rate's seconds over ran 0-19 s from row to row (bench/RESULTS.md)."""
     names = list(dict.fromkeys(r["run"] for r in rows))
     out = []
     for name in names:

@@ -11,18 +11,18 @@ the sum of RSS over the whole process tree (driver JVM and Python workers includ
     RK_BENCH_CASES=bytes-goal RK_BENCH_SIZES=100000,1000000 .venv/bin/python bench/bench_planner.py
     RK_BENCH_FLEET=10000000 .venv/bin/python bench/bench_planner.py --fleet
 
-``rack-repair`` / ``rack-repair-decommission`` (issue 20 #1): RF 3 everywhere over the 3 racks
+``rack-repair`` / ``rack-repair-decommission``: RF 3 everywhere over the 3 racks
 and 15% of partitions holding two replicas in one rack (a rack left out); a rebalance, and a
 decommission of broker 1. ``rack viol.`` is partitions spanning fewer racks than min(RF, racks)
 before -> after, ``in-rack`` the largest replica spread within a rack after the plan; the lower
 bound counts the repairs.
 
-``bytes-goal`` (issue 13 capacity goals): the decommission snapshot with a capacity file
+``bytes-goal``: the decommission snapshot with a capacity file
 (unequal disks: every third broker 1.5x, 25% headroom over the bytes), ``--balance
 replicas,leaders,bytes`` and ``--bytes-tolerance 0.05``: whether every broker ends within 5%
 of its capacity share, bytes moved beside their lower bound.
 
-``--fleet`` (issue 13 fleet scale): ``RK_BENCH_FLEET`` replicas split over
+``--fleet``: ``RK_BENCH_FLEET`` replicas split over
 ``RK_BENCH_FLEET_CLUSTERS`` (default 4) generated cluster snapshots (``RK_BENCH_FLEET_CASE``,
 default decommission; ``bytes-goal`` adds the capacity file and the bytes goal), planned and
 validated one after the other in one Spark application on a standalone master and 2 workers
@@ -51,7 +51,7 @@ import psutil
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "out", "planner")
 # the matrix (sizes x cases x engines) runs when RK_BENCH_SIZES or RK_BENCH_CASES is set;
-# otherwise the headline (issue 20 #4): plan + validate at 1.05M replicas, 3 of 120 brokers
+# otherwise the headline: plan + validate at 1.05M replicas, 3 of 120 brokers
 # decommissioned, in process and on Spark local; with RK_BENCH_3M=1 also 3M replicas on 250
 # brokers on Spark local (minutes: optional in a routine `make bench`)
 MATRIX = bool(os.environ.get("RK_BENCH_SIZES") or os.environ.get("RK_BENCH_CASES"))
@@ -88,14 +88,14 @@ def generate(replicas: int, case: str, path: str, seed: int = 7) -> dict:
     capacity = case == "bytes-goal"
     if capacity:
         case = "decommission"
-    # issue 20 #1: RF 3 everywhere and 15% of partitions with two replicas in one rack
+    # RF 3 everywhere and 15% of partitions with two replicas in one rack
     repair = case.startswith("rack-repair")
     if repair:
         case = "decommission" if case == "rack-repair-decommission" else "rebalance"
     racks = ["a", "b", "c"]
-    # "uneven-racks" (issue 13): 3 racks of unequal size (14, 10, 8 brokers), one decommissioned
+    # "uneven-racks": 3 racks of unequal size (14, 10, 8 brokers), one decommissioned
     sizes = [14, 10, 8] if case == "uneven-racks" else [per_rack] * 3
-    # "decommission-N" (issue 20 #4): N brokers in 3 racks, the first of each rack removed
+    # "decommission-N": N brokers in 3 racks, the first of each rack removed
     wide = case.startswith("decommission-")
     if wide:
         n = int(case.split("-", 1)[1])
@@ -273,7 +273,7 @@ def _figures(result) -> dict:
         leadership_changes=result.leadership_changes,
         replica_spread_after=report["balance"]["replicas"]["after"]["spread"],
         replica_spread_before=report["balance"]["replicas"]["before"]["spread"],
-        # issue 20 #1: rack violations before -> after, worst replica spread within a rack
+        # rack violations before -> after, worst replica spread within a rack
         rack_violations=[
             (report.get("rack_repair") or {}).get("violations_before", 0),
             (report.get("rack_repair") or {}).get("violations_after", 0),
@@ -287,7 +287,7 @@ def _figures(result) -> dict:
             report["balance"]["leaders"]["after"]["min"],
             report["balance"]["leaders"]["after"]["max"],
         ],
-        # issue 13 #1: the flow's verdict (None from a planner without it)
+        # the flow's verdict (None from a planner without it)
         leader_balance=report.get("leader_balance"),
         digest=result.plan.digest(),
         load=os.getloadavg()[0],

@@ -1,4 +1,4 @@
-"""Poll cost (issue 19, Deliver): the CPU time of one iteration of a paced run's loop
+"""Poll cost: the CPU time of one iteration of a paced run's loop
 (``Run._poll``: list, describe, track, sample + ETA, schedule, submit, throttles, elections,
 the journal's commit) with 2,000 moves in flight, on the simulator (model time: the
 simulator's answers are inside the figure, its sleep is not). Goal: p99 <= 100 ms.
@@ -32,8 +32,8 @@ IN_FLIGHT = 2000
 BROKERS = 100
 MOVE_S = 20  # model seconds per move
 GOAL_MS = 100.0
-# the figures before (main at 10d3e12, 2026-11-25 06:39 UTC, this box at load ~4, 3 rounds:
-# CPU ms per poll); the issue's 132-155 ms were measured before the ETA of issue 21
+# the previous figures, printed beside the new ones (CPU ms per poll; main at 10d3e12,
+# 2026-11-25 06:39 UTC, this box at load ~4, 3 rounds)
 PREVIOUS = {
     "p99": 122.9,
     "p99_sample": 87.3,

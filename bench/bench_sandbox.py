@@ -8,19 +8,20 @@ from __future__ import annotations
 import tempfile
 import time
 
-from reassign_kit.sandbox import sandbox as sbx
+from reassign_kit.sandbox.kafka import fetch_kafka, run_kafka_class
+from reassign_kit.sandbox.sandbox import Sandbox
 
 
 def main() -> None:
-    sbx.fetch_kafka()
+    fetch_kafka()
     t0 = time.perf_counter()
-    sbx.run_kafka_class("org.apache.kafka.tools.reassign.ReassignPartitionsCommand", ["--version"])
+    run_kafka_class("org.apache.kafka.tools.reassign.ReassignPartitionsCommand", ["--version"])
     jvm = time.perf_counter() - t0
     rows = []
     for brokers, racks in [(1, 0), (4, 2)]:
         with tempfile.TemporaryDirectory(prefix="rk-bench-sb-") as d:
             t0 = time.perf_counter()
-            sb = sbx.Sandbox.up(d, brokers=brokers, racks=racks)
+            sb = Sandbox.up(d, brokers=brokers, racks=racks)
             ready = time.perf_counter() - t0
             t0 = time.perf_counter()
             sb.down()

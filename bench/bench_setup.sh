@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fresh-machine time of `make setup` (and optionally `make demo`) at a commit (issue 24):
+# Fresh-machine time of `make setup` (and optionally `make demo`) at a commit:
 # a new clone, empty pip/uv caches (HOME points to an empty folder), an empty Maven local
 # repository (MAVEN_OPTS) and an empty Kafka cache, so every wheel, Maven plugin and Kafka jar
 # is downloaded as on a new machine. Debian's packages (chromium, prometheus) are taken as

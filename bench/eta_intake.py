@@ -1,5 +1,5 @@
 """Each receiving broker's intake as a share of the throttle, by its moves in flight, from a
-paced run's journal (issue 21, follow-up 7: does a broker take in less of its throttle with
+paced run's journal (does a broker take in less of its throttle with
 fewer concurrent streams, a fetch's dead time?).
 
 Between two ``sample`` events with the same moves in flight and the same throttle, a broker

@@ -1,6 +1,6 @@
 """The plan digest of every snapshot shape the suite plans (tests/plan_shapes.py, more seeds) and
 of the bench's cases at a small size, in process: run before and after a change to the planner
-that must not change its plans (issue 20 #6), then compare the two files.
+that must not change its plans, then compare the two files.
 
     .venv/bin/python bench/plan_digests.py /tmp/before.json
     .venv/bin/python bench/plan_digests.py /tmp/after.json --compare /tmp/before.json

@@ -12,10 +12,20 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .model import Plan
+    from .operations.cancel import CancelResult
+    from .operations.execute import ExecuteResult
+    from .operations.verify import VerifyResult
+    from .planner.record import Approval
+    from .run.home import Found, RunRecord
+    from .run.options import ExecuteOptions
+    from .run.preflight import Prepared
+    from .run.run import Run
+    from .throttles.priors import Priors
     from .watch.report import ProgressReport
 
 
@@ -83,24 +93,24 @@ def verify(
     plan: Plan | str | os.PathLike,
     *,
     preserve_throttles: bool = False,
-    priors: Any = None,
+    priors: Priors | None = None,
     elect_leaders: bool = False,
     command_config: Mapping[str, str] | str | None = None,
     state_dir: str | os.PathLike | None = None,
-) -> Any:
+    label: str = "verify",
+) -> VerifyResult:
     """As the CLI's ``--verify``: is every move of ``plan`` complete? Once nothing of it is in
     progress the throttles go; the run's recorded throttle priors (found in the state dir by
     the cluster id and the plan, unless ``priors`` is given) put the operator's values back
-    and only the configs that run changed are touched. Returns ``ops.VerifyResult``."""
+    and only the configs that run changed are touched. ``run_state`` of the result says which
+    recorded run was found (``label`` names the action in it)."""
     from .operations.verify import verify as verify_plan
-    from .run import home as state
 
     plan, _ = _plan_of(plan)
     with connected(cluster, command_config) as gw:
-        found = None
-        if priors is None:
-            found = state.find(gw, plan, state_dir)
-            priors = found.throttle_priors() if found is not None else None
+        found, said = (None, []) if priors is not None else _found_run(gw, plan, state_dir, label)
+        if found is not None:
+            priors = found.throttle_priors()
         res = verify_plan(
             gw,
             plan,
@@ -108,11 +118,26 @@ def verify(
             priors=priors,
             elect_leaders=elect_leaders,
         )
-        if found is not None:
-            res.notes[:0] = found.lines("verify")
-            if res.exit_code == 0 and res.cleared is not None:
-                found.mark_finished("verified")
+        res.run_state = said
+        if found is not None and res.exit_code == 0 and res.cleared is not None:
+            found.mark_finished("verified")
         return res
+
+
+def _found_run(
+    gateway: Any, plan: Plan | None, state_dir: str | os.PathLike | None, label: str
+) -> tuple[Found | None, list[str]]:
+    """The run of ``plan`` recorded in the state dir (None without a plan or a record) and
+    the lines that say what was found, before anything is done."""
+    from .run import home as state
+
+    if plan is None:
+        return None, []
+    found = state.find(gateway, plan, state_dir)
+    if found is None:
+        where = state.key_dir(state.state_root(state_dir), gateway.cluster_id(), plan)
+        return None, [f"Run state ({label}): no run of this plan recorded under {where}"]
+    return found, found.lines(label) + found.origin_lines()
 
 
 def list_reassignments(
@@ -132,7 +157,7 @@ def execute(
     gateway: Any = None,
     bootstrap_servers: str | None = None,
     command_config: Mapping[str, str] | str | None = None,
-    journal: str | os.PathLike | None = "",
+    journal: str | os.PathLike | None = None,
     resume: bool = False,
     rollback_path: str | os.PathLike | None = "",
     state_dir: str | os.PathLike | None = None,
@@ -168,13 +193,10 @@ def execute(
     the drift since the plan record (``plan_record``, default the one beside a plan file)
     refuses the run (``PlanDriftError``) unless ``allow_drift``."""
     from .errors import UsageError
-    from .model import Plan, TopicPartition
-    from .operations import execute as ops
+    from .model import Plan
     from .planner.record import Approval
-    from .run import home as state
     from .run import preflight as pf
     from .run.options import ExecuteOptions
-    from .run.resume import options_from_journal
 
     if "disallow_replication_factor_change" in options:  # the CLI's name for the same thing
         disallow = options.pop("disallow_replication_factor_change")
@@ -200,74 +222,168 @@ def execute(
         connected(cluster, command_config) as gw,
         _run_metrics(paced, resume, journal, opts) as metrics,
     ):
-        with state.recording(  # the run's home, before anything is sent
-            gw,
-            plan,
-            enabled=not resume,
-            kind="paced" if paced else "legacy",
-            state_dir=state_dir,
-            source=source,
-            rollback=os.fspath(rollback_path) if rollback_path else None,
-            journal=os.fspath(journal) if journal else None,
-            throttle=opts.throttle,
-        ) as home:
-            rb = None if rollback_path is None else home.rollback if home is not None else ""
-            if not paced:
-                res = ops.execute(
-                    gw,
-                    plan,
-                    additional=opts.additional,
-                    throttle=opts.throttle,
-                    log_dir_throttle=opts.log_dir_throttle,
-                    disallow_replication_factor_change=not opts.allow_replication_factor_change,
-                    require_broker_rf_guard=opts.require_broker_rf_guard,
-                    timeout_s=opts.timeout_s,
-                    rollback_path=rb,
-                    source=source,
-                    elect_leaders=bool(options.get("elect_leaders", False)),
-                    plan_path=plan_path,
-                    approval=approval,
-                )
-                assert home is not None
-                home.written(
-                    res.rollback_path,
-                    res.priors_path if res.priors else None,
-                    [TopicPartition(r["topic"], r["partition"]) for r in res.rows if r["replaces"]],
-                )
-                return res
-            if resume:
-                if not journal:
-                    raise UsageError("resume needs the journal of the run to resume")
-                journal_path = os.fspath(journal)
-                opts = options_from_journal(journal_path)
-            else:
-                assert home is not None and home.journal is not None
-                journal_path = home.journal
-            prepared = pf.preflight(
+        if not paced:
+            return _execute_legacy(
                 gw,
                 plan,
                 opts,
-                journal_path,
-                resume=resume,
-                rollback_path=rb,
+                state_dir=state_dir,
                 source=source,
+                rollback_path=rollback_path,
+                elect_leaders=bool(options.get("elect_leaders", False)),
                 plan_path=plan_path,
                 approval=approval,
             )
-        if home is not None:
-            home.written_prepared(prepared, plan)
-        assert prepared.run is not None
+        started = start_run(
+            gw,
+            plan,
+            None if resume else opts,
+            journal=os.fspath(journal) if journal else None,
+            resume=resume,
+            rollback_path=None if rollback_path is None else os.fspath(rollback_path),
+            state_dir=state_dir,
+            source=source,
+            plan_path=plan_path,
+            approval=approval,
+        )
         if metrics is not None:
-            metrics.attach(prepared.run)
-        result = prepared.run.run()
-        if home is not None and getattr(result, "state", None) == "done":
-            home.mark_finished("done")
+            metrics.attach(started.run)
+        result = started.run.run()
+        if started.home is not None and getattr(result, "state", None) == "done":
+            started.home.mark_finished("done")
         return result
+
+
+def _execute_legacy(
+    gateway: Any,
+    plan: Plan,
+    opts: ExecuteOptions,
+    *,
+    state_dir: str | os.PathLike | None,
+    source: str,
+    rollback_path: str | os.PathLike | None,
+    elect_leaders: bool,
+    plan_path: str | None,
+    approval: Approval,
+) -> ExecuteResult:
+    """The official tool's single request, recorded in the run's home before it is sent."""
+    from .model import TopicPartition
+    from .operations.execute import execute as execute_once
+    from .run import home as state
+
+    with state.recording(
+        gateway,
+        plan,
+        kind="legacy",
+        state_dir=state_dir,
+        source=source,
+        rollback=os.fspath(rollback_path) if rollback_path else None,
+        throttle=opts.throttle,
+    ) as home:
+        res = execute_once(
+            gateway,
+            plan,
+            additional=opts.additional,
+            throttle=opts.throttle,
+            log_dir_throttle=opts.log_dir_throttle,
+            disallow_replication_factor_change=not opts.allow_replication_factor_change,
+            require_broker_rf_guard=opts.require_broker_rf_guard,
+            timeout_s=opts.timeout_s,
+            rollback_path=None if rollback_path is None else home.rollback,
+            source=source,
+            elect_leaders=elect_leaders,
+            plan_path=plan_path,
+            approval=approval,
+        )
+        home.written(
+            res.rollback_path,
+            res.priors_path if res.priors else None,
+            [TopicPartition(r["topic"], r["partition"]) for r in res.rows if r["replaces"]],
+        )
+        return res
+
+
+@dataclass
+class StartedRun:
+    """A paced run checked and ready (``start_run``): its ``run`` (``.run()`` blocks,
+    ``.start()`` runs it in the background), what the preflight found (``prepared``), its home
+    in the state dir (None on a resume: the home it has is kept) and its journal."""
+
+    prepared: Prepared
+    home: RunRecord | None
+    journal: str
+
+    @property
+    def run(self) -> Run:
+        assert self.prepared.run is not None
+        return self.prepared.run
+
+
+def start_run(
+    gateway: Any,
+    plan: Plan,
+    options: ExecuteOptions | None,
+    *,
+    journal: str | None = None,
+    resume: bool = False,
+    rollback_path: str | None = "",
+    state_dir: str | os.PathLike | None = None,
+    source: str = "the plan",
+    plan_path: str | None = None,
+    approval: Approval | None = None,
+    **run_kwargs: Any,
+) -> StartedRun:
+    """The one start of a paced run that the API, the CLI and the panel share: the run's home
+    is recorded before anything is sent (not on a resume), the preflight checks the plan
+    against the cluster (validation, others' moves, approval, drift) and builds the ``Run``,
+    and the home notes what the preflight wrote. ``options`` None on a resume: the journal's.
+    ``journal``: None = in the run's home. ``rollback_path``: "" = in the run's home, None =
+    none, else that file. A refusal leaves no home behind (``home.recording``)."""
+    from .errors import UsageError
+    from .run import home as state
+    from .run.preflight import preflight
+    from .run.resume import options_from_journal
+
+    if resume:
+        if not journal:
+            raise UsageError("resume needs the journal of the run to resume (--journal)")
+        if options is None:
+            options = options_from_journal(journal)
+    assert options is not None
+    with state.recording(
+        gateway,
+        plan,
+        enabled=not resume,
+        kind="paced",
+        state_dir=state_dir,
+        source=source,
+        rollback=rollback_path or None,
+        journal=journal,
+        throttle=options.throttle,
+    ) as home:
+        journal_path = journal if resume or home is None else home.journal
+        assert journal_path is not None
+        rb = None if rollback_path is None else home.rollback if home is not None else ""
+        prepared = preflight(
+            gateway,
+            plan,
+            options,
+            journal_path,
+            resume=resume,
+            rollback_path=rb,
+            source=source,
+            plan_path=plan_path,
+            approval=approval,
+            **run_kwargs,
+        )
+    if home is not None:
+        home.written_prepared(prepared, plan)
+    return StartedRun(prepared, home, journal_path)
 
 
 @contextlib.contextmanager
 def _run_metrics(paced: bool, resume: bool, journal: Any, opts: Any) -> Iterator[Any]:
-    """A paced run's metrics out (issue 22: ``metrics_port`` / ``metrics_textfile``, a resume's
+    """A paced run's metrics out (``metrics_port`` / ``metrics_textfile``, a resume's
     from its journal), listening / writable before anything is sent; closed on every path
     (the textfile's last write, the server stopped)."""
     if not paced:
@@ -309,57 +425,61 @@ def cancel(
     all: bool = False,
     journal: str | os.PathLike | None = None,
     rollback_file: str | os.PathLike | None = None,
+    throttle_priors: Priors | None = None,
     preserve_throttles: bool = False,
     throttle: int | None = None,
     timeout_s: float | None = None,
     command_config: Mapping[str, str] | str | None = None,
     state_dir: str | os.PathLike | None = None,
-) -> Any:
+    label: str = "cancel",
+) -> CancelResult:
     """Cancel means rollback, as the CLI's ``--cancel``: every partition of ``plan`` (a Plan
     or a JSON path; or the plan of the run ``journal`` holds), of ``topics`` or ``all`` in
     flight goes back to its ORIGINAL replica list, in order, KIP-435 stepped moves between
     steps included; the cancel waits for it (``timeout_s``, default 5 minutes) and verifies.
     Originals come from ``journal`` / ``rollback_file``, else from the run of ``plan``
-    recorded in the state dir (its rollback file, journal and throttle priors), else from the
-    reassignment in flight. ``cluster``: the module's convention. Returns ``ops.CancelResult``
-    (per partition: cancelled, completed, rolling back, not moving; ``.to_pandas()``) with
-    ``.outcome``: where each partition ended, read from the cluster (``outcome.CancelReport``,
-    the report ``--cancel`` prints and the panel shows). To stop a run without rolling back
-    (drain), use ``Run.stop()``; to roll a running ``Run`` back, ``Run.cancel()``."""
+    recorded in the state dir (its rollback file, journal and throttle priors; each explicit
+    argument wins over what the run recorded), else from the reassignment in flight.
+    ``cluster``: the module's convention. The result has, per partition, cancelled,
+    completed, rolling back, not moving (``.to_pandas()``); ``run_state``: which recorded run
+    was found; ``outcome``: where each partition ended, read from the cluster (the report
+    ``--cancel`` prints and the panel shows). To stop a run without rolling back (drain),
+    use ``Run.stop()``; to roll a running ``Run`` back, ``Run.cancel()``."""
     from .operations.cancel import ROLLBACK_TIMEOUT_S
     from .operations.cancel import cancel as cancel_plan
-    from .run import home as state
 
     if plan is not None:
         plan, _ = _plan_of(plan)
     journal = os.fspath(journal) if journal is not None else None
     rollback_file = os.fspath(rollback_file) if rollback_file is not None else None
     with connected(cluster, command_config) as gw:
-        found = state.find(gw, plan, state_dir) if plan is not None else None
-        priors = None
+        explicit = rollback_file and journal and throttle_priors
+        found, said = (None, []) if explicit else _found_run(gw, plan, state_dir, label)
+        priors, rate, used_journal = throttle_priors, throttle, journal
         if found is not None:
             run = found.origin
             rollback_file = rollback_file or run.rollback_file()
-            if journal is None:
-                journal = run.journal_file()
+            used_journal = journal or run.journal_file()
+            if priors is None and not journal:
                 priors = found.throttle_priors()
-            if throttle is None and journal is None:
-                throttle = run.throttle
+            if rate is None and used_journal is None:
+                rate = run.throttle  # a legacy run's rate, for the way back
         res = cancel_plan(
             gw,
             plan,
             topics=topics,
             all=all,
             preserve_throttles=preserve_throttles,
-            journal=journal,
+            journal=used_journal,
             rollback_file=rollback_file,
-            throttle=throttle,
+            throttle=rate,
             timeout_s=ROLLBACK_TIMEOUT_S if timeout_s is None else timeout_s,
             priors=priors,
         )
+        res.run_state = said
         if found is not None and res.exit_code == 0:
             found.mark_finished("cancelled")
-        return _with_outcome(gw, plan, journal, res)
+        return _with_outcome(gw, plan, used_journal, res)
 
 
 def _with_outcome(gateway: Any, plan: Any, journal: str | None, res: Any) -> Any:

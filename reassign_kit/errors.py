@@ -59,7 +59,7 @@ class SparkStartError(UsageError):
 
 class MissingExtraError(UsageError):
     """A feature whose optional dependencies (a pip extra) are not installed: the message
-    names the feature and the extra to install, e.g. ``reassign-kit[spark]`` (issue 24 #1)."""
+    names the feature and the extra to install, e.g. ``reassign-kit[spark]``."""
 
 
 # which extra brings which top-level module (pyproject.toml's optional-dependencies)
@@ -172,7 +172,7 @@ class JournalError(ReassignKitError):
 
 
 class PlanHashError(ReassignKitError):
-    """``--expect-plan-hash``: the plan file's content hash is another one (issue 24 #6)."""
+    """``--expect-plan-hash``: the plan file's content hash is another one."""
 
     exit_code = 13
 

@@ -1,4 +1,4 @@
-"""Quiet output (issue 24 #3): what Spark's log4j, the JVM, papermill, Jupyter and the kernel
+"""Quiet output: what Spark's log4j, the JVM, papermill, Jupyter and the kernel
 print goes to a log file named at the end, not to the terminal; ``-v`` keeps them on it.
 
 ``to_log_file(path)`` points this process's file descriptors 1 and 2 at the log for the

@@ -11,7 +11,7 @@ import hashlib
 import json
 import math
 import posixpath
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii as _json_str
 from typing import Any, NamedTuple
@@ -230,7 +230,7 @@ class _NotPlain(Exception):
 
 def indented_json(obj: Any, indent: int) -> str:
     """``json.dumps(obj, indent=indent)``, the same text, in one plain pass: json's C encoder
-    takes no indent, so with one it runs its pure-Python generators (issue 12: writing the
+    takes no indent, so with one it runs its pure-Python generators (writing the
     rollback file was two fifths of a 200,000-partition legacy request). For dicts with
     string keys, lists, tuples, strings, ints, bools, None and finite floats; anything else
     goes to ``json.dumps``."""
@@ -466,6 +466,15 @@ def _parse_entry(
         elif partition < 0:
             bad(NEGATIVE_PARTITION, f"partition {partition} is negative")
 
+    replicas = _checked_replicas(entry, bad)
+    log_dirs = _checked_log_dirs(entry, replicas, bad)
+    if len(problems) > n0 or tp is None or not isinstance(replicas, list):
+        return tp, None
+    return tp, Move(tp, tuple(replicas), tuple(log_dirs) if isinstance(log_dirs, list) else None)
+
+
+def _checked_replicas(entry: dict[str, Any], bad: Callable[[str, str], None]) -> Any:
+    """The entry's replicas, each problem with them reported; None when unusable."""
     replicas = entry.get("replicas")
     if "replicas" in entry:
         if not isinstance(replicas, list):
@@ -490,6 +499,12 @@ def _parse_entry(
             if neg:
                 bad(NEGATIVE_BROKER, f"replicas {replicas} hold negative broker id(s) {neg}")
 
+    return replicas
+
+
+def _checked_log_dirs(entry: dict[str, Any], replicas: Any, bad: Callable[[str, str], None]) -> Any:
+    """The entry's log dirs (one per replica, absolute or "any"), each problem reported; None
+    when unusable."""
     log_dirs = entry.get("log_dirs")
     if "log_dirs" in entry:
         if not isinstance(log_dirs, list) or not all(isinstance(d, str) for d in log_dirs):
@@ -508,9 +523,7 @@ def _parse_entry(
                         LOG_DIR_NOT_ABSOLUTE, f'log dir {d!r} is neither an absolute path nor "any"'
                     )
 
-    if len(problems) > n0 or tp is None or not isinstance(replicas, list):
-        return tp, None
-    return tp, Move(tp, tuple(replicas), tuple(log_dirs) if isinstance(log_dirs, list) else None)
+    return log_dirs
 
 
 # ----------------------------------------------------------------------------- cluster rules

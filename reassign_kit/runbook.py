@@ -268,7 +268,7 @@ def run_notebook(
     """Execute the runbook ``name`` (``notebooks_dir()``) with papermill; return the output
     notebook's path (``output_path``, default ``<output_dir>/<name>.out.ipynb``).
 
-    Quiet (issue 24 #3): papermill's, Jupyter's and the kernel's own lines (and a JVM's the
+    Quiet: papermill's, Jupyter's and the kernel's own lines (and a JVM's the
     kernel starts) go to ``log_path(output)``, unless ``verbose`` (default: $RK_VERBOSE)."""
     src = notebooks_dir() / (name if name.endswith(".ipynb") else f"{name}.ipynb")
     if not src.exists():

@@ -1,4 +1,4 @@
-"""What-if before running (issue 12): a plan's makespan predicted under each pacing policy,
+"""What-if before running: a plan's makespan predicted under each pacing policy,
 by running the very executor against the simulator (``cluster.simulate``) set up like the
 cluster — its partitions where they are now, their sizes, the throttle — and a calibration
 learned from earlier journals of the same cluster (effective inbound rate per broker, the
@@ -339,7 +339,7 @@ def replay_pace(
     step: int | None = None,
     start: int | None = None,
 ) -> list[dict[str, Any]]:
-    """An adaptive run's pace replayed on the signals its journal holds (issue 22), with
+    """An adaptive run's pace replayed on the signals its journal holds, with
     another tuning of the controller (``beta``: the decrease factor, ``settle_s``, ``step``:
     the additive increase, ``start``: the start rate; None = the run's): the decisions it
     would have made, as journal-shaped rows (``engine.pacing.pace_line`` prints each).

@@ -1,4 +1,4 @@
-"""Whether the tests run in CI, whichever way the CI says so (issue 24 #6): a test whose
+"""Whether the tests run in CI, whichever way the CI says so: a test whose
 dependency is missing fails there, and skips (saying why) only on a developer's machine.
 
 ``CI`` set to ANY value counts ("true", "1", "false" and "" too: runners differ, and a

@@ -30,7 +30,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
 
 @pytest.fixture(scope="session")
 def sasl_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
-    """A 3-broker SASL/SCRAM-SHA-512 sandbox with the StandardAuthorizer (issue 11): started
+    """A 3-broker SASL/SCRAM-SHA-512 sandbox with the StandardAuthorizer: started
     only when a test asks for it (or the one in $RK_SASL_SANDBOX_DIR). Its ``client_configs``
     map admin / reader / denied to ready .properties files."""
     from reassign_kit.sandbox.sandbox import Sandbox
@@ -81,7 +81,7 @@ def no_default_artefacts_left(request: pytest.FixtureRequest) -> Iterator[None]:
     cwd = Path.cwd()
     before = {p for g in DEFAULT_ARTEFACTS for p in cwd.glob(g)}
     before |= {cwd / ".reassign-kit"} if (cwd / ".reassign-kit").exists() else set()
-    # every test gets its own run-state dir (issue 19: each execute records its run there),
+    # every test gets its own run-state dir (each execute records its run there),
     # so runs of one test are never found by another's --verify / --cancel / throttles
     saved = os.environ.get(STATE_DIR_ENV)
     state_dir = tempfile.mkdtemp(prefix="rk-state-")

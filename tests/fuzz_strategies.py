@@ -357,7 +357,7 @@ def check_outcome(
     assert code in REFUSED, context
     if code in (10, 11):  # --verify outcomes: reported on stdout
         return "valid"
-    if code == 15:  # plan written, a stated goal not met (issue 20 #3): an outcome, not a refusal
+    if code == 15:  # plan written, a stated goal not met: an outcome, not a refusal
         assert "goal" in err and "not met" in err, context
         return "valid"
     msg = err.strip() or out.strip()

@@ -1,4 +1,4 @@
-"""The kill-fuzz harness (issue 19 item 9): the real CLI, run as a subprocess
+"""The kill-fuzz harness: the real CLI, run as a subprocess
 (``python -m reassign_kit.cli``), SIGKILLed at random points, then resumed or cancelled;
 afterwards the cluster is checked against what was true before the first command.
 

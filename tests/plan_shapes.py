@@ -1,4 +1,4 @@
-"""Snapshots of every shape the suite plans (issue 20 #6), each with its plan parameters:
+"""Snapshots of every shape the suite plans, each with its plan parameters:
 rebalance, decommission, rack repair, demotion, cordons, capacity and the bytes goal, an RF
 change. Shared by the Spark parity test (both engines give the same plan) and by
 ``bench/plan_digests.py`` (the same plans before and after a planner change)."""

@@ -1,4 +1,4 @@
-"""Racked snapshots with partitions holding two replicas in one rack (issue 20 #1), shared by
+"""Racked snapshots with partitions holding two replicas in one rack, shared by
 the unit tests and the Spark parity tests."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The paced run's live view on a terminal (issue 24): per-broker progress bars, bytes left,
+"""The paced run's live view on a terminal: per-broker progress bars, bytes left,
 rate, ETA and the stuck moves, redrawn in place with ``rich``; the state-change lines (the
 plain printer's) scroll above it. Piped, in CI or on a dumb terminal the plain printer alone
 runs: one line per state change, a progress line every 30 s.
@@ -128,8 +128,6 @@ class LiveState:
         words as the plain printer and the panel), a table per receiving broker, the stuck
         moves."""
         from rich.console import Group
-        from rich.progress_bar import ProgressBar
-        from rich.table import Table
         from rich.text import Text
 
         with self._lock:
@@ -164,47 +162,66 @@ class LiveState:
                 line = run_progress_line(s) or ""
                 head_, sep, eta = line.partition("  ETA ")
                 parts += [Text(head_)] + ([Text("ETA " + eta)] if sep else [])
-            rates = self.broker_rates()
-            table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-            for col, justify in (
-                ("broker", "right"),
-                ("copied", "left"),
-                ("%", "right"),
-                ("received", "right"),
-                ("left", "right"),
-                ("rate", "right"),
-                ("moves in", "right"),
-            ):
-                table.add_column(col, justify=justify)  # type: ignore[arg-type]
-            for b in sorted(set(received) | set(left)):
-                got, rest = received.get(b, 0.0), left.get(b, 0.0)
-                total = got + rest
-                pct = 100.0 * got / total if total else 100.0
-                table.add_row(
-                    str(b),
-                    ProgressBar(total=total or 1.0, completed=got if total else 1.0, width=30),
-                    f"{pct:.1f}%",
-                    fmt_bytes(int(got)),
-                    fmt_bytes(int(rest)),
-                    fmt_rate(rates.get(b)) if b in rates else "-",
-                    str(inflight.get(b, 0)),
-                )
+            table = self._broker_table(received, left, inflight)
             if table.row_count:
                 parts.append(table)
-            if self.stuck:
-                parts.append(Text(f"stuck moves ({len(self.stuck)}):", style="bold red"))
-                for tp, e in list(self.stuck.items())[:MAX_STUCK_ROWS]:
-                    parts.append(
-                        Text(
-                            f"  {tp}: no progress for {float(e.get('no_progress_s') or 0):.0f} s, "
-                            f"{fmt_bytes(e.get('bytes_copied'))} copied "
-                            f"(policy: {e.get('policy')})",
-                            style="red",
-                        )
-                    )
-                if len(self.stuck) > MAX_STUCK_ROWS:
-                    parts.append(Text(f"  … and {len(self.stuck) - MAX_STUCK_ROWS} more"))
+            parts += self._stuck_lines()
             return Group(*parts)
+
+    def _broker_table(
+        self, received: dict[int, float], left: dict[int, float], inflight: dict[int, int]
+    ) -> Any:  # rich.table.Table
+        """One row per receiving broker: a bar, its share copied, bytes, rate, moves in.
+        Called under the lock."""
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+
+        rates = self.broker_rates()
+        table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+        for col, justify in (
+            ("broker", "right"),
+            ("copied", "left"),
+            ("%", "right"),
+            ("received", "right"),
+            ("left", "right"),
+            ("rate", "right"),
+            ("moves in", "right"),
+        ):
+            table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        for b in sorted(set(received) | set(left)):
+            got, rest = received.get(b, 0.0), left.get(b, 0.0)
+            total = got + rest
+            pct = 100.0 * got / total if total else 100.0
+            table.add_row(
+                str(b),
+                ProgressBar(total=total or 1.0, completed=got if total else 1.0, width=30),
+                f"{pct:.1f}%",
+                fmt_bytes(int(got)),
+                fmt_bytes(int(rest)),
+                fmt_rate(rates.get(b)) if b in rates else "-",
+                str(inflight.get(b, 0)),
+            )
+        return table
+
+    def _stuck_lines(self) -> list[Any]:
+        """The stuck moves, at most MAX_STUCK_ROWS of them. Called under the lock."""
+        from rich.text import Text
+
+        parts: list[Any] = []
+        if self.stuck:
+            parts.append(Text(f"stuck moves ({len(self.stuck)}):", style="bold red"))
+            for tp, e in list(self.stuck.items())[:MAX_STUCK_ROWS]:
+                parts.append(
+                    Text(
+                        f"  {tp}: no progress for {float(e.get('no_progress_s') or 0):.0f} s, "
+                        f"{fmt_bytes(e.get('bytes_copied'))} copied "
+                        f"(policy: {e.get('policy')})",
+                        style="red",
+                    )
+                )
+            if len(self.stuck) > MAX_STUCK_ROWS:
+                parts.append(Text(f"  … and {len(self.stuck) - MAX_STUCK_ROWS} more"))
+        return parts
 
 
 class LiveView:

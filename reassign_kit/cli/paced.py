@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..api import StartedRun, start_run
 from ..errors import EXIT_INTERRUPTED, RunError, UsageError
 from ..model import Plan
 from ..moves.journal import read_events
@@ -31,9 +32,7 @@ from ..outputs.metrics import open_metrics
 from ..outputs.notify import Notifier
 from ..pacing.controller import pace_line
 from ..planner.record import Approval
-from ..run import home as state
 from ..run.options import ExecuteOptions, cli_options, options_from_cli
-from ..run.preflight import prepare
 from ..run.resume import options_from_journal
 from ..run.run import Run
 from ..watch.text import run_progress_line
@@ -84,45 +83,52 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
     if args.resume:
         if not args.journal:
             raise UsageError("--resume needs --journal (the journal of the run to resume)")
-        opts = options_from_journal(args.journal)
+        opts = options_from_journal(args.journal)  # the metrics listener opens with them
     else:
         opts = options_from_args(args)
-    # the run's metrics out (issue 22): listening / writable before anything is sent
+    # the run's metrics out: listening / writable before anything is sent
     metrics = open_metrics(opts.metrics_port, opts.metrics_textfile)
-    with state.recording(  # the run's home, before anything is sent (a clear error if not)
+    started = _start(args, gateway, plan, opts)
+    live = (
+        LiveView(LiveState(len(plan.moves), opts.sample_interval), sys.stdout)
+        if wants_live(sys.stdout)
+        else None
+    )
+    result, interrupted = _run_watched(started.prepared.run, args, opts, live, metrics)
+    journal, home = started.journal, started.home
+    _report(result, args, journal, bool(interrupted))
+    if home is not None and result.state == "done" and not interrupted:
+        home.mark_finished("done")
+    if interrupted and result.cleanup_error is None:  # a cleanup left undone says so: exit 8
+        return EXIT_INTERRUPTED
+    return result.exit_code
+
+
+def _start(args: argparse.Namespace, gateway: Any, plan: Plan, opts: ExecuteOptions) -> StartedRun:
+    """The run prepared (approved, its state home and rollback written) and what it will do
+    printed, as the official tool prints before it sends."""
+    started = start_run(
         gateway,
         plan,
-        enabled=not args.resume,
-        kind="paced",
+        opts,
+        journal=args.journal,
+        resume=args.resume,
+        rollback_path=args.rollback_file or "",
         state_dir=getattr(args, "state_dir", None),
         source=args.reassignment_json_file,
-        rollback=args.rollback_file,
-        journal=args.journal,
-        throttle=opts.throttle,
-    ) as home:
-        journal = args.journal or (home.journal if home is not None else None)
-        assert journal is not None
-        prepared = prepare(
-            gateway,
-            plan,
-            opts,
-            journal,
-            resume=args.resume,
-            rollback_path=home.rollback if home is not None else "",
-            source=args.reassignment_json_file,
-            plan_path=os.path.abspath(args.reassignment_json_file),
-            approval=Approval(
-                getattr(args, "expect_plan_hash", None),
-                bool(getattr(args, "allow_drift", False)),
-                getattr(args, "plan_record", None),
-            ),
-        )
+        plan_path=os.path.abspath(args.reassignment_json_file),
+        approval=Approval(
+            getattr(args, "expect_plan_hash", None),
+            bool(getattr(args, "allow_drift", False)),
+            getattr(args, "plan_record", None),
+        ),
+    )
+    prepared, home = started.prepared, started.home
+    journal = started.journal
     if home is not None:
-        home.written_prepared(prepared, plan)
         print(f"Run state: {home.dir}")
     for line in prepared.approval:
         print(line)
-    run = prepared.run
     if args.resume:
         first = next(e for e in read_events(args.journal) if e.get("event") == "run_started")
         print(f"Resuming run {first['run_id']} from {args.journal} with its options.")
@@ -141,12 +147,18 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
         + (f", N={caps.batch_size}" if caps.batch_size else "")
         + f", order {opts.order}; journal {journal}"
     )
+    return started
 
-    live = (
-        LiveView(LiveState(len(plan.moves), opts.sample_interval), sys.stdout)
-        if wants_live(sys.stdout)
-        else None
-    )
+
+def _run_watched(
+    run: Run,
+    args: argparse.Namespace,
+    opts: ExecuteOptions,
+    live: LiveView | None,
+    metrics: Any,
+) -> tuple[RunResult, list[int]]:
+    """The run to its end with its watchers (the printer or live view, the notifier, the
+    metrics) and the SIGINT / SIGTERM handler; the result and the signals received."""
     run.subscribe(_printer(run, progress_lines=live is None))
     if live is not None:
         run.subscribe(live.state.on_event)
@@ -175,12 +187,7 @@ def run_paced(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
             notifier.close()
         if metrics is not None:
             metrics.close()  # the textfile's last write (the run's end)
-    _report(result, args, journal, bool(interrupted))
-    if home is not None and result.state == "done" and not interrupted:
-        home.mark_finished("done")
-    if interrupted and result.cleanup_error is None:  # a cleanup left undone says so: exit 8
-        return EXIT_INTERRUPTED
-    return result.exit_code
+    return result, interrupted
 
 
 def signal_handler(

@@ -2,10 +2,8 @@
 quit early): what it prints after is dropped, as the official kafka-reassign-partitions' is
 (Java's PrintStream swallows the error), and the work goes on to its own exit code.
 
-Before, the first print after the reader left raised BrokenPipeError: a paced run piped to
-``head -3`` stopped before it began ("unexpected BrokenPipeError", exit 1, its run state and
-rollback written, nothing sent), and one whose reader left mid-run finished its moves and then
-exited 1 on its summary."""
+Unguarded, the first print after the reader left raises BrokenPipeError: a run piped to
+``head -3`` would stop before it began, one whose reader left mid-run exit 1 at its summary."""
 
 from __future__ import annotations
 

@@ -75,7 +75,7 @@ def _topics(text: str) -> list[str]:
 
 
 def add_topic_selection(p) -> None:
-    """--topics-regex / --exclude-topics-regex / --include-internal (issue 13 #2)."""
+    """--topics-regex / --exclude-topics-regex / --include-internal."""
     p.add_argument(
         "--topics-regex",
         metavar="RE",
@@ -105,6 +105,13 @@ def topic_filter(args: argparse.Namespace) -> TopicFilter:
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="reassign-kit", description="snapshot, plan and validate")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    _add_snapshot(sub)
+    _add_plan(sub)
+    _add_validate(sub)
+    return p
+
+
+def _add_snapshot(sub: Any) -> None:
     s = sub.add_parser("snapshot", help="record brokers, topics, partitions and sizes")
     s.add_argument(
         "--bootstrap-server", required=True, metavar="HOST:PORT", help="the brokers to ask"
@@ -118,6 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--output", required=True, help="S.json, or a directory ending in .parquet")
     add_topic_selection(s)
 
+
+def _add_plan(sub: Any) -> None:
     pl = sub.add_parser("plan", help="a minimal-movement, balanced, rack-aware plan")
     pl.add_argument(
         "--snapshot",
@@ -125,6 +134,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S.json",
         help="the cluster to plan for (`reassign-kit snapshot`), JSON or a .parquet directory",
     )
+    _plan_goals(pl)
+    _plan_engine_and_outputs(pl)
+    add_topic_selection(pl)
+
+
+def _plan_goals(pl: argparse.ArgumentParser) -> None:
+    """What the plan does: drain, balance, demote, fit capacity, change replication factors."""
     pl.add_argument(
         "--remove-brokers",
         type=_int_list("--remove-brokers"),
@@ -173,6 +189,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="T1,T2",
         help="with --replication-factor: the topics whose replication factor changes",
     )
+
+
+def _plan_engine_and_outputs(pl: argparse.ArgumentParser) -> None:
+    """Where the plan is computed and what is written (the plan, its report and rollback)."""
     pl.add_argument("--spark-master", help="any spark.master (default local[2])")
     pl.add_argument(
         "--engine",
@@ -201,8 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="show Spark's and the JVM's log lines here (else in the log file named at the end)",
     )
-    add_topic_selection(pl)
 
+
+def _add_validate(sub: Any) -> None:
     v = sub.add_parser("validate", help="check a plan against a snapshot")
     v.add_argument(
         "--snapshot", required=True, metavar="S.json", help="the cluster to check against"
@@ -240,7 +261,6 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"auto: Spark from {SPARK_VALIDATE_MIN_MOVES} moves or with --spark-master",
     )
     add_topic_selection(v)
-    return p
 
 
 def check_output(path: str, flag: str, directory_ok: bool = False) -> None:
@@ -484,7 +504,7 @@ def run_generate(args: argparse.Namespace, gateway: Any, _plan: Any = None) -> i
             "--generate: left out " + ", ".join(f"{t} ({why})" for t, why in excluded.items()),
             file=sys.stderr,
         )
-    if not kept:  # an empty proposal would read as "nothing to move" (issue 13 #2)
+    if not kept:  # an empty proposal would read as "nothing to move"
         raise UsageError(
             "--generate: the topic selection leaves out every topic of "
             f"--topics-to-move-json-file ({'; '.join(f'{t}: {w}' for t, w in excluded.items())})"

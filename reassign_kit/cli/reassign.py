@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import model, validate, whatif
+from .. import api, model, validate, whatif
 from ..cluster.views import cluster_view
 from ..errors import (
     InvalidPlanError,
@@ -26,9 +26,7 @@ from ..errors import (
     missing_extra,
 )
 from ..model import Plan, TopicPartition
-from ..operations import cancel as cancel_mod
 from ..operations import execute as ops
-from ..operations import verify as verify_mod
 from ..outputs.notify import Notifier
 from ..planner.record import Approval
 from ..run import home as state
@@ -202,36 +200,19 @@ def _dry_run(args: argparse.Namespace, gateway: Any, plan: Plan) -> int:
     return 0
 
 
-def _found(args: argparse.Namespace, gateway: Any, plan: Plan | None, what: str) -> Any:
-    """The run of ``plan`` recorded in the state dir (None without a plan or a record); what
-    was found is said before anything is done."""
-    if plan is None:
-        return None
-    found = state.find(gateway, plan, args.state_dir)
-    if found is None:
-        print(
-            f"Run state ({what}): no run of this plan recorded under "
-            f"{state.key_dir(state.state_root(args.state_dir), gateway.cluster_id(), plan)}"
-        )
-    else:
-        _print(found.lines(what))
-    return found
-
-
 def _verify(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
     assert plan is not None
-    found = None if args.throttle_priors else _found(args, gateway, plan, "--verify")
-    priors = args.throttle_priors or (found.throttle_priors() if found else None)
-    vres = verify_mod.verify(
+    vres = api.verify(
         gateway,
         plan,
         preserve_throttles=args.preserve_throttles,
-        priors=priors,
+        priors=args.throttle_priors,
         elect_leaders=bool(args.elect_leaders),
+        state_dir=args.state_dir,
+        label="--verify",
     )
+    _print(vres.run_state)
     _print(vres.lines())
-    if found is not None and vres.exit_code == 0 and vres.cleared is not None:
-        found.mark_finished("verified")
     return vres.exit_code
 
 
@@ -239,42 +220,24 @@ def _cancel(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
     topics = [t.strip() for t in args.topics.split(",") if t.strip()] if args.topics else None
     if args.topics is not None and not topics:
         raise UsageError("--topics needs at least one topic name")
-    explicit = args.rollback_file and args.journal and args.throttle_priors
-    found = None if explicit else _found(args, gateway, plan, "--cancel")
-    run = found.run if found is not None else None
-    rollback_file, journal, priors, rate = (
-        args.rollback_file,
-        args.journal,
-        args.throttle_priors,
-        args.throttle,
-    )
-    if run is not None:  # each explicit option wins over what the run recorded
-        run = found.origin
-        _print(found.origin_lines())
-        rollback_file = rollback_file or run.rollback_file()
-        journal = journal or run.journal_file()
-        if priors is None and not args.journal:
-            priors = found.throttle_priors()
-        if rate is None and journal is None:
-            rate = run.throttle  # a legacy run's rate, for the way back
-    cres = cancel_mod.cancel(
+    cres = api.cancel(
         gateway,
         plan,
         topics=topics,
         all=args.all,
+        journal=args.journal,
+        rollback_file=args.rollback_file,
+        throttle_priors=args.throttle_priors,
         preserve_throttles=args.preserve_throttles,
-        rollback_file=rollback_file,
-        journal=journal,
-        throttle=rate,
-        timeout_s=args.rollback_timeout or cancel_mod.ROLLBACK_TIMEOUT_S,
-        priors=priors,
+        throttle=args.throttle,
+        timeout_s=args.rollback_timeout or None,
+        state_dir=args.state_dir,
+        label="--cancel",
     )
+    _print(cres.run_state)
     _print(cres.lines())
-    report = _cancel_outcome(gateway, plan, journal, cres)
-    if report is not None:  # the same per-partition outcome the panel shows
-        _print(["", *report.lines()])
-    if found is not None and cres.exit_code == 0:
-        found.mark_finished("cancelled")
+    if cres.outcome is not None:  # the same per-partition outcome the panel shows
+        _print(["", *cres.outcome.lines()])
     if args.notify:
         notifier = Notifier(args.notify)
         notifier.post(
@@ -284,19 +247,6 @@ def _cancel(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
         )
         notifier.close()
     return cres.exit_code
-
-
-def _cancel_outcome(gateway: Any, plan: Plan | None, journal: str | None, cres: Any) -> Any:
-    """Where each partition of the plan (or of the run ``journal`` holds) ended, read from the
-    cluster (``outcome.cancel_report``); None when there is no plan to report on."""
-    from ..moves.journal import read_events
-    from ..operations.outcome import cancel_report, plan_from_events
-
-    events = read_events(journal) if journal else []
-    plan = plan or plan_from_events(events)
-    if plan is None:
-        return None
-    return cancel_report(gateway, plan, events, originals=getattr(cres, "originals", None))
 
 
 def _list(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:

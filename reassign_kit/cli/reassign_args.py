@@ -88,6 +88,17 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
+    _add_actions(p)
+    _add_connection_and_options(p)
+    _add_generate(p)
+    _add_execute_options(p)
+    _add_what_if_and_approval(p)
+    _add_notify_and_journal(p)
+    progress.add_arguments(p)
+    return p
+
+
+def _add_actions(p: argparse.ArgumentParser) -> None:
     a = p.add_argument_group("actions (exactly one)")
     a.add_argument(
         "--execute", action="store_true", help="Start the reassignment in --reassignment-json-file."
@@ -122,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="Generate a candidate plan (handled by `reassign-kit plan`).",
     )
 
+
+def _add_connection_and_options(p: argparse.ArgumentParser) -> None:
+    """Where the cluster is, and the options the official tool's actions share."""
     c = p.add_argument_group("connection")
     c.add_argument(
         "--bootstrap-server", metavar="HOST:PORT[,…]", help="REQUIRED: the brokers to connect to."
@@ -179,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="text",
         help="Output format of --list, --progress and --execute --dry-run.",
     )
+
+
+def _add_generate(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("generate (see `reassign-kit plan`)")
     g.add_argument(
         "--topics-to-move-json-file",
@@ -201,6 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
         "only ones --generate reads); for whole-broker limits use `reassign-kit plan`",
     )
     plan_cmd.add_topic_selection(g)
+
+
+def _add_execute_options(p: argparse.ArgumentParser) -> None:
     # the execute options: one declaration (engine.options) that the panel reads too
     titles = {
         "official": "execute (kafka-reassign-partitions' own options)",
@@ -215,6 +235,10 @@ def build_parser() -> argparse.ArgumentParser:
         if grp not in groups:
             groups[grp] = p.add_argument_group(titles.get(grp, grp))
         groups[grp].add_argument(d.option.flag, **d.option.argparse_kwargs())
+
+
+def _add_what_if_and_approval(p: argparse.ArgumentParser) -> None:
+    """What --execute predicts without sending, and what it checks before it sends."""
     w = p.add_argument_group("what-if (--execute --dry-run: nothing is sent)")
     w.add_argument(
         "--dry-run",
@@ -251,6 +275,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="The plan record to check drift against (default: PLAN.record.json beside the "
         "plan, written by `reassign-kit plan`; a plan without one is not drift-checked).",
     )
+
+
+def _add_notify_and_journal(p: argparse.ArgumentParser) -> None:
     p.add_argument_group("notifications (--execute, --cancel)").add_argument(
         "--notify",
         metavar="URL",
@@ -274,8 +301,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="Resume the run of --journal (after Ctrl-C, a crash or SIGKILL) with "
         "its options: nothing complete is resubmitted, moves in flight are adopted.",
     )
-    progress.add_arguments(p)
-    return p
 
 
 def _flag(dest: str) -> str:

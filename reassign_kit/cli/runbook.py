@@ -1,5 +1,5 @@
 """`reassign-kit runbook list | run NAME`: the notebooks that ship with the package, run
-headless through papermill from any install (issue 24 #2).
+headless through papermill from any install.
 
     reassign-kit runbook list
     reassign-kit runbook run 03_verify -p plan_path plan.json -p bootstrap_servers h:9092 \\

@@ -10,6 +10,7 @@ from typing import Any
 from ..errors import SandboxError
 from ..sandbox import kafka as kafka_mod
 from ..sandbox import sandbox as sbx
+from ..sandbox.security import SECURITY_MODES
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -19,16 +20,25 @@ def _parser() -> argparse.ArgumentParser:
         "demos, rehearsal and tests.",
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_up(sub)
+    _add_lifecycle(sub)
+    _add_node_control(sub)
+    _add_data(sub)
+    return p
 
-    def with_dir(sp: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        sp.add_argument(
-            "--dir",
-            default=str(sbx.default_dir()),
-            help="the cluster's directory (default: %(default)s, or $RK_SANDBOX_DIR)",
-        )
-        return sp
 
-    up = with_dir(
+def _with_dir(sp: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    sp.add_argument(
+        "--dir",
+        default=str(sbx.default_dir()),
+        help="the cluster's directory (default: %(default)s, or $RK_SANDBOX_DIR)",
+    )
+    return sp
+
+
+def _add_up(sub: Any) -> None:
+    """`up`: the cluster's shape, release, metadata mode and security."""
+    up = _with_dir(
         sub.add_parser("up", help="start a cluster and wait until every broker is registered")
     )
     up.add_argument("--brokers", type=int, default=4, help="how many brokers (default 4)")
@@ -64,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     up.add_argument(
         "--security",
-        choices=sbx.SECURITY_MODES,
+        choices=SECURITY_MODES,
         default="plain",
         help="plain (default), sasl_scram (SCRAM-SHA-512), ssl (mutual TLS) or sasl_ssl; the "
         "secured modes run the StandardAuthorizer and write client configs for the users admin, "
@@ -76,19 +86,23 @@ def _parser() -> argparse.ArgumentParser:
         default="text",
         help="text: what started and the bootstrap address (default); json: the full status",
     )
-    down = with_dir(sub.add_parser("down", help="stop every process of the cluster"))
+
+
+def _add_lifecycle(sub: Any) -> None:
+    """`down`, `bootstrap`, `status`, and the jars' `info` / `fetch`."""
+    down = _with_dir(sub.add_parser("down", help="stop every process of the cluster"))
     down.add_argument(
         "--output",
         choices=("text", "json"),
         default="text",
         help="text: one line (default); json: the status after, every process not alive",
     )
-    with_dir(
+    _with_dir(
         sub.add_parser(
             "bootstrap", help="print the bootstrap address only (BS=$(... sandbox bootstrap))"
         )
     )
-    with_dir(sub.add_parser("status", help="brokers, pids and whether they are alive"))
+    _with_dir(sub.add_parser("status", help="brokers, pids and whether they are alive"))
     for name, text in [
         ("info", "Kafka version and where its jars are"),
         ("fetch", "fetch the Kafka jars from Maven Central (once per version)"),
@@ -96,6 +110,10 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_parser(name, help=text).add_argument(
             "--kafka-version", default=None, metavar="V", help=f"default {kafka_mod.KAFKA_VERSION}"
         )
+
+
+def _add_node_control(sub: Any) -> None:
+    """Stopping, killing and starting one broker or controller by its node id."""
     for name, text in [
         ("stop-broker", "graceful stop (SIGTERM)"),
         ("kill-broker", "SIGKILL"),
@@ -116,9 +134,13 @@ def _parser() -> argparse.ArgumentParser:
             "mode: a broker id)",
         ),
     ]:
-        sp = with_dir(sub.add_parser(name, help=text))
+        sp = _with_dir(sub.add_parser(name, help=text))
         sp.add_argument("broker_id", metavar="ID", help="the node id (as `status` lists it)")
-    cordon = with_dir(
+
+
+def _add_data(sub: Any) -> None:
+    """`cordon` a broker's log dirs and `load` topics with data."""
+    cordon = _with_dir(
         sub.add_parser(
             "cordon",
             help="cordon a broker's log dirs (KIP-1066 cordoned.log.dirs, Kafka 4.3+; dynamic)",
@@ -129,7 +151,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     cordon.add_argument("--dirs", default="*", help='log dirs to cordon (default "*": all)')
     cordon.add_argument("--uncordon", action="store_true", help="lift the broker's cordon")
-    load = with_dir(sub.add_parser("load", help="create topics and fill them with data (acks=all)"))
+    load = _with_dir(
+        sub.add_parser("load", help="create topics and fill them with data (acks=all)")
+    )
     load.add_argument(
         "--topics", default="load", help="a count (topics named load-0..) or a comma list of names"
     )
@@ -146,7 +170,6 @@ def _parser() -> argparse.ArgumentParser:
         default="text",
         help="text: one line per topic (default); json: the full status document",
     )
-    return p
 
 
 def _topic_names(spec: str) -> list[str]:
@@ -204,9 +227,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if c == "fetch":
         from ..sandbox import metrics as sandbox_metrics
 
-        version = sbx.check_version(args.kafka_version or sbx.default_version())
+        version = kafka_mod.check_version(args.kafka_version or kafka_mod.default_version())
         return {
-            "libs": str(sbx.fetch_kafka(version)),
+            "libs": str(kafka_mod.fetch_kafka(version)),
             "kafka_version": version,
             "jmx_exporter": str(sandbox_metrics.fetch_agent()),
         }
@@ -293,7 +316,7 @@ def down_line(out: dict[str, Any]) -> str:
 
 
 def up_lines(out: dict[str, Any]) -> str:
-    """`sandbox up`'s human summary (issue 24 #3): what runs where, not the status document."""
+    """`sandbox up`'s human summary: what runs where, not the status document."""
     brokers = out.get("brokers") or []
     racks = sorted({b["rack"] for b in brokers if b.get("rack")})
     where = f" in {len(racks)} racks" if racks else ""
@@ -311,7 +334,7 @@ def up_lines(out: dict[str, Any]) -> str:
 
 
 def load_line(args: argparse.Namespace, out: dict[str, Any]) -> str:
-    """`sandbox load`'s human summary (issue 24 #3): one line, not the status document."""
+    """`sandbox load`'s human summary: one line, not the status document."""
     loaded = out.get("loaded_messages") or {}
     topics = list(loaded)
     msgs = sum(int(v or 0) for v in loaded.values())

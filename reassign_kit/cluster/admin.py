@@ -355,7 +355,7 @@ class AdminGateway(MovesPart, ConfigsPart):
     def _metadata(self, topics: Iterable[str] | None) -> dict[str, Any]:
         """Topic metadata, always from one request for ALL topics: a Metadata request that
         names a topic lets a broker with ``auto.create.topics.enable=true`` (Kafka's default)
-        create it, so a read-only command given a misspelt topic would create it (issue 14 #9)."""
+        create it, so a read-only command given a misspelt topic would create it."""
         wanted = None if topics is None else sorted(set(topics))
         try:
             md = self.ck.list_topics(timeout=self.timeout_s)

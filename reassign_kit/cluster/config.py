@@ -84,63 +84,73 @@ def client_configs(config: Mapping[str, str] | None) -> tuple[dict[str, Any], di
             + _UNSUPPORTED_MECHANISMS[wanted]
         )
     for key, value in (config or {}).items():
-        value = str(value).strip()
-        if key in _PASSTHROUGH:
-            c, k = _PASSTHROUGH[key]
-            if k in _INT_OPTIONS:
-                try:
-                    number = int(value)
-                except ValueError:
-                    raise UsageError(
-                        f"command config: {key} must be a whole number of milliseconds, "
-                        f"got {value!r}"
-                    ) from None
-                if number <= 0:
-                    raise UsageError(f"command config: {key} must be > 0, got {value!r}")
-            if key in ("security.protocol", "sasl.mechanism"):
-                value = value.upper()
-            if c:
-                ck[c] = value
-            if k:
-                kp[k] = int(value) if k in _INT_OPTIONS else value
-        elif key == "sasl.jaas.config":
-            kv = dict(_JAAS_KV.findall(value))
-            if "username" in kv:
-                ck["sasl.username"] = kp["sasl_plain_username"] = kv["username"]
-            if "password" in kv:
-                ck["sasl.password"] = kp["sasl_plain_password"] = kv["password"]
-            if not kv:
+        _map_property(key, str(value).strip(), ck, kp)
+    _check_security(kp)
+    return ck, kp
+
+
+def _map_property(key: str, value: str, ck: dict[str, Any], kp: dict[str, Any]) -> None:
+    """One Java client property into ``ck`` (librdkafka) and ``kp`` (kafka-python), or a
+    UsageError naming it."""
+    if key in _PASSTHROUGH:
+        c, k = _PASSTHROUGH[key]
+        if k in _INT_OPTIONS:
+            try:
+                number = int(value)
+            except ValueError:
                 raise UsageError(
-                    'command config: sasl.jaas.config has no username="…" password="…"; only '
-                    "PLAIN and SCRAM login modules are supported"
-                )
-        elif key == "ssl.endpoint.identification.algorithm":
-            on = value.lower() == "https"
-            ck["ssl.endpoint.identification.algorithm"] = "https" if on else "none"
-            kp["ssl_check_hostname"] = on
-        elif key in ("ssl.truststore.location", "ssl.keystore.location"):
-            if value.lower().endswith((".pem", ".crt")):
-                if key == "ssl.truststore.location":
-                    ck["ssl.ca.location"] = kp["ssl_cafile"] = value
-                else:  # a PEM keystore (ssl.keystore.type=PEM): key and certificate chain
-                    ck["ssl.certificate.location"] = kp["ssl_certfile"] = value
-                    ck.setdefault("ssl.key.location", value)
-                    kp.setdefault("ssl_keyfile", value)
-            else:
-                raise UsageError(
-                    f"command config: {key} points at a Java keystore, which the Python Kafka "
-                    "clients cannot read; export it to PEM and give ssl.ca.location / "
-                    "ssl.certificate.location / ssl.key.location instead"
-                )
-        elif key in ("ssl.truststore.password", "ssl.keystore.password"):
-            continue  # only meaningful for JKS, refused above
-        elif key in _IGNORED or key == "bootstrap.servers":
-            continue
+                    f"command config: {key} must be a whole number of milliseconds, got {value!r}"
+                ) from None
+            if number <= 0:
+                raise UsageError(f"command config: {key} must be > 0, got {value!r}")
+        if key in ("security.protocol", "sasl.mechanism"):
+            value = value.upper()
+        if c:
+            ck[c] = value
+        if k:
+            kp[k] = int(value) if k in _INT_OPTIONS else value
+    elif key == "sasl.jaas.config":
+        kv = dict(_JAAS_KV.findall(value))
+        if "username" in kv:
+            ck["sasl.username"] = kp["sasl_plain_username"] = kv["username"]
+        if "password" in kv:
+            ck["sasl.password"] = kp["sasl_plain_password"] = kv["password"]
+        if not kv:
+            raise UsageError(
+                'command config: sasl.jaas.config has no username="…" password="…"; only '
+                "PLAIN and SCRAM login modules are supported"
+            )
+    elif key == "ssl.endpoint.identification.algorithm":
+        on = value.lower() == "https"
+        ck["ssl.endpoint.identification.algorithm"] = "https" if on else "none"
+        kp["ssl_check_hostname"] = on
+    elif key in ("ssl.truststore.location", "ssl.keystore.location"):
+        if value.lower().endswith((".pem", ".crt")):
+            if key == "ssl.truststore.location":
+                ck["ssl.ca.location"] = kp["ssl_cafile"] = value
+            else:  # a PEM keystore (ssl.keystore.type=PEM): key and certificate chain
+                ck["ssl.certificate.location"] = kp["ssl_certfile"] = value
+                ck.setdefault("ssl.key.location", value)
+                kp.setdefault("ssl_keyfile", value)
         else:
             raise UsageError(
-                f"command config: unsupported property {key!r} (supported: "
-                f"{', '.join(sorted([*_PASSTHROUGH, 'sasl.jaas.config', 'ssl.truststore.location']))})"
+                f"command config: {key} points at a Java keystore, which the Python Kafka "
+                "clients cannot read; export it to PEM and give ssl.ca.location / "
+                "ssl.certificate.location / ssl.key.location instead"
             )
+    elif key in ("ssl.truststore.password", "ssl.keystore.password"):
+        return  # only meaningful for JKS, refused above
+    elif key in _IGNORED or key == "bootstrap.servers":
+        return
+    else:
+        raise UsageError(
+            f"command config: unsupported property {key!r} (supported: "
+            f"{', '.join(sorted([*_PASSTHROUGH, 'sasl.jaas.config', 'ssl.truststore.location']))})"
+        )
+
+
+def _check_security(kp: dict[str, Any]) -> None:
+    """The protocol and SASL mechanism supported, and credentials given exactly when SASL is."""
     protocol = kp.get("security_protocol", "PLAINTEXT")
     if protocol not in _PROTOCOLS:
         raise UsageError(
@@ -173,7 +183,6 @@ def client_configs(config: Mapping[str, str] | None) -> tuple[dict[str, Any], di
             f"command config: security.protocol={protocol} needs sasl.mechanism (one of "
             f"{', '.join(_MECHANISMS)}); the Java clients' default, GSSAPI, is not supported"
         )
-    return ck, kp
 
 
 SECRET_OPTION = re.compile(r"passw|secret|token|credential", re.I)

@@ -1,4 +1,4 @@
-"""The Admin API's view of ISR for the health probe (issue 22): which partitions are under min
+"""The Admin API's view of ISR for the health probe: which partitions are under min
 ISR, and how many eligible leader replicas (KIP-966's ELR) each still has.
 
 Where every broker lists DescribeTopicPartitions (API 75) and the feature

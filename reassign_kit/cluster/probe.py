@@ -1,4 +1,4 @@
-"""The tool's own health probe (issue 22), the adaptive pace's default health source when no
+"""The tool's own health probe, the adaptive pace's default health source when no
 metrics stack is given: per-broker produce latency from a canary topic, and the partitions
 under min ISR from the Admin API (``probe_isr.IsrWatch``).
 

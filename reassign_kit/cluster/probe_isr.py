@@ -1,4 +1,4 @@
-"""The health probe's view of ISR (issue 22, for ``cluster.probe.Probe``): every partition
+"""The health probe's view of ISR (for ``cluster.probe.Probe``): every partition
 outside the canary whose ISR is below its topic's ``min.insync.replicas``, each with its ISR,
 min ISR and KIP-966's eligible leader replicas where the cluster reports them
 (``isr_view``: DescribeTopicPartitions for the topics the metadata shows under min ISR, the

@@ -1,4 +1,4 @@
-"""Kafka's replication throttle at both ends of a copy (issue 21): the one model the simulator
+"""Kafka's replication throttle at both ends of a copy: the one model the simulator
 (``SimCluster``), the what-if and a run's ETA (``engine.eta``) share.
 
 Every new replica being filled is a *stream* from the partition's leader (its source) to the
@@ -22,18 +22,9 @@ Stream = tuple[Hashable | None, Hashable]  # (source: leader broker or None, tar
 QUOTA_WINDOWS = 11
 QUOTA_WINDOW_S = 1.0
 # What a broker filled by several streams at once loses each time one of them ends: about one
-# fetch (``replica.fetch.max.bytes``, 1 MiB) of its follower throttle. Measured, not derived
-# from Kafka's code: bench_eta's rack-to-rack move (up to 4 streams into one broker, eight
-# runs at 2 MiB/s) took in 0.92 of the throttle until its first completion, 0.70-0.88 over phases
-# after one, the same in every run, while a broker filled by one stream at a time lost nothing
-# at its completions (it idles until the next move and the quota gives the credit back: the
-# drain's targets, a broker cap of 1). One fetch fits the journals at 2 and 8 MiB/s alike (two
-# or three fetches, or a second of the throttle, fit one rate and not the other); the ETA,
-# which read 1.5-2.2 s short from a window without completions, replayed on 70 journals:
-# 59 -> 63 met the goal, mean median error 5.50% -> 4.70%. Negligible on partitions of GBs;
-# on small ones it is at most a tenth of the partition that ended: the journals' partitions
-# (6-25 MiB) say nothing of smaller ones, and the cap keeps a what-if of a plan of many small
-# partitions from growing by more than that (the 98 journals replay the same with it).
+# fetch (``replica.fetch.max.bytes``, 1 MiB) of its follower throttle, measured rather than
+# derived from Kafka's code (bench/RESULTS.md, bench_eta); at most a tenth of the partition
+# that ended, as nothing was measured on partitions smaller than 6 MiB.
 END_LOSS_BYTES = float(1 << 20)
 END_LOSS_MAX_SHARE = 0.1
 
@@ -70,8 +61,8 @@ def fair_share(
         return rates
     # resources: each broker's outbound and inbound end, numbered in the order first met,
     # and each stream's two ends as those numbers (-1: unbounded). Numbers index the
-    # bookkeeping, not tuples (issue 19, poll cost: hashing a tuple at every step of the scan
-    # below was most of a call, ~10 ms for 2,000 moves on 100 brokers, four calls per ETA)
+    # bookkeeping, not tuples (hashing a tuple at every step of the scan
+    # below was most of a call)
     outs: dict[Hashable, int] = {}
     ins: dict[Hashable, int] = {}
     caps: list[float] = []

@@ -56,7 +56,7 @@ class SimPartition:
 
     def state(self) -> PartitionState:
         """What the partition is now; the same PartitionState again while nothing it is made
-        of changed (issue 12: building it was a third of a simulated poll). The lists are
+        of changed (building it was a third of a simulated poll). The lists are
         held, not their ids, so a new list never passes for an old one; the model only
         appends to ``isr`` in place (its length tells) and assigns new lists otherwise."""
         c = self._cached
@@ -111,7 +111,7 @@ class SimCluster(ConfigsPart):
         self.down: set[int] = set()
         self.bandwidth = float(bandwidth)
         self.broker_bandwidth: dict[int, float] = {}  # per broker, where it differs (what-if)
-        # Kafka's replication quota (what-if, issue 12): None = the throttle is a plain rate
+        # Kafka's replication quota (what-if): None = the throttle is a plain rate
         # cap; N = a rate averaged over N windows of quota_window_s (Kafka's
         # replication.quota.window.num, 11, and .size.seconds, 1), so a broker idle for a
         # while copies (N - 1) s worth of the throttle at full speed before it bites
@@ -120,7 +120,7 @@ class SimCluster(ConfigsPart):
         self.quota_factor: dict[int, float] = {}  # share of the throttle a broker achieves
         self._quota: dict[int, Windows] = {}  # inbound (follower) quota per broker
         self._quota_out: dict[int, Windows] = {}  # outbound (leader) quota per broker
-        # what a real cluster spends besides copying (issue 21, bench_eta: 1-2 s of admin
+        # what a real cluster spends besides copying (bench_eta: 1-2 s of admin
         # calls between batches, zero-byte KIP-435 steps of 1.3-2 s): a reassignment whose
         # replicas have all caught up completes ``finish_s`` later (the ISR change, the
         # controller ending it; a step that only drops replicas too); each
@@ -195,7 +195,7 @@ class SimCluster(ConfigsPart):
     def _advance(self, dt: float) -> None:
         self.t += dt
         # every new replica being filled is a stream from the partition's leader: the
-        # leader's outbound and the target's inbound throttle are both shared (issue 21)
+        # leader's outbound and the target's inbound throttle are both shared
         streams: list[tuple[SimPartition, int]] = []
         moving = list(self.active.values())
         for sp in moving:

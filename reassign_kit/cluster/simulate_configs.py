@@ -137,7 +137,7 @@ class ConfigsPart:
             self._reachable(b, "alter configs")
 
     def _known_topics(self) -> set[str]:
-        """The topics that have partitions (issue 12: was a walk over every partition at each
+        """The topics that have partitions (was a walk over every partition at each
         config call); found again whenever the number of partitions changed."""
         n = len(self.partitions)
         if self._topics_for != n:
@@ -169,7 +169,7 @@ def _lists(
 ) -> dict[str, frozenset]:
     """Each topic's throttled-replica list ``key`` as (partition, broker) entries; a list
     unchanged since the last call is taken from ``parsed`` (topic, key -> (value, entries))
-    instead of being read again (issue 12: every list was, at every config change)."""
+    instead of being read again (every list was, at every config change)."""
     out: dict[str, frozenset] = {}
     for t, c in topic_cfg.items():
         value = c.get(key) or ""

@@ -118,7 +118,7 @@ def rollback_plan(
 ) -> Plan:
     """The plan that puts the plan's partitions back where they are now (for a partition in
     flight: its original replicas), with the current log dir of each replica (or "any").
-    One pass over the plan (issue 12: the log-dir check used to re-scan it per partition)."""
+    One pass over the plan (the log-dir check used to re-scan it per partition)."""
     with_dirs = replica_dirs is not None and any(m.log_dirs is not None for m in plan)
     moves = []
     for m in plan:

@@ -1,4 +1,4 @@
-"""A paced run's ETA (issue 21): what is left, simulated at both ends of every copy.
+"""A paced run's ETA: what is left, simulated at both ends of every copy.
 
 What is left is a set of *flows*, one per move not done: the step in flight (bytes each new
 replica still needs), the steps after it (KIP-435), then the moves queued behind batches and

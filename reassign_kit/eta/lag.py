@@ -1,12 +1,11 @@
-"""The completion lag, measured (issue 21, for ``engine.track``): from a step's last byte to
+"""The completion lag, measured (for ``engine.track``): from a step's last byte to
 its completion seen by the run (the follower joins the ISR, the controller ends the
 reassignment, a poll sees it). The ETA adds one after every step left. Pure.
 
 A step's last byte falls between two samples. Counted only for the steps a sample saw full
 before they completed, the lag was biased long: a step whose lag is short completes before
-the next sample and was never counted, one whose lag is long was (bench_eta's drains: 0.8-1.2
-s measured where most steps completed 0-0.4 s after their last byte, and the ETA carried the
-excess after every batch and at the end). Every step now counts: its last byte is placed from
+the next sample and was never counted, one whose lag is long was, and the ETA carried the
+excess after every batch and at the end. Every step counts: its last byte is placed from
 its bytes left at the last sample that saw it copying and its rate between that sample and
 the one before, or, seen full, halfway since the sample before (``full_since``), whichever is
 later (a sample reads a follower's log a fetch behind at most: bytes do not place a last byte
@@ -21,10 +20,8 @@ from ..model import TopicPartition
 RECENT_LAGS = 20  # the lags the median is taken over
 # the lags a median needs before it replaces the half poll (two will do when both outlasted
 # a poll). A lag no longer than a poll may be the poll's phase alone (the last byte just
-# after a poll, seen at the next one): a simulated KIP-435 run of half-MiB moves measured two
-# lags of a whole poll, 0.5 s, where the moves completed at once, and the model added the
-# excess to each of its 8 steps. One lag may be an outlier: bench_eta's drains measured
-# 0-0.4 s, with one of 0.8-1.1 s in 4 of 9 runs, once as the first
+# after a poll, seen at the next one), and one lag may be an outlier (bench/RESULTS.md,
+# bench_eta)
 MIN_LAGS = 3
 
 
@@ -33,9 +30,8 @@ def full_since(now: float, prev: float, submitted: float | None) -> float:
     sample before (``prev``) or since its step was submitted, whichever is later (the
     completion lag counts from there). Not halfway since ``prev`` alone: a small move submitted
     between two samples and seen full at the next one got its bytes after its submission
-    (bench_eta's drain: a 1 MB move submitted 0.6 s before the sample that saw it full, 2 s
-    after the sample before; its lag read 1.21 s for 0.8 s, and the model counted the excess
-    at each of the batches left: the ETA 1.5 s long from then on)."""
+    (halfway since ``prev`` read such a lag long, and the model counted the excess at each of
+    the batches left)."""
     since = prev if submitted is None else max(prev, min(submitted, now))
     return now - max(0.0, now - since) / 2
 

@@ -1,4 +1,4 @@
-"""What is left of a paced run, simulated at both ends of every copy (issue 21): the model
+"""What is left of a paced run, simulated at both ends of every copy: the model
 behind ``engine.eta.RunEta``, pure.
 
 What is left is a set of *flows*, one per move not done: the step in flight (bytes each new

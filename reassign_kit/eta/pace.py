@@ -1,4 +1,4 @@
-"""The run's pace (issue 21, for ``engine.eta.RunEta``): where the model's assumptions are
+"""The run's pace (for ``engine.eta.RunEta``): where the model's assumptions are
 shown wrong by the data, the measurement wins. Pure.
 
 At each sample the model, at the throttle (share 1, no quota replay, each completion seen half
@@ -12,14 +12,10 @@ over the model's (at the share measured between samples) as the span grows: a pr
 the measurement takes over, not an average of two guesses. The run's first sample is not a
 state to measure from (Kafka's quota bursts before it and holds back after it).
 
-bench_eta showed why. Its drain of one broker: the share between samples read 0.79-0.85
-(bytes arrive a fetch at a time; a stream's first fetch waits) while the source, bursting the
-quota credit of every batch gap, kept 0.9 of the throttle over the run; the model counted
-both the low share and a lag and gap per batch and said 30% too long, the since-start
-formula 5%. Its rack-to-rack move: the busiest target took in 0.86 of the throttle while the
-other burst, and one share over all ends read 0.95-1.05 (the ETA 20% short). The pace counts
-what the cluster does, whatever the model leaves out, and still follows the plan's shape
-(which end binds, what is queued), which since-start's aggregate rate does not."""
+Why: a model of the share between samples misses what the cluster does (a stream's first
+fetch waits, a source bursts the quota credit of every batch gap: bench/RESULTS.md, bench_eta).
+The pace counts what the cluster does, whatever the model leaves out, and still follows the
+plan's shape (which end binds, what is queued), which since-start's aggregate rate does not."""
 
 from __future__ import annotations
 
@@ -36,11 +32,8 @@ PACE_MIN_S = 8.0  # fewer seconds read the start's bursts and first fetches as t
 # many seconds' worth: they weigh as their inverse variances (0.72 at 8 s, 0.95 at 22 s)
 PACE_PRIOR_S = 5.0
 PACE_RANGE = (0.2, 5.0)  # a pace outside this is clipped
-# the range holds every finish the run estimated over this many seconds: bench_eta's spread on
-# an idle machine measured the share so evenly that the range shrank to its floors (+8%, a poll
-# and a fetch) while the paced ETA moved +-4% between samples (the pace read 0.86-0.95): the
-# finish lay above the range in 13 of 39 samples. The estimates' own wander is the error they
-# carry (the journal of that run: held 67% -> 92%, mean width 0.60 -> 0.67 of the time left)
+# the range holds every finish the run estimated over this many seconds: the estimates' own
+# wander is error they carry, which a share measured evenly leaves out of the range
 FINISHES_S = 5.0
 # after a throttle change the brokers move at a mix of the old and new rates until Kafka's
 # quota windows (11 of 1 s) hold only bytes moved at the new one
@@ -59,16 +52,13 @@ class RunPace:
         self.start = -math.inf  # no pace measured before (a throttle change)
         # the run's first sample is left out of the pace: Kafka's quota, empty as a run
         # starts, lets the fetchers take a burst before it and holds them back after it
-        # (Rate spans at least 10 of its 11 windows), so the pace measured from it read the
-        # hold as the run's. bench_eta's drains, 9 runs: 1.7-2.9 x the throttle from the
-        # submission to the first sample, 0-0.46 x over the interval after it (8 of 9), 0.92
-        # x after that; the median error from the second sample 1-6 points lower
+        # (Rate spans at least 10 of its 11 windows), so a pace measured from it reads the
+        # hold as the run's
         self.first_seen = False
         self.value: float | None = None
         # the work left at a state of ``past`` (by its id) and the parameters it was
-        # simulated with: simulated again only when they changed. The window's oldest state
-        # was simulated anew at every sample: bench_poll (2,000 moves in flight) spent 48 of
-        # its 168 simulations there, 28 ms each
+        # simulated with: simulated again only when they changed, not at every sample (a
+        # simulation is the heaviest part of a poll that samples)
         self._work: dict[int, tuple[Any, tuple[float, float]]] = {}
 
     def restart(self, start: float) -> None:
@@ -92,8 +82,7 @@ class RunPace:
         The pace is the copying's: the seconds in which nothing copies (a completion lag, the
         run's admin calls, elections at the polls) are measured wall time and pass at the
         wall's pace, so the span's share of them is taken out of it and what is left of them
-        is added, not divided by the pace. bench_eta's drain: its 0.8-1 s completion lag at
-        the end, divided by a pace of 0.86, read 0.15 s long at every sample."""
+        is added, not divided by the pace (a lag divided by it reads long at every sample)."""
         ts = state[0]
         if ts < self.start:
             return None
@@ -143,9 +132,8 @@ class Finishes:
         ends, but for ``MIXED_S`` its brokers move at a mix of both rates (Kafka's quota
         averages the windows of both; a config write may be late on a broker), so the range
         reaches toward the last finish estimated at the old throttle, less each second.
-        bench_eta's x2 then x1: the samples 1-3 s after the raise said 8-10 s left at the new
-        throttle (range up to 12 s) where the run, lowered again, took 20-22 s; every one
-        missed. A range that spans both while the new rate is unmeasured holds them."""
+        A range that spans both while the new rate is unmeasured holds the finish (bench_eta's
+        x2 then x1: the samples soon after the raise missed it without)."""
         last = self.past[-1][1] if self.past else None  # at the throttle in force till now
         self.past = []
         self.old = (last, at) if last is not None and math.isfinite(at) else None

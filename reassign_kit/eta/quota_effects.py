@@ -1,4 +1,4 @@
-"""What Kafka's replication quota does to the streams ``eta_model.simulate`` plays (issue 21):
+"""What Kafka's replication quota does to the streams ``eta_model.simulate`` plays:
 the windows replayed after a throttle change (``replay_caps``), the credit an end idle within
 them bursts (``burst_idle``), the fetch a receiving end loses when one of its streams ends
 among others (``lose_at_ends``). Pure; split from ``eta_model`` by job."""

@@ -1,4 +1,4 @@
-"""The share of the throttle a run's brokers achieve, measured (issue 21, for
+"""The share of the throttle a run's brokers achieve, measured (for
 ``engine.eta.RunEta``): at each sample the model's rate for the streams then in flight, and
 over the window the bytes really received against the bytes the model says those streams
 would have moved (a trapezoid between samples); the share of an idle end's quota credit the

@@ -1,4 +1,4 @@
-"""Broker health for adaptive pacing (issue 22): what a health source measured, from a metrics
+"""Broker health for adaptive pacing: what a health source measured, from a metrics
 stack (a Prometheus server or the brokers' JMX exporters) or from the tool's own probe.
 
 ``signals`` is pure data; the sources that fetch it live beside it (HTTP) or, for the probe that

@@ -107,7 +107,7 @@ def might_hold_secrets(text: str, secret_keys: Iterable[str] = ()) -> bool:
 def _may_redact(obj: Any, extra: frozenset[str]) -> bool:
     """Whether ``redact`` could change ``obj``: a secret-looking key at any depth, or a string
     holding ``=`` (maybe an inline secret). False says the event is written as it is, without
-    the regex of ``might_hold_secrets`` over its line (issue 12: a ``throttle_set`` event
+    the regex of ``might_hold_secrets`` over its line (a ``throttle_set`` event
     carries every throttled-replica list, tens of kilobytes the regex read at every change;
     and ``_plain``, the flat test it replaces, sent every nested event to the regex)."""
     t = type(obj)
@@ -226,7 +226,7 @@ class Journal:
         line = _encode(rec)
         keys = tuple(rec)
         plain_keys = self._plain_keys.get(keys)
-        if plain_keys is None:  # once per kind of event, not at every event (issue 12)
+        if plain_keys is None:  # once per kind of event, not at every event
             plain_keys = self._plain_keys[keys] = all(
                 type(k) is str and not is_secret_key(k, self._secret_set) for k in keys
             )
@@ -257,7 +257,7 @@ class Journal:
     def batch(self) -> Iterator[Journal]:
         """Lines written inside go to the OS together when it ends (however it ends), or at a
         ``commit()`` inside it: one write for a poll's events instead of one per event
-        (issue 12: a poll turning 2,000 moves over writes ~8,000). A failure to hand them
+        (a poll turning 2,000 moves over writes ~8,000). A failure to hand them
         over is raised by the next ``write`` or ``commit``."""
         self._batching += 1
         try:
@@ -369,7 +369,7 @@ except ImportError:  # pragma: no cover - a dependency; json's encoder writes th
     orjson = None
 
 if orjson is not None:
-    # orjson writes an event in a fifth of the time (issue 19: a poll turning 2,000 moves
+    # orjson writes an event in a fifth of the time (a poll turning 2,000 moves
     # over writes ~10,000 events, and their encoding was a fifth of that poll). The same
     # JSON values as json's: what it would encode itself that json hands to ``_default``
     # (dataclasses, dates) goes to ``_default`` too; non-string keys become strings as in

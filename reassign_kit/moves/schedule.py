@@ -146,7 +146,7 @@ def decide(
     """Pick what to submit now.
 
     ``pending``: moves not yet submitted, in run order (with batch numbers, which never
-    decrease along it). Read lazily, only as far as the decision needs (issue 12: a poll
+    decrease along it). Read lazily, only as far as the decision needs (a poll
     costs what it submits, not the plan): up to the incremental cap, to the end of the
     current batch, to the first move the cluster-wide cap stops; the whole of it only in
     legacy mode, with ``prefer_leader_moves``, or while broker / leader caps block moves.
@@ -164,7 +164,7 @@ def decide(
     slots_used = len(inflight) + len(ready)
     broker_load: Counter[int] = Counter()
     leaders = 0
-    # the moves in flight are read only where a cap weighs them (issue 12: the count alone
+    # the moves in flight are read only where a cap weighs them (the count alone
     # otherwise; with 2,000 in flight, reading them was a third of a quiet poll)
     per_broker = caps.max_moves_per_broker is not None or bool(caps.broker_caps)
     if per_broker or caps.max_leader_moves is not None:

@@ -84,7 +84,7 @@ Emit = Callable[..., Any]
 
 class MoveIndex:
     """The run's moves by status, kept up to date by the transitions themselves, so that a
-    poll looks only at the moves in flight and the status counts cost nothing (issue 12: the
+    poll looks only at the moves in flight and the status counts cost nothing (the
     loop used to scan the whole plan several times per poll). Within a status, moves keep the
     order in which they entered it; pending moves therefore stay in plan order."""
 
@@ -148,7 +148,7 @@ class MoveState:
     cancel_reason: str | None = None  # why it is rolling back (stop, deadline, ...)
     replan: bool = False  # R changed: plan the steps left again at the next step boundary
     index: MoveIndex | None = field(default=None, repr=False, compare=False)
-    # the move's partition, held (issue 12: read ~14 times per move turned over)
+    # the move's partition, held (read ~14 times per move turned over)
     tp: TopicPartition = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

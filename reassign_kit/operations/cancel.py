@@ -56,6 +56,9 @@ class CancelResult:
     # None when deleted now (or already gone), else why not
     canaries: dict[str, str | None] = field(default_factory=dict)
 
+    run_state: list[str] = field(default_factory=list)  # which recorded run was used
+    outcome: Any = None  # where each partition ended (operations.outcome.CancelReport)
+
     @property
     def exit_code(self) -> int:
         if self.errors:
@@ -302,7 +305,7 @@ def cancel(
         # as the official tool (and its ReassignPartitionsCommandTest): without
         # --preserve-throttles the throttles go even when nothing was moving any more (e.g.
         # after an earlier --cancel --preserve-throttles), except what moves in flight need;
-        # the operator's values recorded before are put back (issue 14 #13)
+        # the operator's values recorded before are put back
         named = set(plan.topics()) if plan is not None else set(topics or ())
         cleared = thr.clear_throttles(
             gateway, sorted(touched | named), priors=priors, only_recorded=priors is not None

@@ -193,14 +193,14 @@ def execute(
     a paced run). ``rollback_path`` "" = a timestamped file in the working dir, None = do not
     write one (an existing file is never replaced). Pacing lives in ``engine/run.py``.
 
-    Throttles restored, not deleted (issue 14 #11): the value each throttle config had before
+    Throttles restored, not deleted: the value each throttle config had before
     this request changed it (an operator's rate, their entries in a topic's list) is saved,
     before the change, to ``<rollback stem>.throttle-priors.json`` beside the rollback file
     (with the rollback file: without one, only in the result), for ``verify`` / ``cancel``
     (``priors=``, CLI ``--throttle-priors``) and ``reassign-kit throttles --clean --priors``
     to put back. When the submission fails as a whole (the controller refuses or times out:
     an exception) or every partition is rejected, the throttles it set are removed at once
-    and the operator's values put back (issue 14 #5).
+    and the operator's values put back.
 
     ``elect_leaders`` (CLI ``--elect-leaders``; off by default, as the official tool): the
     moves that change only the replica order complete at once in Kafka; they are read back

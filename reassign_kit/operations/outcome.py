@@ -1,4 +1,4 @@
-"""Where each partition of a plan ended after a cancel, read from the cluster (issue 25).
+"""Where each partition of a plan ended after a cancel, read from the cluster.
 
 One report for every cancel path — the panel's Cancel, ``--cancel`` and the API — so that what
 the operator reads is what the cluster holds: per partition, ``rolled back`` (at its original

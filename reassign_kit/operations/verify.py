@@ -49,6 +49,8 @@ class VerifyResult:
     # --elect-leaders: the elections of the plan's complete partitions, and the check after
     elections: ElectionResult | None = None
 
+    run_state: list[str] = field(default_factory=list)  # which recorded run was used
+
     def _statuses(self) -> set[str]:
         return {r["status"] for r in self.rows} | {r["status"] for r in self.log_dir_rows}
 
@@ -249,8 +251,8 @@ def verify(
             "throttle is left."
         )
     elif IN_PROGRESS not in result._statuses() and not preserve_throttles:
-        # with the run's priors (its record), only what that run changed is touched (issue 19
-        # item 6); without, every broker's rate goes, as the official tool does
+        # with the run's priors (its record), only what that run changed is touched;
+        # without, every broker's rate goes, as the official tool does
         result.cleared = thr.clear_throttles(
             gateway, plan.topics(), priors=priors, only_recorded=priors is not None
         )

@@ -1,4 +1,4 @@
-"""The run's own metrics out (issue 22): ``--metrics-port`` serves them for Prometheus
+"""The run's own metrics out: ``--metrics-port`` serves them for Prometheus
 (prometheus-client's HTTP server on 127.0.0.1) and ``--metrics-textfile`` writes them for
 node-exporter's textfile collector (temp file + rename: a reader never sees half a file).
 

@@ -1,4 +1,4 @@
-"""``--notify URL`` (issue 24): a small JSON document POSTed on a run's start, a stuck move,
+"""``--notify URL``: a small JSON document POSTed on a run's start, a stuck move,
 failure, cancel and finish — Slack-compatible (``text``), with the fields a bot can read::
 
     {"text": "reassign-kit: run r-1 started: 12 moves (paced)", "event": "started",

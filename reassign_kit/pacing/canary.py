@@ -1,4 +1,4 @@
-"""The probe's canary topics in a run (issue 22; a part of ``PacePart``, engine/pace.py): named
+"""The probe's canary topics in a run (a part of ``PacePart``, engine/pace.py): named
 on disk before they are made, deleted at the run's end, and what a killed run left deleted by
 its resume (``engine/begin``) or ``--cancel --journal`` (``ops_cancel``).
 

@@ -1,4 +1,4 @@
-"""The adaptive pace (issue 22): per-broker replication rates that hold a produce-latency
+"""The adaptive pace: per-broker replication rates that hold a produce-latency
 objective, from broker health samples (``health.signals``). Pure: samples and the clock come
 in, decisions go out; no I/O, no threads.
 

@@ -1,4 +1,4 @@
-"""What a resumed adaptive run takes over from the run it resumes (issue 22): the pace as the
+"""What a resumed adaptive run takes over from the run it resumes: the pace as the
 journal left it. Pure.
 
 A resumed run started its pace afresh: every broker written the ceiling while the throttles

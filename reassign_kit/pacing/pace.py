@@ -1,4 +1,4 @@
-"""The adaptive pace inside a run (a part of ``Run``, engine/run.py; issue 22): at every poll,
+"""The adaptive pace inside a run (a part of ``Run``, engine/run.py): at every poll,
 one health sample (``health.signals.HealthSource``: the probe by default) goes to the pure
 controller (``engine/pacing.py``); its decisions become per-broker throttle rates
 (``ThrottleKeeper.set_broker_rates``: written by the loop's next sync, before any submission)
@@ -80,10 +80,9 @@ class PacePart(CanaryPart):
         self._pace_began = now
         # the start rate is a raise from the floor, in the ramp's steps once the moves may
         # start (``_pace_write``): Kafka's replication quota, empty at the start, lets the
-        # fetchers take ~10 s of a limit written at once in a burst at the disk's speed (on
-        # bench-pacing the load's first seconds of every adaptive row: 0.3-1.3 s at 128
-        # MiB/s), as a raise written at once did. A resumed run goes on from the journaled
-        # pace: the rates written stay, the ramp goes on toward the controller's
+        # fetchers take ~10 s of a limit written at once in a burst at the disk's speed, which
+        # the load's latency feels (bench/RESULTS.md, bench-pacing). A resumed run goes on
+        # from the journaled pace: the rates written stay, the ramp goes on toward the controller's
         floor = self._pacer.bounds.floor
         start = dict.fromkeys(self._pacer.rates, floor)
         took = None if self._pace_memory is None else take_over(self._pace_memory, self._pacer)

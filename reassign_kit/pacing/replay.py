@@ -1,4 +1,4 @@
-"""A journal's adaptive pace replayed (issue 22, ``reassign-kit whatif`` on a journal): what
+"""A journal's adaptive pace replayed (``reassign-kit whatif`` on a journal): what
 another tuning of ``pacing.Controller`` would have decided on the signals the run journaled.
 Pure."""
 

@@ -1,4 +1,4 @@
-"""The planner (issue 20 #6: one package of small modules by job, one pipeline for both
+"""The planner (one package of small modules by job, one pipeline for both
 engines). ``pipeline`` sequences the passes; ``in_process`` and ``spark/planner.py`` are the two
 backends. Every name the CLI, the Spark job, the tests and the notebooks import is here."""
 

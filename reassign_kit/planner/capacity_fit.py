@@ -1,4 +1,4 @@
-"""Exact fit of a plan into the capacity file's hard limits (issue 20 #3).
+"""Exact fit of a plan into the capacity file's hard limits.
 
 The chunk passes are greedy: they honour the replica targets and the bytes bands, and may end
 with a broker over its ``disk_bytes`` / ``max_replicas`` although some placement fits every

@@ -1,4 +1,4 @@
-"""Demotion by reorder (issue 20 #2): the recorded leader / ISR of the partitions a demoted
+"""Demotion by reorder: the recorded leader / ISR of the partitions a demoted
 broker holds, and what the demoted brokers still lead after the plan, with the true reason."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def demoted_left(
     limit: int = 100,
 ) -> dict:
     """The partitions a demoted broker will still lead after the plan, each with the true
-    reason (issue 20 #2): its topic is filtered out; only demoted brokers hold it; the demoted
+    reason: its topic is filtered out; only demoted brokers hold it; the demoted
     broker is its only in-sync replica (as the snapshot recorded the ISR). ``partitions``: the
     partitions the demoted brokers hold, of every topic (selected or not)."""
     target = {(t, p): new for t, p, _, new, _ in changed}

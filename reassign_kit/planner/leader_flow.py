@@ -1,4 +1,4 @@
-"""Exact preferred-leader balance as a flow problem (issue 13 #1).
+"""Exact preferred-leader balance as a flow problem.
 
 Reordering a partition's replica list changes only its *preferred* leader: no byte is copied.
 Which broker leads which partition is an assignment of every partition to one of its replicas;

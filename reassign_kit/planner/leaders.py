@@ -28,7 +28,7 @@ def leader_key(
     the first replica alone when only demoted brokers hold it. When a demoted broker holds the
     partition and its ISR is known, only the others in the ISR may lead (a preferred election
     needs the first replica in sync), unless none is. Rack placement never pins a leader: a
-    reorder changes no placement (the validator accepts it on a rack-breaking set, issue 20)."""
+    reorder changes no placement (the validator accepts it on a rack-breaking set)."""
     cur = old[0] if old else VIRTUAL
     may = tuple(sorted(b for b in new if b not in demoted))
     if isr and demoted and len(may) < len(new):

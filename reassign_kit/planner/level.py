@@ -1,4 +1,4 @@
-"""Pass 3b: in-rack levelling (issue 20 #1). Each chunk meets its own quotas, but on a small
+"""Pass 3b: in-rack levelling. Each chunk meets its own quotas, but on a small
 snapshot, or with brokers removed from two racks, the detours of independent chunks need not
 cancel out: a broker can end two replicas above another of its rack. The driver sees the final
 counts (the same per-(chunk, broker) totals as the bytes pass), pairs the fullest broker of each

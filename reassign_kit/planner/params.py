@@ -26,9 +26,9 @@ class PlanParams:
     replication_factor: int | None = None
     rf_topics: tuple[str, ...] = ()
     chunks: int = DEFAULT_CHUNKS
-    # which topics are planned (issue 13 #2): internal topics are left out by default
+    # which topics are planned: internal topics are left out by default
     topic_filter: TopicFilter = TopicFilter()
-    # a leaders-only plan moving preferred leadership off these brokers (issue 13 #4)
+    # a leaders-only plan moving preferred leadership off these brokers
     demote_brokers: tuple[int, ...] = ()
     # hard per-broker limits (disk bytes, max replicas) and the bytes goal's tolerance
     capacity: Capacity | None = None

@@ -1,4 +1,4 @@
-"""The one pipeline (issue 20 #6): the passes in order, over a ``Backend`` that the in-process
+"""The one pipeline: the passes in order, over a ``Backend`` that the in-process
 engine (lists of rows per chunk) and the Spark job (chunk-partitioned frames, ``mapInPandas``)
 both implement. A change to a pass is made once, here or in the pass's module.
 

@@ -45,7 +45,7 @@ class Prepared:
     bytes_heavy: frozenset[int]
     agg: Aggregates
     dst_racks: frozenset = frozenset()
-    # bytes (issue 13 capacity goals): broker -> (low, high) bytes a plan aims within; high is
+    # bytes: broker -> (low, high) bytes a plan aims within; high is
     # the hard disk limit or, with --balance bytes, the share plus tolerance when that is lower
     bands: dict[int, tuple[float, float]] = field(default_factory=dict)
     shares: dict[int, float] = field(default_factory=dict)
@@ -81,7 +81,7 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
     for b in ctx.cordoned:  # a cordoned broker cannot be raised to a floor (it takes nothing)
         if b in bands:
             bands[b] = (min(bands[b][0], agg.bytes.get(b, 0)), bands[b][1])
-    # rack repair (issue 20 #1): the replicas that leave a doubled rack, as placeholders
+    # rack repair: the replicas that leave a doubled rack, as placeholders
     hook = repairs_hook.choose(agg, ctx, params, cur0, balance)
     work, repairs = hook.work, hook.positions
     cur = work.per_broker(work.replicas)

@@ -1,4 +1,4 @@
-"""Rack repair (issue 20 #1): partitions whose replica set spans fewer racks than it could.
+"""Rack repair: partitions whose replica set spans fewer racks than it could.
 
 Topics created before ``broker.rack`` was set, or moved by hand, hold two replicas in one rack.
 The planner repairs each of them with the fewest moves: one replica per missing rack leaves a

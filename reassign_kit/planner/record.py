@@ -1,4 +1,4 @@
-"""Plans run as approved (issue 24 #6): a plan's content hash and the cluster state it was
+"""Plans run as approved: a plan's content hash and the cluster state it was
 made from, kept BESIDE the plan (the plan file itself stays kafka-reassign-partitions' JSON).
 
 ``reassign-kit plan --output plan.json`` also writes ``plan.record.json``::

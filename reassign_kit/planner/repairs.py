@@ -1,4 +1,4 @@
-"""The rack-repair hook of the quotas pass (issue 20 #1): which doubled replicas leave their
+"""The rack-repair hook of the quotas pass: which doubled replicas leave their
 rack (``rack_repair.choose_repairs``, against the targets: rack totals do not depend on which
 of the doubled replicas leaves), and the aggregates with those replicas counted as placeholders
 that must move, so that every later pass treats a repair like a removed broker's replica."""

@@ -32,7 +32,7 @@ class PlanResult:
     timings: dict[str, float] = field(default_factory=dict)
     # leader_flow.LeaderBalance.summary(): best achievable spread, and why when it is not <= 1
     leader_balance: dict | None = None
-    # snapshot.excluded_summary(): the topics the selection left out (issue 13 #2)
+    # snapshot.excluded_summary(): the topics the selection left out
     excluded: dict | None = None
     # rack_repair.repair_report(): rack violations before / after the plan and why any is left
     rack_repair: dict | None = None
@@ -211,7 +211,7 @@ def build_report(result: PlanResult) -> dict[str, Any]:
 
 def unmet_goals(report: dict[str, Any]) -> list[str]:
     """The stated goals the plan does not meet, one line each (empty: every goal met). The
-    CLI exits ``EXIT_GOAL_NOT_MET`` on any (issue 20 #3): a plan that leaves a broker outside
+    CLI exits ``EXIT_GOAL_NOT_MET`` on any: a plan that leaves a broker outside
     its bytes band is not 'done', even when it moves nothing."""
     out = []
     bg = report.get("bytes_goal") or {}

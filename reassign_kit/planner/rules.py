@@ -89,7 +89,7 @@ def target_problems(
     replication factor, rack-awareness (min(RF, racks) racks spanned), no new replica on a
     cordoned broker. With ``current`` (the partition's replicas now): a reorder of the same set
     copies nothing and changes no placement, so rack-awareness does not forbid it (a demotion
-    of a rack-breaking replica set, issue 20 #2)."""
+    of a rack-breaking replica set)."""
     out: list[Problem] = []
     where = str(move.tp)
     target = list(move.replicas)
@@ -199,7 +199,7 @@ def apply_rf(topic: str, replicas: Sequence[int], rf_change: Mapping[str, int]) 
     return reps + [-(i + 1) for i in range(want - len(reps))]
 
 
-# -- capacity (issue 13 "Capacity goals"): hard per-broker limits ------------------------------
+# -- capacity: hard per-broker limits ---------------------------------------------------------
 CAPACITY_DISK = "capacity-disk"
 CAPACITY_REPLICAS = "capacity-max-replicas"
 CAPACITY_VERSION = 1

@@ -201,7 +201,7 @@ def file_max_replicas(params: PlanParams, b: int) -> int | None:
 def plan_targets(ctx: RuleContext, cur, rf_hist, balance: bool, params: PlanParams, caps) -> dict:
     """broker_targets; when the capacity file's max_replicas make it refuse, the counts are
     planned with the cordons' caps only: the targets' reading of max_replicas (rack bounds,
-    rounding) is no proof, the exact fit at the end decides (capacity_fit, issue 20 #3)."""
+    rounding) is no proof, the exact fit at the end decides (capacity_fit)."""
     try:
         return broker_targets(ctx, cur, rf_hist, balance, caps)
     except CapacityError:

@@ -64,7 +64,7 @@ class BeginPart:
                 message=f"the journal's last line was torn ({self._journal.torn_bytes} bytes "
                 "without a newline: the process died mid-write); it was cut off",
             )
-        # a run killed while it was being cancelled resumes as a cancel (issue 19 item 3)
+        # a run killed while it was being cancelled resumes as a cancel
         self._resume_cancel = resuming and cancel_interrupted(prior)
         self._reconcile(states, journaled, resuming)
         if resuming:

@@ -1,4 +1,4 @@
-"""Preferred leader elections after moves (issue 13: leadership that takes effect).
+"""Preferred leader elections after moves (leadership that takes effect).
 
 Reordering replicas changes only the *preferred* leader (the first replica); Kafka moves
 leadership by itself only when the leader leaves the replica set, or at its automatic rebalance
@@ -348,7 +348,7 @@ class Elections:
                 if not q.if_off:
                     self._elected(tp, st, "not_needed")
             elif st.isr and q.preferred not in st.isr:
-                # checked when the election is sent (issue 20 #2): a replica out of the ISR is
+                # checked when the election is sent: a replica out of the ISR is
                 # not elected; tried again at the next polls (it may catch up), then final
                 self._again(
                     tp,

@@ -1,11 +1,11 @@
 """Full garbage collections between polls, not in the middle of one; once after a bulk step,
-not at every quarter of growth during it (issue 12).
+not at every quarter of growth during it.
 
 CPython collects its oldest generation — every container object of the process, a plan's
 moves included — when enough young collections happened and the long-lived objects grew by a
 quarter since the last full collection. With a large plan in memory that is a pause of a
 tenth of a second per 100,000 partitions, wherever the allocation that triggers it happens:
-in a poll that turns 2,000 moves over, it was most of that poll (issue 12's poll p99).
+in a poll that turns 2,000 moves over, it was most of that poll (the poll's p99).
 
 ``deferred()`` (``between_polls()``) wraps one poll: inside it, the automatic full collection
 waits (the

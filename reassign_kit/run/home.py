@@ -63,8 +63,8 @@ REFUSED = (
     ReassignmentInProgressError,
     UsageError,
     AuthorizationError,
-    PlanHashError,  # issue 24: not the approved plan
-    PlanDriftError,  # issue 24: the cluster drifted since the plan was made
+    PlanHashError,  # not the approved plan
+    PlanDriftError,  # the cluster drifted since the plan was made
 )
 
 

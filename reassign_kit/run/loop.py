@@ -142,7 +142,7 @@ class LoopPart:
         if self._throttles_fresh:
             # the submission just made them exactly what ``cluster`` plus what it sent need,
             # and nothing else changed the moves in this poll: the next poll's listing checks
-            # them (issue 19, poll cost: a second listing and sync of 2,000 moves, ~10 ms)
+            # them (a second listing and sync of 2,000 moves, ~10 ms)
             self._throttles_fresh = self._dirty = False
         else:
             self._sync_throttles(self.gw.list_reassignments() if self._dirty else cluster)

@@ -355,7 +355,7 @@ class ExecuteOptions(ValidatedOptions):
         Option("min.insync.replicas to keep satisfiable while stepping (None: each topic's own)."),
     )
     sample_interval: float = _opt(5.0, Option("Seconds between the journal's progress samples."))
-    # issue 22, the observability half: where the adaptive pace reads broker health, and the
+    # the observability half: where the adaptive pace reads broker health, and the
     # run's own metrics out (health/sources.py; engine/metrics_out.py)
     health_source: str | None = _opt(
         None,

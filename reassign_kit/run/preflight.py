@@ -86,7 +86,7 @@ def read_plan(path: str, gateway: Any = None, *, allow_rf_change: bool = True) -
 def check_approval(
     gateway: Any, plan: Plan, approval: Approval, plan_path: str | None, source: str
 ) -> list[str]:
-    """Issue 24 #6, before anything is sent: the plan's hash is the approved one
+    """Before anything is sent: the plan's hash is the approved one
     (``PlanHashError``, 13), and the cluster has not drifted since the plan record beside it
     (``PlanDriftError``, 14, naming each drifted partition, gone broker and deleted topic)
     unless ``allow_drift``. A plan with no record (a plain Kafka-format file) has no known

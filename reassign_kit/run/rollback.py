@@ -1,4 +1,4 @@
-"""Rollback: the one way back to a move's original replica list (issue 19 item 2), used by
+"""Rollback: the one way back to a move's original replica list, used by
 every cancel path — the paced run's (``Run.cancel()``, ``--on-interrupt cancel``,
 ``--on-deadline cancel``, the panel and the API, a resumed interrupted cancel) through
 ``RollbackPart``, and the one-shot ``--cancel`` (``ops.cancel``) through ``merge_originals``,

@@ -136,7 +136,7 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart, 
         self._pos: dict[TopicPartition, int] = {}  # plan order of each move
         self._index = MoveIndex()  # the moves by status, kept by the transitions
         self._inflight_items: dict[TopicPartition, tuple[tuple, Item]] = {}
-        # write-ahead originals read back from the journal on resume (issue 19 item 1)
+        # write-ahead originals read back from the journal on resume
         self._wal_originals: dict[TopicPartition, tuple[int, ...]] = {}
         self._order_unknown: set[TopicPartition] = set()  # originals from KIP-455's set
         # every admin call of the loop retried with backoff, each retry journaled
@@ -147,7 +147,7 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart, 
             self.gw, plan.topics(), self.options.throttle, self.options.log_dir_throttle, self._emit
         )
         self._last_sample = -1e18
-        # the run's ETA (issue 12): per broker, bytes its new replicas must receive (from the
+        # the run's ETA: per broker, bytes its new replicas must receive (from the
         # plan, once) and have received by completed steps (counted as they complete)
         self._inbound_total: dict[int, int] = {}
         self._inbound_landed: dict[int, int] = {}

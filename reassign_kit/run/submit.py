@@ -115,7 +115,7 @@ class SubmitPart:
             steps_info[tp] = nxt_i
         if not targets:
             return
-        # write-ahead (issue 19 item 1): each move's intent and what undoes it — its original
+        # write-ahead: each move's intent and what undoes it — its original
         # replica list, in order — is in the journal, fsynced (the gateway commits it before
         # any change), before the throttles and the Alter are sent; a SIGKILL right after the
         # Alter leaves the original on disk for the resume and the cancel
@@ -219,7 +219,7 @@ class SubmitPart:
 class _InflightItems:
     """The run's steps in flight as schedule items for ``decide``: counted at once, built
     (``Run._inflight_item``) only if ``decide`` reads them — under a broker or leader cap, in
-    batch mode (issue 12: building 2,000 at every poll was a third of a quiet poll)."""
+    batch mode (building 2,000 at every poll was a third of a quiet poll)."""
 
     def __init__(self, run: Any):  # the Run (engine/run.py)
         self._run = run

@@ -1,4 +1,4 @@
-"""The sandbox brokers' metrics endpoints (issue 22): every broker runs the Prometheus JMX
+"""The sandbox brokers' metrics endpoints: every broker runs the Prometheus JMX
 exporter Java agent (``io.prometheus.jmx:jmx_prometheus_javaagent`` from Maven Central, fetched
 once into the Kafka jar cache like the broker's own jars, never committed) with the small rules
 file ``tools/jmx-exporter.yaml``, serving ``http://127.0.0.1:<port>/metrics``.

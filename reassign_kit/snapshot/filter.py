@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import UsageError
 
-# Kafka's own topics; every name starting with "__" is treated as internal (issue 13 #2)
+# Kafka's own topics; every name starting with "__" is treated as internal
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from ..planner import pipeline
 from ..planner.aggregates import Aggregates, aggregate_rows
@@ -20,6 +21,7 @@ from ..planner.rack_repair import is_violating
 from ..planner.replica_chunk import plan_chunk
 from ..planner.report import PlanResult
 from ..planner.rows import Changed, Row, chunk_key
+from ..planner.rules import RuleContext
 from ..snapshot.entries import PartitionEntry
 from ..snapshot.filter import excluded_summary
 from ..snapshot.snapshot import Snapshot
@@ -136,17 +138,27 @@ def _shaped(params: PlanParams):
     return reps
 
 
-def aggregate_spark(df, params: PlanParams, ctx) -> Aggregates:
+def aggregate_spark(df: Any, params: PlanParams, ctx: RuleContext) -> Aggregates:
     """The per-(chunk, broker) aggregates in the JVM (counts, leaders, bytes, RF histogram);
     only partitions with a replica that must go (removed broker, RF increase) pass through
     Python, for the rack-awareness classes."""
-    import pandas as pd
-    from pyspark.sql import functions as F
 
     agg = Aggregates()
     shaped = df.select(
         "topic", "partition", "chunk", "replicas", "size_bytes", _shaped(params).alias("reps")
     )
+    _count_replicas(shaped, agg)
+    if ctx.rack_count > 1:
+        _count_rack_capable(shaped, ctx, agg)
+        _find_rack_violating(shaped, params, ctx, agg)
+    _aggregate_pinned(shaped, params, ctx, agg)
+    return agg
+
+
+def _count_replicas(shaped: Any, agg: Aggregates) -> None:
+    """Replicas, leaders and bytes per (chunk, broker), partitions per chunk, the RF histogram."""
+    from pyspark.sql import functions as F
+
     ex = shaped.select("chunk", "size_bytes", F.posexplode("reps").alias("pos", "b"))
     ex = ex.withColumn("b", F.when(F.col("b") < 0, F.lit(-1)).otherwise(F.col("b")))
     for r in (
@@ -165,53 +177,63 @@ def aggregate_spark(df, params: PlanParams, ctx) -> Aggregates:
     for r in shaped.groupBy("chunk", F.size("reps").alias("rf")).count().collect():
         agg.partitions[r.chunk] = agg.partitions.get(r.chunk, 0) + r["count"]
         agg.rf_hist[r.rf] = agg.rf_hist.get(r.rf, 0) + r["count"]
-    if ctx.rack_count > 1:  # replicas that may change rack (planner.can_change_rack), per broker
-        rack_map = F.create_map(
-            *[
-                x
-                for b, r in sorted(ctx.racks.items())
-                if r is not None
-                for x in (F.lit(b), F.lit(r))
-            ]
+
+
+def _count_rack_capable(shaped: Any, ctx: RuleContext, agg: Aggregates) -> None:
+    """Replicas that may change rack (planner.can_change_rack), per broker."""
+    from pyspark.sql import functions as F
+
+    rack_map = F.create_map(
+        *[x for b, r in sorted(ctx.racks.items()) if r is not None for x in (F.lit(b), F.lit(r))]
+    )
+    with_racks = shaped.select(
+        "reps", F.transform("reps", lambda b: F.element_at(rack_map, b)).alias("rr")
+    )
+    rx = with_racks.select("reps", "rr", F.posexplode("reps").alias("pos", "b")).filter(
+        F.col("b") >= 0
+    )
+    mine = F.element_at(F.col("rr"), F.col("pos") + 1)
+    capable = (F.size("reps") < F.lit(ctx.rack_count)) | (
+        F.size(F.filter("rr", lambda r: r == mine)) >= 2
+    )
+    for r in rx.filter(capable).groupBy("b").count().collect():
+        agg.capable[r.b] = r["count"]
+
+
+def _find_rack_violating(
+    shaped: Any, params: PlanParams, ctx: RuleContext, agg: Aggregates
+) -> None:
+    """Rack repair: the partitions spanning too few racks come to the driver."""
+    from pyspark.sql import functions as F
+
+    known = F.create_map(
+        *[x for b, r in sorted(ctx.racks.items()) if r is not None for x in (F.lit(b), F.lit(r))]
+    )
+
+    def short(col):  # a superset of rack_repair.is_violating, exact in Python below
+        racks = F.filter(
+            F.transform(col, lambda b: F.element_at(known, b)), lambda r: r.isNotNull()
         )
-        with_racks = shaped.select(
-            "reps", F.transform("reps", lambda b: F.element_at(rack_map, b)).alias("rr")
-        )
-        rx = with_racks.select("reps", "rr", F.posexplode("reps").alias("pos", "b")).filter(
-            F.col("b") >= 0
-        )
-        mine = F.element_at(F.col("rr"), F.col("pos") + 1)
-        capable = (F.size("reps") < F.lit(ctx.rack_count)) | (
-            F.size(F.filter("rr", lambda r: r == mine)) >= 2
-        )
-        for r in rx.filter(capable).groupBy("b").count().collect():
-            agg.capable[r.b] = r["count"]
-    if ctx.rack_count > 1:  # rack repair: the partitions spanning too few racks come to the driver
-        known = F.create_map(
-            *[
-                x
-                for b, r in sorted(ctx.racks.items())
-                if r is not None
-                for x in (F.lit(b), F.lit(r))
-            ]
+        return F.size(F.array_distinct(racks)) < F.least(
+            F.size(F.array_distinct(col)), F.lit(ctx.rack_count)
         )
 
-        def short(col):  # a superset of rack_repair.is_violating, exact in Python below
-            racks = F.filter(
-                F.transform(col, lambda b: F.element_at(known, b)), lambda r: r.isNotNull()
-            )
-            return F.size(F.array_distinct(racks)) < F.least(
-                F.size(F.array_distinct(col)), F.lit(ctx.rack_count)
-            )
+    rf = params.rf_change()
+    agg.violating = sorted(
+        (r.topic, int(r.partition), tuple(int(b) for b in r.replicas), int(r.size_bytes))
+        for r in shaped.filter(short(F.col("replicas")) | short(F.col("reps")))
+        .select("topic", "partition", "replicas", "size_bytes")
+        .collect()
+        if is_violating(r.replicas, ctx, rf, r.topic)
+    )
 
-        rf = params.rf_change()
-        agg.violating = sorted(
-            (r.topic, int(r.partition), tuple(int(b) for b in r.replicas), int(r.size_bytes))
-            for r in shaped.filter(short(F.col("replicas")) | short(F.col("reps")))
-            .select("topic", "partition", "replicas", "size_bytes")
-            .collect()
-            if is_violating(r.replicas, ctx, rf, r.topic)
-        )
+
+def _aggregate_pinned(shaped: Any, params: PlanParams, ctx: RuleContext, agg: Aggregates) -> None:
+    """The forced moves and rack classes of the partitions with a replica that must go
+    (removed broker, RF increase), aggregated in Python (``aggregate_rows``)."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+
     removed = sorted(ctx.removed)
     must = F.exists(
         "reps",
@@ -238,7 +260,6 @@ def aggregate_spark(df, params: PlanParams, ctx) -> Aggregates:
         )
         part = _agg_from_rows([tuple(r) for r in rows])
         agg.forced, agg.classes = part.forced, part.classes
-    return agg
 
 
 def _fit_capacity(spark, final, prep):

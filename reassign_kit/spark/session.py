@@ -2,7 +2,7 @@
 ``spark.master`` works), Python workers on this interpreter, UI off, few shuffle partitions (the
 planner's data are per-broker aggregates and a few hash buckets).
 
-Where the driver listens (issue 13 #3): executors on other hosts must reach it, so
+Where the driver listens: executors on other hosts must reach it, so
 ``spark.driver.host`` and ``spark.driver.bindAddress`` come from, in order, the ``driver_host`` /
 ``bind_address`` parameters, $RK_SPARK_DRIVER_HOST / $RK_SPARK_DRIVER_BIND_ADDRESS, the user's
 Spark configuration (``spark-defaults.conf`` in $SPARK_CONF_DIR or $SPARK_HOME/conf, ``--conf`` in
@@ -196,7 +196,7 @@ def _start_failure(master: str, err: BaseException) -> str:
 
 
 def log_path() -> str | None:
-    """The file Spark's and the JVM's lines go to (issue 24 #3: quiet output), once a session
+    """The file Spark's and the JVM's lines go to (quiet output), once a session
     was started here without $RK_VERBOSE; None otherwise."""
     return _log_path
 

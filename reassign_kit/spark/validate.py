@@ -4,7 +4,8 @@ verdict and the messages are the same. Only the problems come back to the driver
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from ..model import Move, PartitionState, Plan, Problem, TopicPartition
 from ..planner.rules import Capacity, RuleContext, capacity_problems, move_all_problems
@@ -28,7 +29,6 @@ def validate_spark(
     """Every problem of ``plan`` against the snapshot, in plan order (topic, partition), then
     (with ``capacity``) each broker over a hard limit once the plan is applied: the per-broker
     totals are Spark aggregates, judged by the same ``plan_rules.capacity_problems``."""
-    import pandas as pd
     from pyspark.sql import functions as F
 
     small = brokers_and_topics(source)
@@ -39,20 +39,41 @@ def validate_spark(
         counts[r.topic] = r.m + 1
     brokers = small.broker_ids()
     if plan_df is None:
-        pdf = pd.DataFrame(
-            {
-                "topic": [m.topic for m in plan],
-                "partition": [m.partition for m in plan],
-                "target": [list(m.replicas) for m in plan],
-                "log_dirs": [list(m.log_dirs) if m.log_dirs is not None else None for m in plan],
-            }
-        )
-        plan_df = spark.createDataFrame(
-            pdf, "topic string, partition int, target array<int>, log_dirs array<string>"
-        )
+        plan_df = _plan_frame(spark, plan)
     current = parts.select("topic", "partition", F.col("replicas").alias("current"))
     joined = plan_df.join(current, ["topic", "partition"], "left")
-    disallow = disallow_replication_factor_change
+    check = _checker(brokers, counts, ctx, disallow_replication_factor_change)
+    rows = joined.mapInPandas(check, PROBLEM_SCHEMA).collect()
+    rows.sort(key=lambda r: (r.topic, r.partition, r.i))
+    out = [Problem(r.where, r.rule, r.detail) for r in rows]
+    if capacity is not None:
+        out += _capacity_after(parts, plan_df, capacity, brokers)
+    return out
+
+
+def _plan_frame(spark: Any, plan: Plan) -> Any:
+    """The plan as a Spark DataFrame (topic, partition, target, log_dirs)."""
+    import pandas as pd
+
+    pdf = pd.DataFrame(
+        {
+            "topic": [m.topic for m in plan],
+            "partition": [m.partition for m in plan],
+            "target": [list(m.replicas) for m in plan],
+            "log_dirs": [list(m.log_dirs) if m.log_dirs is not None else None for m in plan],
+        }
+    )
+    return spark.createDataFrame(
+        pdf, "topic string, partition int, target array<int>, log_dirs array<string>"
+    )
+
+
+def _checker(
+    brokers: list[int], counts: dict[str, int], ctx: RuleContext, disallow: bool
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The mapInPandas function: each move's problems against its partition's current
+    replicas, one row per problem (numbered, to keep their order)."""
+    import pandas as pd
 
     def check(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         base = ClusterView.of(brokers, counts)
@@ -84,22 +105,22 @@ def validate_spark(
             if out["topic"]:
                 yield pd.DataFrame(out, columns=list(out))
 
-    rows = joined.mapInPandas(check, PROBLEM_SCHEMA).collect()
-    rows.sort(key=lambda r: (r.topic, r.partition, r.i))
-    out = [Problem(r.where, r.rule, r.detail) for r in rows]
-    if capacity is not None:
-        after = (
-            parts.join(
-                plan_df.select("topic", "partition", "target"), ["topic", "partition"], "left"
-            )
-            .select(
-                "size_bytes", F.explode(F.coalesce(F.col("target"), F.col("replicas"))).alias("b")
-            )
-            .groupBy("b")
-            .agg(F.count(F.lit(1)).alias("n"), F.sum("size_bytes").alias("bytes"))
-            .collect()
-        )
-        out += capacity_problems(
-            {r.b: r.n for r in after}, {r.b: r.bytes for r in after}, capacity, brokers
-        )
-    return out
+    return check
+
+
+def _capacity_after(
+    parts: Any, plan_df: Any, capacity: Capacity, brokers: list[int]
+) -> list[Problem]:
+    """Each broker over a hard limit once the plan is applied (Spark aggregates per broker)."""
+    from pyspark.sql import functions as F
+
+    after = (
+        parts.join(plan_df.select("topic", "partition", "target"), ["topic", "partition"], "left")
+        .select("size_bytes", F.explode(F.coalesce(F.col("target"), F.col("replicas"))).alias("b"))
+        .groupBy("b")
+        .agg(F.count(F.lit(1)).alias("n"), F.sum("size_bytes").alias("bytes"))
+        .collect()
+    )
+    return capacity_problems(
+        {r.b: r.n for r in after}, {r.b: r.bytes for r in after}, capacity, brokers
+    )

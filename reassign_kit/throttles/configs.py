@@ -16,7 +16,7 @@ another in-flight move of the same topic needs: callers pass the other reassignm
 and they are included (as the official tool does). Clearing likewise only removes what no
 remaining in-flight move needs (the official tool clears every broker's rate unconditionally).
 
-Restored, not deleted (issue 14 #11): before the tool first changes a throttle config it records
+Restored, not deleted: before the tool first changes a throttle config it records
 the value there before (``Priors``; a paced run journals it as ``throttle_prior`` before the
 change is sent, legacy ``--execute`` writes it to a priors file beside its rollback file) and
 when no move needs the throttle any more it puts that value back instead of deleting the key:
@@ -208,7 +208,7 @@ def clear_changes(
     rates, a broker still moving a replica between log dirs keeps its log-dir rate. A key
     with a recorded prior (``priors``) gets that value back instead of being deleted (the
     operator's list entries kept beside what the moves in flight need). ``only_recorded``
-    (a run's own record is known: issue 19 item 6): only the keys ``priors`` recorded — the
+    (a run's own record is known): only the keys ``priors`` recorded — the
     ones that run changed — are touched; an operator's value elsewhere (a rate on a broker
     the run never throttled) is left as it is. Pure."""
     still = throttles_for(move_map({}, {}, remaining_in_flight))

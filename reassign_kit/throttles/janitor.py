@@ -1,4 +1,4 @@
-"""The throttle janitor (issue 14 #11): every throttle config on the cluster that no
+"""The throttle janitor: every throttle config on the cluster that no
 reassignment in flight needs — ours or another tool's, left by a run that died, or set on a
 broker that was down when its run ended — with where its value comes from; and their removal.
 
@@ -185,7 +185,7 @@ def clean_throttles(
     or broker itself: a list narrowed to what the moves need (deleted when nothing is left), a
     rate deleted, or put back at its prior when ``priors`` know one. The cluster default and
     server.properties values are left as they are (reported). ``only_recorded`` (the runs'
-    records found, issue 19): only the configs ``priors`` record — those the runs changed —
+    records found): only the configs ``priors`` record — those the runs changed —
     are changed; the others are reported as kept."""
     check = check or check_throttles(gateway, priors)
     tch: ConfigChanges = {}

@@ -35,14 +35,14 @@ class ThrottleKeeper:
         self.gw = gateway
         self.plan_topics = set(plan_topics)
         self.rate, self.log_dir_rate = rate, log_dir_rate
-        # per-broker rates over ``rate`` (issue 22: the adaptive pace), replaced whole by
+        # per-broker rates over ``rate`` (the adaptive pace), replaced whole by
         # ``set_broker_rates`` so a sync reads one consistent mapping
         self.broker_rates: Mapping[int, int] = {}
         self.emit = emit
         self.applied: dict[str, Any] | None = None  # throttles in scope after the last sync
         self._applied_for: Any = None
         # what the last sync was given: the same again (nothing submitted, no reassignment
-        # in flight changed) needs the same throttles, without computing them (issue 12)
+        # in flight changed) needs the same throttles, without computing them
         self._given: Any = None
         self._computed: Any = None  # (moves, their throttles, this run's brokers among them)
         self.managed_brokers: set[int] = set()  # brokers this run set a rate on
@@ -157,7 +157,7 @@ class ThrottleKeeper:
             return
         # the rate is read once, here, and is part of what the caches compare: a
         # ``set_rate`` from another thread while this sync runs (the panel's slider, the
-        # API) is never covered by this sync's caches; the next sync writes it (issue 19 #7)
+        # API) is never covered by this sync's caches; the next sync writes it
         rate, overrides = self.rate, self.broker_rates
         per_broker = frozenset(overrides.items())
         ld_given = frozenset(log_dir_brokers)
@@ -186,7 +186,7 @@ class ThrottleKeeper:
         moves = move_map(targets, states, others)
         if self._computed is not None and self._computed[0] == moves:
             # the same moves as the last time (the listing right after a submission shows
-            # what was just throttled): the same lists, not built and sorted again (issue 12)
+            # what was just throttled): the same lists, not built and sorted again
             required, mine = self._computed[1], self._computed[2]
         else:
             required = throttles_for(moves)

@@ -63,7 +63,7 @@ class Artefacts:
             "cancel": self.outcome.to_json_obj() if self.outcome is not None else None,
             "errors": list(self.errors),
             "changes": self._notes(),  # caps changed during the run, resumes: what the user did
-            "approval": list(self.approval_lines),  # plan hash / drift check (issue 24 #6)
+            "approval": list(self.approval_lines),  # plan hash / drift check
             "artefacts": dict(self.artefacts),
         }
 

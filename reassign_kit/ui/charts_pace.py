@@ -1,4 +1,4 @@
-"""The adaptive pace's chart and decisions table (issue 22): per broker the throttle rate over
+"""The adaptive pace's chart and decisions table: per broker the throttle rate over
 time (step lines) and the produce p99 the controller saw, the objective as a horizontal line,
 every decision marked with its cause on hover, the spans new submissions were paused shaded.
 From ``figures_pace.pace_series`` (already bounded); the panel, the postmortem notebook and

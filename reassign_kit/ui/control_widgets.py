@@ -1,4 +1,4 @@
-"""The panel's pacing controls as widgets, in human units (issue 25 item 1).
+"""The panel's pacing controls as widgets, in human units.
 
 Built from the one declaration of the execute options (``engine.options``): the label, the
 widget kind, the "none" value. Here only the presentation is added: the throttle in MiB/s

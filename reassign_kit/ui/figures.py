@@ -306,7 +306,7 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} TiB"
 
 
-# ---- the ETA over the run, beside the truth (issue 21: can the ETA be trusted?) -----------
+# ---- the ETA over the run, beside the truth (can the ETA be trusted?) -----------------------
 
 
 @dataclass(frozen=True)

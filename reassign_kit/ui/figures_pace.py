@@ -1,4 +1,4 @@
-"""The adaptive pace's decisions as series (issue 22: "the panel charts rate, latency and the
+"""The adaptive pace's decisions as series ("the panel charts rate, latency and the
 objective over time"), from a run's journal (pure: events in, bounded values out).
 
 An adaptive run (``--pace adaptive``) journals ``pace_started`` (objective, floor, ceiling,

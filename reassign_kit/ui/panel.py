@@ -80,7 +80,7 @@ class Panel(RunWiring, Artefacts):
         **defaults: Any,
     ):
         self.plan = plan
-        # plans as approved (issue 24 #6): checked by the preflight of Execute / Resume
+        # plans as approved: checked by the preflight of Execute / Resume
         self.plan_path = os.path.abspath(plan_path) if plan_path else None
         self.approval = Approval(expect_plan_hash or None, bool(allow_drift), plan_record)
         self.approval_lines: list[str] = []
@@ -192,7 +192,8 @@ class Panel(RunWiring, Artefacts):
         self.eta_html = W.HTML()  # the progress line: only what holds in the run's state
         self.whatif_html = W.HTML()
         # the figures (plain plotly Figures) and the views that show them (charts.figure_view:
-        # the whole figure as state, never a FigureWidget; issue 25, the blank chart)
+        # the whole figure as state, never a FigureWidget, whose model can miss its figure and
+        # draw a blank chart)
         self.whatif_figure = charts.whatif_widget()
         self.whatif_chart = charts.figure_view(160, "rk-whatif-chart")
         self.figure = charts.new_figure(widget=False)

@@ -153,7 +153,7 @@ def batch_wait_figure(batches: Any) -> Any:
     return fig
 
 
-# ---- from the journal's events: the adaptive pace (issue 22), the ETA (issue 21) ----------
+# ---- from the journal's events: the adaptive pace, the ETA ----------------------------------
 
 ETA_HEIGHT = 360
 

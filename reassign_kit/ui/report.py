@@ -1,4 +1,4 @@
-"""`reassign-kit report JOURNAL... --html out.html` (issue 24 #4): a postmortem a person can
+"""`reassign-kit report JOURNAL... --html out.html`: a postmortem a person can
 attach to a ticket — the figures of notebook 04 (timeline, concurrency, throughput per
 broker, batch waits; the adaptive pace's decisions and the ETA over the run where the
 journals have them) and the tables behind them, in ONE self-contained HTML file (plotly.js

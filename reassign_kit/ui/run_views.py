@@ -1,6 +1,6 @@
-"""The panel's charts of one run beside the progress chart: the adaptive pace (issue 22: rate,
+"""The panel's charts of one run beside the progress chart: the adaptive pace (rate,
 latency and the objective over time, and the decisions table; shown for an adaptive run and
-not otherwise) and the ETA over the run (issue 21: the estimate and its range so far, the
+not otherwise) and the ETA over the run (the estimate and its range so far, the
 time really left beside them once the run finished done).
 
 Each chart is a ``charts.figure_view`` (an Output holding the whole figure as plotly's mime
@@ -49,7 +49,7 @@ class RunViews:
         """Redraw both from ``events`` (``now``: epoch seconds while the run goes on, the
         rates drawn up to it). A chart with nothing to draw is hidden, not drawn empty; so
         is the ETA's when ``eta`` is False (a paused run: no estimate of its finish is shown
-        anywhere in the panel while nothing new is submitted, issue 25)."""
+        anywhere in the panel while nothing new is submitted)."""
         fig, self.pace = pace_figure_of(events, now)
         if fig is None:
             self.pace_box.layout.display = "none"

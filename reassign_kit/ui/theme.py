@@ -1,4 +1,4 @@
-"""One look for every figure (issue 24 #4): the plan's, the live progress, the what-if, the
+"""One look for every figure: the plan's, the live progress, the what-if, the
 postmortem's and the report's share one Plotly template, ``reassign_kit`` (plotly_white, one
 colour order, one font), registered here by name.
 

@@ -10,12 +10,11 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from .. import api
 from ..errors import ReassignKitError, UsageError
 from ..model import Plan
 from ..moves.journal import read_events
-from ..run import home as state
 from ..run.options import ExecuteOptions
-from ..run.preflight import preflight
 from ..run.resume import set_aside, unfinished_run
 from . import cancel_view, controls, describe, status
 from . import control_widgets as cw
@@ -54,27 +53,19 @@ class RunWiring:
             opts = ExecuteOptions(**{**self.options(), **self._panel_run_options()})
             # the run's home (as the CLI's): its originals, priors and journal are found by
             # --verify / --cancel with the plan; the output folder's paths are recorded there
-            with state.recording(
+            started = api.start_run(
                 self.gateway,
                 self.plan,
-                kind="paced",
+                opts,
+                journal=self._fixed_journal,
+                rollback_path=self._rollback_target() or "",
                 state_dir=self.state_dir,
                 source="the panel's plan",
-                rollback=self._rollback_target(),
-                journal=self._fixed_journal,
-                throttle=opts.throttle,
-            ) as home:
-                journal = self._fixed_journal or home.journal
-                prepared = preflight(
-                    self.gateway,
-                    self.plan,
-                    opts,
-                    journal,
-                    rollback_path=home.rollback,
-                    plan_path=self.plan_path,
-                    approval=self.approval,
-                    **self._run_kwargs,
-                )
+                plan_path=self.plan_path,
+                approval=self.approval,
+                **self._run_kwargs,
+            )
+            prepared, home, journal = started.prepared, started.home, started.journal
             self.approval_lines = list(prepared.approval)  # shown in report()
             if self._fixed_journal:
                 aside = set_aside(self._fixed_journal)
@@ -82,7 +73,6 @@ class RunWiring:
                     self.artefacts["previous_journal"] = aside
             self.journal_path = journal  # Resume after a Stop goes on from it
             self.resumable = None
-            home.written_prepared(prepared, self.plan)
             self._home = home  # marked finished when the run is done (as the CLI's)
         except (ReassignKitError, OSError) as e:
             self._say(str(e), error=True)
@@ -136,17 +126,17 @@ class RunWiring:
             opts = ExecuteOptions.from_json_obj(
                 {**journaled, **self.options(), **self._panel_run_options()}
             )
-            prepared = preflight(
+            prepared = api.start_run(
                 self.gateway,
                 self.plan,
                 opts,
-                self.journal_path,
+                journal=self.journal_path,
                 resume=True,
                 rollback_path=None,
                 plan_path=self.plan_path,
                 approval=self.approval,
                 **self._run_kwargs,
-            )
+            ).prepared
         except ReassignKitError as e:
             self._say(str(e), error=True)
             return

@@ -1,4 +1,4 @@
-"""The decision log of one adaptive run, rendered in the panel (issue 22 Must show): an
+"""The decision log of one adaptive run, rendered in the panel: an
 ``--pace adaptive`` run of a plan on the sandbox, started from the panel in JupyterLab (Debian's
 Chromium through Playwright), and the panel's pace chart and decisions table screenshotted
 once the run is done. Not part of ``make test`` (a few minutes; one sandbox).
@@ -165,7 +165,7 @@ def _drive(page, url: str, token: str, out_dir: Path, out: Path, timeout: float)
     box.screenshot(path=str(out))
     size = out.stat().st_size
     print(f"wrote {out} ({size // 1024} KiB)")
-    # the ETA over the run beside the truth (issue 21), under it: for a look, not the docs
+    # the ETA over the run beside the truth, under it: for a look, not the docs
     eta = panel.locator(".rk-eta")
     if eta.is_visible():
         SHOTS.mkdir(parents=True, exist_ok=True)

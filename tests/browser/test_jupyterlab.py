@@ -65,7 +65,7 @@ def test_execute_in_jupyterlab(lab):
                 ".find(x => x.textContent.includes('Execute')); return b && !b.disabled; }",
                 timeout=120_000,
             )
-            # the run's chart panes are hidden until it starts (issue 25): the progress line
+            # the run's chart panes are hidden until it starts: the progress line
             # is the status that is always shown (test_panel_browser checks the chart)
             page.locator(".rk-progress").first.wait_for(timeout=60_000)
             execute.click()

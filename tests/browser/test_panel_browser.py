@@ -1,4 +1,4 @@
-"""The panel as an on-call SRE meets it (issue 25): JupyterLab in Debian's Chromium at
+"""The panel as an on-call SRE meets it: JupyterLab in Debian's Chromium at
 1366x768, on the session sandbox. Execute and the status fit in the window; a throttled run's
 throttle is changed mid-run and found in the journal and the brokers' configs; paused shows no
 countdown; done says "done in …" with no ETA; a second plan is cancelled through the
@@ -87,7 +87,7 @@ CHART_JS = """el => {
 }"""
 
 
-# the ETA over the run as drawn (issue 21): its title and the traces plotly drew
+# the ETA over the run as drawn: its title and the traces plotly drew
 ETA_JS = """el => {
   const plot = el.querySelector('.rk-eta-chart .js-plotly-plot');
   const t = plot && plot.querySelector('.gtitle');
@@ -213,8 +213,8 @@ def _drive(page, url, token, journals, gw, brokers, plan2, before2) -> None:
         assert 0 <= box["y"] and box["y"] + box["height"] <= H, f"{what} is below the fold: {box}"
         assert 0 <= box["x"] and box["x"] + box["width"] <= W, f"{what} is cut at the side: {box}"
     assert "not started" in progress(p1)
-    # the chart is drawn before the run: the plan's bytes per broker, its title (the blank
-    # chart of issue 25: a FigureWidget whose model missed its figure)
+    # the chart is drawn before the run: the plan's bytes per broker, its title (a blank
+    # chart was a FigureWidget whose model missed its figure)
     before = wait_until(
         lambda: (c := _chart(p1))["title"].startswith("plan: ") and c["bars"] > 0 and c,
         60,
@@ -289,8 +289,8 @@ def _drive(page, url, token, journals, gw, brokers, plan2, before2) -> None:
     )
     assert done["areas"] > 0 and done["bars"] > 0 and done["traces"] >= 9, done
     assert "ETA" not in done["title"], done
-    # the ETA over the run beside the time really left (issue 21); a static run shows no
-    # adaptive pace (issue 22)
+    # the ETA over the run beside the time really left; a static run shows no
+    # adaptive pace
     eta = wait_until(
         lambda: (c := p1.evaluate(ETA_JS)) and c["title"].startswith("The ETA over the run") and c,
         30,

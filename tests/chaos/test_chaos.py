@@ -1,4 +1,4 @@
-"""Chaos on a real KRaft quorum (issue 14): each scenario moves a loaded topic with a paced
+"""Chaos on a real KRaft quorum: each scenario moves a loaded topic with a paced
 run while a fault hits the cluster or the tool, then checks that no acknowledged message was
 lost, no throttle is left that no move needs, an operator's throttles are back, every
 partition is at its plan target (or its original list when cancelled) and no replication
@@ -120,7 +120,7 @@ def sigkill_tool_then_resume(ctx: Ctx) -> None:
 
 
 def broker_and_tool_sigkilled_then_resumed(ctx: Ctx) -> None:
-    """Issue 23: a target broker SIGKILLed mid-move, then the tool SIGKILLed (a real
+    """A target broker SIGKILLed mid-move, then the tool SIGKILLed (a real
     subprocess SIGKILL) while the broker is down; the broker restarted, the run resumed."""
     ctx.wait_event("submitted", 2)
     ctx.sb.kill_broker(3)
@@ -289,7 +289,7 @@ def sigstop_bursts(broker: int, bursts: int = 6, stop_s: float = 4.0, cont_s: fl
 
 @pytest.mark.chaos
 def test_a_stalled_broker_is_backed_off_alone(quorum, work):
-    """Issue 22: --pace adaptive with broker 3 (a target of every move) stalled by SIGSTOP
+    """--pace adaptive with broker 3 (a target of every move) stalled by SIGSTOP
     bursts: its rate drops within 30 s of the first stall and the other brokers' do not (each
     stands as high or higher 30 s later, above broker 3), nothing acknowledged is lost, the run
     finishes with no throttle left."""
@@ -348,7 +348,7 @@ def sigkill_adaptive_then_resume(ctx: Ctx) -> None:
 
 @pytest.mark.chaos
 def test_adaptive_run_sigkilled_and_resumed_keeps_its_pace(quorum, work):
-    """Issue 22: an adaptive run SIGKILLed (a real subprocess SIGKILL) after its pace raised
+    """An adaptive run SIGKILLed (a real subprocess SIGKILL) after its pace raised
     a broker, then resumed: the resumed run takes over each broker's rate and the rate
     written to it (the throttles it sets for the moves in flight go on from those toward the
     rates, never the ceiling nor the floor), nothing acknowledged is lost, the run finishes

@@ -1,4 +1,4 @@
-"""Health signals while a broker is stalled (issue 22; ``make chaos``): a broker frozen by
+"""Health signals while a broker is stalled (``make chaos``): a broker frozen by
 SIGSTOP (a stand-in for a long GC pause) drops out of its followers' ISR, and the leaders'
 exporters flag those partitions under min ISR; the frozen broker's own exporter is a real slow
 endpoint: its values are None, the sample degraded, and no partition set is claimed. The

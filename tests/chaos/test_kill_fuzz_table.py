@@ -1,4 +1,4 @@
-"""The kill-fuzz table (issue 19, Must show): the real CLI SIGKILLed at random points — between
+"""The kill-fuzz table: the real CLI SIGKILLed at random points — between
 an Alter and its journal line, inside a cancel, inside the final cleanup, at any gateway call
 or a random moment — then resumed or cancelled; counted: wrong originals, replication factor
 above max(original, target), partitions at neither target nor original, throttles no move

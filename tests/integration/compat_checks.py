@@ -1,4 +1,4 @@
-"""Issue 23: what reassign-kit sends to a real broker of any release, shared by
+"""What reassign-kit sends to a real broker of any release, shared by
 test_compat_capabilities.py (the session sandbox: 4.3.1 in CI, each release in `make compat`)
 and test_compat_39zk.py (a Kafka 3.9 ZooKeeper sandbox of its own, in `make test`).
 

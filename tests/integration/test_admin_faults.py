@@ -1,4 +1,4 @@
-"""The admin gateway after a broker dies (issue 14 #15; found by the chaos suite).
+"""The admin gateway after a broker dies (found by the chaos suite).
 
 kafka-python sends controller requests (List/AlterPartitionReassignments) to one broker it
 picked once; when that broker died, every later request failed with UnknownBrokerIdError,

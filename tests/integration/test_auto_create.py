@@ -1,4 +1,4 @@
-"""Read-only commands never create topics (issue 14 #9), on a broker that auto-creates them.
+"""Read-only commands never create topics, on a broker that auto-creates them.
 
 Kafka's default is ``auto.create.topics.enable=true`` (the shared sandbox turns it off, so no
 other test could see this): a Metadata request naming a topic creates it. A plan or a

@@ -1,4 +1,4 @@
-"""A move that completes while it is being cancelled, on the real cluster (issue 10).
+"""A move that completes while it is being cancelled, on the real cluster.
 
 Kafka answers the cancel of a reassignment that has just finished with its own error
 (``NoReassignmentInProgress``), which the simulator spells differently; the run must report

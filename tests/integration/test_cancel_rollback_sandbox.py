@@ -1,4 +1,4 @@
-"""Cancel means rollback, on the real cluster (issue 14 #1).
+"""Cancel means rollback, on the real cluster.
 
 A KIP-435 stepped run (R = 1) moves an RF-2 partition onto two other brokers: (b0, b1) ->
 (b2, b0, b1) -> (b2, b1) -> (b2, b3). It is cancelled once step 2 has completed, i.e. between

@@ -1,4 +1,4 @@
-"""Issue 23 in `make test`: one older release, Apache Kafka 3.9.1 in ZooKeeper mode (the
+"""Compatibility in `make test`: one older release, Apache Kafka 3.9.1 in ZooKeeper mode (the
 newest release with ZooKeeper, without the broker-side replication-factor guard), on a small
 sample so a regression is seen in CI. The sandbox fetches 3.9.1's jars itself (mvn, into
 $RK_KAFKA_CACHE/3.9.1) on a fresh clone. `make compat` runs the whole matrix."""
@@ -90,7 +90,7 @@ def test_capabilities_are_what_the_brokers_report(gw39):
     assert info["metadata_mode"] == "zookeeper" and info["kafka_version"].startswith("3.9")
     assert info["capabilities"] == c.summary()
     assert info["capabilities"]["broker-side replication-factor guard"] is False
-    # issue 22: the probe's ISR view falls back to the metadata, ELR unknown (never 0)
+    # the probe's ISR view falls back to the metadata, ELR unknown (never 0)
     assert "DescribeTopicPartitions" in (isr_view.elr_unknown_why(c) or "")
     probe = probe_for(gw39)
     try:

@@ -1,4 +1,4 @@
-"""Issue 23 on the session sandbox (every release and mode in `make compat`; marked compat, so
+"""Capabilities on the session sandbox (every release and mode in `make compat`; marked compat, so
 not in `make test`): --disallow-replication-factor-change sends what the controller lists and says
 so, and no request goes out at a version the broker did not list. The same checks on a Kafka
 3.9 ZooKeeper cluster run in `make test` from test_compat_39zk.py."""

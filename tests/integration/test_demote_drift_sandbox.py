@@ -1,4 +1,4 @@
-"""Demotion when leadership drifted, on the real cluster (issue 13).
+"""Demotion when leadership drifted, on the real cluster.
 
 A topic of RF 3 whose partitions all have broker A first and B second. A is stopped
 (controlled shutdown: B, the next in-sync replica, takes over) and started again: A rejoins the
@@ -28,7 +28,7 @@ from reassign_kit.cli import main as cli_main
 from reassign_kit.cluster.admin import AdminGateway
 from reassign_kit.model import Plan, TopicPartition
 from reassign_kit.moves.journal import read_events
-from reassign_kit.sandbox.sandbox import pid_alive
+from reassign_kit.sandbox.processes import pid_alive
 from reassign_kit.snapshot.snapshot import Snapshot, take_snapshot
 
 pytestmark = pytest.mark.integration

@@ -1,5 +1,5 @@
 """The drop-in flow on a real cluster, exactly as a runbook for kafka-reassign-partitions runs
-it (issue 19 item 5, 6): the operator's rates set, ``--execute --throttle R`` with a plan,
+it: the operator's rates set, ``--execute --throttle R`` with a plan,
 ``--verify`` with the same plan (nothing else) until done -> the operator's rates back at
 exactly their values and no other config touched; and ``--execute`` then ``--cancel
 --reassignment-json-file plan.json`` -> every partition at its original list, order included.

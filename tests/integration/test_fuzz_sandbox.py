@@ -1,4 +1,4 @@
-"""Issue 11, hostile input on the real cluster: a batch of hostile plans through ``--execute``
+"""Hostile input on the real cluster: a batch of hostile plans through ``--execute``
 (legacy with a throttle, and paced) on the sandbox. Each one is refused with a message naming
 the plan and nothing is sent: afterwards no reassignment is in flight (ListPartitionReassignments
 is empty), the topic's replicas are unchanged and no throttle config (topic lists, broker

@@ -1,4 +1,4 @@
-"""The sandbox's brokers serve their JMX exporter (issue 22) and the scrape health source reads
+"""The sandbox's brokers serve their JMX exporter and the scrape health source reads
 real signals from them: every broker measured, produce latency where produce requests went,
 bytes in as a rate between two scrapes; a dead endpoint beside them degrades the sample
 without hiding what the live ones measured. Cleans up its topic."""

@@ -1,4 +1,4 @@
-"""Installs as a user has them (issue 24 #1, #2): the wheel built from this checkout, installed
+"""Installs as a user has them: the wheel built from this checkout, installed
 in clean virtual environments (uv, versions pinned by requirements.lock, wheels from uv's
 cache), used against the session's sandbox.
 

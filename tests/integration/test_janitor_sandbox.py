@@ -1,4 +1,4 @@
-"""`reassign-kit throttles --check / --clean` on a real cluster (issue 14 #11): DescribeConfigs'
+"""`reassign-kit throttles --check / --clean` on a real cluster: DescribeConfigs'
 sources as Kafka reports them (a rate set on a broker is a dynamic broker config, a topic list
 a topic config; an unset rate is not listed at all), exit 8 while stray throttles are set,
 --clean removes them and nothing else of the topic's configs."""

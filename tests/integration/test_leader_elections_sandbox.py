@@ -1,4 +1,4 @@
-"""Leadership that takes effect, on the real cluster (issue 13).
+"""Leadership that takes effect, on the real cluster.
 
 (a) A decommission planned by ``reassign_kit.plan`` and executed by a paced run
 (``--execute --reassignment-batch-size 4 --incremental``, at most 2 elections per poll): the

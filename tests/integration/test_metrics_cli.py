@@ -1,4 +1,4 @@
-"""``--metrics-port`` / ``--metrics-textfile`` through the CLI on the sandbox (issue 22): the
+"""``--metrics-port`` / ``--metrics-textfile`` through the CLI on the sandbox: the
 textfile holds the run's end as its report says it; a port already taken is refused by name,
 exit 2, with nothing sent (the partition where it was, no throttle set). Cleans up its topic."""
 

@@ -1,4 +1,4 @@
-"""A paced run scraped by a real Prometheus (issue 22): Debian's ``prometheus`` binary, started
+"""A paced run scraped by a real Prometheus: Debian's ``prometheus`` binary, started
 by this test on 127.0.0.1 with its own config in a tmp dir, killed by pid at the end. It
 scrapes the run's ``RunMetrics`` endpoint and the sandbox brokers' JMX exporters; at the end
 the series queried from Prometheus match the run's own report (moves done, bytes moved), and

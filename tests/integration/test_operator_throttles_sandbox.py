@@ -1,4 +1,4 @@
-"""Throttles restored, not deleted, on a real cluster (issue 14 #11): an operator's own
+"""Throttles restored, not deleted, on a real cluster: an operator's own
 replication rates on the brokers of a paced, throttled move are back at their values after
 the run, and `reassign-kit throttles --check` (given the run's journal, which recorded them)
 finds nothing that no move needs; without the journal it lists them as dynamic broker

@@ -1,4 +1,4 @@
-"""The adaptive pace on the real sandbox (issue 22): the probe measures every broker through
+"""The adaptive pace on the real sandbox: the probe measures every broker through
 its canary topic and sees a partition under min ISR through the Admin API — with its eligible
 leader replicas (KIP-966) read through DescribeTopicPartitions, as the 4.3.1 brokers finalize
 ``eligible.leader.replicas.version`` by default — and deletes its canary at the end; a probe that cannot reach a cluster is degraded, never raising; and one

@@ -350,7 +350,7 @@ def test_paced_moves_with_log_dirs(sandbox, gw, topic_name, tmp_path, bootstrap)
 def test_steps_alone_are_a_paced_run_sigterm_leaves_exact_throttles_and_a_resume_hint(
     sandbox, gw, topic_name, tmp_path, bootstrap
 ):
-    """Regression (issue 10): ``--execute --parallel-replica-count R`` with no pacing flag ran
+    """Regression: ``--execute --parallel-replica-count R`` with no pacing flag ran
     its own path: no SIGTERM handling (throttles left, no run_finished), a journal named from
     an environment variable, --replica-alter-log-dirs-throttle and --timeout dropped, no
     resume hint, exit 0/1. Now: a paced run with R."""

@@ -1,4 +1,4 @@
-"""Plans run as approved (issue 24 #6), on the sandbox: a plan made by `reassign-kit plan`
+"""Plans run as approved, on the sandbox: a plan made by `reassign-kit plan`
 from a snapshot, one of its partitions then moved by Apache Kafka's own
 kafka-reassign-partitions (ReassignPartitionsCommand from the sandbox's jars); `--execute`
 refuses by name (exit 14) and nothing moves; with `--allow-drift` it runs to the plan."""

@@ -1,10 +1,10 @@
-"""Issue 20 on the real cluster (the session sandbox: 4 brokers, 2 racks).
+"""Racks, demotion and cordons on the real cluster (the session sandbox: 4 brokers, 2 racks).
 
-#2 demotion by reorder: a topic created with rack-breaking replica sets (both replicas in one
+Demotion by reorder: a topic created with rack-breaking replica sets (both replicas in one
 rack), ``plan --demote-brokers A`` on one of its brokers, executed paced: after the run's
 elections A leads no partition that has another in-sync replica; nothing is copied.
 
-#5 cordons (KIP-1066, Kafka 4.3.1's dynamic broker config ``cordoned.log.dirs``): a broker
+Cordons (KIP-1066, Kafka 4.3.1's dynamic broker config ``cordoned.log.dirs``): a broker
 cordoned with ``reassign-kit sandbox cordon`` is recorded by the snapshot; a rebalance avoids
 it (where, uncordoned, it would send replicas there); ``validate`` rejects a hand-written plan
 that targets it, naming the partition and the broker; ``plan --drain-cordoned`` executed

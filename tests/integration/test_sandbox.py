@@ -14,7 +14,8 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
 from reassign_kit.errors import SandboxError
-from reassign_kit.sandbox import sandbox as sbx
+from reassign_kit.sandbox.kafka import fetch_kafka, java_binary, run_kafka_class
+from reassign_kit.sandbox.processes import pid_alive
 
 pytestmark = pytest.mark.integration
 
@@ -59,7 +60,7 @@ def test_kill_broker_no_acked_message_lost_and_rejoin(sandbox, topic_name):
     md = AdminClient({"bootstrap.servers": bs}).list_topics(topic=topic, timeout=10)
     victim = md.topics[topic].partitions[0].leader
     sandbox.kill_broker(victim)
-    assert not sbx.pid_alive(sandbox.node(victim).pid)
+    assert not pid_alive(sandbox.node(victim).pid)
 
     alive = ",".join(f"127.0.0.1:{n.port}" for n in sandbox.nodes.values() if n.id != victim)
     consumer = Consumer(
@@ -85,7 +86,7 @@ def test_kill_broker_no_acked_message_lost_and_rejoin(sandbox, topic_name):
 
 
 def test_official_list_runs_against_sandbox(sandbox):
-    proc = sbx.run_kafka_class(
+    proc = run_kafka_class(
         "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
         ["--bootstrap-server", sandbox.bootstrap_servers, "--list"],
     )
@@ -130,10 +131,10 @@ def test_missing_java_and_maven_are_named(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.delenv("JAVA_HOME", raising=False)
     with pytest.raises(SandboxError, match="java not found"):
-        sbx.java_binary()
+        java_binary()
     monkeypatch.setenv("RK_KAFKA_CACHE", str(tmp_path))
     with pytest.raises(SandboxError, match="mvn not found"):
-        sbx.fetch_kafka()
+        fetch_kafka()
 
 
 def test_cli_up_stop_start_down_leaves_no_process(tmp_path):
@@ -145,10 +146,10 @@ def test_cli_up_stop_start_down_leaves_no_process(tmp_path):
     pids = [data["controller"]["pid"]] + [b["pid"] for b in data["brokers"]]
     try:
         assert _cli("sandbox", "stop-broker", "1", "--dir", d).returncode == 0
-        assert not sbx.pid_alive(pids[1])
+        assert not pid_alive(pids[1])
         restarted = _cli("sandbox", "start-broker", "1", "--dir", d)
         assert restarted.returncode == 0, restarted.stderr
         pids.append(json.loads(restarted.stdout)["brokers"][0]["pid"])
     finally:
         assert _cli("sandbox", "down", "--dir", d).returncode == 0
-    assert not any(sbx.pid_alive(p) for p in pids)
+    assert not any(pid_alive(p) for p in pids)

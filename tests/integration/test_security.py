@@ -1,4 +1,4 @@
-"""Issue 11 on a real secured cluster: the SASL/SCRAM-SHA-512 sandbox with the StandardAuthorizer
+"""Security on a real secured cluster: the SASL/SCRAM-SHA-512 sandbox with the StandardAuthorizer
 (the session fixture ``sasl_sandbox``: users admin, reader, denied).
 
 Every command goes through ``reassign-kit`` with ``--command-config`` (both Kafka clients

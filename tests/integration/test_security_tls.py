@@ -1,4 +1,4 @@
-"""Issue 11 on the TLS sandboxes: ``ssl`` (mutual TLS, the principal is the certificate's CN)
+"""Security on the TLS sandboxes: ``ssl`` (mutual TLS, the principal is the certificate's CN)
 and ``sasl_ssl`` (SCRAM-SHA-512 over TLS), each a 2-broker cluster with the StandardAuthorizer,
 shared by this module's tests. admin moves a partition (legacy --execute with a throttle, then
 --verify clears it), lists, runs a paced execute with a journal, --progress (also from the

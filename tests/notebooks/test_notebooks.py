@@ -107,7 +107,7 @@ def test_04_postmortem_reads_the_journal(executed):
     text = _outputs(nb)
     assert "Empty DataFrame" not in text and "e+09" not in text, text[-2000:]
     assert "no stuck moves" in text and " UTC" in text
-    # the journals' own figures ran (issue 22: 02's run is static, no pace chart)
+    # the journals' own figures ran (02's run is static, no pace chart)
     assert "no adaptive pace in these runs" in text and '<section id="pace' not in page
 
 

@@ -1,4 +1,4 @@
-"""Capacity goals on Spark (issue 13): the Spark planner honours the same hard limits and bytes
+"""Capacity goals on Spark: the Spark planner honours the same hard limits and bytes
 goal (the same plan as in process), and the Spark validator checks the capacity limits with the
 same rule (``plan_rules.capacity_problems``) as the in-process one."""
 
@@ -80,7 +80,7 @@ def test_spark_validator_checks_capacity_like_the_offline_one(spark):
 
 
 def test_spark_fits_a_file_the_greedy_overfilled_like_in_process(spark):
-    """Issue 20 #3: partitions of 70, 30, 60, 40, 50, 50 bytes on three 100-byte disks: the
+    """Partitions of 70, 30, 60, 40, 50, 50 bytes on three 100-byte disks: the
     greedy passes overfill a broker, the exact fit places them 100 | 100 | 100; the Spark
     engine gives the same plan as in process (and both were refusals before). Likewise the
     bytes goal without a capacity file (two 100-byte partitions, one moves)."""

@@ -1,4 +1,4 @@
-"""Demotion on Spark when leadership drifted (issue 13): ``plan --demote-brokers B`` on the Spark
+"""Demotion on Spark when leadership drifted: ``plan --demote-brokers B`` on the Spark
 engine reads the snapshot's recorded leader / ISR as the in-process planner does, so both engines
 give the same plan and the same ``demoted_still_leading`` (from a snapshot object, and from a
 Parquet snapshot that Spark reads straight into executors)."""

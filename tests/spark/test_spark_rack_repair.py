@@ -1,4 +1,4 @@
-"""Rack repair and demotion by reorder on Spark (issue 20 #1, #2): the Spark engine gives the
+"""Rack repair and demotion by reorder on Spark: the Spark engine gives the
 in-process plan (the repairs are chosen on the driver from the violating partitions, which Spark
 filters in the JVM; the chunk pass is the same function), the same rack report and the same
 partitions left led by a demoted broker, with the same reasons."""

@@ -1,4 +1,4 @@
-"""One pipeline, two engines (issue 20 #6): the Spark job and the in-process engine run the same
+"""One pipeline, two engines: the Spark job and the in-process engine run the same
 passes (``planner.pipeline``), so they give the same plan, the same lower bound and the same
 report on snapshots of every shape the suite plans: rebalance, decommission (one rack and two),
 rack repair, demotion, cordons (avoided and drained), capacity limits and the bytes goal, an RF

@@ -176,7 +176,7 @@ def test_spark_aggregates_equal_the_in_process_ones(spark, params):
 
 
 def test_topic_selection_on_spark_is_the_in_process_one(spark, tmp_path):
-    """issue 13 #2: a Parquet snapshot filtered in Spark (the rule decided on the names in
+    """A Parquet snapshot filtered in Spark (the rule decided on the names in
     Python) gives the in-process plan, leader balance and excluded-topic summary."""
     import dataclasses
 

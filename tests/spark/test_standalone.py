@@ -118,7 +118,7 @@ def standalone(tmp_path_factory):
 @pytest.mark.timeout(2700)  # two Spark applications (plan, then validate) on the cluster
 def test_driver_on_another_address_plans_and_validates(standalone, tmp_path):
     """The planner on a standalone cluster gives the in-process plan, with the driver on
-    127.0.0.2, not 127.0.0.1 (issue 13 #3): `plan` takes the address from the user's Spark
+    127.0.0.2, not 127.0.0.1: `plan` takes the address from the user's Spark
     configuration (spark-defaults.conf in SPARK_CONF_DIR), `validate` from RK_SPARK_DRIVER_HOST;
     the executors on the workers reach the driver there. (One test for both: each Spark
     application on the cluster costs ~20 s of make test.)"""

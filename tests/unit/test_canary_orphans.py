@@ -1,4 +1,4 @@
-"""The probe's canary topic outlives a run killed with its probe up (issue 22, found on the
+"""The probe's canary topic outlives a run killed with its probe up (found on the
 way): only the run's close deleted it. The run journals the name before making it; what the
 journal names as made and not deleted is what its resume and ``--cancel --journal`` delete
 (on the sandbox: test_pace_sandbox's SIGKILL test). Here, the pure parts."""

@@ -1,4 +1,4 @@
-"""Issue 25: the status says only what holds in the run's state; a cancel reports where each
+"""The status says only what holds in the run's state; a cancel reports where each
 partition ended (outcome.cancel_report: the panel, --cancel and the API), matching the cluster;
 the throttle is live in the panel through Run.set_throttle. On the simulator (SimCluster, the
 Gateway protocol) with the real Run."""

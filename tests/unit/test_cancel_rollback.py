@@ -1,4 +1,4 @@
-"""Cancel means rollback (issue 14 #1), on the simulator: every cancel path — ``Run.cancel()``
+"""Cancel means rollback, on the simulator: every cancel path — ``Run.cancel()``
 / Stop with cancel, ``--on-interrupt cancel``, ``--on-deadline cancel``, and ``--cancel``
 given the journal or the plan after the run was killed — brings every partition the run
 touched and did not complete back to its ORIGINAL replica list, in order, KIP-435 stepped
@@ -103,7 +103,7 @@ def test_a_stepped_move_cancelled_between_steps_goes_back_to_its_original_list(
     run = run_of(sim, plan(A0), tmp_path)
     on_event(run, "step_completed", lambda: run.stop(cancel_inflight=True), nth=after_step)
     res = run.run()
-    assert res.state == "cancelled"  # issue 19 item 4: a cancelled run says so (was "stopped")
+    assert res.state == "cancelled"  # a cancelled run says so (was "stopped")
     assert_rolled_back(sim, tmp_path, res, A0)
     back = events(tmp_path, "rolling_back")
     assert [(e["replicas"], e["original"]) for e in back] == [
@@ -140,7 +140,7 @@ def test_stop_alone_drains_and_leaves_the_move_where_it_is(tmp_path):
 
 
 def test_a_drained_move_between_steps_is_reported_between_steps_not_unsubmitted(tmp_path, capsys):
-    """Issue 14 #1: after Stop a stepped move between steps was reported 'not submitted'
+    """After Stop a stepped move between steps was reported 'not submitted'
     although it sits at an intermediate replica set ((2, 0, 1): RF 3)."""
     import argparse
 

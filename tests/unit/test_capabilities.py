@@ -1,4 +1,4 @@
-"""Issue 23: what a cluster can do comes from what its brokers say (cluster/capabilities.py),
+"""What a cluster can do comes from what its brokers say (cluster/capabilities.py),
 and --disallow-replication-factor-change on brokers without AlterPartitionReassignments v1
 (every release before Kafka 4.1, found by asking real brokers) degrades to the client-side
 guard with one warning, or is refused with --require-broker-rf-guard; on the simulator

@@ -1,4 +1,4 @@
-"""The planner's capacity verdict against an exact search (issue 20 #3): on small random
+"""The planner's capacity verdict against an exact search: on small random
 clusters with a capacity file, ``--balance bytes`` and 8 chunks, the planner refuses exactly
 when no placement within the rules fits every broker's ``disk_bytes`` and ``max_replicas``
 (a depth-first search over every placement, written here independently of the planner): no

@@ -1,4 +1,4 @@
-"""Capacity goals (issue 13): the capacity file (strict), its hard limits (disk bytes, max
+"""Capacity goals: the capacity file (strict), its hard limits (disk bytes, max
 replicas: never exceeded by a plan, else a refusal naming the broker and how far over), the
 bytes goal (each broker within a tolerance of its capacity share) with its lower bound on bytes
 moved, and tiered topics sized by their local bytes."""
@@ -152,7 +152,7 @@ def test_refusal_names_the_broker_and_how_far_over():
     with pytest.raises(CapacityError) as e:
         plan_in_process(snap, PlanParams(capacity=_cap({1: 500, 2: 1300})))
     msg = str(e.value)
-    # issue 20 #3: the refusal is the exact search's verdict: the brokers of an infeasible core
+    # the refusal is the exact search's verdict: the brokers of an infeasible core
     # and the least bytes any placement leaves them over (broker 1 holds neither partition,
     # broker 2 one of them: 400 bytes too many)
     assert "brokers [1, 2]: every placement leaves them at least 400 bytes over" in msg, msg

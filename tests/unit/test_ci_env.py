@@ -1,5 +1,5 @@
 """The browser test fails, never skips, when Chromium is missing in CI, whichever way the CI
-says so (issue 24 #6): CI set to any value, or a runner's own variable."""
+says so: CI set to any value, or a runner's own variable."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every option of every command has help text (issue 24 #3): the test walks each argparse
+"""Every option of every command has help text: the test walks each argparse
 parser of `reassign-kit` (the drop-in and every sub-command, sub-parsers included) and names
 each option without help."""
 

@@ -1,5 +1,5 @@
 """Every entry point takes the same client config and refuses what it cannot honour up front
-(issue 11 #3), and a principal's missing rights are named before anything is sent (on the
+, and a principal's missing rights are named before anything is sent (on the
 simulator; tests/integration/test_security.py does the same on a SASL sandbox)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Cordons (issue 20 #5, KIP-1066 ``cordoned.log.dirs``, Kafka 4.3): the snapshot records them
+"""Cordons (KIP-1066 ``cordoned.log.dirs``, Kafka 4.3): the snapshot records them
 (older snapshots and older brokers: none, no error), the planner never places a new replica on a
 broker whose log dirs are all cordoned, ``--drain-cordoned`` empties such a broker, and the
 validator rejects a plan that targets one, naming the partition and the broker."""

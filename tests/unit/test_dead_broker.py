@@ -1,4 +1,4 @@
-"""KAFKA-13392 (issue 14 #14), on the simulator: a broker that is down in a partition's
+"""KAFKA-13392, on the simulator: a broker that is down in a partition's
 current replica set must not stop the move. Its configs cannot be read or written (the
 request goes to that broker), so the run skips it with a warning, moves the partition onto
 its live targets, and leaves no throttle that a live broker does not need."""

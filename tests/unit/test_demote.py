@@ -1,4 +1,4 @@
-"""Leaders-only demotion plans (issue 13 #4): `reassign-kit plan --demote-brokers 3`."""
+"""Leaders-only demotion plans: `reassign-kit plan --demote-brokers 3`."""
 
 from __future__ import annotations
 

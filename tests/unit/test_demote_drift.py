@@ -1,4 +1,4 @@
-"""Demotion when leadership drifted (issue 13): the snapshot records each partition's leader and
+"""Demotion when leadership drifted: the snapshot records each partition's leader and
 ISR, and ``plan --demote-brokers B`` also takes the partitions B leads though it is not their
 first replica, with a first replica the controller can elect (not demoted, in the ISR). The
 replica sets never change. Executed paced (on the simulator), B leads nothing another in-sync
@@ -97,7 +97,7 @@ def test_demoted_still_leading_counts_partitions_with_no_other_in_sync_replica()
     assert t[TopicPartition("t", 2)] == (3, B)
     assert result.report()["leader_balance"]["demoted_still_leading"] == {B: 2}
     text = format_report(result.report())
-    # issue 20 #2: each partition it keeps, with the true reason
+    # each partition it keeps, with the true reason
     assert "2 partition(s) still led by a demoted broker" in text
     assert "not demoted: t-0 (broker 2): broker 2 is its only in-sync replica (ISR [2])" in text
     assert "not demoted: t-1 (broker 2): broker 2 is its only in-sync replica (ISR [2])" in text

@@ -1,4 +1,4 @@
-"""Every ``reassign-kit`` command the README and docs/ show is RUN (issue 24: "every command
+"""Every ``reassign-kit`` command the README and docs/ show is RUN ("every command
 shown in the docs is run by a test"). tests/unit/test_readme.py parses them; here each command,
 in each variant test_readme expands, runs end to end through the console script's entry point
 (``reassign_kit.cli:main``, called in-process: the same code as the installed script, without

@@ -1,4 +1,4 @@
-"""The plan's ETA (issue 12), on the simulator: bound by the slowest broker (not the total
+"""The plan's ETA, on the simulator: bound by the slowest broker (not the total
 over the total rate), "unknown (reason)" instead of a number when there is no signal, a
 windowed rate that follows a throttle change mid-move, and the per-partition / per-broker
 grouping that keeps a report's cost linear in the plan."""

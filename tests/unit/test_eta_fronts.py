@@ -1,4 +1,4 @@
-"""One ETA everywhere (issue 12): at one instant of a paced run on the simulator, the paced
+"""One ETA everywhere: at one instant of a paced run on the simulator, the paced
 CLI's progress line, the panel, ``--progress --progress-journal`` and the Python API
 (``reassign_kit.progress``) show the same ETA — the run's own (``InboundEta``), which the
 progress report reads back from the run's journal and applies to what it observes."""

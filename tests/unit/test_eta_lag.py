@@ -1,4 +1,4 @@
-"""The completion lag the run measures (issue 21, bench_eta follow-up 6): from when a sample
+"""The completion lag the run measures (seen in bench_eta): from when a sample
 saw a replica full to when the run saw its move complete, the last byte placed halfway since
 the sample before. A move submitted after that sample got no byte before its submission: the
 drain's batches of 3 on the sandbox submitted a 1 MB move 1.4 s after a sample and 0.6 s

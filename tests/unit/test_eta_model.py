@@ -1,4 +1,4 @@
-"""The run's ETA modelled at both ends of every copy (issue 21, ``engine/eta.py``), on the
+"""The run's ETA modelled at both ends of every copy (``engine/eta.py``), on the
 simulator in model time: a drain of one broker into three is bound by the source's leader
 throttle (shared by its streams), which the simulator now models as Kafka does; the ETA
 simulates what is left (moves in flight, then those queued behind batches and caps, KIP-435
@@ -131,7 +131,7 @@ def test_the_simulator_shares_a_sources_leader_throttle_among_its_streams():
     assert 24 <= sim.now() <= 26
 
 
-# ------------------------------------------------------------------ item 1: a drain, held
+# ------------------------------------------------------------------ a drain, held
 
 
 SIZES = [10, 1, 1, 10, 1, 10, 1, 1, 10, 1, 10, 1]  # MiB: a factor of ten apart
@@ -198,7 +198,7 @@ def test_the_eta_counts_the_fetch_each_completion_among_others_costs(quota):
     assert statistics.median(errs) <= 0.02, errs
 
 
-# ------------------------------------------------------------------ item 2: no explosion
+# ------------------------------------------------------------------ no explosion
 
 
 def test_a_brokers_last_move_ending_between_samples_keeps_the_eta_under_the_bound():
@@ -272,7 +272,7 @@ def build(shape: str, sizes: list[int], tick: float, quota: bool):
 
 # derandomized: random draws found KIP-435 "steps" runs of half-MiB moves whose median error
 # was 21-40%, above this test's 20% (the gap before each step and the step's leader were not
-# modelled; issue 21, wt/eta2): that draw is kept as an example (0% now); other draws (a run
+# modelled): that draw is kept as an example (0% now); other draws (a run
 # of 5 s sampled every 2 s: one late sample a poll off) must not make CI red
 @example(("steps", [1048577, 524288, 524288, 524288], 0.1, 500, 1.0, False))
 @settings(
@@ -304,7 +304,7 @@ def test_over_sizes_ticks_polls_and_shapes_the_eta_is_bounded_and_close(case):
         assert statistics.median(error(e, end, poll / 1000) for e in late) <= 0.20
 
 
-# ------------------------------------------------------------------ item 3: the range
+# ------------------------------------------------------------------ the range
 
 
 RANGE = re.compile(r"ETA (\d+m\d\ds) \[(\d+m\d\ds)–(\d+m\d\ds)\], finish ")

@@ -1,4 +1,4 @@
-"""What a run spends besides copying, in its ETA (issue 21, after bench_eta): on the simulator
+"""What a run spends besides copying, in its ETA (after bench_eta): on the simulator
 with a completion that takes ``finish_s`` after the last byte (the ISR change, the controller)
 and admin calls that take ``call_s``, as on the sandbox. KIP-435 steps: each step's
 completion is journaled (``step_completed.step_s``) and the run measures the gap to the next

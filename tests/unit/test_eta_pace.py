@@ -1,5 +1,5 @@
 """The run's ETA follows the run's own pace where the model's assumptions are shown wrong by
-the data (issue 21, after bench_eta's drain and rack-to-rack shapes): the model at the throttle
+the data (after bench_eta's drain and rack-to-rack shapes): the model at the throttle
 says how much work was left a while ago and how much is left now; their difference over the
 wall time between is the pace, and what is left at that pace takes over the model's estimate
 (``RunEta._pace``). On the simulator, in model time: error = |ETA - time really left| / time

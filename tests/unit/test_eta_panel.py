@@ -1,4 +1,4 @@
-"""The what-if in the panel before Execute (issue 12): a table and a chart of the makespan
+"""The what-if in the panel before Execute: a table and a chart of the makespan
 per pacing policy, from ``whatif.what_if`` — the function ``--execute --dry-run`` prints —
 for the options the controls hold, following them; and the run's progress line (its ETA)
 under the buttons."""

@@ -1,4 +1,4 @@
-"""The run's range holds the finish as often as it claims (issue 21, bench_eta follow-up 4:
+"""The run's range holds the finish as often as it claims (in bench_eta
 the spread 3->3 on an idle machine held it in 67% of samples). The share of the throttle was
 measured so evenly that its 10th-90th percentiles met and the range shrank to its floors
 (+8%, a poll and a fetch), while the paced ETA moved a few percent from sample to sample: the
@@ -87,8 +87,8 @@ def test_after_a_throttle_change_the_range_reaches_toward_the_old_finish_less_ea
 
 def test_throttle_raised_then_lowered_the_range_holds_the_finish_between_the_changes():
     """bench_eta's throttle x2 at 30% of the bytes and back (there at 60%, here at 75%: the
-    simulated raise's burst crossed 60% by the next sample) (issue 21, follow-up 8 and
-    this session's run: held 76%, its misses the samples before or between the two changes).
+    simulated raise's burst crossed 60% by the next sample) (bench_eta:
+    held 76%, its misses the samples before or between the two changes).
     Between them the run said 8-10 s left at the doubled throttle, range up to 12 s, where the
     run, lowered again, took 20-22 s. The operator's second change cannot be foreseen, but
     until the quota's windows hold only the new rate, the range now spans toward the finish

@@ -1,4 +1,4 @@
-"""The paced run's own ETA (issue 12, ``progress.InboundEta`` in ``Run``'s samples), on the
+"""The paced run's own ETA (``progress.InboundEta`` in ``Run``'s samples), on the
 simulator in model time: a broker queued behind a cap is not "stalled", the caps bound the
 pace when one move at a time copies, a broker's rate counts the time it was busy only, a
 throttle change starts a new window, and ``progress`` on the run's journal measures the very

@@ -1,4 +1,4 @@
-"""The run's pace is read off a smooth model (issue 21, bench_eta follow-up 6). The pace
+"""The run's pace is read off a smooth model (seen in bench_eta). The pace
 (``eta_pace.RunPace``) is the difference of the model's seconds of work left at two states,
 up to 22 s apart, over the wall time between. The model put every completion on the run's next
 poll (a 0.5 s grid from the sample), so that work moved in whole polls and the pace by up to

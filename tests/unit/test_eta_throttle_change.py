@@ -1,4 +1,4 @@
-"""A paced run's throttle changed mid-run (``Run.set_throttle``, issue 12: the ETA bench's
+"""A paced run's throttle changed mid-run (``Run.set_throttle``: the ETA bench's
 throttle-change shape, and what an operator does with the official tool's ``--execute
 --additional --throttle``): the brokers of the moves in flight get the new rate at the next
 poll, the journal says so, and the moves then copy at it."""
@@ -55,7 +55,7 @@ def test_set_throttle_refuses_a_run_without_one_and_bad_values(tmp_path):
 
 
 def test_set_throttle_during_the_loops_own_sync_is_never_lost(tmp_path):
-    """Issue 19 item 7: the new rate arrives while the loop's throttle sync is writing the
+    """The new rate arrives while the loop's throttle sync is writing the
     old one (another thread: the panel's slider, the API). The sync then cached the old
     rate's key over the reset set_rate made, and the next syncs skipped: the brokers kept
     the old rate to the end of the move."""

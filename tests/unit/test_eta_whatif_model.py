@@ -1,4 +1,4 @@
-"""The what-if's model of Kafka's replication quota (issue 12, measured with bench_eta on the
+"""The what-if's model of Kafka's replication quota (measured with bench_eta on the
 sandbox): the throttle is a rate averaged over 11 one-second windows, so a broker copying
 without a pause holds it from the first second, while one that idled for part of the windows
 (one move at a time over several brokers, KIP-435 steps) takes in at full speed until its

@@ -1,6 +1,6 @@
-"""Issue 14 on the simulator: a run that fails at start changes nothing on the cluster (#2), a
-failed final throttle cleanup is reported as such (#6), and ``--on-interrupt cancel`` acts on
-Ctrl-C / SIGTERM only, not on deadlines or failures (#8)."""
+"""Execute's faults on the simulator: a run that fails at start changes nothing on the cluster,
+a failed final throttle cleanup is reported as such, ``--on-interrupt cancel`` acts on
+Ctrl-C / SIGTERM only, not on deadlines or failures, and more."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def run_of(sim, plan, tmp_path, **opts) -> Run:
                sleep=sim.sleep)  # fmt: skip
 
 
-# ---------------------------------------------------------------- #2: a failed start
+# ---------------------------------------------------------------- a failed start
 
 
 @pytest.mark.parametrize("why", ["others in flight", "unknown partition"])
@@ -61,7 +61,7 @@ def test_a_run_failing_at_start_leaves_another_runs_throttles(tmp_path, why):
     assert set(sim.list_reassignments()) == {TP("a", 0)}
 
 
-# ---------------------------------------------------------------- #6: a failed cleanup
+# ---------------------------------------------------------------- a failed cleanup
 
 
 class NoClearing(SimCluster):
@@ -101,7 +101,7 @@ def test_a_clean_run_has_no_cleanup_error(tmp_path):
     assert sim.current_throttles().is_empty()
 
 
-# ---------------------------------------------------------------- #8: --on-interrupt cancel
+# ---------------------------------------------------------------- --on-interrupt cancel
 
 
 def test_on_interrupt_cancel_leaves_moves_alone_on_a_deadline(tmp_path):
@@ -137,7 +137,7 @@ def test_on_interrupt_cancel_still_cancels_on_stop(tmp_path):
     assert TP("a", 1) not in sim.list_reassignments()
 
 
-# ---------------------------------------------------------------- issue 10: completes while cancelled
+# ---------------------------------------------------------------- completes while cancelled
 
 
 class FinishesFirst(SimCluster):
@@ -191,7 +191,7 @@ def test_no_reassignment_in_progress_by_code_not_by_spelling(error, expected):
     assert no_reassignment_in_progress(error) is expected
 
 
-# ---------------------------------------------------------------- #12: metadata lag
+# ---------------------------------------------------------------- metadata lag
 
 
 class LaggingMetadata(SimCluster):
@@ -228,7 +228,7 @@ def test_metadata_lag_shorter_than_the_settle_window_is_not_a_lost_move(tmp_path
     assert lagged == []
 
 
-# ---------------------------------------------------------------- #4: transient faults
+# ---------------------------------------------------------------- transient faults
 
 
 class Flaky(SimCluster):
@@ -293,7 +293,7 @@ def test_one_broker_failing_describe_log_dirs_does_not_make_healthy_moves_stuck(
     assert any("broker(s) 3" in (e.get("message") or "") for e in events)
 
 
-# ---------------------------------------------------------------- issue 19 item 8
+# ---------------------------------------------------------------- a fault in the final steps
 
 
 class BlipAtTheEnd(SimCluster):

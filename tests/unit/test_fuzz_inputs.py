@@ -1,4 +1,4 @@
-"""Issue 11, hostile input: hypothesis drives the real CLI entry point (``reassign_kit.cli.main``,
+"""Hostile input: hypothesis drives the real CLI entry point (``reassign_kit.cli.main``,
 in process) and the runbook tool with hostile plan JSON, topics-to-move JSON, snapshot JSON and
 Parquet, command-config files, argument lists and notebook parameters. The cluster is the
 simulator (``ops.connect`` returns a fresh SimCluster per case; a command config still goes

@@ -1,4 +1,4 @@
-"""Issue 11, hostile input: run journals and calibration files. A real journal (a paced run on
+"""Hostile input: run journals and calibration files. A real journal (a paced run on
 the simulator) is damaged event by event — a field's value replaced by another type, a field
 dropped, an event renamed, a line cut, junk inserted — and read back by every entry point that
 reads journals: ``--cancel --journal``, ``--progress --progress-journal``, ``--execute --resume

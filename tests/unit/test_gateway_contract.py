@@ -1,4 +1,4 @@
-"""The cluster contract (issue 10): one ``Gateway`` protocol declares every method the engine,
+"""The cluster contract: one ``Gateway`` protocol declares every method the engine,
 the operations, progress and the panel use; the admin gateway and the simulator both have
 each method with the protocol's signature; per-partition failures carry an ``ErrorCode``."""
 

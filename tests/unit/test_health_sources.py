@@ -1,4 +1,4 @@
-"""Health sources on the HTTP path (issue 22): the spec's parsing, the exporter page's
+"""Health sources on the HTTP path: the spec's parsing, the exporter page's
 signals, and endpoints that are down, slow or answer garbage — each a sample with None values,
 ``degraded`` set and one warning, never an exception and never better-looking numbers.
 

@@ -1,4 +1,4 @@
-"""The package's modules import one another without cycles (issue 10): a walk over every
+"""The package's modules import one another without cycles: a walk over every
 ``import`` of reassign_kit (inside functions too) finds none."""
 
 from __future__ import annotations

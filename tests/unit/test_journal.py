@@ -1,4 +1,4 @@
-"""The journal on its worst day (issue 14 #7, issue 12's group commit), on the simulator: a
+"""The journal on its worst day (with its group commit), on the simulator: a
 torn last line is cut before the next append, corruption before the last line is an error
 naming the line, a write that fails (ENOSPC from /dev/full) ends the run with the failure
 reported and ``wait()`` returning, one fsync per poll and before every change, mode 0600."""

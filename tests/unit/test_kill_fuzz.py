@@ -1,5 +1,5 @@
-"""Issue 19: the real CLI, SIGKILLed as a process, on a simulated cluster kept in a state file
-(``--bootstrap-server sim:PATH``). The regression for item 1 (a partition found reassigning
+"""The real CLI, SIGKILLed as a process, on a simulated cluster kept in a state file
+(``--bootstrap-server sim:PATH``). A regression test (a partition found reassigning
 after a kill between the Alter and its journal line took target + original as its original,
 and a cancel left it with six replicas), and a small sample of the kill-fuzz harness (the
 1,000 kill points run in ``make chaos``: tests/chaos/test_kill_fuzz_table.py)."""

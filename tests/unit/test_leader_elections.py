@@ -1,4 +1,4 @@
-"""Leadership that takes effect (issue 13): preferred leader elections (KIP-460) once a move
+"""Leadership that takes effect: preferred leader elections (KIP-460) once a move
 that changed a partition's first replica completes — paced (a cap per poll), journaled,
 replayed after a crash, checked afterwards — on by default in paced runs
 (``elect_leaders=False`` / ``--no-elect-leaders`` opts out) and opt-in for the drop-in's
@@ -416,7 +416,7 @@ def test_the_cap_changes_while_the_run_goes_on(tmp_path):
 
 
 def test_a_preferred_replica_out_of_the_isr_at_submit_time_is_not_elected(tmp_path):
-    # issue 20 #2: the ISR is checked when the election is sent; a replica out of it is not
+    # the ISR is checked when the election is sent; a replica out of it is not
     # elected (no request for it), the journal says why, tried again at later polls, then final
     sim = cluster()
     plan = reorder_plan(sim)

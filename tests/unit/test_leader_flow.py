@@ -1,5 +1,5 @@
-"""The flow-based preferred-leader assignment against a brute-force optimum (issue 13 #1), and
-the compiled solver (OR-Tools) against networkx's on the same networks (issue 20 #4)."""
+"""The flow-based preferred-leader assignment against a brute-force optimum, and
+the compiled solver (OR-Tools) against networkx's on the same networks."""
 
 from __future__ import annotations
 
@@ -139,7 +139,7 @@ def test_planner_leader_spread_is_the_optimum_and_sets_unchanged(case):
         assert rep["leader_balance"]["spread"] == spread
 
 
-# -- the compiled solver against networkx's network simplex (issue 20 #4) -----------------------
+# -- the compiled solver against networkx's network simplex -----------------------------------
 @st.composite
 def flow_instance(draw):
     """Random groups over a few brokers and bounds around the even spread (some infeasible)."""

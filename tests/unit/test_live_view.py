@@ -1,4 +1,4 @@
-"""The paced run's live view (issue 24): on a terminal, per-broker progress bars, bytes left,
+"""The paced run's live view: on a terminal, per-broker progress bars, bytes left,
 rate, ETA and stuck moves redrawn in place; piped or in CI, the plain lines. Runs on the
 simulator through the real CLI (``ops.connect`` handed the model)."""
 

@@ -1,4 +1,4 @@
-"""The install is locked and light (issue 24 #1): requirements.lock pins every dependency of
+"""The install is locked and light: requirements.lock pins every dependency of
 pyproject.toml (core and every extra) at a version its specifier allows; environment.yml
 installs through the same lock; the core has neither Spark nor the notebook stack.
 

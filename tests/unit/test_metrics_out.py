@@ -1,4 +1,4 @@
-"""The run's own metrics out (issue 22): RunMetrics from a run's events, served over HTTP and
+"""The run's own metrics out: RunMetrics from a run's events, served over HTTP and
 written as a node-exporter textfile (atomically), the options refused by name, and the
 Grafana dashboard in contrib/ naming only metrics the exporter serves."""
 
@@ -239,7 +239,7 @@ PAUSE = {"ts": 1021.0, "event": "pace_decision", "action": "pause", "cause": "x"
 
 
 def test_under_min_isr_outside_the_plan_and_those_with_elr_are_served():
-    """Issue 22: the pace's ISR view (KIP-966's ELR counted where the brokers report it):
+    """The pace's ISR view (KIP-966's ELR counted where the brokers report it):
     from the pause decision, then each pace_sample; ELR not reported: that series absent."""
     m = RunMetrics()
     got = lambda: {  # noqa: E731

@@ -1,4 +1,4 @@
-"""`--notify URL` (issue 24): a real HTTP server on 127.0.0.1 receives the run's notifications
+"""`--notify URL`: a real HTTP server on 127.0.0.1 receives the run's notifications
 (Slack-compatible JSON with `text`): started and finished for a paced run, stuck and cancelled
 for a stalled one rolled back, failed for a refused plan, one for the legacy request and for
 --cancel; a dead webhook never fails the run; the URL never reaches the journal or output.

@@ -205,7 +205,7 @@ def test_verify_missing_partition_is_a_mismatch():
 
 
 def test_cancel_rolls_a_grown_partition_back_to_its_original_list():
-    """Issue 14 #1 / #17: a cancel that leaves a partition with more replicas than before
+    """A cancel that leaves a partition with more replicas than before
     (KIP-455's wording; Kafka 4.3 deletes them, but a cluster may still show them) is not the
     end: the original list is submitted and verified, not left to the user."""
     c = cluster(in_flight={A1: PartitionState(A1, (2, 3, 4), adding=(4,), removing=(2,))})

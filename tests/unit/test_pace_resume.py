@@ -1,4 +1,4 @@
-"""An adaptive run interrupted and resumed goes on from the pace its journal holds (issue 22):
+"""An adaptive run interrupted and resumed goes on from the pace its journal holds:
 a broker the run had backed off keeps its low rate (before: the ceiling was written to every
 broker of the moves in flight as their throttles were set again, then the floor, then the
 middle of the bounds), and a relative objective keeps the baseline measured before the first

@@ -1,4 +1,4 @@
-"""Per-broker throttle rates in a run and the adaptive pace driving them (issue 22), on the
+"""Per-broker throttle rates in a run and the adaptive pace driving them, on the
 simulator: the rates reach the brokers that need them, the end cleans them and puts an
 operator's rate back, a change racing the loop's own sync is never lost; ``--pace adaptive``
 backs off the broker whose latency is over the objective and not the others, pauses (never
@@ -114,8 +114,9 @@ def test_per_broker_rates_refused_without_a_throttle_and_bad_values():
 
 
 def test_per_broker_rates_during_the_loops_own_sync_are_never_lost(tmp_path):
-    """As issue 19 item 7 for one rate: the per-broker rates arrive while the loop's sync
-    writes the old ones; the mapping is part of the cache key, so the next sync writes it."""
+    """As for one rate (test_eta_throttle_change.py): the per-broker rates arrive while the
+    loop's sync writes the old ones; the mapping is part of the cache key, so the next sync
+    writes it."""
     sim, plan = cluster(2, 40 * MB)
     opts = ExecuteOptions(batch_size=2, incremental=True, throttle=MB, wait=True)
     real_alter = sim.alter_broker_configs
@@ -476,8 +477,8 @@ def test_a_raise_reaches_the_brokers_in_steps(tmp_path):
 
 def test_the_start_rate_reaches_the_brokers_in_steps_from_the_floor(tmp_path):
     """Kafka's replication quota is empty when a move starts: a limit written at once lets
-    the fetchers take about ten seconds of it in a burst at the disk's speed (bench-pacing
-    runs 20-22: the load's worst latency 0.3-1.3 s in the first seconds of every adaptive row
+    the fetchers take about ten seconds of it in a burst at the disk's speed (bench-pacing:
+    the load's worst latency 0.3-1.3 s in the first seconds of every adaptive row
     at 128 MiB/s, where static 128 had 20-80 ms in two of the three runs). The start rate is a
     raise from the floor: written in the ramp's ten 1-s steps, the first when the moves may
     start, each at most a tenth of the way; nothing is moved faster than the first step before

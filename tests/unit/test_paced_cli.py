@@ -31,7 +31,7 @@ BASE = ["--bootstrap-server", "127.0.0.1:1", "--reassignment-json-file", "/nonex
         (["--execute", "--stuck-after", "soon"], "--stuck-after must be a duration"),
         (["--execute", "--on-deadline", "panic"], "--on-deadline"),
         (["--execute", "--resume"], "--resume needs --journal"),
-        # issue 22: --pace adaptive and its companions, refused by name before connecting
+        # --pace adaptive and its companions, refused by name before connecting
         (["--execute", "--pace", "fast"], "--pace"),
         (["--execute", "--pace", "adaptive", "--slo-produce-p99", "50ms"], "needs --throttle"),
         (["--execute", "--pace", "adaptive", "--throttle", "1000"], "needs --slo-produce-p99"),
@@ -67,7 +67,7 @@ def test_pacing_flags_route_to_the_paced_runner():
 
 
 def test_parallel_replica_count_alone_is_a_paced_run_with_every_option():
-    """Regression (issue 10): ``--execute --parallel-replica-count R`` went through its own
+    """Regression: ``--execute --parallel-replica-count R`` went through its own
     path that dropped --replica-alter-log-dirs-throttle and --timeout (and signal handling,
     the journal option, the resume hint). Now it is a paced run: the options reach the Run."""
     from reassign_kit.cli import paced as paced_cli

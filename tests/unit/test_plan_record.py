@@ -1,4 +1,4 @@
-"""Plans run as approved (issue 24 #6): `plan` writes the plan's hash and the state it was made
+"""Plans run as approved: `plan` writes the plan's hash and the state it was made
 from beside the plan (the plan stays Kafka's format); the preflight of every start (legacy and
 paced, API, panel) refuses another hash (13) and the drift since the record (14, naming each
 partition, broker, topic) unless allow_drift; nothing is sent when it refuses."""

@@ -1,4 +1,4 @@
-"""Issue 19, poll cost (bench/bench_poll.py measures it; no timed assertion here): what was
+"""Poll cost (bench/bench_poll.py measures it; no timed assertion here): what was
 made cheaper does the same. The fair share numbers its resources instead of hashing tuples
 (the same rates as the scan it replaced, ties included); the journal's encoder (orjson)
 writes the same JSON values as json's, ASCII only; a poll that submitted cleanly does not

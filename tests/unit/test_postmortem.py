@@ -53,7 +53,7 @@ def test_postmortem_tables_from_a_simulated_run(journal):
 
 
 def test_report_html_is_one_offline_file_with_figures_and_tables(journal, tmp_path, capsys):
-    """`reassign-kit report JOURNAL --html out.html` (issue 24 #4): figures and their tables in
+    """`reassign-kit report JOURNAL --html out.html`: figures and their tables in
     one file that needs no network, and the JSON beside it."""
     import json
     import re
@@ -68,10 +68,10 @@ def test_report_html_is_one_offline_file_with_figures_and_tables(journal, tmp_pa
     assert not re.search(r"<script[^>]+src=", doc)  # plotly.js inline, nothing fetched
     for section in ("timeline", "concurrency", "throughput", "batch_waits"):
         assert f'<section id="{section}">' in doc
-    # the ETA over the run beside the truth (issue 21); no pace chart for a static run (22)
+    # the ETA over the run beside the truth; no pace chart for a static run
     assert '<section id="eta">' in doc and '<section id="pace' not in doc
     assert "<h2>moves</h2>" in doc and "<h2>throughput per broker</h2>" in doc
-    # one look: every figure of the report in the package's template (issue 24 #4)
+    # one look: every figure of the report in the package's template
     assert doc.count("Helvetica, Arial, sans-serif") >= 4, "a figure not in the template"
     assert json.loads((tmp_path / "pm.json").read_text())["summary"]["moves"] == 4
     assert main(["report", str(tmp_path / "nope.jsonl"), "--html", str(out)]) == 2

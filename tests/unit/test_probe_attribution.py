@@ -1,4 +1,4 @@
-"""Which broker a slow canary partition is charged to (issue 22, ``probe.per_broker``).
+"""Which broker a slow canary partition is charged to (``probe.per_broker``).
 
 The canary has one partition led by each broker, its followers the next ones (a ring). A
 stalled broker slows every partition it is in; a move's source slows the partitions it leads

@@ -1,4 +1,4 @@
-"""The probe's p99 on a few messages, and what the pace does with it (issue 22, bench-pacing
+"""The probe's p99 on a few messages, and what the pace does with it (bench-pacing
 run 8 on an idle sandbox: a target broker's probe p99 read 59.5 ms against a 50 ms objective
 the cluster held — the load's own p99 was 38 ms at a faster static rate — and the pace halved
 that broker: 18 s against 5 s). A window of ~50 canary messages (10 msg/s per partition, 5 s)

@@ -1,4 +1,4 @@
-"""The canary probe's warm-up (issue 22, bench-pacing on an idle sandbox): the first canary
+"""The canary probe's warm-up (bench-pacing on an idle sandbox): the first canary
 messages of each partition wait for the producer's connections and the new topic's metadata
 (100-235 ms there, against a 16 ms baseline), so counted they made the run's first sample
 breach a 50 ms objective and halve every broker's rate 1.2 s into the run. They are not

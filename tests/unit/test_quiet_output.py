@@ -1,4 +1,4 @@
-"""Quiet output (issue 24 #3): what child processes (a JVM, a kernel) write goes to the log
+"""Quiet output: what child processes (a JVM, a kernel) write goes to the log
 file, the command's own lines stay on the terminal; the demo's closing line and
 `sandbox load`'s line are short human summaries."""
 

@@ -1,4 +1,4 @@
-"""Rack repair and demotion by reorder (issue 20 #1, #2).
+"""Rack repair and demotion by reorder.
 
 #1: on a racked cluster where some partitions hold two replicas in one rack, every partition
 whose replica set could span more racks than it does is repaired with one move per surplus; the
@@ -58,7 +58,7 @@ def test_a_rebalance_repairs_every_partition_that_spans_too_few_racks():
     assert result.moved_replicas <= 1.05 * result.lower_bound
     text = format_report(result.report())
     assert "rack-awareness:" in text and "-> 0 after the plan" in text
-    # bytes in the broker table's unit (MB), not a 9-digit count beside it (issue 24 #3)
+    # bytes in the broker table's unit (MB), not a 9-digit count beside it
     moved = result.report()["summary"]["moved_bytes"]
     assert f"moved: {moved / 1e6:.1f} MB" in text and "bytes per broker max/min: " in text, text
 
@@ -147,7 +147,7 @@ def test_independent_chunks_are_levelled_within_each_rack():
         assert plan_problems_offline(result.plan, s, RuleContext(s.racks(), frozenset({1}))) == []
 
 
-# -- #2: demotion by reorder ------------------------------------------------------------------
+# -- demotion by reorder ----------------------------------------------------------------------
 def two_racks() -> dict[int, str]:
     return {1: "a", 3: "a", 2: "b", 4: "b"}
 

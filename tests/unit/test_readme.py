@@ -1,5 +1,5 @@
-"""The README's and docs/' examples are checked, so they cannot drift from the code (issue 10;
-issue 24: the README is the first five minutes, the rest moved to docs/ pages, each checked).
+"""The README's and docs/' examples are checked, so they cannot drift from the code
+(the README is the first five minutes, the rest moved to docs/ pages, each checked).
 
 Shell: every ``reassign-kit`` / ``$RK`` / ``python -m reassign_kit.runbook`` command of a bash
 block goes through the real argument parser (and, for the drop-in, its action checks), in
@@ -344,7 +344,7 @@ def test_every_variant_is_distinct_enough():
     )
 
 
-# ---- the README as a first contact (issue 24) ---------------------------------------------
+# ---- the README as a first contact --------------------------------------------------------
 
 
 def test_the_readme_is_short_and_its_two_commands_are_make_demo_and_make_test():

@@ -197,7 +197,7 @@ class _FakeKP:
 
 
 def test_v0_controller_degrades_to_the_client_side_guard_said_once(capsys):
-    """Issue 23: brokers that list only v0 (3.x, 4.0) get the request at v0, without
+    """Brokers that list only v0 (3.x, 4.0) get the request at v0, without
     AllowReplicationFactorChange (the preflight checked the plan client-side), and the
     warning names what is missing and the release that has it, once per process."""
     from reassign_kit.cluster import capabilities as caps

@@ -1,4 +1,4 @@
-"""Secret hygiene (issue 11): redaction is by key, whole values, and scoped to the caller.
+"""Secret hygiene: redaction is by key, whole values, and scoped to the caller.
 
 Before: every value of a ``--command-config`` was registered process-wide and replaced as a
 substring of every string of every later journal, so a SASL password ``events`` turned the

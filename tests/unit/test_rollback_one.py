@@ -1,4 +1,4 @@
-"""Issue 19 items 2-4: one rollback. Originals from two sources that disagree stop the cancel
+"""One rollback. Originals from two sources that disagree stop the cancel
 (naming both lists); a run SIGKILLed inside its cancel resumes as a cancel; elections owed by
 moves that completed are carried out when a paused run is cancelled, and its run_finished
 says "cancelled"."""

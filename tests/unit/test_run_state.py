@@ -1,4 +1,4 @@
-"""A run's state has a home (issue 19 items 5, 6): every execute records its originals and
+"""A run's state has a home: every execute records its originals and
 throttle priors under <state dir>/<cluster id>/<plan hash>/<run id>/ before anything is sent,
 and the drop-in ``--verify`` / ``--cancel`` given only the plan find them, say which run they
 found, restore the operator's throttle values exactly, touch only what that run changed, and
@@ -256,7 +256,7 @@ def test_the_default_home_is_under_the_working_dir(sim, tmp_path, capsys, monkey
 
 
 def test_a_paced_run_keeps_its_journal_in_its_home(sim, tmp_path, capsys):
-    """Issue 24: a CLI run's journal no longer lands in the working directory; --cancel
+    """A CLI run's journal no longer lands in the working directory; --cancel
     with only the plan finds it (and the run's originals)."""
     sim.stall(TP("t", 0))
     plan = plan_file(tmp_path)

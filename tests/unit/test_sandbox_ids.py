@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import uuid
 
-from reassign_kit.sandbox import sandbox
+from reassign_kit.sandbox import config_files
 
 
 def test_cluster_id_never_starts_with_a_dash(monkeypatch):
     dash_first = uuid.UUID(bytes=bytes([0xF8]) + bytes(15))  # urlsafe base64 '-' is 62: 111110..
     plain = uuid.UUID(bytes=bytes([0x10]) + bytes(15))
     given = iter([dash_first, dash_first, plain])
-    monkeypatch.setattr(sandbox.uuid, "uuid4", lambda: next(given))
-    cid = sandbox._random_cluster_id()
+    monkeypatch.setattr(config_files.uuid, "uuid4", lambda: next(given))
+    cid = config_files.random_cluster_id()
     assert not cid.startswith("-") and len(cid) == 22
     assert cid == "EAAAAAAAAAAAAAAAAAAAAA"

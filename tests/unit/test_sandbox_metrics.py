@@ -1,4 +1,4 @@
-"""The sandbox brokers' exporter wiring (issue 22), without starting Kafka: a port per broker
+"""The sandbox brokers' exporter wiring, without starting Kafka: a port per broker
 kept beside sandbox.json, the agent's JVM argument for brokers only, the endpoints
 ``sandbox status`` lists, and ``RK_SANDBOX_METRICS=0``."""
 

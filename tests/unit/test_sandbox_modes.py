@@ -1,4 +1,4 @@
-"""Issue 23: the sandbox by release and metadata mode, without starting Kafka: bad versions and
+"""The sandbox by release and metadata mode, without starting Kafka: bad versions and
 modes are refused by name before anything is fetched or written; a ZooKeeper-mode cluster's
 files (ZooKeeper on loopback, brokers with broker.id + zookeeper.connect, no controller
 process) and its state (version and mode in sandbox.json and status)."""
@@ -11,8 +11,10 @@ import pytest
 
 from reassign_kit.cli import sandbox as sandbox_cli
 from reassign_kit.errors import SandboxError
+from reassign_kit.sandbox import config_files, zookeeper
 from reassign_kit.sandbox import kafka as kafka_mod
 from reassign_kit.sandbox import sandbox as sbx
+from reassign_kit.sandbox import state as sandbox_state
 
 
 def props(path: str) -> dict[str, str]:
@@ -56,7 +58,7 @@ def test_zookeeper_mode_files_and_state(tmp_path):
         assert p["broker.id"] == str(b.id)
         assert p["zookeeper.connect"] == f"127.0.0.1:{sb.zookeeper.port}"
         assert not {"process.roles", "node.id", "controller.quorum.voters"} & set(p)
-    state = json.loads((sb.dir / sbx.STATE_FILE).read_text())
+    state = json.loads((sb.dir / sandbox_state.STATE_FILE).read_text())
     assert (state["kafka_version"], state["metadata"]) == ("3.9.1", "zookeeper")
     st = sb.status()
     assert (st["kafka_version"], st["metadata"], st["running"]) == ("3.9.1", "zookeeper", False)
@@ -66,10 +68,10 @@ def test_zookeeper_mode_files_and_state(tmp_path):
 def test_defaults_stay_4_3_1_kraft_unless_the_environment_says(monkeypatch):
     monkeypatch.delenv(kafka_mod.VERSION_ENV, raising=False)
     monkeypatch.delenv(kafka_mod.METADATA_ENV, raising=False)
-    assert (sbx.default_version(), sbx.default_metadata()) == ("4.3.1", "kraft")
+    assert (kafka_mod.default_version(), kafka_mod.default_metadata()) == ("4.3.1", "kraft")
     monkeypatch.setenv(kafka_mod.VERSION_ENV, "3.6.2")
     monkeypatch.setenv(kafka_mod.METADATA_ENV, "zookeeper")
-    assert (sbx.default_version(), sbx.default_metadata()) == ("3.6.2", "zookeeper")
+    assert (kafka_mod.default_version(), kafka_mod.default_metadata()) == ("3.6.2", "zookeeper")
     assert kafka_mod.kafka_home("3.6.2").name == "3.6.2"  # one cache folder per release
 
 
@@ -122,15 +124,16 @@ Connections Sets (1)/(5):
 
 
 def test_zk_dump_ephemerals_lists_the_registrations_zookeeper_holds():
-    held = sbx.zk_dump_ephemerals(ZK_DUMP)
+    held = zookeeper.zk_dump_ephemerals(ZK_DUMP)
     assert held == {"/brokers/ids/4", "/brokers/ids/1", "/brokers/ids/2", "/controller"}
     # dump not whitelisted (a sandbox written before it was): unknown, not "none held"
     assert (
-        sbx.zk_dump_ephemerals("dump is not executed because it is not in the whitelist.\n") is None
+        zookeeper.zk_dump_ephemerals("dump is not executed because it is not in the whitelist.\n")
+        is None
     )
 
 
 def test_zookeeper_whitelists_dump(tmp_path):
-    sbx._zookeeper_node(tmp_path)
+    config_files.zookeeper_node(tmp_path)
     props = (tmp_path / "zookeeper.properties").read_text()
     assert "4lw.commands.whitelist=ruok,srvr,dump" in props

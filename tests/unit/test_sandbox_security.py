@@ -1,4 +1,4 @@
-"""The secured sandbox's configs (issue 11), without starting Kafka: what each security mode
+"""The secured sandbox's configs, without starting Kafka: what each security mode
 writes for the nodes and the clients, with the secrets only in owner-only files."""
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ from reassign_kit.errors import SandboxError
 from reassign_kit.operations.execute import load_command_config
 from reassign_kit.sandbox import kafka
 from reassign_kit.sandbox import sandbox as sbx
+from reassign_kit.sandbox.security import Security
+from reassign_kit.sandbox.state import STATE_FILE
 
 
 @pytest.mark.parametrize("mode", ["sasl_scram", "ssl", "sasl_ssl"])
 def test_each_mode_writes_private_client_configs_both_clients_accept(tmp_path, mode):
-    sec = sbx.Security.make(tmp_path, mode)
+    sec = Security.make(tmp_path, mode)
     d = tmp_path / "security"
     assert stat.S_IMODE(os.stat(d).st_mode) == 0o700
     for f in d.iterdir():
@@ -53,7 +55,7 @@ def test_each_mode_writes_private_client_configs_both_clients_accept(tmp_path, m
 def test_status_json_holds_paths_never_secrets(tmp_path):
     """The status of a secured sandbox (as `sandbox status` prints it) names the client
     config files; no password appears in it nor in sandbox.json."""
-    sec = sbx.Security.make(tmp_path, "sasl_scram")
+    sec = Security.make(tmp_path, "sasl_scram")
     state = {
         "cluster_id": "x",
         "kafka_version": kafka.KAFKA_VERSION,
@@ -69,14 +71,14 @@ def test_status_json_holds_paths_never_secrets(tmp_path):
         },
         "brokers": [],
     }
-    (tmp_path / sbx.STATE_FILE).write_text(json.dumps(state))
+    (tmp_path / STATE_FILE).write_text(json.dumps(state))
     sb = sbx.Sandbox(tmp_path)
     status = json.dumps(sb.status())
     assert json.loads(status)["security"] == "sasl_scram"
     assert json.loads(status)["client_configs"] == sec.client_config_paths()
     for pw in sec.passwords.values():
         assert pw not in status
-        assert pw not in (tmp_path / sbx.STATE_FILE).read_text()
+        assert pw not in (tmp_path / STATE_FILE).read_text()
     assert sb.client_config("reader").endswith("reader.properties")
     with pytest.raises(SandboxError, match="no client config for 'nobody'"):
         sb.client_config("nobody")

@@ -1,4 +1,4 @@
-"""Cost that follows the work (issue 12), checked by counting work, never by timing it:
+"""Cost that follows the work, checked by counting work, never by timing it:
 the rollback plan is one pass over the plan (it re-scanned the plan per partition) and gives
 the same plan as the quadratic version did."""
 
@@ -14,7 +14,7 @@ TP = TopicPartition
 
 
 def reference_rollback_plan(plan, states, replica_dirs=None):
-    """The rollback plan as it was before issue 12 (quadratic: the log-dir check re-scanned
+    """The rollback plan as it was first written (quadratic: the log-dir check re-scanned
     the plan for every partition): the specification the linear version must keep."""
     moves = []
     for m in plan:
@@ -677,7 +677,7 @@ def test_a_polls_journal_lines_go_to_the_os_together_and_before_any_change(tmp_p
     def alter_reassignments(targets, **k):  # what the journal says so far is on disk
         on_disk = jr.read_events(tmp_path / "run.jsonl")  # the FILE, not the run's memory
         on_disk_at_change.append(len(on_disk) == run._journal.written)
-        # write-ahead (issue 19 item 1): each move's intent — its target and its original,
+        # write-ahead: each move's intent — its target and its original,
         # in order — is read back from the file before its Alter is sent
         intents = {
             (e["topic"], e["partition"], tuple(e["target"])): e

@@ -214,7 +214,7 @@ def test_per_broker_cap_lets_unrelated_moves_pass():
 
 
 def test_a_brokers_own_cap_under_the_global_one():
-    """The adaptive pace's per-broker caps (issue 22): broker 3's own cap of 1 holds there
+    """The adaptive pace's per-broker caps: broker 3's own cap of 1 holds there
     while the others keep --max-moves-per-broker; a broker cap never exceeds the global."""
     its = [Item(TopicPartition("t", p), frozenset({3, 10 + p})) for p in range(3)]
     its.append(Item(TopicPartition("t", 9), frozenset({1, 2})))

@@ -1,4 +1,4 @@
-"""Issue 11: every bare-traceback path of the issue ends in a message naming the file, option or
+"""Every bare-traceback path found ends in a message naming the file, option or
 setting at fault and a meaningful exit code (each test here failed before its fix: a traceback,
 or exit 1 "unexpected"). ``request.timeout.ms=abc`` and a CA file librdkafka refuses are in
 test_client_security.py; these are the rest."""

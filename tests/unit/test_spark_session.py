@@ -1,4 +1,4 @@
-"""Where the Spark driver listens, and refusing a session on another master (issue 13 #3).
+"""Where the Spark driver listens, and refusing a session on another master.
 Pure: nothing here starts Spark (tests/spark/test_standalone.py does, on 127.0.0.2)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Throttles restored, not deleted (issue 14 #11, #5, #13, #14): an operator's own throttle
+"""Throttles restored, not deleted: an operator's own throttle
 configs — a per-broker rate, the cluster default, entries in a topic's throttled-replica
 list, static server.properties values — are what they were after a run, a legacy execute, a
 failed submission, a cancel; a run killed mid-way puts them back on resume from its journal;
@@ -155,7 +155,7 @@ def test_legacy_verify_without_priors_removes_as_the_official_tool(tmp_path):
 
 
 def test_legacy_execute_restores_throttles_when_the_submission_fails(tmp_path):
-    """Issue 14 #5: the controller refuses the request (KIP-860 'nothing submitted', a
+    """The controller refuses the request (KIP-860 'nothing submitted', a
     timeout): the throttles set for it are removed, the operator's put back."""
     sim = operator_cluster()
 
@@ -182,7 +182,7 @@ def test_legacy_execute_every_partition_rejected_restores_throttles(tmp_path):
 
 
 def test_cancel_without_preserve_clears_when_nothing_moves_any_more(tmp_path):
-    """Issue 14 #13: after `--cancel --preserve-throttles`, a second `--cancel` (without it)
+    """After `--cancel --preserve-throttles`, a second `--cancel` (without it)
     finds nothing moving and must still clear the throttles (as the official tool and its
     ReassignPartitionsCommandTest), putting the operator's values back."""
     sim = operator_cluster()
@@ -210,7 +210,7 @@ def test_cancel_without_priors_clears_as_the_official_tool(tmp_path):
 
 
 def test_paced_run_goes_on_when_a_source_broker_is_down(tmp_path):
-    """Issue 14 #14 (KAFKA-13392): broker 1, a source of the move, is stopped; its configs
+    """KAFKA-13392: broker 1, a source of the move, is stopped; its configs
     cannot be asked or changed. The run skips it (journaled as a warning), throttles the
     others, completes onto the live targets and says how its throttle gets fixed."""
     sim = operator_cluster()

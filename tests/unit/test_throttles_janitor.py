@@ -1,4 +1,4 @@
-"""`reassign-kit throttles --check / --clean` (issue 14 #11, the janitor): every throttle config
+"""`reassign-kit throttles --check / --clean`: every throttle config
 no reassignment in flight needs (ours or another tool's) with its source, exit 8 while any is
 set; --clean removes those set on the topic or broker itself and leaves the cluster default and
 server.properties values alone (reported); with a run's journal the operator's values are not

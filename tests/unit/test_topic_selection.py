@@ -1,4 +1,4 @@
-"""Topic selection (issue 13 #2): --topics-regex / --exclude-topics-regex / --include-internal in
+"""Topic selection: --topics-regex / --exclude-topics-regex / --include-internal in
 snapshot, plan, validate and --generate; internal topics left out by default."""
 
 from __future__ import annotations

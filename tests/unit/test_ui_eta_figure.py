@@ -1,4 +1,4 @@
-"""The postmortem chart of the run's ETA beside the truth (issue 21: "the panel charts how
+"""The postmortem chart of the run's ETA beside the truth ("the panel charts how
 the estimate moved over the run beside what actually happened"): ``figures.eta_series`` from
 a journal's ``sample`` events, ``charts.eta_figure`` on it."""
 
@@ -65,7 +65,7 @@ def test_a_run_that_did_not_finish_has_no_truth_to_chart(tmp_path):
 
 
 def test_a_sample_without_a_range_leaves_a_gap_in_the_band_not_a_diagonal(tmp_path):
-    """Seen in the panel (issue 21's chart live): two line traces filled ``tonexty`` across a
+    """Seen in the panel (the ETA chart live): two line traces filled ``tonexty`` across a
     sample with no range joined the ends of different runs: a diagonal band over the chart."""
     events = journal_of_a_run(tmp_path)
     ranged = [i for i, e in enumerate(events) if e["event"] == "sample" and e.get("eta_range_s")]

@@ -254,7 +254,7 @@ def test_log_leaves_out_samples_and_single_steps():
 
 
 def test_one_look_every_figure_in_the_package_template(tmp_path):
-    """Issue 24 #4: the plan's, the progress, the what-if and the postmortem figures share one
+    """The plan's, the progress, the what-if and the postmortem figures share one
     registered template, never made Plotly's default (as default it blanked the panel's
     FigureWidgets); a figure built in a notebook cell gets it in the HTML export."""
     import plotly.graph_objects as go

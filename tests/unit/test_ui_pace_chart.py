@@ -1,6 +1,6 @@
-"""The adaptive pace charted (issue 22: "the panel charts rate, latency and the objective over
+"""The adaptive pace charted ("the panel charts rate, latency and the objective over
 time"; "the decision log of one adaptive run, rendered in the panel") and the ETA over the run
-in the panel and the postmortem (issue 21). The journal is a real adaptive run on the
+in the panel and the postmortem. The journal is a real adaptive run on the
 simulator (``test_pace_run``'s latency model); the shaping is also checked on hostile event
 lists (hypothesis)."""
 
@@ -119,7 +119,7 @@ def test_the_views_follow_the_decisions_as_they_arrive(adaptive_journal):
     assert views.eta_box.layout.display == "flex"
     eta = charts.shown(views.eta_chart)
     assert "time really left" in [t.get("name") for t in eta["data"]]
-    views.refresh(ev, eta=False)  # paused: no estimate shown anywhere (issue 25)
+    views.refresh(ev, eta=False)  # paused: no estimate shown anywhere
     assert views.eta_box.layout.display == "none" and views.pace_box.layout.display == "flex"
 
 

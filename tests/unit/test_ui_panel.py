@@ -81,7 +81,7 @@ def test_summary_controls_and_initial_buttons(tmp_path):
 
 
 def test_the_charts_views_hold_the_whole_figure_never_a_figurewidget(tmp_path):
-    """The blank chart (issue 25): a FigureWidget (an anywidget) opens its comm with an empty
+    """The blank chart: a FigureWidget (an anywidget) opens its comm with an empty
     figure and reaches its figure through later messages, which anywidget's front end drops
     for good when plotly's 5 MB module takes over 2 s to load. The panel's charts are views
     whose state IS the figure: a view created at any moment draws what the panel holds."""
@@ -381,7 +381,7 @@ def test_resume_refused_for_another_plan(tmp_path):
     assert other.run is None
 
 
-# ---------------------------------------------------------------- one preflight (issue 10)
+# ---------------------------------------------------------------- one preflight
 
 
 def test_execute_twice_keeps_the_first_rollback_file(tmp_path):
@@ -439,7 +439,7 @@ def test_others_moves_refused_with_the_preflight_message_and_nothing_changed(tmp
 
 
 def test_notebook_02_timeout_cancels_before_failing(tmp_path):
-    """Issue 14 #10: notebook 02's headless cell, past ``timeout_s``, presses Cancel and
+    """Notebook 02's headless cell, past ``timeout_s``, presses Cancel and
     fails only once the cancel has happened (the kernel stops right after the failure)."""
     import pathlib
 
@@ -476,7 +476,7 @@ def test_notebook_02_timeout_cancels_before_failing(tmp_path):
 
 
 def test_cancel_rolls_stepped_moves_back_to_their_original_replicas(tmp_path):
-    """Issue 14 #1: the panel's Cancel is a rollback. Pressed after a KIP-435 step completed,
+    """The panel's Cancel is a rollback. Pressed after a KIP-435 step completed,
     every move — between steps or with a step in flight — is back at its original list, in
     order (before: the moves between steps kept (2, 0, 1)-like intermediate sets)."""
     sim = cluster()

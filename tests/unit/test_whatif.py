@@ -1,4 +1,4 @@
-"""What-if before running (issue 12): the makespan predicted per pacing policy by the
+"""What-if before running: the makespan predicted per pacing policy by the
 executor on a simulator set up like the cluster; ``--execute --dry-run`` sends nothing; a
 calibration learned from a journal recovers the rates the cluster had."""
 
