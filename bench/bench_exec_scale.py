@@ -138,7 +138,7 @@ def one(n: int, mode: str) -> dict:
         out["preflight_cpu_s"] = time.process_time() - c0
         polls: list[float] = []
         poll_cpu: list[float] = []
-        real_poll = run._poll
+        real_poll = run.parts.loop.poll
         calls_at_start = calls["n"]
 
         def timed_poll():
@@ -151,7 +151,7 @@ def one(n: int, mode: str) -> dict:
                 polls.append(time.perf_counter() - s)
                 poll_cpu.append(time.process_time() - c)
 
-        run._poll = timed_poll
+        run.parts.loop.poll = timed_poll
         res = run.run()
         out["wall_s"] = time.perf_counter() - t0
         out["cpu_s"] = time.process_time() - c0

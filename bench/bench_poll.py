@@ -1,5 +1,5 @@
 """Poll cost: the CPU time of one iteration of a paced run's loop
-(``Run._poll``: list, describe, track, sample + ETA, schedule, submit, throttles, elections,
+(``Loop.poll``: list, describe, track, sample + ETA, schedule, submit, throttles, elections,
 the journal's commit) with 2,000 moves in flight, on the simulator (model time: the
 simulator's answers are inside the figure, its sleep is not). Goal: p99 <= 100 ms.
 
@@ -41,15 +41,15 @@ PREVIOUS = {
     "mean": 22.8,
     "max": 129.1,
 }
-# the parts of a poll timed (engine methods, wrapped on the run object)
+# the parts of a poll timed: (the run's part, its method), wrapped on the part object
 PARTS = (
-    "_update",
-    "_maybe_sample",
-    "_eta_fields",
-    "_schedule",
-    "_submit",
-    "_sync_throttles",
-    "_check_deadlines",
+    ("track", "update"),
+    ("track", "maybe_sample"),
+    ("track", "eta_fields"),
+    ("submit", "schedule"),
+    ("submit", "_submit"),
+    ("loop", "sync_throttles"),
+    ("loop", "_check_deadlines"),
 )
 
 
@@ -94,22 +94,23 @@ def one_round() -> dict:
 
         return wrapper
 
-    for name in PARTS:
-        setattr(run, name, timed(name, getattr(run, name)))
-    real_eta = run._eta_fields
+    for part, name in PARTS:
+        obj = getattr(run.parts, part)
+        setattr(obj, name, timed(name, getattr(obj, name)))
+    real_eta = run.parts.track.eta_fields
 
     def eta_fields(*a, **k):
         sampled["now"] = True
         return real_eta(*a, **k)
 
-    run._eta_fields = eta_fields
-    assert track  # the part's methods are looked up on the run
-    real_poll = run._poll
+    run.parts.track.eta_fields = eta_fields
+    assert track  # the parts are the run's collaborators (run.parts)
+    real_poll = run.parts.loop.poll
 
     def poll():
         cur.clear()
         sampled["now"] = False
-        inflight = len(run._index.of(track.MOVING))
+        inflight = len(run.shared.index.of(track.MOVING))
         c, w = time.process_time(), time.perf_counter()
         try:
             return real_poll()
@@ -124,7 +125,7 @@ def one_round() -> dict:
                 )
             )
 
-    run._poll = poll
+    run.parts.loop.poll = poll
     res = run.run()
     assert res.state == "done", res.state
     return {"polls": polls}
@@ -172,7 +173,7 @@ def main() -> int:
     heavy = sorted(polls, key=lambda p: -p[0])[: max(1, len(polls) // 20)]
     print(f"the heaviest 5% of the polls ({len(heavy)}): their parts, CPU ms (mean):")
     print(f"  {'the whole poll':<20} {1000 * statistics.fmean(p[0] for p in heavy):>7.1f}")
-    for k in PARTS:
+    for _part, k in PARTS:
         v = statistics.fmean(p[4].get(k, 0.0) for p in heavy)
         print(f"  {k:<20} {1000 * v:>7.1f}")
     return 0  # a figure, not a gate (make bench runs every bench)

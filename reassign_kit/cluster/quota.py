@@ -35,6 +35,47 @@ def end_loss(size: float) -> float:
     return min(END_LOSS_BYTES, END_LOSS_MAX_SHARE * max(0.0, float(size)))
 
 
+class EndLosses:
+    """What each broker still loses of its inbound capacity (``end_loss``): a stream into it
+    ended while others go on filling it, and it takes in for nothing until it has paid.
+    ``streams`` below are (anything, target broker) pairs."""
+
+    def __init__(self) -> None:
+        self.owed: dict[int, float] = {}  # broker -> inbound bytes it still loses
+
+    def keep(self, filled: set[int]) -> None:
+        """A broker no stream fills any more idles: the quota gives it back."""
+        self.owed = {b: n for b, n in self.owed.items() if b in filled}
+
+    def owing(
+        self, streams: Sequence[tuple[object, int]], rates: Sequence[float], step: float
+    ) -> tuple[dict[int, float], float]:
+        """The inbound rate of each broker that owes, and ``step`` shortened to end where the
+        first of them has paid."""
+        owing: dict[int, float] = {}
+        for (_, b), rate in zip(streams, rates, strict=True):
+            if b in self.owed:
+                owing[b] = owing.get(b, 0.0) + rate
+        for b, rate in owing.items():
+            if rate > 0:
+                step = min(step, self.owed[b] / rate)
+        return owing, step
+
+    def pay(self, owing: Mapping[int, float], step: float) -> None:
+        for b, rate in owing.items():
+            self.owed[b] -= rate * step
+            if self.owed[b] <= 1e-6:
+                del self.owed[b]
+
+    def owe(self, ended: Sequence[tuple[int, int]], still: set[int], most: float) -> None:
+        """Each broker where a stream ended (``ended``: broker, partition size) while others
+        still fill it owes what it lost (``end_loss``, at most ``most``)."""
+        for b, size in ended:
+            loss = min(most, end_loss(size))
+            if b in still and loss > 0:
+                self.owed[b] = self.owed.get(b, 0.0) + loss
+
+
 def idle_credit(idle_s: float, limit: float, windows: int = QUOTA_WINDOWS) -> float:
     """What ``Windows`` lets an end move at once when it copies again after ``idle_s``
     seconds idle, having copied at ``limit`` before: the windows kept hold ``limit`` for
@@ -144,3 +185,47 @@ class Windows:
     def record(self, moved: float) -> None:
         if self.wins:
             self.wins[-1][1] += moved
+
+
+class BrokerQuotas:
+    """The replication quotas of a model's brokers: a ``Windows`` per broker and direction
+    (inbound: its follower throttle; outbound: its leader throttle), made on first use."""
+
+    def __init__(self) -> None:
+        self.inbound: dict[int, Windows] = {}
+        self.outbound: dict[int, Windows] = {}
+
+    def credit(
+        self, broker: int, inbound: bool, now: float, limit: float, n: int, size_s: float
+    ) -> float:
+        """What ``broker`` may still move now in that direction (``Windows.credit``)."""
+        store = self.inbound if inbound else self.outbound
+        w = store.get(broker)
+        if w is None:
+            w = store[broker] = Windows(n, size_s)
+        return w.credit(now, limit)
+
+    def charge(
+        self,
+        ends: list[tuple[int | None, int]],
+        rates: list[float],
+        throttled_in: set[int],
+        out_caps: Mapping[int, float],
+        dt: float,
+    ) -> None:
+        """Each stream's bytes over ``dt`` recorded at its throttled ends (``out_caps``: the
+        sources whose leader throttle bounds them)."""
+        for (src, b), r in zip(ends, rates, strict=True):
+            if b in throttled_in and (w := self.inbound.get(b)) is not None:
+                w.record(r * dt)
+            if src in out_caps and (w := self.outbound.get(src)) is not None:
+                w.record(r * dt)
+
+    def refund(self, ends: list[tuple[int | None, int]], rates: list[float], unused: float) -> None:
+        """Give back what was charged for the part of a tick not yet played (``ends``: each
+        stream's leader and target)."""
+        for (leader, b), r in zip(ends, rates, strict=True):
+            for store, end in ((self.inbound, b), (self.outbound, leader)):
+                w = store.get(end) if end is not None else None
+                if w is not None and w.wins:
+                    w.wins[-1][1] = max(0.0, w.wins[-1][1] - r * unused)

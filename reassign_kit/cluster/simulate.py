@@ -31,7 +31,7 @@ from .gateway import (
     PartitionError,
     ReplicaLogInfo,
 )
-from .quota import Windows, end_loss, fair_share
+from .quota import BrokerQuotas, EndLosses, fair_share
 from .simulate_configs import ConfigsPart, ThrottleState
 
 MB = 1024 * 1024
@@ -84,6 +84,50 @@ class SimPartition:
         )
         return st
 
+    def start(self, target: list[int]) -> None:
+        """A reassignment to ``target`` in flight (replacing one in flight: the original
+        replicas stay those it started from); the replicas already copied keep their bytes."""
+        original = self.original if self.target is not None else list(self.replicas)
+        self.original = list(original or [])
+        self.target = target
+        self.replicas = target + [b for b in self.original if b not in target]
+        self.copied = {b: self.copied.get(b, 0.0) for b in target if b not in self.original}
+        self.full_at = None
+
+    def cancel(self) -> str | None:
+        """Back to the original replicas (those not in the ISR drop out of it); an error when
+        no reassignment is in flight."""
+        if self.target is None:
+            return PartitionError(
+                ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "NO_REASSIGNMENT_IN_PROGRESS"
+            )
+        orig = list(self.original or self.replicas)
+        self.replicas = orig
+        self.isr = [b for b in orig if b in self.isr]
+        if self.leader not in orig:
+            self.leader = next((b for b in orig if b in self.isr), orig[0])
+        self.target = None
+        self.original = None
+        self.copied = {}
+        return None
+
+    def finish(self) -> None:
+        """The reassignment complete: the target is the replica set, the leaving replicas'
+        log dirs (and moves between them) gone."""
+        target = list(self.target or [])
+        self.replicas = target
+        self.isr = [b for b in target if b in self.isr]
+        if self.leader not in target:
+            self.leader = next((b for b in target if b in self.isr), None)
+        self.target = None
+        self.original = None
+        self.copied = {}
+        self.full_at = None
+        for b in set(self.dirs) | set(self.future):
+            if b not in target:
+                self.dirs.pop(b, None)
+                self.future.pop(b, None)
+
     def _state(self) -> PartitionState:
         if self.target is None:
             return PartitionState(self.tp, tuple(self.replicas), tuple(self.isr), self.leader)
@@ -118,8 +162,7 @@ class SimCluster(ConfigsPart):
         self.quota_windows: int | None = None
         self.quota_window_s = 1.0
         self.quota_factor: dict[int, float] = {}  # share of the throttle a broker achieves
-        self._quota: dict[int, Windows] = {}  # inbound (follower) quota per broker
-        self._quota_out: dict[int, Windows] = {}  # outbound (leader) quota per broker
+        self._quotas = BrokerQuotas()
         # what a real cluster spends besides copying (bench_eta: 1-2 s of admin
         # calls between batches, zero-byte KIP-435 steps of 1.3-2 s): a reassignment whose
         # replicas have all caught up completes ``finish_s`` later (the ISR change, the
@@ -135,7 +178,7 @@ class SimCluster(ConfigsPart):
         # of its inbound capacity (``quota.end_loss``: a fetch, at most a tenth of the
         # partition; measured on the sandbox; 0: fluid)
         self.end_loss_bytes = 0.0
-        self._owed: dict[int, float] = {}  # broker -> inbound bytes it still loses
+        self._debts = EndLosses()
         self.tick = tick
         self.t = 0.0
         self.partitions: dict[TopicPartition, SimPartition] = {}
@@ -204,9 +247,9 @@ class SimCluster(ConfigsPart):
             for b in sp.target:
                 if b not in sp.isr and b not in self.down:
                     streams.append((sp, b))
-        if self._owed:  # a broker no stream fills any more idles: the quota gives it back
-            filled = {b for _, b in streams}
-            self._owed = {b: n for b, n in self._owed.items() if b in filled}
+        debts = self._debts
+        if debts.owed:  # a broker no stream fills any more idles: the quota gives it back
+            debts.keep({b for _, b in streams})
         # a stream that ends within the tick leaves its share to the others for the rest of
         # it (a tick is split where one ends: the model is fluid, not a tick's granularity)
         left_dt = dt
@@ -217,16 +260,13 @@ class SimCluster(ConfigsPart):
             step = left_dt
             # a broker that owes (``end_loss_bytes``) takes in for nothing until it has paid
             owing: dict[int, float] = {}
-            if self._owed:
-                owing, step = self._owing(streams, rates, step)
+            if debts.owed:
+                owing, step = debts.owing(streams, rates, step)
             for (sp, b), rate in zip(streams, rates, strict=True):
                 if rate > 0 and b not in owing:
                     step = min(step, (sp.size_bytes - sp.copied.get(b, 0.0)) / rate)
             step = max(step, 0.0)
-            for b, rate in owing.items():
-                self._owed[b] -= rate * step
-                if self._owed[b] <= 1e-6:
-                    del self._owed[b]
+            debts.pay(owing, step)
             ended: list[tuple[int, int]] = []
             for (sp, b), rate in zip(streams, rates, strict=True):
                 if owing and b in owing:
@@ -237,10 +277,11 @@ class SimCluster(ConfigsPart):
                     sp.isr.append(b)
                     ended.append((b, sp.size_bytes))
             if self.quota_windows and step < left_dt:  # the quota was charged for left_dt
-                self._refund(streams, rates, left_dt - step)
+                ends = [(sp.leader, b) for sp, b in streams]
+                self._quotas.refund(ends, rates, left_dt - step)
             streams = [(sp, b) for sp, b in streams if b not in sp.isr]
             if ended and self.end_loss_bytes > 0:
-                self._owe(ended, streams)
+                debts.owe(ended, {b for _, b in streams}, self.end_loss_bytes)
             left_dt -= step
         for sp in moving:
             if sp.target is not None and all(b in sp.isr for b in sp.target):
@@ -259,29 +300,6 @@ class SimCluster(ConfigsPart):
                 if fut[1] >= sp.size_bytes:
                     sp.dirs[b] = fut[0]
                     del sp.future[b]
-
-    def _owing(
-        self, streams: list[tuple[SimPartition, int]], rates: list[float], step: float
-    ) -> tuple[dict[int, float], float]:
-        """The inbound rate of each broker that owes, and ``step`` shortened to end where the
-        first of them has paid."""
-        owing: dict[int, float] = {}
-        for (_, b), rate in zip(streams, rates, strict=True):
-            if b in self._owed:
-                owing[b] = owing.get(b, 0.0) + rate
-        for b, rate in owing.items():
-            if rate > 0:
-                step = min(step, self._owed[b] / rate)
-        return owing, step
-
-    def _owe(self, ended: list[tuple[int, int]], streams: list[tuple[SimPartition, int]]) -> None:
-        """Each broker where a stream ended (``ended``: broker, partition size) while others
-        still fill it owes what it lost (``quota.end_loss``, at most ``end_loss_bytes``)."""
-        still = {b for _, b in streams}
-        for b, size in ended:
-            loss = min(self.end_loss_bytes, end_loss(size))
-            if b in still and loss > 0:
-                self._owed[b] = self._owed.get(b, 0.0) + loss
 
     def _stream_rates(self, streams: list[tuple[SimPartition, int]], dt: float) -> list[float]:
         """Each stream's rate this tick (``quota.fair_share``): a target takes in at most its
@@ -306,20 +324,8 @@ class SimCluster(ConfigsPart):
         out_cap = {s: c for s, c in out_cap.items() if c is not None}
         rates = fair_share(ends, out_cap, in_cap)
         if self.quota_windows and dt > 0:
-            for (src, b), r in zip(ends, rates, strict=True):
-                if b in thr_in and (w := self._quota.get(b)) is not None:
-                    w.record(r * dt)
-                if src in out_cap and (w := self._quota_out.get(src)) is not None:
-                    w.record(r * dt)
+            self._quotas.charge(ends, rates, thr_in, out_cap, dt)
         return rates
-
-    def _refund(self, streams: list, rates: list[float], unused: float) -> None:
-        """Give back the quota charged for the part of a tick not yet played."""
-        for (sp, b), r in zip(streams, rates, strict=True):
-            for store, end in ((self._quota, b), (self._quota_out, sp.leader)):
-                w = store.get(end) if end is not None else None
-                if w is not None and w.wins:
-                    w.wins[-1][1] = max(0.0, w.wins[-1][1] - r * unused)
 
     def _cap(self, broker: int, inbound: bool, throttled: bool, dt: float) -> float | None:
         """What one end of a broker allows now (bytes/s); None: unbounded (an outbound end
@@ -333,27 +339,14 @@ class SimCluster(ConfigsPart):
             return bandwidth if inbound else None
         if self.quota_windows and dt > 0:
             limit = rate * self.quota_factor.get(broker, 1.0)
-            store = self._quota if inbound else self._quota_out
-            w = store.get(broker)
-            if w is None:
-                w = store[broker] = Windows(self.quota_windows, self.quota_window_s)
-            return min(bandwidth * dt, w.credit(self.t, limit)) / dt
+            n, size_s = self.quota_windows, self.quota_window_s
+            credit = self._quotas.credit(broker, inbound, self.t, limit, n, size_s)
+            return min(bandwidth * dt, credit) / dt
         return min(rate, bandwidth)
 
     def _finish(self, sp: SimPartition) -> None:
-        target = list(sp.target or [])
-        sp.replicas = target
-        sp.isr = [b for b in target if b in sp.isr]
-        if sp.leader not in target:
-            sp.leader = next((b for b in target if b in sp.isr), None)
-        sp.target = None
-        sp.original = None
-        sp.copied = {}
-        sp.full_at = None
-        for b in set(sp.dirs) | set(sp.future):
-            if b not in target:
-                sp.dirs.pop(b, None)
-                sp.future.pop(b, None)
+        """The controller ends ``sp``'s reassignment (a test's subclass delays or records it)."""
+        sp.finish()
 
     # ---- Gateway ------------------------------------------------------------------------
 
@@ -433,7 +426,7 @@ class SimCluster(ConfigsPart):
             elif tp in self.fail_on:
                 out[tp] = self.fail_on[tp]
             elif target is None:
-                out[tp] = self._cancel(sp)
+                out[tp] = sp.cancel()
             else:
                 out[tp] = self._submit(sp, list(target), allow_replication_factor_change)
         return out
@@ -444,37 +437,17 @@ class SimCluster(ConfigsPart):
         unknown = [b for b in target if b not in self.broker_ids]
         if unknown:
             return f"INVALID_REPLICA_ASSIGNMENT: unknown broker {unknown[0]}"
-        original = sp.original if sp.target is not None else list(sp.replicas)
         if not allow_rf and len(target) != len(sp.target or sp.replicas):
             return "INVALID_REPLICATION_FACTOR: replication factor change not allowed"
         if sp.target is None and target == sp.replicas:
             return None
-        sp.original = list(original or [])
-        sp.target = target
+        sp.start(target)
         self.active[sp.tp] = sp
-        sp.replicas = target + [b for b in sp.original if b not in target]
-        sp.copied = {b: sp.copied.get(b, 0.0) for b in target if b not in sp.original}
-        sp.full_at = None
         if all(b in sp.isr for b in target):
             if self.finish_s > 0:
                 sp.full_at = self.t
             else:
                 self._finish(sp)
-        return None
-
-    def _cancel(self, sp: SimPartition) -> str | None:
-        if sp.target is None:
-            return PartitionError(
-                ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "NO_REASSIGNMENT_IN_PROGRESS"
-            )
-        orig = list(sp.original or sp.replicas)
-        sp.replicas = orig
-        sp.isr = [b for b in orig if b in sp.isr]
-        if sp.leader not in orig:
-            sp.leader = next((b for b in orig if b in sp.isr), orig[0])
-        sp.target = None
-        sp.original = None
-        sp.copied = {}
         return None
 
     def log_dirs_of(self, broker: int) -> list[str]:

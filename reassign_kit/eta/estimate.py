@@ -34,7 +34,7 @@ receiving end, or in which a move came and went unseen, is not a measure of the 
 Where the model's assumptions are shown wrong by the data, the measurement wins: the run's
 *pace* (``eta_pace.RunPace``), the model's work done per wall second, takes over its estimate.
 
-``RunEta.update`` once per sample (``Run._eta_fields``); ``fields()`` adds its figures to
+``RunEta.update`` once per sample (``Tracker.eta_fields``); ``fields()`` adds its figures to
 the ``sample`` event, from which ``progress`` on the journal, the paced CLI's line and the
 panel show the same finish time and range."""
 

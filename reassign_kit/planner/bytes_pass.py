@@ -82,11 +82,45 @@ def prepare_bytes(
         return None
     room_out = {b: x[b] - lo for b, (lo, hi) in bands.items() if x[b] > lo}
     room_in = {b: hi - x[b] for b, (lo, hi) in bands.items() if x[b] < hi}
+    aim_out = _aims(prep, need_in, need_out, room_out, short, over)
+    total_out = sum(aim_out.values())
+    if total_out <= 0:
+        return None
+    chunks = list(range(prep.params.chunks))
+    quotas = {c: BytesQuota() for c in chunks}
+    flow = _split_givers(quotas, aim_out, per, x, room_out)
+    swap = "replicas" in prep.params.balance
+    weights = [flow[c] for c in chunks]
+    for b, r in room_in.items():
+        if b in aim_out:
+            continue  # a broker does not both give and take in one round
+        adds = None
+        if not swap and b in prep.caps:  # replicas it may still gain, split like the flow
+            adds = apportion(max(0, prep.caps[b] - count[b]), [round(w) for w in weights])
+        for i, c in enumerate(chunks):
+            if flow[c] > 0:
+                quotas[c].cap[b] = r * flow[c] / total_out
+                quotas[c].aim[b] = need_in.get(b, 0.0) * flow[c] / total_out
+                if adds is not None:
+                    quotas[c].add[b] = adds[i]
+    return BytesPlan(prep.ctx, quotas, swap)
+
+
+def _aims(
+    prep: Prepared,
+    need_in: dict[int, float],
+    need_out: dict[int, float],
+    room_out: dict[int, float],
+    short: float,
+    over: float,
+) -> dict[int, float]:
+    """How much each broker gives: those above their ceiling their excess; brokers within
+    their band give too when those below their floor need more than those above their
+    ceiling shed: the ones with the widest margin first (few givers, whole partitions), in
+    the short broker's rack first (with RF >= racks every partition keeps one replica per
+    rack: bytes cannot change rack)."""
+    bands = prep.bands
     aim_out = dict(need_out)
-    # brokers within their band give too when those below their floor need more than those
-    # above their ceiling shed: the ones with the widest margin first (few givers, whole
-    # partitions), in the short broker's rack first (with RF >= racks every partition keeps one
-    # replica per rack: bytes cannot change rack)
     spare = {b: room_out[b] - need_out.get(b, 0.0) for b in room_out}
     spare = {b: v for b, v in spare.items() if v > 0}
     rk = {b: rack_key(prep.ctx, b) for b in bands}
@@ -110,11 +144,18 @@ def prepare_bytes(
         if gap > 0:
             left_short += draw(gap, [b for b in spare if rk[b] == g])
     draw(min(left_short, max(0.0, short - over)), list(spare))  # what no rack covers itself
-    total_out = sum(aim_out.values())
-    if total_out <= 0:
-        return None
-    chunks = list(range(prep.params.chunks))
-    quotas = {c: BytesQuota() for c in chunks}
+    return aim_out
+
+
+def _split_givers(
+    quotas: dict[int, BytesQuota],
+    aim_out: dict[int, float],
+    per: dict[int, dict[int, int]],
+    x: dict[int, float],
+    room_out: dict[int, float],
+) -> dict[int, float]:
+    """Each giver's share over the chunks where it holds most (up to half of what it holds
+    there, then the rest); the flow out of each chunk."""
     flow: dict[int, float] = defaultdict(float)
     for b, a in aim_out.items():
         order = sorted((c for c, xb in per[b].items() if xb > 0), key=lambda c: (-per[b][c], c))
@@ -131,21 +172,7 @@ def prepare_bytes(
             # what this giver may shed there at most: its floor, spread like its holdings
             quotas[c].out_max[b] = max(v, room_out.get(b, a) * per[b][c] / x[b])
             flow[c] += v
-    swap = "replicas" in prep.params.balance
-    weights = [flow[c] for c in chunks]
-    for b, r in room_in.items():
-        if b in aim_out:
-            continue  # a broker does not both give and take in one round
-        adds = None
-        if not swap and b in prep.caps:  # replicas it may still gain, split like the flow
-            adds = apportion(max(0, prep.caps[b] - count[b]), [round(w) for w in weights])
-        for i, c in enumerate(chunks):
-            if flow[c] > 0:
-                quotas[c].cap[b] = r * flow[c] / total_out
-                quotas[c].aim[b] = need_in.get(b, 0.0) * flow[c] / total_out
-                if adds is not None:
-                    quotas[c].add[b] = adds[i]
-    return BytesPlan(prep.ctx, quotas, swap)
+    return flow
 
 
 def _rack_keeps(reps: Sequence[int], pos: int, dest: int, ctx: RuleContext) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import UsageError
 from . import repairs as repairs_hook
@@ -99,8 +100,80 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
         # bound; the targets are no goal, so no rack is full and no forced arrival costs more
         lb = lower_bound(cur, targets)
 
+    quotas = _gives(chunks, cur, work, ctx, targets)
+    deficit = {b: targets[b] - cur.get(b, 0) for b in allowed if targets[b] > cur.get(b, 0)}
+    dst_racks = sorted({rack_key(ctx, b) for b in deficit}, key=str)
+    all_racks = frozenset(dst_racks)
+    _route(quotas, chunks, work, ctx, deficit, dst_racks)
+    heavy = _heavy(agg, params, allowed)
+    must, short = _must_move(work, ctx, targets, cur, dst_racks)
+    lb = max(
+        lb,
+        must + (short if balance else 0),  # without a count goal no rack is full
+        # departures beyond what may change rack: a bound only where counts are a goal
+        relay_bound(ctx, cur0, targets, agg.capable, bool(params.rf_change())) if balance else 0,
+    )
+    frozen = hook.frozen(agg, params)
+    return Prepared(
+        ctx,
+        params,
+        targets,
+        lb,
+        quotas,
+        heavy,
+        agg,
+        all_racks,
+        bands,
+        byte_shares,
+        bytes_lb,
+        caps,
+        repairs,
+        frozen,
+    )
+
+
+def _heavy(agg: Aggregates, params: PlanParams, allowed: list[int]) -> frozenset[int]:
+    """With a bytes goal: the brokers holding more bytes than the average."""
+    heavy: frozenset[int] = frozenset()
+    if "bytes" in params.balance and allowed:
+        real = {b: agg.bytes.get(b, 0) for b in allowed}
+        avg = sum(agg.bytes.get(b, 0) for b in agg.bytes) / len(allowed)
+        heavy = frozenset(b for b, v in real.items() if v > avg)
+    return heavy
+
+
+def _must_move(
+    work: Aggregates,
+    ctx: RuleContext,
+    targets: dict[int, int],
+    cur: dict[int, int],
+    dst_racks: list[Any],
+) -> tuple[int, int]:
+    """The replicas rack-awareness makes leave, and how many of them no rack with room can
+    take: no plan can avoid a detour for those."""
+    all_racks = frozenset(dst_racks)
+    allowed = ctx.allowed
+    must_flow = max_flow(
+        sum_by(((0, frozenset(o) & all_racks), n) for (_, _, o), n in work.classes.items()),
+        {
+            dr: max(0, sum(targets[b] - cur.get(b, 0) for b in allowed if rack_key(ctx, b) == dr))
+            for dr in dst_racks
+        },
+    )
+    must = sum(work.classes.values())
+    return must, must - sum(must_flow.values())
+
+
+def _gives(
+    chunks: list[int],
+    cur: dict[int, int],
+    work: Aggregates,
+    ctx: RuleContext,
+    targets: dict[int, int],
+) -> dict[int, ChunkQuota]:
+    """Each chunk's quota of what each broker gives: removed / virtual brokers give
+    everything; over-full brokers give their surplus, by share."""
     quotas = {c: ChunkQuota() for c in chunks}
-    # give: removed / virtual give everything; over-full brokers give their surplus, by share
     for b, n in cur.items():
         per = [work.replicas.get((c, b), 0) for c in chunks]
         surplus = n if (b < 0 or b in ctx.removed) else max(0, n - targets.get(b, 0))
@@ -108,10 +181,21 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
         for c, s in zip(chunks, shares, strict=True):
             if s:
                 quotas[c].give[b] = s
-    deficit = {b: targets[b] - cur.get(b, 0) for b in allowed if targets[b] > cur.get(b, 0)}
-    # which rack each chunk's leaving replicas go to: a small max-flow over (chunk, option
-    # class) -> (chunk, rack) -> rack, so that replicas rack-awareness pins get room first
-    dst_racks = sorted({rack_key(ctx, b) for b in deficit}, key=str)
+    return quotas
+
+
+def _route(
+    quotas: dict[int, ChunkQuota],
+    chunks: list[int],
+    work: Aggregates,
+    ctx: RuleContext,
+    deficit: dict[int, int],
+    dst_racks: list[Any],
+) -> None:
+    """Which rack each chunk's leaving replicas go to, and which broker of it takes them:
+    a small max-flow over (chunk, option class) -> (chunk, rack) -> rack, so that replicas
+    rack-awareness pins get room first; routed globally, then every chunk given its
+    proportional share of each route."""
     demand = {dr: sum(n for b, n in deficit.items() if rack_key(ctx, b) == dr) for dr in dst_racks}
     all_racks = frozenset(dst_racks)
     supply_cls: dict[tuple, int] = defaultdict(int)  # (chunk, class) -> replicas
@@ -157,41 +241,3 @@ def prepare(agg: Aggregates, ctx: RuleContext, params: PlanParams) -> Prepared:
             for j, b in enumerate(bs):
                 if m[ci][j]:
                     quotas[c].take[b] = m[ci][j]
-    heavy: frozenset[int] = frozenset()
-    if "bytes" in params.balance and allowed:
-        real = {b: agg.bytes.get(b, 0) for b in allowed}
-        avg = sum(agg.bytes.get(b, 0) for b in agg.bytes) / len(allowed)
-        heavy = frozenset(b for b, v in real.items() if v > avg)
-    # no plan can avoid a detour for replicas the racks with room cannot take
-    must_flow = max_flow(
-        sum_by(((0, frozenset(o) & all_racks), n) for (_, _, o), n in work.classes.items()),
-        {
-            dr: max(0, sum(targets[b] - cur.get(b, 0) for b in allowed if rack_key(ctx, b) == dr))
-            for dr in dst_racks
-        },
-    )
-    must = sum(work.classes.values())
-    short = must - sum(must_flow.values())
-    lb = max(
-        lb,
-        must + (short if balance else 0),  # without a count goal no rack is full
-        # departures beyond what may change rack: a bound only where counts are a goal
-        relay_bound(ctx, cur0, targets, agg.capable, bool(params.rf_change())) if balance else 0,
-    )
-    frozen = hook.frozen(agg, params)
-    return Prepared(
-        ctx,
-        params,
-        targets,
-        lb,
-        quotas,
-        heavy,
-        agg,
-        all_racks,
-        bands,
-        byte_shares,
-        bytes_lb,
-        caps,
-        repairs,
-        frozen,
-    )

@@ -5,7 +5,8 @@ work of a Spark task or of the in-process loop."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..errors import UsageError
 from .aggregates import rack_key, replica_options
@@ -20,6 +21,32 @@ from .rules import (
     apply_rf,
     required_racks,
 )
+
+
+# rack-awareness: a move may not lower the rack spread the partition can still reach
+def _spread(reps: Sequence[int], racks: Mapping[int, Any], n_racks: int) -> int:
+    real = {racks[b] for b in reps if b >= 0}
+    return min(required_racks(len(reps), n_racks), len(real) + sum(1 for b in reps if b < 0))
+
+
+def keeps_spread(
+    reps: list[int], pos: int, rack: Any, racks: Mapping[int, Any], n_racks: int
+) -> bool:
+    """Whether replacing ``reps[pos]`` by a replica on ``rack`` keeps the rack spread the
+    partition can still reach."""
+    if n_racks <= 1:
+        return True
+    src = reps[pos]
+    if src >= 0 and racks[src] == rack:
+        return True
+    before = _spread(reps, racks, n_racks)
+    real = {racks[b] for j, b in enumerate(reps) if b >= 0 and j != pos}
+    real.add(rack)
+    after = min(
+        required_racks(len(reps), n_racks),
+        len(real) + sum(1 for j, b in enumerate(reps) if b < 0 and j != pos),
+    )
+    return after >= before
 
 
 class _Chunk:
@@ -69,30 +96,8 @@ class _Chunk:
         for b, n in self.take.items():
             self.rack_take[rack_key(self.ctx, b)] += n
 
-    # rack-awareness: a move may not lower the rack spread the partition can still reach
-    def _spread(self, reps: Sequence[int]) -> int:
-        real = {self.racks[b] for b in reps if b >= 0}
-        return min(
-            required_racks(len(reps), self.n_racks), len(real) + sum(1 for b in reps if b < 0)
-        )
-
     def _rack_ok(self, reps: list[int], pos: int, dest: int) -> bool:
-        return self._rack_ok_rack(reps, pos, rack_key(self.ctx, dest))
-
-    def _rack_ok_rack(self, reps: list[int], pos: int, rack) -> bool:
-        if self.n_racks <= 1:
-            return True
-        src = reps[pos]
-        if src >= 0 and self.racks[src] == rack:
-            return True
-        before = self._spread(reps)
-        real = {self.racks[b] for j, b in enumerate(reps) if b >= 0 and j != pos}
-        real.add(rack)
-        after = min(
-            required_racks(len(reps), self.n_racks),
-            len(real) + sum(1 for j, b in enumerate(reps) if b < 0 and j != pos),
-        )
-        return after >= before
+        return keeps_spread(reps, pos, rack_key(self.ctx, dest), self.racks, self.n_racks)
 
     def _place(self, i: int, pos: int, dest: int) -> None:
         reps = self.new[i]
@@ -153,7 +158,9 @@ class _Chunk:
         """Racks with quota left that this replica may move to."""
         reps = self.new[i]
         return [
-            dr for dr in self.ring if self.rack_take[dr] > 0 and self._rack_ok_rack(reps, pos, dr)
+            dr
+            for dr in self.ring
+            if self.rack_take[dr] > 0 and keeps_spread(reps, pos, dr, self.racks, self.n_racks)
         ]
 
     def _by_class(self, i: int, pos: int, cls: tuple) -> int | None:
@@ -163,7 +170,7 @@ class _Chunk:
         reps = self.new[i]
         racks = [dr for dr in cls if self.flows.get((cls, dr), 0) > 0]
         for dr in sorted(racks, key=lambda dr: (-self.flows[(cls, dr)], dr != k, str(dr))):
-            if not self._rack_ok_rack(reps, pos, dr):
+            if not keeps_spread(reps, pos, dr, self.racks, self.n_racks):
                 continue
             d = self._from_ring(i, pos, dr)
             if d is not None:

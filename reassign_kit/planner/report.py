@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Plan
-from .rules import VIRTUAL, apply_rf
+from .rules import VIRTUAL, RuleContext, apply_rf
 
 
 def _spread(values: dict[int, int], keys) -> int:
@@ -132,45 +132,12 @@ def build_report(result: PlanResult) -> dict[str, Any]:
     before, after = t["replicas_before"], t["replicas_after"]
     lead_before, lead_after = t["leaders_before"], t["leaders_after"]
     bytes_before, bytes_after = t["bytes_before"], t["bytes_after"]
-    rin, rout, bin_, bout = t["replicas_in"], t["replicas_out"], t["bytes_in"], t["bytes_out"]
     rf_change = prep.params.rf_change()
-    cap = prep.params.capacity
-    shares = getattr(prep, "shares", {}) or {}
     allowed = ctx.allowed
-    brokers = sorted(set(ctx.racks) | set(before))
-    per_broker = [
-        {
-            "broker": b,
-            "rack": ctx.racks.get(b),
-            "removed": b in ctx.removed,
-            "replicas_before": before.get(b, 0),
-            "replicas_after": after.get(b, 0),
-            "replicas_target": prep.targets.get(b, 0),
-            "replicas_in": rin.get(b, 0),
-            "replicas_out": rout.get(b, 0),
-            "leaders_before": lead_before.get(b, 0),
-            "leaders_after": lead_after.get(b, 0),
-            "bytes_before": bytes_before.get(b, 0),
-            "bytes_after": bytes_after.get(b, 0),
-            "bytes_in": bin_.get(b, 0),
-            "bytes_out": bout.get(b, 0),
-            "bytes_share": int(shares[b]) if b in shares else None,
-            "disk_bytes": cap.disk(b) if cap is not None else None,
-            "max_replicas": cap.max_replicas(b) if cap is not None else None,
-        }
-        for b in brokers
-    ]
     racks = sorted({ctx.racks[b] for b in allowed if ctx.racks.get(b) is not None})
 
     def balance(values: dict[int, int]) -> dict[str, Any]:
-        out: dict[str, Any] = {"spread": _spread(values, allowed)}
-        if ctx.rack_count > 1:
-            out["spread_within_rack"] = {
-                r: _spread(values, [b for b in allowed if ctx.racks[b] == r]) for r in racks
-            }
-        vals = [values.get(b, 0) for b in allowed]
-        out["min"], out["max"] = (min(vals), max(vals)) if vals else (0, 0)
-        return out
+        return _balance(values, ctx, racks)
 
     lb = result.lower_bound
     off_target = sorted(b for b in allowed if after.get(b, 0) != prep.targets.get(b, 0))
@@ -205,8 +172,57 @@ def build_report(result: PlanResult) -> dict[str, Any]:
             "excluded": result.excluded
             or {"topics": [], "partitions": 0, "replicas_left_on_removed_brokers": {}},
         },
-        "brokers": per_broker,
+        "brokers": _per_broker(result, t),
     }
+
+
+def _per_broker(result: PlanResult, t: dict[str, dict[int, int]]) -> list[dict[str, Any]]:
+    """One row per broker: its rack, replicas, leaders and bytes before, after and moving,
+    and its limits (share, disk_bytes, max_replicas)."""
+    prep = result.prepared
+    ctx = prep.ctx
+    before, after = t["replicas_before"], t["replicas_after"]
+    lead_before, lead_after = t["leaders_before"], t["leaders_after"]
+    bytes_before, bytes_after = t["bytes_before"], t["bytes_after"]
+    rin, rout, bin_, bout = t["replicas_in"], t["replicas_out"], t["bytes_in"], t["bytes_out"]
+    cap = prep.params.capacity
+    shares = getattr(prep, "shares", {}) or {}
+    brokers = sorted(set(ctx.racks) | set(before))
+    return [
+        {
+            "broker": b,
+            "rack": ctx.racks.get(b),
+            "removed": b in ctx.removed,
+            "replicas_before": before.get(b, 0),
+            "replicas_after": after.get(b, 0),
+            "replicas_target": prep.targets.get(b, 0),
+            "replicas_in": rin.get(b, 0),
+            "replicas_out": rout.get(b, 0),
+            "leaders_before": lead_before.get(b, 0),
+            "leaders_after": lead_after.get(b, 0),
+            "bytes_before": bytes_before.get(b, 0),
+            "bytes_after": bytes_after.get(b, 0),
+            "bytes_in": bin_.get(b, 0),
+            "bytes_out": bout.get(b, 0),
+            "bytes_share": int(shares[b]) if b in shares else None,
+            "disk_bytes": cap.disk(b) if cap is not None else None,
+            "max_replicas": cap.max_replicas(b) if cap is not None else None,
+        }
+        for b in brokers
+    ]
+
+
+def _balance(values: dict[int, int], ctx: RuleContext, racks: list[str]) -> dict[str, Any]:
+    """How even ``values`` are over the brokers left (and within each rack)."""
+    allowed = ctx.allowed
+    out: dict[str, Any] = {"spread": _spread(values, allowed)}
+    if ctx.rack_count > 1:
+        out["spread_within_rack"] = {
+            r: _spread(values, [b for b in allowed if ctx.racks[b] == r]) for r in racks
+        }
+    vals = [values.get(b, 0) for b in allowed]
+    out["min"], out["max"] = (min(vals), max(vals)) if vals else (0, 0)
+    return out
 
 
 def unmet_goals(report: dict[str, Any]) -> list[str]:
@@ -248,7 +264,17 @@ def format_report(report: dict[str, Any]) -> str:
         f"bytes per broker max/min: {_mb(b['bytes']['after']['max'])} / "
         f"{_mb(b['bytes']['after']['min'])}",
     ]
-    bg = report.get("bytes_goal")
+    lines += _bytes_goal_lines(report.get("bytes_goal"))
+    lines += _rack_repair_lines(report.get("rack_repair"))
+    lines += _leader_lines(report)
+    lines += _excluded_lines(report.get("topic_selection", {}).get("excluded") or {})
+    lines += _broker_rows(report)
+    return "\n".join(lines)
+
+
+def _bytes_goal_lines(bg: dict[str, Any] | None) -> list[str]:
+    """The bytes goal (or the capacity file's limits): met, or the brokers outside."""
+    lines: list[str] = []
     if bg and (bg["goal"] or bg["capacity_file"]):
         what = (
             f"bytes within {100 * bg['tolerance']:g}% of each broker's {bg['shares']} share"
@@ -275,7 +301,12 @@ def format_report(report: dict[str, Any]) -> str:
             + (f", x{ratio:.3f}" if ratio else "")
             + ")"
         )
-    rr = report.get("rack_repair")
+    return lines
+
+
+def _rack_repair_lines(rr: dict[str, Any] | None) -> list[str]:
+    """Rack-awareness violations before and after, and why some are left."""
+    lines: list[str] = []
     if rr and (rr["violations_before"] or rr["violations_after"]):
         lines.append(
             f"rack-awareness: {rr['violations_before']} partition(s) spanned fewer racks than "
@@ -286,6 +317,13 @@ def format_report(report: dict[str, Any]) -> str:
                 for why, v in rr["left"].items()
             )
         )
+    return lines
+
+
+def _leader_lines(report: dict[str, Any]) -> list[str]:
+    """The demoted brokers (what each still leads, and why) and a leader spread no replica
+    sets allow to be even."""
+    lines: list[str] = []
     lb = report.get("leader_balance")
     if lb and lb.get("demoted_brokers"):
         lead = {r["broker"]: (r["leaders_before"], r["leaders_after"]) for r in report["brokers"]}
@@ -311,7 +349,13 @@ def format_report(report: dict[str, Any]) -> str:
             f"leader spread {lb['spread']} is the best these replica sets allow "
             f"(an even spread would be {lb['ideal_spread']}): " + "; ".join(lb["why_not_ideal"])
         )
-    ex = report.get("topic_selection", {}).get("excluded") or {}
+    return lines
+
+
+def _excluded_lines(ex: dict[str, Any]) -> list[str]:
+    """What the topic selection left out, and a warning when that keeps a removed broker
+    from emptying."""
+    lines: list[str] = []
     if ex.get("topics"):
         shown = ", ".join(f"{t['topic']} ({t['reason']})" for t in ex["topics"][:10])
         more = len(ex["topics"]) - 10
@@ -325,7 +369,12 @@ def format_report(report: dict[str, Any]) -> str:
                 f"{ex['replicas_left_on_removed_brokers']} (broker: replicas); the broker is "
                 "not empty after this plan"
             )
-    lines += [
+    return lines
+
+
+def _broker_rows(report: dict[str, Any]) -> list[str]:
+    """One row per broker: replicas and leaders before -> after, in and out."""
+    lines = [
         f"{'broker':>6} {'rack':>6} {'replicas':>17} {'leaders':>13} {'in':>6} {'out':>6} {'MB in':>9} {'MB out':>9}",
     ]
     for r in report["brokers"]:
@@ -334,4 +383,4 @@ def format_report(report: dict[str, Any]) -> str:
             f"{'x' if r['removed'] else ' ':>2} {r['leaders_before']:>5}->{r['leaders_after']:<6} "
             f"{r['replicas_in']:>6} {r['replicas_out']:>6} {r['bytes_in'] / 1e6:>9.1f} {r['bytes_out'] / 1e6:>9.1f}"
         )
-    return "\n".join(lines)
+    return lines

@@ -62,26 +62,7 @@ def broker_targets(
         groups[ctx.racks[b] if n_racks > 1 else None].append(b)
     targets = {b: 0 for b in set(cur) | set(ctx.racks)}
     if not balance:
-        # keep everyone where they are; what must leave fills the emptiest brokers of its rack
-        levels = {b: min(cur.get(b, 0), caps.get(b, cur.get(b, 0))) for b in allowed}
-        spill = 0
-        by_rack: dict[str | None, int] = defaultdict(int)
-        for b, n in cur.items():
-            if b in ctx.removed or b == VIRTUAL or b not in ctx.racks or n > levels.get(b, n):
-                key = ctx.racks.get(b) if n_racks > 1 else None
-                n = n - levels.get(b, 0)  # all of a removed broker's, a capped one's excess
-                if key in groups:
-                    by_rack[key] += n
-                else:
-                    spill += n
-        for key, n in sorted(by_rack.items(), key=lambda kv: str(kv[0])):
-            filled, rest = waterfill({b: levels[b] for b in groups[key]}, n, caps)
-            levels.update(filled)
-            spill += rest
-        levels, rest = waterfill(levels, spill, caps)
-        if rest:
-            raise count_refusal("the cluster", total, total - rest, allowed, caps, ctx.cordoned)
-        targets.update(levels)
+        targets.update(_kept_in_place(ctx, cur, caps, groups))
         return targets
     cur_group = {k: sum(cur.get(b, 0) for b in bs) for k, bs in groups.items()}
     room = {
@@ -94,54 +75,101 @@ def broker_targets(
         if room[k] < total:
             raise count_refusal("the cluster", total, room[k], groups[k], caps, ctx.cordoned)
     else:
-        bounds = {k: _rack_bounds(rf_hist, n_racks, len(bs)) for k, bs in groups.items()}
-        for k, (lo, hi) in list(bounds.items()):
-            if room[k] < lo:
-                raise count_refusal(
-                    f"rack {k} (rack-awareness puts at least {lo} replicas there)",
-                    lo,
-                    room[k],
-                    groups[k],
-                    caps,
-                    ctx.cordoned,
-                )
-            bounds[k] = (lo, min(hi, room[k]))
-        if sum(hi for _, hi in bounds.values()) < total:
-            raise count_refusal(
-                "the cluster (rack-awareness and max_replicas)",
-                total,
-                sum(hi for _, hi in bounds.values()),
-                allowed,
-                caps,
-                ctx.cordoned,
-            )
-        lo_l, hi_l = 0.0, float(total) + 1.0
-        for _ in range(100):  # water level so that clamped shares add up to the total
-            mid = (lo_l + hi_l) / 2
-            s = sum(min(max(mid * len(bs), bounds[k][0]), bounds[k][1]) for k, bs in groups.items())
-            lo_l, hi_l = (mid, hi_l) if s < total else (lo_l, mid)
-        shares = {
-            k: min(max(hi_l * len(bs), bounds[k][0]), bounds[k][1]) for k, bs in groups.items()
-        }
-        scale = total / sum(shares.values()) if sum(shares.values()) else 0
-        shares = {k: v * scale for k, v in shares.items()}
-        group_total = round_shares(shares, total, cur_group)
-        for k in sorted(group_total, key=str):  # rounding never lifts a rack over its bound
-            over = group_total[k] - bounds[k][1]
-            for k2 in sorted(group_total, key=str):
-                if over <= 0:
-                    break
-                give = min(over, bounds[k2][1] - group_total[k2]) if k2 != k else 0
-                if give > 0:
-                    group_total[k2] += give
-                    group_total[k] -= give
-                    over -= give
+        group_total = _rack_totals(ctx, rf_hist, groups, room, cur_group, total, caps)
     for k, bs in groups.items():
         split = capped_split(group_total[k], bs, cur, caps)
         if split is None:  # rounding put one more on a full rack: cannot happen when bounded
             raise count_refusal(f"rack {k}", group_total[k], room[k], bs, caps, ctx.cordoned)
         targets.update(split)
     return targets
+
+
+def _kept_in_place(
+    ctx: RuleContext,
+    cur: Mapping[int, int],
+    caps: dict[int, int],
+    groups: dict[str | None, list[int]],
+) -> dict[int, int]:
+    """Without a count goal: everyone keeps what it has; what must leave fills the emptiest
+    brokers of its rack (then any), never over a cap."""
+    allowed = ctx.allowed
+    total = sum(cur.values())
+    n_racks = ctx.rack_count
+    levels = {b: min(cur.get(b, 0), caps.get(b, cur.get(b, 0))) for b in allowed}
+    spill = 0
+    by_rack: dict[str | None, int] = defaultdict(int)
+    for b, n in cur.items():
+        if b in ctx.removed or b == VIRTUAL or b not in ctx.racks or n > levels.get(b, n):
+            key = ctx.racks.get(b) if n_racks > 1 else None
+            n = n - levels.get(b, 0)  # all of a removed broker's, a capped one's excess
+            if key in groups:
+                by_rack[key] += n
+            else:
+                spill += n
+    for key, n in sorted(by_rack.items(), key=lambda kv: str(kv[0])):
+        filled, rest = waterfill({b: levels[b] for b in groups[key]}, n, caps)
+        levels.update(filled)
+        spill += rest
+    levels, rest = waterfill(levels, spill, caps)
+    if rest:
+        raise count_refusal("the cluster", total, total - rest, allowed, caps, ctx.cordoned)
+    return levels
+
+
+def _rack_totals(
+    ctx: RuleContext,
+    rf_hist: Mapping[int, int],
+    groups: dict[str | None, list[int]],
+    room: dict[str | None, int],
+    cur_group: dict[str | None, int],
+    total: int,
+    caps: dict[int, int],
+) -> dict[str | None, int]:
+    """Each rack's replica count: an equal share per broker at one water level, clamped to
+    what rack-awareness puts there (at least, at most) and to the rack's room."""
+    allowed = ctx.allowed
+    n_racks = ctx.rack_count
+    bounds = {k: _rack_bounds(rf_hist, n_racks, len(bs)) for k, bs in groups.items()}
+    for k, (lo, hi) in list(bounds.items()):
+        if room[k] < lo:
+            raise count_refusal(
+                f"rack {k} (rack-awareness puts at least {lo} replicas there)",
+                lo,
+                room[k],
+                groups[k],
+                caps,
+                ctx.cordoned,
+            )
+        bounds[k] = (lo, min(hi, room[k]))
+    if sum(hi for _, hi in bounds.values()) < total:
+        raise count_refusal(
+            "the cluster (rack-awareness and max_replicas)",
+            total,
+            sum(hi for _, hi in bounds.values()),
+            allowed,
+            caps,
+            ctx.cordoned,
+        )
+    lo_l, hi_l = 0.0, float(total) + 1.0
+    for _ in range(100):  # water level so that clamped shares add up to the total
+        mid = (lo_l + hi_l) / 2
+        s = sum(min(max(mid * len(bs), bounds[k][0]), bounds[k][1]) for k, bs in groups.items())
+        lo_l, hi_l = (mid, hi_l) if s < total else (lo_l, mid)
+    shares = {k: min(max(hi_l * len(bs), bounds[k][0]), bounds[k][1]) for k, bs in groups.items()}
+    scale = total / sum(shares.values()) if sum(shares.values()) else 0
+    shares = {k: v * scale for k, v in shares.items()}
+    group_total = round_shares(shares, total, cur_group)
+    for k in sorted(group_total, key=str):  # rounding never lifts a rack over its bound
+        over = group_total[k] - bounds[k][1]
+        for k2 in sorted(group_total, key=str):
+            if over <= 0:
+                break
+            give = min(over, bounds[k2][1] - group_total[k2]) if k2 != k else 0
+            if give > 0:
+                group_total[k2] += give
+                group_total[k] -= give
+                over -= give
+    return group_total
 
 
 def lower_bound(

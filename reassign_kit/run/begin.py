@@ -9,7 +9,7 @@ import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..cluster.views import partition_sizes, refuse_in_flight
@@ -20,98 +20,113 @@ from ..moves.schedule import Item, assign_batches, item_for, order_items
 from ..moves.table import MoveState, MoveStatus
 from ..pacing.memory import orphan_canaries
 
+if TYPE_CHECKING:
+    from .shared import RunParts, RunState
+
 PENDING, READY, MOVING = MoveStatus.PENDING, MoveStatus.READY, MoveStatus.MOVING
 ROLLING_BACK = MoveStatus.ROLLING_BACK
 DONE, CANCELLED, FAILED = MoveStatus.DONE, MoveStatus.CANCELLED, MoveStatus.FAILED
 
 
-class BeginPart:
+class Begin:
     """Start and resume (see the module docstring)."""
 
-    def _min_isr_of(self, topic: str) -> int:
+    def __init__(self, shared: RunState, parts: RunParts) -> None:
+        self.shared = shared
+        self.parts = parts
+
+    def min_isr_of(self, topic: str) -> int:
         """A topic's min.insync.replicas for its steps; the gateway is asked once, for the
         plan's topics."""
-        if self._min_isr is None:
-            self._min_isr = dict(self.gw.min_insync_replicas(self.plan.topics()))
-        if isinstance(self._min_isr, int):
-            return self._min_isr
-        return self._min_isr.get(topic, 1)
+        if self.shared.min_isr is None:
+            self.shared.min_isr = dict(
+                self.shared.gw.min_insync_replicas(self.shared.plan.topics())
+            )
+        if isinstance(self.shared.min_isr, int):
+            return self.shared.min_isr
+        return self.shared.min_isr.get(topic, 1)
 
-    def _begin(self) -> None:
+    def begin(self) -> None:
         """Open the journal, read the cluster, load the moves (found complete, adopted on
         resume) and set the throttles the moves in flight need: the first change this run
         makes to the cluster comes last, so a start that fails changes nothing."""
         prior, resuming = self._open_journal()
         if resuming:
-            self._elections.replay(prior)  # elections queued before and not finished
-        tps = [m.tp for m in self.plan]
-        states = self.gw.describe_partitions(tps)
-        cluster = self.gw.list_reassignments()
+            self.shared.elections.replay(prior)  # elections queued before and not finished
+        tps = [m.tp for m in self.shared.plan]
+        states = self.shared.gw.describe_partitions(tps)
+        cluster = self.shared.gw.list_reassignments()
         missing = [tp for tp in tps if tp not in states]
         if missing:
             raise UsageError(
                 "unknown partition(s), nothing was sent: " + ", ".join(str(t) for t in missing[:10])
             )
-        journaled = self._journaled_submissions(prior) if resuming else {}
+        journaled = self.journaled_submissions(prior) if resuming else {}
         foreign = [tp for tp in cluster if tp not in journaled]
         if not resuming:  # the same refusal (message, exit 6) as the preflight's
-            refuse_in_flight(foreign, self.options.additional)
+            refuse_in_flight(foreign, self.shared.options.additional)
         ordered = self._load_moves(states)
         self._journal_start(resuming, ordered, foreign)
-        if self._journal is not None and self._journal.torn_bytes:
-            self._emit(
+        if self.shared.journal is not None and self.shared.journal.torn_bytes:
+            self.parts.loop.emit(
                 "warning",
-                message=f"the journal's last line was torn ({self._journal.torn_bytes} bytes "
+                message=f"the journal's last line was torn ({self.shared.journal.torn_bytes} bytes "
                 "without a newline: the process died mid-write); it was cut off",
             )
         # a run killed while it was being cancelled resumes as a cancel
-        self._resume_cancel = resuming and cancel_interrupted(prior)
+        self.shared.resume_cancel = resuming and cancel_interrupted(prior)
         self._reconcile(states, journaled, resuming)
         if resuming:
-            self._throttles.remember(prior)
-            self._pace_resume(prior)
-        self._began = True  # from here on the run may change the cluster
-        self._sync_throttles(cluster)
+            self.shared.throttles.remember(prior)
+            self.parts.pace.pace_resume(prior)
+        self.shared.began = True  # from here on the run may change the cluster
+        self.parts.loop.sync_throttles(cluster)
         orphans = orphan_canaries(prior) if resuming else []
         if orphans:  # the journaled run was killed with its probe up: its canary goes
-            self._delete_canaries(orphans, orphan=True)
-        if self._resume_cancel:
-            self._emit(
+            self.parts.canary.delete_canaries(orphans, orphan=True)
+        if self.shared.resume_cancel:
+            self.parts.loop.emit(
                 "warning",
                 message="the journaled run was being cancelled when it ended: the cancel is "
                 "resumed (every move it touched goes back to its original replicas)",
             )
-            self.stop(cancel_inflight=True)
+            self.parts.run.stop(cancel_inflight=True)
 
     def _open_journal(self) -> tuple[list[dict[str, Any]], bool]:
         """The journal's earlier events and whether this run resumes them; sets the run id
         and start time (the journaled ones on resume) and opens the journal."""
         prior: list[dict[str, Any]] = []
-        if self.journal_path and os.path.exists(self.journal_path):
-            prior = read_events(self.journal_path)
+        if self.shared.journal_path and os.path.exists(self.shared.journal_path):
+            prior = read_events(self.shared.journal_path)
         first = next((e for e in prior if e.get("event") == "run_started"), None)
-        resuming = self.resume_requested and first is not None
-        if self.resume_requested and first is None:
-            raise UsageError(f"--resume: no run_started event in journal {self.journal_path}")
+        resuming = self.shared.resume_requested and first is not None
+        if self.shared.resume_requested and first is None:
+            raise UsageError(
+                f"--resume: no run_started event in journal {self.shared.journal_path}"
+            )
         if resuming:
-            if first.get("plan_digest") != self.plan.digest():
+            if first.get("plan_digest") != self.shared.plan.digest():
                 raise UsageError(
-                    f"--resume: the plan differs from the one journaled in {self.journal_path}"
+                    f"--resume: the plan differs from the one journaled in {self.shared.journal_path}"
                 )
-            self.run_id = first["run_id"]
-            self._started_at = float(first["ts"])
+            self.shared.run_id = first["run_id"]
+            self.shared.started_at = float(first["ts"])
         else:
-            self.run_id = self.run_id or time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
-            self._started_at = self._clock()
-        if self.journal_path:
-            self._journal = Journal(self.journal_path, self.run_id, self._clock, self._secrets)
+            self.shared.run_id = (
+                self.shared.run_id or time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+            )
+            self.shared.started_at = self.shared.clock()
+        if self.shared.journal_path:
+            self.shared.journal = Journal(
+                self.shared.journal_path, self.shared.run_id, self.shared.clock, self.shared.secrets
+            )
         return prior, resuming
 
     def _load_moves(self, states: Mapping[TopicPartition, PartitionState]) -> list[Item]:
         """One MoveState per plan move, in the run's order and batches."""
-        sizes = self._sizes([m.tp for m in self.plan])
+        sizes = self._sizes([m.tp for m in self.shared.plan])
         items = []
-        for m in self.plan:
+        for m in self.shared.plan:
             st = states[m.tp]
             under = len(st.isr) < len(st.replicas) if st.isr else False
             base = (
@@ -122,40 +137,42 @@ class BeginPart:
             items.append(item_for(m.tp, base, m.replicas, st.leader, sizes.get(m.tp, 0), under))
             for b in m.replicas:
                 if b not in base:
-                    self._inbound_total[b] = self._inbound_total.get(b, 0) + sizes.get(m.tp, 0)
-        ordered = assign_batches(order_items(items, self.options.order), self._caps)
-        self._order = [i.tp for i in ordered]
-        self._pos = {tp: i for i, tp in enumerate(self._order)}
-        plan_by_tp = self.plan.by_tp()
-        emit = self._emit  # one bound method for every move (was one object per move)
+                    self.shared.inbound_total[b] = self.shared.inbound_total.get(b, 0) + sizes.get(
+                        m.tp, 0
+                    )
+        ordered = assign_batches(order_items(items, self.shared.options.order), self.shared.caps)
+        self.shared.order = [i.tp for i in ordered]
+        self.shared.pos = {tp: i for i, tp in enumerate(self.shared.order)}
+        plan_by_tp = self.shared.plan.by_tp()
+        emit = self.parts.loop.emit  # one bound method for every move (was one object per move)
         for it in ordered:
             ms = MoveState(plan_by_tp[it.tp], it, emit=emit)
-            self._moves[it.tp] = ms
-            self._index.add(ms)
+            self.shared.moves[it.tp] = ms
+            self.shared.index.add(ms)
         return ordered
 
-    def _moves_in_order(self) -> list[MoveState]:
-        return [self._moves[tp] for tp in self._order]
+    def moves_in_order(self) -> list[MoveState]:
+        return [self.shared.moves[tp] for tp in self.shared.order]
 
     def _journal_start(self, resuming: bool, ordered: list[Item], foreign: list) -> None:
-        info = _cluster_info(self.gw)
-        self._emit(
+        info = _cluster_info(self.shared.gw)
+        self.parts.loop.emit(
             "run_started",
             resumed=resuming,
-            plan_digest=self.plan.digest(),
-            plan_path=self.plan_path,
-            plan=self.plan.to_json_obj() if len(self.plan) <= 20000 else None,
-            moves=len(self.plan),
-            options=self.options.to_json_obj(),
-            mode=self._caps.mode,
+            plan_digest=self.shared.plan.digest(),
+            plan_path=self.shared.plan_path,
+            plan=self.shared.plan.to_json_obj() if len(self.shared.plan) <= 20000 else None,
+            moves=len(self.shared.plan),
+            options=self.shared.options.to_json_obj(),
+            mode=self.shared.caps.mode,
             batches=(max((i.batch for i in ordered), default=-1) + 1),
             reassign_kit_version=__version__,
             kafka_version=info.get("kafka_version"),
             cluster=info,
             foreign_in_flight=len(foreign),
         )
-        if foreign and self._caps.cluster_max_reassignments is None:
-            self._emit(
+        if foreign and self.shared.caps.cluster_max_reassignments is None:
+            self.parts.loop.emit(
                 "warning",
                 message=f"{len(foreign)} other reassignment(s) in flight; this run's caps do "
                 "not count them (set --cluster-max-reassignments to)",
@@ -169,17 +186,17 @@ class BeginPart:
     ) -> None:
         """Each move against the cluster at start: complete already (or finished while the
         run was away), adopted in flight, or continued from where the cluster shows it."""
-        now = self._clock()
-        self._dirs.check_placed(
+        now = self.shared.clock()
+        self.shared.dirs.check_placed(
             tp
-            for tp in self._dirs.targets
-            if is_complete(self._moves[tp].move.replicas, states[tp])
+            for tp in self.shared.dirs.targets
+            if is_complete(self.shared.moves[tp].move.replicas, states[tp])
         )
-        for tp in self._order:
-            ms = self._moves[tp]
+        for tp in self.shared.order:
+            ms = self.shared.moves[tp]
             st = states[tp]
             j = journaled.get(tp)
-            if self._complete(tp, st):
+            if self.parts.track.complete(tp, st):
                 if j is not None and not j.get("completed"):
                     ms.submitted_at = float(j.get("submitted_ts", now))
                     ms.original = tuple(j.get("original") or ())
@@ -190,7 +207,7 @@ class BeginPart:
                     ms.completed_at = now
                     ms.restore(MoveStatus.DONE)
             elif (
-                self._resume_cancel
+                self.shared.resume_cancel
                 and j is not None
                 and j.get("rolled")
                 and st.reassigning
@@ -203,7 +220,7 @@ class BeginPart:
             elif resuming and j is not None and st.reassigning:
                 ms.submitted_at = float(j.get("submitted_ts", now))
                 ms.original = tuple(j.get("original") or ())
-                steps = [st.target, *self._plan_steps(ms, st, adopted_target=st.target)]
+                steps = [st.target, *self.plan_steps(ms, st, adopted_target=st.target)]
                 ms.adopt(now, st.target, steps, ms.original)
             elif resuming and j is not None and "submitted_ts" in j:
                 # submitted before, neither moving nor complete: an earlier step completed
@@ -216,7 +233,7 @@ class BeginPart:
                     ms.step_completed_at = float(j["step_completed_ts"])
                 ms.restore(MoveStatus.READY)
 
-    def _journaled_submissions(self, prior: list[dict[str, Any]]) -> dict[TopicPartition, dict]:
+    def journaled_submissions(self, prior: list[dict[str, Any]]) -> dict[TopicPartition, dict]:
         out: dict[TopicPartition, dict] = {}
         for e in prior:
             ev = e.get("event")
@@ -225,7 +242,7 @@ class BeginPart:
             tp = TopicPartition(e["topic"], int(e["partition"]))
             if ev == "intent" and e.get("original"):
                 # the write-ahead record: the first one holds the move's original
-                self._wal_originals.setdefault(tp, tuple(int(b) for b in e["original"]))
+                self.shared.wal_originals.setdefault(tp, tuple(int(b) for b in e["original"]))
                 out.setdefault(tp, {"completed": False})
                 out[tp].setdefault("original", e.get("original"))
             elif ev == "submitted":
@@ -243,18 +260,18 @@ class BeginPart:
     def _sizes(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
         """Bytes per partition (``cluster.views.partition_sizes``): to order and to report."""
         try:
-            return partition_sizes(self.gw, tps)
+            return partition_sizes(self.shared.gw, tps)
         except ReassignKitError as e:
-            self._emit("warning", message=f"cannot read partition sizes: {e}")
+            self.parts.loop.emit("warning", message=f"cannot read partition sizes: {e}")
             return {}
 
-    def _plan_steps(
+    def plan_steps(
         self, ms: MoveState, st: PartitionState, adopted_target: tuple[int, ...] | None = None
     ) -> list[tuple[int, ...]]:
         base = PartitionState(st.tp, adopted_target or st.replicas, st.isr, st.leader)
         if adopted_target is not None and tuple(adopted_target) == tuple(ms.move.replicas):
             return []
-        steps = self._steps_for(ms.move, base, ms.original or base.replicas)
+        steps = self.shared.steps_for(ms.move, base, ms.original or base.replicas)
         return [tuple(s) for s in steps] or [tuple(ms.move.replicas)]
 
 

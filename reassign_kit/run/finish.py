@@ -6,7 +6,7 @@ that cleans it (exit 8) — then the result and ``run_finished``."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
 
@@ -15,6 +15,9 @@ from ..model import TopicPartition
 from ..moves.results import RunResult
 from ..moves.table import MoveStatus
 from .gcpause import thaw_heap
+
+if TYPE_CHECKING:
+    from .shared import RunParts, RunState
 
 CLEANUP_RETRY_S = 60.0  # the final cleanup asks a broker that did not answer again, this long
 CLEANUP_RETRY_EVERY_S = 3.0
@@ -26,32 +29,36 @@ ROLLING_BACK = MoveStatus.ROLLING_BACK
 DONE, CANCELLED, FAILED = MoveStatus.DONE, MoveStatus.CANCELLED, MoveStatus.FAILED
 
 
-class FinishPart:
+class Finisher:
     """The end of a run (see the module docstring)."""
 
-    def _finish(self) -> None:
+    def __init__(self, shared: RunState, parts: RunParts) -> None:
+        self.shared = shared
+        self.parts = parts
+
+    def finish(self) -> None:
         """``_finish_run``, after which ``wait()`` always returns (even when finishing failed
         in a way nothing else caught: the result then says so)."""
-        self._finishing = True
-        thaw_heap(self)
+        self.shared.finishing = True
+        thaw_heap(self.shared)
         try:
             self._finish_run()
         finally:
-            self._pace_close()  # the probe's canary topic deleted (--pace adaptive)
-            if self._result is None:
-                self._result = RunResult.of(
+            self.parts.pace.pace_close()  # the probe's canary topic deleted (--pace adaptive)
+            if self.shared.result is None:
+                self.shared.result = RunResult.of(
                     "failed",
-                    self.run_id,
-                    self.journal_path,
-                    [self._moves[tp] for tp in self._order],
+                    self.shared.run_id,
+                    self.shared.journal_path,
+                    [self.shared.moves[tp] for tp in self.shared.order],
                     set(),
-                    self._throttles.left(),
-                    self._error or "the run could not finish",
+                    self.shared.throttles.left(),
+                    self.shared.error or "the run could not finish",
                     None,
                 )
-            if self._journal is not None:
-                self._journal.close()
-            self._done.set()
+            if self.shared.journal is not None:
+                self.shared.journal.close()
+            self.shared.done.set()
 
     def _finish_run(self) -> None:
         """Every exit path: cancel if asked, leave exactly the throttles still needed, report.
@@ -59,80 +66,86 @@ class FinishPart:
         run's throttles stay). Each final step retries a transient error (``_final``); the
         throttle cleanup runs even when a step before it failed, and a cleanup that cannot
         finish is reported with what is left and the command that cleans it (exit 8)."""
-        state = self._end_state or ("stopped" if self._stop.is_set() else "failed")
+        state = self.shared.end_state or ("stopped" if self.shared.stop.is_set() else "failed")
         idle: set[TopicPartition] = set()
         touched: list[TopicPartition] = []  # what a user's cancel acted on
         cancelled_run = False
         cleanup_error: str | None = None
-        last_known = self._throttles.left()
+        last_known = self.shared.throttles.left()
         cluster: Any = None
         try:
-            if self._began and self._cancel_on_stop and self._stop.is_set():
+            if self.shared.began and self.shared.cancel_on_stop and self.shared.stop.is_set():
                 # Ctrl-C / SIGTERM / cancel(): journaled (and fsynced before the first Alter
                 # back) so that a SIGKILL from here on resumes as a cancel
-                touched = [ms.tp for ms in self._index.of(MOVING, READY)]
+                touched = [ms.tp for ms in self.shared.index.of(MOVING, READY)]
                 cancelled_run = True
-                self._emit("cancel_started", moves=len(touched), reason="stop")
+                self.parts.loop.emit("cancel_started", moves=len(touched), reason="stop")
                 try:
-                    self._final(lambda: self._cancel(touched, reason="stop"), "the cancel")
+                    self._final(
+                        lambda: self.parts.rollback.cancel(touched, reason="stop"), "the cancel"
+                    )
                 except KafkaOperationError as e:  # reported; the throttles are still made right
-                    self._error = self._error or f"cancel failed: {e}"
-                    self._emit("error", message=f"cancel failed: {e}")
-            if self._began:
-                self._await_rollbacks()  # a cancel here, on a deadline or earlier in the run
+                    self.shared.error = self.shared.error or f"cancel failed: {e}"
+                    self.parts.loop.emit("error", message=f"cancel failed: {e}")
+            if self.shared.began:
+                self.parts.rollback.await_rollbacks()  # a cancel here, on a deadline or earlier in the run
             # cancelled by the user in the poll that reached KIP-1335's return point: the run
             # did not finish, it was stopped (before: "done", exit 0, for a run rolled back)
             rolled = (CANCELLED, ROLLING_BACK)
             if state in ("submitted", "done") and any(
-                self._moves[tp].status in rolled for tp in touched
+                self.shared.moves[tp].status in rolled for tp in touched
             ):
                 state = "stopped"
-            if self._began:
-                cluster = self._final(self.gw.list_reassignments, "listing reassignments")
+            if self.shared.began:
+                cluster = self._final(self.shared.gw.list_reassignments, "listing reassignments")
                 idle = self._final(self._final_states, "reading the moves' partitions")
         except BaseException as e:  # noqa: BLE001 - the cleanup and the report still run
-            self._emit("error", message=f"while finishing: {type(e).__name__}: {e}")
-            if self._error is None:
-                self._error = f"while finishing: {e}"
-        if self._began:
+            self.parts.loop.emit("error", message=f"while finishing: {type(e).__name__}: {e}")
+            if self.shared.error is None:
+                self.shared.error = f"while finishing: {e}"
+        if self.shared.began:
             cleanup_error = self._cleanup_throttles(cluster)
         try:
             if state == "submitted" and all(
-                ms.status in ("done", "cancelled") for ms in self._moves.values()
+                ms.status in ("done", "cancelled") for ms in self.shared.moves.values()
             ):
                 state = "done"
             if cancelled_run and state in ("stopped", "submitted", "done"):
                 state = "cancelled"  # run_finished says what the panel / CLI asked for
-            if self._began and self._journal_error is None:
+            if self.shared.began and self.shared.journal_error is None:
                 self._owed_elections()
-            if self._began:
+            if self.shared.began:
                 try:  # the leaders of the partitions elected: their preferred replicas?
-                    self._elections.finish(self.gw.wrapped.sleep)
+                    self.shared.elections.finish(self.shared.gw.wrapped.sleep)
                 except KafkaOperationError as e:
-                    self._emit("warning", message=f"cannot check the elected leaders: {e}")
+                    self.parts.loop.emit(
+                        "warning", message=f"cannot check the elected leaders: {e}"
+                    )
         except BaseException as e:  # noqa: BLE001 - the report must still be written
-            self._emit("error", message=f"while finishing: {type(e).__name__}: {e}")
-            if self._error is None:
-                self._error = f"while finishing: {e}"
-        self.state = state
-        self._fire("finish", state)  # the lifecycle's end: one transition, before run_finished
+            self.parts.loop.emit("error", message=f"while finishing: {type(e).__name__}: {e}")
+            if self.shared.error is None:
+                self.shared.error = f"while finishing: {e}"
+        self.shared.state = state
+        self.parts.loop.fire(
+            "finish", state
+        )  # the lifecycle's end: one transition, before run_finished
         # after a failed cleanup, what was set after the last sync that went through may be left
-        left = self._throttles.left() if cleanup_error is None else last_known
-        if cleanup_error is not None and self._error is None:
-            self._error = f"throttle cleanup failed: {cleanup_error}"
-        self._result = RunResult.of(
+        left = self.shared.throttles.left() if cleanup_error is None else last_known
+        if cleanup_error is not None and self.shared.error is None:
+            self.shared.error = f"throttle cleanup failed: {cleanup_error}"
+        self.shared.result = RunResult.of(
             state,
-            self.run_id,
-            self.journal_path,
-            [self._moves[tp] for tp in self._order],
+            self.shared.run_id,
+            self.shared.journal_path,
+            [self.shared.moves[tp] for tp in self.shared.order],
             idle,
             left,
-            self._error,
+            self.shared.error,
             cleanup_error,
         )
-        r = self._result
+        r = self.shared.result
         self._report_elections(r)
-        self._emit(
+        self.parts.loop.emit(
             "run_finished",
             state=state,
             completed=len(r.completed),
@@ -142,7 +155,7 @@ class FinishPart:
             cancelled=len(r.cancelled),
             rolling_back=len(r.rolling_back),
             throttles_left=left,
-            error=self._error,
+            error=self.shared.error,
         )
 
     def _final(self, fn: Any, what: str) -> Any:
@@ -151,7 +164,7 @@ class FinishPart:
         last chance, so a blip there must not skip them."""
 
         def note(rs: Any) -> None:
-            self._emit(
+            self.parts.loop.emit(
                 "retry",
                 call=what,
                 attempt=rs.attempt_number,
@@ -163,7 +176,7 @@ class FinishPart:
             stop=stop_after_attempt(FINAL_ATTEMPTS),
             wait=wait_fixed(CLEANUP_RETRY_EVERY_S),
             retry=retry_if_exception_type(KafkaOperationError),
-            sleep=self.gw.wrapped.sleep,
+            sleep=self.shared.gw.wrapped.sleep,
             before_sleep=note,
             reraise=True,
         ):
@@ -174,16 +187,16 @@ class FinishPart:
     def _final_states(self) -> set[TopicPartition]:
         """The moves still watched read once more; those between steps or lost (nothing of
         theirs in flight) are returned, reported as pending."""
-        watch = [ms.tp for ms in self._index.of(MOVING, READY, ROLLING_BACK)]
+        watch = [ms.tp for ms in self.shared.index.of(MOVING, READY, ROLLING_BACK)]
         if not watch:
             return set()
-        states = self.gw.describe_partitions(watch)
-        with self._lock:
-            self._update(states, self._clock())
+        states = self.shared.gw.describe_partitions(watch)
+        with self.shared.lock:
+            self.parts.track.update(states, self.shared.clock())
             return {
                 tp
                 for tp in watch
-                if self._moves[tp].status == "moving"
+                if self.shared.moves[tp].status == "moving"
                 and (st := states.get(tp)) is not None
                 and not st.reassigning
             }
@@ -192,42 +205,42 @@ class FinishPart:
         """The throttles made exactly what the moves still in flight need, retried; what
         could not be cleaned up is named with the command that does it (None: clean)."""
         clean = "`reassign-kit throttles --clean" + (
-            f" --journal {self.journal_path}`" if self.journal_path else "`"
+            f" --journal {self.shared.journal_path}`" if self.shared.journal_path else "`"
         )
-        known = self._throttles.left()  # what the last sync that went through set
-        self._throttles.forget()
+        known = self.shared.throttles.left()  # what the last sync that went through set
+        self.shared.throttles.forget()
         try:
             if cluster is None:
-                cluster = self._final(self.gw.list_reassignments, "listing reassignments")
-            self._final(lambda: self._sync_throttles(cluster), "the throttle cleanup")
+                cluster = self._final(self.shared.gw.list_reassignments, "listing reassignments")
+            self._final(lambda: self.parts.loop.sync_throttles(cluster), "the throttle cleanup")
             # the last chance to clean up: a broker just back (restarted moments ago) may not
             # answer yet; ask again for a bounded time before giving up
-            deadline = self._clock() + CLEANUP_RETRY_S
-            while self._throttles.skipped and self._clock() < deadline:
-                self.gw.wrapped.sleep(CLEANUP_RETRY_EVERY_S)
-                self._throttles.forget()
+            deadline = self.shared.clock() + CLEANUP_RETRY_S
+            while self.shared.throttles.skipped and self.shared.clock() < deadline:
+                self.shared.gw.wrapped.sleep(CLEANUP_RETRY_EVERY_S)
+                self.shared.throttles.forget()
                 self._final(
-                    lambda: self._sync_throttles(self.gw.list_reassignments()),
+                    lambda: self.parts.loop.sync_throttles(self.shared.gw.list_reassignments()),
                     "the throttle cleanup",
                 )
         except Exception as e:  # noqa: BLE001 - reported: throttles may be left
-            left = self._throttles.left() or known
+            left = self.shared.throttles.left() or known
             msg = (
                 f"{type(e).__name__}: {e} (after {FINAL_ATTEMPTS} rounds of retries); left "
                 f"as the last sync set them: {_left_text(left)}. {clean} removes them "
                 "(putting back the values there before)"
             )
-            self._emit("error", message=f"throttle cleanup failed: {msg}")
-            self._throttles.applied = None
+            self.parts.loop.emit("error", message=f"throttle cleanup failed: {msg}")
+            self.shared.throttles.applied = None
             return msg
-        if self._throttles.skipped:  # down brokers: their throttles wait for them
-            left_on = ", ".join(str(b) for b in sorted(self._throttles.skipped, key=str))
+        if self.shared.throttles.skipped:  # down brokers: their throttles wait for them
+            left_on = ", ".join(str(b) for b in sorted(self.shared.throttles.skipped, key=str))
             msg = (
                 f"throttles of broker(s) {left_on} not cleaned up: not reachable for "
                 f"{CLEANUP_RETRY_S:g} s. Once back, {clean} removes them (putting back the "
                 "values there before)"
             )
-            self._emit("warning", message=msg)
+            self.parts.loop.emit("warning", message=msg)
             return msg
         return None
 
@@ -235,7 +248,7 @@ class FinishPart:
         """Elections queued for moves that completed (also just before a stop or a cancel,
         and those a resumed run replayed) are carried out before the run ends, a bounded
         number of rounds; what is still queued is reported as owed (``elections_pending``)."""
-        el = self._elections
+        el = self.shared.elections
         for _ in range(OWED_ELECTION_ROUNDS):
             if not el.pending:
                 return
@@ -246,20 +259,20 @@ class FinishPart:
                     if el.pending >= before:
                         break  # transient failures: retried after a pause
             except KafkaOperationError as e:
-                self._emit("warning", message=f"owed elections: {e}")
+                self.parts.loop.emit("warning", message=f"owed elections: {e}")
             if el.pending:
-                self.gw.wrapped.sleep(OWED_ELECTION_PAUSE_S)
+                self.shared.gw.wrapped.sleep(OWED_ELECTION_PAUSE_S)
 
     def _report_elections(self, r: RunResult) -> None:
         """The elections' part of the result: counts, what is left and the check."""
-        el = self._elections
+        el = self.shared.elections
         if not el.enabled:
             return
         r.elections = {**el.counts, "pending": el.pending}
         r.elections_pending = list(el.queue)
         r.elections_not_due = [
             ms.tp
-            for ms in self._index.of(MOVING, READY)
+            for ms in self.shared.index.of(MOVING, READY)
             if not ms.original or ms.original[0] != ms.move.replicas[0]
         ]
         if el.check is not None:

@@ -14,13 +14,16 @@ shows exactly its original list, in order (so never with more replicas than it h
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..cluster.views import no_reassignment_in_progress
 from ..errors import KafkaOperationError, UsageError
 from ..model import PartitionState, TopicPartition, is_complete
 from ..moves.table import MoveState, MoveStatus
 from ..throttles import configs as thr
+
+if TYPE_CHECKING:
+    from .shared import RunParts, RunState
 
 MOVING, READY = MoveStatus.MOVING, MoveStatus.READY
 ROLLING_BACK = MoveStatus.ROLLING_BACK
@@ -139,17 +142,21 @@ def _tpf(tp: TopicPartition) -> dict[str, Any]:
     return {"topic": tp.topic, "partition": tp.partition}
 
 
-class RollbackPart:
+class Rollback:
     """The paced run's rollback (a part of ``Run``: it reads and changes the run's moves)."""
 
-    def _update_rollback(self, ms: MoveState, st: PartitionState, now: float) -> None:
+    def __init__(self, shared: RunState, parts: RunParts) -> None:
+        self.shared = shared
+        self.parts = parts
+
+    def update_rollback(self, ms: MoveState, st: PartitionState, now: float) -> None:
         """A move rolling back: cancelled once the cluster shows its original replicas (in
         order, not reassigning); failed if its reassignment ended elsewhere (seen so after
         the metadata settle window, as a lost move)."""
         if is_complete(ms.original, st):
             self._back_at_original(ms, st, ms.cancel_reason or "cancel")
         elif not st.reassigning:
-            if self._seen_lost(ms, now):
+            if self.parts.track.seen_lost(ms, now):
                 ms.fail(
                     f"rollback to {list(ms.original)} ended at {list(st.replicas)}: "
                     "cancelled or replaced outside this run"
@@ -165,11 +172,11 @@ class RollbackPart:
         lead = ms.original[0]
         if st.leader is not None and st.leader != lead:
             try:
-                err = self.gw.elect_preferred_leaders([ms.tp]).get(ms.tp)
+                err = self.shared.gw.elect_preferred_leaders([ms.tp]).get(ms.tp)
             except KafkaOperationError as e:
                 err = str(e)
             if err:
-                self._emit(
+                self.parts.loop.emit(
                     "warning",
                     **_tpf(ms.tp),
                     message=f"{ms.tp}: back at its original replicas, led by {st.leader}; "
@@ -177,10 +184,12 @@ class RollbackPart:
                     "--election-type PREFERRED, or Kafka's auto leader rebalance, moves it)",
                 )
             else:
-                self._emit("leader_elected", **_tpf(ms.tp), leader=lead, previous=st.leader)
+                self.parts.loop.emit(
+                    "leader_elected", **_tpf(ms.tp), leader=lead, previous=st.leader
+                )
         ms.cancel(reason, replicas=st.replicas)
 
-    def _cancel(self, tps: Sequence[TopicPartition], reason: str) -> None:
+    def cancel(self, tps: Sequence[TopicPartition], reason: str) -> None:
         """Cancel means rollback: every move among ``tps`` that is under way (a step in
         flight, or between steps) goes back to its original replica list, in order.
 
@@ -190,28 +199,30 @@ class RollbackPart:
         (``_update_rollback``). A move that finished just before the cancel reached the
         controller ("no reassignment in progress") and is at its target is reported as what it
         is: completed."""
-        mine = [self._moves[tp] for tp in tps if self._moves[tp].status in (MOVING, READY)]
+        mine = [
+            self.shared.moves[tp] for tp in tps if self.shared.moves[tp].status in (MOVING, READY)
+        ]
         if not mine:
             return
         inflight = [ms.tp for ms in mine if ms.status is MOVING]
-        res = self.gw.alter_reassignments(dict.fromkeys(inflight)) if inflight else {}
-        self._dirty = True
-        states = self.gw.describe_partitions([ms.tp for ms in mine])
-        now = self._clock()
+        res = self.shared.gw.alter_reassignments(dict.fromkeys(inflight)) if inflight else {}
+        self.shared.dirty = True
+        states = self.shared.gw.describe_partitions([ms.tp for ms in mine])
+        now = self.shared.clock()
         back: dict[TopicPartition, tuple[tuple[int, ...], PartitionState]] = {}
         for ms in mine:
             tp, err, st = ms.tp, res.get(ms.tp), states.get(ms.tp)
             if err and not no_reassignment_in_progress(err):
-                self._emit("error", **_tpf(tp), message=f"{tp}: cancel failed: {err}")
+                self.parts.loop.emit("error", **_tpf(tp), message=f"{tp}: cancel failed: {err}")
                 continue
             if st is None:
                 ms.fail("partition no longer exists")
                 continue
-            if not st.reassigning and self._complete(tp, st):
+            if not st.reassigning and self.parts.track.complete(tp, st):
                 ms.complete(now, st.replicas)  # it finished before the cancel reached it
                 continue
             if not ms.original:  # adopted without a journaled original: where the cancel left it
-                self._emit(
+                self.parts.loop.emit(
                     "warning",
                     **_tpf(tp),
                     message=f"{tp}: its original replicas are not journaled; cancelled at "
@@ -226,32 +237,32 @@ class RollbackPart:
             return
         # write-ahead: where each goes back to, on disk before the throttles and the Alter
         for tp, (orig, _) in back.items():
-            self._emit("intent", **_tpf(tp), action="rollback", original=list(orig))
+            self.parts.loop.emit("intent", **_tpf(tp), action="rollback", original=list(orig))
         # the way back copies data when a step dropped an original replica: throttle it first
-        self._sync_throttles(self.gw.list_reassignments(), back)
-        results = self.gw.alter_reassignments(
+        self.parts.loop.sync_throttles(self.shared.gw.list_reassignments(), back)
+        results = self.shared.gw.alter_reassignments(
             {tp: orig for tp, (orig, _) in back.items()}, allow_replication_factor_change=True
         )
         for tp, (orig, st) in back.items():
-            ms = self._moves[tp]
+            ms = self.shared.moves[tp]
             err = results.get(tp, "no answer from the controller")
             if err:
                 ms.fail(f"rollback to {list(orig)} refused: {err}")
                 continue
             ms.roll_back(reason, st.replicas)
 
-    def _await_rollbacks(self) -> None:
+    def await_rollbacks(self) -> None:
         """At the end of a run: wait (at most ``options.rollback_timeout``, polling at the
         run's interval) for the moves rolling back to reach their original replicas, keeping
         their throttles; what is not back by then is reported as rolling back."""
-        if not self._index.count(ROLLING_BACK):
+        if not self.shared.index.count(ROLLING_BACK):
             return
-        sleep = self._sleep_fn or self._abandon.wait
-        deadline = self._clock() + self.options.rollback_timeout
+        sleep = self.shared.sleep_fn or self.shared.abandon.wait
+        deadline = self.shared.clock() + self.shared.options.rollback_timeout
         while True:
-            if self._abandon.is_set():
-                left = self._index.of(ROLLING_BACK)
-                self._emit(
+            if self.shared.abandon.is_set():
+                left = self.shared.index.of(ROLLING_BACK)
+                self.parts.loop.emit(
                     "warning",
                     message=f"stopped waiting for {len(left)} rollback(s) (asked again, e.g. a "
                     f"second Ctrl-C; e.g. {left[0].tp}); the rollback goes on, throttled: "
@@ -259,23 +270,23 @@ class RollbackPart:
                 )
                 return
             try:
-                tps = [ms.tp for ms in self._index.of(MOVING, READY, ROLLING_BACK)]
-                states = self.gw.describe_partitions(tps)
-                with self._lock:
-                    self._update(states, self._clock())
-                if not self._index.count(ROLLING_BACK):
+                tps = [ms.tp for ms in self.shared.index.of(MOVING, READY, ROLLING_BACK)]
+                states = self.shared.gw.describe_partitions(tps)
+                with self.shared.lock:
+                    self.parts.track.update(states, self.shared.clock())
+                if not self.shared.index.count(ROLLING_BACK):
                     return
-                self._sync_throttles(self.gw.list_reassignments())
-                self._commit_before_change()
+                self.parts.loop.sync_throttles(self.shared.gw.list_reassignments())
+                self.parts.loop.commit_before_change()
             except KafkaOperationError as e:
-                self._emit("warning", message=f"while waiting for the rollback: {e}")
-            if self._clock() >= deadline:
-                left = self._index.of(ROLLING_BACK)
-                self._emit(
+                self.parts.loop.emit("warning", message=f"while waiting for the rollback: {e}")
+            if self.shared.clock() >= deadline:
+                left = self.shared.index.of(ROLLING_BACK)
+                self.parts.loop.emit(
                     "warning",
                     message=f"{len(left)} move(s) not back at their original replicas after "
-                    f"{self.options.rollback_timeout:g}s (e.g. {left[0].tp}); the rollback goes "
+                    f"{self.shared.options.rollback_timeout:g}s (e.g. {left[0].tp}); the rollback goes "
                     "on, throttled: `--cancel --journal` waits for it and verifies",
                 )
                 return
-            sleep(self.options.poll_interval_ms / 1000.0)
+            sleep(self.shared.options.poll_interval_ms / 1000.0)

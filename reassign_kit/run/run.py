@@ -7,27 +7,41 @@ The CLI calls ``run()`` (signals call ``stop()``), the panel ``start()`` (a work
 buttons call the controls). Decisions come from ``schedule.decide`` (pure); cluster calls go
 through a ``gateway.Gateway`` (Kafka or ``simulate.SimCluster``).
 
-Ownership (one run state: this object's attributes; each part is a mixin with one job):
+Ownership. ``Run`` holds its parts (``self.parts``: ``shared.RunParts``), each built with the
+run's shared state (``self.shared``: ``shared.RunState``) and the parts it calls; a part calls
+another through its public methods only, and keeps what only it touches as its own attributes.
 
-- the facade (here): the control flags (``_stop``, ``_paused``, ``_abandon``,
-  ``_cancel_on_stop``, ``_caps``, ``_r``), subscribers, the result and ``_done``;
-  the only writers of those from other threads, under ``_lock``.
-- ``begin.BeginPart``: the run id, the journal's opening, the moves' order and their state
-  at start (``_moves``, ``_order``, ``_pos``, ``_index``), write-ahead originals read back.
-- ``loop.LoopPart``: one poll; the journal's commits (``_journal_error``, ``_draining``);
-  ``_end_state``; deadlines.
-- ``submit.SubmitPart``: originals at submission, the write-ahead ``intent``, the Alter.
-- ``track.TrackPart``: each move's progress against the cluster; the ETA's inputs
-  (``_inbound_*``, ``_lag``: engine/eta.py's ``RunEta`` owns the ETA).
-- ``rollback.RollbackPart``: the way back to each move's original (every cancel path).
-- ``finish.FinishPart``: the end on every path (cancel, elections owed, throttle cleanup
-  with retries, result).
-- ``throttle_keeper.ThrottleKeeper`` (``_throttles``): the one owner of the throttles on the
-  cluster; ``set_throttle`` (and the pace's per-broker rates) hand it a rate, its sync writes it.
-- ``pace.PacePart`` (``_pacer``, ``_health``, ``_pace_hold``): ``--pace adaptive``: health
-  sampled each poll, per-broker rates and a hold on submissions (engine/pacing.py decides).
-- ``lifecycle.Lifecycle`` (``_life``): the run's state by one transition table; the controls,
-  the start and the end move it (refused ones return False), one ``lifecycle`` event each.
+- ``begin.Begin``: the journal's opening, the moves' order and their state at start,
+  write-ahead originals read back on a resume.
+- ``loop.Loop``: the poll loop, the journal's commits, events to subscribers, deadlines.
+- ``submit.Submitter``: originals at submission, the write-ahead ``intent``, the Alter.
+- ``track.Tracker``: each move's progress against the cluster; the ETA's inputs (the ETA
+  itself is ``eta.estimate.RunEta``, held in the state).
+- ``rollback.Rollback``: the way back to each move's original (every cancel path).
+- ``finish.Finisher``: the end on every path (cancel, elections owed, throttle cleanup with
+  retries, the result).
+- ``pace.Pace`` (its controller, ramp and memory its own): ``--pace adaptive``, health sampled
+  each poll, per-broker rates and a hold on submissions; ``canary.Canaries``: the probe's
+  canary topics.
+- Collaborators held in the state: ``throttles.keeper.ThrottleKeeper`` (``throttles``: the
+  one owner of the throttles on the cluster), ``lifecycle.Lifecycle`` (``life``: the run's
+  state by one transition table), ``elections.Elections``, ``logdirs.LogDirMoves`` (``dirs``).
+
+Who writes which field of the shared state after the constructor (the facade sets them all
+first; the control flags, under ``lock``, from any thread):
+
+- Begin: began, resume_cancel; with the facade: journal, min_isr, order, pos, run_id,
+  started_at
+- Loop: deadline_hit, exc; with the facade: draining, end_state, journal_error,
+  stop_submitting; with Finisher and the facade: error, state
+- Submitter: waiting_reason (with the facade); with Loop: throttles_fresh; with Loop and
+  Rollback: dirty (a change was sent: re-read the cluster)
+- Tracker: last_sample (with the facade)
+- Finisher: finishing, result (with the facade)
+- Pace: health_opener, pace_hold; with the facade: caps, health
+- the facade only: the inputs (gw, plan, options, journal_path, clock, ...), the control
+  flags (stop, paused, abandon, cancel_on_stop, wake, done) and the collections the parts
+  mutate in place (moves, index, inflight_items, subscribers, ...)
 
 Invariants kept on every exit path (done, error, deadline, stop, Ctrl-C / SIGTERM): the
 throttles on the cluster are those the moves still in flight need (no more, no less), and a
@@ -58,24 +72,26 @@ from ..moves.results import RunResult, RunStatus
 from ..moves.schedule import Caps, Item
 from ..moves.steps import StepsFor, steps_hook
 from ..moves.table import MoveIndex, MoveState, MoveStatus
-from ..pacing.pace import PacePart
 from ..throttles.keeper import ThrottleKeeper
-from .begin import BeginPart
+from .begin import Begin
+from .canary import Canaries
 from .elections import Elections
-from .finish import FinishPart
+from .finish import Finisher
 from .lifecycle import Lifecycle, phase
 from .logdirs import LogDirMoves
-from .loop import LoopPart
+from .loop import Loop
 from .options import ExecuteOptions, live_changes
+from .pace import Pace
 from .retry import RetryingGateway
-from .rollback import RollbackPart
-from .submit import SubmitPart
-from .track import TrackPart
+from .rollback import Rollback
+from .shared import RunParts, RunState
+from .submit import Submitter
+from .track import Tracker
 
 log = logging.getLogger(__name__)
 
 
-class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart, PacePart):
+class Run:
     """One paced execution of a plan. See the module docstring."""
 
     def __init__(
@@ -95,114 +111,169 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart, 
         min_isr: Mapping[str, int] | int | None = None,
         health: HealthSource | None = None,
     ):
-        self.gw = gateway
-        self.plan = plan
-        self.options = (options or ExecuteOptions()).validate()
-        self.journal_path = os.fspath(journal_path) if journal_path is not None else None
-        self.resume_requested = resume
-        self.plan_path = plan_path
-        self._clock = clock
-        self._sleep_fn = sleep
+        self.shared = shared = RunState()
+        self.parts = parts = RunParts(self)
+        parts.begin = Begin(shared, parts)
+        parts.loop = Loop(shared, parts)
+        parts.submit = Submitter(shared, parts)
+        parts.track = Tracker(shared, parts)
+        parts.rollback = Rollback(shared, parts)
+        parts.finish = Finisher(shared, parts)
+        parts.pace = Pace(shared, parts)
+        parts.canary = Canaries(shared, parts)
+        self.shared.gw = gateway
+        self.shared.plan = plan
+        self.shared.options = (options or ExecuteOptions()).validate()
+        self.shared.journal_path = os.fspath(journal_path) if journal_path is not None else None
+        self.shared.resume_requested = resume
+        self.shared.plan_path = plan_path
+        self.shared.clock = clock
+        self.shared.sleep_fn = sleep
         # KIP-435 steps: min.insync.replicas from ``min_isr``, options.min_isr or the gateway
-        self._min_isr = (
+        self.shared.min_isr = (
             (dict(min_isr) if isinstance(min_isr, Mapping) else min_isr)
             if min_isr is not None
-            else self.options.min_isr
+            else self.shared.options.min_isr
         )
-        self._r = self.options.parallel_replica_count
-        self._steps_for = steps_for or steps_hook(self._r, self._min_isr_of)
-        self._secrets = tuple(secrets)
-        self._health = health  # --pace adaptive: the run's (closed at its end); None: a probe
-        self._caps = self.options.caps()
-        self._lock = threading.RLock()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._abandon = threading.Event()  # a second stop/cancel: stop waiting for rollbacks
-        self._cancel_on_stop = self.options.cancel_on_stop
-        self._paused = False
-        self._subscribers: list[Callable[[dict[str, Any]], None]] = []
-        self._thread: threading.Thread | None = None
-        self._done = threading.Event()
-        self._result: RunResult | None = None
-        self.state = "created"
+        self.shared.r = self.shared.options.parallel_replica_count
+        self.shared.steps_for = steps_for or steps_hook(self.shared.r, self.parts.begin.min_isr_of)
+        self.shared.secrets = tuple(secrets)
+        self.shared.health = health  # --pace adaptive: the run's (closed at its end); None: a probe
+        self.shared.caps = self.shared.options.caps()
+        self.shared.lock = threading.RLock()
+        self.shared.wake = threading.Event()
+        self.shared.stop = threading.Event()
+        self.shared.abandon = threading.Event()  # a second stop/cancel: stop waiting for rollbacks
+        self.shared.cancel_on_stop = self.shared.options.cancel_on_stop
+        self.shared.paused = False
+        self.shared.subscribers: list[Callable[[dict[str, Any]], None]] = []
+        self.shared.thread: threading.Thread | None = None
+        self.shared.done = threading.Event()
+        self.shared.result: RunResult | None = None
+        self.shared.state = "created"
         # the lifecycle (engine/lifecycle.py's table): every control call and the run's
         # start and end move it, one ``lifecycle`` event per transition; refused otherwise
-        self._life = Lifecycle(self._emit)
-        self.waiting_reason: str | None = None
-        self.run_id = run_id or ""
-        self._started_at: float | None = None
-        self._moves: dict[TopicPartition, MoveState] = {}
-        self._order: list[TopicPartition] = []
-        self._pos: dict[TopicPartition, int] = {}  # plan order of each move
-        self._index = MoveIndex()  # the moves by status, kept by the transitions
-        self._inflight_items: dict[TopicPartition, tuple[tuple, Item]] = {}
+        self.shared.life = Lifecycle(self.parts.loop.emit)
+        self.shared.waiting_reason: str | None = None
+        self.shared.run_id = run_id or ""
+        self.shared.started_at: float | None = None
+        self.shared.moves: dict[TopicPartition, MoveState] = {}
+        self.shared.order: list[TopicPartition] = []
+        self.shared.pos: dict[TopicPartition, int] = {}  # plan order of each move
+        self.shared.index = MoveIndex()  # the moves by status, kept by the transitions
+        self.shared.inflight_items: dict[TopicPartition, tuple[tuple, Item]] = {}
         # write-ahead originals read back from the journal on resume
-        self._wal_originals: dict[TopicPartition, tuple[int, ...]] = {}
-        self._order_unknown: set[TopicPartition] = set()  # originals from KIP-455's set
+        self.shared.wal_originals: dict[TopicPartition, tuple[int, ...]] = {}
+        self.shared.order_unknown: set[TopicPartition] = set()  # originals from KIP-455's set
         # every admin call of the loop retried with backoff, each retry journaled
-        self.gw = RetryingGateway(
-            gateway, self._sleep, self._emit, before_change=self._commit_before_change
+        self.shared.gw = RetryingGateway(
+            gateway,
+            self.parts.loop.sleep,
+            self.parts.loop.emit,
+            before_change=self.parts.loop.commit_before_change,
         )
-        self._throttles = ThrottleKeeper(
-            self.gw, plan.topics(), self.options.throttle, self.options.log_dir_throttle, self._emit
+        self.shared.throttles = ThrottleKeeper(
+            self.shared.gw,
+            plan.topics(),
+            self.shared.options.throttle,
+            self.shared.options.log_dir_throttle,
+            self.parts.loop.emit,
         )
-        self._last_sample = -1e18
+        self.shared.last_sample = -1e18
         # the run's ETA: per broker, bytes its new replicas must receive (from the
         # plan, once) and have received by completed steps (counted as they complete)
-        self._inbound_total: dict[int, int] = {}
-        self._inbound_landed: dict[int, int] = {}
-        self._eta = RunEta(poll_s=self.options.poll_interval_ms / 1000)
+        self.shared.inbound_total: dict[int, int] = {}
+        self.shared.inbound_landed: dict[int, int] = {}
+        self.shared.eta = RunEta(poll_s=self.shared.options.poll_interval_ms / 1000)
         # from a move's last byte (as a sample saw it) to its completion: added to the ETA
-        self._lag = LagMeter()  # the completion lag (``eta_lag``)
-        self._journal: Journal | None = None
-        self._journal_error: JournalError | None = None  # the first failed journal write
-        self._finishing = False
-        self._draining = False  # the journal failed: finish the moves in flight, then fail
-        self._stop_submitting = False
-        self._end_state: str | None = None
-        self._error: str | None = None
+        self.shared.lag = LagMeter()  # the completion lag (``eta_lag``)
+        self.shared.journal: Journal | None = None
+        self.shared.journal_error: JournalError | None = None  # the first failed journal write
+        self.shared.finishing = False
+        self.shared.draining = False  # the journal failed: finish the moves in flight, then fail
+        self.shared.stop_submitting = False
+        self.shared.end_state: str | None = None
+        self.shared.error: str | None = None
         # moves between log dirs (the plan's log_dirs), as ops.execute starts them for the
         # legacy request; a move is complete only when its replicas are also in those dirs
-        self._dirs = LogDirMoves(self.gw, plan, self._moves, self.options.timeout_s, self._emit)
+        self.shared.dirs = LogDirMoves(
+            self.shared.gw,
+            plan,
+            self.shared.moves,
+            self.shared.options.timeout_s,
+            self.parts.loop.emit,
+        )
         # preferred leader elections once a move that changed its first replica completes
         # (engine/elections.py): it hears every ``completed`` event
-        self._elections = Elections(
-            self.gw,
-            self._emit,
-            lambda tp: self._moves[tp].original,
-            lambda tp: self._moves[tp].move.replicas,
-            enabled=self.options.elect_leaders,
-            per_poll=self.options.max_elections_per_poll,
+        self.shared.elections = Elections(
+            self.shared.gw,
+            self.parts.loop.emit,
+            lambda tp: self.shared.moves[tp].original,
+            lambda tp: self.shared.moves[tp].move.replicas,
+            enabled=self.shared.options.elect_leaders,
+            per_poll=self.shared.options.max_elections_per_poll,
         )
-        self._subscribers.append(self._elections.on_event)
+        self.shared.subscribers.append(self.shared.elections.on_event)
+
+    # ---- what callers read of the run ------------------------------------------------------
+
+    @property
+    def gw(self) -> Gateway:
+        return self.shared.gw
+
+    @property
+    def plan(self) -> Plan:
+        return self.shared.plan
+
+    @property
+    def options(self) -> ExecuteOptions:
+        return self.shared.options
+
+    @property
+    def run_id(self) -> str:
+        return self.shared.run_id
+
+    @property
+    def state(self) -> str:
+        return self.shared.state
+
+    @property
+    def journal_path(self) -> str | None:
+        return self.shared.journal_path
+
+    @property
+    def waiting_reason(self) -> str | None:
+        return self.shared.waiting_reason
 
     # ---- control, from any thread ---------------------------------------------------------
 
     def start(self) -> Run:
         """Run the loop in a worker thread (for the notebook panel)."""
-        self._thread = threading.Thread(target=self._run_safe, name="reassign-run", daemon=True)
-        self._thread.start()
+        self.shared.thread = threading.Thread(
+            target=self._run_safe, name="reassign-run", daemon=True
+        )
+        self.shared.thread.start()
         return self
 
     def pause(self) -> bool:
         """Stop submitting; keep watching completions and keep throttles right. False (and
         nothing done) when the lifecycle refuses it: already paused, stopping, ended."""
-        with self._lock:
-            if not self._fire("pause"):
+        with self.shared.lock:
+            if not self.parts.loop.fire("pause"):
                 return False
-            self._paused = True
-            self._emit("paused")
-        self._wake.set()
+            self.shared.paused = True
+            self.parts.loop.emit("paused")
+        self.shared.wake.set()
         return True
 
     def resume(self) -> bool:
         """Submit again after ``pause()``; False (nothing done) when the run is not paused."""
-        with self._lock:
-            if not self._fire("resume"):
+        with self.shared.lock:
+            if not self.parts.loop.fire("resume"):
                 return False
-            self._paused = False
-            self._emit("resumed")
-        self._wake.set()
+            self.shared.paused = False
+            self.parts.loop.emit("resumed")
+        self.shared.wake.set()
         return True
 
     def stop(self, cancel_inflight: bool = False) -> None:
@@ -212,15 +283,15 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart, 
         again while the run's end waits for a cancel's rollbacks (a second Ctrl-C), it stops
         waiting: they go on, throttled, reported as rolling back. False (nothing done) once
         the run has ended."""
-        with self._lock:
-            cancel = self._cancel_on_stop or cancel_inflight
-            if not self._fire("cancel" if cancel else "stop"):
+        with self.shared.lock:
+            cancel = self.shared.cancel_on_stop or cancel_inflight
+            if not self.parts.loop.fire("cancel" if cancel else "stop"):
                 return False
-            if self._stop.is_set() and self._finishing:
-                self._abandon.set()
-            self._cancel_on_stop = cancel
-        self._stop.set()
-        self._wake.set()
+            if self.shared.stop.is_set() and self.shared.finishing:
+                self.shared.abandon.set()
+            self.shared.cancel_on_stop = cancel
+        self.shared.stop.set()
+        self.shared.wake.set()
         return True
 
     def cancel(self) -> bool:
@@ -236,11 +307,11 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart, 
     def phase(self) -> str:
         """The lifecycle state now (engine/lifecycle.py: created, running, paused, stopping,
         cancelling, or the end: done, submitted, stopped, cancelled, deadline, failed)."""
-        return self._life.state
+        return self.shared.life.state
 
     def lifecycle(self) -> str:
         """The panel's name for the lifecycle state (``lifecycle.phase``)."""
-        return phase(self._life.state)
+        return phase(self.shared.life.state)
 
     def set_caps(self, **changes: Any) -> Caps:
         """Change caps (batch_size, incremental, max_moves_per_broker, max_leader_moves,
@@ -254,30 +325,32 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart, 
         the step in flight completes (as KIP-435 computes each step from CR and FTR); the step
         in flight is never touched. A ``steps_for`` given to the constructor is replaced by
         KIP-435 steps with the new R."""
-        with self._lock:
+        with self.shared.lock:
             r_given = "parallel_replica_count" in changes
-            per_poll, r = live_changes(changes, self._elections.per_poll, self._r)
-            new = self._caps.with_changes(**changes)
-            if new.mode != self._caps.mode and self.state not in ("created",):
+            per_poll, r = live_changes(changes, self.shared.elections.per_poll, self.shared.r)
+            new = self.shared.caps.with_changes(**changes)
+            if new.mode != self.shared.caps.mode and self.shared.state not in ("created",):
                 raise UsageError(
-                    f"cannot switch pacing mode from {self._caps.mode} to {new.mode} during a run"
+                    f"cannot switch pacing mode from {self.shared.caps.mode} to {new.mode} during a run"
                 )
-            self._caps = self._pace_caps(new, changes)  # --pace adaptive: brokers' own caps
-            self._elections.per_poll = per_poll
-            if r_given and r != self._r:
-                self._r = r
-                self._steps_for = steps_hook(r, self._min_isr_of)
-                for ms in self._index.of(MoveStatus.MOVING, MoveStatus.READY):
+            self.shared.caps = self.parts.pace.pace_caps(
+                new, changes
+            )  # --pace adaptive: brokers' own caps
+            self.shared.elections.per_poll = per_poll
+            if r_given and r != self.shared.r:
+                self.shared.r = r
+                self.shared.steps_for = steps_hook(r, self.parts.begin.min_isr_of)
+                for ms in self.shared.index.of(MoveStatus.MOVING, MoveStatus.READY):
                     ms.replan = True
-            self._emit(
+            self.parts.loop.emit(
                 "caps_changed",
                 caps={
-                    **asdict(self._caps),
-                    "parallel_replica_count": self._r,
+                    **asdict(self.shared.caps),
+                    "parallel_replica_count": self.shared.r,
                     "max_elections_per_poll": per_poll,
                 },
             )
-        self._wake.set()
+        self.shared.wake.set()
         return new
 
     def set_throttle(self, rate: int) -> None:
@@ -287,45 +360,50 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart, 
         Only a run started with a throttle has one to change."""
         if isinstance(rate, bool) or not isinstance(rate, int) or rate <= 0:
             raise UsageError(f"throttle must be a positive number of bytes/s, got {rate!r}")
-        with self._lock:
-            if not self._throttles.active or self.options.throttle is None:
+        with self.shared.lock:
+            if not self.shared.throttles.active or self.shared.options.throttle is None:
                 raise UsageError("this run has no throttle to change (start it with --throttle)")
-            self._throttles.set_rate(rate)
-            self._pace_ceiling(rate)  # --pace adaptive: the new ceiling
-            self._eta.restart()
-            self._emit("throttle_changed", rate=rate)
-        self._wake.set()
+            self.shared.throttles.set_rate(rate)
+            self.parts.pace.pace_ceiling(rate)  # --pace adaptive: the new ceiling
+            self.shared.eta.restart()
+            self.parts.loop.emit("throttle_changed", rate=rate)
+        self.shared.wake.set()
+
+    def set_broker_throttles(self, rates: Mapping[int, int]) -> None:
+        """Per-broker replication rates (--pace adaptive's lever, and an operator's): see
+        ``Pace.set_broker_throttles``."""
+        self.parts.pace.set_broker_throttles(rates)
 
     @property
     def parallel_replica_count(self) -> int | None:
         """KIP-435's R now in force (None = whole move at once)."""
-        return self._r
+        return self.shared.r
 
     def subscribe(self, fn: Callable[[dict[str, Any]], None]) -> None:
         """``fn(event)`` for every journal event, called from the loop's thread."""
-        with self._lock:
-            self._subscribers.append(fn)
+        with self.shared.lock:
+            self.shared.subscribers.append(fn)
 
     def status(self) -> RunStatus:
         """Counts and one row per move, now (safe from any thread)."""
-        with self._lock:
+        with self.shared.lock:
             return RunStatus.of(
-                self.state,
-                self.run_id,
-                self._moves_in_order,
-                self.waiting_reason,
-                counts=self._index.counts(),
-                total=len(self._order),
+                self.shared.state,
+                self.shared.run_id,
+                self.parts.begin.moves_in_order,
+                self.shared.waiting_reason,
+                counts=self.shared.index.counts(),
+                total=len(self.shared.order),
             )
 
     def wait(self, timeout: float | None = None) -> RunResult | None:
         """Block until the run ends; its result (None on timeout)."""
-        self._done.wait(timeout)
-        return self._result
+        self.shared.done.wait(timeout)
+        return self.shared.result
 
     @property
     def caps(self) -> Caps:
-        return self._caps
+        return self.shared.caps
 
     # ---- the loop -------------------------------------------------------------------------
 
@@ -335,15 +413,8 @@ class Run(BeginPart, LoopPart, SubmitPart, TrackPart, RollbackPart, FinishPart, 
         except ReassignKitError:
             pass  # recorded in the result and the journal
         except Exception:  # noqa: BLE001 - a worker thread must not die silently
-            log.exception("run %s failed", self.run_id)
+            log.exception("run %s failed", self.shared.run_id)
 
     def run(self) -> RunResult:
         """Run to the end in the calling thread; raise RunError if it ended on an error."""
-        return self._drive()
-
-    _dirty = False
-    _throttles_fresh = False  # set by a clean submission: its sync covered this poll
-    _began = False  # the start went through: the run may have changed the cluster
-    _exc: ReassignKitError | None = None
-    _deadline_hit = False
-    _resume_cancel = False  # resuming a run killed during its cancel
+        return self.parts.loop.drive()

@@ -5,38 +5,45 @@ and original written ahead, its throttles set, then one AlterPartitionReassignme
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model import PartitionState, TopicPartition
 from ..moves.schedule import Item, decide, item_for
 from ..moves.table import MoveState, MoveStatus
+
+if TYPE_CHECKING:
+    from .shared import RunParts, RunState
 
 PENDING, READY, MOVING = MoveStatus.PENDING, MoveStatus.READY, MoveStatus.MOVING
 ROLLING_BACK = MoveStatus.ROLLING_BACK
 DONE, CANCELLED, FAILED = MoveStatus.DONE, MoveStatus.CANCELLED, MoveStatus.FAILED
 
 
-class SubmitPart:
+class Submitter:
     """Scheduling and submission (see the module docstring)."""
 
-    def _schedule(
+    def __init__(self, shared: RunState, parts: RunParts) -> None:
+        self.shared = shared
+        self.parts = parts
+
+    def schedule(
         self,
         cluster: Mapping[TopicPartition, PartitionState],
         states: Mapping[TopicPartition, PartitionState],
         now: float,
     ) -> None:
         """Ask ``schedule.decide`` what may start now (new moves and next steps) and submit it."""
-        with self._lock:
-            caps = self._caps
+        with self.shared.lock:
+            caps = self.shared.caps
         ready_items, ready_states = self._next_steps(states, now)
-        if not self._index.count(PENDING) and not ready_items:
-            self.waiting_reason = None
+        if not self.shared.index.count(PENDING) and not ready_items:
+            self.shared.waiting_reason = None
             return
         inflight = _InflightItems(self)  # built only if a cap reads them
         # read lazily by decide, only as far as it needs (not the whole plan at every poll)
-        pending = (ms.item for ms in self._index.iter(PENDING))
+        pending = (ms.item for ms in self.shared.index.iter(PENDING))
         d = decide(pending, inflight, caps, ready=ready_items, cluster_inflight=len(cluster))
-        self.waiting_reason = d.waiting_reason
+        self.shared.waiting_reason = d.waiting_reason
         if d.submit:
             self._submit(cluster, d.submit, ready_states, d.batch if caps.mode == "batch" else None)
 
@@ -48,25 +55,27 @@ class SubmitPart:
         not where the last step left them; a move found complete completes here."""
         items: list[Item] = []
         ready_states: dict[TopicPartition, PartitionState] = {}
-        ready_tps = sorted((ms.tp for ms in self._index.of(READY)), key=self._pos.__getitem__)
+        ready_tps = sorted(
+            (ms.tp for ms in self.shared.index.of(READY)), key=self.shared.pos.__getitem__
+        )
         if not ready_tps:
             return items, ready_states
         fresh = {tp: states[tp] for tp in ready_tps if tp in states}
         missing = [tp for tp in ready_tps if tp not in fresh]
         if missing:
-            fresh.update(self.gw.describe_partitions(missing))
+            fresh.update(self.shared.gw.describe_partitions(missing))
         for tp in ready_tps:
             st = fresh.get(tp)
-            ms = self._moves[tp]
+            ms = self.shared.moves[tp]
             if st is None:
                 continue
             if not ms.steps or ms.step == 0 or tuple(st.replicas) != ms.step_target:
-                ms.steps = self._plan_steps(ms, st)
+                ms.steps = self.parts.begin.plan_steps(ms, st)
                 ms.step = 0
             elif ms.replan:  # R changed: the steps done stay, those left are planned anew
-                ms.steps = ms.steps[: ms.step] + self._plan_steps(ms, st)
+                ms.steps = ms.steps[: ms.step] + self.parts.begin.plan_steps(ms, st)
             ms.replan = False
-            if self._complete(tp, st):
+            if self.parts.track.complete(tp, st):
                 ms.complete(now, st.replicas)
                 continue
             nxt = ms.steps[ms.step] if ms.step < len(ms.steps) else tuple(ms.move.replicas)
@@ -93,12 +102,12 @@ class SubmitPart:
     ) -> None:
         """Set the throttles the moves need, then submit each one's next step in one request;
         a rejected submission fails its move and ends the run."""
-        new_tps = [tp for tp in tps if self._moves[tp].status == "pending"]
-        new_states = self.gw.describe_partitions(new_tps) if new_tps else {}
+        new_tps = [tp for tp in tps if self.shared.moves[tp].status == "pending"]
+        new_states = self.shared.gw.describe_partitions(new_tps) if new_tps else {}
         targets: dict[TopicPartition, tuple[int, ...]] = {}
         steps_info: dict[TopicPartition, int] = {}
         for tp in tps:
-            ms = self._moves[tp]
+            ms = self.shared.moves[tp]
             st = ready_states.get(tp) or new_states.get(tp)
             if st is None:
                 ms.fail("partition no longer exists")
@@ -108,7 +117,7 @@ class SubmitPart:
                 if original is None:
                     continue  # refused by name (already reassigning, no original known)
                 ms.original = original
-                ms.steps = self._plan_steps(ms, st)
+                ms.steps = self.parts.begin.plan_steps(ms, st)
                 ms.step = 0
             nxt_i = ms.step + 1
             targets[tp] = ms.steps[nxt_i - 1] if nxt_i <= len(ms.steps) else tuple(ms.move.replicas)
@@ -120,30 +129,31 @@ class SubmitPart:
         # any change), before the throttles and the Alter are sent; a SIGKILL right after the
         # Alter leaves the original on disk for the resume and the cancel
         for tp, tgt in targets.items():
-            ms = self._moves[tp]
-            self._emit(
+            ms = self.shared.moves[tp]
+            self.parts.loop.emit(
                 "intent",
                 **_tpf(tp),
                 action="alter",
                 original=list(ms.original),
                 target=list(tgt),
                 step=steps_info[tp],
-                order_known=tp not in self._order_unknown,
+                order_known=tp not in self.shared.order_unknown,
             )
         # throttles first: the moves about to start must never run unthrottled
-        changed_before = self._dirty  # a change of this poll the listing does not show yet
-        self._sync_throttles(
+        changed_before = self.shared.dirty  # a change of this poll the listing does not show yet
+        self.parts.loop.sync_throttles(
             cluster,
             {tp: (tgt, ready_states.get(tp) or new_states[tp]) for tp, tgt in targets.items()},
         )
-        results = self.gw.alter_reassignments(
-            targets, allow_replication_factor_change=self.options.allow_replication_factor_change
+        results = self.shared.gw.alter_reassignments(
+            targets,
+            allow_replication_factor_change=self.shared.options.allow_replication_factor_change,
         )
-        self._dirty = True
-        now = self._clock()
+        self.shared.dirty = True
+        now = self.shared.clock()
         errors: dict[TopicPartition, str] = {}
         for tp, tgt in targets.items():
-            ms = self._moves[tp]
+            ms = self.shared.moves[tp]
             err = results.get(tp, "no answer from the controller")
             if err:
                 errors[tp] = err
@@ -152,14 +162,14 @@ class SubmitPart:
             if ms.submitted_at is None:
                 ms.submit(now, batch)
             ms.submit_step(now, steps_info[tp], tgt)
-        self._dirs.register(now)  # so that the run cannot return before they begin
+        self.shared.dirs.register(now)  # so that the run cannot return before they begin
         # every move accepted, nothing else changed in this poll: the throttles just set are
         # those of the cluster's listing at this poll's start plus what was sent
-        self._throttles_fresh = not errors and not changed_before
+        self.shared.throttles_fresh = not errors and not changed_before
         if errors:
             tp0, e0 = next(iter(errors.items()))
-            submitted = self._index.submitted
-            self._fail(
+            submitted = self.shared.index.submitted
+            self.parts.loop.fail(
                 f"{len(errors)} submission(s) rejected, e.g. {tp0}: {e0}; the run stopped "
                 f"after submitting {submitted} move(s) (see the journal)"
             )
@@ -171,7 +181,7 @@ class SubmitPart:
         else KIP-455's ``replicas - adding`` (the right set; Kafka lists the target first,
         so its order is unknown) when adopted explicitly (``--additional``), else refused by
         name. Never ``replicas`` of a reassigning partition: that is target + original."""
-        wal = self._wal_originals.get(ms.tp)
+        wal = self.shared.wal_originals.get(ms.tp)
         if not st.reassigning:
             # a move whose intent alone was journaled before a kill: the list it recorded
             # before anything was sent (a KIP-435 step may have taken since)
@@ -179,9 +189,9 @@ class SubmitPart:
         if wal:
             return wal
         kip455 = tuple(b for b in st.replicas if b not in st.adding)
-        if self.options.additional and kip455:
-            self._order_unknown.add(ms.tp)
-            self._emit(
+        if self.shared.options.additional and kip455:
+            self.shared.order_unknown.add(ms.tp)
+            self.parts.loop.emit(
                 "warning",
                 **_tpf(ms.tp),
                 message=f"{ms.tp}: already reassigning (replicas {list(st.replicas)}, adding "
@@ -197,10 +207,10 @@ class SubmitPart:
         )
         return None
 
-    def _inflight_item(self, ms: MoveState) -> Item:
+    def inflight_item(self, ms: MoveState) -> Item:
         """The step in flight as a schedule item (kept per step: asked for at every poll)."""
         key = (ms.step_from, ms.step_target)
-        cached = self._inflight_items.get(ms.tp)
+        cached = self.shared.inflight_items.get(ms.tp)
         if cached is not None and cached[0] == key:
             return cached[1]
         it = item_for(ms.move.tp, ms.step_from, ms.step_target)
@@ -212,18 +222,18 @@ class SubmitPart:
             ms.item.under_replicated,
             ms.item.batch,
         )
-        self._inflight_items[ms.tp] = (key, item)
+        self.shared.inflight_items[ms.tp] = (key, item)
         return item
 
 
 class _InflightItems:
     """The run's steps in flight as schedule items for ``decide``: counted at once, built
-    (``Run._inflight_item``) only if ``decide`` reads them — under a broker or leader cap, in
-    batch mode (building 2,000 at every poll was a third of a quiet poll)."""
+    (``Submitter.inflight_item``) only if ``decide`` reads them — under a broker or leader
+    cap, in batch mode (building them all at every poll is most of a quiet poll's work)."""
 
-    def __init__(self, run: Any):  # the Run (engine/run.py)
-        self._run = run
-        self._n = run._index.count(MOVING)
+    def __init__(self, submitter: Submitter):
+        self._submitter = submitter
+        self._n = submitter.shared.index.count(MOVING)
         self._items: list[Item] | None = None
 
     def __len__(self) -> int:
@@ -231,12 +241,14 @@ class _InflightItems:
 
     def __iter__(self) -> Iterator[Item]:
         if self._items is None:
-            run = self._run
-            moving = run._index.of(MOVING)
-            self._items = [run._inflight_item(ms) for ms in moving]
-            if len(run._inflight_items) > 2 * len(moving):  # moves no longer in flight
+            shared = self._submitter.shared
+            moving = shared.index.of(MOVING)
+            self._items = [self._submitter.inflight_item(ms) for ms in moving]
+            if len(shared.inflight_items) > 2 * len(moving):  # moves no longer in flight
                 keep = {ms.tp for ms in moving}
-                run._inflight_items = {tp: v for tp, v in run._inflight_items.items() if tp in keep}
+                shared.inflight_items = {
+                    tp: v for tp, v in shared.inflight_items.items() if tp in keep
+                }
         return iter(self._items)
 
 

@@ -5,7 +5,7 @@ and the fields the run hands to the ETA (engine/eta.py's ``RunEta``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..cluster.views import METADATA_SETTLE_S
 from ..model import PartitionState, TopicPartition, is_complete
@@ -13,21 +13,28 @@ from ..moves.table import MoveState, MoveStatus
 from ..watch.progress import replica_bytes_copied
 from ..watch.text import eta_text
 
+if TYPE_CHECKING:
+    from .shared import RunParts, RunState
+
 LOST_AFTER_POLLS = 3  # a move seen neither reassigning nor at its target this often is lost
 PENDING, READY, MOVING = MoveStatus.PENDING, MoveStatus.READY, MoveStatus.MOVING
 ROLLING_BACK = MoveStatus.ROLLING_BACK
 DONE, CANCELLED, FAILED = MoveStatus.DONE, MoveStatus.CANCELLED, MoveStatus.FAILED
 
 
-class TrackPart:
+class Tracker:
     """Tracking (see the module docstring)."""
 
-    def _complete(self, tp: TopicPartition, st: PartitionState | None) -> bool:
-        """``model.is_complete`` plus, for a move with log dirs, its replicas in those dirs."""
-        return self._dirs.complete(tp, is_complete(self._moves[tp].move.replicas, st))
+    def __init__(self, shared: RunState, parts: RunParts) -> None:
+        self.shared = shared
+        self.parts = parts
 
-    def _update(self, states: Mapping[TopicPartition, PartitionState], now: float) -> None:
-        for ms in self._index.of(MOVING, READY, ROLLING_BACK):
+    def complete(self, tp: TopicPartition, st: PartitionState | None) -> bool:
+        """``model.is_complete`` plus, for a move with log dirs, its replicas in those dirs."""
+        return self.shared.dirs.complete(tp, is_complete(self.shared.moves[tp].move.replicas, st))
+
+    def update(self, states: Mapping[TopicPartition, PartitionState], now: float) -> None:
+        for ms in self.shared.index.of(MOVING, READY, ROLLING_BACK):
             tp = ms.tp
             st = states.get(tp)
             if st is None:
@@ -36,12 +43,12 @@ class TrackPart:
             if ms.status == "ready":
                 continue
             if ms.status is ROLLING_BACK:
-                self._update_rollback(ms, st, now)
+                self.parts.rollback.update_rollback(ms, st, now)
                 continue
             if is_complete(ms.step_target, st):
                 ms.lost_polls, ms.lost_since = 0, None
                 final = ms.step >= len(ms.steps) or tuple(st.replicas) == tuple(ms.move.replicas)
-                if final and not self._complete(tp, st):
+                if final and not self.complete(tp, st):
                     continue  # replicas in place, still moving between log dirs
                 self._landed(ms, now)
                 if final:
@@ -49,7 +56,7 @@ class TrackPart:
                 else:
                     ms.complete_step(st.replicas, now)
             elif not st.reassigning:
-                if self._seen_lost(ms, now):
+                if self.seen_lost(ms, now):
                     ms.fail(
                         f"no longer reassigning and not at its target {list(ms.step_target)} "
                         f"(replicas {list(st.replicas)}): cancelled or replaced outside this run"
@@ -60,13 +67,15 @@ class TrackPart:
     def _landed(self, ms: MoveState, now: float) -> None:
         """The step in flight of ``ms`` completed: its new replicas hold the partition (and
         the time since a sample saw its last byte in is one more completion lag)."""
-        self._lag.landed(ms.tp, now)
+        self.shared.lag.landed(ms.tp, now)
         for b in ms.step_target:
             if b not in ms.step_from:
-                self._inbound_landed[b] = self._inbound_landed.get(b, 0) + ms.item.size_bytes
+                self.shared.inbound_landed[b] = (
+                    self.shared.inbound_landed.get(b, 0) + ms.item.size_bytes
+                )
 
     @staticmethod
-    def _seen_lost(ms: MoveState, now: float) -> bool:
+    def seen_lost(ms: MoveState, now: float) -> bool:
         """Counts one more poll at which ``ms`` is neither reassigning nor where it should be;
         lost only once metadata had time to settle (as ops.settle waits) and it was seen so at
         several polls: right after a move ends a broker may still show the intermediate set."""
@@ -74,22 +83,22 @@ class TrackPart:
         ms.lost_since = now if ms.lost_since is None else ms.lost_since
         return ms.lost_polls >= LOST_AFTER_POLLS and now - ms.lost_since >= METADATA_SETTLE_S
 
-    def _maybe_sample(self, now: float, force: bool) -> None:
+    def maybe_sample(self, now: float, force: bool) -> None:
         """Bytes copied by the moves in flight (DescribeLogDirs, one call), at a bounded rate
         (and at every poll when stuck detection is on)."""
-        moving = self._index.of(MOVING)
-        due = now - self._last_sample >= self.options.sample_interval
-        if not moving or not (force or due or self.options.stuck_after is not None):
+        moving = self.shared.index.of(MOVING)
+        due = now - self.shared.last_sample >= self.shared.options.sample_interval
+        if not moving or not (force or due or self.shared.options.stuck_after is not None):
             return
         adding = {ms.tp: {b for b in ms.step_target if b not in ms.step_from} for ms in moving}
         # best effort, no retries (the next sample comes soon): a broker that cannot answer
         # leaves its own moves unmeasured — waiting, never "stuck" — and the others measured
-        per_replica, failed = replica_bytes_copied(self.gw.wrapped, adding)
+        per_replica, failed = replica_bytes_copied(self.shared.gw.wrapped, adding)
         copied: dict[TopicPartition, int] = {}
         for (tp, _b), n in per_replica.items():
             copied[tp] = copied.get(tp, 0) + n
         if failed:
-            self._emit(
+            self.parts.loop.emit(
                 "warning",
                 message="cannot sample progress on broker(s) "
                 + ", ".join(f"{b} ({e})" for b, e in sorted(failed.items()))
@@ -104,7 +113,7 @@ class TrackPart:
                 ms.progress_at = now if ms.bytes_copied is not None or b > 0 else ms.progress_at
             ms.bytes_copied = b
         if due or force:
-            self._last_sample = now
+            self.shared.last_sample = now
             rows = [
                 {
                     **_tpf(ms.move.tp),
@@ -114,18 +123,18 @@ class TrackPart:
                 }
                 for ms in moving[:200]
             ]
-            counts = self.status()
-            self._emit(
+            counts = self.parts.run.status()
+            self.parts.loop.emit(
                 "sample",
                 done=counts.done,
                 moving=counts.moving,
                 pending=counts.pending,
                 bytes_copied=sum(copied.values()),
                 moves=rows,
-                **self._eta_fields(now, moving, per_replica),
+                **self.eta_fields(now, moving, per_replica),
             )
 
-    def _eta_fields(
+    def eta_fields(
         self,
         now: float,
         moving: list[MoveState],
@@ -134,8 +143,8 @@ class TrackPart:
         """The run's ETA at this sample (``eta.RunEta``): per broker, bytes received
         (completed steps + what the moves in flight copied, capped at their size) and bytes
         still to come in (moves that failed or were cancelled no longer count)."""
-        received = {b: float(n) for b, n in self._inbound_landed.items()}
-        prev = self._eta.meter.points[-1][0] if self._eta.meter.points else now
+        received = {b: float(n) for b, n in self.shared.inbound_landed.items()}
+        prev = self.shared.eta.meter.points[-1][0] if self.shared.eta.meter.points else now
         steps: dict[TopicPartition, tuple[int, float, float | None]] = {}
         for ms in moving:
             need = 0.0  # what its new replicas still need (the most any one does)
@@ -145,9 +154,9 @@ class TrackPart:
                     received[b] = received.get(b, 0.0) + got
                     need = max(need, float(ms.item.size_bytes - got))
             steps[ms.tp] = (ms.step, need, ms.step_submitted_at)
-        self._lag.sampled(now, prev, steps)
-        total = dict(self._inbound_total)
-        for ms in self._index.of(MoveStatus.FAILED, MoveStatus.CANCELLED):
+        self.shared.lag.sampled(now, prev, steps)
+        total = dict(self.shared.inbound_total)
+        for ms in self.shared.index.of(MoveStatus.FAILED, MoveStatus.CANCELLED):
             for b in ms.move.replicas:
                 if b not in ms.original and b in total:
                     total[b] -= ms.item.size_bytes
@@ -157,34 +166,36 @@ class TrackPart:
             for b in ms.step_target:
                 if b not in ms.step_from:
                     inflight[b] = inflight.get(b, 0) + 1
-        cap = self._throttles.rate if self._throttles.active else None
+        cap = self.shared.throttles.rate if self.shared.throttles.active else None
         # the last move is complete a completion lag after its last byte (the follower
         # joins the ISR, the controller ends the reassignment, a poll sees it), as
         # ``eta_lag.LagMeter`` measures it
-        poll_s = self.options.poll_interval_ms / 1000
-        tail, spread = self._lag.tail(poll_s, not any(left.values()), now)
-        eta, why, _ = self._eta.update(
+        poll_s = self.shared.options.poll_interval_ms / 1000
+        tail, spread = self.shared.lag.tail(poll_s, not any(left.values()), now)
+        eta, why, _ = self.shared.eta.update(
             now, received, left, inflight, cap, tail,
-            moves=self._index, copied=per_replica, caps=self._caps, r=self._r,
-            elections=(self._elections.pending, self._elections.per_poll)
-            if self._elections.enabled else None, tail_spread=spread,
+            moves=self.shared.index, copied=per_replica, caps=self.shared.caps, r=self.shared.r,
+            elections=(self.shared.elections.pending, self.shared.elections.per_poll)
+            if self.shared.elections.enabled else None, tail_spread=spread,
         )  # fmt: skip
         all_in = sum(total.values())
         return {
             "received": {str(b): round(n) for b, n in sorted(received.items())},
-            "busy": {str(b): round(n, 3) for b, n in sorted(self._eta.busy.items())},
+            "busy": {str(b): round(n, 3) for b, n in sorted(self.shared.eta.busy.items())},
             "inflight": {str(b): n for b, n in sorted(inflight.items())},
             "throttle": cap,
             "tail_s": round(tail, 3),
-            "landed_bytes": sum(self._inbound_landed.values()),
+            "landed_bytes": sum(self.shared.inbound_landed.values()),
             "left": {str(b): round(n) for b, n in sorted(left.items())},
             "bytes_left": round(sum(left.values())),
             "bytes_total": all_in,
-            "rate_bps": None if self._eta.total_rate is None else round(self._eta.total_rate),
+            "rate_bps": None
+            if self.shared.eta.total_rate is None
+            else round(self.shared.eta.total_rate),
             "eta_s": None if eta is None else round(eta, 1),
             "eta_reason": why,
             "eta": eta_text(eta, why),
-            **self._eta.fields(),
+            **self.shared.eta.fields(),
         }
 
 

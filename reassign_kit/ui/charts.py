@@ -91,6 +91,15 @@ def new_figure(widget: bool = False) -> go.Figure:
     their own, not used by the panel (see ``figure_view``)."""
     base = make_subplots(**SUBPLOTS, subplot_titles=ROW_TITLES)
     fig = go.FigureWidget(base) if widget else go.Figure(base)
+    _add_move_traces(fig)
+    _add_byte_traces(fig)
+    _add_timeline_trace(fig)
+    _lay_out(fig)
+    return fig
+
+
+def _add_move_traces(fig: go.Figure) -> None:
+    """The progress pane: moves done, moving, pending and cancelled, stacked over time."""
     for name in ("done", "moving", "pending", "cancelled"):
         fig.add_trace(
             go.Scatter(
@@ -106,7 +115,11 @@ def new_figure(widget: bool = False) -> go.Figure:
             row=1,
             col=1,
         )
-    # per broker: what the plan needs (light, behind) and what is done so far (solid, over it)
+
+
+def _add_byte_traces(fig: go.Figure) -> None:
+    """The bytes pane: per broker, what the plan needs (light, behind) and what is done so far
+    (solid, over it), received and sent side by side."""
     for key, name, offset in (
         ("plan_in", "to receive (plan)", -0.4),
         ("bytes_in", "received", -0.4),
@@ -133,6 +146,10 @@ def new_figure(widget: bool = False) -> go.Figure:
             row=2,
             col=1,
         )  # fmt: skip
+
+
+def _add_timeline_trace(fig: go.Figure) -> None:
+    """The timeline pane: one horizontal bar per move (its start and duration)."""
     fig.add_trace(
         go.Bar(
             x=[],
@@ -147,6 +164,11 @@ def new_figure(widget: bool = False) -> go.Figure:
         row=3,
         col=1,
     )
+
+
+def _lay_out(fig: go.Figure) -> None:
+    """Size, legends beside their panes, and the axes (the timeline shares the progress
+    pane's time axis)."""
     d1 = fig.layout.yaxis.domain
     d2 = fig.layout.yaxis2.domain
     fig.update_layout(
@@ -167,7 +189,6 @@ def new_figure(widget: bool = False) -> go.Figure:
         title_text="seconds since start", matches="x", rangemode="tozero", row=3, col=1
     )
     fig.update_yaxes(autorange="reversed", type="category", row=3, col=1)
-    return fig
 
 
 @functools.cache

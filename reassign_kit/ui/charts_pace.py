@@ -54,6 +54,17 @@ def pace_figure(series: PaceSeries, title: str = "") -> go.Figure:
     )
     unit, uname = _unit(series)
     brokers = sorted(set(series.rates) | set(series.p99))
+    _add_broker_lines(fig, series, brokers, unit, uname)
+    _add_decision_markers(fig, series, unit, uname)
+    _add_objective(fig, series, brokers)
+    _lay_out(fig, series, title, uname)
+    return fig
+
+
+def _add_broker_lines(
+    fig: go.Figure, series: PaceSeries, brokers: list[int], unit: float, uname: str
+) -> None:
+    """Each broker's throttle rate (top pane) and produce p99 (bottom pane), in its colour."""
     n = len(brokers)
     for i, b in enumerate(brokers):
         color = _color(i)
@@ -90,8 +101,10 @@ def pace_figure(series: PaceSeries, title: str = "") -> go.Figure:
             row=2,
             col=1,
         )
-    # the decisions (the newest MAX_MARKERS), on the rate line at the rate they set
 
+
+def _add_decision_markers(fig: go.Figure, series: PaceSeries, unit: float, uname: str) -> None:
+    """The decisions (the newest MAX_MARKERS), on the rate line at the rate they set."""
     marked = [d for d in series.broker_decisions if d.new_rate is not None][-MAX_MARKERS:]
     for action, (symbol, color, name) in ACTIONS.items():
         ds = [d for d in marked if d.action == action]
@@ -110,7 +123,10 @@ def pace_figure(series: PaceSeries, title: str = "") -> go.Figure:
             row=1,
             col=1,
         )  # fmt: skip
-    # the objective: one line when every broker has the same limit, else one per broker
+
+
+def _add_objective(fig: go.Figure, series: PaceSeries, brokers: list[int]) -> None:
+    """The objective: one line when every broker has the same limit, else one per broker."""
     limits = sorted(set(series.limits.values()))
     end = max(series.end, 1.0)
     objective = series.objective or ""
@@ -147,6 +163,11 @@ def pace_figure(series: PaceSeries, title: str = "") -> go.Figure:
                 row=2,
                 col=1,
             )
+
+
+def _lay_out(fig: go.Figure, series: PaceSeries, title: str, uname: str) -> None:
+    """The paused spans shaded, the title (decisions, objective, brokers not shown), axes."""
+    objective = series.objective or ""
     for x0, x1 in series.pauses:
         fig.add_vrect(
             x0=x0, x1=max(x1, x0 + 0.5), fillcolor="#ff7f0e", opacity=0.15, line_width=0,
@@ -174,7 +195,6 @@ def pace_figure(series: PaceSeries, title: str = "") -> go.Figure:
     fig.update_yaxes(title_text="ms", rangemode="tozero", row=2, col=1)
     fig.update_xaxes(title_text="seconds since start", rangemode="tozero", row=2, col=1)
     fig.update_xaxes(rangemode="tozero", row=1, col=1)
-    return fig
 
 
 def pace_table_html(series: PaceSeries) -> str:

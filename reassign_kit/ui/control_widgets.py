@@ -178,3 +178,51 @@ def layout(ws: dict[str, W.Widget]) -> tuple[W.Widget, W.Widget]:
     )
     adv.set_title(0, "advanced: pace, poll interval, order, deadlines (fixed for a run)")
     return grid, adv
+
+
+def run_buttons() -> dict[str, W.Button]:
+    """The run's buttons by name (the panel wires each to its ``_on_<name>``)."""
+    buttons: dict[str, W.Button] = {
+        "execute": W.Button(
+            description="Execute",
+            button_style="primary",
+            icon="play",
+            tooltip="start a new run of the plan",
+        ),
+        "resume_run": W.Button(
+            description="Resume from journal",
+            button_style="primary",
+            icon="history",
+            tooltip="continue the journaled run: adopt moves in flight, "
+            "submit what is left, with the run's own options",
+        ),
+        "pause": W.Button(
+            description="Pause",
+            icon="pause",
+            tooltip="submit nothing new; moves in flight go on",
+        ),
+        "resume": W.Button(description="Resume", icon="play", tooltip="submit again after a pause"),
+        "stop": W.Button(
+            description="Stop",
+            button_style="warning",
+            icon="hand-paper-o",
+            tooltip="stop (drain): submit nothing more and end the run; moves in flight "
+            "go on (throttled); Resume from journal continues the run",
+        ),
+        "cancel": W.Button(
+            description="Cancel",
+            button_style="danger",
+            icon="stop",
+            tooltip="cancel (roll back): end the run and bring every move not complete, "
+            "stepped moves between steps included, back to its original replicas",
+        ),
+        "verify": W.Button(
+            description="Verify",
+            button_style="info",
+            icon="check",
+            tooltip="compare the cluster with the plan (--verify)",
+        ),
+    }
+    for b in buttons.values():
+        b.layout = W.Layout(width="auto", min_width="96px", padding="0 14px")  # labels never cut
+    return buttons

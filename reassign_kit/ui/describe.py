@@ -135,3 +135,21 @@ def verify_complete(result: Any) -> bool | None:
                 return out
     code = getattr(result, "exit_code", None)
     return code == 0 if isinstance(code, int) else None
+
+
+def summary_html(s: figures.PlanSummary) -> str:
+    """The plan in a line (moves, bytes, leader changes, brokers) and its validation verdict,
+    the first 20 problems listed."""
+    verdict = (
+        '<span style="color:#1b5e20">valid</span>'
+        if s.valid
+        else '<span style="color:#b00020">INVALID: nothing will be sent</span>'
+    )
+    probs = "".join(f"<li>{html.escape(p)}</li>" for p in s.problems[:20])
+    more = f"<li>… {len(s.problems) - 20} more</li>" if len(s.problems) > 20 else ""
+    return (
+        f"<b>plan</b> {s.moves} partition moves, {s.replica_moves} replicas to copy "
+        f"({figures.human_bytes(s.bytes_to_move)}), {s.leader_changes} leader changes, "
+        f"brokers touched: {', '.join(map(str, s.brokers_touched)) or 'none'}; validation: {verdict}"
+        + (f"<ul>{probs}{more}</ul>" if probs else "")
+    )

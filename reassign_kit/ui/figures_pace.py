@@ -103,110 +103,129 @@ def pace_series(
     if not evs:
         return PaceSeries()
     t0 = float(evs[0].get("ts") or 0.0)
-    adaptive = is_adaptive(evs)
     started: Mapping[str, Any] = next((e for e in evs if e.get("event") == "pace_started"), {})
     t_start = float(started["ts"]) - t0 if started else None
     start_rate = num(started.get("start_rate"))
-    rate_pts: dict[int, list[tuple[float, float]]] = {}
-    p99_pts: dict[int, dict[float, float]] = {}
-    limits: dict[int, float] = {}
-    decisions: list[PaceDecision] = []
-    pauses: list[tuple[float, float]] = []
-    paused_at: float | None = None
-
-    def seen(b: int, t: float, p99: Any, limit: Any) -> None:
-        v, lim = num(p99), num(limit)
-        if v is not None:
-            p99_pts.setdefault(b, {})[t] = v
-        if lim is not None:
-            limits[b] = lim
-
+    pts = _Points(t0, t_start)
     for e in evs:
         kind = e.get("event")
         t = float(e.get("ts") or 0.0) - t0
         if kind == "pace_sample":
-            per = e.get("brokers")
-            for key, row in per.items() if isinstance(per, Mapping) else ():
-                b = _broker(key)
-                if b is None or not isinstance(row, Mapping):
-                    continue
-                r = num(row.get("rate"))
-                if r is not None:
-                    rate_pts.setdefault(b, []).append((t, r))
-                sig_t = num(e.get("signal_ts"))
-                seen(b, t if sig_t is None else sig_t - t0, row.get("produce_p99_ms"),
-                     row.get("limit_ms"))  # fmt: skip
+            pts.sample(e, t)
         elif kind == "pace_decision":
-            sig = e.get("signals") if isinstance(e.get("signals"), Mapping) else {}
-            b = _broker(e.get("broker"))
-            action = str(e.get("action") or "?")
-            d = PaceDecision(
-                t=t,
-                ts=float(e.get("ts") or 0.0),
-                action=action,
-                cause=str(e.get("cause") or action),
-                reason=str(e.get("reason") or ""),
-                broker=b,
-                old_rate=num(e.get("old_rate")),
-                new_rate=num(e.get("new_rate")),
-                p99_ms=num(sig.get("produce_p99_ms")),
-                limit_ms=num(sig.get("limit_ms")),
-            )
-            decisions.append(d)
-            if b is not None:
-                pts = rate_pts.setdefault(b, [])
-                if not pts and d.old_rate is not None:  # the rate it had before
-                    pts.append((t_start if t_start is not None and t_start <= t else t,
-                                d.old_rate))  # fmt: skip
-                if d.new_rate is not None:
-                    pts.append((t, d.new_rate))
-                sig_t = num(sig.get("ts"))
-                seen(b, t if sig_t is None or sig_t == 0 else sig_t - t0, d.p99_ms, d.limit_ms)
-            elif action == "pause" and paused_at is None:
-                paused_at = t
-            elif action == "resume" and paused_at is not None:
-                pauses.append((paused_at, t))
-                paused_at = None
+            pts.decision(e, t)
     last = float(evs[-1].get("ts") or 0.0) - t0
     end = max(last, (now - t0) if now is not None else last)
-    if paused_at is not None:
-        pauses.append((paused_at, end))
-    # the brokers with the most decisions first (then by id) when there are too many
-    count: dict[int, int] = {}
-    for d in decisions:
-        if d.broker is not None:
-            count[d.broker] = count.get(d.broker, 0) + 1
-    every = sorted(set(rate_pts) | set(p99_pts))
-    shown = sorted(sorted(every, key=lambda b: (-count.get(b, 0), b))[:max_brokers])
+    if pts.paused_at is not None:
+        pts.pauses.append((pts.paused_at, end))
+    every = sorted(set(pts.rate) | set(pts.p99))
+    shown = _shown(pts.decisions, every, max_brokers)
     rates: dict[int, tuple[list[float], list[float]]] = {}
     for b in shown:
-        pts = sorted(rate_pts.get(b, []), key=lambda p: p[0])
-        if not pts and start_rate is not None and t_start is not None:
-            pts = [(t_start, start_rate)]
-        if pts and pts[-1][0] < end:
-            pts.append((end, pts[-1][1]))  # the step line holds to the end (or now)
-        pts = downsample(pts, max_points)
-        rates[b] = ([p[0] for p in pts], [p[1] for p in pts])
+        line = sorted(pts.rate.get(b, []), key=lambda p: p[0])
+        if not line and start_rate is not None and t_start is not None:
+            line = [(t_start, start_rate)]
+        if line and line[-1][0] < end:
+            line.append((end, line[-1][1]))  # the step line holds to the end (or now)
+        line = downsample(line, max_points)
+        rates[b] = ([p[0] for p in line], [p[1] for p in line])
     p99: dict[int, tuple[list[float], list[float]]] = {}
     for b in shown:
-        pts = sorted(p99_pts.get(b, {}).items())
-        pts = downsample(pts, max_points)
-        if pts:
-            p99[b] = ([p[0] for p in pts], [p[1] for p in pts])
+        line = downsample(sorted(pts.p99.get(b, {}).items()), max_points)
+        if line:
+            p99[b] = ([p[0] for p in line], [p[1] for p in line])
     return PaceSeries(
-        adaptive=adaptive,
+        adaptive=is_adaptive(evs),
         objective=str(started["objective"]) if started.get("objective") is not None else None,
         floor=num(started.get("floor")),
         ceiling=num(started.get("ceiling")),
         rates=rates,
         p99=p99,
-        limits={b: v for b, v in limits.items() if b in shown},
-        decisions=decisions,
-        pauses=pauses[-MAX_PAUSES:],
+        limits={b: v for b, v in pts.limits.items() if b in shown},
+        decisions=pts.decisions,
+        pauses=pts.pauses[-MAX_PAUSES:],
         end=end,
         t0=t0,
         brokers_hidden=len(every) - len(shown),
     )
+
+
+def _shown(decisions: list[PaceDecision], every: list[int], max_brokers: int) -> list[int]:
+    """The brokers drawn: those with the most decisions first (then by id) when there are
+    too many."""
+    count: dict[int, int] = {}
+    for d in decisions:
+        if d.broker is not None:
+            count[d.broker] = count.get(d.broker, 0) + 1
+    return sorted(sorted(every, key=lambda b: (-count.get(b, 0), b))[:max_brokers])
+
+
+class _Points:
+    """What the journal's pace events say, in order: each broker's rate steps and p99 points,
+    its objective, the decisions and the paused spans (``t`` seconds since ``t0``)."""
+
+    def __init__(self, t0: float, t_start: float | None) -> None:
+        self.t0, self.t_start = t0, t_start
+        self.rate: dict[int, list[tuple[float, float]]] = {}
+        self.p99: dict[int, dict[float, float]] = {}
+        self.limits: dict[int, float] = {}
+        self.decisions: list[PaceDecision] = []
+        self.pauses: list[tuple[float, float]] = []
+        self.paused_at: float | None = None
+
+    def _seen(self, b: int, t: float, p99: Any, limit: Any) -> None:
+        v, lim = num(p99), num(limit)
+        if v is not None:
+            self.p99.setdefault(b, {})[t] = v
+        if lim is not None:
+            self.limits[b] = lim
+
+    def sample(self, e: Mapping[str, Any], t: float) -> None:
+        per = e.get("brokers")
+        for key, row in per.items() if isinstance(per, Mapping) else ():
+            b = _broker(key)
+            if b is None or not isinstance(row, Mapping):
+                continue
+            r = num(row.get("rate"))
+            if r is not None:
+                self.rate.setdefault(b, []).append((t, r))
+            sig_t = num(e.get("signal_ts"))
+            self._seen(b, t if sig_t is None else sig_t - self.t0, row.get("produce_p99_ms"),
+                       row.get("limit_ms"))  # fmt: skip
+
+    def decision(self, e: Mapping[str, Any], t: float) -> None:
+        sig = e.get("signals") if isinstance(e.get("signals"), Mapping) else {}
+        b = _broker(e.get("broker"))
+        action = str(e.get("action") or "?")
+        d = PaceDecision(
+            t=t,
+            ts=float(e.get("ts") or 0.0),
+            action=action,
+            cause=str(e.get("cause") or action),
+            reason=str(e.get("reason") or ""),
+            broker=b,
+            old_rate=num(e.get("old_rate")),
+            new_rate=num(e.get("new_rate")),
+            p99_ms=num(sig.get("produce_p99_ms")),
+            limit_ms=num(sig.get("limit_ms")),
+        )
+        self.decisions.append(d)
+        if b is not None:
+            pts = self.rate.setdefault(b, [])
+            t_start = self.t_start
+            if not pts and d.old_rate is not None:  # the rate it had before
+                pts.append((t_start if t_start is not None and t_start <= t else t,
+                            d.old_rate))  # fmt: skip
+            if d.new_rate is not None:
+                pts.append((t, d.new_rate))
+            sig_t = num(sig.get("ts"))
+            self._seen(b, t if sig_t is None or sig_t == 0 else sig_t - self.t0, d.p99_ms,
+                       d.limit_ms)  # fmt: skip
+        elif action == "pause" and self.paused_at is None:
+            self.paused_at = t
+        elif action == "resume" and self.paused_at is not None:
+            self.pauses.append((self.paused_at, t))
+            self.paused_at = None
 
 
 # ---- the decisions table ------------------------------------------------------------------

@@ -118,6 +118,19 @@ class Panel(RunWiring, Artefacts):
         self._reverting = False
         self.phase = "ready"
 
+        self._build_widgets(defaults)
+        self.summary = self._summarise()
+        if not self.summary.valid:
+            self._set_phase("invalid")
+        self._render_summary()
+        self.widget = self._lay_out()
+        self._set_phase(self.phase)
+        self._opening_messages()
+        self.refresh()
+
+    def _build_widgets(self, defaults: dict[str, Any]) -> None:
+        """The controls (``defaults`` their values), the buttons, and the views the run
+        fills (status, log, what-if, the charts)."""
         known = {o.name for o in PACING}
         bad = sorted(k for k in defaults if k not in known)
         if bad:
@@ -129,53 +142,8 @@ class Panel(RunWiring, Artefacts):
             self.controls[name].observe(partial(self._on_live_change, name), names="value")
         for w in self.controls.values():
             w.observe(self._on_option_change, names="value")
-        self.buttons: dict[str, W.Button] = {
-            "execute": W.Button(
-                description="Execute",
-                button_style="primary",
-                icon="play",
-                tooltip="start a new run of the plan",
-            ),
-            "resume_run": W.Button(
-                description="Resume from journal",
-                button_style="primary",
-                icon="history",
-                tooltip="continue the journaled run: adopt moves in flight, "
-                "submit what is left, with the run's own options",
-            ),
-            "pause": W.Button(
-                description="Pause",
-                icon="pause",
-                tooltip="submit nothing new; moves in flight go on",
-            ),
-            "resume": W.Button(
-                description="Resume", icon="play", tooltip="submit again after a pause"
-            ),
-            "stop": W.Button(
-                description="Stop",
-                button_style="warning",
-                icon="hand-paper-o",
-                tooltip="stop (drain): submit nothing more and end the run; moves in flight "
-                "go on (throttled); Resume from journal continues the run",
-            ),
-            "cancel": W.Button(
-                description="Cancel",
-                button_style="danger",
-                icon="stop",
-                tooltip="cancel (roll back): end the run and bring every move not complete, "
-                "stepped moves between steps included, back to its original replicas",
-            ),
-            "verify": W.Button(
-                description="Verify",
-                button_style="info",
-                icon="check",
-                tooltip="compare the cluster with the plan (--verify)",
-            ),
-        }
+        self.buttons = cw.run_buttons()
         for name, b in self.buttons.items():
-            b.layout = W.Layout(
-                width="auto", min_width="96px", padding="0 14px"
-            )  # labels never cut
             b.on_click(getattr(self, f"_on_{name}"))
         self.confirm, confirm_buttons = cancel_view.confirm_box(
             self._on_confirm_cancel, self._on_keep_running
@@ -192,8 +160,7 @@ class Panel(RunWiring, Artefacts):
         self.eta_html = W.HTML()  # the progress line: only what holds in the run's state
         self.whatif_html = W.HTML()
         # the figures (plain plotly Figures) and the views that show them (charts.figure_view:
-        # the whole figure as state, never a FigureWidget, whose model can miss its figure and
-        # draw a blank chart)
+        # the whole figure as state, never a FigureWidget: its model can miss its figure)
         self.whatif_figure = charts.whatif_widget()
         self.whatif_chart = charts.figure_view(160, "rk-whatif-chart")
         self.figure = charts.new_figure(widget=False)
@@ -201,17 +168,16 @@ class Panel(RunWiring, Artefacts):
         # the adaptive pace (an adaptive run only) and the ETA over the run (issues 22, 21)
         self.views = RunViews()
 
-        self.summary = self._summarise()
-        if not self.summary.valid:
-            self._set_phase("invalid")
-        self._render_summary()
+    def _lay_out(self) -> W.VBox:
+        """The controls in a grid (the advanced ones folded), the what-if folded, the buttons,
+        then what the run shows."""
         self.control_boxes, self.control_labels = cw.boxes(self.controls)
         grid, advanced = cw.layout(self.control_boxes)
         self.whatif_box = W.Accordion(
             [W.VBox([self.whatif_html, self.whatif_chart])], selected_index=None
         )
         self.whatif_box.set_title(0, "what-if: predicted makespan per pacing policy")
-        self.widget = W.VBox(
+        widget = W.VBox(
             [
                 self.summary_html,
                 grid,
@@ -231,8 +197,12 @@ class Panel(RunWiring, Artefacts):
                 self.log_html,
             ]
         )
-        self.widget.add_class("rk-panel")
-        self._set_phase(self.phase)
+        widget.add_class("rk-panel")
+        return widget
+
+    def _opening_messages(self) -> None:
+        """The what-if (computed now for a plan small enough) and a run the journal can
+        resume."""
         if self.summary.valid and len(self.plan) <= WHATIF_AUTO_MOVES:
             self.what_if()
         elif self.summary.valid:
@@ -246,7 +216,6 @@ class Panel(RunWiring, Artefacts):
                 f"({self.resumable.get('run_id')}): Resume from journal continues it; "
                 "Execute starts a new run (the old journal is kept beside it)"
             )
-        self.refresh()
 
     # ---------------------------------------------------------------- display / state
 
@@ -326,20 +295,7 @@ class Panel(RunWiring, Artefacts):
         return figures.plan_summary(rows, sizes, problems)
 
     def _render_summary(self) -> None:
-        s = self.summary
-        verdict = (
-            '<span style="color:#1b5e20">valid</span>'
-            if s.valid
-            else '<span style="color:#b00020">INVALID: nothing will be sent</span>'
-        )
-        probs = "".join(f"<li>{html.escape(p)}</li>" for p in s.problems[:20])
-        more = f"<li>… {len(s.problems) - 20} more</li>" if len(s.problems) > 20 else ""
-        self.summary_html.value = (
-            f"<b>plan</b> {s.moves} partition moves, {s.replica_moves} replicas to copy "
-            f"({figures.human_bytes(s.bytes_to_move)}), {s.leader_changes} leader changes, "
-            f"brokers touched: {', '.join(map(str, s.brokers_touched)) or 'none'}; validation: {verdict}"
-            + (f"<ul>{probs}{more}</ul>" if probs else "")
-        )
+        self.summary_html.value = describe.summary_html(self.summary)
 
     # ---------------------------------------------------------------- what-if
 

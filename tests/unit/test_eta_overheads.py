@@ -164,7 +164,7 @@ def test_resume_reads_a_steps_completion_time_from_old_and_new_journals():
     ]
     new = [*old[:1], {**old[1], "ts": 6.5, "step_s": 5.5}]
     for events, ts in ((old, 5.0), (new, 6.5)):
-        j = r._journaled_submissions(events)[TP("s", 0)]
+        j = r.parts.begin.journaled_submissions(events)[TP("s", 0)]
         assert j["step_completed_ts"] == ts and j["submitted_ts"] == 1.0
 
 

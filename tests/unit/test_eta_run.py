@@ -120,7 +120,7 @@ def test_a_throttle_change_starts_a_new_window(tmp_path):
     opts = replace(opts, sample_interval=1.0)
 
     def raise_at_20s(run, e):
-        if e["ts"] >= 20 and not run._throttles.rate == 4 * MB:
+        if e["ts"] >= 20 and not run.shared.throttles.rate == 4 * MB:
             run.set_throttle(4 * MB)
 
     samples, end = run_with_samples(sim, plan, opts, tmp_path, raise_at_20s)

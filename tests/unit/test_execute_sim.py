@@ -202,7 +202,7 @@ def test_pause_and_resume_from_a_callback(tmp_path):
         sim.sleep(dt)
 
     run.subscribe(on)
-    run._sleep_fn = sleep
+    run.shared.sleep_fn = sleep
     res = run.run()
     assert res.state == "done"
     ev = events(tmp_path)
@@ -393,14 +393,14 @@ def test_one_poll_costs_a_few_admin_calls_whatever_the_plan_size(tmp_path):
     for n in (10, 400):
         sim = cluster(n, size=50 * MB)
         run = make_run(sim, shift_plan(sim), tmp_path, batch_size=5, incremental=True)
-        run._begin()
-        run._step_once()
+        run.parts.begin.begin()
+        run.parts.loop.step_once()
         before = sum(sim.calls.values())
         for _ in range(3):
             sim.sleep(0.5)
-            run._step_once()
+            run.parts.loop.step_once()
         per_poll.append((sum(sim.calls.values()) - before) / 3)
-        run._journal.close()
+        run.shared.journal.close()
     assert per_poll[1] == per_poll[0] and per_poll[0] <= 4
 
 

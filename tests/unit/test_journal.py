@@ -103,9 +103,9 @@ def test_a_failed_write_ends_the_run_reported_and_wait_returns(tmp_path):
 
     def disk_full_after_first_submission(ev):
         seen.append(ev["event"])
-        if ev["event"] == "submitted" and run._journal is not None and not seen.count("full"):
+        if ev["event"] == "submitted" and run.shared.journal is not None and not seen.count("full"):
             seen.append("full")
-            run._journal._f = full  # the next write hits ENOSPC
+            run.shared.journal._f = full  # the next write hits ENOSPC
 
     run.subscribe(disk_full_after_first_submission)
     try:
@@ -144,17 +144,19 @@ def test_group_commit_one_fsync_per_poll_and_before_every_change(tmp_path, monke
 
         def change(*a, _real=real, **k):
             counts["changes"] += 1
-            counts["dirty_at_change"] += bool(run._journal is not None and run._journal._dirty)
+            counts["dirty_at_change"] += bool(
+                run.shared.journal is not None and run.shared.journal._dirty
+            )
             return _real(*a, **k)
 
         monkeypatch.setattr(sim, name, change)
-    real_poll = run._poll
+    real_poll = run.parts.loop.poll
 
     def poll():
         counts["polls"] += 1
         return real_poll()
 
-    monkeypatch.setattr(run, "_poll", poll)
+    monkeypatch.setattr(run.parts.loop, "poll", poll)
     res = run.run()
     assert res.state == "done"
     events = len(read_events(path))

@@ -107,15 +107,19 @@ def test_refused_control_calls_change_nothing_and_journal_nothing(tmp_path):
         n = len(calls)
         if n == 0:
             calls["resume while running"] = run.resume()
-            flags["resume while running"] = (run._paused, run._stop.is_set())
+            flags["resume while running"] = (run.shared.paused, run.shared.stop.is_set())
             calls["pause"] = run.pause()
             calls["pause while paused"] = run.pause()
-            flags["pause while paused"] = (run._paused, run._stop.is_set())
+            flags["pause while paused"] = (run.shared.paused, run.shared.stop.is_set())
         elif n == 3:
             calls["stop"] = run.stop()
             calls["pause while stopping"] = run.pause()
             calls["resume while stopping"] = run.resume()
-            flags["while stopping"] = (run._paused, run._stop.is_set(), run._cancel_on_stop)
+            flags["while stopping"] = (
+                run.shared.paused,
+                run.shared.stop.is_set(),
+                run.shared.cancel_on_stop,
+            )
         sim.sleep(dt)
 
     sim, run = sim_run(tmp_path, sleep=lambda dt: at_poll(dt))

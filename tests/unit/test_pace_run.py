@@ -326,12 +326,12 @@ def test_a_metrics_source_that_is_down_never_speeds_the_pace_up(tmp_path):
 
     def sleep(seconds: float) -> None:  # the source opened before the second poll
         sim.sleep(seconds)
-        if run._health_opener is not None:
-            run._health_opener.join(30)
+        if run.shared.health_opener is not None:
+            run.shared.health_opener.join(30)
 
     run = Run(sim, plan, opts, j, clock=sim.now, sleep=sleep)
     assert run.run().state == "done"
-    assert run._health_opener is not None and not run._health_opener.is_alive()
+    assert run.shared.health_opener is not None and not run.shared.health_opener.is_alive()
     ev = read_events(j)
     started = [e for e in ev if e["event"] == "pace_started"][0]
     assert started["source"].startswith("scrape")

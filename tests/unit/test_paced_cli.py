@@ -127,7 +127,7 @@ def test_a_signal_during_a_journal_write_stops_the_run_without_a_deadlock(tmp_pa
     returned = threading.Event()
 
     def main_thread_inside_a_write() -> None:
-        with run._journal._lock:  # the write the signal interrupts
+        with run.shared.journal._lock:  # the write the signal interrupts
             handler(signal.SIGINT, None)
             returned.set()
 

@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 
 from reassign_kit.errors import UsageError
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.planner import apportion
-from reassign_kit.planner.apportion import apportion_2d
+from reassign_kit.planner.apportion import apportion, apportion_2d
 from reassign_kit.planner.in_process import generate, plan_in_process
 from reassign_kit.planner.params import PlanParams, parse_balance
 from reassign_kit.planner.rows import chunk_key

@@ -137,7 +137,7 @@ def test_a_clean_submission_is_not_listed_and_synced_again_and_the_throttles_sta
         clock=sim.now,
         sleep=sim.sleep,
     )
-    real_poll, real_alter = run._poll, sim.alter_reassignments
+    real_poll, real_alter = run.parts.loop.poll, sim.alter_reassignments
     polls = {"n": 0, "submitting": 0, "exact": [], "in": False}
     lists = []
     real_list = sim.list_reassignments
@@ -161,7 +161,7 @@ def test_a_clean_submission_is_not_listed_and_synced_again_and_the_throttles_sta
             polls["exact"].append(exact_throttles(sim))
             sim.list_reassignments = listing
 
-    sim.list_reassignments, sim.alter_reassignments, run._poll = listing, alter, poll
+    sim.list_reassignments, sim.alter_reassignments, run.parts.loop.poll = listing, alter, poll
     res = run.run()
     assert res.state == "done" and sim.current_throttles().is_empty()
     assert polls["submitting"] >= 4  # 12 moves, 3 at a time

@@ -132,15 +132,15 @@ def test_run_status_counts_follow_the_moves_without_walking_them(tmp_path):
         sleep=sim.sleep,
     )
     seen: list[tuple] = []
-    real_poll = run._poll
+    real_poll = run.parts.loop.poll
 
     def poll():
         out = real_poll()
-        order = CountingList(run._order)
-        run._order = order
+        order = CountingList(run.shared.order)
+        run.shared.order = order
         st = run.status()
         assert order.walks == 0  # the counts cost nothing per move
-        walked = RunStatus.of(st.state, st.run_id, [run._moves[tp] for tp in order], None)
+        walked = RunStatus.of(st.state, st.run_id, [run.shared.moves[tp] for tp in order], None)
         got = (st.done, st.moving, st.pending, st.failed, st.cancelled, st.total)
         want = (
             walked.done,
@@ -152,20 +152,20 @@ def test_run_status_counts_follow_the_moves_without_walking_them(tmp_path):
         )
         assert got == want
         walks = order.walks
-        assert st.rows == [run._moves[tp].row() for tp in plan_order]
+        assert st.rows == [run.shared.moves[tp].row() for tp in plan_order]
         assert order.walks == walks + 1  # rows: built when asked for, one walk
         seen.append(got)
         return out
 
     plan_order: list = []
-    run._poll = poll
-    real_begin = run._begin
+    run.parts.loop.poll = poll
+    real_begin = run.parts.begin.begin
 
     def begin():
         real_begin()
-        plan_order.extend(run._order)
+        plan_order.extend(run.shared.order)
 
-    run._begin = begin
+    run.parts.begin.begin = begin
     res = run.run()
     assert res.state == "done"
     assert len(seen) > 3
@@ -509,16 +509,16 @@ def test_the_listing_after_a_submission_does_not_build_the_same_throttles_again(
         sleep=sim.sleep,
     )
     per_poll: list[tuple[int, int]] = []  # (moves submitted, throttles computed) per poll
-    real_poll = run._poll
+    real_poll = run.parts.loop.poll
 
     def poll():
-        before_calls, before_sub = len(calls), run._index.submitted
+        before_calls, before_sub = len(calls), run.shared.index.submitted
         try:
             return real_poll()
         finally:
-            per_poll.append((run._index.submitted - before_sub, len(calls) - before_calls))
+            per_poll.append((run.shared.index.submitted - before_sub, len(calls) - before_calls))
 
-    run._poll = poll
+    run.parts.loop.poll = poll
     assert run.run().state == "done"
     submitting = [c for n, c in per_poll if n]
     assert len(submitting) >= 2
@@ -590,7 +590,7 @@ def test_full_garbage_collections_run_between_polls_not_in_them(tmp_path):
     where = {"poll": False}
     full: list[bool] = []  # for each full collection: did it run inside a poll?
     keep: list = []
-    real_poll = run._poll
+    real_poll = run.parts.loop.poll
 
     def poll():
         where["poll"] = True
@@ -604,7 +604,7 @@ def test_full_garbage_collections_run_between_polls_not_in_them(tmp_path):
         if phase == "start" and info["generation"] == 2:
             full.append(where["poll"])
 
-    run._poll = poll
+    run.parts.loop.poll = poll
     before = gc.get_threshold()
     # the rest of the test session out of the count (the rule weighs growth against every
     # long-lived object of the process): only this run's objects count
@@ -676,7 +676,7 @@ def test_a_polls_journal_lines_go_to_the_os_together_and_before_any_change(tmp_p
 
     def alter_reassignments(targets, **k):  # what the journal says so far is on disk
         on_disk = jr.read_events(tmp_path / "run.jsonl")  # the FILE, not the run's memory
-        on_disk_at_change.append(len(on_disk) == run._journal.written)
+        on_disk_at_change.append(len(on_disk) == run.shared.journal.written)
         # write-ahead: each move's intent — its target and its original,
         # in order — is read back from the file before its Alter is sent
         intents = {
@@ -750,13 +750,13 @@ def test_moves_in_flight_are_read_by_the_scheduler_only_under_a_cap_that_needs_t
             sleep=sim.sleep,
         )
         n = {"n": 0}
-        real = run._inflight_item
+        real = run.parts.submit.inflight_item
 
         def inflight_item(ms):
             n["n"] += 1
             return real(ms)
 
-        run._inflight_item = inflight_item
+        run.parts.submit.inflight_item = inflight_item
         assert run.run().state == "done"
         return n["n"]
 
@@ -822,17 +822,17 @@ def test_a_runs_loop_leaves_what_it_started_with_out_of_full_collections(tmp_pat
     assert gc.get_freeze_count() == 0
     run = run_of(tmp_path)
     frozen: list[int] = []
-    real_poll = run._poll
+    real_poll = run.parts.loop.poll
 
     def poll():
         frozen.append(gc.get_freeze_count())
         return real_poll()
 
-    run._poll = poll
+    run.parts.loop.poll = poll
     assert run.run().state == "done"
     assert frozen and min(frozen) > 1000, frozen[:3]  # the heap as the loop started
     assert gc.get_freeze_count() == 0  # put back at the end
-    assert len({id(ms.emit) for ms in run._moves.values()}) == 1
+    assert len({id(ms.emit) for ms in run.shared.moves.values()}) == 1
 
     (tmp_path / "b").mkdir()
     run = run_of(tmp_path / "b")

@@ -11,62 +11,69 @@ with the name before it makes the topic (``Probe.before_create``): journaled the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .shared import RunParts, RunState
 
 
-class CanaryPart:
+class Canaries:
     """The canary bookkeeping of a run (see the module docstring)."""
+
+    def __init__(self, shared: RunState, parts: RunParts) -> None:
+        self.shared = shared
+        self.parts = parts
 
     # the probes opened and the canary topics they journaled (``_canary_made``), replaced
     # whole under ``_lock`` (never a list shared by the class)
     _probes: tuple[Any, ...] = ()
     _canaries: tuple[str, ...] = ()
 
-    def _probe_opened(self, probe: Any) -> Any:
+    def probe_opened(self, probe: Any) -> Any:
         """A probe (or the simulator's no-health source) the pace opened, kept for its end."""
-        with self._lock:
+        with self.shared.lock:
             self._probes = (*self._probes, probe)
         return probe
 
-    def _canary_made(self, topic: str) -> None:
+    def canary_made(self, topic: str) -> None:
         """Before the probe makes its canary topic (on the opener's thread): its name on disk
         (``probe_canary``), so that a run killed with its probe up leaves a name its resume
         or ``--cancel --journal`` deletes (``orphan_canaries``). A journal that cannot be
         written raises here, and the probe makes nothing."""
-        with self._lock:
-            self._emit("probe_canary", canary=topic)
-            self._commit_before_change()
+        with self.shared.lock:
+            self.parts.loop.emit("probe_canary", canary=topic)
+            self.parts.loop.commit_before_change()
             self._canaries = (*self._canaries, topic)
 
-    def _delete_canaries(self, topics: list[str], orphan: bool) -> None:
+    def delete_canaries(self, topics: list[str], orphan: bool) -> None:
         """Delete canary topics (``probe.delete_canaries``; never raising) and journal each one
         gone; one that could not be deleted is named in a warning (the next resume or
         ``--cancel --journal`` tries again)."""
         from ..cluster.probe import delete_canaries
 
         try:
-            res = delete_canaries(self.gw.wrapped, topics)
+            res = delete_canaries(self.shared.gw.wrapped, topics)
         except Exception as e:  # noqa: BLE001 - the run's start or end must go on
             res = dict.fromkeys(topics, str(e))
         for topic, err in res.items():
             if err is None:
-                self._emit("probe_canary_deleted", canary=topic, orphan=orphan)
+                self.parts.loop.emit("probe_canary_deleted", canary=topic, orphan=orphan)
             else:
-                self._emit(
+                self.parts.loop.emit(
                     "warning",
                     message=f"the probe's canary topic {topic} could not be deleted ({err}): "
                     "resume the run or --cancel --journal to delete it, or delete it by hand",
                 )
 
-    def _canaries_closed(self) -> None:
+    def canaries_closed(self) -> None:
         """At the run's end, after the sources closed: each canary this run made journaled as
         deleted, one its probe could not delete tried once more."""
-        with self._lock:
+        with self.shared.lock:
             probes, made = list(self._probes), list(self._canaries)
         gone = {p.topic for p in probes if getattr(p, "gone", False)}
         for topic in made:
             if topic in gone:
-                self._emit("probe_canary_deleted", canary=topic, orphan=False)
+                self.parts.loop.emit("probe_canary_deleted", canary=topic, orphan=False)
         left = [t for t in made if t not in gone]  # its close could not: tried once more
         if left:
-            self._delete_canaries(left, orphan=False)
+            self.delete_canaries(left, orphan=False)

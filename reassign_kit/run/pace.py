@@ -22,16 +22,18 @@ import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from ..health.signals import HealthSample, HealthSource
 from ..moves.schedule import Caps
 from ..moves.table import MoveStatus
-from .canary import CanaryPart
-from .controller import Bounds, Controller, Decision, Objective, elr_signals
-from .memory import PaceMemory, pace_memory, take_over
-from .ramp import Ramp
+from ..pacing.controller import Bounds, Controller, Decision, Objective, elr_signals
+from ..pacing.memory import PaceMemory, pace_memory, take_over
+from ..pacing.ramp import Ramp
+
+if TYPE_CHECKING:
+    from .shared import RunParts, RunState
 
 MOVING, READY = MoveStatus.MOVING, MoveStatus.READY
 
@@ -43,12 +45,14 @@ OPEN_JOIN_S = 30.0  # the run's end waits this long for a source still opening (
 OPEN_HOLD_S = 30.0  # no submission before the source's first sample, at most this long
 
 
-class PacePart(CanaryPart):
+class Pace:
     """The adaptive pace (see the module docstring)."""
 
+    def __init__(self, shared: RunState, parts: RunParts) -> None:
+        self.shared = shared
+        self.parts = parts
+
     _pacer: Controller | None = None
-    _health: HealthSource | None = None
-    _pace_hold = False  # no new submissions: no sample yet, baseline not measured, or a pause
     _pace_sampled = False  # the source answered once (or was given up on: OPEN_HOLD_S)
     _pace_began: float | None = None
     _pace_degraded: str | None = None
@@ -57,25 +61,24 @@ class PacePart(CanaryPart):
     _ramp: Ramp | None = None  # the rates written: a raise in steps (pace_ramp.Ramp)
     _pace_memory: PaceMemory | None = None  # on resume, the journaled run's pace
     _ramp_started = False  # the start rate's ramp began (with the first submission)
-    _health_opener: threading.Thread | None = None
     _health_closed = False
 
     @property
     def adaptive(self) -> bool:
-        return self.options.pace == "adaptive"
+        return self.shared.options.pace == "adaptive"
 
     def _pace_start(self, now: float, brokers: list[int]) -> None:
         """The controller, over every broker of the cluster (those that need no throttle get
         none); each starts at the controller's start rate, set before the first submission."""
-        o = self.options
+        o = self.shared.options
         assert o.slo_produce_p99 is not None  # options.validate
         self._pacer = Controller(
             Objective.parse(o.slo_produce_p99),
             self._pace_bounds(),
             brokers,
-            [m.tp for m in self.plan],
+            [m.tp for m in self.shared.plan],
             settle_s=o.pace_settle_s,
-            cap_max=self._caps.max_moves_per_broker,
+            cap_max=self.shared.caps.max_moves_per_broker,
         )
         self._pace_began = now
         # the start rate is a raise from the floor, in the ramp's steps once the moves may
@@ -89,9 +92,9 @@ class PacePart(CanaryPart):
         if took is not None:
             start.update((b, r) for b, r in took.written.items() if b in start)
         self._ramp = Ramp(start, now)
-        self._throttles.set_broker_rates(self._ramp.at(now))
-        self._pace_hold = True  # until the first sample (``_pace_decide``)
-        self._emit(
+        self.shared.throttles.set_broker_rates(self._ramp.at(now))
+        self.shared.pace_hold = True  # until the first sample (``_pace_decide``)
+        self.parts.loop.emit(
             "pace_started",
             objective=str(self._pacer.objective),
             floor=self._pacer.bounds.floor,
@@ -101,14 +104,14 @@ class PacePart(CanaryPart):
             # the caller's source by name; else what was asked (it opens on its own thread:
             # each pace_sample names the source that answered)
             source=(
-                getattr(self._health, "name", type(self._health).__name__)
-                if self._health_opener is None and self._health is not None
-                else (self.options.health_source or "probe")
+                getattr(self.shared.health, "name", type(self.shared.health).__name__)
+                if self.shared.health_opener is None and self.shared.health is not None
+                else (self.shared.options.health_source or "probe")
             ),
             **({"resumed_from": took.to_event()} if took is not None else {}),
         )
         if took is not None and took.baseline is not None:
-            self._emit(
+            self.parts.loop.emit(
                 "pace_decision",
                 **Decision(
                     now,
@@ -122,12 +125,12 @@ class PacePart(CanaryPart):
     def _pace_bounds(self) -> Bounds:
         """Floor and ceiling: the ceiling is the keeper's rate (a set_throttle before the first
         poll is the ceiling too), else --throttle."""
-        o = self.options
+        o = self.shared.options
         assert o.throttle is not None  # options.validate: --pace adaptive needs --throttle
-        ceiling = self._throttles.rate or o.throttle
+        ceiling = self.shared.throttles.rate or o.throttle
         return Bounds(min(o.throttle_floor or max(1, o.throttle // 20), ceiling), ceiling)
 
-    def _pace_resume(self, prior: list[dict[str, Any]]) -> None:
+    def pace_resume(self, prior: list[dict[str, Any]]) -> None:
         """On resume (``_begin``, before the throttles of the moves in flight are set again):
         keep the journaled pace, and the rates written to the brokers, which those moves
         then keep (not the ceiling, nor the floor)."""
@@ -136,7 +139,7 @@ class PacePart(CanaryPart):
         self._pace_memory = pace_memory(prior)
         if self._pace_memory is not None and self._pace_memory.written:
             bounds = self._pace_bounds()
-            self._throttles.set_broker_rates(
+            self.shared.throttles.set_broker_rates(
                 {b: bounds.clamp(r) for b, r in self._pace_memory.written.items()}
             )
 
@@ -147,70 +150,74 @@ class PacePart(CanaryPart):
         from ..cluster.probe import NoHealth, probe_for
         from ..health.sources import open_source
 
-        gw = self.gw.wrapped  # the RetryingGateway the run wraps its gateway in
+        gw = self.shared.gw.wrapped  # the RetryingGateway the run wraps its gateway in
 
         def probe(**kw: Any) -> HealthSource:
-            return self._probe_opened(probe_for(gw, before_create=self._canary_made, **kw))
+            return self.parts.canary.probe_opened(
+                probe_for(gw, before_create=self.parts.canary.canary_made, **kw)
+            )
 
         try:
             return open_source(
-                self.options.health_source,
+                self.shared.options.health_source,
                 brokers=brokers,
                 warn=self._pace_warn,
                 default_factory=probe,
             )
         except Exception as e:  # noqa: BLE001 - the run goes on, at a pace that never rises
-            return NoHealth(f"health source {self.options.health_source}: {e}")
+            return NoHealth(f"health source {self.shared.options.health_source}: {e}")
 
     def _pace_warn(self, message: str) -> None:
-        with self._lock:  # a source may warn from its own worker thread
-            self._emit("warning", message=message)
+        with self.shared.lock:  # a source may warn from its own worker thread
+            self.parts.loop.emit("warning", message=message)
 
     def _open_health(self, brokers: list[int]) -> None:
         """The opener thread: the source, kept unless the run ended meanwhile (then closed)."""
         src = self._pace_source(brokers)
-        with self._lock:
+        with self.shared.lock:
             late = self._health_closed
             if not late:
-                self._health = src
+                self.shared.health = src
         if late:
-            _close(src, self._emit)
+            _close(src, self.parts.loop.emit)
 
     def _pace_sample(self) -> HealthSample | None:
         """One sample (None while the source is still opening); a source that raises is no
         signal (warned once per kind of failure)."""
-        if self._health is None:
+        if self.shared.health is None:
             return None
         self._pace_sampled = True
         try:
-            s = self._health.sample()
+            s = self.shared.health.sample()
         except Exception as e:  # noqa: BLE001 - a health source must never stop the run
-            s, why = None, f"health source {getattr(self._health, 'name', '?')} failed: {e}"
+            s, why = None, f"health source {getattr(self.shared.health, 'name', '?')} failed: {e}"
         else:
             why = s.degraded
         if why != self._pace_degraded:
             self._pace_degraded = why
             if why:
-                self._emit("warning", message=f"{why}; the pace does not rise without a signal")
+                self.parts.loop.emit(
+                    "warning", message=f"{why}; the pace does not rise without a signal"
+                )
         return s
 
-    def _pace(self, now: float) -> None:
+    def pace(self, now: float) -> None:
         """One poll of the adaptive pace: sample, decide, apply, journal."""
         if not self.adaptive:
             return
         if self._pacer is None:
-            brokers = [b.id for b in self.gw.brokers()]
-            if self._health is None and self._health_opener is None:
-                self._health_opener = threading.Thread(
+            brokers = [b.id for b in self.shared.gw.brokers()]
+            if self.shared.health is None and self.shared.health_opener is None:
+                self.shared.health_opener = threading.Thread(
                     target=self._open_health, args=(brokers,), name="rk-health-open", daemon=True
                 )
-                self._health_opener.start()
-            with self._lock:  # set_throttle (another thread) reads the controller
+                self.shared.health_opener.start()
+            with self.shared.lock:  # set_throttle (another thread) reads the controller
                 self._pace_start(now, brokers)
         pacer = self._pacer
         assert pacer is not None
         sample = self._pace_sample()
-        with self._lock:  # set_throttle (another thread) changes the ceiling under it too
+        with self.shared.lock:  # set_throttle (another thread) changes the ceiling under it too
             self._pace_decide(pacer, sample, now)
 
     def _pace_decide(self, pacer: Controller, sample: HealthSample | None, now: float) -> None:
@@ -224,48 +231,51 @@ class PacePart(CanaryPart):
                 decisions.append(pacer.fix_baseline(now))
         busy = {
             b
-            for ms in self._index.of(MOVING, READY)
+            for ms in self.shared.index.of(MOVING, READY)
             for b in (*(ms.original or ()), *ms.move.replicas)
         }
         decisions += pacer.step(sample, now, busy)
         self._pace_write(now)
         broker_caps = tuple(sorted(pacer.caps.items()))
-        if broker_caps != self._caps.broker_caps:  # the scheduler's next decision reads them
-            self._caps = replace(self._caps, broker_caps=broker_caps)
+        if broker_caps != self.shared.caps.broker_caps:  # the scheduler's next decision reads them
+            self.shared.caps = replace(self.shared.caps, broker_caps=broker_caps)
         for d in decisions:
-            self._emit("pace_decision", **d.to_event())
+            self.parts.loop.emit("pace_decision", **d.to_event())
         if not self._pace_sampled:
             assert self._pace_began is not None
             if now - self._pace_began >= OPEN_HOLD_S:
                 self._pace_sampled = True
-                self._emit(
+                self.parts.loop.emit(
                     "warning",
                     message=f"the health source did not open within {OPEN_HOLD_S:.0f}s: the "
                     "moves start without it, at a pace that does not rise without a signal",
                 )
-        self._pace_hold = pacer.needs_baseline or pacer.paused or not self._pace_sampled
-        if sample is not None and now - self._pace_last_sample >= self.options.sample_interval:
+        self.shared.pace_hold = pacer.needs_baseline or pacer.paused or not self._pace_sampled
+        if (
+            sample is not None
+            and now - self._pace_last_sample >= self.shared.options.sample_interval
+        ):
             self._pace_last_sample = now
-            self._emit("pace_sample", **self._pace_fields(sample))
+            self.parts.loop.emit("pace_sample", **self._pace_fields(sample))
 
     def _pace_write(self, now: float) -> None:
         """The controller's rates, through the ramp, to the keeper (written at the next sync
         when they changed)."""
         assert self._pacer is not None and self._ramp is not None
-        if not self._ramp_started and self._pace_hold:
+        if not self._ramp_started and self.shared.pace_hold:
             return  # nothing submitted yet: the start's ramp begins with the first move
         self._ramp_started = True
         self._ramp.retarget(self._pacer.rates, now)
         rates = self._ramp.at(now)
-        if rates != dict(self._throttles.broker_rates):
-            self._throttles.set_broker_rates(rates)
+        if rates != dict(self.shared.throttles.broker_rates):
+            self.shared.throttles.set_broker_rates(rates)
 
     def _pace_fields(self, sample: HealthSample) -> dict[str, Any]:
         """Per broker: rate, p99/p50 measured and the limit (the panel's and bench's series)."""
         pacer = self._pacer
         assert pacer is not None
         brokers = {}
-        written = self._throttles.broker_rates
+        written = self.shared.throttles.broker_rates
         for b, r in sorted(pacer.rates.items()):
             h = sample.brokers.get(b)
             brokers[str(b)] = {
@@ -295,21 +305,23 @@ class PacePart(CanaryPart):
         run (brokers not named keep it; ``{}`` goes back to one rate): written at the next
         poll, journaled as ``throttle_changed`` with ``broker_rates``. Only a run started
         with a throttle and not ``--pace adaptive`` (which sets them itself)."""
-        with self._lock:
-            if not self._throttles.active or self.options.throttle is None:
+        with self.shared.lock:
+            if not self.shared.throttles.active or self.shared.options.throttle is None:
                 raise UsageError("this run has no throttle to change (start it with --throttle)")
             if self.adaptive:
                 raise UsageError("--pace adaptive sets the per-broker rates itself")
-            self._throttles.set_broker_rates({int(b): r for b, r in rates.items()})
-            self._eta.restart()
-            self._emit(
+            self.shared.throttles.set_broker_rates({int(b): r for b, r in rates.items()})
+            self.shared.eta.restart()
+            self.parts.loop.emit(
                 "throttle_changed",
-                rate=self._throttles.rate,
-                broker_rates={str(b): r for b, r in sorted(self._throttles.broker_rates.items())},
+                rate=self.shared.throttles.rate,
+                broker_rates={
+                    str(b): r for b, r in sorted(self.shared.throttles.broker_rates.items())
+                },
             )
-        self._wake.set()
+        self.shared.wake.set()
 
-    def _pace_caps(self, caps: Caps, changes: Mapping[str, Any]) -> Caps:
+    def pace_caps(self, caps: Caps, changes: Mapping[str, Any]) -> Caps:
         """``set_caps`` on an adaptive run: a new ``max_moves_per_broker`` is every broker's
         maximum (their own caps come under it)."""
         if self._pacer is None or "max_moves_per_broker" not in changes:
@@ -317,27 +329,27 @@ class PacePart(CanaryPart):
         self._pacer.set_cap_max(caps.max_moves_per_broker)
         return replace(caps, broker_caps=tuple(sorted(self._pacer.caps.items())))
 
-    def _pace_ceiling(self, rate: int) -> None:
+    def pace_ceiling(self, rate: int) -> None:
         """``set_throttle`` on an adaptive run: the new ceiling (rates above it come down)."""
         if self._pacer is None:
             return
         for d in self._pacer.set_ceiling(rate):
-            self._emit("pace_decision", **d.to_event())
-        self._pace_write(self._clock())
+            self.parts.loop.emit("pace_decision", **d.to_event())
+        self._pace_write(self.shared.clock())
 
-    def _pace_close(self) -> None:
+    def pace_close(self) -> None:
         """The health source closed (the probe's canary topic deleted), on every exit path;
         one still opening is closed by its opener, which the run's end waits for (a process
         that exits at once would otherwise leave the canary topic behind)."""
-        with self._lock:
+        with self.shared.lock:
             self._health_closed = True
-            h, self._health = self._health, None
+            h, self.shared.health = self.shared.health, None
         if h is not None:
-            _close(h, self._emit)
-        opener = self._health_opener
+            _close(h, self.parts.loop.emit)
+        opener = self.shared.health_opener
         if opener is not None and opener is not threading.current_thread():
             opener.join(OPEN_JOIN_S)
-        self._canaries_closed()
+        self.parts.canary.canaries_closed()
 
 
 def _close(source: HealthSource, emit: Any) -> None:
