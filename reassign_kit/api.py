@@ -17,16 +17,35 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .model import Plan
+    from .moves.results import RunResult
     from .operations.cancel import CancelResult
-    from .operations.execute import ExecuteResult
+    from .operations.execute import ExecuteResult, ListResult
     from .operations.verify import VerifyResult
     from .planner.record import Approval
+    from .planner.report import PlanResult
+    from .planner.rules import Capacity
     from .run.home import Found, RunRecord
     from .run.options import ExecuteOptions
     from .run.preflight import Prepared
     from .run.run import Run
+    from .snapshot.filter import TopicFilter
+    from .snapshot.snapshot import Snapshot
     from .throttles.priors import Priors
     from .watch.report import ProgressReport
+
+
+__all__ = [
+    "StartedRun",
+    "cancel",
+    "connected",
+    "execute",
+    "list_reassignments",
+    "plan",
+    "progress",
+    "rollback_plan",
+    "start_run",
+    "verify",
+]
 
 
 @contextlib.contextmanager
@@ -71,14 +90,75 @@ def _plan_of(plan: Any) -> tuple[Plan, str]:
     return plan, "the plan"
 
 
-def __getattr__(name: str) -> Any:
-    """``plan`` is ``make_plan.plan`` (a snapshot in, a ``PlanResult`` out), imported on first
-    use so that importing the API loads neither the planner nor pyspark."""
-    if name == "plan":
-        from .make_plan import plan
+def plan(
+    snapshot: Snapshot | str,
+    remove_brokers: Iterable[int] = (),
+    balance: str | Iterable[str] | None = None,
+    replication_factor: int | None = None,
+    topics: Iterable[str] = (),
+    spark_master: str | None = None,
+    engine: str = "spark",
+    chunks: int | None = None,
+    topic_filter: TopicFilter | None = None,
+    demote_brokers: Iterable[int] = (),
+    capacity: Capacity | str | None = None,
+    bytes_tolerance: float | None = None,
+    drain_cordoned: bool = False,
+) -> PlanResult:
+    """A minimal-movement, balanced, rack-aware plan for a snapshot (a ``Snapshot``, or a path
+    to its JSON / Parquet form). ``engine="spark"`` (the default) runs in Spark (local mode
+    unless ``spark_master``); ``"local"`` runs the same planner in this process. Either way the
+    same snapshot and parameters give the same plan. ``topic_filter`` selects the topics planned
+    (default: all but the internal ones). ``demote_brokers``: a leaders-only plan (replica order
+    only) after which those brokers lead no partition another replica can lead. ``capacity``: a
+    capacity file (path) or ``Capacity``: per broker ``disk_bytes`` and optional
+    ``max_replicas``, hard limits the plan never exceeds (else ``CapacityError``, exit 3), and
+    the weights of each broker's bytes share; with ``balance`` including ``bytes`` every broker
+    ends within ``bytes_tolerance`` of its share (None: the planner's default, as ``chunks``).
+    ``drain_cordoned``: every broker whose log dirs are all cordoned (KIP-1066, as the snapshot
+    recorded them) is drained like a removed one; a cordoned broker never receives a new
+    replica either way. Imported on first use: neither the planner nor pyspark loads with the
+    API."""
+    from .errors import UsageError
+    from .planner.in_process import plan_in_process
+    from .planner.params import (
+        DEFAULT_BYTES_TOLERANCE,
+        DEFAULT_CHUNKS,
+        PlanParams,
+        parse_balance,
+        rule_context,
+    )
+    from .planner.rules import Capacity
+    from .snapshot.filter import TopicFilter
+    from .snapshot.snapshot import Snapshot
 
-        return plan
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    demote = tuple(sorted(set(demote_brokers)))
+    params = PlanParams(
+        remove_brokers=tuple(sorted(set(remove_brokers))),
+        balance=("leaders",) if demote else parse_balance(balance),
+        replication_factor=replication_factor,
+        rf_topics=tuple(sorted(set(topics))),
+        chunks=DEFAULT_CHUNKS if chunks is None else chunks,
+        topic_filter=topic_filter or TopicFilter(),
+        demote_brokers=demote,
+        capacity=Capacity.read(capacity) if isinstance(capacity, str) else capacity,
+        bytes_tolerance=DEFAULT_BYTES_TOLERANCE if bytes_tolerance is None else bytes_tolerance,
+        drain_cordoned=drain_cordoned,
+    )
+    if engine not in ("spark", "local"):
+        raise UsageError(f"engine must be 'spark' or 'local', got {engine!r}")
+    source: Snapshot | str = snapshot
+    if isinstance(snapshot, str):
+        is_parquet = os.path.isdir(snapshot) or snapshot.endswith(".parquet")
+        source = snapshot if (engine == "spark" and is_parquet) else Snapshot.read(snapshot)
+    if engine == "local":
+        return plan_in_process(source, params)
+    from .spark.frames import brokers_and_topics
+    from .spark.planner import plan_spark
+    from .spark.session import get_spark
+
+    rule_context(brokers_and_topics(source), params)  # bad input fails before Spark starts
+    return plan_spark(get_spark(spark_master), source, params)
 
 
 def rollback_plan(plan: Plan, states: Mapping[Any, Any]) -> Plan:
@@ -142,7 +222,7 @@ def _found_run(
 
 def list_reassignments(
     cluster: Any, *, command_config: Mapping[str, str] | str | None = None
-) -> Any:
+) -> ListResult:
     """Every reassignment in flight (``ops.ListResult``), as the CLI's ``--list``."""
     from .operations import execute as ops
 
@@ -151,8 +231,8 @@ def list_reassignments(
 
 
 def execute(
-    plan: Plan | str | os.PathLike,
     cluster: Any = None,
+    plan: Plan | str | os.PathLike | None = None,
     *,
     gateway: Any = None,
     bootstrap_servers: str | None = None,
@@ -165,13 +245,13 @@ def execute(
     allow_drift: bool = False,
     plan_record: str | None = None,
     **options: Any,
-) -> Any:
-    """``reassign_kit.execute(plan, bootstrap_servers=..., **options)``, from a notebook or a
-    script, as the CLI's ``--execute``.
+) -> ExecuteResult | RunResult:
+    """``reassign_kit.execute(cluster, plan, **options)``, from a notebook or a script, as the
+    CLI's ``--execute``.
 
-    ``plan`` is a Plan or a JSON file path; ``cluster`` is a bootstrap string, a client config
-    dict or a gateway (the module's convention; ``gateway=`` / ``bootstrap_servers=`` are the
-    same by name), with ``command_config`` (a dict or a .properties path; its secrets never
+    ``cluster`` is a bootstrap string, a client config dict or a gateway (the module's
+    convention, first as in every function here; ``gateway=`` / ``bootstrap_servers=`` are the
+    same by name); ``plan`` is a Plan or a JSON file path, with ``command_config`` (a dict or a .properties path; its secrets never
     reach the journal). The run is recorded in its state dir (``state_dir``, else
     ``$REASSIGN_KIT_STATE_DIR``, else ``./.reassign-kit/runs``), where ``verify`` / ``cancel``
     with the same plan find it. Options are ``ExecuteOptions``' fields (and the CLI's
@@ -185,9 +265,9 @@ def execute(
     pacing option (``batch_size``, ``incremental``, caps, deadlines, ``wait``, ...), ``resume``
     or an explicit ``journal`` makes a paced run that blocks until KIP-1335's return point (or
     the end with ``wait=True``) and returns its ``RunResult``; a failed run raises
-    ``RunError``. Both results have ``.to_pandas()``. ``journal`` / ``rollback_path``: "" = in
-    the run's state dir (as the CLI), None = none. Both go through ``engine.preflight``; for
-    a run in the background use ``preflight(...).run.start()``.
+    ``RunError``. Both results have ``.to_pandas()``. ``journal``: None = in the run's state
+    dir (as the CLI). ``rollback_path``: "" = in the run's state dir, None = none. Both go
+    through ``run.preflight``; for a run in the background use ``start_run(...).run.start()``.
 
     Plans as approved: ``expect_plan_hash`` refuses another plan (``PlanHashError``);
     the drift since the plan record (``plan_record``, default the one beside a plan file)
@@ -210,6 +290,8 @@ def execute(
     given = [c for c in (cluster, gateway, bootstrap_servers) if c is not None]
     if len(given) != 1:
         raise UsageError("execute needs exactly one of cluster, gateway and bootstrap_servers")
+    if plan is None:
+        raise UsageError("execute needs a plan: a Plan or a reassignment JSON file")
     cluster = given[0]
     opts = ExecuteOptions(**options).validate()  # every option checked before anything is read
     paced = pf.is_paced(options, resume=resume, journal=journal)
@@ -482,7 +564,9 @@ def cancel(
         return _with_outcome(gw, plan, used_journal, res)
 
 
-def _with_outcome(gateway: Any, plan: Any, journal: str | None, res: Any) -> Any:
+def _with_outcome(
+    gateway: Any, plan: Plan | None, journal: str | None, res: CancelResult
+) -> CancelResult:
     """``res.outcome``: the per-partition outcome read from the cluster (``outcome.
     cancel_report``, what ``--cancel`` prints and the panel shows); None without a plan."""
     from .moves.journal import read_events

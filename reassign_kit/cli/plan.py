@@ -22,9 +22,9 @@ import os
 import sys
 from typing import Any
 
+from ..api import plan as make_plan
 from ..cluster.views import require_permissions
 from ..errors import EXIT_GOAL_NOT_MET, InvalidPlanError, UsageError
-from ..make_plan import plan as make_plan
 from ..model import Plan
 from ..operations.execute import connect
 from ..planner.in_process import generate

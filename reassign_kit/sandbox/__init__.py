@@ -7,4 +7,3 @@ agent (``metrics``) and TLS/SASL material (``security``).
 
 Development tooling: by a stated exception it may import the Kafka clients; only the CLI's
 ``sandbox`` command, the runbooks, the demo and the tests import it."""
-

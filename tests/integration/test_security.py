@@ -278,8 +278,8 @@ def test_the_python_api_takes_the_same_config_file(sec, admin_gw, topic_name):
     plan = Plan.of([Move(tps[0], (2, 3))])
     with pytest.raises(AuthorizationError, match="ALTER on the CLUSTER resource"):
         reassign_kit.execute(
+            sec.bootstrap_servers,
             plan,
-            bootstrap_servers=sec.bootstrap_servers,
             command_config=sec.client_config("denied"),
             batch_size=1,
             journal=str(OUT / "api-denied.jsonl"),
@@ -287,8 +287,8 @@ def test_the_python_api_takes_the_same_config_file(sec, admin_gw, topic_name):
         )
     assert not (OUT / "api-denied.jsonl").exists()
     res = reassign_kit.execute(
+        sec.bootstrap_servers,
         plan,
-        bootstrap_servers=sec.bootstrap_servers,
         command_config=sec.client_config("admin"),
         batch_size=1,
         throttle=FAST,

@@ -64,7 +64,7 @@ def test_the_message_names_the_release_that_has_v1():
 
 def test_legacy_execute_on_v0_brokers_runs_with_the_client_side_guard_said_once(capsys):
     sim, plan = old_cluster()
-    res = reassign_kit.execute(plan, gateway=sim, disallow_replication_factor_change=True)
+    res = reassign_kit.execute(sim, plan, disallow_replication_factor_change=True)
     assert res.exit_code == 0 and len(sim.list_reassignments()) == 4
     assert sim.calls["alter_reassignments_v0_guard"] == 1
     err = capsys.readouterr().err
@@ -74,8 +74,8 @@ def test_legacy_execute_on_v0_brokers_runs_with_the_client_side_guard_said_once(
 def test_paced_run_on_v0_brokers_says_it_once_for_many_requests(tmp_path, capsys):
     sim, plan = old_cluster()
     res = reassign_kit.execute(
+        sim,
         plan,
-        gateway=sim,
         disallow_replication_factor_change=True,
         batch_size=1,
         wait=True,
@@ -90,7 +90,7 @@ def test_an_rf_change_is_refused_client_side_on_v0_brokers():
     sim, _ = old_cluster()
     grow = Plan.of([Move(next(iter(sim.partitions)), (0, 1, 2))])
     with pytest.raises(InvalidPlanError):
-        reassign_kit.execute(grow, gateway=sim, disallow_replication_factor_change=True)
+        reassign_kit.execute(sim, grow, disallow_replication_factor_change=True)
     assert sim.calls["alter_reassignments"] == 0
 
 
@@ -98,7 +98,7 @@ def test_require_broker_rf_guard_is_refused_naming_the_release_nothing_sent(tmp_
     sim, plan = old_cluster()
     rb = tmp_path / "rb.json"
     with pytest.raises(KafkaOperationError) as e:
-        reassign_kit.execute(plan, gateway=sim, require_broker_rf_guard=True, rollback_path=rb)
+        reassign_kit.execute(sim, plan, require_broker_rf_guard=True, rollback_path=rb)
     assert e.value.exit_code == 4 and "Kafka 4.1 or later" in str(e.value)
     assert "--require-broker-rf-guard" in str(e.value)
     assert sim.calls["alter_reassignments"] == 0 and not rb.exists()
@@ -108,7 +108,7 @@ def test_require_broker_rf_guard_is_refused_naming_the_release_nothing_sent(tmp_
 def test_require_broker_rf_guard_on_v1_brokers_sends_the_guard():
     sim, plan = old_cluster()
     sim.caps = caps.ALL
-    res = reassign_kit.execute(plan, gateway=sim, require_broker_rf_guard=True)
+    res = reassign_kit.execute(sim, plan, require_broker_rf_guard=True)
     assert res.exit_code == 0 and sim.calls["alter_reassignments_v0_guard"] == 0
 
 

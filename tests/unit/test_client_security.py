@@ -156,9 +156,7 @@ def test_execute_without_alter_is_refused_before_anything_is_sent(tmp_path, pace
     sim.permissions = perms
     extra = {"batch_size": 1, "journal": tmp_path / "j.jsonl"} if paced else {}
     with pytest.raises(AuthorizationError) as e:
-        reassign_kit.execute(
-            plan, gateway=sim, rollback_path=tmp_path / "rb.json", throttle=MB, **extra
-        )
+        reassign_kit.execute(sim, plan, rollback_path=tmp_path / "rb.json", throttle=MB, **extra)
     text = str(e.value)
     assert e.value.exit_code == KafkaOperationError.exit_code == 4
     assert text.startswith("execute: not authorised; nothing was sent to the cluster")
@@ -173,7 +171,7 @@ def test_a_user_without_alter_configs_asking_for_a_throttle_is_told_so():
     sim, plan = sim_and_plan()
     sim.permissions = frozenset({"DESCRIBE", "DESCRIBE_CONFIGS", "ALTER"})
     with pytest.raises(AuthorizationError, match="ALTER_CONFIGS on the CLUSTER") as e:
-        reassign_kit.execute(plan, gateway=sim, rollback_path=None, throttle=MB)
+        reassign_kit.execute(sim, plan, rollback_path=None, throttle=MB)
     assert "or run without --throttle" in str(e.value)
     assert sim.calls["alter_reassignments"] == 0
 
@@ -201,7 +199,7 @@ def test_cancel_and_list_name_what_is_missing():
 
 def test_a_reader_verifies_and_is_told_why_throttles_stay():
     sim, plan = sim_and_plan()
-    res = reassign_kit.execute(plan, gateway=sim, rollback_path=None, throttle=MB)
+    res = reassign_kit.execute(sim, plan, rollback_path=None, throttle=MB)
     assert res.exit_code == 0
     while sim.list_reassignments():
         sim.sleep(1)
@@ -247,9 +245,9 @@ def test_a_throttle_on_topics_the_principal_may_not_alter_is_refused_before_any_
     sim, plan = sim_and_plan()
     sim.topic_permissions_of = {"a": frozenset({"DESCRIBE", "DESCRIBE_CONFIGS", "READ"})}
     with pytest.raises(AuthorizationError) as e:
-        reassign_kit.execute(plan, gateway=sim, rollback_path=tmp_path / "rb.json", throttle=MB)
+        reassign_kit.execute(sim, plan, rollback_path=tmp_path / "rb.json", throttle=MB)
     assert "ALTER_CONFIGS on TOPIC a, needed to set the replication throttle" in str(e.value)
     assert sim.calls["alter_reassignments"] == 0 and sim.throttles.is_empty()
     assert not (tmp_path / "rb.json").exists()
-    res = reassign_kit.execute(plan, gateway=sim, rollback_path=None)  # no throttle: allowed
+    res = reassign_kit.execute(sim, plan, rollback_path=None)  # no throttle: allowed
     assert res.exit_code == 0

@@ -57,7 +57,7 @@ def test_legacy_options_make_one_request_through_ops(tmp_path):
     sim, plan = sim_and_plan()
     rb = tmp_path / "rb.json"
     res = reassign_kit.execute(
-        plan, gateway=sim, throttle=RATE, disallow_replication_factor_change=True, rollback_path=rb
+        sim, plan, throttle=RATE, disallow_replication_factor_change=True, rollback_path=rb
     )
     assert isinstance(res, ops.ExecuteResult) and res.exit_code == 0
     assert sim.calls["alter_reassignments"] == 1 and len(sim.list_reassignments()) == 6
@@ -72,8 +72,8 @@ def test_pacing_options_make_a_paced_run(tmp_path):
     plan.write(str(path))
     journal = tmp_path / "run.jsonl"
     res = reassign_kit.execute(
+        sim,
         str(path),
-        gateway=sim,
         batch_size=2,
         incremental=True,
         throttle=RATE,
@@ -105,10 +105,10 @@ def test_interrupted_then_resumed_with_the_journaled_options(tmp_path, monkeypat
     monkeypatch.setattr(sim, "sleep", ctrl_c_after_a_while)
     opts = dict(batch_size=2, incremental=True, throttle=RATE, wait=True, journal=journal)
     with pytest.raises(KeyboardInterrupt):
-        reassign_kit.execute(plan, gateway=sim, rollback_path=None, **opts)
+        reassign_kit.execute(sim, plan, rollback_path=None, **opts)
     assert read_events(journal)[-1]["state"] == "stopped"
     monkeypatch.setattr(sim, "sleep", real_sleep)
-    res = reassign_kit.execute(plan, gateway=sim, journal=journal, resume=True)
+    res = reassign_kit.execute(sim, plan, journal=journal, resume=True)
     assert res.state == "done" and sim.assignment() == {m.tp: m.replicas for m in plan}
     ev = read_events(journal)
     assert sorted(e["partition"] for e in ev if e["event"] == "submitted") == list(range(6))
@@ -118,16 +118,16 @@ def test_interrupted_then_resumed_with_the_journaled_options(tmp_path, monkeypat
 def test_bad_options_are_named_and_nothing_is_sent(tmp_path):
     sim, plan = sim_and_plan()
     with pytest.raises(UsageError, match="batch_sise"):
-        reassign_kit.execute(plan, gateway=sim, batch_sise=2)
+        reassign_kit.execute(sim, plan, batch_sise=2)
     with pytest.raises(UsageError, match="--timeout"):
-        reassign_kit.execute(plan, gateway=sim, batch_size=2, timeout_s=-1)
+        reassign_kit.execute(sim, plan, batch_size=2, timeout_s=-1)
     with pytest.raises(UsageError, match="--incremental"):
-        reassign_kit.execute(plan, gateway=sim, incremental=True, rollback_path=None)
+        reassign_kit.execute(sim, plan, incremental=True, rollback_path=None)
     with pytest.raises(UsageError, match="exactly one of"):
-        reassign_kit.execute(plan, rollback_path=None)
+        reassign_kit.execute(plan=plan, rollback_path=None)
     bad = Plan.of([Move(TopicPartition("nope", 0), (1, 2))])
     with pytest.raises(ReassignKitError, match="nope"):
-        reassign_kit.execute(bad, gateway=sim, batch_size=1, journal=tmp_path / "j.jsonl")
+        reassign_kit.execute(sim, bad, batch_size=1, journal=tmp_path / "j.jsonl")
     assert sim.calls["alter_reassignments"] == 0 and not sim.topic_cfg
 
 
@@ -136,8 +136,8 @@ def test_a_failed_paced_run_raises(tmp_path):
     sim.fail_on[TopicPartition("a", 3)] = "INVALID_REPLICA_ASSIGNMENT: no"
     with pytest.raises(RunError, match="a-3"):
         reassign_kit.execute(
+            sim,
             plan,
-            gateway=sim,
             batch_size=2,
             throttle=RATE,
             journal=tmp_path / "j.jsonl",
@@ -159,8 +159,8 @@ def test_bootstrap_servers_connect_with_the_command_config_and_close(tmp_path, m
     props.write_text('sasl.jaas.config=x required username="u" password="hunter2pw";\n')
     journal = tmp_path / "run.jsonl"
     res = reassign_kit.execute(
+        "127.0.0.1:9092",
         plan,
-        bootstrap_servers="127.0.0.1:9092",
         command_config=str(props),
         max_moves_per_broker=1,
         throttle=RATE,

@@ -357,7 +357,7 @@ def test_api_execute_legacy_opt_in_and_paced_default(tmp_path):
 
     sim = cluster()
     plan = reorder_plan(sim)
-    res = reassign_kit.execute(plan, gateway=sim, rollback_path=None, elect_leaders=True)
+    res = reassign_kit.execute(sim, plan, rollback_path=None, elect_leaders=True)
     assert isinstance(res, ops.ExecuteResult) and len(res.elections.elected) == N
     assert leaders(sim) == preferred(sim)
 

@@ -302,7 +302,7 @@ def test_the_api_serves_and_writes_the_runs_metrics_and_closes_them(tmp_path, mo
     s.close()
     prom = tmp_path / "run.prom"
     res = reassign_kit.execute(
-        plan, gateway=sim, throttle=MB, wait=True, metrics_port=port,
+        sim, plan,  throttle=MB, wait=True, metrics_port=port,
         metrics_textfile=str(prom), state_dir=str(tmp_path / "state"),
     )  # fmt: skip
     assert res.state == "done"

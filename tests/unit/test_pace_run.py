@@ -287,8 +287,8 @@ def test_the_api_takes_the_adaptive_pace_and_a_source_without_signal_never_speed
     sim, plan = cluster(2, 4 * MB)
     j = str(tmp_path / "j.jsonl")
     res = reassign_kit.execute(
+        sim,
         plan,
-        gateway=sim,
         journal=j,
         rollback_path=str(tmp_path / "rb.json"),
         throttle=4 * MB,

@@ -66,7 +66,7 @@ def test_record_path_and_round_trip(tmp_path):
 
 def test_no_drift_runs_and_says_so(tmp_path):
     sim, plan, path = sim_plan_record(tmp_path)
-    res = reassign_kit.execute(path, gateway=sim, rollback_path=None)
+    res = reassign_kit.execute(sim, path, rollback_path=None)
     assert sent(sim) == 1
     assert any("no drift since" in n for n in res.notes), res.notes
 
@@ -75,7 +75,7 @@ def test_a_moved_partition_is_refused_by_name_and_nothing_is_sent(tmp_path):
     sim, plan, path = sim_plan_record(tmp_path)
     sim.partitions[TP("a", 2)].replicas = [2, 1]  # someone else moved it
     with pytest.raises(PlanDriftError) as e:
-        reassign_kit.execute(path, gateway=sim, rollback_path=None)
+        reassign_kit.execute(sim, path, rollback_path=None)
     assert e.value.exit_code == 14
     assert "partition a-2: replicas [2, 3] when planned, now [2, 1]" in str(e.value)
     assert "a-0" not in str(e.value) and sent(sim) == 0
@@ -84,7 +84,7 @@ def test_a_moved_partition_is_refused_by_name_and_nothing_is_sent(tmp_path):
 def test_allow_drift_shows_the_drift_and_proceeds(tmp_path):
     sim, plan, path = sim_plan_record(tmp_path)
     sim.partitions[TP("a", 2)].replicas = [2, 1]
-    res = reassign_kit.execute(path, gateway=sim, rollback_path=None, allow_drift=True)
+    res = reassign_kit.execute(sim, path, rollback_path=None, allow_drift=True)
     assert sent(sim) == 1
     assert any("a-2" in n for n in res.notes) and any("--allow-drift" in n for n in res.notes)
 
@@ -94,7 +94,7 @@ def test_paced_run_refuses_drift_too(tmp_path):
     sim.partitions[TP("a", 0)].replicas = [0, 3]
     with pytest.raises(PlanDriftError, match="a-0"):
         reassign_kit.execute(
-            path, gateway=sim, batch_size=2, journal=str(tmp_path / "j.jsonl"), rollback_path=None
+            sim, path, batch_size=2, journal=str(tmp_path / "j.jsonl"), rollback_path=None
         )
     assert sent(sim) == 0
 
@@ -127,13 +127,13 @@ def test_a_partition_at_or_moving_to_its_target_has_not_drifted(tmp_path):
 def test_expect_plan_hash_refuses_another_plan(tmp_path):
     sim, plan, path = sim_plan_record(tmp_path)
     with pytest.raises(PlanHashError) as e:
-        reassign_kit.execute(path, gateway=sim, rollback_path=None, expect_plan_hash="ab" * 32)
+        reassign_kit.execute(sim, path, rollback_path=None, expect_plan_hash="ab" * 32)
     assert e.value.exit_code == 13 and plan_hash(plan) in str(e.value)
     assert sent(sim) == 0
     # the right one, with the sha256: prefix and upper case, runs
     reassign_kit.execute(
+        sim,
         path,
-        gateway=sim,
         rollback_path=None,
         expect_plan_hash="sha256:" + plan_hash(plan).upper(),
     )
@@ -146,14 +146,14 @@ def test_a_plan_edited_after_its_record_is_refused(tmp_path):
     edited = Plan.of([*plan.moves[:-1], Move(plan.moves[-1].tp, (1, 0))])
     edited.write(path)
     with pytest.raises(PlanDriftError, match="edited after"):
-        reassign_kit.execute(path, gateway=sim, rollback_path=None)
+        reassign_kit.execute(sim, path, rollback_path=None)
     assert sent(sim) == 0
 
 
 def test_a_plain_kafka_plan_without_record_runs_with_a_note(tmp_path):
     sim, plan, path = sim_plan_record(tmp_path)
     (tmp_path / "plan.record.json").unlink()
-    res = reassign_kit.execute(path, gateway=sim, rollback_path=None)
+    res = reassign_kit.execute(sim, path, rollback_path=None)
     assert sent(sim) == 1
     assert any("drift since it was planned is not checked" in n for n in res.notes)
 
@@ -162,7 +162,7 @@ def test_a_damaged_record_is_named(tmp_path):
     sim, plan, path = sim_plan_record(tmp_path)
     (tmp_path / "plan.record.json").write_text('{"kind": "reassign-kit plan record"}')
     with pytest.raises(InvalidPlanError, match="plan.record.json is not a plan record"):
-        reassign_kit.execute(path, gateway=sim, rollback_path=None)
+        reassign_kit.execute(sim, path, rollback_path=None)
     assert sent(sim) == 0
     assert Approval(record="").record_for(path) is None
 

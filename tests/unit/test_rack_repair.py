@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rack_snapshots import RACKS, racked_snapshot
 
-from reassign_kit.make_plan import plan as make_plan
+from reassign_kit.api import plan as make_plan
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.planner.rack_repair import spans_short
 from reassign_kit.planner.report import format_report

@@ -305,8 +305,8 @@ def test_readme_python_examples_run_on_the_simulator(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     sim, plan = sim_and_plan()
     res = reassign_kit.execute(
+        sim,
         plan,
-        gateway=sim,
         batch_size=10,
         incremental=True,
         throttle=MB,

@@ -54,8 +54,8 @@ def test_a_topic_named_like_the_password_survives_in_the_journal(tmp_path):
     sim, plan = sim_and_plan()
     journal = tmp_path / "run.jsonl"
     res = reassign_kit.execute(
+        sim,
         plan,
-        gateway=sim,
         command_config=CONFIG,
         journal=journal,
         rollback_path=tmp_path / "rb.json",
@@ -72,8 +72,8 @@ def test_redaction_is_not_process_wide(tmp_path):
     secret stayed registered for the life of the process)."""
     sim, plan = sim_and_plan()
     reassign_kit.execute(
+        sim,
         plan,
-        gateway=sim,
         command_config=CONFIG,
         journal=tmp_path / "first.jsonl",
         rollback_path=tmp_path / "rb1.json",
@@ -82,8 +82,8 @@ def test_redaction_is_not_process_wide(tmp_path):
     )
     sim2, plan2 = sim_and_plan()
     reassign_kit.execute(
+        sim2,
         plan2,
-        gateway=sim2,
         journal=tmp_path / "second.jsonl",
         rollback_path=tmp_path / "rb2.json",
         batch_size=1,

@@ -232,7 +232,7 @@ def test_a_refused_plan_leaves_no_run_behind(entry, sim, tmp_path, capsys):
     elif entry.startswith("api"):
         options = {"batch_size": 1} if entry == "api paced" else {}
         with pytest.raises(InvalidPlanError):
-            reassign_kit.execute(str(bad), sim, **options)
+            reassign_kit.execute(sim, str(bad), **options)
     else:
         # an invalid plan never enables the panel's Execute: the refusal here is the approval's
         p = Panel(PLAN, sim, refresh_s=0.02, expect_plan_hash="0" * 64)
@@ -300,7 +300,7 @@ def test_the_api_has_one_convention_for_the_cluster(sim, tmp_path):
     import reassign_kit
     from reassign_kit.errors import UsageError
 
-    res = reassign_kit.execute(PLAN, "sim:9092", throttle=1_000_000)
+    res = reassign_kit.execute("sim:9092", PLAN, throttle=1_000_000)
     assert res.exit_code == 0
     finish(sim)
     for cluster in ("sim:9092", {"bootstrap.servers": "sim:9092"}, sim):
@@ -310,7 +310,7 @@ def test_the_api_has_one_convention_for_the_cluster(sim, tmp_path):
     assert sim.broker_cfg == {0: OPERATOR, 1: OPERATOR}  # the API found the run's priors too
     with pytest.raises(UsageError, match=r"bootstrap\.servers"):
         reassign_kit.verify({"security.protocol": "SSL"}, PLAN)
-    assert reassign_kit.plan.__module__ == "reassign_kit.make_plan"
+    assert reassign_kit.plan.__module__ == "reassign_kit.api"
 
 
 def test_settle_waits_on_the_gateways_clock():
