@@ -538,9 +538,13 @@ def cancel(
         explicit = rollback_file and journal and throttle_priors
         found, said = (None, []) if explicit else _found_run(gw, plan, state_dir, label)
         priors, rate, used_journal = throttle_priors, throttle, journal
+        rollback_files = [rollback_file] if rollback_file else []
         if found is not None:
             run = found.origin
-            rollback_file = rollback_file or run.rollback_file()
+            # an explicit file is merged with the run's record, never replaces it
+            recorded = run.rollback_file()
+            if recorded and os.path.isfile(recorded) and recorded not in rollback_files:
+                rollback_files.append(recorded)
             used_journal = journal or run.journal_file()
             if priors is None and not journal:
                 priors = found.throttle_priors()
@@ -553,7 +557,7 @@ def cancel(
             all=all,
             preserve_throttles=preserve_throttles,
             journal=used_journal,
-            rollback_file=rollback_file,
+            rollback_file=rollback_files,
             throttle=rate,
             timeout_s=ROLLBACK_TIMEOUT_S if timeout_s is None else timeout_s,
             priors=priors,

@@ -7,13 +7,13 @@ disagree."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..cluster.views import no_reassignment_in_progress, replica_log_dirs, require_permissions
-from ..errors import EXIT_IN_PROGRESS, KafkaOperationError, UsageError
-from ..model import Plan, TopicPartition, is_complete
+from ..errors import EXIT_IN_PROGRESS, JournalError, KafkaOperationError, UsageError
+from ..model import PartitionState, Plan, TopicPartition, is_complete
 from ..run.rollback import merge_originals, restore_leaders, roll_back
 from ..throttles import configs as thr
 from ..throttles import priors as priors_mod
@@ -56,6 +56,9 @@ class CancelResult:
     # None when deleted now (or already gone), else why not
     canaries: dict[str, str | None] = field(default_factory=dict)
 
+    # the cancelled partitions whose original came from a record (journal, rollback file):
+    # their order is known; the others' is the cluster's (KIP-455 keeps the set, not the order)
+    order_recorded: set[TopicPartition] = field(default_factory=set)
     run_state: list[str] = field(default_factory=list)  # which recorded run was used
     outcome: Any = None  # where each partition ended (operations.outcome.CancelReport)
 
@@ -95,13 +98,22 @@ class CancelResult:
                 "Successfully cancelled movement of replicas between log dirs: "
                 + ",".join(f"{tp}@{b}" for tp, b in self.log_dir_cancelled)
             )
-        if self.cancelled:
+        ordered = [tp for tp in self.cancelled if tp in self.order_recorded]
+        unordered = [tp for tp in self.cancelled if tp not in self.order_recorded]
+        if ordered:
             out.append(
                 "Rolled back to their original replica lists (order and preferred leader "
-                "included), verified:"
+                "included, as recorded), verified:"
             )
             out += [f"  {tp}: back at its original replicas [{fmt_replicas(self.originals[tp])}]"
-                    for tp in self.cancelled]  # fmt: skip
+                    for tp in ordered]  # fmt: skip
+        if unordered:
+            out.append(
+                "Rolled back to their original replica sets (order unknown: no journal or "
+                "rollback file recorded it), verified:"
+            )
+            out += [f"  {tp}: back at its original replicas [{fmt_replicas(self.originals[tp])}]"
+                    for tp in unordered]  # fmt: skip
         if self.completed:
             out.append(
                 "Completed before the cancel reached them (left at their target): "
@@ -156,12 +168,15 @@ class CancelResult:
 
 
 def originals_from(
-    rollback_file: str | None, journal: str | None
+    rollback_files: str | Sequence[str] | None, journal: str | None
 ) -> tuple[Plan | None, dict[TopicPartition, tuple[int, ...]], set[TopicPartition], int | None]:
     """(the journaled plan, original replica lists, journaled completions, throttle rate)
-    from a run's journal and / or a rollback file; where both name a partition they must
-    agree (order included), else nothing is sent and both lists are named
-    (``rollback.merge_originals``; before, the journal's silently won)."""
+    from a run's journal and / or rollback files (an explicit one and the run's recorded one
+    are merged, never one replacing the other); where two name a partition they must agree
+    (order included), else nothing is sent and both lists are named
+    (``rollback.merge_originals``)."""
+    if isinstance(rollback_files, str):
+        rollback_files = [rollback_files]
     from ..run.resume import journaled_run
 
     plan, completed, rate = None, set(), None
@@ -170,12 +185,53 @@ def originals_from(
         jr = journaled_run(journal)
         plan, completed, rate = jr.plan, jr.completed, jr.options.throttle
         sources[f"the journal {journal}"] = jr.originals
-    if rollback_file:
-        if not os.path.exists(rollback_file):
+    for rollback_file in dict.fromkeys(rollback_files or []):
+        if not os.path.isfile(rollback_file):
             raise UsageError(f"--rollback-file {rollback_file}: no such file")
         rb = {m.tp: tuple(m.replicas) for m in Plan.read(rollback_file)}
-        sources[f"--rollback-file {rollback_file}"] = rb
+        sources[f"the rollback file {rollback_file}"] = rb
     return plan, merge_originals(sources), completed, rate
+
+
+def stepped_partitions(events: Iterable[Mapping[str, Any]]) -> set[TopicPartition]:
+    """The partitions a journal shows moved in KIP-435 steps: between two steps the cluster
+    holds neither the original nor the target, only brokers of the two."""
+    out = set()
+    for e in events:
+        if "topic" in e and (e.get("event") == "step_completed" or int(e.get("steps") or 1) > 1):
+            out.add(TopicPartition(e["topic"], int(e["partition"])))
+    return out
+
+
+def originals_disagreeing(
+    recorded: Mapping[TopicPartition, tuple[int, ...]],
+    targets: Mapping[TopicPartition, tuple[int, ...]],
+    in_flight: Mapping[TopicPartition, PartitionState],
+    states: Mapping[TopicPartition, PartitionState],
+    stepped: set[TopicPartition],
+) -> list[str]:
+    """Each recorded original (journal, rollback file) the cluster contradicts, named. A
+    partition in flight started from ``replicas - adding``: the recorded set must be that (or,
+    for a stepped move, hold it with the target); one at rest holds its original, its target,
+    or (stepped, between steps) brokers of the two. Anything else was edited, truncated or
+    planted, or belongs to another run: a cancel must not move a partition onto it."""
+    bad = []
+    for tp, orig in recorded.items():
+        target = set(targets.get(tp, ()))
+        if tp in in_flight:
+            r = in_flight[tp]
+            now = set(r.replicas) - set(r.adding)
+            what = f"replicas [{fmt_replicas(r.replicas)}] adding [{fmt_replicas(r.adding)}]"
+            ok = now == set(orig) or (tp in stepped and now <= set(orig) | target)
+        elif tp in states:
+            now = set(states[tp].replicas)
+            what = f"replicas [{fmt_replicas(states[tp].replicas)}]"
+            ok = now in (set(orig), target) or (tp in stepped and now <= set(orig) | target)
+        else:
+            continue  # the partition does not exist: reported as such, nothing sent for it
+        if not ok:
+            bad.append(f"{tp}: recorded original [{fmt_replicas(orig)}], the cluster has {what}")
+    return bad
 
 
 def cancel(
@@ -185,13 +241,13 @@ def cancel(
     topics: Iterable[str] | None = None,
     all: bool = False,
     preserve_throttles: bool = False,
-    rollback_file: str | None = None,
+    rollback_file: str | Sequence[str] | None = None,
     journal: str | None = None,
     throttle: int | None = None,
     timeout_s: float = ROLLBACK_TIMEOUT_S,
     priors: thr.Priors | str | None = None,
 ) -> CancelResult:
-    """Cancel means rollback. The partitions: the plan's (or the plan a ``journal`` holds),
+    r"""Cancel means rollback. The partitions: the plan's (or the plan a ``journal`` holds),
     every partition of ``topics`` in flight, or ``all`` in flight (KIP-455's three levels).
 
     Each one in flight is cancelled (Kafka puts it back where that reassignment started and
@@ -199,10 +255,13 @@ def cancel(
     list — the one before the run, which for a KIP-435 stepped move is not where its last step
     started — gets a reassignment back to that list (throttled at ``throttle``, or the
     journal's rate), in order, so the preferred leader is the original one too; the cancel
-    waits up to ``timeout_s`` and verifies. Originals come from the run's ``journal``, the
-    ``rollback_file`` --execute saved, else (a move in flight) from the cluster. A partition
-    already at the plan's target is left there (completed). Throttles removed put back the
-    values there before: ``priors`` (legacy --execute's priors file), else the journal's."""
+    waits up to ``timeout_s`` and verifies. Originals come from the run's ``journal`` and the
+    ``rollback_file``\ (s) --execute saved (merged: where two name a partition they must
+    agree), else (a move in flight) from the cluster. Recorded originals are checked against
+    the cluster first: one the cluster contradicts refuses the cancel, nothing sent
+    (``JournalError``). A partition already at the plan's target is left there (completed).
+    Throttles removed put back the values there before: ``priors`` (legacy --execute's priors
+    file), else the journal's."""
     chosen = [plan is not None, topics is not None, all]
     if sum(chosen) > 1 or (sum(chosen) == 0 and journal is None):
         raise UsageError("cancel needs exactly one of a plan (or a journal), topics, or all")
@@ -213,7 +272,10 @@ def cancel(
         + ([] if preserve_throttles else ["DESCRIBE_CONFIGS", "ALTER_CONFIGS"]),
         hint="" if preserve_throttles else "or cancel with --preserve-throttles",
     )
-    j_plan, known, j_completed, j_rate = originals_from(rollback_file, journal)
+    rollback_files = (
+        [rollback_file] if isinstance(rollback_file, str) else list(rollback_file or [])
+    )
+    j_plan, known, j_completed, j_rate = originals_from(rollback_files, journal)
     if not any(chosen):  # --journal alone: the journaled run's plan
         plan = j_plan
     if journal is not None and plan is None and topics is None and not all:
@@ -223,7 +285,7 @@ def cancel(
         )
     rate = throttle if throttle is not None else j_rate
     events = None
-    if journal is not None:  # read once: the throttle priors and the canaries left
+    if journal is not None:  # read once: the throttle priors, the steps and the canaries left
         from ..moves.journal import read_events
 
         events = read_events(journal)
@@ -239,13 +301,15 @@ def cancel(
     else:
         wanted = sorted(in_flight)
     targets = {m.tp: tuple(m.replicas) for m in plan} if plan is not None else {}
-    # where each started: the journal / rollback file, else the reassignment in flight's own
+    recorded = {tp: o for tp, o in known.items() if tp in set(wanted)}
+    _refuse_contradicted(gateway, recorded, targets, in_flight, events)
+    # where each started: the recorded original, else the reassignment in flight's own
     originals = {
         tp: tuple(r for r in in_flight[tp].replicas if r not in in_flight[tp].adding)
         for tp in wanted
         if tp in in_flight
     }
-    originals.update({tp: o for tp, o in known.items() if tp in set(wanted)})
+    originals.update(recorded)
     moving = [tp for tp in wanted if tp in in_flight]
     results = gateway.alter_reassignments(dict.fromkeys(moving)) if moving else {}
     reverted = [tp for tp in moving if tp in results and results[tp] is None]
@@ -260,6 +324,82 @@ def cancel(
         del errors[tp]
 
     states = gateway.describe_partitions([tp for tp in wanted if tp not in errors])
+    sorted_out = _sort_out(
+        wanted, states, originals, targets, errors, reverted, set(finished) | j_completed, known
+    )
+    cancelled, completed, not_moving, unknown, back = sorted_out
+    if back:
+        cancelled_back, rolling, refused = roll_back(gateway, back, states, rate, timeout_s, priors)
+        cancelled += cancelled_back
+        errors.update(refused)
+    else:
+        rolling = {}
+    cancelled.sort(key=wanted.index)
+    leader_not_restored = restore_leaders(gateway, {tp: originals[tp] for tp in cancelled})
+    log_dir_cancelled = _log_dirs_back(gateway, plan)
+    cleared = None
+    touched = {tp.topic for tp in [*reverted, *back]} | {tp.topic for tp, _ in log_dir_cancelled}
+    if not preserve_throttles:
+        # as the official tool (and its ReassignPartitionsCommandTest): without
+        # --preserve-throttles the throttles go even when nothing was moving any more (e.g.
+        # after an earlier --cancel --preserve-throttles), except what moves in flight need;
+        # the operator's values recorded before are put back
+        named = set(plan.topics()) if plan is not None else set(topics or ())
+        cleared = thr.clear_throttles(
+            gateway, sorted(touched | named), priors=priors, only_recorded=priors is not None
+        )
+    return CancelResult(
+        cancelled,
+        sorted(not_moving),
+        errors,
+        log_dir_cancelled,
+        cleared,
+        ", ".join(rollback_files) or None,
+        completed=completed,
+        rolling_back=rolling,
+        unknown=unknown,
+        reverted=reverted,
+        originals={tp: originals[tp] for tp in cancelled},
+        order_recorded={tp for tp in cancelled if tp in recorded},
+        journal=journal,
+        leader_not_restored=leader_not_restored,
+        canaries=_canaries_left(gateway, journal, events),
+    )
+
+
+def _refuse_contradicted(
+    gateway: Any,
+    recorded: Mapping[TopicPartition, tuple[int, ...]],
+    targets: Mapping[TopicPartition, tuple[int, ...]],
+    in_flight: Mapping[TopicPartition, PartitionState],
+    events: list[dict[str, Any]] | None,
+) -> None:
+    """Nothing is sent when a recorded original disagrees with the cluster."""
+    if not recorded:
+        return
+    states = gateway.describe_partitions([tp for tp in recorded if tp not in in_flight])
+    stepped = stepped_partitions(events or [])
+    bad = originals_disagreeing(recorded, targets, in_flight, states, stepped)
+    if bad:
+        raise JournalError(
+            "cancel: refused, nothing sent: the recorded original replicas disagree with the "
+            "cluster (a journal or rollback file edited, truncated, planted or of another "
+            "run):\n  " + "\n  ".join(bad)
+        )
+
+
+def _sort_out(
+    wanted: list[TopicPartition],
+    states: Mapping[TopicPartition, PartitionState],
+    originals: Mapping[TopicPartition, tuple[int, ...]],
+    targets: Mapping[TopicPartition, tuple[int, ...]],
+    errors: dict[TopicPartition, str],
+    reverted: list[TopicPartition],
+    done: set[TopicPartition],
+    known: Mapping[TopicPartition, tuple[int, ...]],
+) -> tuple[list, list, list, list, dict[TopicPartition, tuple[int, ...]]]:
+    """(cancelled, completed, not moving, original unknown, to roll back) after the cancel of
+    the moves in flight; a partition that does not exist is added to ``errors``."""
     cancelled: list[TopicPartition] = []
     completed: list[TopicPartition] = []
     not_moving: list[TopicPartition] = []
@@ -272,71 +412,43 @@ def cancel(
         if st is None:
             errors[tp] = "the partition does not exist"
         elif tp in targets and tp not in reverted and is_complete(targets[tp], st):
-            (
-                completed if tp in finished or tp in j_completed or tp in known else not_moving
-            ).append(tp)
-        elif orig is None or (tp in j_completed and tp not in reverted):
+            (completed if tp in done or tp in known else not_moving).append(tp)
+        elif orig is None or (tp in done and tp not in reverted):
             (unknown if tp in targets and not st.reassigning else not_moving).append(tp)
         elif is_complete(orig, st):
             (cancelled if tp in reverted else not_moving).append(tp)
         else:
             back[tp] = orig
-    if back:
-        cancelled_back, rolling, refused = roll_back(gateway, back, states, rate, timeout_s, priors)
-        cancelled += cancelled_back
-        errors.update(refused)
-    else:
-        rolling = {}
-    cancelled.sort(key=wanted.index)
-    leader_not_restored = restore_leaders(gateway, {tp: originals[tp] for tp in cancelled})
+    return cancelled, completed, not_moving, unknown, back
 
-    log_dir_cancelled: list[tuple[TopicPartition, int]] = []
-    if plan is not None and any(m.log_dirs is not None for m in plan):
-        brokers = {b for m in plan if m.log_dirs is not None for b in m.replicas}
-        cur, fut = replica_log_dirs(gateway, [m.tp for m in plan], brokers)
-        back_dirs = {key: cur[key] for key in fut if key in cur}
-        if back_dirs:
-            res = gateway.alter_replica_log_dirs(back_dirs)
-            log_dir_cancelled = sorted(k for k, e in res.items() if e is None)
 
-    cleared = None
-    touched = {tp.topic for tp in [*reverted, *back]} | {tp.topic for tp, _ in log_dir_cancelled}
-    if not preserve_throttles:
-        # as the official tool (and its ReassignPartitionsCommandTest): without
-        # --preserve-throttles the throttles go even when nothing was moving any more (e.g.
-        # after an earlier --cancel --preserve-throttles), except what moves in flight need;
-        # the operator's values recorded before are put back
-        named = set(plan.topics()) if plan is not None else set(topics or ())
-        cleared = thr.clear_throttles(
-            gateway, sorted(touched | named), priors=priors, only_recorded=priors is not None
-        )
-    canaries = {}
-    if events is not None:  # a run killed with its probe up (--pace adaptive) left one
-        from ..cluster.probe import CANARY_PREFIX, delete_canaries
-        from ..moves.journal import writer_alive
-        from ..pacing.memory import orphan_canaries
+def _log_dirs_back(gateway: Any, plan: Plan | None) -> list[tuple[TopicPartition, int]]:
+    """The plan's moves between log dirs still in flight, cancelled (back to the current dir)."""
+    if plan is None or all(m.log_dirs is None for m in plan):
+        return []
+    brokers = {b for m in plan if m.log_dirs is not None for b in m.replicas}
+    cur, fut = replica_log_dirs(gateway, [m.tp for m in plan], brokers)
+    back_dirs = {key: cur[key] for key in fut if key in cur}
+    if not back_dirs:
+        return []
+    res = gateway.alter_replica_log_dirs(back_dirs)
+    return sorted(k for k, e in res.items() if e is None)
 
-        left = [t for t in orphan_canaries(events) if t.startswith(CANARY_PREFIX)]
-        if left and writer_alive(journal):  # a live run's own canary: it deletes it at its end
-            canaries = dict.fromkeys(left, CANARY_LIVE)
-        else:
-            canaries = delete_canaries(gateway, left)
-    return CancelResult(
-        cancelled,
-        sorted(not_moving),
-        errors,
-        log_dir_cancelled,
-        cleared,
-        rollback_file,
-        completed=completed,
-        rolling_back=rolling,
-        unknown=unknown,
-        reverted=reverted,
-        originals={tp: originals[tp] for tp in cancelled},
-        journal=journal,
-        leader_not_restored=leader_not_restored,
-        canaries=canaries,
-    )
+
+def _canaries_left(
+    gateway: Any, journal: str | None, events: list[dict[str, Any]] | None
+) -> dict[str, str | None]:
+    """The probe's canary topics a run killed with its probe up (--pace adaptive) left."""
+    if events is None:
+        return {}
+    from ..cluster.probe import CANARY_PREFIX, delete_canaries
+    from ..moves.journal import writer_alive
+    from ..pacing.memory import orphan_canaries
+
+    left = [t for t in orphan_canaries(events) if t.startswith(CANARY_PREFIX)]
+    if left and writer_alive(journal):  # a live run's own canary: it deletes it at its end
+        return dict.fromkeys(left, CANARY_LIVE)
+    return delete_canaries(gateway, left)
 
 
 def cancel_run(gateway: Any, journal: str, **kwargs: Any) -> CancelResult:

@@ -30,6 +30,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -392,9 +393,52 @@ class Found:
         ]
 
 
+def refuse_untrusted(root: str, path: str) -> None:
+    """A state directory another user can write (mode 1777, 0777, group-writable) or that
+    another user owns could hold a planted record: every directory from ``root`` down to
+    ``path`` (and ``path`` itself) must be the operator's own and writable by them only."""
+    root = os.path.abspath(root)
+    chain = [os.path.abspath(path)]
+    while chain[-1] != root and os.path.dirname(chain[-1]) != chain[-1]:
+        chain.append(os.path.dirname(chain[-1]))
+        if not chain[-1].startswith(root):
+            break
+    for p in reversed(chain):
+        try:
+            st = os.lstat(p)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            raise StateRecordError(f"run state {p}: a symbolic link: refused")
+        if st.st_uid != os.getuid():
+            raise StateRecordError(
+                f"run state {p}: owned by uid {st.st_uid}, not this user: refused (another "
+                "user could plant a run there); use a --state-dir only you can write"
+            )
+        if st.st_mode & 0o022:
+            raise StateRecordError(
+                f"run state {p}: writable by others (mode {stat.S_IMODE(st.st_mode):o}): "
+                "refused (another user could plant a run there); use a --state-dir only you "
+                "can write"
+            )
+
+
 def find(gateway: Any, plan: Plan, state_dir: str | os.PathLike | None = None) -> Found | None:
-    """The newest unfinished run of ``plan`` on this cluster (else its newest run), or None."""
-    runs = _records(key_dir(state_root(state_dir), str(gateway.cluster_id()), plan))
+    """The newest unfinished run of ``plan`` on this cluster (else its newest run), or None.
+    Refused when the state directory is not the operator's alone, or a record there is of
+    another plan or cluster than its place says (planted or moved)."""
+    root = state_root(state_dir)
+    base = key_dir(root, str(gateway.cluster_id()), plan)
+    refuse_untrusted(root, base)
+    runs = _records(base)
+    for r in runs:
+        refuse_untrusted(root, os.path.join(r.dir, RUN_FILE))
+        if r.plan_hash != plan_hash(plan) or r.cluster_id != str(gateway.cluster_id()):
+            raise StateRecordError(
+                f"run state {os.path.join(r.dir, RUN_FILE)}: records plan {r.plan_hash} on "
+                f"cluster {r.cluster_id}, not this plan ({plan_hash(plan)}) on this cluster: "
+                "refused (planted or moved there); move that run directory away"
+            )
     if not runs:
         return None
     unfinished = [r for r in runs if r.finished is None]
@@ -406,7 +450,9 @@ def find(gateway: Any, plan: Plan, state_dir: str | os.PathLike | None = None) -
 
 def cluster_runs(gateway: Any, state_dir: str | os.PathLike | None = None) -> list[RunRecord]:
     """Every run recorded for this cluster (any plan), oldest first."""
-    base = os.path.join(state_root(state_dir), _SAFE.sub("_", str(gateway.cluster_id())))
+    root = state_root(state_dir)
+    base = os.path.join(root, _SAFE.sub("_", str(gateway.cluster_id())))
+    refuse_untrusted(root, base)
     if not os.path.isdir(base):
         return []
     out: list[RunRecord] = []

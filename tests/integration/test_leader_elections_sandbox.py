@@ -25,9 +25,9 @@ from collections import Counter
 import pytest
 from waits import wait_until
 
+from reassign_kit.api import plan as make_plan
 from reassign_kit.cli import main as cli_main
 from reassign_kit.cluster.admin import AdminGateway
-from reassign_kit.api import plan as make_plan
 from reassign_kit.model import TopicPartition
 from reassign_kit.moves.journal import read_events
 from reassign_kit.snapshot.snapshot import take_snapshot

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from reassign_kit.make_plan import plan as make_plan
+from reassign_kit.api import plan as make_plan
 from reassign_kit.model import TopicPartition
 from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
 from reassign_kit.snapshot.snapshot import Snapshot

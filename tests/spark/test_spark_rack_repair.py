@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from rack_snapshots import racked_snapshot
 
-from reassign_kit.make_plan import plan as make_plan
+from reassign_kit.api import plan as make_plan
 from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
 from reassign_kit.snapshot.snapshot import Snapshot
 

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from reassign_kit.api import plan as make_plan
 from reassign_kit.cli import main as cli_main
 from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.errors import CapacityError
-from reassign_kit.make_plan import plan as make_plan
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.planner.rules import RuleContext, plan_problems_offline
 from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry

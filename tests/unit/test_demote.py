@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from reassign_kit.api import plan as make_plan
 from reassign_kit.errors import UsageError
-from reassign_kit.make_plan import plan as make_plan
 from reassign_kit.model import Plan
 from reassign_kit.planner.rules import plan_problems_offline, required_racks
 from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry

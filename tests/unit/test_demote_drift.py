@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from reassign_kit.api import plan as make_plan
 from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.errors import InvalidPlanError
-from reassign_kit.make_plan import plan as make_plan
 from reassign_kit.model import TopicPartition
 from reassign_kit.planner.report import format_report
 from reassign_kit.planner.rules import plan_problems_offline, required_racks
