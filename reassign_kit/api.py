@@ -246,54 +246,28 @@ def execute(
     plan_record: str | None = None,
     **options: Any,
 ) -> ExecuteResult | RunResult:
-    """``reassign_kit.execute(cluster, plan, **options)``, from a notebook or a script, as the
-    CLI's ``--execute``.
+    """``reassign_kit.execute(cluster, plan, **options)``, as the CLI's ``--execute``.
 
-    ``cluster`` is a bootstrap string, a client config dict or a gateway (the module's
-    convention, first as in every function here; ``gateway=`` / ``bootstrap_servers=`` are the
-    same by name); ``plan`` is a Plan or a JSON file path, with ``command_config`` (a dict or a .properties path; its secrets never
-    reach the journal). The run is recorded in its state dir (``state_dir``, else
-    ``$REASSIGN_KIT_STATE_DIR``, else ``./.reassign-kit/runs``), where ``verify`` / ``cancel``
-    with the same plan find it. Options are ``ExecuteOptions``' fields (and the CLI's
-    ``disallow_replication_factor_change``). Those the official tool has too (``additional``,
-    ``throttle``, ``log_dir_throttle``, ``allow_replication_factor_change``, ``timeout_s``)
-    and ``elect_leaders`` make the legacy single request (``ops.execute``, returns
-    ``ops.ExecuteResult``), where preferred leader elections are off unless
-    ``elect_leaders=True`` (as the CLI's ``--elect-leaders``); in a paced run they are on
-    unless ``elect_leaders=False`` (``--no-elect-leaders``), at most
-    ``max_elections_per_poll`` per poll; any
-    pacing option (``batch_size``, ``incremental``, caps, deadlines, ``wait``, ...), ``resume``
-    or an explicit ``journal`` makes a paced run that blocks until KIP-1335's return point (or
-    the end with ``wait=True``) and returns its ``RunResult``; a failed run raises
-    ``RunError``. Both results have ``.to_pandas()``. ``journal``: None = in the run's state
-    dir (as the CLI). ``rollback_path``: "" = in the run's state dir, None = none. Both go
-    through ``run.preflight``; for a run in the background use ``start_run(...).run.start()``.
-
-    Plans as approved: ``expect_plan_hash`` refuses another plan (``PlanHashError``);
-    the drift since the plan record (``plan_record``, default the one beside a plan file)
-    refuses the run (``PlanDriftError``) unless ``allow_drift``."""
-    from .errors import UsageError
+    ``cluster``: the module's convention (``gateway=`` / ``bootstrap_servers=`` name it too),
+    with ``command_config`` (its secrets never reach the journal); ``plan``: a Plan or a JSON
+    path. The run is recorded in its state dir (``state_dir``, else
+    ``$REASSIGN_KIT_STATE_DIR``, else ``./.reassign-kit/runs``) where ``verify`` / ``cancel``
+    find it. Options are ``ExecuteOptions``' fields. Only the official tool's (``additional``,
+    ``throttle``, ``log_dir_throttle``, ``allow_replication_factor_change``, ``timeout_s``,
+    ``elect_leaders``): its single request, an ``ExecuteResult`` (elections off unless
+    ``elect_leaders=True``). Any pacing option, ``resume`` or an explicit ``journal``: a
+    paced run (``start_run``) that blocks until KIP-1335's return point (or the end with
+    ``wait=True``), a ``RunResult``, ``RunError`` if it failed (elections on unless
+    ``elect_leaders=False``). ``journal`` None: in the state dir; ``rollback_path`` "": in
+    the state dir, None: none. ``expect_plan_hash`` refuses another plan
+    (``PlanHashError``); drift since the plan record refuses the run (``PlanDriftError``)
+    unless ``allow_drift``."""
     from .model import Plan
     from .planner.record import Approval
     from .run import preflight as pf
-    from .run.options import ExecuteOptions
 
-    if "disallow_replication_factor_change" in options:  # the CLI's name for the same thing
-        disallow = options.pop("disallow_replication_factor_change")
-        options["allow_replication_factor_change"] = not disallow
-    unknown = sorted(set(options) - pf.OPTION_NAMES)
-    if unknown:
-        raise UsageError(
-            f"execute: unknown option(s) {', '.join(unknown)}; known: "
-            + ", ".join(sorted(pf.OPTION_NAMES | {"disallow_replication_factor_change"}))
-        )
-    given = [c for c in (cluster, gateway, bootstrap_servers) if c is not None]
-    if len(given) != 1:
-        raise UsageError("execute needs exactly one of cluster, gateway and bootstrap_servers")
-    if plan is None:
-        raise UsageError("execute needs a plan: a Plan or a reassignment JSON file")
-    cluster = given[0]
-    opts = ExecuteOptions(**options).validate()  # every option checked before anything is read
+    cluster = _one_cluster(cluster, gateway, bootstrap_servers, plan)
+    opts = _execute_options(options)  # every option checked before anything is read
     paced = pf.is_paced(options, resume=resume, journal=journal)
     source = os.fspath(plan) if isinstance(plan, str | os.PathLike) else "the plan"
     if isinstance(plan, str | os.PathLike):
@@ -334,6 +308,36 @@ def execute(
         if started.home is not None and getattr(result, "state", None) == "done":
             started.home.mark_finished("done")
         return result
+
+
+def _one_cluster(cluster: Any, gateway: Any, bootstrap_servers: Any, plan: Any) -> Any:
+    """The one cluster ``execute`` was given (by position or by either name), and a plan."""
+    from .errors import UsageError
+
+    given = [c for c in (cluster, gateway, bootstrap_servers) if c is not None]
+    if len(given) != 1:
+        raise UsageError("execute needs exactly one of cluster, gateway and bootstrap_servers")
+    if plan is None:
+        raise UsageError("execute needs a plan: a Plan or a reassignment JSON file")
+    return given[0]
+
+
+def _execute_options(options: dict[str, Any]) -> ExecuteOptions:
+    """``execute``'s keyword options as ``ExecuteOptions``, validated; an unknown one named."""
+    from .errors import UsageError
+    from .run.options import ExecuteOptions
+    from .run.preflight import OPTION_NAMES
+
+    if "disallow_replication_factor_change" in options:  # the CLI's name for the same thing
+        disallow = options.pop("disallow_replication_factor_change")
+        options["allow_replication_factor_change"] = not disallow
+    unknown = sorted(set(options) - OPTION_NAMES)
+    if unknown:
+        raise UsageError(
+            f"execute: unknown option(s) {', '.join(unknown)}; known: "
+            + ", ".join(sorted(OPTION_NAMES | {"disallow_replication_factor_change"}))
+        )
+    return ExecuteOptions(**options).validate()
 
 
 def _execute_legacy(

@@ -14,6 +14,7 @@ from typing import Any
 from ..cluster.views import no_reassignment_in_progress, replica_log_dirs, require_permissions
 from ..errors import EXIT_IN_PROGRESS, JournalError, KafkaOperationError, UsageError
 from ..model import PartitionState, Plan, TopicPartition, is_complete
+from ..moves.journal import read_events
 from ..run.rollback import merge_originals, restore_leaders, roll_back
 from ..throttles import configs as thr
 from ..throttles import priors as priors_mod
@@ -247,107 +248,55 @@ def cancel(
     timeout_s: float = ROLLBACK_TIMEOUT_S,
     priors: thr.Priors | str | None = None,
 ) -> CancelResult:
-    r"""Cancel means rollback. The partitions: the plan's (or the plan a ``journal`` holds),
-    every partition of ``topics`` in flight, or ``all`` in flight (KIP-455's three levels).
-
-    Each one in flight is cancelled (Kafka puts it back where that reassignment started and
-    deletes the replicas it added); then every partition not back at its ORIGINAL replica
-    list — the one before the run, which for a KIP-435 stepped move is not where its last step
-    started — gets a reassignment back to that list (throttled at ``throttle``, or the
-    journal's rate), in order, so the preferred leader is the original one too; the cancel
-    waits up to ``timeout_s`` and verifies. Originals come from the run's ``journal`` and the
-    ``rollback_file``\ (s) --execute saved (merged: where two name a partition they must
-    agree), else (a move in flight) from the cluster. Recorded originals are checked against
-    the cluster first: one the cluster contradicts refuses the cancel, nothing sent
-    (``JournalError``). A partition already at the plan's target is left there (completed).
-    Throttles removed put back the values there before: ``priors`` (legacy --execute's priors
-    file), else the journal's."""
+    """Cancel means rollback: the plan's partitions (or the journal's plan's), of ``topics``
+    or ``all`` in flight are cancelled (KIP-455), then each not back at its ORIGINAL replica
+    list gets a reassignment back to it, in order, throttled at ``throttle`` (or the journal's
+    rate), waited for (``timeout_s``) and verified. Originals: the ``journal`` and rollback
+    files, checked against the cluster first (``JournalError``), else the move in flight's
+    own. Throttles removed put back ``priors`` (else the journal's)."""
     chosen = [plan is not None, topics is not None, all]
     if sum(chosen) > 1 or (sum(chosen) == 0 and journal is None):
         raise UsageError("cancel needs exactly one of a plan (or a journal), topics, or all")
-    require_permissions(
-        gateway,
-        "cancel",
-        ["DESCRIBE", "ALTER"]
-        + ([] if preserve_throttles else ["DESCRIBE_CONFIGS", "ALTER_CONFIGS"]),
-        hint="" if preserve_throttles else "or cancel with --preserve-throttles",
-    )
-    rollback_files = (
-        [rollback_file] if isinstance(rollback_file, str) else list(rollback_file or [])
-    )
-    j_plan, known, j_completed, j_rate = originals_from(rollback_files, journal)
+    configs = [] if preserve_throttles else ["DESCRIBE_CONFIGS", "ALTER_CONFIGS"]
+    hint = "" if preserve_throttles else "or cancel with --preserve-throttles"
+    require_permissions(gateway, "cancel", ["DESCRIBE", "ALTER", *configs], hint=hint)
+    rollback_files = [rollback_file] if isinstance(rollback_file, str) else rollback_file or []
+    rec = _Recorded.read(list(rollback_files), journal, priors)
     if not any(chosen):  # --journal alone: the journaled run's plan
-        plan = j_plan
+        plan = rec.plan
     if journal is not None and plan is None and topics is None and not all:
         raise UsageError(
             f"--journal {journal}: the journal holds no plan (too large to inline, and its "
             "plan file is gone): give --reassignment-json-file too"
         )
-    rate = throttle if throttle is not None else j_rate
-    events = None
-    if journal is not None:  # read once: the throttle priors, the steps and the canaries left
-        from ..moves.journal import read_events
-
-        events = read_events(journal)
-    if priors is None and events is not None:
-        priors = thr.Priors.from_events(events)
-    priors = priors_mod.load_priors(priors)
+    known, events, priors = rec.originals, rec.events, rec.priors
+    rate = throttle if throttle is not None else rec.rate
     in_flight = gateway.list_reassignments()
-    if plan is not None:
-        wanted = [m.tp for m in plan]
-    elif topics is not None:
-        ts = set(topics)
-        wanted = sorted(tp for tp in in_flight if tp.topic in ts)
-    else:
-        wanted = sorted(in_flight)
+    wanted = _wanted(plan, topics, in_flight)
     targets = {m.tp: tuple(m.replicas) for m in plan} if plan is not None else {}
     recorded = {tp: o for tp, o in known.items() if tp in set(wanted)}
     _refuse_contradicted(gateway, recorded, targets, in_flight, events)
-    # where each started: the recorded original, else the reassignment in flight's own
-    originals = {
-        tp: tuple(r for r in in_flight[tp].replicas if r not in in_flight[tp].adding)
-        for tp in wanted
-        if tp in in_flight
-    }
-    originals.update(recorded)
-    moving = [tp for tp in wanted if tp in in_flight]
-    results = gateway.alter_reassignments(dict.fromkeys(moving)) if moving else {}
-    reverted = [tp for tp in moving if tp in results and results[tp] is None]
-    errors = {
-        tp: (results.get(tp) or "no answer from the controller")
-        for tp in moving
-        if tp not in reverted
-    }
-    # NoReassignmentInProgress: it finished between list and cancel; not an error.
-    finished = [tp for tp, e in errors.items() if no_reassignment_in_progress(e)]
-    for tp in finished:
-        del errors[tp]
-
+    originals = _originals(wanted, in_flight, recorded)
+    reverted, errors, finished = _cancel_in_flight(gateway, wanted, in_flight)
     states = gateway.describe_partitions([tp for tp in wanted if tp not in errors])
     sorted_out = _sort_out(
-        wanted, states, originals, targets, errors, reverted, set(finished) | j_completed, known
+        wanted, states, originals, targets, errors, reverted, set(finished) | rec.completed, known
     )
     cancelled, completed, not_moving, unknown, back = sorted_out
+    rolling: dict = {}
     if back:
         cancelled_back, rolling, refused = roll_back(gateway, back, states, rate, timeout_s, priors)
         cancelled += cancelled_back
         errors.update(refused)
-    else:
-        rolling = {}
     cancelled.sort(key=wanted.index)
     leader_not_restored = restore_leaders(gateway, {tp: originals[tp] for tp in cancelled})
     log_dir_cancelled = _log_dirs_back(gateway, plan)
     cleared = None
-    touched = {tp.topic for tp in [*reverted, *back]} | {tp.topic for tp, _ in log_dir_cancelled}
     if not preserve_throttles:
-        # as the official tool (and its ReassignPartitionsCommandTest): without
-        # --preserve-throttles the throttles go even when nothing was moving any more (e.g.
-        # after an earlier --cancel --preserve-throttles), except what moves in flight need;
-        # the operator's values recorded before are put back
+        touched = {tp.topic for tp in [*reverted, *back]}
+        touched |= {tp.topic for tp, _ in log_dir_cancelled}
         named = set(plan.topics()) if plan is not None else set(topics or ())
-        cleared = thr.clear_throttles(
-            gateway, sorted(touched | named), priors=priors, only_recorded=priors is not None
-        )
+        cleared = _clear_throttles(gateway, sorted(touched | named), priors)
     return CancelResult(
         cancelled,
         sorted(not_moving),
@@ -365,6 +314,73 @@ def cancel(
         leader_not_restored=leader_not_restored,
         canaries=_canaries_left(gateway, journal, events),
     )
+
+
+@dataclass
+class _Recorded:
+    """What the run's records say: its plan, originals, completions, rate, events, priors."""
+
+    plan: Plan | None
+    originals: dict[TopicPartition, tuple[int, ...]]
+    completed: set[TopicPartition]
+    rate: int | None
+    events: list[dict[str, Any]] | None
+    priors: Any
+
+    @classmethod
+    def read(cls, rollback_files: list[str], journal: str | None, priors: Any) -> _Recorded:
+        plan, known, completed, rate = originals_from(rollback_files, journal)
+        # read once: the throttle priors, the steps and the canaries left
+        events = read_events(journal) if journal is not None else None
+        if priors is None and events is not None:
+            priors = thr.Priors.from_events(events)
+        return cls(plan, known, completed, rate, events, priors_mod.load_priors(priors))
+
+
+def _originals(
+    wanted: list[TopicPartition],
+    in_flight: Mapping[TopicPartition, PartitionState],
+    recorded: Mapping[TopicPartition, tuple[int, ...]],
+) -> dict[TopicPartition, tuple[int, ...]]:
+    """Where each started: the recorded original, else the reassignment in flight's own."""
+    out = {
+        tp: tuple(r for r in in_flight[tp].replicas if r not in in_flight[tp].adding)
+        for tp in wanted
+        if tp in in_flight
+    }
+    out.update(recorded)
+    return out
+
+
+def _wanted(
+    plan: Plan | None, topics: Iterable[str] | None, in_flight: Mapping[TopicPartition, Any]
+) -> list[TopicPartition]:
+    """The partitions to cancel: the plan's, else those of ``topics`` in flight, else all."""
+    if plan is not None:
+        return [m.tp for m in plan]
+    if topics is not None:
+        ts = set(topics)
+        return sorted(tp for tp in in_flight if tp.topic in ts)
+    return sorted(in_flight)
+
+
+def _cancel_in_flight(
+    gateway: Any, wanted: list[TopicPartition], in_flight: Mapping[TopicPartition, Any]
+) -> tuple[list[TopicPartition], dict[TopicPartition, str], list[TopicPartition]]:
+    """KIP-455's cancel of the wanted moves in flight: (reverted, errors, finished between
+    the listing and the cancel — NoReassignmentInProgress, not an error)."""
+    moving = [tp for tp in wanted if tp in in_flight]
+    results = gateway.alter_reassignments(dict.fromkeys(moving)) if moving else {}
+    reverted = [tp for tp in moving if tp in results and results[tp] is None]
+    errors = {
+        tp: (results.get(tp) or "no answer from the controller")
+        for tp in moving
+        if tp not in reverted
+    }
+    finished = [tp for tp, e in errors.items() if no_reassignment_in_progress(e)]
+    for tp in finished:
+        del errors[tp]
+    return reverted, errors, finished
 
 
 def _refuse_contradicted(
@@ -420,6 +436,14 @@ def _sort_out(
         else:
             back[tp] = orig
     return cancelled, completed, not_moving, unknown, back
+
+
+def _clear_throttles(gateway: Any, topics: list[str], priors: thr.Priors | None) -> Any:
+    """As the official tool (and its ReassignPartitionsCommandTest): without
+    --preserve-throttles the throttles go even when nothing was moving any more (e.g. after an
+    earlier --cancel --preserve-throttles), except what moves in flight need; the operator's
+    values recorded before are put back."""
+    return thr.clear_throttles(gateway, topics, priors=priors, only_recorded=priors is not None)
 
 
 def _log_dirs_back(gateway: Any, plan: Plan | None) -> list[tuple[TopicPartition, int]]:

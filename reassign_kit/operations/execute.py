@@ -186,28 +186,13 @@ def execute(
     plan_path: str | None = None,
     approval: Approval | None = None,
 ) -> ExecuteResult:
-    """Legacy execution, as ``kafka-reassign-partitions --execute``: validate the whole plan,
-    refuse when other reassignments are in flight unless ``additional``, write the rollback
-    JSON, set the throttles the moves need, submit every move in one request, then start the
-    moves between log dirs. Everything before the first change is ``engine.preflight`` (as for
-    a paced run). ``rollback_path`` "" = a timestamped file in the working dir, None = do not
-    write one (an existing file is never replaced). Pacing lives in ``engine/run.py``.
-
-    Throttles restored, not deleted: the value each throttle config had before
-    this request changed it (an operator's rate, their entries in a topic's list) is saved,
-    before the change, to ``<rollback stem>.throttle-priors.json`` beside the rollback file
-    (with the rollback file: without one, only in the result), for ``verify`` / ``cancel``
-    (``priors=``, CLI ``--throttle-priors``) and ``reassign-kit throttles --clean --priors``
-    to put back. When the submission fails as a whole (the controller refuses or times out:
-    an exception) or every partition is rejected, the throttles it set are removed at once
-    and the operator's values put back.
-
-    ``elect_leaders`` (CLI ``--elect-leaders``; off by default, as the official tool): the
-    moves that change only the replica order complete at once in Kafka; they are read back
-    (for up to the metadata settle window) and their preferred leaders elected in one request
-    (KIP-460), then checked (``ExecuteResult.elections``). A move that copies data is not
-    waited for (the request stays a fire-and-forget, as the official tool's): ``verify(...,
-    elect_leaders=True)`` elects its preferred leader once it sees it complete."""
+    """Legacy execution, as ``kafka-reassign-partitions --execute``: validate the plan
+    (``run.preflight``), refuse other reassignments in flight unless ``additional``, write the
+    rollback JSON (``rollback_path`` "" = a timestamped file here, None = none), set the
+    throttles the moves need (the values they replace saved first, for verify / cancel /
+    ``throttles --clean`` to put back), submit every move in one request (a refusal of all
+    removes the throttles at once), then start the moves between log dirs. ``elect_leaders``:
+    the moves that only reorder replicas get their preferred leaders elected (KIP-460)."""
     p = preflight(
         gateway,
         plan,
@@ -228,85 +213,22 @@ def execute(
     in_flight, states, rollback, path = p.in_flight, p.states, p.rollback, p.rollback_path
     assert rollback is not None  # not a resume: the preflight wrote (or skipped) it
     with_dirs = any(m.log_dirs is not None for m in plan)
-
-    targets = {m.tp: m.replicas for m in plan}
     notes: list[str] = []
-    changes: tuple[dict, dict] = ({}, {})
     priors = thr.Priors()
     priors_path = priors_mod.priors_path_for(path) if path else None
-
-    def save_priors(new: thr.Priors) -> None:  # before the change is sent
-        if priors_path:
-            both = thr.Priors()
-            both.update(priors)
-            both.update(new)
-            write_json(priors_path, {"throttle_priors": both.to_json(), "plan_source": source})
-
+    changes: tuple[dict, dict] = ({}, {})
     if throttle is not None or log_dir_throttle is not None:
-        required = thr.required_throttles(targets, states, in_flight)
-        changes = thr.apply_throttles(
-            gateway,
-            required,
-            throttle,
-            log_dir_throttle,
-            thr.log_dir_brokers(plan),
-            in_flight=in_flight,
-            priors=priors,
-            on_prior=save_priors,
-            on_skip=lambda skipped: notes.append(
-                "Throttles not set on broker(s) "
-                + ", ".join(str(b) for b in sorted(skipped, key=str))
-                + ": not reachable (a stopped broker, KAFKA-13392); the moves were submitted "
-                "anyway. Once it is back, `reassign-kit throttles --check` shows what is left "
-                "and `--verify` or `reassign-kit throttles --clean` removes it."
-            ),
+        changes = _set_throttles(
+            gateway, plan, p, throttle, log_dir_throttle, priors, priors_path, source, notes
         )
-        if throttle is not None:
-            notes.append(
-                f"The inter-broker throttle limit was set to {throttle} B/s on brokers "
-                f"{fmt_replicas(sorted(required.brokers))}"
-            )
-        if log_dir_throttle is not None:
-            notes.append(f"The replica-alter-dir throttle limit was set to {log_dir_throttle} B/s")
-        notes.append(
-            "Warning: run --verify periodically until the reassignment completes, so that the "
-            "throttle is removed."
-        )
-
-    def undo_throttles() -> None:
-        """Nothing was submitted: remove what was set for it, put the priors back."""
-        if changes[0] or changes[1]:
-            thr.clear_throttles(gateway, list(changes[0]), list(changes[1]), None, None, priors)
-
-    try:
-        results = gateway.alter_reassignments(
-            targets, allow_replication_factor_change=not disallow_replication_factor_change
-        )
-    except BaseException:
-        undo_throttles()
-        raise
-    if (changes[0] or changes[1]) and not any(m.tp in results and not results[m.tp] for m in plan):
-        undo_throttles()
+    results = _submit(gateway, plan, not disallow_replication_factor_change, changes, priors)
+    if results is None:
         notes = [
             "Nothing was submitted: the throttles set for it were removed (the values there "
             "before put back)."
         ]
-    rows = []
-    for m in plan:
-        prev = in_flight.get(m.tp)
-        rows.append(
-            {
-                "topic": m.topic,
-                "partition": m.partition,
-                "current": list(states[m.tp].replicas),
-                "target": list(m.replicas),
-                "replaces": list(prev.target) if prev is not None else None,
-                "error": results[m.tp]
-                if m.tp in results
-                else "no answer from the controller for this partition",
-            }
-        )
-
+        results = {}
+    rows = _rows(plan, in_flight, states, results)
     ok = {TopicPartition(r["topic"], r["partition"]) for r in rows if not r["error"]}
     log_dir_rows = []
     if with_dirs:
@@ -327,6 +249,112 @@ def execute(
     return ExecuteResult(
         rows, rollback, path, changes, log_dir_rows, notes, priors, priors_path, elections
     )
+
+
+def _set_throttles(
+    gateway: Any,
+    plan: Plan,
+    p: Any,
+    throttle: int | None,
+    log_dir_throttle: int | None,
+    priors: thr.Priors,
+    priors_path: str | None,
+    source: str,
+    notes: list[str],
+) -> tuple[dict, dict]:
+    """The throttles the plan's moves need, set before anything is submitted; the values they
+    replace saved first (``priors_path``); what was done said in ``notes``."""
+
+    def save_priors(new: thr.Priors) -> None:  # before the change is sent
+        if priors_path:
+            both = thr.Priors()
+            both.update(priors)
+            both.update(new)
+            write_json(priors_path, {"throttle_priors": both.to_json(), "plan_source": source})
+
+    required = thr.required_throttles({m.tp: m.replicas for m in plan}, p.states, p.in_flight)
+    changes = thr.apply_throttles(
+        gateway,
+        required,
+        throttle,
+        log_dir_throttle,
+        thr.log_dir_brokers(plan),
+        in_flight=p.in_flight,
+        priors=priors,
+        on_prior=save_priors,
+        on_skip=lambda skipped: notes.append(
+            "Throttles not set on broker(s) "
+            + ", ".join(str(b) for b in sorted(skipped, key=str))
+            + ": not reachable (a stopped broker, KAFKA-13392); the moves were submitted "
+            "anyway. Once it is back, `reassign-kit throttles --check` shows what is left "
+            "and `--verify` or `reassign-kit throttles --clean` removes it."
+        ),
+    )
+    if throttle is not None:
+        notes.append(
+            f"The inter-broker throttle limit was set to {throttle} B/s on brokers "
+            f"{fmt_replicas(sorted(required.brokers))}"
+        )
+    if log_dir_throttle is not None:
+        notes.append(f"The replica-alter-dir throttle limit was set to {log_dir_throttle} B/s")
+    notes.append(
+        "Warning: run --verify periodically until the reassignment completes, so that the "
+        "throttle is removed."
+    )
+    return changes
+
+
+def _submit(
+    gateway: Any,
+    plan: Plan,
+    allow_rf_change: bool,
+    changes: tuple[dict, dict],
+    priors: thr.Priors,
+) -> dict[TopicPartition, str | None] | None:
+    """Every move in one request; None when nothing was accepted and the throttles set for it
+    were removed (the operator's values put back), as when the request itself failed."""
+
+    def undo_throttles() -> None:
+        if changes[0] or changes[1]:
+            thr.clear_throttles(gateway, list(changes[0]), list(changes[1]), None, None, priors)
+
+    try:
+        results = gateway.alter_reassignments(
+            {m.tp: m.replicas for m in plan}, allow_replication_factor_change=allow_rf_change
+        )
+    except BaseException:
+        undo_throttles()
+        raise
+    if (changes[0] or changes[1]) and not any(m.tp in results and not results[m.tp] for m in plan):
+        undo_throttles()
+        return None
+    return results
+
+
+def _rows(
+    plan: Plan,
+    in_flight: Mapping[TopicPartition, Any],
+    states: Mapping[TopicPartition, Any],
+    results: Mapping[TopicPartition, str | None],
+) -> list[dict[str, Any]]:
+    """One row per move: where it was, where it goes, what it replaced, the controller's
+    answer."""
+    rows = []
+    for m in plan:
+        prev = in_flight.get(m.tp)
+        rows.append(
+            {
+                "topic": m.topic,
+                "partition": m.partition,
+                "current": list(states[m.tp].replicas),
+                "target": list(m.replicas),
+                "replaces": list(prev.target) if prev is not None else None,
+                "error": results[m.tp]
+                if m.tp in results
+                else "no answer from the controller for this partition",
+            }
+        )
+    return rows
 
 
 def _elect_reorders(

@@ -5,6 +5,7 @@ operator's values put back (a run's home, its journal or priors file say which).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +16,7 @@ from ..cluster.views import (
     require_permissions,
 )
 from ..errors import EXIT_IN_PROGRESS, EXIT_MISMATCH
-from ..model import PartitionState, Plan, TopicPartition, is_complete
+from ..model import Move, PartitionState, Plan, TopicPartition, is_complete
 from ..run.elections import ElectionResult, elect_preferred
 from ..run.logdirs import log_dir_targets
 from ..throttles import configs as thr
@@ -51,16 +52,16 @@ class VerifyResult:
 
     run_state: list[str] = field(default_factory=list)  # which recorded run was used
 
-    def _statuses(self) -> set[str]:
+    def statuses(self) -> set[str]:
         return {r["status"] for r in self.rows} | {r["status"] for r in self.log_dir_rows}
 
     @property
     def complete(self) -> bool:
-        return self._statuses() <= {COMPLETE}
+        return self.statuses() <= {COMPLETE}
 
     @property
     def exit_code(self) -> int:
-        s = self._statuses()
+        s = self.statuses()
         if s & {MISMATCH, MISSING}:
             return EXIT_MISMATCH
         if IN_PROGRESS in s:
@@ -186,49 +187,10 @@ def verify(
     complete partition is checked (``VerifyResult.elections``; those not led by their
     preferred replica named with why). The exit code stays the reassignment's."""
     priors = priors_mod.load_priors(priors)
-    tps = [m.tp for m in plan]
     require_permissions(gateway, "verify", ["DESCRIBE"])
     states = settled_states(gateway, plan)
-    rows = []
-    for m in plan:
-        st = states.get(m.tp)
-        status = classify(m.replicas, st)
-        rows.append(
-            {
-                "topic": m.topic,
-                "partition": m.partition,
-                "status": status,
-                "target": list(m.replicas),
-                "replicas": list(st.replicas) if st else [],
-                "adding": list(st.adding) if st else [],
-                "removing": list(st.removing) if st else [],
-                "other_target": list(st.target)
-                if st is not None and st.reassigning and status == MISMATCH
-                else None,
-            }
-        )
-    log_dir_rows = []
-    wanted = log_dir_targets(plan)
-    if wanted:
-        cur, fut = replica_log_dirs(gateway, tps, {b for _, b in wanted})
-        for (tp, b), d in sorted(wanted.items()):
-            if cur.get((tp, b)) == d and (tp, b) not in fut:
-                status = COMPLETE
-            elif fut.get((tp, b)) == d or states.get(tp) is not None and states[tp].reassigning:
-                status = IN_PROGRESS
-            else:
-                status = MISMATCH
-            log_dir_rows.append(
-                {
-                    "topic": tp.topic,
-                    "partition": tp.partition,
-                    "broker": b,
-                    "log_dir": d,
-                    "current": cur.get((tp, b)),
-                    "future": fut.get((tp, b)),
-                    "status": status,
-                }
-            )
+    rows = [move_row(m, states.get(m.tp)) for m in plan]
+    log_dir_rows = _log_dir_rows(gateway, plan, states)
     result = VerifyResult(rows, log_dir_rows, None)
     if elect_leaders:
         complete = {
@@ -241,8 +203,65 @@ def verify(
         if complete:
             result.elections = elect_preferred(gateway, complete)
             result.notes += result.elections.lines()
+    if not preserve_throttles and IN_PROGRESS not in result.statuses():
+        _clear_throttles(gateway, plan, priors, result)
+    elif preserve_throttles:
+        result.notes.append("Throttles preserved (--preserve-throttles).")
+    return result
+
+
+def move_row(m: Move, st: PartitionState | None) -> dict[str, Any]:
+    """One move's row: its status and where the partition is."""
+    status = classify(m.replicas, st)
+    return {
+        "topic": m.topic,
+        "partition": m.partition,
+        "status": status,
+        "target": list(m.replicas),
+        "replicas": list(st.replicas) if st else [],
+        "adding": list(st.adding) if st else [],
+        "removing": list(st.removing) if st else [],
+        "other_target": list(st.target)
+        if st is not None and st.reassigning and status == MISMATCH
+        else None,
+    }
+
+
+def _log_dir_rows(
+    gateway: Any, plan: Plan, states: Mapping[TopicPartition, PartitionState]
+) -> list[dict[str, Any]]:
+    """One row per replica the plan puts in a named log dir: there, on its way, or not."""
+    wanted = log_dir_targets(plan)
+    if not wanted:
+        return []
+    cur, fut = replica_log_dirs(gateway, [m.tp for m in plan], {b for _, b in wanted})
+    rows = []
+    for (tp, b), d in sorted(wanted.items()):
+        if cur.get((tp, b)) == d and (tp, b) not in fut:
+            status = COMPLETE
+        elif fut.get((tp, b)) == d or states.get(tp) is not None and states[tp].reassigning:
+            status = IN_PROGRESS
+        else:
+            status = MISMATCH
+        rows.append(
+            {
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "broker": b,
+                "log_dir": d,
+                "current": cur.get((tp, b)),
+                "future": fut.get((tp, b)),
+                "status": status,
+            }
+        )
+    return rows
+
+
+def _clear_throttles(gateway: Any, plan: Plan, priors: Any, result: VerifyResult) -> None:
+    """Nothing of the plan in progress: its throttles go (the operator's values put back with
+    the run's priors), or the principal lacking the rights to is said."""
     lacking = missing_permissions(gateway, ["DESCRIBE_CONFIGS", "ALTER_CONFIGS"])
-    if IN_PROGRESS not in result._statuses() and not preserve_throttles and lacking:
+    if lacking:
         result.notes.append(
             "Throttles not removed: this client's principal lacks "
             + " and ".join(lacking)
@@ -250,23 +269,18 @@ def verify(
             "of brokers and topics. Run --verify again as a principal that has it, so that no "
             "throttle is left."
         )
-    elif IN_PROGRESS not in result._statuses() and not preserve_throttles:
-        # with the run's priors (its record), only what that run changed is touched;
-        # without, every broker's rate goes, as the official tool does
-        result.cleared = thr.clear_throttles(
-            gateway, plan.topics(), priors=priors, only_recorded=priors is not None
-        )
-        kept = {
-            t: kv for t, kv in result.cleared[0].items() if any(v is not None for v in kv.values())
-        }
-        result.notes.append(
-            "Throttles removed from topics "
-            + ",".join(plan.topics())
-            + " and from brokers no other reassignment in flight needs"
-            + (f" (kept for moves still in flight: {', '.join(sorted(kept))})" if kept else "")
-            + "."
-            + (" The values there before were put back." if priors else "")
-        )
-    elif preserve_throttles:
-        result.notes.append("Throttles preserved (--preserve-throttles).")
-    return result
+        return
+    # with the run's priors (its record), only what that run changed is touched;
+    # without, every broker's rate goes, as the official tool does
+    result.cleared = thr.clear_throttles(
+        gateway, plan.topics(), priors=priors, only_recorded=priors is not None
+    )
+    kept = {t: kv for t, kv in result.cleared[0].items() if any(v is not None for v in kv.values())}
+    result.notes.append(
+        "Throttles removed from topics "
+        + ",".join(plan.topics())
+        + " and from brokers no other reassignment in flight needs"
+        + (f" (kept for moves still in flight: {', '.join(sorted(kept))})" if kept else "")
+        + "."
+        + (" The values there before were put back." if priors else "")
+    )
