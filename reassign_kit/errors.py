@@ -105,6 +105,9 @@ def require_extra(module: str, feature: str, hint: str = "") -> None:
         raise found from None
 
 
+MAX_PROBLEMS_SHOWN = 100  # an InvalidPlanError's message lists at most this many
+
+
 class InvalidPlanError(ReassignKitError):
     """A plan (or other input file) failed validation; ``problems`` lists every one of them."""
 
@@ -113,7 +116,11 @@ class InvalidPlanError(ReassignKitError):
     def __init__(self, problems: list, header: str = "the plan is invalid"):
         self.problems = list(problems)
         lines = [f"{header} ({len(self.problems)} problem(s)); nothing was sent to the cluster:"]
-        lines += [f"  - {p}" for p in self.problems]
+        # a file of a million bad entries is a screenful, not a million lines (all of them
+        # stay in ``problems``)
+        lines += [f"  - {p}" for p in self.problems[:MAX_PROBLEMS_SHOWN]]
+        if len(self.problems) > MAX_PROBLEMS_SHOWN:
+            lines.append(f"  … and {len(self.problems) - MAX_PROBLEMS_SHOWN} more")
         super().__init__("\n".join(lines))
 
 

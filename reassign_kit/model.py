@@ -324,6 +324,11 @@ def parse_plan_partial(text: str, source: str = "plan") -> tuple[list[Move], lis
             [Problem(source, MALFORMED_JSON, str(e))],
             header=f"{source} is not a valid reassignment plan",
         ) from None
+    except RecursionError:  # arrays or objects nested thousands deep: no plan is
+        raise InvalidPlanError(
+            [Problem(source, MALFORMED_JSON, "not valid JSON: nested too deeply")],
+            header=f"{source} is not a valid reassignment plan",
+        ) from None
 
     return _parse_doc(doc, problems), problems
 

@@ -6,9 +6,11 @@ module translates flags into library calls and prints results."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 
 from ..errors import EXIT_INTERRUPTED, ReassignKitError, missing_extra
 from . import calibrate, plan, reassign, report, runbook, sandbox, throttles
@@ -29,8 +31,33 @@ SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], bool]] = {
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    with tolerant_output():  # a closed output pipe drops output, never the command (cli/pipes)
+    with tolerant_output(), thread_errors_as_a_line():  # cli/pipes; the hook below
         return _main(argv)
+
+
+@contextlib.contextmanager
+def thread_errors_as_a_line() -> Iterator[None]:
+    """A background thread's uncaught error is one line on stderr, never a traceback: its
+    message may quote a secret (a webhook URL's path), so only its type and the thread are
+    named (RK_DEBUG=1: the traceback)."""
+    before = threading.excepthook
+
+    def hook(a: threading.ExceptHookArgs) -> None:
+        if os.environ.get("RK_DEBUG") or a.exc_type is SystemExit:
+            before(a)
+            return
+        name = a.thread.name if a.thread is not None else "?"
+        print(
+            f"reassign-kit: background thread {name} failed: {a.exc_type.__name__} "
+            "(set RK_DEBUG=1 for a traceback)",
+            file=sys.stderr,
+        )
+
+    threading.excepthook = hook
+    try:
+        yield
+    finally:
+        threading.excepthook = before
 
 
 def _main(argv: list[str]) -> int:

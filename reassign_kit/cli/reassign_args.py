@@ -7,10 +7,12 @@ name before anything is read or sent."""
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from ..errors import UsageError, format_exit_codes
 from ..outputs.notify import check_url
+from ..planner.record import expected_hash
 from ..run.options import cli_options
 from . import paced, progress
 from . import plan as plan_cmd
@@ -283,8 +285,9 @@ def _add_notify_and_journal(p: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="POST a small JSON document (Slack-compatible: its 'text', plus 'event', "
         "'run_id', counts) to this http(s) URL when the run starts, a move is stuck, and "
-        "when it fails, is cancelled or finishes. A failed post never fails the run; the URL "
-        "(a webhook's token) is never journaled or printed.",
+        "when it fails, is cancelled or finishes. A failed post (a redirect too: none is "
+        "followed) never fails the run; the URL (a webhook's token) is never journaled or "
+        "printed.",
     )
     j = p.add_argument_group("journal (paced --execute)")
     j.add_argument(
@@ -301,6 +304,25 @@ def _add_notify_and_journal(p: argparse.ArgumentParser) -> None:
         help="Resume the run of --journal (after Ctrl-C, a crash or SIGKILL) with "
         "its options: nothing complete is resubmitted, moves in flight are adopted.",
     )
+
+
+def _check_approval_and_files(args: argparse.Namespace, action: str) -> None:
+    """Values that would silently turn a check off or write somewhere else, refused by
+    option before anything is read or sent."""
+    if getattr(args, "expect_plan_hash", None) is not None:
+        expected_hash(args.expect_plan_hash)
+    if getattr(args, "plan_record", None) is not None and not args.plan_record.strip():
+        raise UsageError(
+            "--plan-record needs a file path (an empty one would skip the drift check)"
+        )
+    rollback = getattr(args, "rollback_file", None)
+    if action == "execute" and rollback is not None:
+        if not rollback.strip():
+            raise UsageError("--rollback-file needs a file path")
+        if os.path.isdir(rollback):  # else a taken name's "-2" suffix lands beside the dir
+            raise UsageError(
+                f"--rollback-file {rollback} is a directory: it takes the path of a file to create"
+            )
 
 
 def _flag(dest: str) -> str:
@@ -333,11 +355,12 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> str:
                 "--cancel needs exactly one of --reassignment-json-file, --topics or --all "
                 "(or --journal alone: the journaled run's plan)"
             )
-    if getattr(args, "notify", None):
+    if getattr(args, "notify", None) is not None:  # "" too: an empty URL is no webhook
         try:
             check_url(args.notify)
         except ValueError as e:
             raise UsageError(str(e)) from None
+    _check_approval_and_files(args, action)
     if action == "execute":
         paced.check(args)
     if action == "generate":

@@ -53,6 +53,7 @@ from .gaps import Overheads
 from .model import (
     QUOTA_REPLAY_S,
     Flow,
+    Forecast,
     flows_of,
     model_rate,
     simulate,
@@ -229,13 +230,8 @@ class RunEta:
         if bytes_left <= 0 and not any(inflight.values()):
             self.low = self.high = 0.0
             return 0.0, None
-        if bytes_left <= 0:  # every byte in: the completion lag counts down (and the
-            # elections queued go out at the polls)
-            q, per = self._elections or (0, 1)
-            end = max(tail, math.ceil(q / max(1, per)) * (self.poll_s or 1.0) if q else 0.0)
-            # the lags vary (bench_eta's KIP-435 steps: 1.19 s measured, the last 0.2-0.5 s)
-            self.low, self.high = max(0.0, end - self.tail_spread - self.poll_s), end + self.poll_s
-            return end, None
+        if bytes_left <= 0:
+            return self._lag_left(tail), None
         if stalled:
             return None, "broker(s) " + ", ".join(
                 map(str, stalled)
@@ -264,13 +260,7 @@ class RunEta:
         )
         if not math.isfinite(fc.seconds):
             return None, "no bytes can move (a throttle of 0?)"
-        lo_s, hi_s = self.meter.share_range
-
-        def at(share: float) -> float:
-            return fc.seconds - fc.copy_s + fc.copy_s * self.meter.share / share
-
-        eta = fc.seconds
-        low, high = at(hi_s), at(lo_s)
+        eta, low, high = self._range(fc)
         paced = (
             self._pace(ts, flows, caps, tail, rest_bytes, capacity, idle, fc.seconds)
             if cap and fc.seconds > 0
@@ -279,23 +269,73 @@ class RunEta:
         if paced is not None:  # the run's measured pace takes over the model's (``_pace``)
             scale = paced / eta
             eta, low, high = paced, low * scale, high * scale
-        # and no narrower than what the run can see: a completion at one of its polls, and
-        # bytes a fetch behind (a follower's log grows a fetch at a time, up to 1 MiB: the
-        # sandbox's samples read 0.94 MiB steps, the last one often unseen before the end)
+        low, high = self._widened(eta, low, high, capacity)
+        steps_left = sum(len(f.steps) for f in flows)
+        return self._bounded(
+            eta,
+            low,
+            high,
+            self._why(fc, cap),
+            cap,
+            bytes_left + rest_bytes,
+            tail * (steps_left + 1),
+        )
+
+    def _lag_left(self, tail: float) -> float:
+        """Every byte in: the completion lag counts down (and the elections queued go out
+        at the polls)."""
+        q, per = self._elections or (0, 1)
+        end = max(tail, math.ceil(q / max(1, per)) * (self.poll_s or 1.0) if q else 0.0)
+        # the lags vary (bench_eta's KIP-435 steps: 1.19 s measured, the last 0.2-0.5 s)
+        self.low, self.high = max(0.0, end - self.tail_spread - self.poll_s), end + self.poll_s
+        return end
+
+    def _range(self, fc: Forecast) -> tuple[float, float, float]:
+        """The model's ETA and its range: the copying at the ends of the share measured."""
+        lo_s, hi_s = self.meter.share_range
+
+        def at(share: float) -> float:
+            return fc.seconds - fc.copy_s + fc.copy_s * self.meter.share / share
+
+        return fc.seconds, at(hi_s), at(lo_s)
+
+    def _widened(self, eta: float, low: float, high: float, capacity: float) -> tuple[float, float]:
+        """The range no narrower than what the run can see: a completion at one of its
+        polls, and bytes a fetch behind (a follower's log grows a fetch at a time, up to 1
+        MiB: the sandbox's samples read 0.94 MiB steps, the last one often unseen before the
+        end)."""
         behind = FETCH_BYTES / max(capacity * self.meter.share, 1.0)
         low = max(0.0, min(low, eta * (1 - SPREAD_FLOOR), eta - self.poll_s - self.tail_spread))
         high = max(high, eta * (1 + SPREAD_FLOOR), eta + self.poll_s + behind)
+        return low, high
+
+    def _why(self, fc: Forecast, cap: float | None) -> str:
+        """What bounds the ETA, and at which rate it was reckoned."""
         why = fc.bottleneck or "at the run's rate"
         if self.meter.changed:
             why = f"{why}, at the new throttle (no rate measured since it changed)"
         elif not self.meter.measured:
             why = f"{why}, at the throttle (no rate measured yet)" if cap else why
-        steps_left = sum(len(f.steps) for f in flows)
+        return why
+
+    def _bounded(
+        self,
+        eta: float,
+        low: float,
+        high: float,
+        why: str,
+        cap: float | None,
+        total_left: float,
+        lags: float,
+    ) -> tuple[float, str]:
+        """The ETA held to the bound of ``total_left`` bytes at ``BOUND_SHARE`` of the
+        throttle (or of the rate since the start) plus ``lags``, unless the brokers were
+        measured slower; sets the range."""
         floor_rate = BOUND_SHARE * cap if cap else None
         if floor_rate is None and (since := self.meter.since_start()):
             floor_rate = BOUND_SHARE * since  # no throttle: half the rate since the start
         if floor_rate:
-            self.bound = (bytes_left + rest_bytes) / floor_rate + tail * (steps_left + 1)
+            self.bound = total_left / floor_rate + lags
             if eta > self.bound:
                 if cap and self.meter.measured and self.meter.share < BOUND_SHARE:
                     why = (

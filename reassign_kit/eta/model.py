@@ -297,89 +297,156 @@ def simulate(
     after it, whatever the polls' phase: the seconds left are then a smooth function of the
     run's state, as the run's pace needs (``eta_pace``: the difference of two simulations on
     the grid moved by a whole poll at a time, the pace by 0.5 s / 22 s at once)."""
-    out_cap, in_cap = _caps_of(flows, capacity)
-    # the lag beyond the wait for a poll; never none: the follower joining the ISR and the
-    # controller ending the reassignment take a moment, so a copy ending right at a poll
-    # is seen at the next one
-    extra = max(0.0, lag - poll / 2) if poll > 0 else lag
+    sim = _Simulation(flows, capacity, caps, lag, poll, gap, step_gap, drop_s, on_polls)
+    sim.quota(idle, burst, windows, now)
+    sim.elections(elections)
+    return sim.run(rest_bytes, rest_leaders)
 
-    def seen(x: float) -> float:
-        if poll <= 0:
-            return x
-        if not on_polls:
-            return x + poll / 2
-        return math.ceil(x / poll - 1e-4) * poll  # bytes rounding
 
-    copies = [_copy(f) for f in flows]
-    active = [f for f in copies if f.state == "moving"]
-    ready = [f for f in copies if f.state == "ready"]
-    pending = [f for f in copies if f.state == "pending"]
-    done_at: list[tuple[float, int, Flow]] = []  # bytes all in: completes at
-    scheduled: set[int] = set()
-    seq = 0
-    t = copy_s = 0.0
-    queued, per_poll = elections if elections is not None else (0, 0)
-    elect = [queued, -1, 0]  # (_elect)
-    elect_end = _elect(elect, per_poll, 0.0, poll, 0, on_polls) if queued else 0.0
-    total_left = sum(n for f in active for n in f.left.values())
-    total_left += sum(f.size * sum(len(s) for s in f.steps) for f in ready + pending)
-    for f in active:
-        if not any(f.left.values()):
-            seq += 1
-            scheduled.add(id(f))
-            if drop_s is not None and not f.steps[0]:  # drops replicas: as measured
-                end = max(1e-6, drop_s - f.full_s)
-            else:
-                end = seen(max(1e-6, extra - f.full_s))
-            heapq.heappush(done_at, (end, seq, f))
-    load: dict[tuple[str, int], float] = {}
-    for f in active + ready + pending:
-        for i, st in enumerate(f.steps):
-            src = f.srcs[i] if i < len(f.srcs) else f.src
-            for b in st:
-                n = f.left.get(b, f.size) if (i == 0 and f.state == "moving") else f.size
-                load[("i", b)] = load.get(("i", b), 0.0) + n
-                if src is not None:
-                    load[("o", src)] = load.get(("o", src), 0.0) + n
-    # the end with the most bytes to pass (a receiving end first on a tie)
-    bottleneck = max(load, key=lambda k: (load[k], k[0] == "i")) if load else None
-    horizon = total_left / max(capacity, 1.0) + lag
-    # at most MAX_EVENTS steps, fewer when many streams copy (the work of a step)
-    n_streams = sum(len(f.left) for f in active) + 1
-    min_dt = horizon / max(20, min(MAX_EVENTS, WORK_BUDGET // n_streams))
-    wins = {e: copy_windows(w) for e, w in (windows or {}).items()}
-    held: set[tuple[str, int]] = set()  # ends the replayed windows stalled (``replay_caps``)
-    last_busy: dict[tuple[str, int | None], float] = {e: -d for e, d in (idle or {}).items()}
-    busy_before = {("i", b) for f in active for b, n in f.left.items() if n > 0}
-    busy_before |= {("o", f.src) for f in active if f.src is not None and any(f.left.values())}
-    for e in busy_before:
-        last_busy[e] = 0.0
-    for _ in range(MAX_EVENTS * 4):
-        _admit(active, ready, pending, caps, t + gap, t + (gap if step_gap is None else step_gap))
-        for f in active:
-            if id(f) not in scheduled and not any(f.left.values()):  # a step copying nothing
-                seq += 1
-                scheduled.add(id(f))
+class _Simulation:
+    """One ``simulate``: the copies of the flows, what is queued and what completes when, in
+    model time ``t``; each method one part of a step (see ``simulate`` for the model)."""
+
+    def __init__(
+        self,
+        flows: Sequence[Flow],
+        capacity: float,
+        caps: Caps,
+        lag: float,
+        poll: float,
+        gap: float,
+        step_gap: float | None,
+        drop_s: float | None,
+        on_polls: bool,
+    ) -> None:
+        self.out_cap, self.in_cap = _caps_of(flows, capacity)
+        self.caps, self.poll, self.on_polls, self.drop_s = caps, poll, on_polls, drop_s
+        self.gap = gap
+        self.step_gap = gap if step_gap is None else step_gap
+        # the lag beyond the wait for a poll; never none: the follower joining the ISR and the
+        # controller ending the reassignment take a moment, so a copy ending right at a poll
+        # is seen at the next one
+        self.extra = max(0.0, lag - poll / 2) if poll > 0 else lag
+        copies = [_copy(f) for f in flows]
+        self.active = [f for f in copies if f.state == "moving"]
+        self.ready = [f for f in copies if f.state == "ready"]
+        self.pending = [f for f in copies if f.state == "pending"]
+        self.done_at: list[tuple[float, int, Flow]] = []  # bytes all in: completes at
+        self.scheduled: set[int] = set()
+        self.seq = 0
+        self.t = self.copy_s = 0.0
+        self.total_left = sum(n for f in self.active for n in f.left.values())
+        self.total_left += sum(
+            f.size * sum(len(s) for s in f.steps) for f in self.ready + self.pending
+        )
+        for f in self.active:
+            if not any(f.left.values()):
                 if drop_s is not None and not f.steps[0]:  # drops replicas: as measured
-                    end = max(t, f.start_at) + max(drop_s, 1e-6)
+                    end = max(1e-6, drop_s - f.full_s)
                 else:
-                    end = seen(max(t, f.start_at) + max(extra, 1e-6))
-                heapq.heappush(done_at, (end, seq, f))
-        copying = [
-            (f, b) for f in active if f.start_at <= t + 1e-9 for b, n in f.left.items() if n > 0
-        ]
-        starts = [f.start_at for f in active if f.start_at > t + 1e-9]
-        if not copying and not done_at and not starts:
-            break
-        replay = bool(wins) and t < QUOTA_REPLAY_S
+                    end = self.seen(max(1e-6, self.extra - f.full_s))
+                self.completes_at(end, f)
+        self.bottleneck = _bottleneck(self.active + self.ready + self.pending)
+        horizon = self.total_left / max(capacity, 1.0) + lag
+        # at most MAX_EVENTS steps, fewer when many streams copy (the work of a step)
+        n_streams = sum(len(f.left) for f in self.active) + 1
+        self.min_dt = horizon / max(20, min(MAX_EVENTS, WORK_BUDGET // n_streams))
+
+    def quota(
+        self,
+        idle: Mapping[tuple[str, int], float] | None,
+        burst: float,
+        windows: Mapping[tuple[str, int], Windows] | None,
+        now: float,
+    ) -> None:
+        """Kafka's quota windows replayed at first, then the credit of ends idle."""
+        self.burst, self.now = burst, now
+        self.wins = {e: copy_windows(w) for e, w in (windows or {}).items()}
+        self.held: set[tuple[str, int]] = (
+            set()
+        )  # ends the replayed windows stalled (``replay_caps``)
+        self.last_busy: dict[tuple[str, int | None], float] = {
+            e: -d for e, d in (idle or {}).items()
+        }
+        busy = {("i", b) for f in self.active for b, n in f.left.items() if n > 0}
+        busy |= {("o", f.src) for f in self.active if f.src is not None and any(f.left.values())}
+        self.busy_before = busy
+        for e in busy:
+            self.last_busy[e] = 0.0
+
+    def elections(self, elections: tuple[int, int] | None) -> None:
+        """The preferred leader elections queued now and sent at the polls."""
+        self.electing = elections is not None
+        queued, self.per_poll = elections if elections is not None else (0, 0)
+        self.elect = [queued, -1, 0]  # (_elect)
+        self.elect_end = (
+            _elect(self.elect, self.per_poll, 0.0, self.poll, 0, self.on_polls) if queued else 0.0
+        )
+
+    def seen(self, x: float) -> float:
+        """When the run sees a completion at model time ``x``: at its polls."""
+        if self.poll <= 0:
+            return x
+        if not self.on_polls:
+            return x + self.poll / 2
+        return math.ceil(x / self.poll - 1e-4) * self.poll  # bytes rounding
+
+    def completes_at(self, end: float, f: Flow) -> None:
+        self.seq += 1
+        self.scheduled.add(id(f))
+        heapq.heappush(self.done_at, (end, self.seq, f))
+
+    def run(self, rest_bytes: float, rest_leaders: int) -> Forecast:
+        for _ in range(MAX_EVENTS * 4):
+            self.start_what_fits()
+            t = self.t
+            copying = [
+                (f, b)
+                for f in self.active
+                if f.start_at <= t + 1e-9
+                for b, n in f.left.items()
+                if n > 0
+            ]
+            starts = [f.start_at for f in self.active if f.start_at > t + 1e-9]
+            if not copying and not self.done_at and not starts:
+                break
+            dt = self.advance(copying, starts)
+            if dt is None:
+                return Forecast(math.inf, math.inf, _name(self.bottleneck))
+            self.t += dt
+            self.complete_due()
+        return self.forecast(rest_bytes, rest_leaders)
+
+    def start_what_fits(self) -> None:
+        """What the run's scheduler starts now; a step copying nothing completes a lag (or
+        the drop measured) after it starts."""
+        t = self.t
+        _admit(self.active, self.ready, self.pending, self.caps, t + self.gap, t + self.step_gap)
+        for f in self.active:
+            if id(f) not in self.scheduled and not any(f.left.values()):  # a step copying nothing
+                if self.drop_s is not None and not f.steps[0]:  # drops replicas: as measured
+                    end = max(t, f.start_at) + max(self.drop_s, 1e-6)
+                else:
+                    end = self.seen(max(t, f.start_at) + max(self.extra, 1e-6))
+                self.completes_at(end, f)
+
+    def advance(self, copying: list[tuple[Flow, int]], starts: list[float]) -> float | None:
+        """One step: the streams' fair shares up to the next event; its length, None when
+        nothing would ever end."""
+        t = self.t
+        replay = bool(self.wins) and t < QUOTA_REPLAY_S
         if replay:  # the windows hold what idling gave
-            busy_before = {("i", b) for _, b in copying}
-            busy_before |= {("o", f.src) for f, _ in copying if f.src is not None}
+            self.busy_before = {("i", b) for _, b in copying}
+            self.busy_before |= {("o", f.src) for f, _ in copying if f.src is not None}
         else:
-            busy_before = burst_idle(copying, busy_before, last_busy, t, out_cap, in_cap, burst)
-        o_cap, i_cap = out_cap, in_cap
+            self.busy_before = burst_idle(
+                copying, self.busy_before, self.last_busy, t, self.out_cap, self.in_cap, self.burst
+            )
+        o_cap, i_cap = self.out_cap, self.in_cap
         if replay and copying:
-            o_cap, i_cap = replay_caps(wins, now + t, out_cap, in_cap, burst, held)
+            o_cap, i_cap = replay_caps(
+                self.wins, self.now + t, self.out_cap, self.in_cap, self.burst, self.held
+            )
         dt = min(starts) - t if starts else math.inf
         rates: list[float] = []
         if copying:
@@ -387,42 +454,50 @@ def simulate(
             for (f, b), r in zip(copying, rates, strict=True):
                 if r > 0:
                     dt = min(dt, f.left[b] / r)
-        if done_at:
-            dt = min(dt, done_at[0][0] - t)
+        if self.done_at:
+            dt = min(dt, self.done_at[0][0] - t)
         if replay:
             dt = min(dt, REPLAY_STEP_S)
         if not math.isfinite(dt):
-            return Forecast(math.inf, math.inf, _name(bottleneck))
-        dt = max(dt, min_dt if copying else 0.0)
+            return None
+        dt = max(dt, self.min_dt if copying else 0.0)
         if replay:
             dt = min(dt, REPLAY_STEP_S)
             for (f, b), r in zip(copying, rates, strict=True):
                 for e in (("i", b), ("o", f.src)):
-                    if e in wins:
-                        wins[e].record(r * dt)
+                    if e in self.wins:
+                        self.wins[e].record(r * dt)
         if copying:
-            copy_s += dt
-            for e in busy_before:
-                last_busy[e] = t + dt
-            ended: dict[int, float] = {}  # receiving end -> what the streams ending now lose
-            for (f, b), r in zip(copying, rates, strict=True):
-                was = f.left[b]
-                f.left[b] = f.left[b] - r * dt if f.left[b] - r * dt > 1e-6 else 0.0
-                if was > 0 and not f.left[b]:
-                    ended[b] = ended.get(b, 0.0) + end_loss(f.size)
-            if ended:
-                lose_at_ends(copying, rates, ended)
-            for f, _ in copying:
-                if id(f) not in scheduled and not any(f.left.values()):
-                    seq += 1
-                    scheduled.add(id(f))
-                    heapq.heappush(done_at, (seen(t + dt + extra), seq, f))
-        t += dt
+            self.copy(copying, rates, dt)
+        return dt
+
+    def copy(self, copying: list[tuple[Flow, int]], rates: list[float], dt: float) -> None:
+        """The bytes of ``dt`` at ``rates``; a step with every byte in completes a lag later."""
+        t = self.t
+        self.copy_s += dt
+        for e in self.busy_before:
+            self.last_busy[e] = t + dt
+        ended: dict[int, float] = {}  # receiving end -> what the streams ending now lose
+        for (f, b), r in zip(copying, rates, strict=True):
+            was = f.left[b]
+            f.left[b] = f.left[b] - r * dt if f.left[b] - r * dt > 1e-6 else 0.0
+            if was > 0 and not f.left[b]:
+                ended[b] = ended.get(b, 0.0) + end_loss(f.size)
+        if ended:
+            lose_at_ends(copying, rates, ended)
+        for f, _ in copying:
+            if id(f) not in self.scheduled and not any(f.left.values()):
+                self.completes_at(self.seen(t + dt + self.extra), f)
+
+    def complete_due(self) -> None:
+        """The steps completing by now: the next step of their move ready, or the move done
+        (its election queued)."""
+        t = self.t
         gone: set[int] = set()
         leaders = 0  # elections queued by the moves completing now (one count per poll)
-        while done_at and done_at[0][0] <= t + 1e-9:
-            _, _, f = heapq.heappop(done_at)
-            scheduled.discard(id(f))
+        while self.done_at and self.done_at[0][0] <= t + 1e-9:
+            _, _, f = heapq.heappop(self.done_at)
+            self.scheduled.discard(id(f))
             gone.add(id(f))
             f.steps = f.steps[1:]
             if len(f.srcs) > 1:  # the leader the next step reads from
@@ -430,23 +505,44 @@ def simulate(
                 f.src = f.srcs[0]
             if f.steps:
                 f.state, f.left = "ready", {}
-                ready.append(f)
-            elif elections is not None and f.item.moves_leader:
+                self.ready.append(f)
+            elif self.electing and f.item.moves_leader:
                 leaders += 1
         if gone:  # one pass (a removal each scanned the list: quadratic on 2,000 moves)
-            active[:] = [f for f in active if id(f) not in gone]
+            self.active[:] = [f for f in self.active if id(f) not in gone]
         if leaders:
-            elect_end = max(elect_end, _elect(elect, per_poll, t, poll, leaders, on_polls))
-    if rest_bytes > 0 and total_left > 0:
-        extra_s = copy_s * rest_bytes / total_left
-        copy_s += extra_s
-        if elections is not None and rest_leaders:  # their elections go out meanwhile
-            per, step = max(1, per_poll), poll if poll > 0 else 1.0
-            drain = math.ceil((elect[0] + rest_leaders) / per) * step
-            elect_end = max(elect_end, t + drain)
-        t += extra_s
-    t = max(t, elect_end)
-    return Forecast(t, copy_s, _name(bottleneck))
+            self.elect_end = max(
+                self.elect_end,
+                _elect(self.elect, self.per_poll, t, self.poll, leaders, self.on_polls),
+            )
+
+    def forecast(self, rest_bytes: float, rest_leaders: int) -> Forecast:
+        """The end: the queued moves not simulated added in proportion, the elections sent."""
+        t, copy_s, elect_end = self.t, self.copy_s, self.elect_end
+        if rest_bytes > 0 and self.total_left > 0:
+            extra_s = copy_s * rest_bytes / self.total_left
+            copy_s += extra_s
+            if self.electing and rest_leaders:  # their elections go out meanwhile
+                per, step = max(1, self.per_poll), self.poll if self.poll > 0 else 1.0
+                drain = math.ceil((self.elect[0] + rest_leaders) / per) * step
+                elect_end = max(elect_end, t + drain)
+            t += extra_s
+        t = max(t, elect_end)
+        return Forecast(t, copy_s, _name(self.bottleneck))
+
+
+def _bottleneck(flows: Iterable[Flow]) -> tuple[str, int] | None:
+    """The end with the most bytes to pass (a receiving end first on a tie)."""
+    load: dict[tuple[str, int], float] = {}
+    for f in flows:
+        for i, st in enumerate(f.steps):
+            src = f.srcs[i] if i < len(f.srcs) else f.src
+            for b in st:
+                n = f.left.get(b, f.size) if (i == 0 and f.state == "moving") else f.size
+                load[("i", b)] = load.get(("i", b), 0.0) + n
+                if src is not None:
+                    load[("o", src)] = load.get(("o", src), 0.0) + n
+    return max(load, key=lambda k: (load[k], k[0] == "i")) if load else None
 
 
 def _elect(

@@ -162,61 +162,103 @@ def decide(
     """
     n_cap = caps.batch_size if caps.mode == "incremental" else None
     slots_used = len(inflight) + len(ready)
-    broker_load: Counter[int] = Counter()
-    leaders = 0
-    # the moves in flight are read only where a cap weighs them (the count alone
-    # otherwise; with 2,000 in flight, reading them was a third of a quiet poll)
-    per_broker = caps.max_moves_per_broker is not None or bool(caps.broker_caps)
-    if per_broker or caps.max_leader_moves is not None:
-        for it in inflight:
-            broker_load.update(it.brokers)
-            leaders += it.moves_leader
-    cluster_room = (
-        caps.cluster_max_reassignments - cluster_inflight
-        if caps.cluster_max_reassignments is not None
-        else None
-    )
+    room = _Room(caps, inflight, cluster_inflight)
+    for it in _prefer(caps, ready):
+        why = room.fits(it)
+        if why is None:
+            room.take(it)
+        else:
+            room.blocked[it.tp] = why
 
-    chosen: list[TopicPartition] = []
-    blocked: dict[TopicPartition, str] = {}
-    reason: str | None = None
+    batch, candidates, reason = _batch_of(pending, inflight, ready, caps)
+    new_taken = 0
+    for it in _prefer(caps, candidates):
+        if n_cap is not None and slots_used + new_taken >= n_cap:
+            reason = reason or f"{n_cap} moves in flight (the incremental cap)"
+            break
+        why = room.fits(it)
+        if why is not None:
+            room.blocked[it.tp] = why
+            reason = reason or why
+            if why == "cluster-wide cap reached":
+                break
+            continue
+        room.take(it)
+        new_taken += 1
 
-    def fits(it: Item) -> str | None:
-        if cluster_room is not None and cluster_room - len(chosen) <= 0:
+    if reason is None and room.blocked:
+        reason = next(iter(room.blocked.values()))
+    return Decision(tuple(room.chosen), reason, batch, room.cluster_full(), room.blocked)
+
+
+class _Room:
+    """What one decision leaves under the caps: the brokers' and leaders' moves (in flight
+    and chosen now), the cluster-wide room, the moves chosen and those a cap blocked."""
+
+    def __init__(self, caps: Caps, inflight: Iterable[Item], cluster_inflight: int) -> None:
+        self.caps = caps
+        self.broker_load: Counter[int] = Counter()
+        self.leaders = 0
+        self.chosen: list[TopicPartition] = []
+        self.blocked: dict[TopicPartition, str] = {}
+        # the moves in flight are read only where a cap weighs them (the count alone
+        # otherwise; with 2,000 in flight, reading them was a third of a quiet poll)
+        self.per_broker = caps.max_moves_per_broker is not None or bool(caps.broker_caps)
+        if self.per_broker or caps.max_leader_moves is not None:
+            for it in inflight:
+                self.broker_load.update(it.brokers)
+                self.leaders += it.moves_leader
+        self.cluster_room = (
+            caps.cluster_max_reassignments - cluster_inflight
+            if caps.cluster_max_reassignments is not None
+            else None
+        )
+
+    def cluster_full(self) -> bool:
+        return self.cluster_room is not None and self.cluster_room - len(self.chosen) <= 0
+
+    def fits(self, it: Item) -> str | None:
+        """None when ``it`` may go now, else the cap that blocks it."""
+        caps = self.caps
+        if self.cluster_full():
             return "cluster-wide cap reached"
-        if per_broker:
+        if self.per_broker:
             for b in sorted(it.brokers):
                 cap = caps.cap_of(b)
-                if cap is not None and broker_load[b] >= cap:
+                if cap is not None and self.broker_load[b] >= cap:
                     return f"broker {b} at its cap of {cap} moves"
         if (
             it.moves_leader
             and caps.max_leader_moves is not None
-            and leaders >= caps.max_leader_moves
+            and self.leaders >= caps.max_leader_moves
         ):
             return f"leader-movement cap of {caps.max_leader_moves} reached"
         return None
 
-    def take(it: Item) -> None:
-        nonlocal leaders
-        chosen.append(it.tp)
-        broker_load.update(it.brokers)
-        leaders += it.moves_leader
+    def take(self, it: Item) -> None:
+        self.chosen.append(it.tp)
+        self.broker_load.update(it.brokers)
+        self.leaders += it.moves_leader
 
-    def prefer(items: Iterable[Item]) -> Iterable[Item]:
-        if not caps.prefer_leader_moves:
-            return items
-        items = list(items)
-        return [i for i in items if i.moves_leader] + [i for i in items if not i.moves_leader]
 
-    for it in prefer(ready):
-        why = fits(it)
-        if why is None:
-            take(it)
-        else:
-            blocked[it.tp] = why
+def _prefer(caps: Caps, items: Iterable[Item]) -> Iterable[Item]:
+    """Leader moves first under ``prefer_leader_moves``, else the order given."""
+    if not caps.prefer_leader_moves:
+        return items
+    items = list(items)
+    return [i for i in items if i.moves_leader] + [i for i in items if not i.moves_leader]
 
-    batch = None
+
+def _batch_of(
+    pending: Iterable[Item],
+    inflight: Sequence[Item] | Collection[Item],
+    ready: Sequence[Item],
+    caps: Caps,
+) -> tuple[int | None, Iterable[Item], str | None]:
+    """The new moves that may go now, read lazily: in batch mode only the current batch's
+    (none while an earlier batch is in flight: the batch, the moves and why not)."""
+    batch: int | None = None
+    reason: str | None = None
     rest = iter(pending)
     first = next(rest, None)
     candidates: Iterable[Item] = () if first is None else itertools.chain((first,), rest)
@@ -228,26 +270,7 @@ def decide(
             candidates = ()
         else:
             candidates = itertools.takewhile(lambda i: i.batch == batch, candidates)
-
-    new_taken = 0
-    for it in prefer(candidates):
-        if n_cap is not None and slots_used + new_taken >= n_cap:
-            reason = reason or f"{n_cap} moves in flight (the incremental cap)"
-            break
-        why = fits(it)
-        if why is not None:
-            blocked[it.tp] = why
-            reason = reason or why
-            if why == "cluster-wide cap reached":
-                break
-            continue
-        take(it)
-        new_taken += 1
-
-    cluster_full = cluster_room is not None and cluster_room - len(chosen) <= 0
-    if reason is None and blocked:
-        reason = next(iter(blocked.values()))
-    return Decision(tuple(chosen), reason, batch, cluster_full, blocked)
+    return batch, candidates, reason
 
 
 def plan_batches(ordered: Sequence[Item], caps: Caps) -> list[list[TopicPartition]]:

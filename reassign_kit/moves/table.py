@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any
 
 from ..errors import IllegalTransition
@@ -93,17 +94,22 @@ class MoveIndex:
             s: {} for s in MoveStatus
         }
         self.submitted = 0  # moves ever submitted (their first step accepted)
+        # the counts by status, published whole after each change: read from any thread
+        # without a lock (a scrape, ``Run.status``), never half-way through a transition
+        self.snapshot: Mapping[str, int] = MappingProxyType(self.counts())
 
     def add(self, ms: MoveState) -> None:
         ms.index = self
         self.by_status[ms.status][ms.tp] = ms
         self.submitted += ms.submitted_at is not None
+        self.snapshot = MappingProxyType(self.counts())
 
     def moved(self, ms: MoveState, before: MoveStatus) -> None:
         self.by_status[before].pop(ms.tp, None)
         self.by_status[ms.status][ms.tp] = ms
         if before is MoveStatus.PENDING and ms.submitted_at is not None:
             self.submitted += 1
+        self.snapshot = MappingProxyType(self.counts())
 
     def of(self, *statuses: MoveStatus) -> list[MoveState]:
         return [ms for s in statuses for ms in self.by_status[s].values()]

@@ -200,20 +200,26 @@ class RunMetrics:
 
     # ---- the collector -----------------------------------------------------------------
 
-    def _move_counts(self) -> dict[str, int]:
-        if self._status is not None:
-            try:
-                st = self._status()
-                return {
-                    "pending": st.pending,
-                    "moving": st.moving - st.rolling_back,
-                    "done": st.done,
-                    "failed": st.failed,
-                    "cancelled": st.cancelled,
-                    "rolling_back": st.rolling_back,
-                }
-            except Exception:  # noqa: BLE001 - a scrape must not fail on the run's state
-                pass
+    def _run_counts(self) -> dict[str, int] | None:
+        """The moves by state from the run's status (None: no status, or it failed)."""
+        if self._status is None:
+            return None
+        try:
+            st = self._status()
+            return {
+                "pending": st.pending,
+                "moving": st.moving - st.rolling_back,
+                "done": st.done,
+                "failed": st.failed,
+                "cancelled": st.cancelled,
+                "rolling_back": st.rolling_back,
+            }
+        except Exception:  # noqa: BLE001 - a scrape must not fail on the run's state
+            return None
+
+    def _move_counts(self, from_run: dict[str, int] | None) -> dict[str, int]:
+        if from_run is not None:
+            return from_run
         counts = dict.fromkeys(_MOVE_STATES, 0)
         for s in self._moves.values():
             counts[s] += 1
@@ -222,10 +228,13 @@ class RunMetrics:
         return counts
 
     def collect(self) -> Iterator[Metric]:
+        # the run's status asked before taking this lock: never wait on the run while holding
+        # the lock its events come in under (a run and a scrape each waited on the other)
+        from_run = self._run_counts()
         with self._lock:
-            yield from self._collect()
+            yield from self._collect(from_run)
 
-    def _collect(self) -> Iterator[Metric]:
+    def _collect(self, from_run: dict[str, int] | None) -> Iterator[Metric]:
         def gauge(name: str, value: float | None, **labels: str) -> Metric | None:
             if value is None:
                 return None
@@ -249,7 +258,7 @@ class RunMetrics:
         out = [
             gauge("run_info", 1, run_id=self.run_id, mode=self.mode),
             gauge("run_finished", 1 if self.finished else 0, state=self.finished or ""),
-            per("moves", self._move_counts(), "state"),
+            per("moves", self._move_counts(from_run), "state"),
             gauge("moves_planned", self.planned),
             counter("moves_completed", {(): self.completed}, []),
             counter("moved_bytes", {(): self.moved_bytes}, []),

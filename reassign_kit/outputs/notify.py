@@ -27,15 +27,56 @@ MAX_STUCK_POSTS = 20  # per run: a wide stall is one alert storm at most this bi
 
 
 def host_of(url: str) -> str:
-    return urllib.parse.urlsplit(url).hostname or "?"
+    """What a message may say of the URL: its scheme and host (the path and query, where a
+    webhook keeps its token, and any user info are never shown)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        return f"{parts.scheme}://{parts.hostname}" if parts.hostname else "?"
+    except ValueError:
+        return "?"
 
 
 def check_url(url: str) -> str:
-    """An http(s) URL, or ValueError naming the problem (never the URL's path)."""
-    parts = urllib.parse.urlsplit(url)
+    """An http(s) URL with a host and a valid port, or ValueError naming the problem (never
+    the URL: its path is a secret). Checked up front because http.client refuses such URLs
+    only when the first post goes out, on the notifier's thread."""
+    # urlsplit silently drops tabs and newlines, and http.client refuses spaces and control
+    # characters later: every character must be printable ASCII
+    if not url or any(not 0x21 <= ord(c) <= 0x7E for c in url):
+        raise ValueError(
+            "--notify takes an http:// or https:// URL without spaces or control characters "
+            "(percent-encode them)"
+        )
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port  # ValueError: not a number, or out of range
+    except ValueError:
+        raise ValueError("--notify takes an http:// or https:// URL with a valid port") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("--notify takes an http:// or https:// URL")
+    if port is not None and not 0 < port < 65536:
+        raise ValueError("--notify: the URL's port must be 1-65535")
     return url
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A 3xx is a failed delivery: following it would re-send (or drop, as a GET) the post to
+    wherever the answer points, another host or scheme included."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001
+        return None
+
+
+def failure_reason(e: BaseException) -> str:
+    """Why a post failed, without the URL (urllib's and http.client's messages may quote it)."""
+    if isinstance(e, urllib.error.HTTPError):
+        return f"HTTP {e.code}" + (": redirects are not followed" if 300 <= e.code < 400 else "")
+    reason = getattr(e, "reason", None) if isinstance(e, urllib.error.URLError) else e
+    if isinstance(reason, OSError) and reason.strerror:
+        return reason.strerror
+    if isinstance(reason, TimeoutError):
+        return "timed out"
+    return type(reason if isinstance(reason, BaseException) else e).__name__
 
 
 class Notifier:
@@ -50,6 +91,7 @@ class Notifier:
         self._stuck = 0
         self._warned = False
         self._q: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=100)
+        self._opener = urllib.request.build_opener(_NoRedirect)
         self._thread = threading.Thread(target=self._loop, name="rk-notify", daemon=True)
         self._thread.start()
 
@@ -82,17 +124,16 @@ class Notifier:
                 self.url, data=body, headers={"Content-Type": "application/json"}, method="POST"
             )
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                with self._opener.open(req, timeout=self.timeout_s) as resp:
                     resp.read()
                 self.sent.append(doc)
-            except (urllib.error.URLError, OSError, ValueError) as e:
+            except Exception as e:  # noqa: BLE001 - a thread's error would print a traceback
                 self.failed += 1
                 if not self._warned:
                     self._warned = True
-                    reason = getattr(e, "reason", None) or getattr(e, "code", None) or e
                     print(
-                        f"reassign-kit: --notify to {host_of(self.url)} failed ({reason}); "
-                        "the run goes on",
+                        f"reassign-kit: --notify to {host_of(self.url)} failed "
+                        f"({failure_reason(e)}); the run goes on",
                         file=sys.stderr,
                     )
 

@@ -369,8 +369,6 @@ class Controller:
         if p99 is None or limit is None:
             self.within_since.pop(b, None)  # an unmeasured sample held nothing
             return None  # not measured: hold (never faster)
-        old = self.rates[b]
-        since = sample.ts - self.changed_at.get(b, -1e18)
         low = h.produce_p99_low_ms if h is not None else None
         over = p99 > limit and (low is None or low > limit)
         if not over:
@@ -378,38 +376,69 @@ class Controller:
         if p99 > limit or sample.degraded:
             self.within_since.pop(b, None)  # a raise needs the objective held since
         if over:
-            first = self.over_since.setdefault(b, sample.ts)
-            if sample.ts - first < self.persist_s:
-                return None  # not yet: a burst that passes is not a pace to slow
-            cap = self.caps.get(b)
-            if old <= self.bounds.floor and (cap is None or cap <= 1):
-                return None
-            if sample.ts - self.last_decrease.get(b, -1e18) < self.settle_s:
-                return None  # the last decrease has not reached the window yet
-            if cap is not None and cap > 1:  # the moves at once first, the rate kept
-                new, new_cap = old, max(1, int(cap * self.beta))
-                how = f": its moves at once {cap} -> {new_cap}, its rate kept"
-            else:
-                new, new_cap, how = self.bounds.clamp(old * self.beta), cap, ""
-            self.rates[b] = new
-            if new_cap is not None:
-                self.caps[b] = new_cap
-            self.changed_at[b] = self.last_decrease[b] = max(now, sample.ts)
-            bound = "" if low is None else f" (at least {_ms(low)} at 95%)"
-            return Decision(
-                now,
-                "decrease",
-                f"produce p99 {_ms(p99)}{bound} over the objective {_ms(limit)}"
-                f" for {sample.ts - first:.0f} s{how}",
-                b,
-                old,
-                new,
-                self._signals(b, sample),
-                old_cap=cap,
-                new_cap=new_cap,
-            )
+            return self._decrease(b, sample, now, p99, low, limit)
         if p99 > limit:
             return None  # over, but within what a few messages' p99 reads by chance: hold
+        return self._increase(b, sample, now, p99, limit, stale, loaded)
+
+    def _decrease(
+        self,
+        b: int,
+        sample: HealthSample,
+        now: float,
+        p99: float,
+        low: float | None,
+        limit: float,
+    ) -> Decision | None:
+        """Broker ``b`` over the objective: once it has been for ``persist_s`` and the last
+        decrease has settled, its moves at once cut by ``beta`` first, else its rate."""
+        old = self.rates[b]
+        first = self.over_since.setdefault(b, sample.ts)
+        if sample.ts - first < self.persist_s:
+            return None  # not yet: a burst that passes is not a pace to slow
+        cap = self.caps.get(b)
+        if old <= self.bounds.floor and (cap is None or cap <= 1):
+            return None
+        if sample.ts - self.last_decrease.get(b, -1e18) < self.settle_s:
+            return None  # the last decrease has not reached the window yet
+        if cap is not None and cap > 1:  # the moves at once first, the rate kept
+            new, new_cap = old, max(1, int(cap * self.beta))
+            how = f": its moves at once {cap} -> {new_cap}, its rate kept"
+        else:
+            new, new_cap, how = self.bounds.clamp(old * self.beta), cap, ""
+        self.rates[b] = new
+        if new_cap is not None:
+            self.caps[b] = new_cap
+        self.changed_at[b] = self.last_decrease[b] = max(now, sample.ts)
+        bound = "" if low is None else f" (at least {_ms(low)} at 95%)"
+        return Decision(
+            now,
+            "decrease",
+            f"produce p99 {_ms(p99)}{bound} over the objective {_ms(limit)}"
+            f" for {sample.ts - first:.0f} s{how}",
+            b,
+            old,
+            new,
+            self._signals(b, sample),
+            old_cap=cap,
+            new_cap=new_cap,
+        )
+
+    def _increase(
+        self,
+        b: int,
+        sample: HealthSample,
+        now: float,
+        p99: float,
+        limit: float,
+        stale: bool,
+        loaded: bool,
+    ) -> Decision | None:
+        """Broker ``b`` within the objective: a raise once a fresh sample, taken with the
+        run's load on it, has held it for ``raise_persist_s`` since its last change settled;
+        its rate first (doubled until a first decrease), its moves at once at the ceiling."""
+        old = self.rates[b]
+        since = sample.ts - self.changed_at.get(b, -1e18)
         cap = self.caps.get(b)
         cap_room = cap is not None and self.cap_max is not None and cap < self.cap_max
         if stale or sample.degraded or since < self.settle_s:

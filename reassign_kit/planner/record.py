@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidPlanError, PlanDriftError, PlanHashError
+from ..errors import InvalidPlanError, PlanDriftError, PlanHashError, UsageError
 from ..model import PartitionState, Plan, TopicPartition, read_text
 
 VERSION = 1
@@ -50,6 +51,11 @@ class Approval:
     allow_drift: bool = False
     record: str | None = None
 
+    def __post_init__(self) -> None:
+        # an empty or mistyped hash must refuse the run, not turn the check off
+        if self.expect_plan_hash is not None:
+            expected_hash(self.expect_plan_hash)
+
     def record_for(self, plan_path: str | None) -> str | None:
         """The record file to check, or None (none given, none beside the plan)."""
         if self.record is not None:
@@ -70,11 +76,27 @@ def normalise_hash(text: str) -> str:
     return t[len("sha256:") :] if t.startswith("sha256:") else t
 
 
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+def expected_hash(text: object) -> str:
+    """``--expect-plan-hash``'s value normalised, or ``UsageError`` (exit 2) when it is not a
+    sha256 (64 hex digits, ``sha256:`` prefix allowed): no value is not "any plan"."""
+    want = normalise_hash(text) if isinstance(text, str) else ""
+    if not SHA256_HEX.fullmatch(want):
+        raise UsageError(
+            "--expect-plan-hash must be the plan's sha256: 64 hex digits (a sha256: prefix is "
+            "accepted), as `reassign-kit plan` printed it; nothing was sent to the cluster"
+        )
+    return want
+
+
 def check_hash(plan: Plan, expected: str | None, source: str) -> None:
-    """Refuse (``PlanHashError``, nothing sent) a plan whose hash is not ``expected``."""
-    if not expected:
+    """Refuse (``PlanHashError``, nothing sent) a plan whose hash is not ``expected``; None
+    (and only None) means no hash was asked for."""
+    if expected is None:
         return
-    want, got = normalise_hash(expected), plan_hash(plan)
+    want, got = expected_hash(expected), plan_hash(plan)
     if want != got:
         raise PlanHashError(
             f"{source} is not the approved plan: its sha256 is {got}, --expect-plan-hash "
@@ -146,13 +168,15 @@ class PlanRecord:
             doc = json.loads(read_text(path, "plan record"))
         except json.JSONDecodeError as e:
             raise InvalidPlanError([f"not valid JSON: {e}"], header=header) from None
+        except RecursionError:  # nested thousands deep: no record is
+            raise InvalidPlanError(["not valid JSON: nested too deeply"], header=header) from None
         problems: list[str] = []
         if not isinstance(doc, dict) or doc.get("kind") != KIND:
             raise InvalidPlanError([f"'kind' must be {KIND!r}"], header=header)
         if doc.get("version") != VERSION:
             problems.append(f"unsupported version {doc.get('version')!r}; only 1 is known")
         digest = doc.get("plan_sha256")
-        if not isinstance(digest, str) or len(digest) != 64:
+        if not isinstance(digest, str) or not SHA256_HEX.fullmatch(digest):
             problems.append("'plan_sha256' must be a hex sha256")
         brokers = doc.get("brokers")
         if not isinstance(brokers, list) or not all(_is_int(b) for b in brokers):

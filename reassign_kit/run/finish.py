@@ -6,6 +6,7 @@ that cleans it (exit 8) — then the result and ``run_finished``."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
@@ -27,6 +28,18 @@ OWED_ELECTION_PAUSE_S = 1.0
 PENDING, READY, MOVING = MoveStatus.PENDING, MoveStatus.READY, MoveStatus.MOVING
 ROLLING_BACK = MoveStatus.ROLLING_BACK
 DONE, CANCELLED, FAILED = MoveStatus.DONE, MoveStatus.CANCELLED, MoveStatus.FAILED
+
+
+@dataclass
+class _Ending:
+    """What the end has found so far: each step adds to it, and a step that fails leaves what
+    the steps before it found (the cleanup and the report still use it)."""
+
+    state: str
+    idle: set[TopicPartition] = field(default_factory=set)
+    touched: list[TopicPartition] = field(default_factory=list)  # what a user's cancel acted on
+    cancelled_run: bool = False
+    cluster: Any = None  # the reassignments the cluster lists at the end
 
 
 class Finisher:
@@ -58,6 +71,7 @@ class Finisher:
                 )
             if self.shared.journal is not None:
                 self.shared.journal.close()
+            self.parts.loop.deliver()  # a waiter woken by ``done`` finds every event heard
             self.shared.done.set()
 
     def _finish_run(self) -> None:
@@ -66,69 +80,82 @@ class Finisher:
         run's throttles stay). Each final step retries a transient error (``_final``); the
         throttle cleanup runs even when a step before it failed, and a cleanup that cannot
         finish is reported with what is left and the command that cleans it (exit 8)."""
-        state = self.shared.end_state or ("stopped" if self.shared.stop.is_set() else "failed")
-        idle: set[TopicPartition] = set()
-        touched: list[TopicPartition] = []  # what a user's cancel acted on
-        cancelled_run = False
+        end = _Ending(
+            self.shared.end_state or ("stopped" if self.shared.stop.is_set() else "failed")
+        )
         cleanup_error: str | None = None
         last_known = self.shared.throttles.left()
-        cluster: Any = None
         try:
-            if self.shared.began and self.shared.cancel_on_stop and self.shared.stop.is_set():
-                # Ctrl-C / SIGTERM / cancel(): journaled (and fsynced before the first Alter
-                # back) so that a SIGKILL from here on resumes as a cancel
-                touched = [ms.tp for ms in self.shared.index.of(MOVING, READY)]
-                cancelled_run = True
-                self.parts.loop.emit("cancel_started", moves=len(touched), reason="stop")
-                try:
-                    self._final(
-                        lambda: self.parts.rollback.cancel(touched, reason="stop"), "the cancel"
-                    )
-                except KafkaOperationError as e:  # reported; the throttles are still made right
-                    self.shared.error = self.shared.error or f"cancel failed: {e}"
-                    self.parts.loop.emit("error", message=f"cancel failed: {e}")
-            if self.shared.began:
-                self.parts.rollback.await_rollbacks()  # a cancel here, on a deadline or earlier in the run
-            # cancelled by the user in the poll that reached KIP-1335's return point: the run
-            # did not finish, it was stopped (before: "done", exit 0, for a run rolled back)
-            rolled = (CANCELLED, ROLLING_BACK)
-            if state in ("submitted", "done") and any(
-                self.shared.moves[tp].status in rolled for tp in touched
-            ):
-                state = "stopped"
-            if self.shared.began:
-                cluster = self._final(self.shared.gw.list_reassignments, "listing reassignments")
-                idle = self._final(self._final_states, "reading the moves' partitions")
+            self._wind_down(end)
         except BaseException as e:  # noqa: BLE001 - the cleanup and the report still run
-            self.parts.loop.emit("error", message=f"while finishing: {type(e).__name__}: {e}")
-            if self.shared.error is None:
-                self.shared.error = f"while finishing: {e}"
+            self._note_error(e)
         if self.shared.began:
-            cleanup_error = self._cleanup_throttles(cluster)
+            cleanup_error = self._cleanup_throttles(end.cluster)
         try:
-            if state == "submitted" and all(
-                ms.status in ("done", "cancelled") for ms in self.shared.moves.values()
-            ):
-                state = "done"
-            if cancelled_run and state in ("stopped", "submitted", "done"):
-                state = "cancelled"  # run_finished says what the panel / CLI asked for
-            if self.shared.began and self.shared.journal_error is None:
-                self._owed_elections()
-            if self.shared.began:
-                try:  # the leaders of the partitions elected: their preferred replicas?
-                    self.shared.elections.finish(self.shared.gw.wrapped.sleep)
-                except KafkaOperationError as e:
-                    self.parts.loop.emit(
-                        "warning", message=f"cannot check the elected leaders: {e}"
-                    )
+            self._settle(end)
         except BaseException as e:  # noqa: BLE001 - the report must still be written
-            self.parts.loop.emit("error", message=f"while finishing: {type(e).__name__}: {e}")
-            if self.shared.error is None:
-                self.shared.error = f"while finishing: {e}"
+            self._note_error(e)
+        self._report(end, cleanup_error, last_known)
+
+    def _note_error(self, e: BaseException) -> None:
+        self.parts.loop.emit("error", message=f"while finishing: {type(e).__name__}: {e}")
+        if self.shared.error is None:
+            self.shared.error = f"while finishing: {e}"
+
+    def _wind_down(self, end: _Ending) -> None:
+        """The cancel if one was asked, the rollbacks awaited, the cluster's reassignments
+        and the moves' partitions read (for the cleanup and the result)."""
+        if self.shared.began and self.shared.cancel_on_stop and self.shared.stop.is_set():
+            self._cancel_on_stop(end)
+        if self.shared.began:
+            self.parts.rollback.await_rollbacks()  # a cancel here, on a deadline or earlier in the run
+        # cancelled by the user in the poll that reached KIP-1335's return point: the run
+        # did not finish, it was stopped (before: "done", exit 0, for a run rolled back)
+        rolled = (CANCELLED, ROLLING_BACK)
+        if end.state in ("submitted", "done") and any(
+            self.shared.moves[tp].status in rolled for tp in end.touched
+        ):
+            end.state = "stopped"
+        if self.shared.began:
+            end.cluster = self._final(self.shared.gw.list_reassignments, "listing reassignments")
+            end.idle = self._final(self._final_states, "reading the moves' partitions")
+
+    def _cancel_on_stop(self, end: _Ending) -> None:
+        """Ctrl-C / SIGTERM / cancel(): journaled (and fsynced before the first Alter back) so
+        that a SIGKILL from here on resumes as a cancel."""
+        end.touched = [ms.tp for ms in self.shared.index.of(MOVING, READY)]
+        end.cancelled_run = True
+        self.parts.loop.emit("cancel_started", moves=len(end.touched), reason="stop")
+        try:
+            self._final(
+                lambda: self.parts.rollback.cancel(end.touched, reason="stop"), "the cancel"
+            )
+        except KafkaOperationError as e:  # reported; the throttles are still made right
+            self.shared.error = self.shared.error or f"cancel failed: {e}"
+            self.parts.loop.emit("error", message=f"cancel failed: {e}")
+
+    def _settle(self, end: _Ending) -> None:
+        """The end state named, the elections still owed carried out and the leaders
+        elected checked."""
+        if end.state == "submitted" and all(
+            ms.status in ("done", "cancelled") for ms in self.shared.moves.values()
+        ):
+            end.state = "done"
+        if end.cancelled_run and end.state in ("stopped", "submitted", "done"):
+            end.state = "cancelled"  # run_finished says what the panel / CLI asked for
+        if self.shared.began and self.shared.journal_error is None:
+            self._owed_elections()
+        if self.shared.began:
+            try:  # the leaders of the partitions elected: their preferred replicas?
+                self.shared.elections.finish(self.shared.gw.wrapped.sleep)
+            except KafkaOperationError as e:
+                self.parts.loop.emit("warning", message=f"cannot check the elected leaders: {e}")
+
+    def _report(self, end: _Ending, cleanup_error: str | None, last_known: Any) -> None:
+        """The lifecycle's end, the result and ``run_finished``."""
+        state = end.state
         self.shared.state = state
-        self.parts.loop.fire(
-            "finish", state
-        )  # the lifecycle's end: one transition, before run_finished
+        self.parts.loop.fire("finish", state)  # the lifecycle's end: one transition, first
         # after a failed cleanup, what was set after the last sync that went through may be left
         left = self.shared.throttles.left() if cleanup_error is None else last_known
         if cleanup_error is not None and self.shared.error is None:
@@ -138,7 +165,7 @@ class Finisher:
             self.shared.run_id,
             self.shared.journal_path,
             [self.shared.moves[tp] for tp in self.shared.order],
-            idle,
+            end.idle,
             left,
             self.shared.error,
             cleanup_error,

@@ -6,6 +6,8 @@ drain when the journal cannot be written)."""
 from __future__ import annotations
 
 import logging
+import threading
+from collections import deque
 from collections.abc import Mapping
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
@@ -34,10 +36,23 @@ class Loop:
     def __init__(self, shared: RunState, parts: RunParts) -> None:
         self.shared = shared
         self.parts = parts
+        # events emitted, not yet handed to the subscribers (``deliver``), in order
+        self._outbox: deque[dict[str, Any]] = deque()
+        self._delivering = threading.Lock()  # held by the one thread handing them out
 
     def drive(self) -> RunResult:
-        """``Run.run()``: start, poll until the end, finish on every path; raise RunError if
-        the run ended on an error (KeyboardInterrupt again after finishing)."""
+        """``Run.run()``: the loop (``_drive``) on this thread, which hands the run's events to
+        the subscribers while it runs; those left are handed out once it ends."""
+        self.shared.loop_thread = threading.current_thread()
+        try:
+            return self._drive()
+        finally:
+            self.shared.loop_thread = None
+            self.deliver()
+
+    def _drive(self) -> RunResult:
+        """Start, poll until the end, finish on every path; raise RunError if the run ended on
+        an error (KeyboardInterrupt again after finishing)."""
         interrupted: BaseException | None = None
         try:
             self.parts.begin.begin()
@@ -53,6 +68,7 @@ class Loop:
                     except JournalError as e:
                         self._drain(e)
                         done = False
+                self.deliver()  # what control calls from other threads queued
                 if self.shared.draining and not self.shared.index.count(MOVING):
                     assert self.shared.journal_error is not None
                     raise self.shared.journal_error  # drained: the run fails on the journal error
@@ -267,6 +283,9 @@ class Loop:
         self._commit()
 
     def emit(self, event: str, **fields_: Any) -> dict[str, Any]:
+        """Journal the event (write-ahead: it is in the journal when this returns) and queue
+        it for the subscribers, who hear it at once unless the run's lock is held (then when
+        it is released: ``deliver``)."""
         rec: dict[str, Any] | None = None
         if self.shared.journal is not None and self.shared.journal_error is None:
             try:
@@ -285,12 +304,32 @@ class Loop:
                 },
                 self.shared.secrets,
             )
-        for fn in list(self.shared.subscribers):
-            try:
-                fn(rec)
-            except Exception as e:  # noqa: BLE001 - a broken subscriber must not stop the run
-                self._listener_failed(fn, event, e)
+        self._outbox.append(rec)
+        self.deliver()
         return rec
+
+    def deliver(self) -> None:
+        """The queued events to the subscribers, in order. Never under the run's lock (a
+        listener may wait on a lock whose holder waits on the run's); while the loop runs,
+        only from its thread (others leave theirs queued for it); one thread at a time."""
+        if self.shared.lock.held():
+            return  # the release of the lock delivers them (``RunLock.released``)
+        owner = self.shared.loop_thread
+        if owner is not None and owner is not threading.current_thread():
+            return
+        # a thread that finds another delivering leaves its events to it: that one looks
+        # at the outbox again after letting go, so nothing queued is left behind
+        while self._outbox and self._delivering.acquire(blocking=False):
+            try:
+                while self._outbox:
+                    rec = self._outbox.popleft()
+                    for fn in list(self.shared.subscribers):
+                        try:
+                            fn(rec)
+                        except Exception as e:  # noqa: BLE001 - a broken subscriber must not stop the run
+                            self._listener_failed(fn, str(rec.get("event")), e)
+            finally:
+                self._delivering.release()
 
     def _listener_failed(self, fn: Any, event: str, error: Exception) -> None:
         """A subscriber raised: said once, on one line (its name and the error; the traceback

@@ -6,6 +6,7 @@ re-exports every name here."""
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,8 +22,15 @@ ON_INTERRUPT = ("leave", "cancel")
 # ----------------------------------------------------------------------- CLI converters
 
 
-def int_arg(name: str, minimum: int = 0) -> Callable[[str], int]:
-    """An argparse type: an integer >= ``minimum``, the error naming the option."""
+# Kafka's INT32 and INT64: a value past them is refused by name here rather than sent
+# (a broker rejects it, or a client wraps it around to a negative number)
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
+def int_arg(name: str, minimum: int = 0, maximum: int = INT32_MAX) -> Callable[[str], int]:
+    """An argparse type: an integer in ``minimum`` .. ``maximum``, the error naming the
+    option."""
 
     def conv(s: str) -> int:
         try:
@@ -32,6 +40,8 @@ def int_arg(name: str, minimum: int = 0) -> Callable[[str], int]:
         if v < minimum:
             rule = ">= 0" if minimum == 0 else f">= {minimum}" if minimum > 1 else "> 0"
             raise argparse.ArgumentTypeError(f"{name} must be {rule}, not {v}")
+        if v > maximum:
+            raise argparse.ArgumentTypeError(f"{name} must be <= {maximum}, not {v}")
         return v
 
     return conv
@@ -49,8 +59,8 @@ def duration_arg(name: str) -> Callable[[str], float]:
             raise argparse.ArgumentTypeError(
                 f"{name} must be a duration like 90, 90s, 15m or 2h, not {s!r}"
             ) from None
-        if not v > 0:
-            raise argparse.ArgumentTypeError(f"{name} must be > 0, not {s}")
+        if not 0 < v < math.inf:  # "inf" and "nan" parse as floats
+            raise argparse.ArgumentTypeError(f"{name} must be > 0 and finite, not {s}")
         return v
 
     return conv

@@ -7,20 +7,21 @@ meaning "none") and whether it may change while a run goes on (``Run.set_caps``)
 builds its flags from ``cli_options()`` and the panel its controls from ``panel_options()``,
 so a new option is added here and nowhere else. ``Option`` and the flags' converters live in
 ``option_spec`` (re-exported here), the rules a set of options must keep
-(``validate``) in ``options_validate``.
+(``validate``) and what is derived from them (``caps``, the journal's JSON form) in
+``options_validate``.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from ..errors import UsageError
 from ..health.sources import health_source_arg
-from ..moves.schedule import ORDERS, Caps
+from ..moves.schedule import ORDERS
 from .option_spec import (
+    INT64_MAX,
     ON_DEADLINE,
     ON_INTERRUPT,
     PACES,
@@ -29,7 +30,7 @@ from .option_spec import (
     int_arg,
     slo_arg,
 )
-from .options_validate import ValidatedOptions
+from .options_validate import DerivedOptions, ValidatedOptions
 
 
 def _opt(default: Any, option: Option) -> Any:
@@ -41,8 +42,9 @@ def _none_if_zero(v: Any) -> Any:
 
 
 @dataclass
-class ExecuteOptions(ValidatedOptions):
-    """Pacing, caps, throttle, deadlines. Durations in seconds; ``throttle`` in bytes/s."""
+class ExecuteOptions(ValidatedOptions, DerivedOptions):
+    """Pacing, caps, throttle, deadlines. Durations in seconds; ``throttle`` in bytes/s.
+    ``validate``, ``caps``, ``to_json_obj`` and ``from_json_obj``: options_validate.py."""
 
     batch_size: int = _opt(
         0,
@@ -143,7 +145,7 @@ class ExecuteOptions(ValidatedOptions):
             "Inter-broker replication throttle for the moves (execute). Default: none.",
             flag="--throttle",
             group="official",
-            type=int_arg("--throttle"),
+            type=int_arg("--throttle", maximum=INT64_MAX),
             metavar="BYTES/S",
             from_cli=_none_if_zero,
             label="throttle (B/s)",
@@ -155,7 +157,7 @@ class ExecuteOptions(ValidatedOptions):
     pace: str = _opt(
         "static",
         Option(
-            "static (default): every broker at --throttle. adaptive (issue 22): each broker's "
+            "static (default): every broker at --throttle. adaptive: each broker's "
             "rate between --throttle-floor and --throttle (the ceiling), raised additively "
             "while its produce p99 holds --slo-produce-p99 and halved within seconds when it "
             "does not; new submissions pause while a partition outside the plan is under min "
@@ -188,7 +190,7 @@ class ExecuteOptions(ValidatedOptions):
             "With --pace adaptive: no broker's rate goes below this (bytes/s; default "
             "--throttle / 20).",
             flag="--throttle-floor",
-            type=int_arg("--throttle-floor", 1),
+            type=int_arg("--throttle-floor", 1, INT64_MAX),
             metavar="BYTES/S",
             label="pace floor",
             widget="int",
@@ -380,7 +382,7 @@ class ExecuteOptions(ValidatedOptions):
             "broker, ETA, retries, pace decisions) for Prometheus on 127.0.0.1:PORT/metrics "
             "while it runs (prometheus-client).",
             flag="--metrics-port",
-            type=int_arg("--metrics-port", 1),
+            type=int_arg("--metrics-port", 1, 65535),
             metavar="PORT",
         ),
     )
@@ -424,7 +426,7 @@ class ExecuteOptions(ValidatedOptions):
             "Throttle for moves between log dirs on the same broker (execute).",
             flag="--replica-alter-log-dirs-throttle",
             group="official",
-            type=int_arg("--replica-alter-log-dirs-throttle"),
+            type=int_arg("--replica-alter-log-dirs-throttle", maximum=INT64_MAX),
             metavar="BYTES/S",
         ),
     )
@@ -434,30 +436,12 @@ class ExecuteOptions(ValidatedOptions):
             "How long to wait for a move between log dirs to begin (default 10000).",
             flag="--timeout",
             group="official",
-            type=int_arg("--timeout"),
+            type=int_arg("--timeout", maximum=INT64_MAX),
             metavar="MS",
             cli_default=10000,
             from_cli=lambda ms: ms / 1000,
         ),
     )
-
-    def caps(self) -> Caps:
-        return Caps(
-            self.batch_size,
-            self.incremental,
-            self.max_moves_per_broker,
-            self.max_leader_moves,
-            self.cluster_max_reassignments,
-            prefer_leader_moves=self.parallel_replica_count is not None,
-        )
-
-    def to_json_obj(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json_obj(cls, obj: Mapping[str, Any]) -> ExecuteOptions:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in obj.items() if k in names})
 
 
 # ----------------------------------------------------------------------- readers

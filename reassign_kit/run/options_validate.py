@@ -1,16 +1,46 @@
 """The rules a set of execute options must keep (KIP-1335's and ours), each refusal naming the
 option at fault, before anything is read or sent: ``ValidatedOptions``, a part of
-``ExecuteOptions`` (engine/options.py), whose fields it reads."""
+``ExecuteOptions`` (engine/options.py), whose fields it reads; and ``DerivedOptions``, what
+is derived from them (the scheduler's caps, the journal's JSON form)."""
 
 from __future__ import annotations
 
-from typing import Self
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import asdict, fields
+from typing import Any, Self
 
 from ..errors import UsageError
 from ..health.sources import parse_spec
-from ..moves.schedule import ORDERS
+from ..moves.schedule import ORDERS, Caps
 from ..pacing.controller import Objective
-from .option_spec import ON_DEADLINE, PACES
+from .option_spec import INT32_MAX, INT64_MAX, ON_DEADLINE, PACES
+
+
+class DerivedOptions:
+    """What is derived from a set of execute options: the scheduler's caps, and the JSON form
+    the journal keeps (``run_started``, read back by ``--resume``). A part of the dataclass
+    ``ExecuteOptions``, whose fields it reads."""
+
+    def caps(self) -> Caps:
+        return Caps(
+            self.batch_size,
+            self.incremental,
+            self.max_moves_per_broker,
+            self.max_leader_moves,
+            self.cluster_max_reassignments,
+            prefer_leader_moves=self.parallel_replica_count is not None,
+        )
+
+    def to_json_obj(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_json_obj(cls, obj: Mapping[str, Any]) -> Self:
+        names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+        return cls(**{k: v for k, v in obj.items() if k in names})
 
 
 class ValidatedOptions:
@@ -49,6 +79,7 @@ class ValidatedOptions:
                 "--replica-alter-log-dirs-throttle must be a positive number of bytes/s, "
                 f"got {self.log_dir_throttle}"
             )
+        self._validate_bounds()
         if not self.timeout_s >= 0:
             raise UsageError(f"--timeout must be >= 0, got {self.timeout_s}")
         self._validate_metrics()
@@ -67,6 +98,33 @@ class ValidatedOptions:
             )
         return self
 
+    def _validate_bounds(self) -> None:
+        """Each number within the Kafka type it is sent as (rates: LONG) or our own 32-bit
+        int, and durations finite, so the API refuses what the flags' converters refuse."""
+        for name, v, top in (
+            ("--throttle", self.throttle, INT64_MAX),
+            ("--replica-alter-log-dirs-throttle", self.log_dir_throttle, INT64_MAX),
+            ("--throttle-floor", self.throttle_floor, INT64_MAX),
+            ("--reassignment-batch-size", self.batch_size, INT32_MAX),
+            ("--reassignment-poll-interval-ms", self.poll_interval_ms, INT32_MAX),
+            ("--max-moves-per-broker", self.max_moves_per_broker, INT32_MAX),
+            ("--max-leader-moves", self.max_leader_moves, INT32_MAX),
+            ("--cluster-max-reassignments", self.cluster_max_reassignments, INT32_MAX),
+            ("--parallel-replica-count", self.parallel_replica_count, INT32_MAX),
+            ("--max-elections-per-poll", self.max_elections_per_poll, INT32_MAX),
+        ):
+            if isinstance(v, int) and not isinstance(v, bool) and v > top:
+                raise UsageError(f"{name} must be <= {top}, got {v}")
+        for name, d in (
+            ("--rollback-timeout", self.rollback_timeout),
+            ("--move-deadline", self.move_deadline),
+            ("--run-deadline", self.run_deadline),
+            ("--stuck-after", self.stuck_after),
+            ("--timeout", self.timeout_s),
+        ):
+            if isinstance(d, int | float) and not math.isfinite(d):
+                raise UsageError(f"{name} must be finite, got {d}")
+
     def _validate_metrics(self) -> None:
         """--health-source, --metrics-port, --metrics-textfile, each refused by name."""
         if self.health_source is not None:
@@ -76,8 +134,6 @@ class ValidatedOptions:
             raise UsageError(f"--metrics-port must be a TCP port (1-65535), got {p!r}")
         t = self.metrics_textfile
         if t is not None:
-            import os
-
             if not isinstance(t, str) or not t.strip() or t.endswith(os.sep):
                 raise UsageError(f"--metrics-textfile must be a file path, got {t!r}")
             parent = os.path.dirname(os.path.abspath(t))
@@ -85,6 +141,7 @@ class ValidatedOptions:
                 raise UsageError(f"--metrics-textfile {t}: its directory {parent} does not exist")
             if os.path.isdir(t):
                 raise UsageError(f"--metrics-textfile {t} is a directory, not a file")
+            check_textfile_writable(t, parent)
 
     def _validate_pace(self) -> None:
         """--pace and its companions, each refused by name (nothing read or sent yet)."""
@@ -114,3 +171,19 @@ class ValidatedOptions:
             raise UsageError(f"--throttle-floor ({f}) must be <= --throttle ({self.throttle})")
         if not 0 < self.pace_settle_s < 30:
             raise UsageError(f"pace_settle_s must be in (0, 30) s, got {self.pace_settle_s}")
+
+
+def check_textfile_writable(path: str, parent: str) -> None:
+    """The textfile is written as a temp file beside it, then renamed over it: both must be
+    possible (a read-only directory, /proc, or a device such as /dev/null renamed over are
+    refused by name now, not as an OSError at the first sample)."""
+    if os.path.lexists(path) and not os.path.isfile(path):
+        raise UsageError(f"--metrics-textfile {path} exists and is not a regular file")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".rk-probe-", dir=parent)
+    except OSError as e:
+        raise UsageError(
+            f"--metrics-textfile {path}: cannot write in {parent}: {e.strerror}"
+        ) from None
+    os.close(fd)
+    os.unlink(probe)

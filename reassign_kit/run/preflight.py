@@ -119,6 +119,10 @@ def write_rollback(rollback: Plan, rollback_path: str | None) -> str | None:
     if rollback_path is None:
         return None
     wanted = rollback_path or default_rollback_path()
+    if os.path.isdir(wanted):  # its name is taken: the "-2" below would land beside it
+        raise UsageError(
+            f"--rollback-file {wanted} is a directory: it takes the path of a file to create"
+        )
     stem, ext = os.path.splitext(wanted)
     n = 1
     while True:
@@ -182,13 +186,8 @@ def preflight(
     ``run_kwargs`` go to ``Run`` (``clock``, ``sleep``, ``steps_for``);
     a simulator's own clock is used when none is given."""
     opts = (options or ExecuteOptions()).validate()
-    throttled = opts.throttle is not None or opts.log_dir_throttle is not None
-    require_permissions(  # before the plan is even read: a denied user sees why, not "no topic"
-        gateway,
-        "execute",
-        ["DESCRIBE", "ALTER"] + (["DESCRIBE_CONFIGS", "ALTER_CONFIGS"] if throttled else []),
-        hint="or run without --throttle" if throttled else "",
-    )
+    # before the plan is even read: a denied user sees why, not "no topic"
+    _require_execute(gateway, opts)
     if isinstance(plan, str | os.PathLike):
         path = os.fspath(plan)
         plan = read_plan(path, gateway, allow_rf_change=opts.allow_replication_factor_change)
@@ -204,28 +203,14 @@ def preflight(
         source=source,
     )
     warnings = rf_guard_check(gateway, opts)
-    if opts.throttle is not None:  # the plan's topics get throttled-replica lists
-        require_topic_permissions(
-            gateway,
-            "execute",
-            plan.topics(),
-            ["DESCRIBE_CONFIGS", "ALTER_CONFIGS"],
-            "set the replication throttle on the plan's topics (or run without --throttle)",
-        )
+    _require_throttled_topics(gateway, plan, opts)
     in_flight: dict[TopicPartition, PartitionState] = {}
     rollback, path_written = None, None
     states = dict(view.states)
     if not resume:
-        in_flight = in_flight_unless_additional(gateway, opts.additional)
-        states = {tp: in_flight.get(tp, st) for tp, st in view.states.items()}
-        cur_dirs = None
-        if any(m.log_dirs is not None for m in plan):
-            brokers = {r for m in plan for r in m.replicas} | {
-                r for m in plan for r in states[m.tp].replicas
-            }
-            cur_dirs = replica_log_dirs(gateway, [m.tp for m in plan], brokers)[0]
-        rollback = rollback_plan(plan, states, cur_dirs)
-        path_written = write_rollback(rollback, rollback_path)
+        in_flight, states, rollback, path_written = _originals(
+            gateway, plan, view, opts, rollback_path
+        )
     min_isr = None  # read now when steps are asked for (else by the Run if R is set later)
     if opts.parallel_replica_count is not None and opts.min_isr is None:
         min_isr = dict(gateway.min_insync_replicas(plan.topics()))
@@ -253,6 +238,49 @@ def preflight(
             **run_kwargs,
         )
     return prepared
+
+
+def _require_execute(gateway: Any, opts: ExecuteOptions) -> None:
+    """The cluster permissions an execute needs (configs too when it throttles)."""
+    throttled = opts.throttle is not None or opts.log_dir_throttle is not None
+    require_permissions(
+        gateway,
+        "execute",
+        ["DESCRIBE", "ALTER"] + (["DESCRIBE_CONFIGS", "ALTER_CONFIGS"] if throttled else []),
+        hint="or run without --throttle" if throttled else "",
+    )
+
+
+def _require_throttled_topics(gateway: Any, plan: Plan, opts: ExecuteOptions) -> None:
+    """With --throttle the plan's topics get throttled-replica lists: their configs' rights."""
+    if opts.throttle is not None:
+        require_topic_permissions(
+            gateway,
+            "execute",
+            plan.topics(),
+            ["DESCRIBE_CONFIGS", "ALTER_CONFIGS"],
+            "set the replication throttle on the plan's topics (or run without --throttle)",
+        )
+
+
+def _originals(
+    gateway: Any, plan: Plan, view: ClusterView, opts: ExecuteOptions, rollback_path: str | None
+) -> tuple[
+    dict[TopicPartition, PartitionState], dict[TopicPartition, PartitionState], Plan, str | None
+]:
+    """A new run's starting point: others' moves in flight (refused unless ``additional``),
+    the partitions at their originals (an in-flight one at its own), the rollback plan and
+    where it was written."""
+    in_flight = in_flight_unless_additional(gateway, opts.additional)
+    states = {tp: in_flight.get(tp, st) for tp, st in view.states.items()}
+    cur_dirs = None
+    if any(m.log_dirs is not None for m in plan):
+        brokers = {r for m in plan for r in m.replicas} | {
+            r for m in plan for r in states[m.tp].replicas
+        }
+        cur_dirs = replica_log_dirs(gateway, [m.tp for m in plan], brokers)[0]
+    rollback = rollback_plan(plan, states, cur_dirs)
+    return in_flight, states, rollback, write_rollback(rollback, rollback_path)
 
 
 def rf_guard_check(gateway: Any, opts: ExecuteOptions) -> list[str]:

@@ -32,7 +32,7 @@ first; the control flags, under ``lock``, from any thread):
 
 - Begin: began, resume_cancel; with the facade: journal, min_isr, order, pos, run_id,
   started_at
-- Loop: deadline_hit, exc; with the facade: draining, end_state, journal_error,
+- Loop: deadline_hit, exc, loop_thread; with the facade: draining, end_state, journal_error,
   stop_submitting; with Finisher and the facade: error, state
 - Submitter: waiting_reason (with the facade); with Loop: throttles_fresh; with Loop and
   Rollback: dirty (a change was sent: re-read the cluster)
@@ -84,7 +84,7 @@ from .options import ExecuteOptions, live_changes
 from .pace import Pace
 from .retry import RetryingGateway
 from .rollback import Rollback
-from .shared import RunParts, RunState
+from .shared import RunLock, RunParts, RunState
 from .submit import Submitter
 from .track import Tracker
 
@@ -140,7 +140,15 @@ class Run:
         self.shared.secrets = tuple(secrets)
         self.shared.health = health  # --pace adaptive: the run's (closed at its end); None: a probe
         self.shared.caps = self.shared.options.caps()
-        self.shared.lock = threading.RLock()
+        self._controls()
+        self._moves(run_id)
+        self._collaborators(gateway, plan)
+
+    def _controls(self) -> None:
+        """The control flags (set from any thread, under ``lock``), the subscribers, the
+        lifecycle and the result awaited."""
+        # listeners never run under it: its release hands them what was emitted under it
+        self.shared.lock = RunLock(released=self.parts.loop.deliver)
         self.shared.wake = threading.Event()
         self.shared.stop = threading.Event()
         self.shared.abandon = threading.Event()  # a second stop/cancel: stop waiting for rollbacks
@@ -155,6 +163,9 @@ class Run:
         # start and end move it, one ``lifecycle`` event per transition; refused otherwise
         self.shared.life = Lifecycle(self.parts.loop.emit)
         self.shared.waiting_reason: str | None = None
+
+    def _moves(self, run_id: str | None) -> None:
+        """The run's name and the moves' state, filled by the start (``Begin``)."""
         self.shared.run_id = run_id or ""
         self.shared.started_at: float | None = None
         self.shared.moves: dict[TopicPartition, MoveState] = {}
@@ -165,6 +176,10 @@ class Run:
         # write-ahead originals read back from the journal on resume
         self.shared.wal_originals: dict[TopicPartition, tuple[int, ...]] = {}
         self.shared.order_unknown: set[TopicPartition] = set()  # originals from KIP-455's set
+
+    def _collaborators(self, gateway: Gateway, plan: Plan) -> None:
+        """What the parts share to reach the cluster (the retrying gateway, the throttle
+        keeper, log-dir moves, elections), the ETA's inputs and the run's end state."""
         # every admin call of the loop retried with backoff, each retry journaled
         self.shared.gw = RetryingGateway(
             gateway,
@@ -380,21 +395,23 @@ class Run:
         return self.shared.r
 
     def subscribe(self, fn: Callable[[dict[str, Any]], None]) -> None:
-        """``fn(event)`` for every journal event, called from the loop's thread."""
+        """``fn(event)`` for every journal event, in order, never under the run's lock: from
+        the loop's thread while it runs (before or after it, from the thread that emitted)."""
         with self.shared.lock:
             self.shared.subscribers.append(fn)
 
     def status(self) -> RunStatus:
-        """Counts and one row per move, now (safe from any thread)."""
-        with self.shared.lock:
-            return RunStatus.of(
-                self.shared.state,
-                self.shared.run_id,
-                self.parts.begin.moves_in_order,
-                self.shared.waiting_reason,
-                counts=self.shared.index.counts(),
-                total=len(self.shared.order),
-            )
+        """Counts and one row per move, now (safe from any thread). Lock-free: the counts are
+        the index's last published snapshot, so a reader (a scrape holding its own lock)
+        never waits on the run, which may be emitting into that reader's listener."""
+        return RunStatus.of(
+            self.shared.state,
+            self.shared.run_id,
+            self.parts.begin.moves_in_order,
+            self.shared.waiting_reason,
+            counts=self.shared.index.snapshot,
+            total=len(self.shared.order),
+        )
 
     def wait(self, timeout: float | None = None) -> RunResult | None:
         """Block until the run ends; its result (None on timeout)."""

@@ -8,10 +8,50 @@ A part reaches another through ``parts`` and its public methods, never its attri
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import ReassignKitError
 from ..health.signals import HealthSource
+
+
+class RunLock:
+    """The run's lock: re-entrant, and it knows whether the calling thread holds it.
+
+    Lock discipline: nothing but the run's own state (and the journal's write) happens under
+    it — no listener, no callback. Events emitted under it wait in the loop's outbox;
+    ``released`` (the loop's ``deliver``) runs each time a thread lets go of it wholly.
+    Before, a listener called under it (the metrics' one, waiting for its own lock) and a
+    reader holding that lock and waiting for this one (a scrape asking the status) hung the
+    run for good."""
+
+    def __init__(self, released: Callable[[], None] | None = None) -> None:
+        self._lock = threading.RLock()
+        self._depth = threading.local()  # how deep the calling thread holds it
+        self.released = released
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        got = self._lock.acquire(blocking, timeout)
+        if got:
+            self._depth.n = getattr(self._depth, "n", 0) + 1
+        return got
+
+    def release(self) -> None:
+        self._depth.n -= 1
+        self._lock.release()
+        if self._depth.n == 0 and self.released is not None:
+            self.released()
+
+    def held(self) -> bool:
+        """Whether the calling thread holds the lock."""
+        return getattr(self._depth, "n", 0) > 0
+
+    def __enter__(self) -> RunLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
 
 
 class RunState:
@@ -30,6 +70,8 @@ class RunState:
     exc: ReassignKitError | None = None
     deadline_hit = False
     resume_cancel = False  # resuming a run killed during its cancel
+    # the thread driving the loop while it runs: the one that hands events to subscribers
+    loop_thread: threading.Thread | None = None
 
     def __getattr__(self, name: str) -> Any:
         raise AttributeError(f"run state has no field {name!r} (set in Run.__init__?)")

@@ -166,6 +166,10 @@ class Snapshot:
             raise InvalidPlanError(
                 [f"not valid JSON: {e}"], header=f"{source} is not a snapshot"
             ) from e
+        except RecursionError:  # nested thousands deep: no snapshot is
+            raise InvalidPlanError(
+                ["not valid JSON: nested too deeply"], header=f"{source} is not a snapshot"
+            ) from None
         return cls.from_json_obj(obj, source)
 
     @classmethod

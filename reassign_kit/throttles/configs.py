@@ -294,13 +294,45 @@ def sync_changes(
     less what the reassignments in flight (``busy``) account for. ``broker_rates`` (issue
     22: the adaptive pace's per-broker rates) overrides ``rate`` on the brokers it names;
     it never makes a broker throttled that ``required`` does not throttle. Pure."""
-    cur_topics = current.get("topics", {})
-    cur_brokers = current.get("brokers", {})
+    ops = _Operator(priors, recorded, busy or Throttles())
     keep = set(keep_rates_of)
     ld = set(log_dir_brokers_)
-    busy = busy or Throttles()
+    topic_changes: ConfigChanges = {}
+    if rate is not None:
+        topic_changes = _list_changes(required, current.get("topics", {}), topics, ops)
+    broker_changes: ConfigChanges = {}
+    cur_brokers = current.get("brokers", {})
+    for b in sorted(set(brokers)):
+        have = cur_brokers.get(b, {})
+        kv: dict[str, str | None] = {}
+        has_rate = _rate_value(have.get(LEADER_RATE)) or _rate_value(have.get(FOLLOWER_RATE))
+        theirs = b in required.brokers and b in keep and has_rate
+        if rate is not None and not theirs:
+            b_rate = (broker_rates or {}).get(b, rate)
+            kv.update(_rate_changes(b, have, b_rate if b in required.brokers else None, ops))
+        if log_dir_rate is not None:
+            op = ops.value("brokers", b, LOG_DIR_RATE, have.get(LOG_DIR_RATE), False)
+            want_ld = str(int(log_dir_rate)) if b in ld else op
+            if _rate_value(have.get(LOG_DIR_RATE)) != _rate_value(want_ld):
+                kv[LOG_DIR_RATE] = want_ld
+                ops.note("brokers", b, LOG_DIR_RATE, op)
+        if kv:
+            broker_changes[b] = kv
+    return topic_changes, broker_changes
 
-    def operator(part: str, name: Any, key: str, have: str | None, theirs: bool) -> str | None:
+
+class _Operator:
+    """The operator's values a sync puts back (``priors``), and a key changed for the first
+    time recorded into ``recorded``: its value now, less what the reassignments in flight
+    (``busy``) account for."""
+
+    def __init__(self, priors: Priors | None, recorded: Priors | None, busy: Throttles) -> None:
+        self.priors, self.recorded, self.busy = priors, recorded, busy
+
+    def value(self, part: str, name: Any, key: str, have: str | None, theirs: bool) -> str | None:
+        """The operator's value of a key (None without priors: deleted when no move needs
+        it); ``theirs``: a rate the moves in flight set, not the operator."""
+        priors, recorded = self.priors, self.recorded
         if priors is None:
             return None
         if priors.known(part, name, key):
@@ -308,54 +340,54 @@ def sync_changes(
         if recorded is not None and recorded.known(part, name, key):
             return recorded.get(part, name, key)
         if part == "topics":
+            busy = self.busy
             busy_list = (busy.leader if key == LEADER_REPLICAS else busy.follower).get(name)
             return ",".join(sorted(entry_set(have) - entry_set(busy_list))) or None
         return None if theirs else have
 
-    def note(part: str, name: Any, key: str, value: str | None) -> None:
+    def note(self, part: str, name: Any, key: str, value: str | None) -> None:
+        priors, recorded = self.priors, self.recorded
         if priors is not None and recorded is not None and not priors.known(part, name, key):
             recorded.record(part, name, key, value)
 
+
+def _list_changes(
+    required: Throttles, cur_topics: Mapping[str, Any], topics: Iterable[str], ops: _Operator
+) -> ConfigChanges:
+    """The topics' throttled-replica lists that differ from what the moves need (with the
+    operator's entries)."""
     topic_changes: ConfigChanges = {}
-    for t in sorted(set(topics)) if rate is not None else ():
+    for t in sorted(set(topics)):
         have = cur_topics.get(t, {})
         kv: dict[str, str | None] = {}
         for key, need in (
             (LEADER_REPLICAS, required.leader.get(t)),
             (FOLLOWER_REPLICAS, required.follower.get(t)),
         ):
-            op = operator("topics", t, key, have.get(key), False)
+            op = ops.value("topics", t, key, have.get(key), False)
             want = merge_lists(need, op)
             cur = have.get(key)  # the same string is the same list, without reading it
             if cur != want and entry_set(cur) != entry_set(want):
                 kv[key] = want or None
-                note("topics", t, key, op)
+                ops.note("topics", t, key, op)
         if kv:
             topic_changes[t] = kv
-    broker_changes: ConfigChanges = {}
-    for b in sorted(set(brokers)):
-        have = cur_brokers.get(b, {})
-        kv = {}
-        has_rate = _rate_value(have.get(LEADER_RATE)) or _rate_value(have.get(FOLLOWER_RATE))
-        theirs = b in required.brokers and b in keep and has_rate
-        in_use = b in busy.brokers
-        if rate is not None and not theirs:
-            for key in (LEADER_RATE, FOLLOWER_RATE):
-                op = operator("brokers", b, key, have.get(key), in_use)
-                b_rate = (broker_rates or {}).get(b, rate)
-                want = str(int(b_rate)) if b in required.brokers else op
-                if _rate_value(have.get(key)) != _rate_value(want):
-                    kv[key] = want
-                    note("brokers", b, key, op)
-        if log_dir_rate is not None:
-            op = operator("brokers", b, LOG_DIR_RATE, have.get(LOG_DIR_RATE), False)
-            want_ld = str(int(log_dir_rate)) if b in ld else op
-            if _rate_value(have.get(LOG_DIR_RATE)) != _rate_value(want_ld):
-                kv[LOG_DIR_RATE] = want_ld
-                note("brokers", b, LOG_DIR_RATE, op)
-        if kv:
-            broker_changes[b] = kv
-    return topic_changes, broker_changes
+    return topic_changes
+
+
+def _rate_changes(
+    b: int, have: Mapping[str, Any], rate: int | None, ops: _Operator
+) -> dict[str, str | None]:
+    """Broker ``b``'s leader and follower rates that differ from ``rate`` (None: it needs
+    none, the operator's value back)."""
+    kv: dict[str, str | None] = {}
+    for key in (LEADER_RATE, FOLLOWER_RATE):
+        op = ops.value("brokers", b, key, have.get(key), b in ops.busy.brokers)
+        want = str(int(rate)) if rate is not None else op
+        if _rate_value(have.get(key)) != _rate_value(want):
+            kv[key] = want
+            ops.note("brokers", b, key, op)
+    return kv
 
 
 def after_changes(

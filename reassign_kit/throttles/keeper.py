@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
-from ..cluster.gateway import DEFAULT_BROKER
+from ..cluster.gateway import DEFAULT_BROKER, ConfigChanges
 from ..errors import UsageError
 from ..model import PartitionState, TopicPartition
 from .configs import Throttles, entry_set, move_map, summary, sync_throttles, throttles_for
@@ -178,20 +178,8 @@ class ThrottleKeeper:
             and self._given[2] == cluster
         ):
             return
-        targets = {tp: st.target for tp, st in cluster.items() if tp in ours}
-        states = {tp: st for tp, st in cluster.items() if tp in ours}
-        for tp, (tgt, st) in (submitting or {}).items():
-            targets[tp], states[tp] = tuple(tgt), st
         others = {tp: st for tp, st in cluster.items() if tp not in ours}
-        moves = move_map(targets, states, others)
-        if self._computed is not None and self._computed[0] == moves:
-            # the same moves as the last time (the listing right after a submission shows
-            # what was just throttled): the same lists, not built and sorted again
-            required, mine = self._computed[1], self._computed[2]
-        else:
-            required = throttles_for(moves)
-            mine = {b for tp in targets for b in (*moves[tp].sources, *moves[tp].destinations)}
-            self._computed = (moves, required, mine)
+        required, mine = self._needed(cluster, ours, others, submitting)
         keep = required.brokers - mine
         topics = self.plan_topics | {tp.topic for tp in cluster} | self.managed_topics
         ld = set(ld_given) if self.log_dir_rate is not None else set()
@@ -228,6 +216,55 @@ class ThrottleKeeper:
             on_prior=lambda new: self.emit("throttle_prior", **new.to_json()),
             broker_rates=overrides,
         )
+        self._note_skipped(skipped)
+        self.applied, self._applied_for = after, key
+        if changes[0] or changes[1]:
+            self._written(changes, before, after, rate, required, ld)
+
+    def _needed(
+        self,
+        cluster: Mapping[TopicPartition, PartitionState],
+        ours: Container[TopicPartition],
+        others: Mapping[TopicPartition, PartitionState],
+        submitting: Mapping[TopicPartition, tuple[tuple[int, ...], PartitionState]] | None,
+    ) -> tuple[Throttles, set[int]]:
+        """The throttles every move in flight (and about to be) needs, and the brokers this
+        run's moves use among them."""
+        targets = {tp: st.target for tp, st in cluster.items() if tp in ours}
+        states = {tp: st for tp, st in cluster.items() if tp in ours}
+        for tp, (tgt, st) in (submitting or {}).items():
+            targets[tp], states[tp] = tuple(tgt), st
+        moves = move_map(targets, states, others)
+        if self._computed is not None and self._computed[0] == moves:
+            # the same moves as the last time (the listing right after a submission shows
+            # what was just throttled): the same lists, not built and sorted again
+            return self._computed[1], self._computed[2]
+        required = throttles_for(moves)
+        mine = {b for tp in targets for b in (*moves[tp].sources, *moves[tp].destinations)}
+        self._computed = (moves, required, mine)
+        return required, mine
+
+    def _written(
+        self,
+        changes: tuple[ConfigChanges, ConfigChanges],
+        before: dict[str, Any],
+        after: dict[str, Any],
+        rate: int | None,
+        required: Throttles,
+        ld: set[int],
+    ) -> None:
+        """What a sync changed: the topics and brokers this run wrote remembered, and
+        ``throttle_set`` (or ``throttle_cleared`` when no move needs any) journaled."""
+        self.managed_topics |= set(changes[0])
+        self.managed_brokers |= {b for b, kv in changes[1].items() if any(kv.values())}
+        if (rate is not None and (required.brokers or required.topics)) or ld:
+            self.emit("throttle_set", rate=rate, log_dir_rate=self.log_dir_rate, **summary(after))
+        else:
+            self.emit("throttle_cleared", **summary(before))
+
+    def _note_skipped(self, skipped: dict[Any, str]) -> None:
+        """The brokers this sync could not reach: a warning for each new one, a
+        ``throttle_broker_back`` for those that answer again."""
         newly = {b: e for b, e in skipped.items() if b not in self.skipped}
         back = [b for b in self.skipped if b not in skipped]
         self.skipped = skipped
@@ -241,12 +278,3 @@ class ThrottleKeeper:
             )
         if back:
             self.emit("throttle_broker_back", brokers=sorted(back, key=str))
-        self.applied, self._applied_for = after, key
-        if not (changes[0] or changes[1]):
-            return
-        self.managed_topics |= set(changes[0])
-        self.managed_brokers |= {b for b, kv in changes[1].items() if any(kv.values())}
-        if (rate is not None and (required.brokers or required.topics)) or ld:
-            self.emit("throttle_set", rate=rate, log_dir_rate=self.log_dir_rate, **summary(after))
-        else:
-            self.emit("throttle_cleared", **summary(before))

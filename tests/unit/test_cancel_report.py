@@ -198,8 +198,11 @@ def test_the_throttle_changes_mid_run_through_run_set_throttle(tmp_path):
     wait_for(lambda: sim.current_throttles().broker_rates, "the first throttle")
     assert not p.controls["throttle"].disabled
     p.controls["throttle"].value = 3.0
-    changed = [e for e in p.events if e["event"] == "throttle_changed"]
-    assert changed and changed[-1]["rate"] == 3 * MB
+    # the run's listeners hear a control's event from the loop's thread, at its next turn
+    wait_for(
+        lambda: [e["rate"] for e in p.events if e["event"] == "throttle_changed"] == [3 * MB],
+        "the panel to hear the throttle change",
+    )
     wait_for(
         lambda: set(sim.current_throttles().broker_rates.values()) == {3 * MB},
         "the brokers at the new rate",

@@ -352,3 +352,61 @@ def test_a_textfile_unwritable_mid_run_is_said_once_and_written_again(tmp_path, 
     assert m.textfile_failures == 4  # samples 2-5
     got = samples(path.read_text())
     assert got[("reassign_kit_run_finished", (("state", "done"),))] == 1
+
+
+# ---------------------------------------------------------------------------- scrapes mid-run
+
+
+def test_scrapes_and_status_calls_in_a_tight_loop_never_stop_a_long_run(tmp_path):
+    """A scrape takes the metrics' lock, then asks the run's status; the run emits its events
+    into the metrics' listener. Before, the loop emitted "completed" holding the run's lock
+    while a scrape held the metrics' lock and waited for it: the run hung for good. Now the
+    listeners hear the events once the run's lock is released, and the status is read
+    without it: the run ends, watched by a watchdog that fails it if its loop stops."""
+    import threading
+
+    from prometheus_client import generate_latest
+    from test_execute_sim import cluster, make_run, shift_plan
+    from watchdog import Watchdog, hammer
+
+    sim = cluster(48, size=4 * 1024 * 1024)
+    dog = Watchdog(sim, stall_s=20.0, limit_s=300.0)
+    run = make_run(sim, shift_plan(sim), tmp_path, incremental=True, batch_size=2, wait=True)
+    m = RunMetrics().attach(run)
+    stop = threading.Event()
+    scraper = hammer(lambda: generate_latest(m.registry), stop, "rk-test-scrape")
+    reader = hammer(run.status, stop, "rk-test-status")
+    try:
+        run.start()
+        res = dog.wait(run)
+    finally:
+        stop.set()  # the hammers end with the test, even a failed one
+    scraper.join(10)
+    reader.join(10)
+    assert res.state == "done" and len(res.completed) == 48
+    assert dog.polls > 48 and scraper.calls > 0 and reader.calls > 0
+    assert not scraper.is_alive() and not reader.is_alive()
+    got = samples(generate_latest(m.registry).decode())
+    assert got[("reassign_kit_moves", (("state", "done"),))] == 48
+    assert got[("reassign_kit_moves_completed_total", ())] == 48
+
+
+def test_the_watchdog_fails_a_run_whose_loop_stops_polling():
+    """The watchdog itself: a loop that never polls again fails the test (quickly), with the
+    threads' stacks, instead of waiting on it."""
+    from watchdog import Watchdog
+
+    class Gateway:
+        def list_reassignments(self):
+            return {}
+
+    class Stuck:  # a run whose loop never ends and never polls
+        def wait(self, timeout=None):
+            return None
+
+    gw = Gateway()
+    dog = Watchdog(gw, stall_s=0.5, limit_s=30.0)
+    gw.list_reassignments()
+    assert dog.polls == 1
+    with pytest.raises(pytest.fail.Exception, match="no poll for 0.5s .* after 1 poll"):
+        dog.wait(Stuck(), step_s=0.05)

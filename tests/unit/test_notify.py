@@ -185,7 +185,7 @@ def test_a_dead_webhook_never_fails_the_run(sim, tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert code == 0
-    assert "--notify to 127.0.0.1 failed" in err and "SECRET" not in err
+    assert "--notify to http://127.0.0.1 failed" in err and "SECRET" not in err
 
 
 def test_bad_url_is_a_usage_error(sim, tmp_path, capsys):
