@@ -9,7 +9,7 @@ and CPU time (the process's own: on a shared machine wall time measures the neig
 preflight (read the cluster, validate, rollback file, build the run), per-poll cost (CPU and
 wall, mean and p99, the simulator's sleep excluded; the simulator's answers are inside it),
 Admin calls per poll, journal bytes, peak RSS and bytes per partition, the garbage collector's
-CPU time (full collections run between polls: engine/gcpause.py) and its longest pause; then,
+CPU time (full collections run between polls: run/gcpause.py) and its longest pause; then,
 per size, the comparison with the figures before this work and with the targets. The load
 average during the run is printed with the table.
 

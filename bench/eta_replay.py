@@ -1,4 +1,4 @@
-"""Replay a paced run's journal through the run's ETA (``engine.eta.RunEta``), offline.
+"""Replay a paced run's journal through the run's ETA (``eta.estimate.RunEta``), offline.
 
 Every input of ``RunEta.update`` is in the journal: the moves' submissions, step completions
 and completions (timestamps), and at each ``sample`` the bytes each moving replica holds,

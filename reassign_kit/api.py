@@ -496,7 +496,7 @@ def progress(
     window_s: float = 60.0,
 ) -> ProgressReport:
     """The KIP-179 progress report of ``plan`` on ``cluster`` (the module's convention);
-    ``journal`` (path or events) adds steps and rates: see ``engine.progress.report``."""
+    ``journal`` (path or events) adds steps and rates: see ``watch.progress.report``."""
     from .watch.progress import report
 
     with connected(cluster, command_config) as gw:

@@ -342,7 +342,7 @@ def replay_pace(
     """An adaptive run's pace replayed on the signals its journal holds, with
     another tuning of the controller (``beta``: the decrease factor, ``settle_s``, ``step``:
     the additive increase, ``start``: the start rate; None = the run's): the decisions it
-    would have made, as journal-shaped rows (``engine.pacing.pace_line`` prints each).
+    would have made, as journal-shaped rows (``pacing.controller.pace_line`` prints each).
     Sends nothing."""
     from .pacing.replay import replay
 

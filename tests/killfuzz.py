@@ -8,7 +8,7 @@ the kill point is a gateway call (``RK_SIM_KILL_AT=<call>:<n>``: right after the
 call returned, e.g. between an Alter and the journal line that records it, inside a cancel,
 inside the final throttle cleanup). Model time passes between two commands, as wall time would
 while nobody restarts the tool. On the sandbox the kill is a signal sent at a random moment
-(and ``RK_KILL_AT`` for a named point, see ``engine/retry.py``).
+(and ``RK_KILL_AT`` for a named point, see ``run/retry.py``).
 
 Counted per trial (each must be 0): wrong originals (a journaled write-ahead original or a
 rollback file's list that is not the partition's list before the run), replication factor

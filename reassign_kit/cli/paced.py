@@ -1,5 +1,5 @@
 """Paced ``--execute`` (KIP-1335, KIP-435 steps and reassign_kit's own options): every flag
-comes from ``engine.options``; this module turns them into one ``preflight`` + ``Run`` and
+comes from ``run.options``; this module turns them into one ``preflight`` + ``Run`` and
 prints what happens.
 
 Any pacing or step option makes a run paced (``is_paced``): ``--parallel-replica-count R``
@@ -56,7 +56,7 @@ def is_paced(args: argparse.Namespace) -> bool:
 
 
 def options_from_args(args: argparse.Namespace) -> ExecuteOptions:
-    """The run's options from the parsed flags (one translation: ``engine.options``)."""
+    """The run's options from the parsed flags (one translation: ``run.options``)."""
     if args.incremental and args.reassignment_batch_size <= 0:
         raise UsageError("--incremental requires --reassignment-batch-size > 0")
     return options_from_cli(args)

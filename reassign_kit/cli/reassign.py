@@ -3,7 +3,7 @@ same meaning, so a runbook written for it works with ``reassign-kit`` in its pla
 codes that mean something. ``reassign_kit.cli`` dispatches here; ``main(argv) -> int``.
 
 Static: every flag is declared in ``cli/reassign_args`` (the execute options from
-``engine.options``, the one declaration the panel reads too; re-exported here), whose
+``run.options``, the one declaration the panel reads too; re-exported here), whose
 ``ACTION_OPTIONS`` says which flags each action accepts; ``HANDLERS`` here says which function
 runs it. No module adds itself to these at import.
 """

@@ -1,6 +1,6 @@
 """The drop-in CLI's arguments (cli/reassign.py runs them): every flag of
 ``kafka-reassign-partitions`` and ours, declared statically (the execute options from
-``engine.options``, the one declaration the panel reads too), ``ACTION_OPTIONS`` (which flags
+``run.options``, the one declaration the panel reads too), ``ACTION_OPTIONS`` (which flags
 each action accepts) and ``check_args``, the official tool's combination rules, refused by
 name before anything is read or sent."""
 
@@ -24,7 +24,7 @@ ACTIONS = ("generate", "execute", "verify", "cancel", "list", "progress")
 
 # Which options (argparse dest) each action accepts, besides the connection options.
 # Other modules extend these sets when they add flags for an action.
-EXECUTE_FLAGS = {d.dest for d in cli_options()}  # engine.options: the one declaration
+EXECUTE_FLAGS = {d.dest for d in cli_options()}  # run.options: the one declaration
 # Which options (argparse dest) each action accepts, besides the connection options.
 ACTION_OPTIONS: dict[str, set[str]] = {
     "execute": EXECUTE_FLAGS
@@ -223,7 +223,7 @@ def _add_generate(p: argparse.ArgumentParser) -> None:
 
 
 def _add_execute_options(p: argparse.ArgumentParser) -> None:
-    # the execute options: one declaration (engine.options) that the panel reads too
+    # the execute options: one declaration (run.options) that the panel reads too
     titles = {
         "official": "execute (kafka-reassign-partitions' own options)",
         "paced": "paced execution (KIP-1335 and beyond; --execute only)",

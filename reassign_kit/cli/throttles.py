@@ -1,7 +1,7 @@
 """`reassign-kit throttles`: the janitor. ``--check`` lists the throttle configs
 no reassignment in flight needs (ours or another tool's) with where each comes from, exit 8
 when any is set; ``--clean`` removes those set on a topic or broker itself (put back at their
-prior with ``--journal`` / ``--throttle-priors``). The logic is ``engine.janitor``; this module
+prior with ``--journal`` / ``--throttle-priors``). The logic is ``throttles.janitor``; this module
 only prints."""
 
 from __future__ import annotations

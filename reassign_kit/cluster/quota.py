@@ -1,5 +1,5 @@
 """Kafka's replication throttle at both ends of a copy: the one model the simulator
-(``SimCluster``), the what-if and a run's ETA (``engine.eta``) share.
+(``SimCluster``), the what-if and a run's ETA (``eta.estimate``) share.
 
 Every new replica being filled is a *stream* from the partition's leader (its source) to the
 broker receiving it (its target). A broker's leader-side throttle is shared by every stream

@@ -1,4 +1,4 @@
-"""Each broker end's bytes over the last quota windows (for ``engine.eta.RunEta``):
+"""Each broker end's bytes over the last quota windows (for ``eta.estimate.RunEta``):
 Kafka's replication quota is an average over ``QUOTA_WINDOWS`` one-second windows, so what an
 end may move next depends on what it moved in the last ones. Received bytes per broker are the
 run's counters; sent bytes per leader are what its streams copied. ``windows`` rebuilds each

@@ -1,4 +1,4 @@
-"""What a run spends between copies, measured (for ``engine.eta.RunEta``): the gap
+"""What a run spends between copies, measured (for ``eta.estimate.RunEta``): the gap
 from a completion to the submission it lets go (the run's admin calls), from a KIP-435
 step's completion to its move's next step, and what a step that only drops replicas takes
 (no byte to copy, still a controller round: 1.3-2 s on the sandbox). The medians of the last

@@ -1,4 +1,4 @@
-"""The completion lag, measured (for ``engine.track``): from a step's last byte to
+"""The completion lag, measured (for ``run.track``): from a step's last byte to
 its completion seen by the run (the follower joins the ISR, the controller ends the
 reassignment, a poll sees it). The ETA adds one after every step left. Pure.
 

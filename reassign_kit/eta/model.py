@@ -1,5 +1,5 @@
 """What is left of a paced run, simulated at both ends of every copy: the model
-behind ``engine.eta.RunEta``, pure.
+behind ``eta.estimate.RunEta``, pure.
 
 What is left is a set of *flows*, one per move not done: the step in flight (bytes each new
 replica still needs), the steps after it (KIP-435, ``steps.plan_steps`` for a queued move),

@@ -1,4 +1,4 @@
-"""The run's pace (for ``engine.eta.RunEta``): where the model's assumptions are
+"""The run's pace (for ``eta.estimate.RunEta``): where the model's assumptions are
 shown wrong by the data, the measurement wins. Pure.
 
 At each sample the model, at the throttle (share 1, no quota replay, each completion seen half

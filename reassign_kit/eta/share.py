@@ -1,5 +1,5 @@
 """The share of the throttle a run's brokers achieve, measured (for
-``engine.eta.RunEta``): at each sample the model's rate for the streams then in flight, and
+``eta.estimate.RunEta``): at each sample the model's rate for the streams then in flight, and
 over the window the bytes really received against the bytes the model says those streams
 would have moved (a trapezoid between samples); the share of an idle end's quota credit the
 cluster gave back (``burst``); the intervals that say nothing of either (Kafka's quota

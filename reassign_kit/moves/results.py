@@ -91,7 +91,7 @@ class RunResult:
     # intermediate replica set, nothing in flight. Also in ``pending`` (their next step was
     # not submitted); --resume goes on from there, the cancel rolls them back.
     between_steps: list[TopicPartition] = field(default_factory=list)
-    # preferred leader elections (engine/elections.py): counts (elected, not_needed, failed,
+    # preferred leader elections (run/elections.py): counts (elected, not_needed, failed,
     # pending), queued but not sent (the run stopped first), moves not complete at the end
     # whose preferred leader changes (elected by --resume or --verify --elect-leaders once
     # complete), partitions checked and those not led by their preferred replica (why)

@@ -1,6 +1,6 @@
 """``--cancel`` as a function (re-exported by ops): cancel = roll back. Each partition of
 the plan (of a journal, ``--topics``, ``--all``) in flight is cancelled and brought back to
-its ORIGINAL replica list, in order, through the one rollback (engine/rollback.py); originals
+its ORIGINAL replica list, in order, through the one rollback (run/rollback.py); originals
 from the journal, the rollback file or the run's home, and refused by name when they
 disagree."""
 

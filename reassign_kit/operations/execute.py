@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-# re-exported: these lived here before cluster/views.py and engine/logdirs.py held them
+# re-exported: these lived here before cluster/views.py and run/logdirs.py held them
 from ..cluster.views import (
     require_permissions,
 )

@@ -9,7 +9,7 @@ whether the preferred-leader election a kept move owes was carried out or is sti
 
 ``partition_outcomes`` is pure (plan, originals, cluster states, journal events in; rows out);
 ``cancel_report`` reads the cluster and, with ``elect=True``, carries out the elections owed
-(``engine.elections.elect_preferred``, KIP-460) before reading it again.
+(``run.elections.elect_preferred``, KIP-460) before reading it again.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The adaptive pace: the pure per-broker controller (``controller``), its start ramp
-(``ramp``), what it learned across runs (``memory``), its replay on a journal (``replay``), the
-produce canary that measures latency (``canary``), and the part of a run that feeds it one
-health sample per poll and applies its decisions (``pace``).
+"""The adaptive pace's pure parts: the per-broker controller (``controller``), its start ramp
+(``ramp``), what it learned across runs (``memory``) and its replay on a journal (``replay``).
+The part of a run that feeds it one health sample per poll and applies its decisions is
+``run.pace``, with the probe's canary topics in ``run.canary``.
 
-May import: moves, eta, cluster (the probe), health, model, errors."""
+May import: cluster (the quota windows), health, model, errors."""

@@ -1,4 +1,4 @@
-"""The adaptive pace's rates as written to the brokers (for ``engine.pace``): a
+"""The adaptive pace's rates as written to the brokers (for ``run.pace``): a
 raise in steps, a decrease at once. Pure."""
 
 from __future__ import annotations

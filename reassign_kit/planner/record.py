@@ -15,7 +15,7 @@ whatever the file's key order or whitespace (the same digest journals carry as
 with another hash, and the drift since the record (``drift``) refuses the run unless
 ``--allow-drift``. A plain Kafka-format plan with no record beside it has no known basis:
 its drift is not checked (a note says so; the rollback file written at execute is the state
-it starts from). Pure: the cluster reads are the caller's (``engine.preflight``).
+it starts from). Pure: the cluster reads are the caller's (``run.preflight``).
 """
 
 from __future__ import annotations

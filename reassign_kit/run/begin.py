@@ -1,4 +1,4 @@
-"""The run's start (a part of ``Run``, engine/run.py): open the journal (a resume reads it
+"""The run's start (a part of ``Run``, run/run.py): open the journal (a resume reads it
 back: run id, write-ahead originals, elections queued, whether a cancel was under way), read
 the cluster, load the moves in the run's order and batches, and reconcile each with what the
 cluster shows (complete, adopted in flight, continued, rolling back)."""

@@ -1,6 +1,6 @@
-"""The probe's canary topics in a run (a part of ``PacePart``, engine/pace.py): named
+"""The probe's canary topics in a run (a part of ``PacePart``, run/pace.py): named
 on disk before they are made, deleted at the run's end, and what a killed run left deleted by
-its resume (``engine/begin``) or ``--cancel --journal`` (``ops_cancel``).
+its resume (``run.begin``) or ``--cancel --journal`` (``ops_cancel``).
 
 Only the run's close deleted the canary (``_reassign_kit_canary_*``, a partition on every
 broker), so a run SIGKILLed with its probe up left one for good. The probe now calls back

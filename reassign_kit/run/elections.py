@@ -9,7 +9,7 @@ such partition is led by its preferred replica, and why not where it is not.
 
 Two ways in, one library:
 
-- ``Elections``, in a paced run (``engine.run.Run``): a move that completes and changed its
+- ``Elections``, in a paced run (``run.run.Run``): a move that completes and changed its
   preferred leader is queued (journal ``election_queued``); at each poll at most
   ``max_elections_per_poll`` queued partitions are elected in one request (each call retried
   by ``retry.RetryingGateway``, the journal committed before it is sent); each result is

@@ -1,4 +1,4 @@
-"""The run's end (a part of ``Run``, engine/run.py), on every exit path: the cancel if one
+"""The run's end (a part of ``Run``, run/run.py), on every exit path: the cancel if one
 was asked (journaled ``cancel_started`` first), the rollbacks awaited, the elections owed
 carried out, the throttles made exactly what is still needed — each final step retried on a
 transient error, and a cleanup that cannot finish reported with what is left and the command

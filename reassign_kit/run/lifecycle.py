@@ -1,6 +1,6 @@
 """A paced run's lifecycle as one transition table: the states a ``Run`` goes
 through, what moves it from one to the next, and nothing else. Pure (no I/O, no clock):
-``Run`` (engine/run.py) fires the triggers under its lock and journals one ``lifecycle``
+``Run`` (run/run.py) fires the triggers under its lock and journals one ``lifecycle``
 event per transition (``from``, ``to``, ``trigger``); the panel shows ``phase()`` of it.
 
 States: ``created`` (built, its loop not begun), ``running``, ``paused`` (submits nothing,

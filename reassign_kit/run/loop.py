@@ -1,4 +1,4 @@
-"""The run's loop (a part of ``Run``, engine/run.py): one poll — read the cluster, update
+"""The run's loop (a part of ``Run``, run/run.py): one poll — read the cluster, update
 the moves, sample, apply deadlines, schedule and submit, keep the throttles exact, elect —
 and the journal's discipline around it (group commit per poll, commit before any change,
 drain when the journal cannot be written)."""
@@ -117,7 +117,7 @@ class Loop:
             return False
 
     def fire(self, trigger: str, end: str | None = None) -> bool:
-        """Move the lifecycle (engine/lifecycle.py) under ``_lock``; False when its table
+        """Move the lifecycle (run/lifecycle.py) under ``_lock``; False when its table
         refuses ``trigger`` (nothing changed, nothing journaled)."""
         with self.shared.lock:
             try:
@@ -151,7 +151,7 @@ class Loop:
             self.shared.dirs.drive(now)
             self.parts.track.update(states, now)
         self.parts.track.maybe_sample(now, force=False)
-        self.parts.pace.pace(now)  # --pace adaptive: per-broker rates, a hold (engine/pace.py)
+        self.parts.pace.pace(now)  # --pace adaptive: per-broker rates, a hold (run/pace.py)
         self._check_deadlines(now)
         if self.shared.stop.is_set():
             self.shared.end_state = self.shared.end_state or "stopped"

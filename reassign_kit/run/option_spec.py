@@ -1,6 +1,6 @@
 """How one execute option is declared: its ``Option`` (CLI flag, help, panel widget, live or
 not), the argparse converters its flags use (errors naming the option) and the choices of the
-options that have some. ``engine/options`` declares ``ExecuteOptions`` with these and
+options that have some. ``run.options`` declares ``ExecuteOptions`` with these and
 re-exports every name here."""
 
 from __future__ import annotations

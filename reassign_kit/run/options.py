@@ -358,7 +358,7 @@ class ExecuteOptions(ValidatedOptions, DerivedOptions):
     )
     sample_interval: float = _opt(5.0, Option("Seconds between the journal's progress samples."))
     # the observability half: where the adaptive pace reads broker health, and the
-    # run's own metrics out (health/sources.py; engine/metrics_out.py)
+    # run's own metrics out (health/sources.py; outputs/metrics.py)
     health_source: str | None = _opt(
         None,
         Option(

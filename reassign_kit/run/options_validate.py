@@ -1,6 +1,6 @@
 """The rules a set of execute options must keep (KIP-1335's and ours), each refusal naming the
 option at fault, before anything is read or sent: ``ValidatedOptions``, a part of
-``ExecuteOptions`` (engine/options.py), whose fields it reads; and ``DerivedOptions``, what
+``ExecuteOptions`` (run/options.py), whose fields it reads; and ``DerivedOptions``, what
 is derived from them (the scheduler's caps, the journal's JSON form)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The adaptive pace inside a run (a part of ``Run``, engine/run.py): at every poll,
+"""The adaptive pace inside a run (a part of ``Run``, run/run.py): at every poll,
 one health sample (``health.signals.HealthSource``: the probe by default) goes to the pure
-controller (``engine/pacing.py``); its decisions become per-broker throttle rates
+controller (``pacing/controller.py``); its decisions become per-broker throttle rates
 (``ThrottleKeeper.set_broker_rates``: written by the loop's next sync, before any submission)
 and a hold on new submissions; each is journaled as ``pace_decision`` with its signals.
 

@@ -159,7 +159,7 @@ class Run:
         self.shared.done = threading.Event()
         self.shared.result: RunResult | None = None
         self.shared.state = "created"
-        # the lifecycle (engine/lifecycle.py's table): every control call and the run's
+        # the lifecycle (run/lifecycle.py's table): every control call and the run's
         # start and end move it, one ``lifecycle`` event per transition; refused otherwise
         self.shared.life = Lifecycle(self.parts.loop.emit)
         self.shared.waiting_reason: str | None = None
@@ -219,7 +219,7 @@ class Run:
             self.parts.loop.emit,
         )
         # preferred leader elections once a move that changed its first replica completes
-        # (engine/elections.py): it hears every ``completed`` event
+        # (run/elections.py): it hears every ``completed`` event
         self.shared.elections = Elections(
             self.shared.gw,
             self.parts.loop.emit,
@@ -320,7 +320,7 @@ class Run:
 
     @property
     def phase(self) -> str:
-        """The lifecycle state now (engine/lifecycle.py: created, running, paused, stopping,
+        """The lifecycle state now (run/lifecycle.py: created, running, paused, stopping,
         cancelling, or the end: done, submitted, stopped, cancelled, deadline, failed)."""
         return self.shared.life.state
 

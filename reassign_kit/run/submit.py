@@ -1,4 +1,4 @@
-"""Submission (a part of ``Run``, engine/run.py): what may start now (``schedule.decide``),
+"""Submission (a part of ``Run``, run/run.py): what may start now (``schedule.decide``),
 each move's original taken (never the union of a partition already reassigning), its intent
 and original written ahead, its throttles set, then one AlterPartitionReassignments."""
 

@@ -1,6 +1,6 @@
-"""Tracking (a part of ``Run``, engine/run.py): each move against the cluster at every
+"""Tracking (a part of ``Run``, run/run.py): each move against the cluster at every
 poll (a step complete, the move complete, lost), bytes copied sampled for stuck detection,
-and the fields the run hands to the ETA (engine/eta.py's ``RunEta``)."""
+and the fields the run hands to the ETA (eta/estimate.py's ``RunEta``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A paced run's throttles over its life (``ThrottleKeeper``): the one owner of what the run
-set on the cluster, synced at every poll from engine/throttle.py's pure core and I/O."""
+set on the cluster, synced at every poll from throttles/configs.py's pure core and I/O."""
 
 from __future__ import annotations
 

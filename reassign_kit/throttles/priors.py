@@ -2,7 +2,7 @@
 (``Priors``), and where they are kept: a paced run's journal (``throttle_prior`` events) or
 the priors file legacy ``--execute`` writes beside its rollback file. What the end of a run,
 ``--verify``, ``--cancel`` and ``throttles --clean`` put back instead of deleting the key
-(engine/throttle.py's ``sync_changes``); re-exported by engine/throttle.py."""
+(throttles/configs.py's ``sync_changes``); re-exported by throttles/configs.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The panel's pacing controls as widgets, in human units.
 
-Built from the one declaration of the execute options (``engine.options``): the label, the
+Built from the one declaration of the execute options (``run.options``): the label, the
 widget kind, the "none" value. Here only the presentation is added: the throttle in MiB/s
 (``0 = no throttle``), the meaning of 0 said in every label that has one, labels never cut
 (our own label beside each input, no fixed width), and a control that cannot change while a run goes on shown

@@ -35,7 +35,7 @@ _RESUMABLE = frozenset({"ready", "cancelled", "stopped", "failed"})
 
 # controls that stay editable while a run goes on: caps the executor re-reads at its next
 # scheduling decision (``Run.set_caps``), as KIP-435's dynamic configs
-LIVE_CONTROLS = live_options()  # declared with the options (engine/options.py)
+LIVE_CONTROLS = live_options()  # declared with the options (run/options.py)
 # ... and two more the run can change: the throttle (``Run.set_throttle``, a run started with
 # one) and the batch size N (``Run.set_caps``, within its pacing mode)
 RUN_CONTROLS = (*LIVE_CONTROLS, "throttle", "batch_size")

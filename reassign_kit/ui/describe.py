@@ -87,7 +87,7 @@ def describe_result(result: Any) -> str:
                 map(str, rolling[:20])
             )
     el = getattr(result, "elections", None) or {}
-    if el:  # preferred leader elections (engine/elections.py) and the check after them
+    if el:  # preferred leader elections (run/elections.py) and the check after them
         text += (
             f"; preferred leaders: {el.get('elected', 0)} elected, {el.get('not_needed', 0)} "
             f"not needed, {el.get('failed', 0)} failed"

@@ -138,7 +138,7 @@ def _direct_broker_bytes(latest: Any) -> dict[int, dict[str, float]]:
 
 def behind_from_samples(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Rows for ``behind_rows``: the engine's one "how far behind" model over the journal
-    (``engine.progress.behind_from_events``)."""
+    (``watch.progress.behind_from_events``)."""
     from ..watch.from_journal import behind_from_events
 
     return behind_from_events(events)

@@ -56,7 +56,7 @@ OPTIONS = cw.OPTIONS
 class Panel(RunWiring, Artefacts):
     """The widget tree plus its state; display it by leaving it last in a cell.
 
-    Execute and Resume go through ``engine.preflight`` (the CLI's checks, messages and rollback
+    Execute and Resume go through ``run.preflight`` (the CLI's checks, messages and rollback
     file); ``run_kwargs`` go to the ``Run`` it builds (tests pass a ``sleep`` on the
     simulator's clock); ``verify_fn(gateway, plan)`` is ``ops.verify``."""
 

@@ -138,7 +138,7 @@ class Status:
 
     def eta_text(self) -> str:
         """``ETA 0m49s [0m41s–1m02s], finish 06:45:29 UTC [...]``: the same words as the paced
-        CLI's line and the API's summary (engine.progress.eta_range_text)."""
+        CLI's line and the API's summary (watch.progress.eta_range_text)."""
         if self.eta_s is None and self.eta_label:
             return f"ETA {self.eta_label}"
         lo, hi = self.eta_range_s if self.eta_range_s is not None else (None, None)

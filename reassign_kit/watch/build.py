@@ -1,4 +1,4 @@
-"""KIP-179's progress, the pure core (engine/progress.py's family): an ``Observation`` (the
+"""KIP-179's progress, the pure core (watch/progress.py's family): an ``Observation`` (the
 plan, the partitions' states, the log dirs' sizes) and samples in, a ``ProgressReport`` out —
 each replica's status and bytes behind, rates and ETAs per partition, broker and plan."""
 

@@ -1,4 +1,4 @@
-"""What a run's journal says of its progress (engine/progress.py's family): its samples of
+"""What a run's journal says of its progress (watch/progress.py's family): its samples of
 bytes copied, its KIP-435 steps, its ETA as the run computed it (``eta.RunEta``), and the
 moves behind. Pure: events in, figures out."""
 

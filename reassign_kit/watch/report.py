@@ -1,4 +1,4 @@
-"""KIP-179's progress report, as data (engine/progress.py's family): the statuses, the
+"""KIP-179's progress report, as data (watch/progress.py's family): the statuses, the
 observation it is built from (``Observation``), the samples of bytes still to copy
 (``Sample``), a row per replica, partition and broker, and ``ProgressReport`` with its
 tables, series, JSON and text."""

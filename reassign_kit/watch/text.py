@@ -1,4 +1,4 @@
-"""How a run's progress reads (engine/progress.py's family): the percentage, the bytes,
+"""How a run's progress reads (watch/progress.py's family): the percentage, the bytes,
 the rate, the ETA and its range, and the paced CLI's progress line — one text for every front
 end (the CLI, the panel, ``--progress``). Pure."""
 

@@ -1,4 +1,4 @@
-"""The run's ETA modelled at both ends of every copy (``engine/eta.py``), on the
+"""The run's ETA modelled at both ends of every copy (``eta/estimate.py``), on the
 simulator in model time: a drain of one broker into three is bound by the source's leader
 throttle (shared by its streams), which the simulator now models as Kafka does; the ETA
 simulates what is left (moves in flight, then those queued behind batches and caps, KIP-435

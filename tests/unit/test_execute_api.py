@@ -1,5 +1,5 @@
 """``reassign_kit.execute(...)``, the Python API of --execute: a plain function that routes the
-legacy single request to ops.execute and paced runs to engine.run.Run, on the simulator (and a
+legacy single request to ops.execute and paced runs to run.run.Run, on the simulator (and a
 stand-in for ``ops.connect`` where a bootstrap string is given)."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The Admin API's view of ISR (KIP-966's eligible leader replicas counted where the
 brokers report them) for partitions outside the plan: the pure parts of the probe's ISR view
-(cluster/isr_view.py), the pause decision's ELR signals and reason (engine/pacing.py), the
-pace_sample's counts (engine/pace.py) and the fallback source keeping the ISR detail with its
+(cluster/isr_view.py), the pause decision's ELR signals and reason (pacing/controller.py), the
+pace_sample's counts (run/pace.py) and the fallback source keeping the ISR detail with its
 view (health/sources.py). Against real 4.3.1 brokers: tests/integration/test_pace_sandbox.py.
 """
 

@@ -1,4 +1,4 @@
-"""The run's lifecycle as one transition table (engine/lifecycle.py): every
+"""The run's lifecycle as one transition table (run/lifecycle.py): every
 transition the table refuses is refused — by the pure table (``IllegalTransition``) and by
 the ``Run``'s control API (False, nothing changed, nothing journaled) — and a model-based
 hypothesis test drives the control API of real runs on the simulator (a drawn control call at

@@ -24,7 +24,7 @@ BS = ["--bootstrap-server", "127.0.0.1:1"]
 
 
 def events() -> list[dict]:
-    """A small run's events as the engine emits them (engine/moves.py, track.py, retry.py,
+    """A small run's events as the engine emits them (moves/table.py, track.py, retry.py,
     finish.py; pace_decision as the adaptive pace journals it)."""
     t = 1000.0
     return [

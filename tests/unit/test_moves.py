@@ -1,4 +1,4 @@
-"""The move state machine (engine/moves.py): random sequences of transitions asked of a few
+"""The move state machine (moves/table.py): random sequences of transitions asked of a few
 moves. Only the table's transitions happen, each writes exactly one journal event (through a
 real Journal file), a refused one writes nothing and changes nothing, and the journal read
 back replays to the statuses the moves ended in."""

@@ -1,4 +1,4 @@
-"""The execute options are declared once (engine/options.py): the CLI's flags and the panel's
+"""The execute options are declared once (run/options.py): the CLI's flags and the panel's
 controls are read from that declaration, and both give the same ExecuteOptions."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A raise of the adaptive pace reaches the brokers in ten 1-s steps (engine/pacing.py
+"""A raise of the adaptive pace reaches the brokers in ten 1-s steps (pacing/controller.py
 ``Ramp``; seen in bench-pacing: each raise written in one step let Kafka's replication quota
 — an average over 11 one-second windows — admit the new rate's credit at once, and the load's
 latency spiked the second after). A decrease is written at once; a new target during a ramp

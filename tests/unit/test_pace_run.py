@@ -74,7 +74,7 @@ def cluster(n_parts=8, size=20 * MB) -> tuple[SimCluster, Plan]:
     return sim, plan
 
 
-# ---- per-broker rates (engine/throttle.py ThrottleKeeper) -----------------------------------
+# ---- per-broker rates (throttles/configs.py ThrottleKeeper) -----------------------------------
 
 
 def test_per_broker_rates_reach_the_brokers_and_the_end_puts_the_operators_rate_back(tmp_path):
@@ -540,7 +540,7 @@ def _caps_run(tmp_path, sick: int | None, slo: str):
 
 def test_a_sick_broker_keeps_one_move_at_a_time_and_its_rate_comes_down(tmp_path):
     """--pace adaptive with --max-moves-per-broker 4 (the maximum): each broker starts at one
-    move at a time (engine/pacing.py: at a given rate the moves at once are what the load
+    move at a time (pacing/controller.py: at a given rate the moves at once are what the load
     feels); broker 3, over the objective throughout, is never raised: its rate is halved,
     its cap stays one, and as every move goes through it no more than one is in flight."""
     ev, inflight = _caps_run(tmp_path, sick=3, slo="30ms")

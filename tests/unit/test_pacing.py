@@ -1,4 +1,4 @@
-"""The adaptive pace's controller (engine/pacing.py): pure, so its promises are
+"""The adaptive pace's controller (pacing/controller.py): pure, so its promises are
 checked as properties over random health histories — rates stay within [floor, ceiling], no
 increase without a fresh in-objective signal, a decrease within the reaction window of a
 signal over the objective, a pause exactly while a partition outside the plan is under min
