@@ -178,6 +178,7 @@ def verify(
     command_config: Mapping[str, str] | str | None = None,
     state_dir: str | os.PathLike | None = None,
     label: str = "verify",
+    source: str | None = None,
 ) -> VerifyResult:
     """As the CLI's ``--verify``: is every move of ``plan`` complete? Once nothing of it is in
     progress the throttles go; the run's recorded throttle priors (found in the state dir by
@@ -186,7 +187,7 @@ def verify(
     recorded run was found (``label`` names the action in it)."""
     from .operations.verify import verify as verify_plan
 
-    plan, _ = _plan_of(plan)
+    plan, path = _plan_of(plan)
     with connected(cluster, command_config) as gw:
         found, said = (None, []) if priors is not None else _found_run(gw, plan, state_dir, label)
         if found is not None:
@@ -197,6 +198,7 @@ def verify(
             preserve_throttles=preserve_throttles,
             priors=priors,
             elect_leaders=elect_leaders,
+            source=source or path,
         )
         res.run_state = said
         if found is not None and res.exit_code == 0 and res.cleared is not None:
@@ -518,6 +520,7 @@ def cancel(
     command_config: Mapping[str, str] | str | None = None,
     state_dir: str | os.PathLike | None = None,
     label: str = "cancel",
+    source: str | None = None,
 ) -> CancelResult:
     """Cancel means rollback, as the CLI's ``--cancel``: every partition of ``plan`` (a Plan
     or a JSON path; or the plan of the run ``journal`` holds), of ``topics`` or ``all`` in
@@ -534,8 +537,9 @@ def cancel(
     from .operations.cancel import ROLLBACK_TIMEOUT_S
     from .operations.cancel import cancel as cancel_plan
 
+    path = "the plan"
     if plan is not None:
-        plan, _ = _plan_of(plan)
+        plan, path = _plan_of(plan)
     journal = os.fspath(journal) if journal is not None else None
     rollback_file = os.fspath(rollback_file) if rollback_file is not None else None
     with connected(cluster, command_config) as gw:
@@ -565,6 +569,7 @@ def cancel(
             throttle=rate,
             timeout_s=ROLLBACK_TIMEOUT_S if timeout_s is None else timeout_s,
             priors=priors,
+            source=source or path,
         )
         res.run_state = said
         if found is not None and res.exit_code == 0:

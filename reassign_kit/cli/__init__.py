@@ -2,7 +2,10 @@
 for `kafka-reassign-partitions` (same flags), so runbooks written for it work unchanged.
 
 Static: ``SUBCOMMANDS`` maps a first word to its command module's ``main``; every command
-module translates flags into library calls and prints results."""
+module translates flags into library calls and prints results.
+
+A front end: it parses, calls the service (``api``) or the operation it exposes, presents;
+it may import everything below it."""
 
 from __future__ import annotations
 

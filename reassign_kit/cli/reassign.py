@@ -210,6 +210,7 @@ def _verify(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
         elect_leaders=bool(args.elect_leaders),
         state_dir=args.state_dir,
         label="--verify",
+        source=args.reassignment_json_file,
     )
     _print(vres.run_state)
     _print(vres.lines())
@@ -233,6 +234,7 @@ def _cancel(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
         timeout_s=args.rollback_timeout or None,
         state_dir=args.state_dir,
         label="--cancel",
+        source=args.reassignment_json_file,
     )
     _print(cres.run_state)
     _print(cres.lines())

@@ -11,16 +11,26 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..cluster.views import no_reassignment_in_progress, replica_log_dirs, require_permissions
+from ..cluster.views import (
+    cluster_view,
+    no_reassignment_in_progress,
+    replica_log_dirs,
+    require_permissions,
+)
 from ..errors import EXIT_IN_PROGRESS, JournalError, KafkaOperationError, UsageError
 from ..model import PartitionState, Plan, TopicPartition, is_complete
 from ..moves.journal import read_events
 from ..run.rollback import merge_originals, restore_leaders, roll_back
 from ..throttles import configs as thr
 from ..throttles import priors as priors_mod
+from ..validate import validate_plan
 from .tables import fmt_replicas, rows_table
 
-ROLLBACK_TIMEOUT_S = 300.0  # how long a cancel waits for the partitions to be back
+ROLLBACK_TIMEOUT_S = 300.0
+NO_PLAN_IN_JOURNAL = (
+    "the journal holds no plan (too large to inline, and its plan file is gone): give "
+    "--reassignment-json-file too"
+)  # how long a cancel waits for the partitions to be back
 
 
 # a canary the journal names while its run is still writing the journal (not deleted)
@@ -247,6 +257,7 @@ def cancel(
     throttle: int | None = None,
     timeout_s: float = ROLLBACK_TIMEOUT_S,
     priors: thr.Priors | str | None = None,
+    source: str = "the plan",
 ) -> CancelResult:
     """Cancel means rollback: the plan's partitions (or the journal's plan's), of ``topics``
     or ``all`` in flight are cancelled (KIP-455), then each not back at its ORIGINAL replica
@@ -265,12 +276,10 @@ def cancel(
     if not any(chosen):  # --journal alone: the journaled run's plan
         plan = rec.plan
     if journal is not None and plan is None and topics is None and not all:
-        raise UsageError(
-            f"--journal {journal}: the journal holds no plan (too large to inline, and its "
-            "plan file is gone): give --reassignment-json-file too"
-        )
-    known, events, priors = rec.originals, rec.events, rec.priors
-    rate = throttle if throttle is not None else rec.rate
+        raise UsageError(f"--journal {journal}: {NO_PLAN_IN_JOURNAL}")
+    if plan is not None:  # the rules --execute applies: a plan it would refuse changes nothing
+        validate_plan(plan, cluster_view(gateway, plan), source=source)
+    known, events, priors, rate = rec.originals, rec.events, rec.priors, rec.rate_or(throttle)
     in_flight = gateway.list_reassignments()
     wanted = _wanted(plan, topics, in_flight)
     targets = {m.tp: tuple(m.replicas) for m in plan} if plan is not None else {}
@@ -326,6 +335,10 @@ class _Recorded:
     rate: int | None
     events: list[dict[str, Any]] | None
     priors: Any
+
+    def rate_or(self, throttle: int | None) -> int | None:
+        """The rate for the way back: the one given, else the journal's."""
+        return throttle if throttle is not None else self.rate
 
     @classmethod
     def read(cls, rollback_files: list[str], journal: str | None, priors: Any) -> _Recorded:

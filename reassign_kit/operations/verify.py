@@ -11,6 +11,7 @@ from typing import Any
 
 from ..cluster.views import (
     METADATA_SETTLE_S,
+    cluster_view,
     missing_permissions,
     replica_log_dirs,
     require_permissions,
@@ -21,6 +22,7 @@ from ..run.elections import ElectionResult, elect_preferred
 from ..run.logdirs import log_dir_targets
 from ..throttles import configs as thr
 from ..throttles import priors as priors_mod
+from ..validate import validate_plan
 from .tables import fmt_replicas, rows_table
 
 SETTLE_PAUSE_S = 0.5  # between re-reads of metadata that may lag the controller (see settle)
@@ -173,6 +175,7 @@ def verify(
     preserve_throttles: bool = False,
     priors: thr.Priors | str | None = None,
     elect_leaders: bool = False,
+    source: str = "the plan",
 ) -> VerifyResult:
     """Is every move of the plan complete (``model.is_complete``), its replicas in the asked log
     dirs? Once nothing of the plan is in progress, clear the throttles of the plan's topics and
@@ -188,6 +191,8 @@ def verify(
     preferred replica named with why). The exit code stays the reassignment's."""
     priors = priors_mod.load_priors(priors)
     require_permissions(gateway, "verify", ["DESCRIBE"])
+    # the rules --execute applies: a plan it would refuse changes nothing here either
+    validate_plan(plan, cluster_view(gateway, plan), source=source)
     states = settled_states(gateway, plan)
     rows = [move_row(m, states.get(m.tp)) for m in plan]
     log_dir_rows = _log_dir_rows(gateway, plan, states)

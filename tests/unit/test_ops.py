@@ -197,11 +197,14 @@ def test_verify_statuses_exit_codes_and_throttle_clearing():
     assert "but replica set is [4,3] rather than [3,4]" in "\n".join(res.lines())
 
 
-def test_verify_missing_partition_is_a_mismatch():
-    res = verify_mod.verify(
-        cluster(), Plan.of([Move(TP("gone", 0), (1,))]), preserve_throttles=True
-    )
-    assert res.exit_code == errors.EXIT_MISMATCH and "does not exist" in "\n".join(res.lines())
+def test_verify_refuses_a_plan_execute_would_refuse_and_changes_nothing():
+    """A partition of a topic the cluster does not have: the rules --execute applies refuse
+    it (exit 3, the topic named) before any throttle is touched."""
+    c = cluster()
+    with pytest.raises(errors.InvalidPlanError, match="'gone' does not exist") as e:
+        verify_mod.verify(c, Plan.of([Move(TP("gone", 0), (1,))]))
+    assert e.value.exit_code == 3
+    assert not c.sent
 
 
 def test_cancel_rolls_a_grown_partition_back_to_its_original_list():
