@@ -221,23 +221,26 @@ def originals_disagreeing(
     states: Mapping[TopicPartition, PartitionState],
     stepped: set[TopicPartition],
 ) -> list[str]:
-    """Each recorded original (journal, rollback file) the cluster contradicts, named. A
-    partition in flight started from ``replicas - adding``: the recorded set must be that (or,
-    for a stepped move, hold it with the target); one at rest holds its original, its target,
-    or (stepped, between steps) brokers of the two. Anything else was edited, truncated or
-    planted, or belongs to another run: a cancel must not move a partition onto it."""
+    """Each recorded original (journal, rollback file) the cluster contradicts, named. Every
+    broker the partition is on now (for one in flight: where its reassignment started,
+    ``replicas - adding``) must be in the recorded original or the plan's target (a move,
+    a KIP-455 cancel that kept an added replica, or a stepped move between steps only mix the
+    two); and a move in flight that is not stepped still holds every original broker. An
+    original that names a broker the partition was never on, or drops one it is on, was
+    edited, truncated or planted, or belongs to another run: a cancel must not move a
+    partition onto it."""
     bad = []
     for tp, orig in recorded.items():
-        target = set(targets.get(tp, ()))
+        allowed = set(orig) | set(targets.get(tp, ()))
         if tp in in_flight:
             r = in_flight[tp]
             now = set(r.replicas) - set(r.adding)
             what = f"replicas [{fmt_replicas(r.replicas)}] adding [{fmt_replicas(r.adding)}]"
-            ok = now == set(orig) or (tp in stepped and now <= set(orig) | target)
+            ok = now <= allowed and (tp in stepped or set(orig) <= set(r.replicas))
         elif tp in states:
             now = set(states[tp].replicas)
             what = f"replicas [{fmt_replicas(states[tp].replicas)}]"
-            ok = now in (set(orig), target) or (tp in stepped and now <= set(orig) | target)
+            ok = now <= allowed
         else:
             continue  # the partition does not exist: reported as such, nothing sent for it
         if not ok:
