@@ -64,7 +64,7 @@ def one(n: int, mode: str) -> dict:
     from reassign_kit.model import Move, Plan
     from reassign_kit.operations import execute as ops
     from reassign_kit.run.options import ExecuteOptions
-    from reassign_kit.run.preflight import prepare
+    from reassign_kit.run.preflight import preflight
 
     per_broker = 2 * IN_FLIGHT / BROKERS
     sim = SimCluster(BROKERS, bandwidth=per_broker * MB / MOVE_S, tick=1.0)
@@ -132,7 +132,7 @@ def one(n: int, mode: str) -> dict:
             poll_interval_ms=1000,
             additional=True,
         )
-        p = prepare(sim, plan, opts, journal, rollback_path=rollback)
+        p = preflight(sim, plan, opts, journal, rollback_path=rollback)
         run = p.run  # on the simulator's clock (preflight builds it with gateway.now/sleep)
         out["preflight_s"] = time.perf_counter() - t0
         out["preflight_cpu_s"] = time.process_time() - c0

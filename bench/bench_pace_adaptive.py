@@ -175,7 +175,7 @@ def run_once(
 ) -> tuple[float, float]:
     from reassign_kit.model import Move, Plan, TopicPartition
     from reassign_kit.run.options import ExecuteOptions
-    from reassign_kit.run.preflight import prepare
+    from reassign_kit.run.preflight import preflight
 
     ids = sorted(b["id"] for b in sb.brokers)
     src, dst = (ids[:2], ids[2:4]) if forward else (ids[2:4], ids[:2])
@@ -190,7 +190,7 @@ def run_once(
         **opts_kw,
     )
     t0 = time.time()
-    res = prepare(gw, plan, opts, journal, rollback_path=journal + ".rollback.json").run.run()
+    res = preflight(gw, plan, opts, journal, rollback_path=journal + ".rollback.json").run.run()
     t1 = time.time()
     if res.state != "done":
         raise SystemExit(f"run ended {res.state}: {res.error}")

@@ -58,7 +58,7 @@ def one_round() -> dict:
     from reassign_kit.model import Move, Plan
     from reassign_kit.run import track
     from reassign_kit.run.options import ExecuteOptions
-    from reassign_kit.run.preflight import prepare
+    from reassign_kit.run.preflight import preflight
 
     sim = SimCluster(BROKERS, bandwidth=2 * IN_FLIGHT / BROKERS * MB / MOVE_S, tick=1.0)
     for t in range(max(1, PARTITIONS // 1000)):
@@ -77,7 +77,7 @@ def one_round() -> dict:
         poll_interval_ms=1000,
         additional=True,
     )
-    run = prepare(
+    run = preflight(
         sim, plan, opts, os.path.join(d, "run.jsonl"), rollback_path=os.path.join(d, "rb.json")
     ).run
     polls: list[tuple[float, float, bool, int, dict]] = []  # cpu, wall, sampled, in flight, parts

@@ -301,32 +301,6 @@ def rf_guard_check(gateway: Any, opts: ExecuteOptions) -> list[str]:
     return [text]
 
 
-def prepare(
-    gateway: Any,
-    plan: Plan,
-    options: ExecuteOptions,
-    journal_path: str | None,
-    *,
-    resume: bool = False,
-    rollback_path: str | None = "",
-    source: str = "the plan",
-    plan_path: str | None = None,
-    approval: Approval | None = None,
-) -> Prepared:
-    """``preflight`` of a paced run (the name the paced CLI calls)."""
-    return preflight(
-        gateway,
-        plan,
-        options,
-        journal_path,
-        resume=resume,
-        rollback_path=rollback_path,
-        source=source,
-        plan_path=plan_path,
-        approval=approval,
-    )
-
-
 def is_paced(options: dict, *, resume: bool = False, journal: object = None) -> bool:
     """Whether API options make a paced run: ``resume``, an explicit ``journal`` or any option
     the official tool lacks set to other than its default (else: the legacy request)."""
