@@ -16,7 +16,7 @@ COMPAT_CI_VERSION := 3.9.1
 LOCK := requirements.lock
 UV_VERSION := $(shell sed -n 's/^uv==\([^ ;]*\).*/\1/p' $(LOCK))
 
-.PHONY: setup venv lock kafka chromium prometheus test chaos compat demo bench bench-pacing lint sandbox-up sandbox-down clean
+.PHONY: setup venv lock kafka chromium prometheus test long chaos compat demo bench bench-pacing lint sandbox-up sandbox-down clean
 
 setup: venv kafka chromium prometheus
 
@@ -70,7 +70,11 @@ prometheus:
 	fi
 
 test: setup lint
-	$(BIN)/pytest -q -ra --strict-markers --durations=15 -m "not chaos and not compat" $(TEST_WORKERS) $(PYTEST_ARGS)
+	$(BIN)/pytest -q -ra --strict-markers --durations=15 -m "not chaos and not compat and not long" $(TEST_WORKERS) $(PYTEST_ARGS)
+
+# the sandbox demonstrations too long for make test (each names what it shows)
+long: setup
+	$(BIN)/pytest -q -ra --strict-markers --durations=15 -m long $(PYTEST_ARGS)
 
 # every fault scenario on a KRaft quorum; prints the table (also in tests/out/chaos/table.txt)
 chaos: setup
