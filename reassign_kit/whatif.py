@@ -217,12 +217,14 @@ def predict(
     brokers: Sequence[int],
     given: ExecuteOptions,
     calibration: Calibration | None = None,
+    given_only: bool = False,
 ) -> list[dict[str, Any]]:
     """``[{"policy", "seconds"}]``: the makespan of ``plan`` under each policy, in model time
-    (the executor itself runs, on a simulator set up like the cluster)."""
+    (the executor itself runs, on a simulator set up like the cluster); ``given_only``: the
+    options given alone."""
     cal = calibration or Calibration()
     out = []
-    for pol in policies(given, len(plan)):
+    for pol in policies(given, len(plan))[: 1 if given_only else None]:
         sim = model_of(states, sizes, brokers, given.throttle, cal)
         opts = replace(pol.options, additional=True, poll_interval_ms=500)
         run = Run(sim, plan, opts, None, clock=sim.now, sleep=sim.sleep)
@@ -298,12 +300,14 @@ def what_if(
     calibration: Calibration | str | os.PathLike | None = None,
     *,
     view: Any = None,
+    given_only: bool = False,
 ) -> WhatIf:
     """The plan's makespan predicted per pacing policy. ``source``: a gateway (read-only
     calls: partition states, sizes, brokers — what ``--execute --dry-run`` and the panel
     use) or a ``Snapshot`` (notebook 01: its replicas and sizes, no cluster call).
     ``calibration``: a Calibration or a calibration file. Sends nothing. ``view``: a
-    ``cluster_view`` already read (the CLI validates with it first)."""
+    ``cluster_view`` already read (the CLI validates with it first); ``given_only``: the
+    options given alone, not the alternatives."""
     source_name = None
     if isinstance(calibration, str | os.PathLike):
         source_name = os.fspath(calibration)
@@ -327,7 +331,7 @@ def what_if(
         states = dict(view.states)
         brokers = [b.id for b in source.brokers()]
         sizes = partition_sizes(source, tps, brokers)
-    rows = predict(plan, states, sizes, brokers, options, calibration)
+    rows = predict(plan, states, sizes, brokers, options, calibration, given_only)
     return WhatIf(tuple(rows), len(plan), sum(sizes.values()), source_name)
 
 
