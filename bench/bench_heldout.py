@@ -46,6 +46,7 @@ from reassign_kit.run.options import ExecuteOptions  # noqa: E402
 from reassign_kit.run.run import Run  # noqa: E402
 
 FROM_SHARE = 0.25
+CALIBRATED = "share+lag"  # the what-if's calibration as calibrate() makes it now
 
 
 @dataclass
@@ -154,18 +155,38 @@ def errors(points: list[Point], end: float) -> dict[str, Any]:
     }
 
 
-def what_ifs(shape: Shape, partner_journal: Path | None) -> tuple[float, float | None]:
-    """The what-if's makespan, uncalibrated and calibrated on the partner's journal."""
+WHATIF_TERMS = ("none", "share", "lag", "share+lag")
+
+
+def variants(cal: whatif.Calibration | None) -> dict[str, whatif.Calibration | None]:
+    """The what-if's calibration terms one at a time (the ablation): nothing; the share of
+    the throttle measured by the run's ETA; the completion lag it measured; both (what
+    ``calibrate`` gives). The per-broker rates and per-move cost calibrated before went on
+    this ablation (commit message, bench/RESULTS.md)."""
+    if cal is None:
+        return {"none": None}
+    t = cal.throttle
+    return {
+        "none": None,
+        "share": whatif.Calibration(share=cal.share, throttle=t),
+        "lag": whatif.Calibration(lag_s=cal.lag_s, throttle=t),
+        "share+lag": cal,
+    }
+
+
+def what_ifs(shape: Shape, partner_journal: Path | None) -> dict[str, float]:
+    """The what-if's makespan per calibration variant, calibrated on the partner's journal."""
     plan, opts = shape.plan(), options_of(shape)
-    plain = whatif.what_if(shape.sim(), plan, opts, given_only=True).predicted_seconds
     cal = None
     if partner_journal is not None and partner_journal.exists():
         try:
-            c = whatif.calibrate([str(partner_journal)])
-            cal = whatif.what_if(shape.sim(), plan, opts, c, given_only=True).predicted_seconds
+            cal = whatif.calibrate([str(partner_journal)])
         except Exception as e:  # noqa: BLE001 - a journal the calibration refuses is a row
             print(f"  seed {shape.seed}: calibration refused: {e}", flush=True)
-    return plain, cal
+    return {
+        name: whatif.what_if(shape.sim(), plan, opts, c, given_only=True).predicted_seconds
+        for name, c in variants(cal).items()
+    }
 
 
 def evaluate(seeds: list[int], workdir: Path) -> list[dict[str, Any]]:
@@ -182,7 +203,9 @@ def evaluate(seeds: list[int], workdir: Path) -> list[dict[str, Any]]:
     for row in rows:
         shape = shape_of(row["seed"])
         partner = workdir / f"seed-{row['seed'] ^ 1}.jsonl"
-        row["whatif"], row["whatif_cal"] = what_ifs(shape, partner)
+        row["whatifs"] = what_ifs(shape, partner)
+        row["whatif"] = row["whatifs"]["none"]
+        row["whatif_cal"] = row["whatifs"].get(CALIBRATED)
         row["changed"] = bool(shape.throttle_change or shape.restart)
     return rows
 
@@ -248,6 +271,26 @@ def table(rows: list[dict[str, Any]], cmd: str) -> str:
     return "\n".join(out)
 
 
+def ablation(rows: list[dict[str, Any]]) -> str:
+    """Each what-if term's effect per half: the shapes within 15% and the median error, on
+    the shapes without a mid-run change (the what-if cannot know one)."""
+    out = ["what-if terms (shapes without a mid-run change): within 15% / median error"]
+    for half in ("fit", "judged"):
+        part = [r for r in rows if r["half"] == half and not r["changed"]]
+        cells = []
+        for name in WHATIF_TERMS:
+            errs = [
+                abs(r["whatifs"][name] - r["makespan"]) / r["makespan"]
+                for r in part
+                if name in r["whatifs"]
+            ]
+            ok = sum(e <= 0.15 for e in errs)
+            med = statistics.median(errs) if errs else None
+            cells.append(f"{name} {ok}/{len(errs)} {pct(med)}")
+        out.append(f"  {half:<6} " + " | ".join(cells))
+    return "\n".join(out)
+
+
 def parse_seeds(text: str) -> list[int]:
     out: list[int] = []
     for part in text.split(","):
@@ -267,6 +310,7 @@ def main() -> None:
         rows = evaluate(parse_seeds(args.seeds), Path(d))
     print()
     print(table(rows, cmd.strip()))
+    print(ablation(rows))
     print(f"wall {time.time() - t0:.0f} s; throttles in MB/s of {MB} bytes")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2, default=str))
