@@ -26,7 +26,11 @@ every few minutes):
   the probe's p99 of ~50 messages is their worst, one spike or none): doubled until that
   broker's first decrease (TCP's slow start: a move of a few seconds is over before an
   additive ramp from mid-range reaches a ceiling the cluster can take), additive (``+ step``)
-  after it;
+  after it. With *room* — every p99 read under the run's load since that broker's last
+  change at most ``ROOM`` of its limit — the persistence scales down to nothing (the fresh
+  windows are the evidence), slow start multiplies by limit / worst p99 (2 to ``MAX_JUMP``)
+  and the ramp writes it in that share of its ten steps: the pace pays no fixed toll where
+  nothing objects;
 - **hold** otherwise: a value not measured (None) or a degraded source never makes the pace
   faster (a lost signal is not a good signal).
 
