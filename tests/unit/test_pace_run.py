@@ -561,18 +561,15 @@ def test_a_sick_broker_keeps_one_move_at_a_time_and_its_rate_comes_down(tmp_path
 
 
 def test_the_caps_on_moves_rise_only_once_the_rate_is_at_the_ceiling(tmp_path):
-    """The same run on a healthy cluster: each broker's rate rises first; its cap only once
-    the rate is at the ceiling (--throttle), by one (by the room measured, at most x4, where
-    its p99 stayed under half the objective), up to the maximum, and the run then has more
-    than one move in flight."""
+    """The same run on a healthy cluster: each broker's rate rises first; its cap by one at a
+    time only once the rate is at the ceiling (--throttle), up to the maximum, and the run
+    then has more than one move in flight."""
     ev, inflight = _caps_run(tmp_path, sick=None, slo="100ms")
     ups = [e for e in ev if e["event"] == "pace_decision" and e["action"] == "increase"]
     cap_ups = [e for e in ups if e["new_cap"] > e["old_cap"]]
     assert cap_ups, ups
     for e in cap_ups:
-        assert e["old_rate"] == e["new_rate"] == 8 * MB
-        assert e["old_cap"] < e["new_cap"] <= min(4, 4 * e["old_cap"])
-        assert e["new_cap"] == e["old_cap"] + 1 or "worst p99" in e["reason"]
+        assert e["old_rate"] == e["new_rate"] == 8 * MB and e["new_cap"] == e["old_cap"] + 1
         first = next(u for u in ups if u["broker"] == e["broker"])
         assert first["new_cap"] == first["old_cap"] == 1 and first["new_rate"] > first["old_rate"]
     assert not any(e["new_rate"] > e["old_rate"] and e["new_cap"] > e["old_cap"] for e in ups)
