@@ -15,6 +15,7 @@ Usage: nice -n 10 .venv/bin/python bench/bench_heldout_sandbox.py [--count 12] [
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 import tempfile
@@ -215,6 +216,7 @@ def main() -> None:
     finally:
         if own is not None:
             own.down()
+            shutil.rmtree(own.dir, ignore_errors=True)  # its logs: ~1 GiB a run (a full disk)
     print(table(rows))
 
 
