@@ -44,8 +44,8 @@ def main(argv: list[str]) -> int:
             {
                 "output": args.output,
                 "moves": cal.moves,
-                "overhead_s": round(cal.overhead_s, 3),
-                "rate_bps": {str(b): round(r) for b, r in sorted(cal.rate_bps.items())},
+                "share": None if cal.share is None else round(cal.share, 3),
+                "lag_s": None if cal.lag_s is None else round(cal.lag_s, 3),
             },
             indent=2,
         )

@@ -26,7 +26,11 @@ every few minutes):
   the probe's p99 of ~50 messages is their worst, one spike or none): doubled until that
   broker's first decrease (TCP's slow start: a move of a few seconds is over before an
   additive ramp from mid-range reaches a ceiling the cluster can take), additive (``+ step``)
-  after it;
+  after it. With *room* — every p99 read under the run's load since that broker's last
+  change at most ``ROOM`` of its limit — the persistence scales down to nothing (the fresh
+  windows are the evidence), slow start multiplies by limit / worst p99 (2 to ``MAX_JUMP``)
+  and the ramp writes it in that share of its ten steps: the pace pays no fixed toll where
+  nothing objects;
 - **hold** otherwise: a value not measured (None) or a degraded source never makes the pace
   faster (a lost signal is not a good signal).
 
@@ -51,6 +55,7 @@ a broker with none). Every change is a ``Decision`` in words, with the signals b
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from collections.abc import Iterable, Mapping
@@ -61,6 +66,7 @@ from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS
 from ..errors import UsageError
 from ..health.signals import HealthSample
 from ..model import TopicPartition
+from .ramp import RAMP_STEPS
 
 CAUSES = {
     "increase": "p99 within the objective",
@@ -82,6 +88,15 @@ RAISE_PERSIST_S = 6.0
 # read over for 7 s: run 20's first row halved every broker 8 s in, and its source again 36
 # s in, and took 67.6 s where static 128 took 34.8 s.
 PERSIST_S = float(QUOTA_WINDOWS * QUOTA_WINDOW_S)
+# Room: a broker whose worst p99 since its last change is at most this share of its limit
+# needs no persistence beyond its fresh windows before a raise (above it, raise_persist_s
+# scaled up to the whole at the limit). A raise multiplies the rate by limit / worst (at
+# least 2 in slow start, at most MAX_JUMP: latency linear in the rate, with a base, reads at
+# most the limit at the new rate) and reaches it in that share of the ramp's ten steps: a
+# run nothing objects to reaches its ceiling seconds after the first window that saw its
+# load, where it took 16-21 s (issue 38's sandbox: adaptive 21.8 s, static 13.2 s).
+ROOM = 0.5
+MAX_JUMP = 4.0
 
 _SLO = re.compile(r"^\s*(\+)?\s*(\d+(?:\.\d+)?)\s*(ms|s)?\s*$", re.IGNORECASE)
 
@@ -149,6 +164,7 @@ class Decision:
     kind: str | None = None  # the cause, where the action alone does not say it
     old_cap: int | None = None  # the broker's cap on moves (--max-moves-per-broker), if any
     new_cap: int | None = None
+    ramp_steps: int | None = None  # a raise of the rate: the 1-s steps it is written in
 
     @property
     def cause(self) -> str:
@@ -162,6 +178,8 @@ class Decision:
             out.update(broker=self.broker, old_rate=self.old_rate, new_rate=self.new_rate)
         if self.new_cap is not None:
             out.update(old_cap=self.old_cap, new_cap=self.new_cap)
+        if self.ramp_steps is not None:
+            out["ramp_steps"] = self.ramp_steps
         out["signals"] = dict(self.signals)
         out["signal_ts"] = self.signals.get("ts")
         return out
@@ -229,6 +247,8 @@ class Controller:
         # sample whose window saw that load: ``_broker``)
         self.loaded_since: dict[int, float] = {}
         self.within_since: dict[int, float] = {}  # broker -> first fresh sample within since
+        self.worst: dict[int, float] = {}  # broker -> its worst p99 since its last change
+        self.ramp_steps: dict[int, int] = {}  # broker -> the ramp's steps of its last raise
         self.last_decrease: dict[int, float] = {}
         self.paused = False
         self.pause_reason = ""
@@ -370,6 +390,8 @@ class Controller:
             self.within_since.pop(b, None)  # an unmeasured sample held nothing
             return None  # not measured: hold (never faster)
         low = h.produce_p99_low_ms if h is not None else None
+        if loaded:  # what the broker reads under the run's load (idle, it says nothing)
+            self.worst[b] = max(self.worst.get(b, 0.0), p99)
         over = p99 > limit and (low is None or low > limit)
         if not over:
             self.over_since.pop(b, None)
@@ -409,6 +431,7 @@ class Controller:
         self.rates[b] = new
         if new_cap is not None:
             self.caps[b] = new_cap
+        self.worst.pop(b, None)
         self.changed_at[b] = self.last_decrease[b] = max(now, sample.ts)
         bound = "" if low is None else f" (at least {_ms(low)} at 95%)"
         return Decision(
@@ -446,18 +469,24 @@ class Controller:
         if sample.ts - self.loaded_since.get(b, sample.ts) < self.settle_s:
             return None  # its window holds latency from before the run's load reached it
         held = self.within_since.setdefault(b, sample.ts)
-        if sample.ts - held < self.raise_persist_s:
-            return None  # within for a moment is not within
+        room = self.worst.get(b, limit) / limit  # the worst since its last change, of the limit
+        if sample.ts - held < self.raise_persist_s * min(1.0, max(0.0, (room - ROOM) / ROOM)):
+            return None  # within for a moment is not within (with room, the fresh windows are)
         if old >= self.bounds.ceiling and not cap_room:
             return None
         if not loaded:
             return None
         slow_start = b not in self.last_decrease
         if old < self.bounds.ceiling:  # the rate first, the moves at once at the ceiling
-            new, new_cap = self.bounds.clamp(old * 2 if slow_start else old + self.step_bps), cap
-            how = " (slow start: doubled until a first decrease)" if slow_start else ""
+            jump = min(MAX_JUMP, max(2.0, 1 / room)) if room > 0 else MAX_JUMP
+            new, new_cap = self.bounds.clamp(old * jump if slow_start else old + self.step_bps), cap
+            how = f" (slow start: x{jump:.3g} until a first decrease)" if slow_start else ""
+            self.ramp_steps[b] = max(2, min(RAMP_STEPS, math.ceil(RAMP_STEPS * room)))
+            if room < ROOM:
+                how += f", worst p99 {_ms(room * limit)} since the last change"
         else:
             assert cap is not None  # cap_room
+            # by one: grown by the room, it gained nothing (bench/RESULTS.md, the pace ladder)
             new, new_cap = old, cap + 1
             how = f": its moves at once {cap} -> {new_cap} (its rate at the ceiling)"
         if new_cap is not None:
@@ -466,6 +495,7 @@ class Controller:
         self.rates[b] = new
         self.changed_at[b] = max(now, sample.ts)
         self.within_since.pop(b, None)  # the new rate needs its own
+        self.worst.pop(b, None)
         return Decision(
             now,
             "increase",
@@ -476,6 +506,7 @@ class Controller:
             self._signals(b, sample),
             old_cap=cap,
             new_cap=new_cap,
+            ramp_steps=self.ramp_steps.get(b) if new > old else None,
         )
 
     def _pause(self, sample: HealthSample, now: float) -> list[Decision]:

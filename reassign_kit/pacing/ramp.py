@@ -1,5 +1,5 @@
 """The adaptive pace's rates as written to the brokers (for ``run.pace``): a
-raise in steps, a decrease at once. Pure."""
+raise in steps (fewer where the controller measured room), a decrease at once. Pure."""
 
 from __future__ import annotations
 
@@ -22,22 +22,28 @@ class Ramp:
         self._from = dict(rates)
         self._to = dict(rates)
         self._since = {b: now for b in rates}
+        self._steps = dict.fromkeys(rates, RAMP_STEPS)
 
-    def retarget(self, rates: Mapping[int, int], now: float) -> None:
+    def retarget(
+        self, rates: Mapping[int, int], now: float, steps: Mapping[int, int] | None = None
+    ) -> None:
         """New targets (the controller's ``rates``); a ramp under way starts again from where
-        it is."""
+        it is. ``steps``: per broker, the 1-s steps of a new raise (``RAMP_STEPS`` where not
+        given; the controller takes fewer where the health measured shows room)."""
         for b, r in rates.items():
             if r == self._to.get(b):
                 continue
             cur = self._at(b, now) if b in self._to else r
             self._from[b], self._to[b], self._since[b] = (cur if r > cur else r), r, now
+            self._steps[b] = max(1, min(RAMP_STEPS, (steps or {}).get(b, RAMP_STEPS)))
 
     def _at(self, b: int, now: float) -> int:
         lo, hi = self._from[b], self._to[b]
         if hi <= lo:
             return hi
-        k = min(RAMP_STEPS, int((now - self._since[b]) / RAMP_STEP_S) + 1)
-        return int(lo + (hi - lo) * k / RAMP_STEPS)
+        n = self._steps.get(b, RAMP_STEPS)
+        k = min(n, int((now - self._since[b]) / RAMP_STEP_S) + 1)
+        return int(lo + (hi - lo) * k / n)
 
     def at(self, now: float) -> dict[int, int]:
         """The rate each broker is written at ``now``."""

@@ -265,7 +265,7 @@ class Pace:
         if not self._ramp_started and self.shared.pace_hold:
             return  # nothing submitted yet: the start's ramp begins with the first move
         self._ramp_started = True
-        self._ramp.retarget(self._pacer.rates, now)
+        self._ramp.retarget(self._pacer.rates, now, self._pacer.ramp_steps)
         rates = self._ramp.at(now)
         if rates != dict(self.shared.throttles.broker_rates):
             self.shared.throttles.set_broker_rates(rates)

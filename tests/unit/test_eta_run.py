@@ -165,7 +165,9 @@ def test_progress_on_the_journal_has_the_runs_own_eta(tmp_path):
 def test_a_move_that_just_started_is_not_stalled_one_silent_for_long_is(tmp_path):
     """A follower's first fetch may wait for its quota window: a broker with a move in
     flight that received nothing yet is no reason to give up the ETA (bench_eta run 4 showed
-    'unknown' there); 10 s and more in flight with nothing is stalled and named."""
+    'unknown' there); 10 s and more in flight with nothing is stalled and named, and the ETA
+    stays a number (what is left if it resumes: bench_heldout's restarted brokers read
+    'unknown' for their whole restart)."""
     sim = SimCluster(4, bandwidth=100 * MB, tick=0.25)
     sim.add_topic("a", [[0], [1]], 40 * MB)
     sim.stall(TP("a", 0))  # nothing reaches broker 2
@@ -187,8 +189,33 @@ def test_a_move_that_just_started_is_not_stalled_one_silent_for_long_is(tmp_path
     late = [e for e in samples if e["ts"] - samples[0]["ts"] >= 11]
     assert early and late
     assert all(e["eta_s"] is not None for e in early[1:])
-    assert all(e["eta_s"] is None for e in late)
-    assert {e["eta_reason"] for e in late} == {"broker(s) 2 took in nothing in the window"}
+    assert all(e["eta_s"] is not None and e["eta_s"] > 0 for e in late)
+    assert all(
+        e["eta_reason"].startswith("broker(s) 2 took in nothing in the window; if they resume")
+        for e in late
+    )
+
+
+def test_a_log_that_grows_a_fetch_at_a_time_at_a_low_throttle_is_not_stalled(tmp_path):
+    """At 0.24 MB/s shared by three streams into one broker, its log grows a fetch (1 MiB)
+    every ~13 s: that is no stall (bench_heldout seed 20 read 'broker(s) 1, 3 took in
+    nothing' for 12 samples past a quarter of the bytes). The ETA is a number at every sample
+    from the first measured one, and no reason names a stall."""
+    sim = SimCluster(4, bandwidth=100 * MB, tick=0.25)
+    sim.fetch_bytes = 1 << 20
+    sim.add_topic("a", [[0], [0], [0]], 6 * MB)
+    plan = Plan.of([Move(TP("a", p), (1,)) for p in range(3)])
+    opts = replace(
+        ExecuteOptions(batch_size=3, incremental=True, throttle=240_000, wait=True),
+        sample_interval=1.0,
+    )
+    samples: list[dict] = []
+    run = Run(sim, plan, opts, None, clock=sim.now, sleep=sim.sleep)
+    run.subscribe(lambda e: samples.append(e) if e["event"] == "sample" else None)
+    assert run.run().state == "done"
+    later = [e for e in samples[2:] if e["bytes_left"]]
+    assert later and all(e["eta_s"] is not None for e in later)
+    assert not [e["eta_reason"] for e in later if "took in nothing" in (e["eta_reason"] or "")]
 
 
 class LaggingSim(SimCluster):

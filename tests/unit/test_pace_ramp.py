@@ -58,3 +58,14 @@ def test_written_rates_never_jump_past_a_tenth_of_a_raise(start, changes, probes
             prev = v
         last = target
     assert r.at(now + RAMP_STEPS * RAMP_STEP_S)[7] == last
+
+
+def test_a_raise_with_room_takes_the_steps_the_controller_gives():
+    """The controller writes a raise with room in fewer steps (``Controller.ramp_steps``):
+    three steps reach the target in three seconds, each a third of the way; steps out of
+    1..RAMP_STEPS are clamped; a broker not named keeps the ten steps."""
+    r = Ramp({1: 10_000, 2: 10_000, 3: 10_000}, now=0.0)
+    r.retarget({1: 40_000, 2: 40_000, 3: 40_000}, now=0.0, steps={1: 3, 2: 0})
+    assert [r.at(float(t))[1] for t in range(4)] == [20_000, 30_000, 40_000, 40_000]
+    assert r.at(0.0)[2] == 40_000  # 0 steps: clamped to one
+    assert r.at(0.0)[3] == 13_000 and r.at((RAMP_STEPS - 1) * RAMP_STEP_S)[3] == 40_000

@@ -14,12 +14,14 @@ from reassign_kit.errors import UsageError
 from reassign_kit.health.signals import BrokerHealth, HealthSample
 from reassign_kit.model import TopicPartition
 from reassign_kit.pacing.controller import (
+    MAX_JUMP,
     REACTION_S,
     Bounds,
     Controller,
     Objective,
     pace_line,
 )
+from reassign_kit.pacing.ramp import RAMP_STEPS
 
 TP = TopicPartition
 BROKERS = (0, 1, 2)
@@ -63,11 +65,17 @@ def test_the_controllers_promises_hold_over_any_health_history(history, settle_s
     now = 1000.0
     paused = False
     over_since: dict[int, float] = {}  # the test's own account of each broker's run over
+    worst: dict[int, float] = {}
+    cut: set[int] = set()  # brokers decreased once
     for dt, age, p99s, degraded, under, missing, busy in history:
         now += dt
         s = None if missing else sample(now - age, p99s, "sick" if degraded else None, under)
         before = dict(c.rates)
         changed_before = dict(c.changed_at)
+        if s is not None:  # the test's own account of each broker's worst since its change
+            for b, v in p99s.items():
+                if v is not None and (busy is None or b in busy):
+                    worst[b] = max(worst.get(b, 0.0), v)
         decisions = c.step(s, now, busy)
         # 1. rates within the bounds, always
         assert all(FLOOR <= r <= CEILING for r in c.rates.values())
@@ -85,13 +93,17 @@ def test_the_controllers_promises_hold_over_any_health_history(history, settle_s
                 assert now - s.ts <= c.stale_s
                 assert s.ts - changed_before.get(d.broker, -1e18) >= settle_s
                 assert d.signals["produce_p99_ms"] == p99 and d.reason
-                # doubled before the broker's first decrease, + step after it
-                assert d.new_rate in (
-                    min(CEILING, d.old_rate * 2),
-                    min(CEILING, d.old_rate + c.step_bps),
-                )
+                # before the broker's first decrease x2, or up to x limit / the worst p99
+                # since its last change (at most MAX_JUMP); + step after it
+                if d.broker in cut:
+                    assert d.new_rate == min(CEILING, d.old_rate + c.step_bps)
+                elif d.new_rate > d.old_rate:
+                    jump = min(MAX_JUMP, max(2.0, 50.0 / max(worst.get(d.broker, 50.0), 1e-9)))
+                    assert d.new_rate == min(CEILING, int(d.old_rate * jump))
             if d.action == "decrease":
                 assert s is not None and s.brokers[d.broker].produce_p99_ms > 50.0
+                cut.add(d.broker)
+            worst.pop(d.broker, None)
         # 3. a signal over the objective for persist_s is acted on at once, or a decrease was
         # made within settle_s before it (persist_s + settle_s <= the 30 s reaction bound);
         # never a decrease on a run over shorter than persist_s
@@ -145,23 +157,22 @@ def test_aimd_one_broker_backed_off_the_others_raised():
     c = Controller(
         Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, settle_s=5.0, start=20_000, persist_s=0
     )
-    assert c.step(sample(5.0, {0: 20.0, 1: 20.0, 2: 20.0}), 5.0) == []  # the load starts
-    d0 = c.step(sample(10.0, {0: 20.0, 1: 20.0, 2: 90.0}), 10.0)
+    assert c.step(sample(5.0, {0: 50.0, 1: 50.0, 2: 50.0}), 5.0) == []  # the load starts
+    d0 = c.step(sample(10.0, {0: 50.0, 1: 50.0, 2: 90.0}), 10.0)
     assert d0[0].reason == (  # no change before: no time since one
-        "produce p99 20.0 ms within the objective 50.0 ms (slow start: doubled until a first "
-        "decrease)"
+        "produce p99 50.0 ms within the objective 50.0 ms (slow start: x2 until a first decrease)"
     )
     assert c.rates == {0: 40_000, 1: 40_000, 2: 10_000}  # slow start x2; x0.5
-    c.step(sample(11.0, {0: 20.0, 1: 20.0, 2: 90.0}), 11.0)  # within settle: no change
+    c.step(sample(11.0, {0: 50.0, 1: 50.0, 2: 90.0}), 11.0)  # within settle: no change
     assert c.rates == {0: 40_000, 1: 40_000, 2: 10_000}
-    ds = c.step(sample(16.0, {0: 20.0, 1: 20.0, 2: 90.0}), 16.0)
+    ds = c.step(sample(16.0, {0: 50.0, 1: 50.0, 2: 90.0}), 16.0)
     assert c.rates == {0: 80_000, 1: 80_000, 2: 5_000}
-    c.step(sample(22.0, {0: 90.0, 1: 20.0, 2: 20.0}), 22.0)  # broker 0 over: its slow start ends
+    c.step(sample(22.0, {0: 90.0, 1: 50.0, 2: 50.0}), 22.0)  # broker 0 over: its slow start ends
     assert c.rates == {0: 40_000, 1: 100_000, 2: 14_900}  # 2: +step (99,000 / 10) after a decrease
-    first = c.step(sample(30.0, {0: 20.0}), 30.0)[0]  # broker 0: additive now, 8 s after
+    first = c.step(sample(30.0, {0: 50.0}), 30.0)[0]  # broker 0: additive now, 8 s after
     assert first.new_rate == 49_900
     assert (
-        first.reason == "produce p99 20.0 ms within the objective 50.0 ms 8 s after the last change"
+        first.reason == "produce p99 50.0 ms within the objective 50.0 ms 8 s after the last change"
     )
     line = pace_line({"event": "pace_decision", **[d for d in ds if d.broker == 2][0].to_event()})
     assert line.startswith("pace broker 2: 10000 -> 5000 B/s (decrease): produce p99 90.0 ms")
@@ -172,15 +183,15 @@ def test_the_first_raise_waits_for_a_window_that_saw_the_runs_load():
     ms from messages sent before the moves' fetchers ran; the load's p99 then reached 4.8 s
     (static 128 MiB/s, the start rate: 38 ms). The start rate is a change like any: a raise
     needs a sample settle_s after the run's moves first loaded the broker; a broker not
-    loaded yet starts its clock when it is."""
+    loaded yet starts its clock when it is. (The readings sit at the limit: no room.)"""
     c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, start=40_000, persist_s=0)
     for t in (1.2, 3.0, 5.9):
-        assert c.step(sample(t, {0: 20.0, 1: 20.0, 2: 20.0}), t, busy={0, 1}) == []
+        assert c.step(sample(t, {0: 50.0, 1: 50.0, 2: 50.0}), t, busy={0, 1}) == []
     assert c.rates == dict.fromkeys(BROKERS, 40_000)
-    raised = c.step(sample(6.3, {0: 20.0, 1: 20.0, 2: 20.0}), 6.3, busy={0, 1, 2})
+    raised = c.step(sample(6.3, {0: 50.0, 1: 50.0, 2: 50.0}), 6.3, busy={0, 1, 2})
     assert sorted(d.broker for d in raised) == [0, 1]  # 2 was loaded only now
-    assert c.step(sample(11.0, {0: 20.0, 1: 20.0, 2: 20.0}), 11.0, busy={0, 1, 2}) == []
-    later = c.step(sample(11.4, {0: 20.0, 1: 20.0, 2: 20.0}), 11.4, busy={0, 1, 2})
+    assert c.step(sample(11.0, {0: 50.0, 1: 50.0, 2: 50.0}), 11.0, busy={0, 1, 2}) == []
+    later = c.step(sample(11.4, {0: 50.0, 1: 50.0, 2: 50.0}), 11.4, busy={0, 1, 2})
     assert {(d.broker, d.action) for d in later} == {(b, "increase") for b in BROKERS}
 
 
@@ -190,7 +201,7 @@ def test_a_raise_needs_the_objective_held_for_raise_persist_s():
     one window read 7.5 ms, and every broker was doubled on it; the load's p99 reached 3.3 s.
     A raise now needs every fresh sample within the objective for raise_persist_s (6 s); a
     point p99 over the objective restarts the count (a degraded sample too), and so does the
-    raise itself."""
+    raise itself. (The readings sit at the limit: with room, a raise needs less, below.)"""
     c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), [0], start=40_000)
     assert c.raise_persist_s == 6.0
 
@@ -198,19 +209,46 @@ def test_a_raise_needs_the_objective_held_for_raise_persist_s():
         h = BrokerHealth(0, produce_p99_ms=p99, produce_p99_low_ms=low)
         return c.step(HealthSample(ts=t, source="test", brokers={0: h}, degraded=degraded), t)
 
-    assert at(0.0, 20.0) == []  # loaded from now
+    assert at(0.0, 50.0) == []  # loaded from now
     for t in (5.0, 6.0, 8.0, 10.9):
-        assert at(t, 20.0) == []  # fresh from 5.0: held 5.9 s, not yet
+        assert at(t, 50.0) == []  # fresh from 5.0: held 5.9 s, not yet
     assert at(11.0, 135.0, low=41.0) == []  # over by its p99, not by its bound: no decrease
     assert c.rates[0] == 40_000
-    assert at(12.0, 7.5) == [] and at(17.9, 20.0) == []  # held again from 12.0: 5.9 s
-    assert at(18.0, 20.0, degraded="probe: 1 of 4 partitions") == []
-    assert at(20.0, 20.0) == [] and at(25.9, 20.0) == []
-    (d,) = at(26.0, 20.0)
+    assert at(12.0, 7.5) == [] and at(17.9, 50.0) == []  # held again from 12.0: 5.9 s
+    assert at(18.0, 50.0, degraded="probe: 1 of 4 partitions") == []
+    assert at(20.0, 50.0) == [] and at(25.9, 50.0) == []
+    (d,) = at(26.0, 50.0)
     assert (d.action, d.new_rate) == ("increase", 80_000)
-    assert at(31.0, 20.0) == [] and at(36.9, 20.0) == []  # the new rate's own 6 s
-    (d,) = at(37.0, 20.0)
+    assert at(31.0, 50.0) == [] and at(36.9, 50.0) == []  # the new rate's own 6 s
+    (d,) = at(37.0, 50.0)
     assert d.action == "increase"
+
+
+def test_with_room_a_raise_comes_at_the_first_window_that_saw_the_load_and_goes_further():
+    """A run nothing objects to paid a fixed toll (issue 38's sandbox: adaptive 21.8 s where
+    static at its ceiling took 13.2 s): a raise waited raise_persist_s after the first window
+    that saw the load, doubled, and ramped over ten 1-s steps. With every p99 since the
+    broker's last change at most half its limit, the first fresh window suffices, the rate
+    goes up by limit / worst (at most MAX_JUMP) and the ramp takes that share of its steps; a
+    reading over the objective since the last change (run 16: 83-144 ms, then one window of
+    7.5 ms) keeps the whole persistence and the doubling."""
+    c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), [0, 1], start=10_000)
+
+    def at(t, p0, p1=None):
+        hs = {0: BrokerHealth(0, produce_p99_ms=p0), 1: BrokerHealth(1, produce_p99_ms=p1)}
+        return c.step(HealthSample(ts=t, source="test", brokers=hs), t)
+
+    assert at(0.0, 15.0, 120.0) == []  # loaded from now; broker 1 over (not for persist_s)
+    assert at(4.9, 12.5, 7.5) == []  # not fresh yet (settle_s after the load)
+    (d,) = at(5.0, 12.5, 7.5)  # broker 0: worst 15 ms of 50 -> x3.33, in 3 steps
+    assert (d.broker, d.old_rate, d.new_rate) == (0, 10_000, 33_333)
+    assert c.ramp_steps[0] == 3 and "x3.33" in d.reason and "worst p99 15.0 ms" in d.reason
+    assert at(9.9, 5.0, 7.5) == []  # broker 0 settles; broker 1 held from 5.0: 4.9 s of 6
+    (d0,) = at(10.0, 5.0, 7.5)  # broker 0: worst 5 ms -> at most MAX_JUMP
+    assert (d0.broker, d0.new_rate) == (0, min(CEILING, int(33_333 * MAX_JUMP)))
+    assert c.ramp_steps[0] == 2  # the fewest steps a raise takes
+    (d1,) = at(11.0, 5.0, 7.5)  # broker 1: the whole persistence, doubled
+    assert (d1.broker, d1.new_rate) == (1, 20_000) and c.ramp_steps[1] == RAMP_STEPS
 
 
 def test_an_unmeasured_sample_restarts_the_count_a_raise_needs():
@@ -225,12 +263,12 @@ def test_an_unmeasured_sample_restarts_the_count_a_raise_needs():
         h = BrokerHealth(0, produce_p99_ms=p99)
         return c.step(HealthSample(ts=t, source="test", brokers={0: h}), t)
 
-    assert at(0.0, 20.0) == [] and at(5.0, 20.0) == []  # loaded from 0, fresh from 5
+    assert at(0.0, 50.0) == [] and at(5.0, 50.0) == []  # loaded from 0, fresh from 5
     for t in (6.0, 8.0, 10.0):
         assert at(t, None) == []
-    assert at(11.0, 20.0) == [] and at(16.9, 20.0) == []  # held from 11.0: 5.9 s
+    assert at(11.0, 50.0) == [] and at(16.9, 50.0) == []  # held from 11.0: 5.9 s
     assert c.rates[0] == 40_000
-    (d,) = at(17.0, 20.0)
+    (d,) = at(17.0, 50.0)
     assert (d.action, d.new_rate) == ("increase", 80_000)
 
 
@@ -289,13 +327,13 @@ def test_caps_start_at_one_rise_at_the_ceiling_and_fall_before_the_rate():
         Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, start=CEILING // 4, persist_s=0, cap_max=4
     )
     assert c.caps == {0: 1, 1: 1, 2: 1}
-    ups = [d for t in (10.0, 16.0, 22.0, 28.0) for d in c.step(sample(t, {0: 10.0}), t)]
+    ups = [d for t in (10.0, 16.0, 22.0, 28.0) for d in c.step(sample(t, {0: 50.0}), t)]
     assert [(d.new_rate, d.new_cap) for d in ups] == [(CEILING // 2, 1), (CEILING, 1), (CEILING, 2)]
     assert "its moves at once 1 -> 2 (its rate at the ceiling)" in ups[-1].reason
     for t in (34.0, 40.0):
-        c.step(sample(t, {0: 10.0}), t)
+        c.step(sample(t, {0: 50.0}), t)
     assert (c.rates[0], c.caps[0]) == (CEILING, 4)  # never above the maximum
-    assert not c.step(sample(46.0, {0: 10.0}), 46.0)  # nothing left to raise
+    assert not c.step(sample(46.0, {0: 50.0}), 46.0)  # nothing left to raise
     c.set_cap_max(3)  # the operator's new maximum brings caps down
     assert c.caps == {0: 3, 1: 1, 2: 1}
     (d,) = c.step(sample(52.0, {0: 90.0}), 52.0)  # over: the moves at once first
