@@ -43,6 +43,7 @@ __all__ = [
     "plan",
     "progress",
     "rollback_plan",
+    "snapshot",
     "start_run",
     "verify",
 ]
@@ -159,6 +160,32 @@ def plan(
 
     rule_context(brokers_and_topics(source), params)  # bad input fails before Spark starts
     return plan_spark(get_spark(spark_master), source, params)
+
+
+def snapshot(
+    cluster: Any,
+    topics: Iterable[str] | None = None,
+    topic_filter: TopicFilter | None = None,
+    sample_load: float | None = None,
+    command_config: Mapping[str, str] | str | os.PathLike | None = None,
+) -> tuple[Snapshot, dict[str, str]]:
+    """The cluster recorded (``cluster``: see the module doc), restricted to ``topics`` and
+    ``topic_filter`` (default: all but the internal ones), and what the filter left out.
+    ``sample_load`` (seconds): each partition's load measured over that window with the Admin
+    API alone (``snapshot.sampler``); what could not be read is named in ``snapshot.load``."""
+    from .errors import UsageError
+    from .snapshot.filter import TopicFilter
+    from .snapshot.sampler import sample_load as sample
+    from .snapshot.snapshot import take_snapshot
+
+    if sample_load is not None and not 0 < sample_load < 86_400:
+        raise UsageError(f"sample_load: a window of (0, 86400) seconds, got {sample_load}")
+    with connected(cluster, command_config) as gw:
+        full = take_snapshot(gw, list(topics) if topics is not None else None)
+        snap, excluded = full.select(topic_filter or TopicFilter())
+        if sample_load is not None:
+            snap = sample(gw, snap, sample_load)
+    return snap, excluded
 
 
 def rollback_plan(plan: Plan, states: Mapping[Any, Any]) -> Plan:
