@@ -159,7 +159,21 @@ def _plan_goals(pl: argparse.ArgumentParser) -> None:
         metavar="1,2",
         help="decommission: move every replica off these brokers",
     )
-    pl.add_argument("--balance", default="replicas,leaders", help="goals: replicas,leaders,bytes")
+    pl.add_argument(
+        "--balance",
+        default="replicas,leaders",
+        help="goals: replicas,leaders,bytes,network (network = network_in,network_out,"
+        "leader_load: needs a snapshot taken with --sample-load)",
+    )
+    pl.add_argument(
+        "--network-tolerance",
+        type=float,
+        default=None,
+        metavar="F",
+        help="with --balance network: each broker's network in / out / leader load at most "
+        "(1 + F) x its share (default 0.1); the capacity file's network_in_bytes_s and "
+        "network_out_bytes_s are hard limits",
+    )
     pl.add_argument(
         "--demote-brokers",
         type=_int_list("--demote-brokers"),
@@ -351,6 +365,7 @@ def _plan(args: argparse.Namespace) -> int:
         capacity=Capacity.read(args.capacity) if args.capacity else None,
         bytes_tolerance=args.bytes_tolerance,
         drain_cordoned=args.drain_cordoned,
+        network_tolerance=args.network_tolerance,
     )
     report = result.report()
     unmet = unmet_goals(report)

@@ -1,0 +1,230 @@
+"""The network pass: after the replica, bytes and leader passes (either engine: it reads only
+their final rows), change the fewest replicas so that every broker meets the network goals
+(``planner.network``) in their priority order.
+
+A step takes, among the changes that strictly bring the placement nearer the goals, the one
+that brings it nearest — first among leadership-only changes (a follower made first replica,
+nothing copied), else among single replica moves, else among swaps of a hot replica with a cold
+one (both brokers keep their counts). Every change keeps the rules: a partition never on fewer
+racks than before, nothing new on a removed or cordoned broker, each broker's count within one
+of the band the earlier passes left, the capacity file's disk and replica limits. When the
+greedy steps stop short of a goal on a small instance, an exhaustive search over every
+placement (capacity before counts) finds one that meets it if any does; a goal still unmet is
+reported with its numbers, never dropped."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .network import Goals, broker_loads
+from .rules import Capacity
+
+EPS = 1e-6  # bytes/s: an improvement smaller than this is rounding
+FOCUS = 3  # the brokers furthest over a goal whose partitions a step looks at
+HOT = 40  # a focus broker's hottest partitions considered for a move
+SWAP_HOT, SWAP_COLD = 12, 8
+EXHAUSTIVE_MAX = 200_000  # placements; beyond, the greedy result stands
+
+
+@dataclass
+class Placement:
+    """The partitions the pass may change (``reps``, by key) over fixed background load, with
+    what each costs and what constrains it."""
+
+    reps: dict[tuple[str, int], list[int]]
+    load: Mapping[tuple[str, int], tuple[float, float]]
+    size: Mapping[tuple[str, int], int]
+    background: list[tuple[Sequence[int], tuple[float, float]]]
+    background_bytes: Mapping[int, int]
+    background_count: Mapping[int, int]
+    racks: Mapping[int, str | None]
+    placeable: frozenset[int]
+    holders: frozenset[int]
+    goals: Goals
+    capacity: Capacity | None = None
+    band: tuple[int, int] = (0, 1 << 62)
+    min_racks: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.min_racks = {k: self.rack_count(r) for k, r in self.reps.items()}
+        counts = self.counts()
+        vals = [counts.get(b, 0) for b in self.holders]
+        if vals:
+            self.band = (min(vals) - 1, max(vals) + 1)
+
+    def rack_count(self, reps: Sequence[int]) -> int:
+        racks = [self.racks.get(b) for b in reps]
+        return 0 if any(r is None for r in racks) else len(set(racks))
+
+    def loads(self) -> dict[str, dict[int, float]]:
+        pairs = [(r, self.load.get(k, (0.0, 0.0))) for k, r in self.reps.items()]
+        return broker_loads(pairs + self.background, self.racks)
+
+    def counts(self) -> dict[int, int]:
+        out = dict(self.background_count)
+        for r in self.reps.values():
+            for b in r:
+                out[b] = out.get(b, 0) + 1
+        return out
+
+    def score(self) -> tuple:
+        return tuple(round(x, 6) for x in self.goals.excess(self.loads(), self.holders))
+
+    def fits(self, key: tuple[str, int], new: Sequence[int], old: Sequence[int]) -> bool:
+        """``key`` may go from ``old`` to ``new``: racks, cordons, disk and replica limits."""
+        if any(b not in self.placeable for b in set(new) - set(old)):
+            return False
+        if self.rack_count(new) < self.min_racks[key]:
+            return False
+        if self.capacity is None:
+            return True
+        return all(self._within(b) for b in set(new) - set(old))
+
+    def _within(self, b: int) -> bool:
+        disk, most = self.capacity.disk(b), self.capacity.max_replicas(b)
+        if disk is None and most is None:
+            return True
+        held = [k for k, r in self.reps.items() if b in r]
+        total = self.background_bytes.get(b, 0) + sum(self.size.get(k, 0) for k in held)
+        n = self.background_count.get(b, 0) + len(held)
+        return (disk is None or total <= disk) and (most is None or n <= most)
+
+
+def _focus(p: Placement) -> list[int]:
+    """The brokers furthest over the first goal not met (hard limits first)."""
+    loads = p.loads()
+    targets = p.goals.targets(loads)
+    over: dict[int, float] = {}
+    for res, caps in p.goals.limits.items():
+        for b, cap in caps.items():
+            over[b] = over.get(b, 0.0) + max(0.0, loads[res].get(b, 0.0) - cap)
+    if not any(v > EPS for v in over.values()):
+        for res in p.goals.balance:
+            t = targets[res]
+            over = {b: loads[res].get(b, 0.0) - t.get(b, 0.0) for b in loads[res]}
+            over = {b: v for b, v in over.items() if v > EPS or (b not in t and v > -t.get(b, 0))}
+            over = {b: v for b, v in over.items() if v > EPS}
+            if over:
+                break
+    return sorted(over, key=lambda b: (-over[b], b))[:FOCUS]
+
+
+def _hottest(p: Placement, b: int, n: int, cold: bool = False) -> list[tuple[str, int]]:
+    keys = [k for k, r in p.reps.items() if b in r]
+    keys.sort(key=lambda k: (p.load.get(k, (0.0, 0.0)), k), reverse=not cold)
+    return keys[:n]
+
+
+def _candidates(p: Placement, b: int, kind: str):
+    """(key, new replica list) pairs for one kind of change off broker ``b``."""
+    if kind == "leader":
+        for k in _hottest(p, b, HOT):
+            r = p.reps[k]
+            if r[0] == b:
+                for f in r[1:]:
+                    yield [(k, [f, *[x for x in r if x != f]])]
+        return
+    dsts = sorted(x for x in p.placeable if x != b)
+    for k in _hottest(p, b, HOT if kind == "move" else SWAP_HOT):
+        r = p.reps[k]
+        for d in dsts:
+            if d in r:
+                continue
+            moved = [d if x == b else x for x in r]
+            if kind == "move":
+                yield [(k, moved)]
+                continue
+            for q in _hottest(p, d, SWAP_COLD, cold=True):
+                rq = p.reps[q]
+                if q != k and b not in rq:
+                    yield [(k, moved), (q, [b if x == d else x for x in rq])]
+
+
+def _try(p: Placement, change: list) -> tuple | None:
+    """The score after ``change`` (None: it breaks a rule); the placement is left as it was."""
+    old = [(k, p.reps[k]) for k, _ in change]
+    for (k, new), (_, was) in zip(change, old, strict=True):
+        if not p.fits(k, new, was):
+            return None
+    for k, new in change:
+        p.reps[k] = new
+    counts = p.counts()
+    lo, hi = p.band
+    ok = all(lo <= counts.get(b, 0) <= hi for b in p.holders)
+    score = p.score() if ok else None
+    for k, was in old:
+        p.reps[k] = was
+    return score
+
+
+def improve(p: Placement, max_steps: int | None = None) -> int:
+    """Greedy steps until no change brings the placement nearer its goals; the steps taken."""
+    steps = 0
+    limit = max_steps if max_steps is not None else 4 * len(p.reps) + 100
+    while steps < limit:
+        base = p.score()
+        if not any(base):
+            break
+        best = None
+        for kind in ("leader", "move", "swap"):
+            for b in _focus(p):
+                for change in _candidates(p, b, kind):
+                    s = _try(p, change)
+                    if s is not None and s < base and (best is None or s < best[0]):
+                        best = (s, change)
+            if best is not None:
+                break
+        if best is None:
+            break
+        for k, new in best[1]:
+            p.reps[k] = new
+        steps += 1
+    return steps
+
+
+def _options(p: Placement, k: tuple[str, int]) -> list[list[int]]:
+    r = p.reps[k]
+    keep = [x for x in r if x not in p.placeable]  # a cordoned holder may keep its replica
+    pool = sorted(p.placeable | set(keep))
+    out = [list(r)]
+    for combo in itertools.permutations(pool, len(r)):
+        c = list(combo)
+        if c != r and p.fits(k, c, r):
+            out.append(c)
+    return out
+
+
+def exhaustive(p: Placement) -> bool:
+    """The placement meeting the most goals (ties: fewest replicas moved), over every one, when
+    there are at most ``EXHAUSTIVE_MAX``; False when there are more (nothing changed)."""
+    keys = sorted(p.reps)
+    options = [_options(p, k) for k in keys]
+    total = 1
+    for o in options:
+        total *= len(o)
+        if total > EXHAUSTIVE_MAX:
+            return False
+    start = {k: list(p.reps[k]) for k in keys}
+    best = None
+    for combo in itertools.product(*options):
+        for k, c in zip(keys, combo, strict=True):
+            p.reps[k] = c
+        if not all(p.fits(k, p.reps[k], start[k]) for k in keys):
+            continue
+        moved = sum(len(set(p.reps[k]) - set(start[k])) for k in keys)
+        led = sum(p.reps[k][0] != start[k][0] for k in keys)
+        key = (p.score(), moved, led)
+        if best is None or key < best[0]:
+            best = (key, [list(c) for c in combo])
+    for i, k in enumerate(keys):
+        p.reps[k] = best[1][i] if best is not None else start[k]
+    return True
+
+
+def solve(p: Placement) -> None:
+    """Greedy steps, then (a goal still unmet, a small instance) the exhaustive search."""
+    improve(p)
+    if any(p.score()):
+        exhaustive(p)
