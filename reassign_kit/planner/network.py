@@ -113,7 +113,7 @@ class Goals:
             over = [
                 f"broker {b} {loads[res].get(b, 0.0) / 1e6:.3f} > {cap / 1e6:.3f} MB/s"
                 for b, cap in sorted(caps.items())
-                if loads[res].get(b, 0.0) > cap + 1e-9
+                if loads[res].get(b, 0.0) > cap * (1 + 1e-9) + 1e-6
             ]
             if over:
                 out.append(f"{res} capacity (hard) exceeded: " + ", ".join(over))
@@ -122,7 +122,7 @@ class Goals:
             over = [
                 f"broker {b} {loads[res].get(b, 0.0) / 1e6:.3f} > {t / 1e6:.3f} MB/s"
                 for b, t in sorted(targets[res].items())
-                if loads[res].get(b, 0.0) > t + 1e-9
+                if loads[res].get(b, 0.0) > t * (1 + 1e-9) + 1e-6
             ]
             if over:
                 out.append(

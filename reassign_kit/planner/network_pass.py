@@ -31,7 +31,9 @@ EXHAUSTIVE_MAX = 200_000  # placements; beyond, the greedy result stands
 @dataclass
 class Placement:
     """The partitions the pass may change (``reps``, by key) over fixed background load, with
-    what each costs and what constrains it."""
+    what each costs and what constrains it. Changes go through ``assign``, which keeps every
+    broker's loads, replica count, bytes and partitions current (a step re-scores in
+    O(brokers), not O(partitions))."""
 
     reps: dict[tuple[str, int], list[int]]
     load: Mapping[tuple[str, int], tuple[float, float]]
@@ -46,31 +48,67 @@ class Placement:
     capacity: Capacity | None = None
     band: tuple[int, int] = (0, 1 << 62)
     min_racks: dict[tuple[str, int], int] = field(default_factory=dict)
+    cur: dict[str, dict[int, float]] = field(default_factory=dict)
+    count: dict[int, int] = field(default_factory=dict)
+    bytes_on: dict[int, int] = field(default_factory=dict)
+    on: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.min_racks = {k: self.rack_count(r) for k, r in self.reps.items()}
-        counts = self.counts()
-        vals = [counts.get(b, 0) for b in self.holders]
+        pairs = [(r, self.load.get(k, (0.0, 0.0))) for k, r in self.reps.items()]
+        self.cur = broker_loads(pairs + self.background, self.racks)
+        self.count = dict(self.background_count)
+        self.bytes_on = dict(self.background_bytes)
+        for k, r in self.reps.items():
+            self._account(k, r, +1)
+        vals = [self.count.get(b, 0) for b in self.holders]
         if vals:
             self.band = (min(vals) - 1, max(vals) + 1)
+
+    def _account(self, k: tuple[str, int], reps: Sequence[int], sign: int) -> None:
+        for b in reps:
+            self.count[b] = self.count.get(b, 0) + sign
+            self.bytes_on[b] = self.bytes_on.get(b, 0) + sign * self.size.get(k, 0)
+            held = self.on.setdefault(b, set())
+            if sign > 0:
+                held.add(k)
+            else:
+                held.discard(k)
+
+    def _loads_of(self, k: tuple[str, int], reps: Sequence[int], sign: int) -> None:
+        produce, fetch = self.load.get(k, (0.0, 0.0))
+        if not reps:
+            return
+        nin, nout, lead = self.cur["network_in"], self.cur["network_out"], self.cur["leader_load"]
+        for b in reps:
+            nin[b] = nin.get(b, 0.0) + sign * produce
+        nout[reps[0]] = nout.get(reps[0], 0.0) + sign * (fetch + produce * (len(reps) - 1))
+        lead[reps[0]] = lead.get(reps[0], 0.0) + sign * produce
+
+    def assign(self, k: tuple[str, int], new: list[int]) -> None:
+        old = self.reps[k]
+        self._account(k, old, -1)
+        self._loads_of(k, old, -1)
+        self.reps[k] = new
+        self._account(k, new, +1)
+        self._loads_of(k, new, +1)
 
     def rack_count(self, reps: Sequence[int]) -> int:
         racks = [self.racks.get(b) for b in reps]
         return 0 if any(r is None for r in racks) else len(set(racks))
 
     def loads(self) -> dict[str, dict[int, float]]:
-        pairs = [(r, self.load.get(k, (0.0, 0.0))) for k, r in self.reps.items()]
-        return broker_loads(pairs + self.background, self.racks)
+        return {r: dict(v) for r, v in self.cur.items()}
 
     def counts(self) -> dict[int, int]:
-        out = dict(self.background_count)
-        for r in self.reps.values():
-            for b in r:
-                out[b] = out.get(b, 0) + 1
-        return out
+        return dict(self.count)
+
+    def in_band(self) -> bool:
+        lo, hi = self.band
+        return all(lo <= self.count.get(b, 0) <= hi for b in self.holders)
 
     def score(self) -> tuple:
-        return tuple(round(x, 6) for x in self.goals.excess(self.loads(), self.holders))
+        return tuple(round(x, 6) for x in self.goals.excess(self.cur, self.holders))
 
     def fits(self, key: tuple[str, int], new: Sequence[int], old: Sequence[int]) -> bool:
         """``key`` may go from ``old`` to ``new``: racks, cordons, disk and replica limits."""
@@ -80,15 +118,14 @@ class Placement:
             return False
         if self.capacity is None:
             return True
-        return all(self._within(b) for b in set(new) - set(old))
+        return all(self._within(b, key) for b in set(new) - set(old))
 
-    def _within(self, b: int) -> bool:
+    def _within(self, b: int, key: tuple[str, int]) -> bool:
+        """``b`` within its disk and replica limits holding ``key`` too."""
         disk, most = self.capacity.disk(b), self.capacity.max_replicas(b)
-        if disk is None and most is None:
-            return True
-        held = [k for k, r in self.reps.items() if b in r]
-        total = self.background_bytes.get(b, 0) + sum(self.size.get(k, 0) for k in held)
-        n = self.background_count.get(b, 0) + len(held)
+        extra = 0 if key in self.on.get(b, ()) else 1
+        total = self.bytes_on.get(b, 0) + extra * self.size.get(key, 0)
+        n = self.count.get(b, 0) + extra
         return (disk is None or total <= disk) and (most is None or n <= most)
 
 
@@ -112,7 +149,7 @@ def _focus(p: Placement) -> list[int]:
 
 
 def _hottest(p: Placement, b: int, n: int, cold: bool = False) -> list[tuple[str, int]]:
-    keys = [k for k, r in p.reps.items() if b in r]
+    keys = sorted(p.on.get(b, ()))
     keys.sort(key=lambda k: (p.load.get(k, (0.0, 0.0)), k), reverse=not cold)
     return keys[:n]
 
@@ -149,13 +186,10 @@ def _try(p: Placement, change: list) -> tuple | None:
         if not p.fits(k, new, was):
             return None
     for k, new in change:
-        p.reps[k] = new
-    counts = p.counts()
-    lo, hi = p.band
-    ok = all(lo <= counts.get(b, 0) <= hi for b in p.holders)
-    score = p.score() if ok else None
-    for k, was in old:
-        p.reps[k] = was
+        p.assign(k, new)
+    score = p.score() if p.in_band() else None
+    for k, was in reversed(old):
+        p.assign(k, was)
     return score
 
 
@@ -179,7 +213,7 @@ def improve(p: Placement, max_steps: int | None = None) -> int:
         if best is None:
             break
         for k, new in best[1]:
-            p.reps[k] = new
+            p.assign(k, new)
         steps += 1
     return steps
 
@@ -210,16 +244,17 @@ def exhaustive(p: Placement) -> bool:
     best = None
     for combo in itertools.product(*options):
         for k, c in zip(keys, combo, strict=True):
-            p.reps[k] = c
+            if p.reps[k] != list(c):
+                p.assign(k, list(c))
         if not all(p.fits(k, p.reps[k], start[k]) for k in keys):
             continue
         moved = sum(len(set(p.reps[k]) - set(start[k])) for k in keys)
         led = sum(p.reps[k][0] != start[k][0] for k in keys)
-        key = (p.score(), moved, led)
+        key = (p.score(), not p.in_band(), moved, led)
         if best is None or key < best[0]:
             best = (key, [list(c) for c in combo])
     for i, k in enumerate(keys):
-        p.reps[k] = best[1][i] if best is not None else start[k]
+        p.assign(k, best[1][i] if best is not None else start[k])
     return True
 
 

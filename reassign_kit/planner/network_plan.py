@@ -102,7 +102,9 @@ def balance_network(result: PlanResult, snap: Snapshot, params: PlanParams) -> P
         result.excluded,
         result.timings,
     )
-    after = placement.loads()
+    after = broker_loads(  # afresh: the pass kept its totals by additions
+        [(r, load[k]) for k, r in placement.reps.items()] + background, ctx.racks
+    )
     hottest = sorted(
         ((f"{t}-{part}", *load[(t, part)]) for t, part in load),
         key=lambda h: (-(h[1] + h[2]), h[0]),
