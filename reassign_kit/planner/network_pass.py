@@ -14,7 +14,9 @@ reported with its numbers, never dropped."""
 
 from __future__ import annotations
 
+import heapq
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -23,8 +25,9 @@ from .rules import Capacity
 
 EPS = 1e-6  # bytes/s: an improvement smaller than this is rounding
 FOCUS = 3  # the brokers furthest over a goal whose partitions a step looks at
-HOT = 40  # a focus broker's hottest partitions considered for a move
-SWAP_HOT, SWAP_COLD = 12, 8
+HOT = 20  # a focus broker's hottest partitions considered for a move
+DESTS = 4  # the least loaded brokers (in the goal's resource) a replica may move to
+SWAP_HOT, SWAP_COLD = 8, 4
 EXHAUSTIVE_MAX = 200_000  # placements; beyond, the greedy result stands
 
 
@@ -129,33 +132,43 @@ class Placement:
         return (disk is None or total <= disk) and (most is None or n <= most)
 
 
-def _focus(p: Placement) -> list[int]:
-    """The brokers furthest over the first goal not met (hard limits first)."""
+def _focus(p: Placement) -> tuple[list[int], str]:
+    """The brokers furthest over the first goal not met (hard limits first), and its
+    resource."""
     loads = p.loads()
     targets = p.goals.targets(loads)
-    over: dict[int, float] = {}
     for res, caps in p.goals.limits.items():
-        for b, cap in caps.items():
-            over[b] = over.get(b, 0.0) + max(0.0, loads[res].get(b, 0.0) - cap)
-    if not any(v > EPS for v in over.values()):
-        for res in p.goals.balance:
-            t = targets[res]
-            over = {b: loads[res].get(b, 0.0) - t.get(b, 0.0) for b in loads[res]}
-            over = {b: v for b, v in over.items() if v > EPS or (b not in t and v > -t.get(b, 0))}
-            over = {b: v for b, v in over.items() if v > EPS}
-            if over:
-                break
-    return sorted(over, key=lambda b: (-over[b], b))[:FOCUS]
+        over = {b: loads[res].get(b, 0.0) - cap for b, cap in caps.items()}
+        over = {b: v for b, v in over.items() if v > EPS}
+        if over:
+            return sorted(over, key=lambda b: (-over[b], b))[:FOCUS], res
+    for res in p.goals.balance:
+        t = targets[res]
+        over = {b: v - t[b] if b in t else v for b, v in loads[res].items()}
+        over = {b: v for b, v in over.items() if v > EPS}
+        if over:
+            return sorted(over, key=lambda b: (-over[b], b))[:FOCUS], res
+    return [], "network_in"
+
+
+def _coolest(p: Placement, res: str) -> list[int]:
+    """The placeable brokers carrying least of ``res`` (ties: by id)."""
+    load = p.cur[res]
+    return heapq.nsmallest(DESTS, sorted(p.placeable), key=lambda b: (load.get(b, 0.0), b))
 
 
 def _hottest(p: Placement, b: int, n: int, cold: bool = False) -> list[tuple[str, int]]:
-    keys = sorted(p.on.get(b, ()))
-    keys.sort(key=lambda k: (p.load.get(k, (0.0, 0.0)), k), reverse=not cold)
-    return keys[:n]
+    keys = p.on.get(b, ())
+
+    def rank(k: tuple[str, int]) -> tuple:
+        return (p.load.get(k, (0.0, 0.0)), k)
+
+    return heapq.nsmallest(n, keys, key=rank) if cold else heapq.nlargest(n, keys, key=rank)
 
 
-def _candidates(p: Placement, b: int, kind: str):
-    """(key, new replica list) pairs for one kind of change off broker ``b``."""
+def _candidates(p: Placement, b: int, kind: str, dsts: list[int]):
+    """(key, new replica list) pairs for one kind of change off broker ``b`` (moves and swaps
+    towards ``dsts``)."""
     if kind == "leader":
         for k in _hottest(p, b, HOT):
             r = p.reps[k]
@@ -163,17 +176,17 @@ def _candidates(p: Placement, b: int, kind: str):
                 for f in r[1:]:
                     yield [(k, [f, *[x for x in r if x != f]])]
         return
-    dsts = sorted(x for x in p.placeable if x != b)
+    cold = {d: _hottest(p, d, SWAP_COLD, cold=True) for d in dsts} if kind == "swap" else {}
     for k in _hottest(p, b, HOT if kind == "move" else SWAP_HOT):
         r = p.reps[k]
         for d in dsts:
-            if d in r:
+            if d in r or d == b:
                 continue
             moved = [d if x == b else x for x in r]
             if kind == "move":
                 yield [(k, moved)]
                 continue
-            for q in _hottest(p, d, SWAP_COLD, cold=True):
+            for q in cold[d]:
                 rq = p.reps[q]
                 if q != k and b not in rq:
                     yield [(k, moved), (q, [b if x == d else x for x in rq])]
@@ -202,9 +215,11 @@ def improve(p: Placement, max_steps: int | None = None) -> int:
         if not any(base):
             break
         best = None
+        focus, res = _focus(p)
+        dsts = _coolest(p, res)
         for kind in ("leader", "move", "swap"):
-            for b in _focus(p):
-                for change in _candidates(p, b, kind):
+            for b in focus:
+                for change in _candidates(p, b, kind, dsts):
                     s = _try(p, change)
                     if s is not None and s < base and (best is None or s < best[0]):
                         best = (s, change)
@@ -234,12 +249,12 @@ def exhaustive(p: Placement) -> bool:
     """The placement meeting the most goals (ties: fewest replicas moved), over every one, when
     there are at most ``EXHAUSTIVE_MAX``; False when there are more (nothing changed)."""
     keys = sorted(p.reps)
-    options = [_options(p, k) for k in keys]
-    total = 1
-    for o in options:
-        total *= len(o)
-        if total > EXHAUSTIVE_MAX:
+    bound = 1
+    for k in keys:  # an upper bound on the placements, before any is listed
+        bound *= math.perm(len(p.placeable | set(p.reps[k])), len(p.reps[k]))
+        if bound > EXHAUSTIVE_MAX:
             return False
+    options = [_options(p, k) for k in keys]
     start = {k: list(p.reps[k]) for k in keys}
     best = None
     for combo in itertools.product(*options):
