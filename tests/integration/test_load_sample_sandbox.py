@@ -19,6 +19,7 @@ from tests.traffic import Traffic
 pytestmark = pytest.mark.integration
 
 CLI = str(Path(sys.executable).parent / "reassign-kit")
+OUT = Path(__file__).parent.parent / "out" / "load_sample"
 MESSAGE = 4000  # bytes: a record's own overhead (tens of bytes) stays under 2%
 
 
@@ -45,7 +46,7 @@ def test_sampled_rates_match_the_load_the_test_drove(sandbox, bootstrap, topic_n
         _committed(bootstrap, list(groups), topic)
         proc = subprocess.run(
             [CLI, "snapshot", "--bootstrap-server", bootstrap, "--topics", topic]
-            + ["--sample-load", "12s", "--output", str(out)],
+            + ["--sample-load", "10s", "--output", str(out)],
             capture_output=True,
             text=True,
             timeout=120,
@@ -57,14 +58,21 @@ def test_sampled_rates_match_the_load_the_test_drove(sandbox, bootstrap, topic_n
     t0, t1 = snap.load.started, snap.load.started + snap.load.seconds
     seen = json.loads(out.read_text())["load"]
     assert seen["source"] == "sample"
+    errors: dict[str, dict[str, float]] = {}
     for p in snap.partitions:
         assert p.load is not None, p.tp
         msgs, sent = load.produced(p.partition, t0, t1)
         fetched = sum(load.consumed(g, p.partition, t0, t1)[1] for g in groups)
         readers = sum(1 for g, parts in groups.items() if parts is None or p.partition in parts)
         span = t1 - t0
+        errors[str(p.tp)] = {
+            "produce": p.load.produce_bytes_s / (sent / span) - 1,
+            "fetch": p.load.fetch_bytes_s / (fetched / span) - 1,
+        }
         assert p.load.produce_msgs_s == pytest.approx(msgs / span, rel=0.10), p.tp
         assert p.load.produce_bytes_s == pytest.approx(sent / span, rel=0.10), p.tp
         assert p.load.fetch_bytes_s == pytest.approx(fetched / span, rel=0.10), p.tp
         assert p.load.consumer_groups == readers, p.tp
         assert p.load.growth_bytes_s == pytest.approx(sent / span, rel=0.10), p.tp
+    OUT.mkdir(parents=True, exist_ok=True)  # the relative errors, for the record
+    (OUT / "errors.json").write_text(json.dumps(errors, indent=1))

@@ -178,7 +178,7 @@ def _within_targets(got, usable, capacity) -> bool:
     return True
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_network_goals_against_every_placement(case):
     snap, remove, capacity, usable = case
