@@ -43,8 +43,8 @@ __all__ = [
     "plan",
     "progress",
     "rollback_plan",
-    "snapshot",
     "start_run",
+    "take_snapshot",
     "verify",
 ]
 
@@ -185,7 +185,7 @@ def _engine_plan(source: Any, params: Any, engine: str, spark_master: str | None
     return plan_spark(get_spark(spark_master), source, params)
 
 
-def snapshot(
+def take_snapshot(
     cluster: Any,
     topics: Iterable[str] | None = None,
     topic_filter: TopicFilter | None = None,
@@ -199,12 +199,12 @@ def snapshot(
     from .errors import UsageError
     from .snapshot.filter import TopicFilter
     from .snapshot.sampler import sample_load as sample
-    from .snapshot.snapshot import take_snapshot
+    from .snapshot.snapshot import take_snapshot as record
 
     if sample_load is not None and not 0 < sample_load < 86_400:
         raise UsageError(f"sample_load: a window of (0, 86400) seconds, got {sample_load}")
     with connected(cluster, command_config) as gw:
-        full = take_snapshot(gw, list(topics) if topics is not None else None)
+        full = record(gw, list(topics) if topics is not None else None)
         snap, excluded = full.select(topic_filter or TopicFilter())
         if sample_load is not None:
             snap = sample(gw, snap, sample_load)

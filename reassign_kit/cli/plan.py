@@ -24,7 +24,7 @@ import sys
 from typing import Any
 
 from ..api import plan as make_plan
-from ..api import snapshot as take
+from ..api import take_snapshot as record
 from ..cluster.views import require_permissions
 from ..errors import EXIT_GOAL_NOT_MET, InvalidPlanError, UsageError
 from ..model import Plan
@@ -313,7 +313,7 @@ def _snapshot(args: argparse.Namespace) -> int:
     selection = topic_filter(args)
     gw = connect(args.bootstrap_server, args.command_config)
     try:
-        snap, excluded = take(gw, args.topics, selection, args.sample_load)
+        snap, excluded = record(gw, args.topics, selection, args.sample_load)
     finally:
         gw.close()
     write_output("--output", args.output, lambda: snap.write(args.output))
