@@ -157,27 +157,35 @@ def _coolest(p: Placement, res: str) -> list[int]:
     return heapq.nsmallest(DESTS, sorted(p.placeable), key=lambda b: (load.get(b, 0.0), b))
 
 
-def _hottest(p: Placement, b: int, n: int, cold: bool = False) -> list[tuple[str, int]]:
+def _hottest(p: Placement, b: int, n: int, res: str, cold: bool = False) -> list[tuple[str, int]]:
+    """The ``n`` partitions on ``b`` that add most (``cold``: least) to its ``res``: a
+    follower adds nothing to its network out or leader load, so only what it leads counts."""
     keys = p.on.get(b, ())
 
     def rank(k: tuple[str, int]) -> tuple:
-        return (p.load.get(k, (0.0, 0.0)), k)
+        produce, fetch = p.load.get(k, (0.0, 0.0))
+        reps = p.reps[k]
+        if res == "network_in":
+            return (produce, k)
+        if reps[0] != b:
+            return (0.0, k)
+        return (fetch + produce * (len(reps) - 1) if res == "network_out" else produce, k)
 
     return heapq.nsmallest(n, keys, key=rank) if cold else heapq.nlargest(n, keys, key=rank)
 
 
-def _candidates(p: Placement, b: int, kind: str, dsts: list[int]):
+def _candidates(p: Placement, b: int, kind: str, dsts: list[int], res: str):
     """(key, new replica list) pairs for one kind of change off broker ``b`` (moves and swaps
     towards ``dsts``)."""
     if kind == "leader":
-        for k in _hottest(p, b, HOT):
+        for k in _hottest(p, b, HOT, res):
             r = p.reps[k]
             if r[0] == b:
                 for f in r[1:]:
                     yield [(k, [f, *[x for x in r if x != f]])]
         return
-    cold = {d: _hottest(p, d, SWAP_COLD, cold=True) for d in dsts} if kind == "swap" else {}
-    for k in _hottest(p, b, HOT if kind == "move" else SWAP_HOT):
+    cold = {d: _hottest(p, d, SWAP_COLD, res, cold=True) for d in dsts} if kind == "swap" else {}
+    for k in _hottest(p, b, HOT if kind == "move" else SWAP_HOT, res):
         r = p.reps[k]
         for d in dsts:
             if d in r or d == b:
@@ -219,7 +227,7 @@ def improve(p: Placement, max_steps: int | None = None) -> int:
         dsts = _coolest(p, res)
         for kind in ("leader", "move", "swap"):
             for b in focus:
-                for change in _candidates(p, b, kind, dsts):
+                for change in _candidates(p, b, kind, dsts, res):
                     s = _try(p, change)
                     if s is not None and s < base and (best is None or s < best[0]):
                         best = (s, change)
