@@ -76,3 +76,25 @@ def test_sampled_rates_match_the_load_the_test_drove(sandbox, bootstrap, topic_n
         assert p.load.growth_bytes_s == pytest.approx(sent / span, rel=0.10), p.tp
     OUT.mkdir(parents=True, exist_ok=True)  # the relative errors, for the record
     (OUT / "errors.json").write_text(json.dumps(errors, indent=1))
+
+
+@pytest.mark.long
+def test_a_stopped_broker_leaves_every_partition_measured_on_its_leader(
+    sandbox, bootstrap, topic_name
+):
+    """A broker down while the load is sampled: it is out of the cluster's metadata, every
+    partition it held is led elsewhere, and the sample reads each partition on its (live)
+    leader: every partition measured, nothing named unread, no error."""
+    from reassign_kit.api import take_snapshot
+
+    topic = topic_name("load-down")
+    sandbox.create_topic(topic, partitions=4, rf=2)
+    victim = max(b["id"] for b in sandbox.brokers)
+    sandbox.stop_broker(victim)
+    try:
+        snap, _ = take_snapshot(bootstrap, topics=[topic], sample_load=3)
+    finally:
+        sandbox.start_broker(victim)
+    assert snap.load is not None and snap.load.unread == (), snap.load
+    assert all(p.load is not None for p in snap.partitions)
+    assert all(p.leader != victim for p in snap.partitions)
