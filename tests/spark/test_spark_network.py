@@ -14,7 +14,8 @@ from reassign_kit.api import plan as make_plan
 from reassign_kit.snapshot.load import LoadWindow, PartitionLoad
 from reassign_kit.snapshot.snapshot import Snapshot
 
-pytestmark = pytest.mark.spark
+# 55 s on this shared box: beyond make test's budget for this issue, so `make long` runs it
+pytestmark = [pytest.mark.spark, pytest.mark.long]
 
 
 def loaded(seed: int, n: int) -> Snapshot:
