@@ -1,7 +1,7 @@
 """reassign_kit: plan, execute (paced), watch, verify, cancel and analyse Kafka reassignments.
 
 The Python API (``plan``, ``execute``, ``progress``, ``verify``, ``cancel``,
-``list_reassignments``, ``rollback_plan``, ``Run``) is loaded lazily from the table below so
+``list_reassignments``, ``rollback_plan``, ``take_snapshot``, ``Run``) is loaded lazily from the table below so
 that ``import reassign_kit`` stays cheap (no pyspark, no Kafka clients)."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "cancel": (".api", "cancel"),
     "list_reassignments": (".api", "list_reassignments"),
     "rollback_plan": (".api", "rollback_plan"),
+    "take_snapshot": (".api", "take_snapshot"),
     "Run": (".run.run", "Run"),
 }
 

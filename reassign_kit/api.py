@@ -44,6 +44,7 @@ __all__ = [
     "progress",
     "rollback_plan",
     "start_run",
+    "take_snapshot",
     "verify",
 ]
 
@@ -104,6 +105,7 @@ def plan(
     capacity: Capacity | str | None = None,
     bytes_tolerance: float | None = None,
     drain_cordoned: bool = False,
+    network_tolerance: float | None = None,
 ) -> PlanResult:
     """A minimal-movement, balanced, rack-aware plan for a snapshot (a ``Snapshot``, or a path
     to its JSON / Parquet form). ``engine="spark"`` (the default) runs in Spark (local mode
@@ -117,16 +119,19 @@ def plan(
     ends within ``bytes_tolerance`` of its share (None: the planner's default, as ``chunks``).
     ``drain_cordoned``: every broker whose log dirs are all cordoned (KIP-1066, as the snapshot
     recorded them) is drained like a removed one; a cordoned broker never receives a new
-    replica either way. Imported on first use: neither the planner nor pyspark loads with the
+    replica either way. ``balance`` may name the network goals (``network``, or its parts
+    ``network_in``, ``network_out``, ``leader_load``; the snapshot must carry every partition's
+    load): each broker at most ``1 + network_tolerance`` times its share (default 0.10), the
+    capacity file's ``network_in_bytes_s`` / ``network_out_bytes_s`` never exceeded
+    (``planner.network``). Imported on first use: neither the planner nor pyspark loads with the
     API."""
     from .errors import UsageError
-    from .planner.in_process import plan_in_process
     from .planner.params import (
         DEFAULT_BYTES_TOLERANCE,
         DEFAULT_CHUNKS,
+        DEFAULT_NETWORK_TOLERANCE,
         PlanParams,
         parse_balance,
-        rule_context,
     )
     from .planner.rules import Capacity
     from .snapshot.filter import TopicFilter
@@ -144,6 +149,9 @@ def plan(
         capacity=Capacity.read(capacity) if isinstance(capacity, str) else capacity,
         bytes_tolerance=DEFAULT_BYTES_TOLERANCE if bytes_tolerance is None else bytes_tolerance,
         drain_cordoned=drain_cordoned,
+        network_tolerance=DEFAULT_NETWORK_TOLERANCE
+        if network_tolerance is None
+        else network_tolerance,
     )
     if engine not in ("spark", "local"):
         raise UsageError(f"engine must be 'spark' or 'local', got {engine!r}")
@@ -151,7 +159,23 @@ def plan(
     if isinstance(snapshot, str):
         is_parquet = os.path.isdir(snapshot) or snapshot.endswith(".parquet")
         source = snapshot if (engine == "spark" and is_parquet) else Snapshot.read(snapshot)
+    from .planner.network_plan import balance_network, require_loads, wants_network
+
+    network = wants_network(params.balance)
+    if network:  # the loads in memory, checked before any pass runs
+        source = source if isinstance(source, Snapshot) else Snapshot.read(source)
+        require_loads(source)
+    result = _engine_plan(source, params, engine, spark_master)
+    return balance_network(result, source, params) if network else result
+
+
+def _engine_plan(source: Any, params: Any, engine: str, spark_master: str | None) -> PlanResult:
+    """The pipeline on the engine asked for (``plan``'s checks done)."""
+    from .planner.params import rule_context
+
     if engine == "local":
+        from .planner.in_process import plan_in_process
+
         return plan_in_process(source, params)
     from .spark.frames import brokers_and_topics
     from .spark.planner import plan_spark
@@ -159,6 +183,32 @@ def plan(
 
     rule_context(brokers_and_topics(source), params)  # bad input fails before Spark starts
     return plan_spark(get_spark(spark_master), source, params)
+
+
+def take_snapshot(
+    cluster: Any,
+    topics: Iterable[str] | None = None,
+    topic_filter: TopicFilter | None = None,
+    sample_load: float | None = None,
+    command_config: Mapping[str, str] | str | os.PathLike | None = None,
+) -> tuple[Snapshot, dict[str, str]]:
+    """The cluster recorded (``cluster``: see the module doc), restricted to ``topics`` and
+    ``topic_filter`` (default: all but the internal ones), and what the filter left out.
+    ``sample_load`` (seconds): each partition's load measured over that window with the Admin
+    API alone (``snapshot.sampler``); what could not be read is named in ``snapshot.load``."""
+    from .errors import UsageError
+    from .snapshot.filter import TopicFilter
+    from .snapshot.sampler import sample_load as sample
+    from .snapshot.snapshot import take_snapshot as record
+
+    if sample_load is not None and not 0 < sample_load < 86_400:
+        raise UsageError(f"sample_load: a window of (0, 86400) seconds, got {sample_load}")
+    with connected(cluster, command_config) as gw:
+        full = record(gw, list(topics) if topics is not None else None)
+        snap, excluded = full.select(topic_filter or TopicFilter())
+        if sample_load is not None:
+            snap = sample(gw, snap, sample_load)
+    return snap, excluded
 
 
 def rollback_plan(plan: Plan, states: Mapping[Any, Any]) -> Plan:

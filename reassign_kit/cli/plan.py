@@ -1,7 +1,8 @@
 """`reassign-kit snapshot | plan | validate`: record a cluster, plan from the record, validate
 a plan against it — offline, with planning and big validations running on Spark.
 
-    reassign-kit snapshot --bootstrap-server B [--command-config F] --output S.json
+    reassign-kit snapshot --bootstrap-server B [--command-config F] [--sample-load 5m]
+        --output S.json
     reassign-kit plan --snapshot S.json [--remove-brokers 1,2] [--balance replicas,leaders,bytes]
         [--demote-brokers 3] [--drain-cordoned] [--capacity capacity.json [--bytes-tolerance 0.05]]
         [--replication-factor N --topics t1,t2] [--spark-master URL] --output plan.json
@@ -23,6 +24,7 @@ import sys
 from typing import Any
 
 from ..api import plan as make_plan
+from ..api import take_snapshot as record
 from ..cluster.views import require_permissions
 from ..errors import EXIT_GOAL_NOT_MET, InvalidPlanError, UsageError
 from ..model import Plan
@@ -32,6 +34,7 @@ from ..planner.params import DEFAULT_BYTES_TOLERANCE, DEFAULT_CHUNKS
 from ..planner.record import PlanRecord, plan_hash, record_path
 from ..planner.report import format_report, unmet_goals
 from ..planner.rules import Capacity, RuleContext, plan_problems_offline, selection_problems
+from ..run.option_spec import duration_arg
 from ..snapshot.filter import TopicFilter
 from ..snapshot.snapshot import Snapshot, take_snapshot
 
@@ -123,6 +126,14 @@ def _add_snapshot(sub: Any) -> None:
     )
     s.add_argument("--topics", type=_topics, help="only these topics (default: all)")
     s.add_argument("--output", required=True, help="S.json, or a directory ending in .parquet")
+    s.add_argument(
+        "--sample-load",
+        type=duration_arg("--sample-load"),
+        metavar="DURATION",
+        help="also measure each partition's load over this window (90, 90s, 5m) with the "
+        "Admin API alone: produce bytes/s and messages/s, consumer fetch bytes/s and groups, "
+        "size growth; longer than the groups' commit interval many times over",
+    )
     add_topic_selection(s)
 
 
@@ -148,7 +159,21 @@ def _plan_goals(pl: argparse.ArgumentParser) -> None:
         metavar="1,2",
         help="decommission: move every replica off these brokers",
     )
-    pl.add_argument("--balance", default="replicas,leaders", help="goals: replicas,leaders,bytes")
+    pl.add_argument(
+        "--balance",
+        default="replicas,leaders",
+        help="goals: replicas,leaders,bytes,network (network = network_in,network_out,"
+        "leader_load: needs a snapshot taken with --sample-load)",
+    )
+    pl.add_argument(
+        "--network-tolerance",
+        type=float,
+        default=None,
+        metavar="F",
+        help="with --balance network: each broker's network in / out / leader load at most "
+        "(1 + F) x its share (default 0.1); the capacity file's network_in_bytes_s and "
+        "network_out_bytes_s are hard limits",
+    )
     pl.add_argument(
         "--demote-brokers",
         type=_int_list("--demote-brokers"),
@@ -288,15 +313,22 @@ def _snapshot(args: argparse.Namespace) -> int:
     selection = topic_filter(args)
     gw = connect(args.bootstrap_server, args.command_config)
     try:
-        full = take_snapshot(gw, args.topics)
+        snap, excluded = record(gw, args.topics, selection, args.sample_load)
     finally:
         gw.close()
-    snap, excluded = full.select(selection)
     write_output("--output", args.output, lambda: snap.write(args.output))
     print(
         f"snapshot: {len(snap.brokers)} brokers, {len(snap.topics)} topics, "
         f"{len(snap.partitions)} partitions, {snap.replica_count()} replicas -> {args.output}"
     )
+    if snap.load is not None:
+        print(
+            f"snapshot: load sampled over {snap.load.seconds:.1f}s for "
+            f"{sum(p.load is not None for p in snap.partitions)} of {len(snap.partitions)} "
+            "partitions"
+        )
+        for what in snap.load.unread:
+            print(f"snapshot: load not read: {what}", file=sys.stderr)
     if excluded:
         print(
             f"snapshot: excluded {len(excluded)} topic(s): "
@@ -333,6 +365,7 @@ def _plan(args: argparse.Namespace) -> int:
         capacity=Capacity.read(args.capacity) if args.capacity else None,
         bytes_tolerance=args.bytes_tolerance,
         drain_cordoned=args.drain_cordoned,
+        network_tolerance=args.network_tolerance,
     )
     report = result.report()
     unmet = unmet_goals(report)

@@ -26,6 +26,7 @@ from ..model import TopicPartition
 from .admin_configs import ConfigsPart
 from .admin_errors import err_text, kp_text
 from .admin_moves import MovesPart
+from .admin_offsets import OffsetsPart
 from .capabilities import Capabilities, intersect
 from .config import (
     CONFIG_REDACTOR,
@@ -49,7 +50,7 @@ def _quiet_logger() -> Any:
 QUIET = _quiet_logger()
 
 
-class AdminGateway(MovesPart, ConfigsPart):
+class AdminGateway(MovesPart, ConfigsPart, OffsetsPart):
     """Real-Kafka implementation of ``gateway.Gateway`` plus the config calls throttles need.
 
     Both clients are created lazily, so a command that needs only one pays for one."""

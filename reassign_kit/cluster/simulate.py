@@ -33,6 +33,7 @@ from .gateway import (
 )
 from .quota import BrokerQuotas, EndLosses, fair_share
 from .simulate_configs import ConfigsPart, ThrottleState
+from .simulate_offsets import OffsetsPart
 
 MB = 1024 * 1024
 
@@ -139,7 +140,7 @@ class SimPartition:
         )
 
 
-class SimCluster(ConfigsPart):
+class SimCluster(ConfigsPart, OffsetsPart):
     """The model cluster. ``bandwidth`` is a broker's unthrottled inbound replication rate."""
 
     def __init__(

@@ -13,7 +13,10 @@ from .rules import (
     RuleContext,
 )
 
-GOALS = ("replicas", "leaders", "bytes")
+GOALS = ("replicas", "leaders", "bytes", "network_in", "network_out", "leader_load")
+# --balance network: its parts (planner.network)
+GOAL_GROUPS = {"network": ("network_in", "network_out", "leader_load")}
+DEFAULT_NETWORK_TOLERANCE = 0.10
 DEFAULT_CHUNKS = 8
 DEFAULT_BYTES_TOLERANCE = 0.05
 BYTES_ROUNDS = 8  # bytes rounds at most (each re-aggregates the chunks' bytes)
@@ -35,6 +38,8 @@ class PlanParams:
     bytes_tolerance: float = DEFAULT_BYTES_TOLERANCE
     # KIP-1066: treat every broker whose log dirs are all cordoned as one to drain
     drain_cordoned: bool = False
+    # the network goals' distribution target: at most (1 + this) x each broker's share
+    network_tolerance: float = DEFAULT_NETWORK_TOLERANCE
 
     def rf_change(self) -> dict[str, int]:
         if self.replication_factor is None:
@@ -46,10 +51,12 @@ def parse_balance(text: str | Iterable[str] | None) -> tuple[str, ...]:
     if text is None:
         return ("replicas", "leaders")
     items = [s.strip() for s in (text.split(",") if isinstance(text, str) else text)]
-    items = [s for s in items if s]
+    items = [g for s in items if s for g in GOAL_GROUPS.get(s, (s,))]
     bad = [s for s in items if s not in GOALS]
     if bad:
-        raise UsageError(f"--balance: unknown goal(s) {bad}; choose from {', '.join(GOALS)}")
+        raise UsageError(
+            f"--balance: unknown goal(s) {bad}; choose from {', '.join([*GOALS, *GOAL_GROUPS])}"
+        )
     return tuple(g for g in GOALS if g in items)
 
 
@@ -94,6 +101,11 @@ def rule_context(snapshot, params: PlanParams) -> RuleContext:
         raise UsageError(
             f"--bytes-tolerance must be in [0, 1) (0.05 = within 5% of the share), "
             f"got {params.bytes_tolerance}"
+        )
+    if not 0 <= params.network_tolerance < 10:
+        raise UsageError(
+            f"--network-tolerance must be in [0, 10) (0.1 = at most 1.1x each broker's share), "
+            f"got {params.network_tolerance}"
         )
     cordoned = snapshot.cordoned()
     removed = frozenset(params.remove_brokers)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Plan
+from .network_report import network_lines
 from .rules import VIRTUAL, RuleContext, apply_rf
 
 
@@ -36,6 +37,8 @@ class PlanResult:
     excluded: dict | None = None
     # rack_repair.repair_report(): rack violations before / after the plan and why any is left
     rack_repair: dict | None = None
+    # network_report.network_report(): the network goals, per broker before / after
+    network: dict | None = None
 
     @property
     def lower_bound(self) -> int:
@@ -167,6 +170,7 @@ def build_report(result: PlanResult) -> dict[str, Any]:
         "leader_balance": result.leader_balance,
         "rack_repair": result.rack_repair,
         "bytes_goal": bytes_goal(result, bytes_after),
+        "network_goal": result.network,
         "topic_selection": {
             **prep.params.topic_filter.describe(),
             "excluded": result.excluded
@@ -241,6 +245,7 @@ def unmet_goals(report: dict[str, Any]) -> list[str]:
             f"bytes goal (within {100 * bg['tolerance']:g}% of each broker's {bg['shares']} "
             f"share) not met: {shown}" + (f" and {more} more" if more > 0 else "")
         )
+    out += (report.get("network_goal") or {}).get("unmet", [])
     return out
 
 
@@ -265,6 +270,7 @@ def format_report(report: dict[str, Any]) -> str:
         f"{_mb(b['bytes']['after']['min'])}",
     ]
     lines += _bytes_goal_lines(report.get("bytes_goal"))
+    lines += network_lines(report.get("network_goal"))
     lines += _rack_repair_lines(report.get("rack_repair"))
     lines += _leader_lines(report)
     lines += _excluded_lines(report.get("topic_selection", {}).get("excluded") or {})

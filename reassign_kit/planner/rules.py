@@ -204,7 +204,7 @@ CAPACITY_DISK = "capacity-disk"
 CAPACITY_REPLICAS = "capacity-max-replicas"
 CAPACITY_VERSION = 1
 _CAP_TOP_KEYS = {"version", "default", "brokers"}
-_CAP_KEYS = {"disk_bytes", "max_replicas"}
+_CAP_KEYS = {"disk_bytes", "max_replicas", "network_in_bytes_s", "network_out_bytes_s"}
 
 
 @dataclass(frozen=True)
@@ -214,6 +214,9 @@ class BrokerCapacity:
 
     disk_bytes: int
     max_replicas: int | None = None
+    # the network goals' hard limits (planner.network), bytes/s; None: no limit
+    network_in_bytes_s: int | None = None
+    network_out_bytes_s: int | None = None
 
 
 @dataclass(frozen=True)
@@ -348,7 +351,12 @@ def _read_cap(e: Any, where: str, problems: list[str]) -> BrokerCapacity | None:
     if mr is not None and not _is_count(mr):
         problems.append(f"{where}: 'max_replicas' must be a positive integer or absent, got {mr!r}")
         ok = False
-    return BrokerCapacity(disk, mr) if ok else None
+    for k in ("network_in_bytes_s", "network_out_bytes_s"):
+        if e.get(k) is not None and not _is_count(e.get(k)):
+            problems.append(f"{where}: {k!r} must be a positive integer or absent, got {e[k]!r}")
+            ok = False
+    net = {k: e.get(k) for k in ("network_in_bytes_s", "network_out_bytes_s")}
+    return BrokerCapacity(disk, mr, **net) if ok else None
 
 
 def _pct(over: float, of: float) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import TopicPartition
+from .load import PartitionLoad
 
 BROKER_KEYS = {"id", "rack", "log_dirs", "cordoned_log_dirs"}
 
@@ -18,7 +19,7 @@ TIERED_KEYS = ("remote_storage_enable", "local_retention_bytes", "local_retentio
 TOPIC_KEYS = {"name", "min_insync_replicas", *TIERED_KEYS}
 
 
-PARTITION_KEYS = {"topic", "partition", "replicas", "size_bytes", "leader", "isr"}
+PARTITION_KEYS = {"topic", "partition", "replicas", "size_bytes", "leader", "isr", "load"}
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,8 @@ class PartitionEntry:
     # the partition's state when recorded (None: not recorded, or no leader)
     leader: int | None = None
     isr: tuple[int, ...] | None = None
+    # what it costs its brokers (snapshot.load), when the snapshot measured it
+    load: PartitionLoad | None = None
 
     @property
     def tp(self) -> TopicPartition:
@@ -92,6 +95,8 @@ def partition_obj(p: PartitionEntry) -> dict[str, Any]:
         out["leader"] = p.leader
     if p.isr is not None:
         out["isr"] = list(p.isr)
+    if p.load is not None:
+        out["load"] = p.load.to_json_obj()
     return out
 
 

@@ -10,6 +10,13 @@ The JSON form is a contract (``version`` 1)::
      "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2, 3], "size_bytes": 123,
                      "leader": 2, "isr": [2, 3]}]}
 
+A snapshot taken with ``--sample-load`` (or given loads another way) adds, per partition, an
+optional ``"load": {"produce_bytes_s": F, "produce_msgs_s": F, "fetch_bytes_s": F,
+"consumer_groups": N, "growth_bytes_s": F}`` and at the top level an optional
+``"load": {"source": "sample", "started": EPOCH_S, "seconds": F, "unread": ["broker 3: ..."]}``
+naming the window and every partition, broker or group that could not be read (see
+``snapshot.load`` for the formulas). Snapshots without them load as before: no load known.
+
 ``leader`` and ``isr`` (optional; older snapshots have neither) are the partition's state when
 the snapshot was taken: the broker leading it (null: none) and its in-sync replicas, both among
 its replicas. A demotion plan uses them: a demoted broker may lead a partition it is not the
@@ -22,7 +29,8 @@ local segments (remote ones are not copied by a move). Reading is strict (every 
 once, each naming the entry at fault); writing is canonical (sorted, fixed key order) so the same
 cluster state always gives the same bytes. Big clusters may use the Parquet form instead: a
 directory with ``brokers.parquet``, ``topics.parquet`` and ``partitions.parquet`` holding the
-same fields, which Spark reads without going through the driver.
+same fields, which Spark reads without going through the driver (the loads as nullable
+``load_<field>`` columns of ``partitions.parquet``, the window as ``load.parquet``).
 
 The entries and their readers are in ``snapshot_entries``, the topic selection in
 ``snapshot_filter`` (their names importable from here too); here ``Snapshot``, its JSON and
@@ -53,9 +61,10 @@ from .filter import (
     TopicFilter,
     is_internal,
 )
+from .load import LOAD_KEYS, LoadWindow, read_window, with_loads
 
 VERSION = 1
-_TOP_KEYS = {"version", "brokers", "topics", "partitions"}
+_TOP_KEYS = {"version", "brokers", "topics", "partitions", "load"}
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,8 @@ class Snapshot:
     brokers: tuple[BrokerEntry, ...]
     topics: tuple[TopicEntry, ...]
     partitions: tuple[PartitionEntry, ...] = field(default_factory=tuple)
+    # the window the partitions' loads were measured over (None: no load measured)
+    load: LoadWindow | None = None
 
     @classmethod
     def of(
@@ -72,12 +83,14 @@ class Snapshot:
         brokers: Iterable[BrokerEntry],
         topics: Iterable[TopicEntry],
         partitions: Iterable[PartitionEntry],
+        load: LoadWindow | None = None,
     ) -> Snapshot:
         """Build in canonical order (brokers by id, topics by name, partitions by topic/partition)."""
         return cls(
             tuple(sorted(brokers, key=lambda b: b.id)),
             tuple(sorted(topics, key=lambda t: t.name)),
             tuple(sorted(partitions, key=lambda p: (p.topic, p.partition))),
+            load,
         )
 
     # -- views -----------------------------------------------------------------------------
@@ -106,6 +119,7 @@ class Snapshot:
                 self.brokers,
                 [t for t in self.topics if t.name not in excluded],
                 [p for p in self.partitions if p.topic not in excluded],
+                self.load,
             ),
             excluded,
         )
@@ -128,7 +142,7 @@ class Snapshot:
 
     # -- JSON ------------------------------------------------------------------------------
     def to_json_obj(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "version": VERSION,
             "brokers": [b.to_json_obj() for b in sorted(self.brokers, key=lambda b: b.id)],
             "topics": [t.to_json_obj() for t in sorted(self.topics, key=lambda t: t.name)],
@@ -137,11 +151,14 @@ class Snapshot:
                 for p in sorted(self.partitions, key=lambda p: (p.topic, p.partition))
             ],
         }
+        if self.load is not None:
+            out["load"] = self.load.to_json_obj()
+        return out
 
     def to_json(self) -> str:
         """Canonical JSON: one partition per line keeps diffs of big snapshots readable."""
         obj = self.to_json_obj()
-        head = {k: obj[k] for k in ("version", "brokers", "topics")}
+        head = {k: obj[k] for k in ("version", "brokers", "topics", "load") if k in obj}
         lines = [json.dumps(p, separators=(", ", ": ")) for p in obj["partitions"]]
         text = json.dumps(head, separators=(", ", ": "))[:-1]
         if not lines:
@@ -186,9 +203,11 @@ class Snapshot:
         brokers = read_brokers(obj.get("brokers"), problems)
         topics = read_topics(obj.get("topics"), problems)
         partitions = read_partitions(obj.get("partitions"), problems, brokers, topics)
+        partitions = with_loads(partitions, obj.get("partitions"), problems)
+        load = read_window(obj.get("load"), problems)
         if problems:
             raise InvalidPlanError(problems, header=f"{source} is not a valid snapshot")
-        return cls.of(brokers.values(), topics.values(), partitions)
+        return cls.of(brokers.values(), topics.values(), partitions, load)
 
     @classmethod
     def read(cls, path: str) -> Snapshot:
@@ -263,10 +282,16 @@ def write_parquet(snap: Snapshot, path: str) -> None:
                     [list(p.isr) if p.isr is not None else None for p in snap.partitions],
                     pa.list_(pa.int32()),
                 ),
+                **load_columns(snap),
             }
         ),
         os.path.join(path, "partitions.parquet"),
     )
+    window = os.path.join(path, "load.parquet")
+    if snap.load is not None:
+        pq.write_table(pa.Table.from_pylist([snap.load.to_json_obj()]), window)
+    elif os.path.exists(window):  # an older sample's window must not stay beside new rows
+        os.remove(window)
     with open(os.path.join(path, "_VERSION"), "w", encoding="utf-8") as f:
         f.write(f"{VERSION}\n")
 
@@ -279,13 +304,47 @@ def read_parquet(path: str) -> Snapshot:
     try:
         brokers = pq.read_table(os.path.join(path, "brokers.parquet")).to_pylist()
         topics = [_tiered_defaults(t) for t in _read_topics_parquet(path)]
-        parts = pq.read_table(os.path.join(path, "partitions.parquet")).to_pylist()
+        parts = [
+            _load_of_row(p)
+            for p in pq.read_table(os.path.join(path, "partitions.parquet")).to_pylist()
+        ]
+        window = os.path.join(path, "load.parquet")
+        load = pq.read_table(window).to_pylist() if os.path.exists(window) else [None]
     except (OSError, ValueError) as e:
         raise InvalidPlanError(
             [f"cannot read Parquet snapshot {path}: {e}"], header=f"snapshot {path}"
         ) from e
     obj = {"version": VERSION, "brokers": brokers, "topics": topics, "partitions": parts}
+    if len(load) != 1:
+        raise InvalidPlanError(
+            [f"load.parquet must hold one row, has {len(load)}"], header=f"snapshot {path}"
+        )
+    if load[0] is not None:
+        obj["load"] = load[0]
     return Snapshot.from_json_obj(obj, source=path)
+
+
+def load_columns(snap: Snapshot) -> dict[str, Any]:
+    """The partitions' loads as nullable ``load_<field>`` columns (all null: none recorded)."""
+    import pyarrow as pa
+
+    loads = [p.load for p in snap.partitions]
+    return {
+        f"load_{k}": pa.array(
+            [getattr(x, k) if x is not None else None for x in loads],
+            pa.int32() if k == "consumer_groups" else pa.float64(),
+        )
+        for k in LOAD_KEYS
+    }
+
+
+def _load_of_row(row: dict) -> dict:
+    """A Parquet partition row: its ``load_<field>`` columns (absent in older snapshots, null
+    where no load was recorded) back into the JSON form's ``load`` object."""
+    cols = {k: row.pop(f"load_{k}", None) for k in LOAD_KEYS}
+    if any(v is not None for v in cols.values()):
+        row["load"] = cols
+    return row
 
 
 def _read_topics_parquet(path: str) -> list[dict]:

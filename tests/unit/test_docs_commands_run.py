@@ -226,6 +226,8 @@ def states(tmp_path_factory) -> dict[str, Path]:
         save(fixture_cluster(), "cluster.sim")
         bs = "sim:cluster.sim"
         ok(["snapshot", "--bootstrap-server", bs, "--output", "snapshot.json"])
+        # the snapshot the network-goal commands plan from (the model has no traffic: zeros)
+        ok(["snapshot", "--bootstrap-server", bs, "--sample-load", "1s", "--output", "loaded.json"])
         for goal, out in (("--remove-brokers", "plan.json"), ("--demote-brokers", "demote.json")):
             broker = "4" if goal == "--remove-brokers" else "3"
             ok(["plan", "--snapshot", "snapshot.json", goal, broker, "--output", out] + LOCAL)

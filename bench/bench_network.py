@@ -1,0 +1,106 @@
+"""The network goals at scale, in process: a generated cluster (3 racks, RF 3, counts even)
+whose hot partitions (5%, produce 1-5 MB/s, fetched by 1-3 groups) all sit on one rack's
+brokers, planned with ``--balance replicas,leaders`` and with ``replicas,leaders,network``;
+each plan validated offline. Prints one row per size: plan seconds (wall and CPU) of both,
+their ratio, moves, the largest network in / out over the mean after each plan, and whether
+the network goals were met.
+
+    .venv/bin/python bench/bench_network.py                   # 30,000 and 150,000 replicas
+    RK_BENCH_SIZES=1050000 .venv/bin/python bench/bench_network.py
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+
+from reassign_kit.api import plan as make_plan
+from reassign_kit.planner.network import broker_loads
+from reassign_kit.planner.rules import plan_problems_offline
+from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
+from reassign_kit.snapshot.load import LoadWindow, PartitionLoad
+from reassign_kit.snapshot.snapshot import Snapshot
+
+SIZES = [int(x) for x in os.environ.get("RK_BENCH_SIZES", "30000,150000").split(",")]
+
+
+def generate(replicas: int, seed: int = 7) -> Snapshot:
+    rng = random.Random(seed)
+    n_brokers = max(6, min(120, replicas // 8000))
+    n_brokers -= n_brokers % 3
+    racks = {b: "abc"[b % 3] for b in range(1, n_brokers + 1)}
+    by_rack = {r: [b for b in racks if racks[b] == r] for r in "abc"}
+    parts, topics = [], []
+    n_parts = replicas // 3
+    hot_every = 20
+    for i in range(n_parts):
+        topic, p = f"t{i // 500}", i % 500
+        if p == 0:
+            topics.append(TopicEntry(topic, 2))
+        j = i // 3
+        reps = [by_rack[r][(j + k) % len(by_rack[r])] for k, r in enumerate("abc")]
+        rot = i % 3
+        reps = reps[rot:] + reps[:rot]
+        if i % hot_every == 0:  # hot: led in rack a, on the same few brokers
+            a = by_rack["a"][: max(1, len(by_rack["a"]) // 3)]
+            reps = [a[j % len(a)], reps[1] if racks[reps[1]] != "a" else reps[2], reps[0]]
+            reps = [reps[0], *[x for x in reps[1:] if racks[x] != "a"]][:3]
+            while len(reps) < 3:
+                reps.append(next(b for b in by_rack["c"] if b not in reps))
+            produce = rng.uniform(1e6, 5e6)
+            groups = rng.randint(1, 3)
+        else:
+            produce, groups = rng.uniform(0, 5e4), rng.randint(0, 2)
+        load = PartitionLoad(produce, produce / 1000, produce * groups, groups, produce)
+        parts.append(
+            PartitionEntry(topic, p, tuple(reps), rng.randint(1, 10**9), reps[0], load=load)
+        )
+    return Snapshot.of(
+        [BrokerEntry(b, r) for b, r in racks.items()],
+        topics,
+        parts,
+        LoadWindow("sample", 0.0, 300.0),
+    )
+
+
+def spread(snap: Snapshot, plan) -> dict:
+    final = {p.tp: list(p.replicas) for p in snap.partitions}
+    for m in plan:
+        final[m.tp] = list(m.replicas)
+    got = broker_loads(
+        ((final[p.tp], (p.load.produce_bytes_s, p.load.fetch_bytes_s)) for p in snap.partitions),
+        snap.broker_ids(),
+    )
+    return {r: max(v.values()) / (sum(v.values()) / len(v)) for r, v in got.items()}
+
+
+def timed(snap: Snapshot, balance: str):
+    w, c = time.perf_counter(), time.process_time()
+    result = make_plan(snap, balance=balance, engine="local")
+    problems = plan_problems_offline(result.plan, snap)
+    return result, time.perf_counter() - w, time.process_time() - c, problems
+
+
+def main() -> None:
+    print(
+        f"{'replicas':>9} {'brokers':>7} {'count-only s (cpu)':>19} {'network s (cpu)':>17} "
+        f"{'ratio':>6} {'moves':>13} {'in max/mean':>16} {'out max/mean':>16} {'met':>4}"
+    )
+    for size in SIZES:
+        snap = generate(size)
+        base, bw, bc, bp = timed(snap, "replicas,leaders")
+        net, nw, nc, np_ = timed(snap, "replicas,leaders,network")
+        assert not bp and not np_, (bp[:3], np_[:3])
+        sb, sn, s0 = spread(snap, base.plan), spread(snap, net.plan), spread(snap, [])
+        print(
+            f"{snap.replica_count():>9} {len(snap.brokers):>7} {bw:>10.1f} ({bc:>5.1f}) "
+            f"{nw:>9.1f} ({nc:>5.1f}) {nc / bc:>6.2f} {len(base.plan):>6}/{len(net.plan):<6} "
+            f"{s0['network_in']:.2f}>{sb['network_in']:.2f}>{sn['network_in']:.2f} "
+            f"{s0['network_out']:.2f}>{sb['network_out']:.2f}>{sn['network_out']:.2f} "
+            f"{str(net.report()['network_goal']['met']):>5}"
+        )
+
+
+if __name__ == "__main__":
+    main()
