@@ -297,6 +297,13 @@ def _snapshot(args: argparse.Namespace) -> int:
         f"snapshot: {len(snap.brokers)} brokers, {len(snap.topics)} topics, "
         f"{len(snap.partitions)} partitions, {snap.replica_count()} replicas -> {args.output}"
     )
+    unreported = snap.unreported_capacity()
+    if unreported:  # said once: the ceiling then needs --capacity for these brokers
+        print(
+            f"snapshot: broker(s) {', '.join(map(str, unreported))} report no log dir sizes "
+            "(DescribeLogDirs v4+, Kafka 3.3+); a disk ceiling needs --capacity for them",
+            file=sys.stderr,
+        )
     if excluded:
         print(
             f"snapshot: excluded {len(excluded)} topic(s): "

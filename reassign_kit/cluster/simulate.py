@@ -27,6 +27,7 @@ from .gateway import (
     CLUSTER_OPERATIONS,
     TOPIC_OPERATIONS,
     BrokerInfo,
+    DirCapacity,
     ErrorCode,
     PartitionError,
     ReplicaLogInfo,
@@ -186,6 +187,10 @@ class SimCluster(ConfigsPart):
         # listing look at (the model's cost follows the moves, not the cluster's size)
         self.active: dict[TopicPartition, SimPartition] = {}
         self.fail_on: dict[TopicPartition, str] = {}
+        # log dirs' filesystems (broker, dir) -> total bytes: absent = not reported (an older
+        # broker); ``dir_other_bytes`` is what other writers keep there besides the replicas
+        self.dir_total_bytes: dict[tuple[int, str], int] = {}
+        self.dir_other_bytes: Counter[tuple[int, str]] = Counter()
         self.calls: Counter[str] = Counter()
         self.topic_cfg: dict[str, dict[str, str]] = {}
         self.broker_cfg: dict[int, dict[str, str]] = {}
@@ -483,6 +488,21 @@ class SimCluster(ConfigsPart):
         self.calls["describe_log_dirs"] += 1
         ids = self.broker_ids if brokers is None else brokers
         return {b: self.log_dirs_of(b) for b in ids if b not in self.down}
+
+    def log_dir_capacity(self, brokers: Iterable[int]) -> dict[int, dict[str, DirCapacity]]:
+        self.calls["describe_log_dirs"] += 1
+        want = [b for b in brokers if b not in self.down]
+        used: Counter[tuple[int, str]] = Counter(self.dir_other_bytes)
+        for info in self.describe_log_dirs(want):
+            used[(info.broker, info.log_dir)] += info.size_bytes
+        out: dict[int, dict[str, DirCapacity]] = {}
+        for b in want:
+            out[b] = {}
+            for d in self.log_dirs_of(b):
+                total = self.dir_total_bytes.get((b, d))
+                usable = None if total is None else max(0, total - used[(b, d)])
+                out[b][d] = DirCapacity(total, usable)
+        return out
 
     def elect_preferred_leaders(
         self, tps: Iterable[TopicPartition]

@@ -4,6 +4,9 @@ The JSON form is a contract (``version`` 1)::
 
     {"version": 1,
      "brokers": [{"id": 1, "rack": "a"}],
+     (a broker may add "log_dirs": [...], "cordoned_log_dirs": [...] from its configs, and
+      "log_dir_capacity": [{"log_dir": "/d", "total_bytes": N, "usable_bytes": N}] from
+      DescribeLogDirs v4+, Kafka 3.3+; null bytes: the broker did not report them)
      "topics": [{"name": "t", "min_insync_replicas": 2}],
      (a tiered topic, KIP-405, adds "remote_storage_enable": true, "local_retention_bytes": N,
       "local_retention_ms": N — its configs remote.storage.enable, local.retention.bytes/ms)
@@ -86,6 +89,14 @@ class Snapshot:
 
     def racks(self) -> dict[int, str | None]:
         return {b.id: b.rack for b in self.brokers}
+
+    def unreported_capacity(self) -> list[int]:
+        """Brokers whose log dirs' sizes are not recorded (older Kafka, older snapshot)."""
+        return [
+            b.id
+            for b in self.brokers
+            if not b.log_dir_capacity or any(c[1] is None for c in b.log_dir_capacity)
+        ]
 
     def cordoned(self) -> frozenset[int]:
         """Brokers whose log dirs are all cordoned (KIP-1066)."""
@@ -225,6 +236,18 @@ def write_parquet(snap: Snapshot, path: str) -> None:
                     ],
                     pa.list_(pa.string()),
                 ),
+                "log_dir_capacity": pa.array(
+                    [b.to_json_obj().get("log_dir_capacity") for b in snap.brokers],
+                    pa.list_(
+                        pa.struct(
+                            [
+                                ("log_dir", pa.string()),
+                                ("total_bytes", pa.int64()),
+                                ("usable_bytes", pa.int64()),
+                            ]
+                        )
+                    ),
+                ),
             }
         ),
         os.path.join(path, "brokers.parquet"),
@@ -354,6 +377,32 @@ def cordons_of(gateway: Any, brokers: list[BrokerEntry]) -> list[BrokerEntry]:
     return out
 
 
+def capacity_of(gateway: Any, brokers: list[BrokerEntry]) -> list[BrokerEntry]:
+    """The brokers with each online log dir's total and usable bytes (one DescribeLogDirs per
+    broker); a broker that does not answer records none (unknown, never zero)."""
+    from dataclasses import replace
+
+    from ..errors import KafkaOperationError
+
+    if not brokers:
+        return brokers
+    try:
+        caps = gateway.log_dir_capacity([b.id for b in brokers])
+    except KafkaOperationError:
+        return brokers
+    return [
+        replace(
+            b,
+            log_dir_capacity=tuple(
+                (d, c.total_bytes, c.usable_bytes) for d, c in sorted(caps[b.id].items())
+            ),
+        )
+        if caps.get(b.id)
+        else b
+        for b in brokers
+    ]
+
+
 def take_snapshot(
     gateway: Any,
     topics: Iterable[str] | None = None,
@@ -369,7 +418,7 @@ def take_snapshot(
     topic entry records the setting and its local retention."""
     require_permissions(gateway, "snapshot", ["DESCRIBE"])
     brokers = [BrokerEntry(b.id, b.rack) for b in gateway.brokers()]
-    brokers = cordons_of(gateway, brokers)
+    brokers = capacity_of(gateway, cordons_of(gateway, brokers))
     counts = gateway.topic_partition_counts(list(topics) if topics is not None else None)
     if topic_filter is not None:
         counts = {t: n for t, n in counts.items() if topic_filter.selects(t)}
