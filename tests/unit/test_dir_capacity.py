@@ -26,8 +26,8 @@ def sim_with_disks() -> SimCluster:
     sim.add_topic("t", [[1], [2]], size_bytes=100)
     for b in (1, 2):
         for d in sim.log_dirs_of(b):
-            sim.dir_total_bytes[(b, d)] = 1000
-    sim.dir_other_bytes[(2, sim.log_dirs_of(2)[1])] = 50
+            sim.disks.total[(b, d)] = 1000
+    sim.disks.other[(2, sim.log_dirs_of(2)[1])] = 50
     return sim
 
 
@@ -42,7 +42,7 @@ def test_take_snapshot_records_every_dirs_total_and_usable_bytes():
 def test_a_broker_that_reports_no_sizes_is_recorded_as_unknown_never_zero():
     sim = sim_with_disks()
     for d in sim.log_dirs_of(2):
-        del sim.dir_total_bytes[(2, d)]
+        del sim.disks.total[(2, d)]
     snap = take_snapshot(sim)
     assert dict((b.id, b.log_dir_capacity) for b in snap.brokers)[2] == (
         ("/sim/2/d0", None, None),
