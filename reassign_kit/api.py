@@ -104,6 +104,7 @@ def plan(
     capacity: Capacity | str | None = None,
     bytes_tolerance: float | None = None,
     drain_cordoned: bool = False,
+    disk_ceiling: float | None = 0.85,
 ) -> PlanResult:
     """A minimal-movement, balanced, rack-aware plan for a snapshot (a ``Snapshot``, or a path
     to its JSON / Parquet form). ``engine="spark"`` (the default) runs in Spark (local mode
@@ -117,8 +118,10 @@ def plan(
     ends within ``bytes_tolerance`` of its share (None: the planner's default, as ``chunks``).
     ``drain_cordoned``: every broker whose log dirs are all cordoned (KIP-1066, as the snapshot
     recorded them) is drained like a removed one; a cordoned broker never receives a new
-    replica either way. Imported on first use: neither the planner nor pyspark loads with the
-    API."""
+    replica either way. ``disk_ceiling``: no broker's log dirs above this share of their
+    filesystem (as the snapshot recorded it, or of the capacity file's ``disk_bytes``) in the
+    end state, else ``CapacityError`` naming the dir and the bytes (None: no check). Imported
+    on first use: neither the planner nor pyspark loads with the API."""
     from .errors import UsageError
     from .planner.in_process import plan_in_process
     from .planner.params import (
@@ -133,6 +136,10 @@ def plan(
     from .snapshot.snapshot import Snapshot
 
     demote = tuple(sorted(set(demote_brokers)))
+    if disk_ceiling is not None and not 0 < disk_ceiling <= 1:
+        raise UsageError(
+            f"--disk-ceiling must be a share above 0 and at most 1, got {disk_ceiling}"
+        )
     params = PlanParams(
         remove_brokers=tuple(sorted(set(remove_brokers))),
         balance=("leaders",) if demote else parse_balance(balance),
@@ -152,13 +159,33 @@ def plan(
         is_parquet = os.path.isdir(snapshot) or snapshot.endswith(".parquet")
         source = snapshot if (engine == "spark" and is_parquet) else Snapshot.read(snapshot)
     if engine == "local":
-        return plan_in_process(source, params)
-    from .spark.frames import brokers_and_topics
-    from .spark.planner import plan_spark
-    from .spark.session import get_spark
+        result = plan_in_process(source, params)
+    else:
+        from .spark.frames import brokers_and_topics
+        from .spark.planner import plan_spark
+        from .spark.session import get_spark
 
-    rule_context(brokers_and_topics(source), params)  # bad input fails before Spark starts
-    return plan_spark(get_spark(spark_master), source, params)
+        rule_context(brokers_and_topics(source), params)  # bad input fails before Spark starts
+        result = plan_spark(get_spark(spark_master), source, params)
+    _check_disk_ceiling(source, result, disk_ceiling, params.capacity)
+    return result
+
+
+def _check_disk_ceiling(source: Any, result: Any, ceiling: float | None, capacity: Any) -> None:
+    """The plan's end state under the disk ceiling on every broker, else CapacityError."""
+    from .errors import CapacityError
+    from .planner.disk_ceiling import ceiling_problems
+    from .snapshot.snapshot import Snapshot
+
+    if not ceiling or not result.changed:
+        return
+    snap = source if isinstance(source, Snapshot) else Snapshot.read(source)
+    problems = ceiling_problems(snap, result.changed, ceiling, capacity)
+    if problems:
+        raise CapacityError(
+            problems,
+            header=f"the plan's end state is above the disk ceiling ({ceiling:.0%} of a log dir)",
+        )
 
 
 def rollback_plan(plan: Plan, states: Mapping[Any, Any]) -> Plan:

@@ -32,6 +32,7 @@ from ..planner.params import DEFAULT_BYTES_TOLERANCE, DEFAULT_CHUNKS
 from ..planner.record import PlanRecord, plan_hash, record_path
 from ..planner.report import format_report, unmet_goals
 from ..planner.rules import Capacity, RuleContext, plan_problems_offline, selection_problems
+from ..run.option_spec import share_arg
 from ..snapshot.filter import TopicFilter
 from ..snapshot.snapshot import Snapshot, take_snapshot
 
@@ -169,6 +170,14 @@ def _plan_goals(pl: argparse.ArgumentParser) -> None:
         metavar="F",
         help="with --balance bytes: each broker's bytes within this fraction of its share "
         f"(capacity share, equal without --capacity; default {DEFAULT_BYTES_TOLERANCE})",
+    )
+    pl.add_argument(
+        "--disk-ceiling",
+        type=share_arg("--disk-ceiling"),
+        default=0.85,
+        metavar="SHARE",
+        help="refuse an end state leaving a broker's log dirs above this share of their "
+        "filesystem (the snapshot's DescribeLogDirs sizes, or --capacity; default 0.85)",
     )
     pl.add_argument(
         "--drain-cordoned",
@@ -340,6 +349,7 @@ def _plan(args: argparse.Namespace) -> int:
         capacity=Capacity.read(args.capacity) if args.capacity else None,
         bytes_tolerance=args.bytes_tolerance,
         drain_cordoned=args.drain_cordoned,
+        disk_ceiling=args.disk_ceiling,
     )
     report = result.report()
     unmet = unmet_goals(report)

@@ -522,7 +522,8 @@ class SimCluster(ConfigsPart):
 
     def log_dir_capacity(self, brokers: Iterable[int]) -> dict[int, dict[str, DirCapacity]]:
         up = {b: self.log_dirs_of(b) for b in brokers if b not in self.down}
-        return self.disks.capacity(up, self.describe_log_dirs(up))
+        sized = [b for b in up if any((b, d) in self.disks.total for d in up[b])]
+        return self.disks.capacity(up, self.describe_log_dirs(sized) if sized else [])
 
     def elect_preferred_leaders(
         self, tps: Iterable[TopicPartition]
