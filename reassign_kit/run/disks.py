@@ -7,9 +7,10 @@ run's waiting reason ("waiting for space on broker 3 /data-1 ..."); it goes on b
 space frees (``disk_release``). A dir found over the ceiling anyway (another writer) pauses
 every new submission and is reported (``disk_over_ceiling``, then ``disk_below_ceiling``).
 
-Fail closed: a target broker that reports no dirs (down, or not answering) holds its moves;
-a dir whose size the broker does not report (Kafka before 3.3) is said once (``disk_unknown``)
-and not weighed. Two dirs of one broker reporting the same total and usable bytes are taken
+Fail closed: a target broker that reported its dirs' sizes in this run and then reports none
+(down, or not answering) holds the moves into it (one that never answered is not weighed, as
+before: the run goes on and warns of its throttles); a dir whose size the broker does not
+report (Kafka before 3.3) is said once (``disk_unknown``) and not weighed. Two dirs of one broker reporting the same total and usable bytes are taken
 for one filesystem (the sandbox's dirs share one): their bytes are counted once, together.
 """
 
@@ -68,6 +69,7 @@ class DiskGate:
         self.held: dict[TopicPartition, str] = {}  # moves held now, and the dir that holds them
         self.over: set[DirKey] = set()  # filesystems reported over the ceiling
         self.unknown: set[int] = set()  # brokers said once to report no sizes
+        self.sized: set[int] = set()  # brokers that reported sizes in this run
         self.moves: dict[TopicPartition, Move] | None = None  # the plan's, read once
         self.targets: set[int] | None = None  # the brokers the plan's moves end on
 
@@ -144,6 +146,7 @@ class DiskGate:
         caps = self._capacity(targets)
         fs_of, total, used = filesystems(caps)
         disks = Disks.of(total, used, ceiling)
+        self.sized.update(b for b, _ in fs_of)
         self._say_unknown(caps)
         paused = self._over(disks)
         remaining = self._inflight_remaining(caps, fs_of, disks)
@@ -196,7 +199,7 @@ class DiskGate:
         counted as written into its dirs by this decision."""
         ms = self.shared.moves[tp]
         size = ms.item.size_bytes
-        missing = [b for b in adds if b not in self.unknown and not caps.get(b)]
+        missing = [b for b in adds if b in self.sized and not caps.get(b)]
         if missing:
             return self._held(
                 tp,
@@ -288,7 +291,7 @@ class DiskGate:
             self.unknown.update(new)
             self.parts.loop.emit(
                 "disk_unknown",
-                brokers=new,
+                broker_ids=new,
                 reason="no log dir sizes reported (DescribeLogDirs v4+, Kafka 3.3+): these "
                 "brokers' dirs are not weighed against the ceiling",
             )

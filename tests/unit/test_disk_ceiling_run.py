@@ -142,3 +142,32 @@ def test_a_dir_over_the_ceiling_pauses_every_submission_until_it_is_back_under(t
     i, j = events.index(over[0]), events.index(below[0])
     assert not kinds_at(events[i:j], "submitted")  # nothing submitted while over
     assert len(kinds_at(events, "submitted")) == 8
+
+
+def test_a_target_that_reported_its_sizes_and_then_stops_answering_holds_its_moves(tmp_path):
+    sim, plan = small_disk_cluster()
+    seen: list[dict] = []
+
+    def on(e: dict) -> None:
+        # broker 3 dies once the moves off it are submitted (it answered the run's first read)
+        if e["event"] == "submitted" and e["topic"] == "b" and not seen:
+            seen.append(e)
+            sim.down.add(FULL)
+        if e["event"] == "disk_hold" and FULL in sim.down:
+            seen.append(e)
+            sim.down.discard(FULL)  # it comes back
+
+    r = Run(
+        sim,
+        plan,
+        ExecuteOptions(throttle=4 * MB, batch_size=2, incremental=True, wait=True),
+        journal_path=tmp_path / "run.jsonl",
+        clock=sim.now,
+        sleep=sim.sleep,
+    )
+    r.subscribe(on)
+    assert r.run().ok
+    holds = [e for e in seen if e["event"] == "disk_hold"]
+    assert holds and holds[0]["reason"] == (
+        f"waiting for broker {FULL}: it reports no log dirs (down or not answering)"
+    )
