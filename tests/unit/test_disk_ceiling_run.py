@@ -171,3 +171,26 @@ def test_a_target_that_reported_its_sizes_and_then_stops_answering_holds_its_mov
     assert holds and holds[0]["reason"] == (
         f"waiting for broker {FULL}: it reports no log dirs (down or not answering)"
     )
+
+
+def test_the_live_view_and_the_panel_say_what_the_run_waits_for(tmp_path):
+    from rich.console import Console
+
+    from reassign_kit.cli.live import LiveState
+    from reassign_kit.ui.status import status_of
+
+    sim, plan = small_disk_cluster()
+    sim.hook = writer(15, 105 * MB, 40)
+    events = run(sim, plan, tmp_path)
+    upto = next(i for i, e in enumerate(events) if e["event"] == "disk_hold") + 1
+    live = LiveState(moves=8)
+    for e in events[:upto]:
+        live.on_event(e)
+    c = Console(width=200, record=True)
+    c.print(live.render())
+    d0 = sim.log_dirs_of(FULL)[0]
+    assert f"waiting for space on broker {FULL} {d0}" in c.export_text()
+    st = status_of("running", events[:upto], 160 * MB, 8, now=events[upto - 1]["ts"])
+    assert f"waiting for space on broker {FULL} {d0}" in st.line
+    # released: said no more
+    assert status_of("running", events, 160 * MB, 8, now=0).disk_wait is None
