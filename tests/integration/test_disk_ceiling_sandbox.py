@@ -210,3 +210,53 @@ def test_our_run_holds_the_ceiling_and_the_official_tool_crosses_it(small_disk_s
         }
     finally:
         gw.close()
+
+
+def test_a_disk_filled_from_outside_pauses_submissions_until_the_file_goes(
+    small_disk_sandbox, tmp_path
+):
+    """Fault: 30 MiB written into broker 3's filesystem by another writer once the run has
+    submitted its first moves (56 -> 86 MiB, over the 85 MiB ceiling); deleted 20 s later."""
+    sb, bdir = small_disk_sandbox
+    bootstrap = sb.bootstrap_servers
+    plan = setup_topics(sb)
+    plan_file, journal = tmp_path / "plan.json", tmp_path / "run.jsonl"
+    plan.write(str(plan_file))
+    junk = bdir / "another-writer.bin"
+    times: dict[str, float] = {}
+
+    def writer() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if journal.exists() and '"submitted"' in journal.read_text():
+                break
+            time.sleep(0.1)
+        with open(junk, "wb") as f:
+            f.write(os.urandom(30 * MIB))
+        times["written"] = time.time()
+        time.sleep(20)
+        times["deleting"] = time.time()
+        junk.unlink()
+
+    t = threading.Thread(target=writer, daemon=True)
+    gw = AdminGateway(bootstrap)
+    try:
+        t.start()
+        proc = run_ours(bootstrap, plan_file, journal, tmp_path)
+        t.join(60)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        wait_done(gw, plan, timeout=30)
+    finally:
+        gw.close()
+        junk.unlink(missing_ok=True)
+    events = read_events(journal)
+    over = [e for e in events if e["event"] == "disk_over_ceiling"]
+    below = [e for e in events if e["event"] == "disk_below_ceiling"]
+    assert over and below, [e["event"] for e in events]
+    assert over[0]["broker"] == SMALL and over[0]["used_bytes"] > over[0]["limit_bytes"]
+    # nothing submitted between the report and the return under the ceiling
+    i, j = events.index(over[0]), events.index(below[0])
+    assert not [e for e in events[i:j] if e["event"] == "submitted"]
+    assert below[0]["ts"] >= times["deleting"] - 1
+    submitted = {(e["topic"], e["partition"]) for e in events if e["event"] == "submitted"}
+    assert submitted == {(m.tp.topic, m.tp.partition) for m in plan}  # nothing lost
