@@ -106,6 +106,7 @@ def plan(
     bytes_tolerance: float | None = None,
     drain_cordoned: bool = False,
     network_tolerance: float | None = None,
+    disk_ceiling: float | None = 0.85,
 ) -> PlanResult:
     """A minimal-movement, balanced, rack-aware plan for a snapshot (a ``Snapshot``, or a path
     to its JSON / Parquet form). ``engine="spark"`` (the default) runs in Spark (local mode
@@ -123,8 +124,10 @@ def plan(
     ``network_in``, ``network_out``, ``leader_load``; the snapshot must carry every partition's
     load): each broker at most ``1 + network_tolerance`` times its share (default 0.10), the
     capacity file's ``network_in_bytes_s`` / ``network_out_bytes_s`` never exceeded
-    (``planner.network``). Imported on first use: neither the planner nor pyspark loads with the
-    API."""
+    (``planner.network``). ``disk_ceiling``: no broker's log dirs above this share of their
+    filesystem (as the snapshot recorded it, or of the capacity file's ``disk_bytes``) in the
+    end state, else ``CapacityError`` naming the dir and the bytes (None: no check). Imported
+    on first use: neither the planner nor pyspark loads with the API."""
     from .errors import UsageError
     from .planner.params import (
         DEFAULT_BYTES_TOLERANCE,
@@ -135,9 +138,12 @@ def plan(
     )
     from .planner.rules import Capacity
     from .snapshot.filter import TopicFilter
-    from .snapshot.snapshot import Snapshot
 
     demote = tuple(sorted(set(demote_brokers)))
+    if disk_ceiling is not None and not 0 < disk_ceiling <= 1:
+        raise UsageError(
+            f"--disk-ceiling must be a share above 0 and at most 1, got {disk_ceiling}"
+        )
     params = PlanParams(
         remove_brokers=tuple(sorted(set(remove_brokers))),
         balance=("leaders",) if demote else parse_balance(balance),
@@ -155,18 +161,30 @@ def plan(
     )
     if engine not in ("spark", "local"):
         raise UsageError(f"engine must be 'spark' or 'local', got {engine!r}")
+    from .planner.network_plan import balance_network, wants_network
+
+    network = wants_network(params.balance)
+    source = _plan_source(snapshot, engine, network)
+    result = _engine_plan(source, params, engine, spark_master)
+    result = balance_network(result, source, params) if network else result
+    _check_disk_ceiling(source, result, disk_ceiling, params.capacity)
+    return result
+
+
+def _plan_source(snapshot: Snapshot | str, engine: str, network: bool) -> Snapshot | str:
+    """The snapshot in memory, or a Parquet path Spark reads itself; a network plan's loads
+    are read here and checked before any pass runs."""
+    from .planner.network_plan import require_loads
+    from .snapshot.snapshot import Snapshot
+
     source: Snapshot | str = snapshot
     if isinstance(snapshot, str):
         is_parquet = os.path.isdir(snapshot) or snapshot.endswith(".parquet")
         source = snapshot if (engine == "spark" and is_parquet) else Snapshot.read(snapshot)
-    from .planner.network_plan import balance_network, require_loads, wants_network
-
-    network = wants_network(params.balance)
-    if network:  # the loads in memory, checked before any pass runs
+    if network:
         source = source if isinstance(source, Snapshot) else Snapshot.read(source)
         require_loads(source)
-    result = _engine_plan(source, params, engine, spark_master)
-    return balance_network(result, source, params) if network else result
+    return source
 
 
 def _engine_plan(source: Any, params: Any, engine: str, spark_master: str | None) -> PlanResult:
@@ -183,6 +201,23 @@ def _engine_plan(source: Any, params: Any, engine: str, spark_master: str | None
 
     rule_context(brokers_and_topics(source), params)  # bad input fails before Spark starts
     return plan_spark(get_spark(spark_master), source, params)
+
+
+def _check_disk_ceiling(source: Any, result: Any, ceiling: float | None, capacity: Any) -> None:
+    """The plan's end state under the disk ceiling on every broker, else CapacityError."""
+    from .errors import CapacityError
+    from .planner.disk_ceiling import ceiling_problems
+    from .snapshot.snapshot import Snapshot
+
+    if not ceiling or not result.changed:
+        return
+    snap = source if isinstance(source, Snapshot) else Snapshot.read(source)
+    problems = ceiling_problems(snap, result.changed, ceiling, capacity)
+    if problems:
+        raise CapacityError(
+            problems,
+            header=f"the plan's end state is above the disk ceiling ({ceiling:.0%} of a log dir)",
+        )
 
 
 def take_snapshot(

@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any, TextIO
 
+from ..watch.disk_waits import DiskWaits
 from ..watch.from_journal import is_intermediate_step
 from ..watch.text import fmt_bytes, fmt_rate, run_progress_line
 
@@ -52,6 +53,7 @@ class LiveState:
         self.sample: dict[str, Any] | None = None
         self.history: deque[tuple[float, dict[int, float]]] = deque()
         self.stuck: dict[str, dict[str, Any]] = {}
+        self.disks = DiskWaits()
         self.counts = {"done": 0, "moving": 0, "pending": moves, "failed": 0, "cancelled": 0}
         self.state = "starting"
         self.finished = False
@@ -64,6 +66,7 @@ class LiveState:
 
     def _fold(self, e: Mapping[str, Any]) -> None:
         ev = e.get("event")
+        self.disks.fold(e)
         tp = f"{e.get('topic')}-{e.get('partition')}" if "topic" in e else None
         if ev == "run_started":
             self.state = "running"
@@ -141,6 +144,9 @@ class LiveState:
                 + f"  ({self._elapsed(now)})"
             )
             parts: list[Any] = [Text(head, style="bold")]
+            waits = self.disks.line()
+            if waits:
+                parts.append(Text(waits, style="yellow"))
             s = self.sample
             if s is None:
                 parts.append(

@@ -34,7 +34,7 @@ from ..planner.params import DEFAULT_BYTES_TOLERANCE, DEFAULT_CHUNKS
 from ..planner.record import PlanRecord, plan_hash, record_path
 from ..planner.report import format_report, unmet_goals
 from ..planner.rules import Capacity, RuleContext, plan_problems_offline, selection_problems
-from ..run.option_spec import duration_arg
+from ..run.option_spec import duration_arg, share_arg
 from ..snapshot.filter import TopicFilter
 from ..snapshot.snapshot import Snapshot, take_snapshot
 
@@ -196,6 +196,14 @@ def _plan_goals(pl: argparse.ArgumentParser) -> None:
         f"(capacity share, equal without --capacity; default {DEFAULT_BYTES_TOLERANCE})",
     )
     pl.add_argument(
+        "--disk-ceiling",
+        type=share_arg("--disk-ceiling"),
+        default=0.85,
+        metavar="SHARE",
+        help="refuse an end state leaving a broker's log dirs above this share of their "
+        "filesystem (the snapshot's DescribeLogDirs sizes, or --capacity; default 0.85)",
+    )
+    pl.add_argument(
         "--drain-cordoned",
         action="store_true",
         help="drain every broker whose log dirs are all cordoned (KIP-1066 cordoned.log.dirs, "
@@ -329,6 +337,13 @@ def _snapshot(args: argparse.Namespace) -> int:
         )
         for what in snap.load.unread:
             print(f"snapshot: load not read: {what}", file=sys.stderr)
+    unreported = snap.unreported_capacity()
+    if unreported:  # said once: the ceiling then needs --capacity for these brokers
+        print(
+            f"snapshot: broker(s) {', '.join(map(str, unreported))} report no log dir sizes "
+            "(DescribeLogDirs v4+, Kafka 3.3+); a disk ceiling needs --capacity for them",
+            file=sys.stderr,
+        )
     if excluded:
         print(
             f"snapshot: excluded {len(excluded)} topic(s): "
@@ -366,6 +381,7 @@ def _plan(args: argparse.Namespace) -> int:
         bytes_tolerance=args.bytes_tolerance,
         drain_cordoned=args.drain_cordoned,
         network_tolerance=args.network_tolerance,
+        disk_ceiling=args.disk_ceiling,
     )
     report = result.report()
     unmet = unmet_goals(report)

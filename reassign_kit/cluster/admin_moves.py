@@ -13,7 +13,7 @@ from ..errors import KafkaOperationError
 from ..model import PartitionState, TopicPartition
 from .admin_errors import err_text, kp_text
 from .capabilities import RF_GUARD, degraded, say_once
-from .gateway import ErrorCode, PartitionError, ReplicaLogInfo
+from .gateway import DirCapacity, ErrorCode, PartitionError, ReplicaLogInfo
 
 
 class MovesPart:
@@ -198,6 +198,23 @@ class MovesPart:
             out[b["broker"]] = sorted(
                 d["log_dir"] for d in b["log_dirs"] if not d.get("error_code")
             )
+        return out
+
+    def log_dir_capacity(self, brokers: Iterable[int]) -> dict[int, dict[str, DirCapacity]]:
+        """DescribeLogDirs v4+ TotalBytes / UsableBytes per online log dir; -1 (an older
+        broker, or a field it left out) is None: unknown, never zero."""
+        out: dict[int, dict[str, DirCapacity]] = {}
+        for b in self._describe_log_dirs_raw(brokers, []):
+            dirs = {}
+            for d in b["log_dirs"]:
+                if d.get("error_code"):
+                    continue
+                total, usable = d.get("total_bytes", -1), d.get("usable_bytes", -1)
+                dirs[d["log_dir"]] = DirCapacity(
+                    total if isinstance(total, int) and total >= 0 else None,
+                    usable if isinstance(usable, int) and usable >= 0 else None,
+                )
+            out[b["broker"]] = dirs
         return out
 
     def elect_preferred_leaders(

@@ -38,6 +38,22 @@ class ReplicaLogInfo:
     is_future: bool
 
 
+@dataclass(frozen=True)
+class DirCapacity:
+    """One log dir's filesystem as DescribeLogDirs v4+ (Kafka 3.3+) reports it: total and
+    usable (free to Kafka) bytes; None = not reported (an older broker)."""
+
+    total_bytes: int | None
+    usable_bytes: int | None
+
+    @property
+    def used_bytes(self) -> int | None:
+        """Everything on the filesystem (not only Kafka's logs): what a ceiling weighs."""
+        if self.total_bytes is None or self.usable_bytes is None:
+            return None
+        return self.total_bytes - self.usable_bytes
+
+
 # Where a throttle config's value comes from (Kafka's ConfigSource, the layers throttles meet)
 TOPIC_SOURCE = "topic"  # DYNAMIC_TOPIC_CONFIG: set on the topic
 BROKER_SOURCE = "dynamic broker"  # DYNAMIC_BROKER_CONFIG: set for this broker
@@ -174,6 +190,10 @@ class Gateway(Protocol):
 
     def broker_log_dirs(self, brokers: Iterable[int] | None = None) -> dict[int, list[str]]:
         """Each broker's log dirs."""
+
+    def log_dir_capacity(self, brokers: Iterable[int]) -> dict[int, dict[str, DirCapacity]]:
+        """Each online log dir's total and usable bytes (one DescribeLogDirs per broker, no
+        partitions asked); a broker that does not answer is absent."""
 
     def elect_preferred_leaders(
         self, tps: Iterable[TopicPartition]

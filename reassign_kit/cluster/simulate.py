@@ -27,6 +27,7 @@ from .gateway import (
     CLUSTER_OPERATIONS,
     TOPIC_OPERATIONS,
     BrokerInfo,
+    DirCapacity,
     ErrorCode,
     PartitionError,
     ReplicaLogInfo,
@@ -140,6 +141,55 @@ class SimPartition:
         )
 
 
+@dataclass
+class SimDisks:
+    """The log dirs' filesystems: (broker, dir) -> total bytes (absent: not reported, an older
+    broker) and the bytes other writers keep there besides the replicas."""
+
+    total: dict[tuple[int, str], int] = field(default_factory=dict)
+    other: Counter[tuple[int, str]] = field(default_factory=Counter)
+
+    def dirs_of(self, broker: int) -> list[str]:
+        """Every broker has two log dirs; a replica with no recorded dir is in the first."""
+        return [f"/sim/{broker}/d0", f"/sim/{broker}/d1"]
+
+    def logs(
+        self, sps: Iterable[SimPartition], brokers: set[int], fetch_bytes: int | None
+    ) -> list[ReplicaLogInfo]:
+        """The replica logs (current and future) of ``sps`` on ``brokers``: a follower still
+        filling shows its bytes rounded down to ``fetch_bytes`` (None: exact)."""
+        out: list[ReplicaLogInfo] = []
+        for sp in sps:
+            for b in sp.replicas:
+                if b not in brokers:
+                    continue
+                size = int(sp.copied.get(b, sp.size_bytes)) if sp.target else sp.size_bytes
+                if fetch_bytes and sp.target and size < sp.size_bytes:
+                    size -= size % fetch_bytes
+                d = sp.dirs.get(b, self.dirs_of(b)[0])
+                out.append(ReplicaLogInfo(b, sp.tp, d, size, 0, False))
+                if b in sp.future:
+                    fd, copied = sp.future[b]
+                    out.append(ReplicaLogInfo(b, sp.tp, fd, int(copied), 0, True))
+        return out
+
+    def capacity(
+        self, dirs: Mapping[int, Sequence[str]], logs: Iterable[ReplicaLogInfo]
+    ) -> dict[int, dict[str, DirCapacity]]:
+        """Each dir's total and usable bytes, its replicas' logs (``logs``) counted as used."""
+        used: Counter[tuple[int, str]] = Counter(self.other)
+        for info in logs:
+            used[(info.broker, info.log_dir)] += info.size_bytes
+        out: dict[int, dict[str, DirCapacity]] = {}
+        for b, ds in dirs.items():
+            out[b] = {}
+            for d in ds:
+                total = self.total.get((b, d))
+                usable = None if total is None else max(0, total - used[(b, d)])
+                out[b][d] = DirCapacity(total, usable)
+        return out
+
+
 class SimCluster(ConfigsPart, OffsetsPart):
     """The model cluster. ``bandwidth`` is a broker's unthrottled inbound replication rate."""
 
@@ -187,6 +237,7 @@ class SimCluster(ConfigsPart, OffsetsPart):
         # listing look at (the model's cost follows the moves, not the cluster's size)
         self.active: dict[TopicPartition, SimPartition] = {}
         self.fail_on: dict[TopicPartition, str] = {}
+        self.disks = SimDisks()
         self.calls: Counter[str] = Counter()
         self.topic_cfg: dict[str, dict[str, str]] = {}
         self.broker_cfg: dict[int, dict[str, str]] = {}
@@ -452,38 +503,28 @@ class SimCluster(ConfigsPart, OffsetsPart):
         return None
 
     def log_dirs_of(self, broker: int) -> list[str]:
-        return [f"/sim/{broker}/d0", f"/sim/{broker}/d1"]
+        return self.disks.dirs_of(broker)
 
     def describe_log_dirs(
         self, brokers: Iterable[int], tps: Iterable[TopicPartition] | None = None
     ) -> list[ReplicaLogInfo]:
         self.calls["describe_log_dirs"] += 1
-        want = set(brokers)
-        only = None if tps is None else set(tps)
-        out: list[ReplicaLogInfo] = []
         sps = (
             self.partitions.values()
-            if only is None
-            else [self.partitions[tp] for tp in only if tp in self.partitions]
+            if tps is None
+            else [self.partitions[tp] for tp in set(tps) if tp in self.partitions]
         )
-        for sp in sps:
-            for b in sp.replicas:
-                if b not in want or b in self.down:
-                    continue
-                size = int(sp.copied.get(b, sp.size_bytes)) if sp.target else sp.size_bytes
-                if self.fetch_bytes and sp.target and size < sp.size_bytes:
-                    size -= size % self.fetch_bytes
-                d = sp.dirs.get(b, self.log_dirs_of(b)[0])
-                out.append(ReplicaLogInfo(b, sp.tp, d, size, 0, False))
-                if b in sp.future:
-                    fd, copied = sp.future[b]
-                    out.append(ReplicaLogInfo(b, sp.tp, fd, int(copied), 0, True))
-        return out
+        return self.disks.logs(sps, set(brokers) - self.down, self.fetch_bytes)
 
     def broker_log_dirs(self, brokers: Iterable[int] | None = None) -> dict[int, list[str]]:
         self.calls["describe_log_dirs"] += 1
         ids = self.broker_ids if brokers is None else brokers
         return {b: self.log_dirs_of(b) for b in ids if b not in self.down}
+
+    def log_dir_capacity(self, brokers: Iterable[int]) -> dict[int, dict[str, DirCapacity]]:
+        up = {b: self.log_dirs_of(b) for b in brokers if b not in self.down}
+        sized = [b for b in up if any((b, d) in self.disks.total for d in up[b])]
+        return self.disks.capacity(up, self.describe_log_dirs(sized) if sized else [])
 
     def elect_preferred_leaders(
         self, tps: Iterable[TopicPartition]

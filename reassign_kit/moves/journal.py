@@ -463,6 +463,10 @@ _FIELD_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "brokers": (lambda v: isinstance(v, dict | list), "an object or a list"),
     "topics": (lambda v: isinstance(v, dict | list), "an object or a list"),
 }
+_OBJECT_FIELDS = {
+    "throttle_prior": ("brokers", "topics"),
+    "pace_sample": ("brokers",),
+}
 _REQUIRED = {
     "run_started": ("run_id",),
     "election_queued": ("preferred",),
@@ -491,6 +495,14 @@ def event_problem(rec: Mapping[str, Any]) -> str | None:
         value = rec.get(key)
         if value is not None and not ok(value):
             return f"event {kind!r}: {key!r} must be {what}"
+    for key in _OBJECT_FIELDS.get(kind, ()):  # read per broker / topic: a list is no use
+        value = rec.get(key)
+        if value is not None and not isinstance(value, dict):
+            return f"event {kind!r}: {key!r} must be an object"
+        if value and not all(isinstance(v, dict) for v in value.values()):
+            return f"event {kind!r}: each entry of {key!r} must be an object"
+        if key == "brokers" and not all(k == "<default>" or k.isdecimal() for k in value or {}):
+            return f"event {kind!r}: 'brokers' must be keyed by broker id"
     return None
 
 

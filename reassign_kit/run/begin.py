@@ -126,6 +126,7 @@ class Begin:
         """One MoveState per plan move, in the run's order and batches."""
         sizes = self._sizes([m.tp for m in self.shared.plan])
         items = []
+        bases: dict[TopicPartition, tuple[int, ...]] = {}
         for m in self.shared.plan:
             st = states[m.tp]
             under = len(st.isr) < len(st.replicas) if st.isr else False
@@ -134,13 +135,17 @@ class Begin:
                 if not st.reassigning
                 else tuple(b for b in st.replicas if b not in st.adding)
             )
+            bases[m.tp] = tuple(base)
             items.append(item_for(m.tp, base, m.replicas, st.leader, sizes.get(m.tp, 0), under))
             for b in m.replicas:
                 if b not in base:
                     self.shared.inbound_total[b] = self.shared.inbound_total.get(b, 0) + sizes.get(
                         m.tp, 0
                     )
-        ordered = assign_batches(order_items(items, self.shared.options.order), self.shared.caps)
+        ordered = order_items(items, self.shared.options.order)
+        # the disk ceiling may reorder them: no log dir over it while sources hold copies
+        ordered = self.parts.disks.order(ordered, bases)
+        ordered = assign_batches(ordered, self.shared.caps)
         self.shared.order = [i.tp for i in ordered]
         self.shared.pos = {tp: i for i, tp in enumerate(self.shared.order)}
         plan_by_tp = self.shared.plan.by_tp()

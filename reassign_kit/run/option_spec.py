@@ -66,6 +66,24 @@ def duration_arg(name: str) -> Callable[[str], float]:
     return conv
 
 
+def share_arg(name: str) -> Callable[[str], float]:
+    """An argparse type: a share in (0, 1], as 0.85 or 85%."""
+
+    def conv(s: str) -> float:
+        text = s.strip()
+        try:
+            v = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{name} must be a share like 0.85 or 85%, not {s!r}"
+            ) from None
+        if not 0 < v <= 1:
+            raise argparse.ArgumentTypeError(f"{name} must be above 0 and at most 100%, not {s}")
+        return v
+
+    return conv
+
+
 def slo_arg(name: str) -> Callable[[str], str]:
     """An argparse type: a produce-latency objective (``50ms``, ``0.05s``, ``+20ms``),
     kept as its canonical text (the journal's ``run_started`` holds it for a resume)."""

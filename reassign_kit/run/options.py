@@ -30,6 +30,7 @@ from .option_spec import (
     int_arg,
     slo_arg,
 )
+from .options_disks import DiskOptions
 from .options_validate import DerivedOptions, ValidatedOptions
 
 
@@ -42,7 +43,7 @@ def _none_if_zero(v: Any) -> Any:
 
 
 @dataclass
-class ExecuteOptions(ValidatedOptions, DerivedOptions):
+class ExecuteOptions(DiskOptions, ValidatedOptions, DerivedOptions):
     """Pacing, caps, throttle, deadlines. Durations in seconds; ``throttle`` in bytes/s.
     ``validate``, ``caps``, ``to_json_obj`` and ``from_json_obj``: options_validate.py."""
 

@@ -79,6 +79,11 @@ class ValidatedOptions:
                 "--replica-alter-log-dirs-throttle must be a positive number of bytes/s, "
                 f"got {self.log_dir_throttle}"
             )
+        c = self.disk_ceiling
+        if c is not None and (
+            isinstance(c, bool) or not isinstance(c, int | float) or not 0 < c <= 1
+        ):
+            raise UsageError(f"--disk-ceiling must be a share above 0 and at most 1, got {c!r}")
         self._validate_bounds()
         if not self.timeout_s >= 0:
             raise UsageError(f"--timeout must be >= 0, got {self.timeout_s}")

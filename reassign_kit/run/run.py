@@ -20,6 +20,7 @@ another through its public methods only, and keeps what only it touches as its o
 - ``rollback.Rollback``: the way back to each move's original (every cancel path).
 - ``finish.Finisher``: the end on every path (cancel, elections owed, throttle cleanup with
   retries, the result).
+- ``disks.DiskGate``: the disk ceiling before each submission (moves held for space).
 - ``pace.Pace`` (its controller, ramp and memory its own): ``--pace adaptive``, health sampled
   each poll, per-broker rates and a hold on submissions; ``canary.Canaries``: the probe's
   canary topics.
@@ -75,6 +76,7 @@ from ..moves.table import MoveIndex, MoveState, MoveStatus
 from ..throttles.keeper import ThrottleKeeper
 from .begin import Begin
 from .canary import Canaries
+from .disks import DiskGate
 from .elections import Elections
 from .finish import Finisher
 from .lifecycle import Lifecycle, phase
@@ -121,6 +123,7 @@ class Run:
         parts.finish = Finisher(shared, parts)
         parts.pace = Pace(shared, parts)
         parts.canary = Canaries(shared, parts)
+        parts.disks = DiskGate(shared, parts)
         self.shared.gw = gateway
         self.shared.plan = plan
         self.shared.options = (options or ExecuteOptions()).validate()

@@ -81,7 +81,7 @@ class RunParts:
     """The parts of one run, built once by the facade (``Run.__init__``): ``begin``
     (``Begin``), ``loop`` (``Loop``), ``submit`` (``Submitter``), ``track`` (``Tracker``),
     ``rollback`` (``Rollback``), ``finish`` (``Finisher``), ``pace`` (``Pace``), ``canary``
-    (``Canaries``); ``run`` is the facade (its status and stop, which a part may call like any
+    (``Canaries``), ``disks`` (``DiskGate``); ``run`` is the facade (its status and stop, which a part may call like any
     caller). Typed loosely here: the parts import this module, not the other way round."""
 
     def __init__(self, run: Any) -> None:
@@ -94,3 +94,4 @@ class RunParts:
         self.finish: Any = None
         self.pace: Any = None
         self.canary: Any = None
+        self.disks: Any = None

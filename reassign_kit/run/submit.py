@@ -93,6 +93,23 @@ class Submitter:
             )
         return items, ready_states
 
+    def _room_for(
+        self, tps: Sequence[TopicPartition], ready_states: Mapping[TopicPartition, PartitionState]
+    ) -> tuple[Sequence[TopicPartition], Mapping[TopicPartition, PartitionState]]:
+        """The moves of ``tps`` the disk ceiling lets go now (why the others wait becomes the
+        waiting reason), and the states of the new ones (read here, once)."""
+        new_tps = [tp for tp in tps if self.shared.moves[tp].status == "pending"]
+        new_states = self.shared.gw.describe_partitions(new_tps) if new_tps else {}
+        current = {
+            tp: st.replicas
+            for tp in tps
+            if (st := ready_states.get(tp) or new_states.get(tp)) is not None
+        }
+        admitted, held = self.parts.disks.admit(tps, current)
+        if held is not None:
+            self.shared.waiting_reason = held
+        return admitted, new_states
+
     def _submit(
         self,
         cluster: Mapping[TopicPartition, PartitionState],
@@ -102,8 +119,7 @@ class Submitter:
     ) -> None:
         """Set the throttles the moves need, then submit each one's next step in one request;
         a rejected submission fails its move and ends the run."""
-        new_tps = [tp for tp in tps if self.shared.moves[tp].status == "pending"]
-        new_states = self.shared.gw.describe_partitions(new_tps) if new_tps else {}
+        tps, new_states = self._room_for(tps, ready_states)
         targets: dict[TopicPartition, tuple[int, ...]] = {}
         steps_info: dict[TopicPartition, int] = {}
         for tp in tps:

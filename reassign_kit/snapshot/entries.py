@@ -10,7 +10,9 @@ from typing import Any
 from ..model import TopicPartition
 from .load import PartitionLoad
 
-BROKER_KEYS = {"id", "rack", "log_dirs", "cordoned_log_dirs"}
+BROKER_KEYS = {"id", "rack", "log_dirs", "cordoned_log_dirs", "log_dir_capacity"}
+
+DIR_CAPACITY_KEYS = ("log_dir", "total_bytes", "usable_bytes")
 
 
 TIERED_KEYS = ("remote_storage_enable", "local_retention_bytes", "local_retention_ms")
@@ -30,6 +32,9 @@ class BrokerEntry:
     # the snapshot read them from its config; None = not recorded (older Kafka, older snapshot)
     log_dirs: tuple[str, ...] | None = None
     cordoned_log_dirs: tuple[str, ...] | None = None
+    # DescribeLogDirs v4+ (Kafka 3.3+): (log dir, total bytes, usable bytes) per online dir,
+    # None where the broker did not report it; None = not recorded (older snapshot)
+    log_dir_capacity: tuple[tuple[str, int | None, int | None], ...] | None = None
 
     @property
     def cordoned(self) -> bool:
@@ -44,6 +49,10 @@ class BrokerEntry:
         for k in ("log_dirs", "cordoned_log_dirs"):
             if getattr(self, k) is not None:
                 out[k] = list(getattr(self, k))
+        if self.log_dir_capacity is not None:
+            out["log_dir_capacity"] = [
+                dict(zip(DIR_CAPACITY_KEYS, c, strict=True)) for c in self.log_dir_capacity
+            ]
         return out
 
 
@@ -139,8 +148,47 @@ def read_brokers(raw: Any, problems: list[str]) -> dict[int, BrokerEntry]:
                 )
                 v = None
             dirs[k] = tuple(v) if v is not None else None
-        out[bid] = BrokerEntry(bid, rack, **dirs)
+        caps = read_dir_capacity(b.get("log_dir_capacity"), f"broker {bid}", problems)
+        out[bid] = BrokerEntry(bid, rack, **dirs, log_dir_capacity=caps)
     return out
+
+
+def read_dir_capacity(
+    raw: Any, where: str, problems: list[str]
+) -> tuple[tuple[str, int | None, int | None], ...] | None:
+    """``[{"log_dir": "/d", "total_bytes": N|null, "usable_bytes": N|null}]`` read strictly:
+    usable within total, each dir once."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        problems.append(f"{where}: 'log_dir_capacity' must be a list, got {raw!r}")
+        return None
+    out: list[tuple[str, int | None, int | None]] = []
+    for c in raw:
+        if not isinstance(c, dict) or set(c) - set(DIR_CAPACITY_KEYS):
+            problems.append(
+                f"{where}: a 'log_dir_capacity' entry must be an object with "
+                f"{', '.join(DIR_CAPACITY_KEYS)}, got {c!r}"
+            )
+            continue
+        d, total, usable = (c.get(k) for k in DIR_CAPACITY_KEYS)
+        if not isinstance(d, str) or not d or any(d == o[0] for o in out):
+            problems.append(f"{where}: log dir {d!r} is not a non-empty path listed once")
+            continue
+        bad = [
+            k
+            for k, v in (("total_bytes", total), ("usable_bytes", usable))
+            if v is not None and (not is_int(v) or v < 0)
+        ]
+        if not bad and total is not None and usable is not None and usable > total:
+            bad = ["usable_bytes (above total_bytes)"]
+        if bad:
+            problems.append(
+                f"{where}: log dir {d}: {', '.join(bad)} must be a non-negative integer or null"
+            )
+            continue
+        out.append((d, total, usable))
+    return tuple(out)
 
 
 def read_topics(raw: Any, problems: list[str]) -> dict[str, TopicEntry]:

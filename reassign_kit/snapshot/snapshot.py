@@ -4,6 +4,9 @@ The JSON form is a contract (``version`` 1)::
 
     {"version": 1,
      "brokers": [{"id": 1, "rack": "a"}],
+     (a broker may add "log_dirs": [...], "cordoned_log_dirs": [...] from its configs, and
+      "log_dir_capacity": [{"log_dir": "/d", "total_bytes": N, "usable_bytes": N}] from
+      DescribeLogDirs v4+, Kafka 3.3+; null bytes: the broker did not report them)
      "topics": [{"name": "t", "min_insync_replicas": 2}],
      (a tiered topic, KIP-405, adds "remote_storage_enable": true, "local_retention_bytes": N,
       "local_retention_ms": N — its configs remote.storage.enable, local.retention.bytes/ms)
@@ -99,6 +102,14 @@ class Snapshot:
 
     def racks(self) -> dict[int, str | None]:
         return {b.id: b.rack for b in self.brokers}
+
+    def unreported_capacity(self) -> list[int]:
+        """Brokers whose log dirs' sizes are not recorded (older Kafka, older snapshot)."""
+        return [
+            b.id
+            for b in self.brokers
+            if not b.log_dir_capacity or any(c[1] is None for c in b.log_dir_capacity)
+        ]
 
     def cordoned(self) -> frozenset[int]:
         """Brokers whose log dirs are all cordoned (KIP-1066)."""
@@ -224,76 +235,94 @@ def _is_parquet_path(path: str) -> bool:
 def write_parquet(snap: Snapshot, path: str) -> None:
     """The Parquet directory form: three files Spark can read straight into executors."""
     require_extra("pyarrow.parquet", "a Parquet snapshot")
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     os.makedirs(path, exist_ok=True)
-    pq.write_table(
-        pa.table(
-            {
-                "id": [b.id for b in snap.brokers],
-                "rack": pa.array([b.rack for b in snap.brokers], pa.string()),
-                "log_dirs": pa.array(
-                    [list(b.log_dirs) if b.log_dirs is not None else None for b in snap.brokers],
-                    pa.list_(pa.string()),
-                ),
-                "cordoned_log_dirs": pa.array(
-                    [
-                        list(b.cordoned_log_dirs) if b.cordoned_log_dirs is not None else None
-                        for b in snap.brokers
-                    ],
-                    pa.list_(pa.string()),
-                ),
-            }
-        ),
-        os.path.join(path, "brokers.parquet"),
-    )
-    pq.write_table(
-        pa.table(
-            {
-                "name": pa.array([t.name for t in snap.topics], pa.string()),
-                "min_insync_replicas": pa.array(
-                    [t.min_insync_replicas for t in snap.topics], pa.int32()
-                ),
-                "remote_storage_enable": pa.array(
-                    [t.remote_storage_enable for t in snap.topics], pa.bool_()
-                ),
-                "local_retention_bytes": pa.array(
-                    [t.local_retention_bytes for t in snap.topics], pa.int64()
-                ),
-                "local_retention_ms": pa.array(
-                    [t.local_retention_ms for t in snap.topics], pa.int64()
-                ),
-            }
-        ),
-        os.path.join(path, "topics.parquet"),
-    )
-    pq.write_table(
-        pa.table(
-            {
-                "topic": pa.array([p.topic for p in snap.partitions], pa.string()),
-                "partition": pa.array([p.partition for p in snap.partitions], pa.int32()),
-                "replicas": pa.array(
-                    [list(p.replicas) for p in snap.partitions], pa.list_(pa.int32())
-                ),
-                "size_bytes": pa.array([p.size_bytes for p in snap.partitions], pa.int64()),
-                "leader": pa.array([p.leader for p in snap.partitions], pa.int32()),
-                "isr": pa.array(
-                    [list(p.isr) if p.isr is not None else None for p in snap.partitions],
-                    pa.list_(pa.int32()),
-                ),
-                **load_columns(snap),
-            }
-        ),
-        os.path.join(path, "partitions.parquet"),
-    )
+    pq.write_table(_brokers_table(snap), os.path.join(path, "brokers.parquet"))
+    pq.write_table(_topics_table(snap), os.path.join(path, "topics.parquet"))
+    pq.write_table(_partitions_table(snap), os.path.join(path, "partitions.parquet"))
     window = os.path.join(path, "load.parquet")
     if snap.load is not None:
+        import pyarrow as pa
+
         pq.write_table(pa.Table.from_pylist([snap.load.to_json_obj()]), window)
     elif os.path.exists(window):  # an older sample's window must not stay beside new rows
         os.remove(window)
     with open(os.path.join(path, "_VERSION"), "w", encoding="utf-8") as f:
         f.write(f"{VERSION}\n")
+
+
+def _brokers_table(snap: Snapshot) -> Any:
+    import pyarrow as pa
+
+    return pa.table(
+        {
+            "id": [b.id for b in snap.brokers],
+            "rack": pa.array([b.rack for b in snap.brokers], pa.string()),
+            "log_dirs": pa.array(
+                [list(b.log_dirs) if b.log_dirs is not None else None for b in snap.brokers],
+                pa.list_(pa.string()),
+            ),
+            "cordoned_log_dirs": pa.array(
+                [
+                    list(b.cordoned_log_dirs) if b.cordoned_log_dirs is not None else None
+                    for b in snap.brokers
+                ],
+                pa.list_(pa.string()),
+            ),
+            "log_dir_capacity": pa.array(
+                [b.to_json_obj().get("log_dir_capacity") for b in snap.brokers],
+                pa.list_(
+                    pa.struct(
+                        [
+                            ("log_dir", pa.string()),
+                            ("total_bytes", pa.int64()),
+                            ("usable_bytes", pa.int64()),
+                        ]
+                    )
+                ),
+            ),
+        }
+    )
+
+
+def _topics_table(snap: Snapshot) -> Any:
+    import pyarrow as pa
+
+    return pa.table(
+        {
+            "name": pa.array([t.name for t in snap.topics], pa.string()),
+            "min_insync_replicas": pa.array(
+                [t.min_insync_replicas for t in snap.topics], pa.int32()
+            ),
+            "remote_storage_enable": pa.array(
+                [t.remote_storage_enable for t in snap.topics], pa.bool_()
+            ),
+            "local_retention_bytes": pa.array(
+                [t.local_retention_bytes for t in snap.topics], pa.int64()
+            ),
+            "local_retention_ms": pa.array([t.local_retention_ms for t in snap.topics], pa.int64()),
+        }
+    )
+
+
+def _partitions_table(snap: Snapshot) -> Any:
+    import pyarrow as pa
+
+    return pa.table(
+        {
+            "topic": pa.array([p.topic for p in snap.partitions], pa.string()),
+            "partition": pa.array([p.partition for p in snap.partitions], pa.int32()),
+            "replicas": pa.array([list(p.replicas) for p in snap.partitions], pa.list_(pa.int32())),
+            "size_bytes": pa.array([p.size_bytes for p in snap.partitions], pa.int64()),
+            "leader": pa.array([p.leader for p in snap.partitions], pa.int32()),
+            "isr": pa.array(
+                [list(p.isr) if p.isr is not None else None for p in snap.partitions],
+                pa.list_(pa.int32()),
+            ),
+            **load_columns(snap),
+        }
+    )
 
 
 def read_parquet(path: str) -> Snapshot:
@@ -413,6 +442,32 @@ def cordons_of(gateway: Any, brokers: list[BrokerEntry]) -> list[BrokerEntry]:
     return out
 
 
+def capacity_of(gateway: Any, brokers: list[BrokerEntry]) -> list[BrokerEntry]:
+    """The brokers with each online log dir's total and usable bytes (one DescribeLogDirs per
+    broker); a broker that does not answer records none (unknown, never zero)."""
+    from dataclasses import replace
+
+    from ..errors import KafkaOperationError
+
+    if not brokers:
+        return brokers
+    try:
+        caps = gateway.log_dir_capacity([b.id for b in brokers])
+    except KafkaOperationError:
+        return brokers
+    return [
+        replace(
+            b,
+            log_dir_capacity=tuple(
+                (d, c.total_bytes, c.usable_bytes) for d, c in sorted(caps[b.id].items())
+            ),
+        )
+        if caps.get(b.id)
+        else b
+        for b in brokers
+    ]
+
+
 def take_snapshot(
     gateway: Any,
     topics: Iterable[str] | None = None,
@@ -428,7 +483,7 @@ def take_snapshot(
     topic entry records the setting and its local retention."""
     require_permissions(gateway, "snapshot", ["DESCRIBE"])
     brokers = [BrokerEntry(b.id, b.rack) for b in gateway.brokers()]
-    brokers = cordons_of(gateway, brokers)
+    brokers = capacity_of(gateway, cordons_of(gateway, brokers))
     counts = gateway.topic_partition_counts(list(topics) if topics is not None else None)
     if topic_filter is not None:
         counts = {t: n for t, n in counts.items() if topic_filter.selects(t)}

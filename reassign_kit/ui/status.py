@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..watch.disk_waits import DiskWaits
 from ..watch.text import eta_range_text
 from .controls import phase_after_run
 from .figures import human_bytes
@@ -101,6 +102,7 @@ class Status:
     done_moves: int = 0
     moves: int = 0
     error: str | None = None
+    disk_wait: str | None = None  # watch.disk_waits: a move held for space, a dir over
 
     @property
     def line(self) -> str:
@@ -114,7 +116,8 @@ class Status:
         if s == "starting":
             return "starting: reading the cluster, writing the journal"
         if s == "running":
-            return f"running: {pct}, {amount}, {moves}, {rate(self.rate_bps)}, {self.eta_text()}"
+            line = f"running: {pct}, {amount}, {moves}, {rate(self.rate_bps)}, {self.eta_text()}"
+            return f"{line}; {self.disk_wait}" if self.disk_wait else line
         if s in ("paused", "pausing"):
             return (
                 f"paused at {pct} ({amount}, {moves}): nothing new is submitted; moves in "
@@ -178,7 +181,9 @@ def status_of(
     sample: Mapping[str, Any] | None = None
     started = finished = None
     done: set[tuple[str, int]] = set()
+    waits = DiskWaits()
     for e in events:
+        waits.fold(e)
         kind = e.get("event")
         if kind == "sample":
             sample = e
@@ -218,4 +223,5 @@ def status_of(
         done_moves=len(done),
         moves=moves,
         error=error,
+        disk_wait=waits.line() if state == "running" else None,
     )

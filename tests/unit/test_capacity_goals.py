@@ -419,6 +419,9 @@ def test_tiered_topic_is_recorded_and_sized_by_its_local_bytes():
         def broker_configs(self, brokers):
             return {b: {} for b in brokers}
 
+        def log_dir_capacity(self, brokers):
+            return {}
+
         def describe_log_dirs(self, brokers):
             # DescribeLogDirs reports the local segments only (KIP-405)
             return [

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reassign_kit.cluster.gateway import BrokerInfo, ReplicaLogInfo
+from reassign_kit.cluster.gateway import BrokerInfo, DirCapacity, ReplicaLogInfo
 from reassign_kit.errors import InvalidPlanError
 from reassign_kit.model import PartitionState, TopicPartition
 from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
@@ -131,6 +131,9 @@ class FakeGateway:
 
     def broker_configs(self, brokers):  # a broker older than Kafka 4.3: no cordoned.log.dirs
         return {b: {"log.dirs": "/d"} for b in brokers}
+
+    def log_dir_capacity(self, brokers):  # older than Kafka 3.3: no sizes
+        return {b: {"/d": DirCapacity(None, None)} for b in brokers}
 
     def describe_log_dirs(self, brokers):
         t0, t1 = TopicPartition("t", 0), TopicPartition("t", 1)

@@ -1,0 +1,301 @@
+"""The disk ceiling held by the run (a part of ``Run``, run/run.py): before each submission
+the target brokers' log dirs are read (DescribeLogDirs v4+: total and usable bytes) and a move
+that would take a dir over the ceiling — counting what the moves in flight still write there —
+is held, with every move after it (moves/ceiling.py says why that order never waits for space
+it cannot get). A held move is journaled (``disk_hold``, with the numbers) and shown as the
+run's waiting reason ("waiting for space on broker 3 /data-1 ..."); it goes on by itself once
+space frees (``disk_release``). A dir found over the ceiling anyway (another writer) pauses
+every new submission and is reported (``disk_over_ceiling``, then ``disk_below_ceiling``).
+
+Fail closed: a target broker that reported its dirs' sizes in this run and then reports none
+(down, or not answering) holds the moves into it (one that never answered is not weighed, as
+before: the run goes on and warns of its throttles); a dir whose size the broker does not
+report (Kafka before 3.3) is said once (``disk_unknown``) and not weighed. Two dirs of one broker reporting the same total and usable bytes are taken
+for one filesystem (the sandbox's dirs share one): their bytes are counted once, together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from ..cluster.gateway import DirCapacity
+from ..errors import InvalidPlanError, KafkaOperationError
+from ..model import Move, TopicPartition
+from ..moves.ceiling import (
+    DirKey,
+    DiskMove,
+    Disks,
+    dir_name,
+    fmt_bytes,
+    hold_reason,
+    order_within_ceiling,
+)
+from ..moves.schedule import Item
+from ..moves.table import MoveStatus
+
+if TYPE_CHECKING:
+    from .shared import RunParts, RunState
+
+READY, MOVING = MoveStatus.READY, MoveStatus.MOVING
+
+
+def filesystems(
+    caps: Mapping[int, Mapping[str, DirCapacity]],
+) -> tuple[dict[DirKey, DirKey], dict[DirKey, int], dict[DirKey, int]]:
+    """Each dir's filesystem (its broker's first dir with the same total and usable bytes),
+    and each filesystem's total and used bytes (dirs of unknown size left out)."""
+    fs_of: dict[DirKey, DirKey] = {}
+    total: dict[DirKey, int] = {}
+    used: dict[DirKey, int] = {}
+    for b, dirs in caps.items():
+        seen: dict[tuple[int, int], DirKey] = {}
+        for d in sorted(dirs):
+            c = dirs[d]
+            if c.total_bytes is None or c.used_bytes is None:
+                continue
+            key = seen.setdefault((c.total_bytes, c.used_bytes), (b, d))
+            fs_of[(b, d)] = key
+            total[key], used[key] = c.total_bytes, c.used_bytes
+    return fs_of, total, used
+
+
+class DiskGate:
+    """The ceiling before each submission (see the module docstring)."""
+
+    def __init__(self, shared: RunState, parts: RunParts) -> None:
+        self.shared = shared
+        self.parts = parts
+        self.held: dict[TopicPartition, str] = {}  # moves held now, and the dir that holds them
+        self.over: set[DirKey] = set()  # filesystems reported over the ceiling
+        self.unknown: set[int] = set()  # brokers said once to report no sizes
+        self.sized: set[int] = set()  # brokers that reported sizes in this run
+        self.moves: dict[TopicPartition, Move] | None = None  # the plan's, read once
+        self.targets: set[int] | None = None  # the brokers the plan's moves end on
+
+    def move(self, tp: TopicPartition) -> Move:
+        if self.moves is None:
+            self.moves = self.shared.plan.by_tp()
+        return self.moves[tp]
+
+    def order(
+        self, items: Sequence[Item], base: Mapping[TopicPartition, Sequence[int]]
+    ) -> list[Item]:
+        """``items`` reordered so that, run one after another, no filesystem goes over the
+        ceiling while sources hold their copies (the given order when it already holds);
+        when no order does, the given one, journaled (``disk_no_order``): the gate then holds
+        what would cross, in view. ``base``: each move's replicas before it."""
+        ceiling = self.shared.options.disk_ceiling
+        brokers = sorted({b for it in items for b in it.brokers})
+        if not ceiling or not brokers:
+            return list(items)
+        try:
+            caps = self._capacity(brokers)
+            fs_of, total, used = filesystems(caps)
+            if not total:  # no size known: nothing to order by
+                return list(items)
+            logs = self.shared.gw.wrapped.describe_log_dirs(brokers, [it.tp for it in items])
+        except KafkaOperationError as e:
+            self.parts.loop.emit("disk_no_order", reason=f"log dir sizes unreadable: {e}")
+            return list(items)
+        disks = Disks.of(total, used, ceiling)
+        where = {(i.broker, i.tp): (i.broker, i.log_dir) for i in logs if not i.is_future}
+        moves = []
+        for it in items:
+            target = self.move(it.tp).replicas
+            adds = [
+                self._dir_for(it.tp, b, caps, fs_of, disks) for b in target if b not in base[it.tp]
+            ]
+            frees = [
+                fs_of.get(where.get((b, it.tp), (b, ""))) for b in base[it.tp] if b not in target
+            ]
+            moves.append(
+                DiskMove(
+                    it.tp, it.size_bytes, tuple(k for k in adds if k), tuple(k for k in frees if k)
+                )
+            )
+        try:
+            order = order_within_ceiling(moves, disks)
+        except InvalidPlanError as e:
+            self.parts.loop.emit("disk_no_order", reason="; ".join(map(str, e.problems)))
+            return list(items)
+        by_tp = {it.tp: it for it in items}
+        return [by_tp[m.tp] for m in order]
+
+    def admit(
+        self, tps: Sequence[TopicPartition], current: Mapping[TopicPartition, Sequence[int]]
+    ) -> tuple[list[TopicPartition], str | None]:
+        """The moves of ``tps`` (in order) that may be submitted now, and why the first of the
+        others waits (None: all go). ``current``: each one's replicas now; a move adds a
+        replica on each broker of its target not among them (a superset of any KIP-435
+        step's)."""
+        ceiling = self.shared.options.disk_ceiling
+        adds = {
+            tp: tuple(
+                b for b in self.shared.moves[tp].move.replicas if b not in current.get(tp, ())
+            )
+            for tp in tps
+        }
+        # every broker a move of the plan adds a replica to is read (one over the ceiling
+        # pauses all), but those that report no sizes only once (said, then not weighed)
+        if self.targets is None:
+            self.targets = {b for m in self.shared.plan for b in m.replicas}
+        targets = sorted((self.targets | {b for bs in adds.values() for b in bs}) - self.unknown)
+        if not ceiling or not any(adds.values()) or not targets:
+            return list(tps), None
+        caps = self._capacity(targets)
+        fs_of, total, used = filesystems(caps)
+        disks = Disks.of(total, used, ceiling)
+        self.sized.update(b for b, _ in fs_of)
+        self._say_unknown(caps)
+        paused = self._over(disks)
+        remaining = self._inflight_remaining(caps, fs_of, disks)
+        admitted: list[TopicPartition] = []
+        for tp in tps:
+            why = paused or self._hold(tp, adds[tp], caps, fs_of, disks, remaining)
+            if why is not None:
+                return admitted, why
+            if tp in self.held:
+                self.parts.loop.emit("disk_release", **_tpf(tp), log_dir=self.held.pop(tp))
+            admitted.append(tp)
+        return admitted, None
+
+    def _capacity(self, brokers: Sequence[int]) -> dict[int, Mapping[str, DirCapacity]]:
+        """The brokers' log dirs, unretried (the next poll asks again); when the call fails,
+        broker by broker: one that does not answer is left out, and moves into it wait."""
+        gw = self.shared.gw.wrapped
+        try:
+            return dict(gw.log_dir_capacity(brokers))
+        except KafkaOperationError:
+            out: dict[int, Mapping[str, DirCapacity]] = {}
+            for b in brokers:
+                try:
+                    out.update(gw.log_dir_capacity([b]))
+                except KafkaOperationError:
+                    continue
+            return out
+
+    def _dir_for(
+        self,
+        tp: TopicPartition,
+        b: int,
+        caps: Mapping[int, Mapping[str, DirCapacity]],
+        fs_of,
+        disks,
+    ) -> DirKey | None:
+        """Where the new replica on ``b`` is counted: the dir the plan names, else the
+        broker's filesystem with the least room (the broker picks; assume the worst)."""
+        move = self.move(tp)
+        named = dict(zip(move.replicas, move.log_dirs or (), strict=False)).get(b)
+        if named and named != "any":
+            return fs_of.get((b, named))
+        keys = {fs_of[(b, d)] for d in caps.get(b, {}) if (b, d) in fs_of}
+        if not keys:
+            return None
+        return min(keys, key=lambda k: (disks.headroom(k, disks.used), k))
+
+    def _hold(self, tp, adds, caps, fs_of, disks, remaining) -> str | None:
+        """Why ``tp`` waits (journaled when it starts waiting), else None with its bytes
+        counted as written into its dirs by this decision."""
+        ms = self.shared.moves[tp]
+        size = ms.item.size_bytes
+        missing = [b for b in adds if b in self.sized and not caps.get(b)]
+        if missing:
+            return self._held(
+                tp,
+                f"broker {missing[0]}",
+                f"waiting for broker {missing[0]}: it reports no log dirs (down or not answering)",
+                {},
+            )
+        keys = tuple(k for b in adds if (k := self._dir_for(tp, b, caps, fs_of, disks)) is not None)
+        why = hold_reason(DiskMove(tp, size, keys), disks, remaining)
+        if why is not None:
+            k = next(
+                k
+                for k in sorted(set(keys))
+                if why.startswith(f"waiting for space on {dir_name(k)}")
+            )
+            free = disks.limit[k] - disks.used[k] - remaining.get(k, 0)
+            return self._held(
+                tp,
+                dir_name(k),
+                why,
+                {
+                    "broker": k[0],
+                    "dir": k[1],
+                    "needs_bytes": size,
+                    "free_bytes": max(free, 0),
+                    "used_bytes": disks.used[k],
+                    "in_flight_bytes": remaining.get(k, 0),
+                    "limit_bytes": disks.limit[k],
+                },
+            )
+        for k in keys:
+            remaining[k] = remaining.get(k, 0) + size
+        return None
+
+    def _held(self, tp: TopicPartition, where: str, why: str, numbers: dict) -> str:
+        if self.held.get(tp) != where:
+            self.held[tp] = where
+            self.parts.loop.emit("disk_hold", **_tpf(tp), log_dir=where, reason=why, **numbers)
+        return why
+
+    def _over(self, disks: Disks) -> str | None:
+        """Filesystems over the ceiling now (another writer): reported once each; while any
+        is, no new submission."""
+        now = {k for k, lim in disks.limit.items() if disks.used[k] > lim}
+        for k in sorted(now - self.over):
+            self.parts.loop.emit(
+                "disk_over_ceiling",
+                broker=k[0],
+                dir=k[1],
+                used_bytes=disks.used[k],
+                limit_bytes=disks.limit[k],
+            )
+        for k in sorted(self.over - now):
+            self.parts.loop.emit(
+                "disk_below_ceiling", broker=k[0], dir=k[1], used_bytes=disks.used.get(k)
+            )
+        self.over = now
+        if not now:
+            return None
+        k = min(now)
+        return (
+            f"new submissions paused: {dir_name(k)} holds {fmt_bytes(disks.used[k])}, above its "
+            f"ceiling of {fmt_bytes(disks.limit[k])}"
+        )
+
+    def _inflight_remaining(self, caps, fs_of, disks) -> dict[DirKey, int]:
+        """What the moves in flight may still write into each filesystem: their size less what
+        their new replicas copied (the tracker's last sample), per new replica."""
+        out: dict[DirKey, int] = {}
+        for ms in self.shared.index.of(MOVING, READY):
+            adding = [b for b in ms.move.replicas if b not in set(ms.original or ())]
+            if not adding:
+                continue
+            copied = (ms.bytes_copied or 0) / len(adding)
+            for b in adding:
+                k = self._dir_for(ms.tp, b, caps, fs_of, disks)
+                if k is not None:
+                    out[k] = out.get(k, 0) + max(0, int(ms.item.size_bytes - copied))
+        return out
+
+    def _say_unknown(self, caps: Mapping[int, Mapping[str, DirCapacity]]) -> None:
+        """Brokers reporting no sizes, said once (one event) and not asked again."""
+        new = sorted(
+            b
+            for b in caps
+            if b not in self.unknown and all(c.total_bytes is None for c in caps[b].values())
+        )
+        if new:
+            self.unknown.update(new)
+            self.parts.loop.emit(
+                "disk_unknown",
+                broker_ids=new,
+                reason="no log dir sizes reported (DescribeLogDirs v4+, Kafka 3.3+): these "
+                "brokers' dirs are not weighed against the ceiling",
+            )
+
+
+def _tpf(tp: TopicPartition) -> dict:
+    return {"topic": tp.topic, "partition": tp.partition}
