@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import SandboxError
 from . import metrics as sandbox_metrics
-from . import processes, state, topics, zookeeper
+from . import processes, state, tiered, topics, zookeeper
 from .clients import Clients
 from .create import check_request, write_cluster
 from .kafka import (
@@ -115,9 +115,16 @@ class Sandbox:
         security: str = "plain",
         kafka_version: str | None = None,
         metadata: str | None = None,
+        tiered_storage: bool = False,
     ) -> Sandbox:
+        """Start a cluster and wait until every broker is registered. ``tiered_storage``: the
+        brokers keep remote log segments in ``<dir>/remote-storage`` (``sandbox.tiered``)."""
         version = check_version(kafka_version) if kafka_version else default_version()
         check_mode(version, metadata or default_metadata())
+        if tiered_storage:  # refused by name before anything is fetched or written
+            configs = tiered.sandbox_configs(
+                Path(dir).resolve(), version, security, brokers, configs
+            )
         fetch_kafka(version)
         if sandbox_metrics.enabled():
             sandbox_metrics.fetch_agent()
@@ -131,6 +138,8 @@ class Sandbox:
             kafka_version=version,
             metadata=metadata,
         )
+        if tiered_storage:
+            (sb.dir / tiered.STORAGE_DIR).mkdir(exist_ok=True)
         try:
             if sb.zookeeper is not None:
                 sb._start_zookeeper(timeout)
@@ -158,6 +167,7 @@ class Sandbox:
         security: str = "plain",
         kafka_version: str | None = None,
         metadata: str | None = None,
+        tiered_storage: bool = False,
     ) -> Iterator[Sandbox]:
         """Context manager: a running cluster that is torn down (no process left) on exit."""
         d = dir or tempfile.mkdtemp(prefix="rk-sandbox-")
@@ -170,6 +180,7 @@ class Sandbox:
             security=security,
             kafka_version=kafka_version,
             metadata=metadata,
+            tiered_storage=tiered_storage,
         )
         try:
             yield sb
@@ -247,6 +258,7 @@ class Sandbox:
             "brokers": self.brokers,
             "running": self.running(),
             "security": self.security,
+            "tiered_storage": (self.dir / tiered.STORAGE_DIR).is_dir(),
             "client_configs": self.client_configs,
             **sandbox_metrics.status_fields(self.dir),
         }
