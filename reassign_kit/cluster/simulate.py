@@ -479,6 +479,10 @@ class SimCluster(ConfigsPart):
                     out.append(ReplicaLogInfo(b, sp.tp, fd, int(copied), 0, True))
         return out
 
+    def tier_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, dict[str, int]]:
+        """The simulator models no tiered storage: nothing listed."""
+        return {}
+
     def broker_log_dirs(self, brokers: Iterable[int] | None = None) -> dict[int, list[str]]:
         self.calls["describe_log_dirs"] += 1
         ids = self.broker_ids if brokers is None else brokers

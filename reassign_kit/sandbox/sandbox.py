@@ -1,7 +1,7 @@
 """A real Apache Kafka cluster on loopback, for demos, rehearsal and tests.
 
 The jars come from Maven Central through ``mvn`` (``tools/kafka-pom.xml``) and are cached under
-``.cache/kafka/<version>/libs``, one folder per release (``kafka_version``: 4.3.1 unless asked;
+``.cache/kafka/<version>/libs``, one folder per release (``kafka_version``: 4.4.0 unless asked;
 several side by side). ``metadata="kraft"`` (the default) runs KRaft; ``"zookeeper"`` (Kafka
 3.x only: ZooKeeper mode was removed in 4.0) runs one ZooKeeper server from the same jars
 (the kafka 3.x artifacts depend on org.apache.zookeeper:zookeeper) and brokers that elect one
@@ -87,7 +87,7 @@ class Sandbox:
     ) -> Sandbox:
         """Write configs and format storage for a new cluster (does not start it).
         ``security``: plain (default), sasl_scram, ssl or sasl_ssl (see ``Security``).
-        ``kafka_version`` / ``metadata``: the release and mode (default 4.3.1 KRaft, or
+        ``kafka_version`` / ``metadata``: the release and mode (default 4.4.0 KRaft, or
         $RK_SANDBOX_KAFKA_VERSION / $RK_SANDBOX_METADATA)."""
         version, metadata = check_request(
             brokers, racks, controllers, security, kafka_version, metadata

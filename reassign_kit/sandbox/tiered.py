@@ -25,6 +25,8 @@ RLMM_CLASS = (
 )
 # Maven's dependency plugin by version: the one a bare `mvn` resolves (2.8) has no standalone copy
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
+# broker configs the KRaft controllers must have as well (they validate topic configs)
+CONTROLLER_KEYS = frozenset({"remote.log.storage.system.enable"})
 # the remote storage's directory inside the sandbox's (its presence: the sandbox is tiered)
 STORAGE_DIR = "remote-storage"
 # the smallest segment Kafka accepts (segment.bytes' minimum): only closed segments are tiered

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import TopicPartition
+from .tier import TierOffsets, read_tier
 
-BROKER_KEYS = {"id", "rack", "log_dirs", "cordoned_log_dirs"}
+BROKER_KEYS = {"id", "rack", "log_dirs", "cordoned_log_dirs", "last_tiered_fetch"}
 
 
 TIERED_KEYS = ("remote_storage_enable", "local_retention_bytes", "local_retention_ms")
@@ -18,7 +19,7 @@ TIERED_KEYS = ("remote_storage_enable", "local_retention_bytes", "local_retentio
 TOPIC_KEYS = {"name", "min_insync_replicas", *TIERED_KEYS}
 
 
-PARTITION_KEYS = {"topic", "partition", "replicas", "size_bytes", "leader", "isr"}
+PARTITION_KEYS = {"topic", "partition", "replicas", "size_bytes", "leader", "isr", "tier"}
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,9 @@ class BrokerEntry:
     # the snapshot read them from its config; None = not recorded (older Kafka, older snapshot)
     log_dirs: tuple[str, ...] | None = None
     cordoned_log_dirs: tuple[str, ...] | None = None
+    # KIP-1023 (Kafka 4.3+): follower.fetch.last.tiered.offset.enable, a new replica here
+    # starts after the last tiered offset (snapshot.tier); None = not recorded
+    last_tiered_fetch: bool | None = None
 
     @property
     def cordoned(self) -> bool:
@@ -43,6 +47,8 @@ class BrokerEntry:
         for k in ("log_dirs", "cordoned_log_dirs"):
             if getattr(self, k) is not None:
                 out[k] = list(getattr(self, k))
+        if self.last_tiered_fetch is not None:
+            out["last_tiered_fetch"] = self.last_tiered_fetch
         return out
 
 
@@ -75,6 +81,8 @@ class PartitionEntry:
     # the partition's state when recorded (None: not recorded, or no leader)
     leader: int | None = None
     isr: tuple[int, ...] | None = None
+    # a tiered partition's offsets and remote bytes (snapshot.tier); None: not recorded
+    tier: TierOffsets | None = None
 
     @property
     def tp(self) -> TopicPartition:
@@ -92,6 +100,8 @@ def partition_obj(p: PartitionEntry) -> dict[str, Any]:
         out["leader"] = p.leader
     if p.isr is not None:
         out["isr"] = list(p.isr)
+    if p.tier is not None:
+        out["tier"] = p.tier.to_json_obj()
     return out
 
 
@@ -134,7 +144,11 @@ def read_brokers(raw: Any, problems: list[str]) -> dict[int, BrokerEntry]:
                 )
                 v = None
             dirs[k] = tuple(v) if v is not None else None
-        out[bid] = BrokerEntry(bid, rack, **dirs)
+        ltf = b.get("last_tiered_fetch")
+        if ltf is not None and not isinstance(ltf, bool):
+            problems.append(f"broker {bid}: 'last_tiered_fetch' must be true, false or null")
+            ltf = None
+        out[bid] = BrokerEntry(bid, rack, **dirs, last_tiered_fetch=ltf)
     return out
 
 
@@ -255,10 +269,18 @@ def read_partitions(
                     f"partition {name}: 'isr' {isr} must be distinct replicas of {reps}"
                 )
                 ok = False
-        if ok:
+        n_problems = len(problems)
+        tier = read_tier(p.get("tier"), f"partition {name}", problems)
+        if ok and len(problems) == n_problems:
             out.append(
                 PartitionEntry(
-                    topic, part, tuple(reps), size, leader, tuple(isr) if isr is not None else None
+                    topic,
+                    part,
+                    tuple(reps),
+                    size,
+                    leader,
+                    tuple(isr) if isr is not None else None,
+                    tier,
                 )
             )
     return out

@@ -1,0 +1,137 @@
+"""Tiered storage (KIP-405): where a partition's bytes are, what a move copies (snapshot.tier),
+the snapshot's tier fields read strictly and round-tripped, older snapshots still loading."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reassign_kit.errors import InvalidPlanError
+from reassign_kit.snapshot.snapshot import Snapshot
+from reassign_kit.snapshot.tier import (
+    REMOTE_AUX_BYTES,
+    MoveBytes,
+    TierOffsets,
+    estimate_remote_bytes,
+    move_bytes,
+)
+
+MIB = 1024 * 1024
+
+
+def test_untiered_copies_its_whole_local_log():
+    assert move_bytes(5 * MIB, None, False) == MoveBytes(5 * MIB, 0, 5 * MIB)
+    # tiering off for the topic: offsets recorded or not, the whole log
+    t = TierOffsets(0, 0, -1, 100, 0)
+    assert move_bytes(5 * MIB, t, False).copied == 5 * MIB
+
+
+def test_tiered_copies_the_local_log_and_catches_up_from_remote():
+    # 1000 offsets remote, 100 local (2 MiB): remote estimated at the local bytes per offset
+    t = TierOffsets(log_start=0, local_log_start=1000, tiered=1049, log_end=1100)
+    assert estimate_remote_bytes(2 * MIB, t) == 20 * MIB
+    t = TierOffsets(0, 1000, 1049, 1100, 20 * MIB)
+    m = move_bytes(2 * MIB, t, True)
+    assert (m.copied, m.remote_catchup, m.total) == (2 * MIB, REMOTE_AUX_BYTES, 22 * MIB)
+
+
+def test_kip_1023_starts_after_the_last_tiered_offset():
+    # 100 local offsets, 1000..1049 tiered: the follower copies 1050..1099, half the local log
+    t = TierOffsets(0, 1000, 1049, 1100, 20 * MIB)
+    assert move_bytes(2 * MIB, t, True, last_tiered_fetch=True).copied == MIB
+    # nothing tiered yet (-1): the whole local log even under KIP-1023
+    t0 = TierOffsets(0, 0, -1, 100, 0)
+    m = move_bytes(2 * MIB, t0, True, last_tiered_fetch=True)
+    assert (m.copied, m.remote_catchup) == (2 * MIB, 0)
+
+
+def test_missing_offsets_guess_nothing():
+    assert estimate_remote_bytes(MIB, TierOffsets(local_log_start=5, log_end=9)) is None
+    # KIP-1023 on, but the tiered offset unknown (a release without KIP-1005): whole local log
+    t = TierOffsets(0, 10, None, 20, None)
+    assert move_bytes(MIB, t, True, last_tiered_fetch=True).copied == MIB
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    size=st.integers(0, 10**12),
+    log_start=st.integers(0, 10**6),
+    remote_n=st.integers(0, 10**6),
+    local_n=st.integers(0, 10**6),
+    tiered_in=st.integers(-2, 10**6),
+    kip1023=st.booleans(),
+)
+def test_copied_bytes_never_above_the_local_log_nor_the_total(
+    size, log_start, remote_n, local_n, tiered_in, kip1023
+):
+    local_start = log_start + remote_n
+    end = local_start + local_n
+    tiered = -1 if tiered_in < 0 else min(end - 1, log_start + tiered_in) if end > 0 else -1
+    t = TierOffsets(log_start, local_start, tiered, end, None)
+    t = TierOffsets(log_start, local_start, tiered, end, estimate_remote_bytes(size, t))
+    m = move_bytes(size, t, True, kip1023)
+    assert 0 <= m.copied <= size <= m.total
+    assert m.copied <= move_bytes(size, t, True, False).copied  # KIP-1023 never copies more
+
+
+def _snap(partition_extra: dict, broker_extra: dict | None = None) -> dict:
+    return {
+        "version": 1,
+        "brokers": [{"id": 1, "rack": None, **(broker_extra or {})}, {"id": 2, "rack": None}],
+        "topics": [
+            {"name": "t", "min_insync_replicas": 1, "remote_storage_enable": True},
+        ],
+        "partitions": [
+            {"topic": "t", "partition": 0, "replicas": [1], "size_bytes": 10, **partition_extra}
+        ],
+    }
+
+
+def test_tier_fields_round_trip_and_older_snapshots_load(tmp_path):
+    tier = {"log_start": 0, "local_log_start": 7, "tiered": 8, "log_end": 9, "remote_bytes": 35}
+    raw = _snap({"tier": tier}, {"last_tiered_fetch": True})
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(raw))
+    s = Snapshot.read(str(p))
+    assert s.partitions[0].tier == TierOffsets(0, 7, 8, 9, 35)
+    assert {b.id: b.last_tiered_fetch for b in s.brokers} == {1: True, 2: None}
+    again = json.loads(s.to_json())
+    assert again["partitions"][0]["tier"] == tier
+    assert again["brokers"][0]["last_tiered_fetch"] is True
+    # an older snapshot: no tier, no KIP-1023 field, loads and writes as before
+    old = _snap({})
+    p.write_text(json.dumps(old))
+    s = Snapshot.read(str(p))
+    assert s.partitions[0].tier is None
+    assert all(b.last_tiered_fetch is None for b in s.brokers)
+    out = json.loads(s.to_json())
+    assert "tier" not in out["partitions"][0] and "last_tiered_fetch" not in out["brokers"][0]
+
+
+@pytest.mark.parametrize(
+    "tier, says",
+    [
+        ({"log_start": -3}, "tier 'log_start' must be an integer >= 0"),
+        ({"tiered": -2}, "tier 'tiered' must be an integer >= -1"),
+        ({"remote_bytes": "x"}, "tier 'remote_bytes'"),
+        ({"log_start": 9, "log_end": 3}, "tier offsets out of order"),
+        ({"bogus": 1}, "unknown key 'bogus' in 'tier'"),
+        ([1, 2], "'tier' must be an object"),
+    ],
+)
+def test_a_bad_tier_is_refused_naming_the_partition(tmp_path, tier, says):
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(_snap({"tier": tier})))
+    with pytest.raises(InvalidPlanError) as e:
+        Snapshot.read(str(p))
+    assert "partition t-0" in str(e.value) and says in str(e.value)
+
+
+def test_a_bad_kip_1023_flag_is_refused_naming_the_broker(tmp_path):
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(_snap({}, {"last_tiered_fetch": "yes"})))
+    with pytest.raises(InvalidPlanError, match="broker 1: 'last_tiered_fetch'"):
+        Snapshot.read(str(p))
