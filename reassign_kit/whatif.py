@@ -27,6 +27,7 @@ from .model import PartitionState, Plan, TopicPartition
 from .moves.journal import read_events
 from .run.options import ExecuteOptions
 from .run.run import Run
+from .snapshot.tier import move_bytes_of
 
 DEFAULT_RATE_BPS = 100 * 1024 * 1024  # unthrottled, uncalibrated inbound replication per broker
 
@@ -318,7 +319,9 @@ def what_if(
             for tp in tps
             if (e := entries.get(tp)) is not None
         }
-        sizes = {tp: entries[tp].size_bytes for tp in states}
+        # what each move copies (a tiered topic's local log, not its whole size)
+        copied = move_bytes_of(source)
+        sizes = {tp: copied[tp].copied for tp in states}
         brokers = list(source.broker_ids())
     else:
         from .cluster.views import cluster_view, partition_sizes

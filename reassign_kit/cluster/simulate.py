@@ -480,8 +480,7 @@ class SimCluster(ConfigsPart):
         return out
 
     def tier_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, dict[str, int]]:
-        """The simulator models no tiered storage: nothing listed."""
-        return {}
+        return {}  # the simulator models no tiered storage: nothing listed
 
     def broker_log_dirs(self, brokers: Iterable[int] | None = None) -> dict[int, list[str]]:
         self.calls["describe_log_dirs"] += 1

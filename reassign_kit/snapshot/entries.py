@@ -252,23 +252,7 @@ def read_partitions(
             )
             ok = False
         leader, isr = p.get("leader"), p.get("isr")
-        if leader is not None and (not is_int(leader) or leader not in reps):
-            problems.append(
-                f"partition {name}: 'leader' must be one of its replicas {reps} or null, "
-                f"got {leader!r}"
-            )
-            ok = False
-        if isr is not None:
-            if not isinstance(isr, list) or not all(is_int(r) for r in isr):
-                problems.append(
-                    f"partition {name}: 'isr' must be a list of broker ids or null, got {isr!r}"
-                )
-                ok = False
-            elif len(set(isr)) != len(isr) or not set(isr) <= set(reps):
-                problems.append(
-                    f"partition {name}: 'isr' {isr} must be distinct replicas of {reps}"
-                )
-                ok = False
+        ok = state_ok(name, reps, leader, isr, problems) and ok
         n_problems = len(problems)
         tier = read_tier(p.get("tier"), f"partition {name}", problems)
         if ok and len(problems) == n_problems:
@@ -284,3 +268,23 @@ def read_partitions(
                 )
             )
     return out
+
+
+def state_ok(name: str, reps: list[int], leader: Any, isr: Any, problems: list[str]) -> bool:
+    """A partition's recorded leader and ISR: among its replicas (each problem named)."""
+    ok = True
+    if leader is not None and (not is_int(leader) or leader not in reps):
+        problems.append(
+            f"partition {name}: 'leader' must be one of its replicas {reps} or null, got {leader!r}"
+        )
+        ok = False
+    if isr is not None:
+        if not isinstance(isr, list) or not all(is_int(r) for r in isr):
+            problems.append(
+                f"partition {name}: 'isr' must be a list of broker ids or null, got {isr!r}"
+            )
+            ok = False
+        elif len(set(isr)) != len(isr) or not set(isr) <= set(reps):
+            problems.append(f"partition {name}: 'isr' {isr} must be distinct replicas of {reps}")
+            ok = False
+    return ok

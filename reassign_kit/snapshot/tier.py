@@ -162,3 +162,16 @@ def with_tiers(gateway: Any, parts: Sequence[Any], tiered_topics: set[str]) -> l
         t = TierOffsets(**{k: got[k] for k in TIER_KEYS if k in got})
         out.append(replace(p, tier=replace(t, remote_bytes=estimate_remote_bytes(p.size_bytes, t))))
     return out
+
+
+def move_bytes_of(snapshot: Any) -> dict[Any, MoveBytes]:
+    """Per partition of ``snapshot`` the bytes a new replica of it copies (``move_bytes``).
+    KIP-1023 counts only when every broker has it on: where the new replica lands is not
+    known here, and a broker without it copies the whole local log."""
+    remote = {t.name for t in snapshot.topics if t.remote_storage_enable}
+    brokers = list(snapshot.brokers)
+    kip1023 = bool(brokers) and all(b.last_tiered_fetch is True for b in brokers)
+    return {
+        p.tp: move_bytes(p.size_bytes, p.tier, p.topic in remote, kip1023)
+        for p in snapshot.partitions
+    }

@@ -135,3 +135,87 @@ def test_a_bad_kip_1023_flag_is_refused_naming_the_broker(tmp_path):
     p.write_text(json.dumps(_snap({}, {"last_tiered_fetch": "yes"})))
     with pytest.raises(InvalidPlanError, match="broker 1: 'last_tiered_fetch'"):
         Snapshot.read(str(p))
+
+
+# -- the planner on snapshots mixing tiered and untiered topics --------------------------------
+def _mixed_snapshot(
+    draw_sizes: list[tuple[bool, int, int]], brokers: int, kip1023: bool = False
+) -> Snapshot:
+    """Partitions over brokers 1..brokers-1 (the last one new and empty): each (tiered, local
+    bytes, remote bytes); a tiered partition's offsets put its remote part below its local
+    log, whose first 40 of 100 offsets are tiered already; ``kip1023`` on every broker."""
+    from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
+
+    parts = []
+    for i, (tiered, local, remote) in enumerate(draw_sizes):
+        topic = "tiered" if tiered else "classic"
+        reps = tuple(sorted({1 + (i % (brokers - 1)), 1 + ((i + 1) % (brokers - 1))}))
+        tier = None
+        if tiered:
+            per = max(1, local // 100)  # 100 local offsets
+            start = remote // per
+            tier = TierOffsets(0, start, start + 39, start + 100, remote)
+        parts.append(PartitionEntry(topic, i, reps, local, reps[0], None, tier))
+    topics = [TopicEntry("tiered", 1, True, 1024), TopicEntry("classic", 1)]
+    ltf = True if kip1023 else None
+    bs = [BrokerEntry(b, last_tiered_fetch=ltf) for b in range(1, brokers + 1)]
+    return Snapshot.of(bs, topics, parts)
+
+
+def _blind(snap: Snapshot) -> Snapshot:
+    """The same cluster as a tool blind to tiering sees it: every partition its whole size."""
+    from dataclasses import replace
+
+    from reassign_kit.snapshot.tier import move_bytes_of
+
+    cost = move_bytes_of(snap)
+    parts = [replace(p, size_bytes=cost[p.tp].total, tier=None) for p in snap.partitions]
+    topics = [replace(t, remote_storage_enable=False) for t in snap.topics]
+    return Snapshot.of(list(snap.brokers), topics, parts)
+
+
+def _copied(result, snap: Snapshot) -> int:
+    from reassign_kit.model import TopicPartition
+    from reassign_kit.snapshot.tier import move_bytes_of
+
+    cost = move_bytes_of(snap)
+    return sum(
+        len(set(new) - set(old)) * cost[TopicPartition(t, p)].copied
+        for t, p, old, new, _ in result.changed
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(
+        st.tuples(st.booleans(), st.integers(1, 10**9), st.integers(0, 10**10)),
+        min_size=4,
+        max_size=30,
+    ),
+    brokers=st.integers(3, 6),
+    kip1023=st.booleans(),
+)
+def test_the_plan_never_copies_more_than_a_tiered_blind_plan(sizes, brokers, kip1023):
+    from reassign_kit.planner.in_process import plan_in_process
+    from reassign_kit.planner.params import PlanParams
+
+    snap = _mixed_snapshot(sizes, brokers, kip1023)
+    params = PlanParams(balance=("replicas",), chunks=1)
+    aware = plan_in_process(snap, params)
+    blind = plan_in_process(_blind(snap), params)
+    assert aware.moved_replicas == blind.moved_replicas  # the same count goal, cheaper bytes
+    assert _copied(aware, snap) == aware.moved_bytes
+    assert aware.moved_bytes <= _copied(blind, snap)
+    assert aware.topic_bytes == sum(loc + (rem if t else 0) for t, loc, rem in sizes)
+
+
+def test_the_plan_report_says_what_is_in_the_topics_and_what_will_be_copied():
+    from reassign_kit.planner.in_process import plan_in_process
+    from reassign_kit.planner.params import PlanParams
+    from reassign_kit.planner.report import format_report
+
+    # one tiered partition, 1 GiB local and 9 GiB remote; KIP-1023 on: 0.6 GiB copied
+    snap = _mixed_snapshot([(True, 2**30, 9 * 2**30)], 3, kip1023=True)
+    result = plan_in_process(snap, PlanParams(remove_brokers=(1,)))
+    text = format_report(result.report())
+    assert "10.00 GiB in the topics, 0.60 GiB will be copied" in text
