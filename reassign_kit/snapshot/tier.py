@@ -99,7 +99,8 @@ def move_bytes(
     ):
         untiered = max(0, tier.log_end - max(tier.tiered + 1, tier.local_log_start))
         copied = min(size, round(size * untiered / (tier.log_end - tier.local_log_start)))
-    catchup = REMOTE_AUX_BYTES if (remote > 0 or (tier.tiered or -1) >= 0) else 0
+    tiered_any = tier.tiered is not None and tier.tiered >= 0  # offset 0 tiered counts
+    catchup = REMOTE_AUX_BYTES if (remote > 0 or tiered_any) else 0
     return MoveBytes(copied, catchup, size + remote)
 
 

@@ -21,6 +21,7 @@ from reassign_kit.run.options import ExecuteOptions
 from reassign_kit.sandbox import tiered
 from reassign_kit.sandbox.sandbox import Sandbox
 from reassign_kit.snapshot.snapshot import take_snapshot
+from reassign_kit.snapshot.tier import move_bytes_of
 from reassign_kit.whatif import calibrate, what_if
 
 pytestmark = [pytest.mark.integration, pytest.mark.long]
@@ -109,3 +110,40 @@ def test_a_tiered_move_copies_its_local_log_as_the_what_if_predicts(tmp_path: Pa
             assert classic_row[2] == 0 and classic_row[4] > 5 * got
         finally:
             gw.close()
+
+
+def test_under_kip_1023_a_new_replica_copies_only_what_is_not_tiered(tmp_path: Path):
+    """Brokers with ``follower.fetch.last.tiered.offset.enable`` (KIP-1023): a replica added
+    to a tiered partition starts after the last tiered offset. The snapshot records the flag
+    and the offsets; ``move_bytes`` predicts the bytes the new replica receives, far below
+    the leader's local log."""
+    kip1023 = {"follower.fetch.last.tiered.offset.enable": "true"}
+    with Sandbox.start(brokers=3, dir=tmp_path / "sb", tiered_storage=True, configs=kip1023) as sb:
+        sb.create_topic("tiered", assignment=[[1]], configs=tiered.topic_configs(6 * MIB))
+        sb.load("tiered", 20)
+        gw = AdminGateway(sb.bootstrap_servers)
+        try:
+            tp = TopicPartition("tiered", 0)
+            snap = _wait_remote(gw, tp)
+            assert all(b.last_tiered_fetch is True for b in snap.brokers)
+            cost = move_bytes_of(snap)[tp]
+            local = snap.by_tp()[tp].size_bytes
+            _run(gw, Plan((Move(tp, (1, 2)),)), tmp_path / "state")
+            got = _received(gw, tp, 2)
+            print(f"\nKIP-1023: local {local} B, predicted {cost.copied} B, received {got} B")
+            assert abs(cost.copied - got) <= 0.10 * got, (cost, got)
+            assert got < local / 2  # the leader's local log would have been the blind count
+        finally:
+            gw.close()
+
+
+def _wait_remote(gw: AdminGateway, tp: TopicPartition, timeout: float = 180.0):
+    """The snapshot once ``tp`` has more remote than local bytes and a tiered offset."""
+    deadline = time.monotonic() + timeout
+    while True:
+        snap = take_snapshot(gw, topics=[tp.topic])
+        t = snap.by_tp()[tp].tier
+        if t is not None and t.tiered is not None and t.tiered >= 0 and (t.remote_bytes or 0) > 0:
+            return snap
+        assert time.monotonic() < deadline, f"{tp} not tiered after {timeout:.0f}s: {t}"
+        time.sleep(2)

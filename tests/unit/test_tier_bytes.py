@@ -42,6 +42,10 @@ def test_kip_1023_starts_after_the_last_tiered_offset():
     # 100 local offsets, 1000..1049 tiered: the follower copies 1050..1099, half the local log
     t = TierOffsets(0, 1000, 1049, 1100, 20 * MIB)
     assert move_bytes(2 * MIB, t, True, last_tiered_fetch=True).copied == MIB
+    # only offset 0 tiered (a first segment of one record): the remote catch-up is counted
+    t1 = TierOffsets(0, 0, 0, 100, 0)
+    m = move_bytes(2 * MIB, t1, True, last_tiered_fetch=True)
+    assert m.remote_catchup == REMOTE_AUX_BYTES and m.copied == round(2 * MIB * 99 / 100)
     # nothing tiered yet (-1): the whole local log even under KIP-1023
     t0 = TierOffsets(0, 0, -1, 100, 0)
     m = move_bytes(2 * MIB, t0, True, last_tiered_fetch=True)
