@@ -27,7 +27,7 @@ from .model import PartitionState, Plan, TopicPartition
 from .moves.journal import read_events
 from .run.options import ExecuteOptions
 from .run.run import Run
-from .snapshot.tier import move_bytes_of
+from .snapshot.tier import copied_sizes, move_bytes_of
 
 DEFAULT_RATE_BPS = 100 * 1024 * 1024  # unthrottled, uncalibrated inbound replication per broker
 
@@ -329,7 +329,7 @@ def what_if(
         view = view if view is not None else cluster_view(source, plan)
         states = dict(view.states)
         brokers = [b.id for b in source.brokers()]
-        sizes = partition_sizes(source, tps, brokers)
+        sizes = copied_sizes(source, partition_sizes(source, tps, brokers))
     rows = predict(plan, states, sizes, brokers, options, calibration)
     return WhatIf(tuple(rows), len(plan), sum(sizes.values()), source_name)
 

@@ -17,7 +17,7 @@ function every count of a move's bytes uses.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -135,6 +135,8 @@ def read_tier(raw: Any, where: str, problems: list[str]) -> TierOffsets | None:
 
 # the broker config of KIP-1023 (Kafka 4.3+), read per broker into the snapshot
 LAST_TIERED_FETCH = "follower.fetch.last.tiered.offset.enable"
+# the topic config of KIP-405
+REMOTE_ENABLE = "remote.storage.enable"
 
 
 def last_tiered_fetch_of(cfg: dict[str, str]) -> bool | None:
@@ -176,3 +178,32 @@ def move_bytes_of(snapshot: Any) -> dict[Any, MoveBytes]:
         p.tp: move_bytes(p.size_bytes, p.tier, p.topic in remote, kip1023)
         for p in snapshot.partitions
     }
+
+
+def copied_sizes(gateway: Any, sizes: Mapping[Any, int]) -> dict[Any, int]:
+    """Live partition sizes (``cluster.views.partition_sizes``: local logs) as the bytes a
+    move copies: the same unless KIP-1023 is on on every live broker, when a tiered
+    partition's size becomes what lies after its last tiered offset (``move_bytes``). Reads
+    the brokers' configs first (one round): nothing more is asked of a cluster without it.
+    Anything that cannot be read leaves the sizes as they are (never a guess below them)."""
+    out = dict(sizes)
+    if not out:
+        return out
+    try:
+        brokers = [b.id for b in gateway.brokers()]
+        cfgs = gateway.broker_configs(brokers)
+        if not brokers or not all(last_tiered_fetch_of(cfgs.get(b, {})) for b in brokers):
+            return out
+        topics = sorted({tp.topic for tp in out})
+        tcfg = gateway.topic_configs(topics)
+        remote = {
+            t for t in topics if str(tcfg.get(t, {}).get(REMOTE_ENABLE, "")).lower() == "true"
+        }
+        offsets = gateway.tier_offsets([tp for tp in out if tp.topic in remote])
+    except KafkaOperationError:
+        return out
+    for tp, got in offsets.items():
+        if tp in out and got:
+            t = TierOffsets(**{k: got[k] for k in TIER_KEYS if k in got})
+            out[tp] = move_bytes(out[tp], t, True, last_tiered_fetch=True).copied
+    return out

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_kit.errors import InvalidPlanError
+from reassign_kit.errors import InvalidPlanError, KafkaOperationError
 from reassign_kit.snapshot.snapshot import Snapshot
 from reassign_kit.snapshot.tier import (
     REMOTE_AUX_BYTES,
@@ -223,3 +223,64 @@ def test_the_plan_report_says_what_is_in_the_topics_and_what_will_be_copied():
     result = plan_in_process(snap, PlanParams(remove_brokers=(1,)))
     text = format_report(result.report())
     assert "10.00 GiB in the topics, 0.60 GiB will be copied" in text
+
+
+# -- live sizes (the run's, the what-if's and the panel's per-move size) --------------------
+class _Gw:
+    """The calls ``copied_sizes`` makes, answered from dicts; what it asked is recorded."""
+
+    def __init__(self, kip1023: dict[int, str | None], fail: bool = False):
+        self.kip1023, self.fail, self.asked = kip1023, fail, []
+
+    def brokers(self):
+        from reassign_kit.cluster.gateway import BrokerInfo
+
+        return [BrokerInfo(b, "h", b, None) for b in self.kip1023]
+
+    def broker_configs(self, brokers):
+        self.asked.append("broker_configs")
+        if self.fail:
+            raise KafkaOperationError("describe configs: broker 2 is down")
+        key = "follower.fetch.last.tiered.offset.enable"
+        return {b: ({} if v is None else {key: v}) for b, v in self.kip1023.items()}
+
+    def topic_configs(self, topics):
+        self.asked.append("topic_configs")
+        return {"tiered": {"remote.storage.enable": "true"}, "classic": {}}
+
+    def tier_offsets(self, tps):
+        self.asked.append("tier_offsets")
+        assert {tp.topic for tp in tps} == {"tiered"}
+        return {
+            tp: {"log_start": 0, "local_log_start": 900, "tiered": 949, "log_end": 1000}
+            for tp in tps
+        }
+
+
+def _live_sizes():
+    from reassign_kit.model import TopicPartition
+
+    return {TopicPartition("tiered", 0): 100 * MIB, TopicPartition("classic", 0): 100 * MIB}
+
+
+def test_live_sizes_under_kip_1023_on_every_broker_are_the_untiered_tails():
+    from reassign_kit.model import TopicPartition
+    from reassign_kit.snapshot.tier import copied_sizes
+
+    got = copied_sizes(_Gw({1: "true", 2: "true"}), _live_sizes())
+    assert got == {TopicPartition("tiered", 0): 50 * MIB, TopicPartition("classic", 0): 100 * MIB}
+
+
+@pytest.mark.parametrize("kip1023", [{1: "true", 2: "false"}, {1: "true", 2: None}])
+def test_live_sizes_stay_the_local_logs_unless_every_broker_has_kip_1023(kip1023):
+    from reassign_kit.snapshot.tier import copied_sizes
+
+    gw = _Gw(kip1023)
+    assert copied_sizes(gw, _live_sizes()) == _live_sizes()
+    assert gw.asked == ["broker_configs"]  # nothing more asked of such a cluster
+
+
+def test_live_sizes_unreadable_configs_leave_the_sizes():
+    from reassign_kit.snapshot.tier import copied_sizes
+
+    assert copied_sizes(_Gw({1: "true"}, fail=True), _live_sizes()) == _live_sizes()
