@@ -14,6 +14,7 @@ test harness does: a new leader reads what another broker uploaded.
 from __future__ import annotations
 
 import subprocess
+import zipfile
 from pathlib import Path
 
 from ..errors import SandboxError
@@ -50,8 +51,9 @@ def fetch_storage_jar(version: str) -> Path:
     once from Maven Central; later calls are free."""
     out = kafka_home(version) / "tiered"
     jar = out / f"kafka-storage-{version}-{classifier(version)}.jar"
-    if jar.exists() and jar.stat().st_size > 0:
+    if zipfile.is_zipfile(jar):  # a truncated or planted file is fetched again
         return jar
+    jar.unlink(missing_ok=True)
     mvn = require("mvn", "Maven is needed to fetch Kafka's LocalTieredStorage from Maven Central")
     out.mkdir(parents=True, exist_ok=True)
     artifact = f"org.apache.kafka:kafka-storage:{version}:jar:{classifier(version)}"
@@ -62,7 +64,7 @@ def fetch_storage_jar(version: str) -> Path:
         text=True,
         cwd=REPO_ROOT,
     )
-    if proc.returncode != 0 or not jar.exists():
+    if proc.returncode != 0 or not zipfile.is_zipfile(jar):
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-10:])
         raise SandboxError(f"mvn could not fetch {artifact} (LocalTieredStorage):\n{tail}")
     return jar

@@ -162,7 +162,13 @@ def with_tiers(gateway: Any, parts: Sequence[Any], tiered_topics: set[str]) -> l
         if not got:
             out.append(p)
             continue
-        t = TierOffsets(**{k: got[k] for k in TIER_KEYS if k in got})
+        problems: list[str] = []
+        # checked as a snapshot file's tier is: offsets a broker gave out of order (a
+        # truncation between two ListOffsets rounds) are not recorded, never written
+        t = read_tier({k: got[k] for k in TIER_KEYS if k in got}, str(p.tp), problems)
+        if t is None or problems:
+            out.append(p)
+            continue
         out.append(replace(p, tier=replace(t, remote_bytes=estimate_remote_bytes(p.size_bytes, t))))
     return out
 

@@ -66,3 +66,16 @@ def test_load_tiered_on_a_sandbox_without_remote_storage_is_refused(tmp_path, ca
     err = capsys.readouterr().err
     assert code != 0 and "Traceback" not in err
     assert "has no remote storage; start it with `sandbox up --tiered-storage`" in err
+
+
+def test_a_truncated_storage_jar_is_fetched_again(tmp_path, monkeypatch):
+    """A cached jar that is not a zip (a fetch killed half-way, a planted file) is not used:
+    it is removed and fetched again (here: mvn refuses, so the error names the artifact)."""
+    monkeypatch.setenv("RK_KAFKA_CACHE", str(tmp_path))
+    jar = tmp_path / "4.4.0" / "tiered" / "kafka-storage-4.4.0-test-fixtures.jar"
+    jar.parent.mkdir(parents=True)
+    jar.write_bytes(b"PK\x03\x04 truncated")
+    monkeypatch.setattr(tiered, "require", lambda tool, why: "/bin/false")
+    with pytest.raises(SandboxError, match="kafka-storage:4.4.0:jar:test-fixtures"):
+        tiered.fetch_storage_jar("4.4.0")
+    assert not jar.exists()

@@ -284,3 +284,22 @@ def test_live_sizes_unreadable_configs_leave_the_sizes():
     from reassign_kit.snapshot.tier import copied_sizes
 
     assert copied_sizes(_Gw({1: "true"}, fail=True), _live_sizes()) == _live_sizes()
+
+
+def test_offsets_a_broker_gives_out_of_order_are_not_recorded():
+    from reassign_kit.model import TopicPartition
+    from reassign_kit.snapshot.entries import PartitionEntry
+    from reassign_kit.snapshot.tier import with_tiers
+
+    class Gw:
+        def tier_offsets(self, tps):
+            return {
+                TopicPartition("t", 0): {"log_start": 0, "local_log_start": 50, "log_end": 100},
+                # truncated between two rounds: the log start above the log end
+                TopicPartition("t", 1): {"log_start": 120, "local_log_start": 50, "log_end": 100},
+            }
+
+    parts = [PartitionEntry("t", i, (1,), 1000) for i in (0, 1)]
+    got = with_tiers(Gw(), parts, {"t"})
+    assert got[0].tier == TierOffsets(0, 50, None, 100, 1000)
+    assert got[1].tier is None  # counted as untiered: its whole local log
