@@ -83,7 +83,7 @@ chaos: setup
 	  echo; cat tests/out/chaos/table.txt 2>/dev/null; exit $$rc
 
 # the integration core and Kafka's reassignment scenarios on 3.6 ZK/KRaft, 3.7, 3.9 ZK/KRaft,
-# 4.0 and 4.3 (one sandbox at a time; long): the table goes to docs/compat.md.
+# 4.0, 4.3 and 4.4 (one sandbox at a time; long): the table goes to docs/compat.md.
 # COMPAT_ONLY=3.9.1/zookeeper,4.0.0/kraft runs some columns only; COMPAT_ARGS=--failed-only
 # runs again what failed, COMPAT_ARGS="--scenarios 'paced batches,chaos:'" the scenarios named
 # (the table keeps each test's newest result).

@@ -34,6 +34,7 @@ from .model import PartitionState, Plan, TopicPartition
 from .moves.journal import read_events
 from .run.options import ExecuteOptions
 from .run.run import Run
+from .snapshot.tier import copied_sizes, move_bytes_of
 
 DEFAULT_RATE_BPS = 100 * 1024 * 1024  # unthrottled, uncalibrated inbound replication per broker
 CALIBRATION_VERSION = 2  # 1: per-broker rates and a per-move cost, no longer used
@@ -306,7 +307,9 @@ def what_if(
             for tp in tps
             if (e := entries.get(tp)) is not None
         }
-        sizes = {tp: entries[tp].size_bytes for tp in states}
+        # what each move copies (a tiered topic's local log, not its whole size)
+        copied = move_bytes_of(source)
+        sizes = {tp: copied[tp].copied for tp in states}
         brokers = list(source.broker_ids())
     else:
         from .cluster.views import cluster_view, partition_sizes
@@ -314,7 +317,7 @@ def what_if(
         view = view if view is not None else cluster_view(source, plan)
         states = dict(view.states)
         brokers = [b.id for b in source.brokers()]
-        sizes = partition_sizes(source, tps, brokers)
+        sizes = copied_sizes(source, partition_sizes(source, tps, brokers))
     rows = predict(plan, states, sizes, brokers, options, calibration, given_only)
     return WhatIf(tuple(rows), len(plan), sum(sizes.values()), source_name)
 

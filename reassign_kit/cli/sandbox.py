@@ -10,6 +10,7 @@ from typing import Any
 from ..errors import SandboxError
 from ..sandbox import kafka as kafka_mod
 from ..sandbox import sandbox as sbx
+from ..sandbox import tiered
 from ..sandbox.security import SECURITY_MODES
 
 
@@ -79,6 +80,13 @@ def _add_up(sub: Any) -> None:
         help="plain (default), sasl_scram (SCRAM-SHA-512), ssl (mutual TLS) or sasl_ssl; the "
         "secured modes run the StandardAuthorizer and write client configs for the users admin, "
         "reader and denied (their paths: client_configs in the JSON)",
+    )
+    up.add_argument(
+        "--tiered-storage",
+        action="store_true",
+        help="remote log storage (KIP-405) on <dir>/remote-storage with Kafka's LocalTieredStorage "
+        "(its kafka-storage test jar, fetched from Maven Central) and the topic-based metadata "
+        "manager; `load --tiered` makes topics whose data is mostly remote",
     )
     up.add_argument(
         "--output",
@@ -165,6 +173,17 @@ def _add_data(sub: Any) -> None:
         "--mb-per-partition", type=float, default=1.0, help="MB of data written to each (1.0)"
     )
     load.add_argument(
+        "--tiered",
+        action="store_true",
+        help="remote.storage.enable=true, 1 MiB segments (needs `up --tiered-storage`)",
+    )
+    load.add_argument(
+        "--local-retention-bytes",
+        type=int,
+        default=1024 * 1024,
+        help="with --tiered: local.retention.bytes per partition (default 1 MiB)",
+    )
+    load.add_argument(
         "--output",
         choices=("text", "json"),
         default="text",
@@ -243,6 +262,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             security=args.security,
             kafka_version=args.kafka_version,
             metadata=args.metadata,
+            tiered_storage=args.tiered_storage,
         )
         return sb.status()
     sb = sbx.Sandbox(args.dir)
@@ -273,9 +293,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             raise SandboxError(
                 f"--replication-factor {args.replication_factor} exceeds the {len(sb.nodes)} brokers of {sb.dir}"
             )
+        configs = None
+        if args.tiered:
+            if not (sb.dir / tiered.STORAGE_DIR).is_dir():
+                raise SandboxError(
+                    f"--tiered: the sandbox in {sb.dir} has no remote storage; start it with "
+                    "`sandbox up --tiered-storage`"
+                )
+            configs = tiered.topic_configs(args.local_retention_bytes)
         loaded = {}
         for t in _topic_names(args.topics):
-            sb.create_topic(t, args.partitions, args.replication_factor)
+            sb.create_topic(t, args.partitions, args.replication_factor, configs=configs)
             loaded[t] = sb.load(t, args.mb_per_partition)
         return {**sb.status(), "loaded_messages": loaded}
     return sb.status()

@@ -402,3 +402,31 @@ class AdminGateway(MovesPart, ConfigsPart, OffsetsPart):
                 fut, f"list offsets of {ctp.topic}-{ctp.partition}"
             ).offset
         return out
+
+    def tier_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, dict[str, int]]:
+        """Per partition its leader's log start (earliest), local log start (earliest-local,
+        KIP-405) and last tiered offset (latest-tiered, KIP-1005) and log end, by name; a spec
+        the brokers do not list (an older release) is absent, the others kept."""
+        from kafka import TopicPartition as KTP
+        from kafka.admin import OffsetSpec
+        from kafka.errors import KafkaError
+
+        ktps = [KTP(tp.topic, tp.partition) for tp in tps]
+        out: dict[TopicPartition, dict[str, int]] = {}
+        if not ktps:
+            return out
+        specs = {
+            "log_start": OffsetSpec.EARLIEST,
+            "local_log_start": OffsetSpec.EARLIEST_LOCAL,
+            "tiered": OffsetSpec.LATEST_TIERED,
+            "log_end": OffsetSpec.LATEST,
+        }
+        for name, spec in specs.items():
+            try:
+                got = self.kp.list_partition_offsets({k: spec for k in ktps})
+            except KafkaError:  # not listed by this release (UnsupportedVersion): not recorded
+                self._drop_kp()
+                continue
+            for k, v in got.items():
+                out.setdefault(TopicPartition(k.topic, k.partition), {})[name] = int(v.offset)
+        return out

@@ -206,6 +206,10 @@ class Gateway(Protocol):
     ) -> dict[tuple[TopicPartition, int], str | None]:
         """Move replicas between log dirs of their broker; per replica None or the error."""
 
+    def tier_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, dict[str, int]]:
+        """Tiered storage (KIP-405/1005): per partition the offsets its leader lists by name
+        (log_start, local_log_start, tiered, log_end); a spec the cluster lacks is absent."""
+
     def min_insync_replicas(self, topics: Iterable[str]) -> dict[str, int]:
         """Each topic's min.insync.replicas (the broker default where not set)."""
 

@@ -516,6 +516,9 @@ class SimCluster(ConfigsPart, OffsetsPart):
         )
         return self.disks.logs(sps, set(brokers) - self.down, self.fetch_bytes)
 
+    def tier_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, dict[str, int]]:
+        return {}  # the simulator models no tiered storage: nothing listed
+
     def broker_log_dirs(self, brokers: Iterable[int] | None = None) -> dict[int, list[str]]:
         self.calls["describe_log_dirs"] += 1
         ids = self.broker_ids if brokers is None else brokers

@@ -10,6 +10,7 @@ from ..errors import UsageError
 from ..model import Move, Plan
 from ..snapshot.filter import TopicFilter, excluded_summary
 from ..snapshot.snapshot import Snapshot
+from ..snapshot.tier import move_bytes_of
 from . import pipeline
 from .aggregates import Aggregates, aggregate_rows
 from .bytes_pass import BytesPlan, bytes_chunk, chunk_totals
@@ -96,9 +97,14 @@ def plan_in_process(snapshot, params: PlanParams | None = None) -> PlanResult:
     ctx = rule_context(snapshot, params)
     full = snapshot
     snapshot, excluded = snapshot.select(params.topic_filter)
-    rows = [Row(p.topic, p.partition, p.replicas, p.size_bytes) for p in snapshot.partitions]
+    # a row's size is what a move of it copies (tiered topics: their local log, or less under
+    # KIP-1023), so the movement goal prefers the cheap replicas and counts what moves
+    cost = move_bytes_of(snapshot)
+    rows = [Row(p.topic, p.partition, p.replicas, cost[p.tp].copied) for p in snapshot.partitions]
     backend = InProcess(rows, params.chunks, full.partitions)
-    return _with_excluded(pipeline.run(backend, params, ctx, excluded), full, excluded, ctx)
+    result = pipeline.run(backend, params, ctx, excluded)
+    result.topic_bytes = sum(c.total for c in cost.values())
+    return _with_excluded(result, full, excluded, ctx)
 
 
 def _with_excluded(result: PlanResult, full, excluded: Mapping[str, str], ctx) -> PlanResult:

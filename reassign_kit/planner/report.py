@@ -39,6 +39,9 @@ class PlanResult:
     rack_repair: dict | None = None
     # network_report.network_report(): the network goals, per broker before / after
     network: dict | None = None
+    # the bytes of the planned partitions, local and remote (tiered topics): beside
+    # moved_bytes, what the moves copy (snapshot.tier.move_bytes)
+    topic_bytes: int | None = None
 
     @property
     def lower_bound(self) -> int:
@@ -154,6 +157,7 @@ def build_report(result: PlanResult) -> dict[str, Any]:
             # the hard constraints (then moved replicas may also fall below the bound)
             "brokers_off_target": off_target if "replicas" in prep.params.balance else [],
             "moved_bytes": result.moved_bytes,
+            "bytes_in_topics": result.topic_bytes,
             "leadership_changes": result.leadership_changes,
             "removed_brokers": sorted(ctx.removed),
             "goals": list(prep.params.balance),
@@ -269,6 +273,11 @@ def format_report(report: dict[str, Any]) -> str:
         f"bytes per broker max/min: {_mb(b['bytes']['after']['max'])} / "
         f"{_mb(b['bytes']['after']['min'])}",
     ]
+    if s.get("bytes_in_topics") is not None:
+        lines.append(
+            f"{s['bytes_in_topics'] / 2**30:.2f} GiB in the topics, "
+            f"{s['moved_bytes'] / 2**30:.2f} GiB will be copied"
+        )
     lines += _bytes_goal_lines(report.get("bytes_goal"))
     lines += network_lines(report.get("network_goal"))
     lines += _rack_repair_lines(report.get("rack_repair"))

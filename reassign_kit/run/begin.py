@@ -19,6 +19,7 @@ from ..moves.journal import Journal, read_events
 from ..moves.schedule import Item, assign_batches, item_for, order_items
 from ..moves.table import MoveState, MoveStatus
 from ..pacing.memory import orphan_canaries
+from ..snapshot.tier import copied_sizes
 
 if TYPE_CHECKING:
     from .shared import RunParts, RunState
@@ -265,7 +266,8 @@ class Begin:
     def _sizes(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
         """Bytes per partition (``cluster.views.partition_sizes``): to order and to report."""
         try:
-            return partition_sizes(self.shared.gw, tps)
+            # what each move copies: a tiered topic's size under KIP-1023 is its untiered tail
+            return copied_sizes(self.shared.gw, partition_sizes(self.shared.gw, tps))
         except ReassignKitError as e:
             self.parts.loop.emit("warning", message=f"cannot read partition sizes: {e}")
             return {}

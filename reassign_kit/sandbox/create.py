@@ -27,6 +27,7 @@ from .kafka import (
 )
 from .processes import Node, free_port
 from .security import SECURITY_MODES, Security
+from .tiered import CONTROLLER_KEYS
 
 
 def check_request(
@@ -82,7 +83,10 @@ def write_cluster(
     voters = ",".join(f"{cid}@127.0.0.1:{port}" for cid, port in cports.items())
     zk = zookeeper_node(d) if zk_mode else None
     common = common_props(zk, voters, listener, sec)
-    ctrl_nodes = controller_nodes(d, cports, common)
+    # the KRaft controller validates new topics' configs: it refuses remote.storage.enable
+    # unless it has the brokers' tiered-storage switch too
+    shared = {k: v for k, v in (configs or {}).items() if k in CONTROLLER_KEYS}
+    ctrl_nodes = controller_nodes(d, cports, {**common, **shared})
     nodes = broker_nodes(d, brokers, racks, common, listener, sec, zk_mode, configs)
     sandbox_metrics.assign_ports(d, list(nodes))  # each broker's JMX exporter
     if not zk_mode:  # ZooKeeper mode formats nothing: the brokers register in ZooKeeper

@@ -15,7 +15,7 @@ from ..errors import SandboxError
 
 # The sandbox's defaults when a caller names no version / mode: what `make compat` sets to run
 # every test fixture (each starts its own sandbox) against another release.
-KAFKA_VERSION = "4.3.1"
+KAFKA_VERSION = "4.4.0"
 
 
 METADATA_MODES = ("kraft", "zookeeper")
@@ -63,7 +63,7 @@ logger.controller.level = INFO
 
 
 def default_version() -> str:
-    """The release a sandbox runs when none is named: $RK_SANDBOX_KAFKA_VERSION, else 4.3.1."""
+    """The release a sandbox runs when none is named: $RK_SANDBOX_KAFKA_VERSION, else 4.4.0."""
     return check_version(os.environ.get(VERSION_ENV) or KAFKA_VERSION)
 
 
@@ -172,7 +172,7 @@ def run_kafka_class(
     version: str = KAFKA_VERSION,
 ) -> subprocess.CompletedProcess[str]:
     """Run a Kafka main class (e.g. the official ReassignPartitionsCommand) from the fetched jars
-    (of ``version``: 4.3.1's official tool unless told)."""
+    (of ``version``: the default release's official tool unless told)."""
     cmd = [
         java_binary(),
         "-Xmx256m",

@@ -1,7 +1,7 @@
 """A real Apache Kafka cluster on loopback, for demos, rehearsal and tests.
 
 The jars come from Maven Central through ``mvn`` (``tools/kafka-pom.xml``) and are cached under
-``.cache/kafka/<version>/libs``, one folder per release (``kafka_version``: 4.3.1 unless asked;
+``.cache/kafka/<version>/libs``, one folder per release (``kafka_version``: 4.4.0 unless asked;
 several side by side). ``metadata="kraft"`` (the default) runs KRaft; ``"zookeeper"`` (Kafka
 3.x only: ZooKeeper mode was removed in 4.0) runs one ZooKeeper server from the same jars
 (the kafka 3.x artifacts depend on org.apache.zookeeper:zookeeper) and brokers that elect one
@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import SandboxError
 from . import metrics as sandbox_metrics
-from . import processes, state, topics, zookeeper
+from . import processes, state, tiered, topics, zookeeper
 from .clients import Clients
 from .create import check_request, write_cluster
 from .kafka import (
@@ -87,7 +87,7 @@ class Sandbox:
     ) -> Sandbox:
         """Write configs and format storage for a new cluster (does not start it).
         ``security``: plain (default), sasl_scram, ssl or sasl_ssl (see ``Security``).
-        ``kafka_version`` / ``metadata``: the release and mode (default 4.3.1 KRaft, or
+        ``kafka_version`` / ``metadata``: the release and mode (default 4.4.0 KRaft, or
         $RK_SANDBOX_KAFKA_VERSION / $RK_SANDBOX_METADATA)."""
         version, metadata = check_request(
             brokers, racks, controllers, security, kafka_version, metadata
@@ -115,9 +115,16 @@ class Sandbox:
         security: str = "plain",
         kafka_version: str | None = None,
         metadata: str | None = None,
+        tiered_storage: bool = False,
     ) -> Sandbox:
+        """Start a cluster and wait until every broker is registered. ``tiered_storage``: the
+        brokers keep remote log segments in ``<dir>/remote-storage`` (``sandbox.tiered``)."""
         version = check_version(kafka_version) if kafka_version else default_version()
         check_mode(version, metadata or default_metadata())
+        if tiered_storage:  # refused by name before anything is fetched or written
+            configs = tiered.sandbox_configs(
+                Path(dir).resolve(), version, security, brokers, configs
+            )
         fetch_kafka(version)
         if sandbox_metrics.enabled():
             sandbox_metrics.fetch_agent()
@@ -131,6 +138,8 @@ class Sandbox:
             kafka_version=version,
             metadata=metadata,
         )
+        if tiered_storage:
+            (sb.dir / tiered.STORAGE_DIR).mkdir(exist_ok=True)
         try:
             if sb.zookeeper is not None:
                 sb._start_zookeeper(timeout)
@@ -158,6 +167,7 @@ class Sandbox:
         security: str = "plain",
         kafka_version: str | None = None,
         metadata: str | None = None,
+        tiered_storage: bool = False,
     ) -> Iterator[Sandbox]:
         """Context manager: a running cluster that is torn down (no process left) on exit."""
         d = dir or tempfile.mkdtemp(prefix="rk-sandbox-")
@@ -170,6 +180,7 @@ class Sandbox:
             security=security,
             kafka_version=kafka_version,
             metadata=metadata,
+            tiered_storage=tiered_storage,
         )
         try:
             yield sb
@@ -247,6 +258,7 @@ class Sandbox:
             "brokers": self.brokers,
             "running": self.running(),
             "security": self.security,
+            "tiered_storage": (self.dir / tiered.STORAGE_DIR).is_dir(),
             "client_configs": self.client_configs,
             **sandbox_metrics.status_fields(self.dir),
         }

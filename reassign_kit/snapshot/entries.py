@@ -4,13 +4,21 @@ fault, and its fields in a fixed order for the canonical JSON."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from ..model import TopicPartition
 from .load import PartitionLoad
+from .tier import TierOffsets, read_tier
 
-BROKER_KEYS = {"id", "rack", "log_dirs", "cordoned_log_dirs", "log_dir_capacity"}
+BROKER_KEYS = {
+    "id",
+    "rack",
+    "log_dirs",
+    "cordoned_log_dirs",
+    "log_dir_capacity",
+    "last_tiered_fetch",
+}
 
 DIR_CAPACITY_KEYS = ("log_dir", "total_bytes", "usable_bytes")
 
@@ -21,7 +29,7 @@ TIERED_KEYS = ("remote_storage_enable", "local_retention_bytes", "local_retentio
 TOPIC_KEYS = {"name", "min_insync_replicas", *TIERED_KEYS}
 
 
-PARTITION_KEYS = {"topic", "partition", "replicas", "size_bytes", "leader", "isr", "load"}
+PARTITION_KEYS = {"topic", "partition", "replicas", "size_bytes", "leader", "isr", "load", "tier"}
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,9 @@ class BrokerEntry:
     # DescribeLogDirs v4+ (Kafka 3.3+): (log dir, total bytes, usable bytes) per online dir,
     # None where the broker did not report it; None = not recorded (older snapshot)
     log_dir_capacity: tuple[tuple[str, int | None, int | None], ...] | None = None
+    # KIP-1023 (Kafka 4.3+): follower.fetch.last.tiered.offset.enable, a new replica here
+    # starts after the last tiered offset (snapshot.tier); None = not recorded
+    last_tiered_fetch: bool | None = None
 
     @property
     def cordoned(self) -> bool:
@@ -53,6 +64,8 @@ class BrokerEntry:
             out["log_dir_capacity"] = [
                 dict(zip(DIR_CAPACITY_KEYS, c, strict=True)) for c in self.log_dir_capacity
             ]
+        if self.last_tiered_fetch is not None:
+            out["last_tiered_fetch"] = self.last_tiered_fetch
         return out
 
 
@@ -85,8 +98,13 @@ class PartitionEntry:
     # the partition's state when recorded (None: not recorded, or no leader)
     leader: int | None = None
     isr: tuple[int, ...] | None = None
+    # the measurements below are named where given: two optional fields of the same shape
+    # must not be mistaken for one another by position
+    _: KW_ONLY
     # what it costs its brokers (snapshot.load), when the snapshot measured it
     load: PartitionLoad | None = None
+    # a tiered partition's offsets and remote bytes (snapshot.tier); None: not recorded
+    tier: TierOffsets | None = None
 
     @property
     def tp(self) -> TopicPartition:
@@ -106,6 +124,8 @@ def partition_obj(p: PartitionEntry) -> dict[str, Any]:
         out["isr"] = list(p.isr)
     if p.load is not None:
         out["load"] = p.load.to_json_obj()
+    if p.tier is not None:
+        out["tier"] = p.tier.to_json_obj()
     return out
 
 
@@ -148,8 +168,12 @@ def read_brokers(raw: Any, problems: list[str]) -> dict[int, BrokerEntry]:
                 )
                 v = None
             dirs[k] = tuple(v) if v is not None else None
+        ltf = b.get("last_tiered_fetch")
+        if ltf is not None and not isinstance(ltf, bool):
+            problems.append(f"broker {bid}: 'last_tiered_fetch' must be true, false or null")
+            ltf = None
         caps = read_dir_capacity(b.get("log_dir_capacity"), f"broker {bid}", problems)
-        out[bid] = BrokerEntry(bid, rack, **dirs, log_dir_capacity=caps)
+        out[bid] = BrokerEntry(bid, rack, **dirs, log_dir_capacity=caps, last_tiered_fetch=ltf)
     return out
 
 
@@ -291,27 +315,39 @@ def read_partitions(
             )
             ok = False
         leader, isr = p.get("leader"), p.get("isr")
-        if leader is not None and (not is_int(leader) or leader not in reps):
-            problems.append(
-                f"partition {name}: 'leader' must be one of its replicas {reps} or null, "
-                f"got {leader!r}"
-            )
-            ok = False
-        if isr is not None:
-            if not isinstance(isr, list) or not all(is_int(r) for r in isr):
-                problems.append(
-                    f"partition {name}: 'isr' must be a list of broker ids or null, got {isr!r}"
-                )
-                ok = False
-            elif len(set(isr)) != len(isr) or not set(isr) <= set(reps):
-                problems.append(
-                    f"partition {name}: 'isr' {isr} must be distinct replicas of {reps}"
-                )
-                ok = False
-        if ok:
+        ok = state_ok(name, reps, leader, isr, problems) and ok
+        n_problems = len(problems)
+        tier = read_tier(p.get("tier"), f"partition {name}", problems)
+        if ok and len(problems) == n_problems:
             out.append(
                 PartitionEntry(
-                    topic, part, tuple(reps), size, leader, tuple(isr) if isr is not None else None
+                    topic,
+                    part,
+                    tuple(reps),
+                    size,
+                    leader,
+                    tuple(isr) if isr is not None else None,
+                    tier=tier,
                 )
             )
     return out
+
+
+def state_ok(name: str, reps: list[int], leader: Any, isr: Any, problems: list[str]) -> bool:
+    """A partition's recorded leader and ISR: among its replicas (each problem named)."""
+    ok = True
+    if leader is not None and (not is_int(leader) or leader not in reps):
+        problems.append(
+            f"partition {name}: 'leader' must be one of its replicas {reps} or null, got {leader!r}"
+        )
+        ok = False
+    if isr is not None:
+        if not isinstance(isr, list) or not all(is_int(r) for r in isr):
+            problems.append(
+                f"partition {name}: 'isr' must be a list of broker ids or null, got {isr!r}"
+            )
+            ok = False
+        elif len(set(isr)) != len(isr) or not set(isr) <= set(reps):
+            problems.append(f"partition {name}: 'isr' {isr} must be distinct replicas of {reps}")
+            ok = False
+    return ok

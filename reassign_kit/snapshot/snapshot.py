@@ -65,6 +65,7 @@ from .filter import (
     is_internal,
 )
 from .load import LOAD_KEYS, LoadWindow, read_window, with_loads
+from .tier import last_tiered_fetch_of, with_tiers
 
 VERSION = 1
 _TOP_KEYS = {"version", "brokers", "topics", "partitions", "load"}
@@ -438,7 +439,8 @@ def cordons_of(gateway: Any, brokers: list[BrokerEntry]) -> list[BrokerEntry]:
     out = []
     for b in brokers:
         dirs, cordoned = parse_cordons(cfgs.get(b.id, {}))
-        out.append(BrokerEntry(b.id, b.rack, dirs, cordoned))
+        ltf = last_tiered_fetch_of(cfgs.get(b.id, {}))
+        out.append(BrokerEntry(b.id, b.rack, dirs, cordoned, last_tiered_fetch=ltf))
     return out
 
 
@@ -517,4 +519,5 @@ def take_snapshot(
             PartitionEntry(tp.topic, tp.partition, tuple(st.replicas), int(size), leader, isr)
         )
     topic_entries = [TopicEntry(t, misr.get(t), **tiered.get(t, {})) for t in counts]
+    parts = with_tiers(gateway, parts, {t.name for t in topic_entries if t.remote_storage_enable})
     return Snapshot.of(brokers, topic_entries, parts)

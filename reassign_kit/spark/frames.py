@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 from ..snapshot.snapshot import Snapshot
+from ..snapshot.tier import move_bytes_of
 
 PARTITION_SCHEMA = "topic string, partition int, replicas array<int>, size_bytes long"
 
@@ -23,6 +24,10 @@ def partitions_df(spark, source: Snapshot | str):
     pdf = source.to_pandas()
     if pdf.empty:
         return spark.createDataFrame([], PARTITION_SCHEMA)
+    # sized by what a move copies, as the in-process planner's rows (snapshot.tier); the
+    # Parquet form above carries no tier offsets: its size_bytes (the local log) is that
+    cost = move_bytes_of(source)
+    pdf["size_bytes"] = [cost[p.tp].copied for p in source.partitions]
     return spark.createDataFrame(pdf, PARTITION_SCHEMA)
 
 

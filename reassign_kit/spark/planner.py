@@ -25,6 +25,7 @@ from ..planner.rules import RuleContext
 from ..snapshot.entries import PartitionEntry
 from ..snapshot.filter import excluded_summary
 from ..snapshot.snapshot import Snapshot
+from ..snapshot.tier import move_bytes_of
 from .frames import brokers_and_topics, partitions_df, with_chunk
 
 AGG_SCHEMA = "kind string, c int, key string, n long"
@@ -544,6 +545,9 @@ def plan_and_validate_spark(
         result = pipeline.run(SparkChunks(spark, source, df, excluded), params, ctx, excluded)
         result.timings["plan_s"] = time.perf_counter() - t
         result.excluded = excluded_info or excluded_summary({}, {})
+        if isinstance(source, Snapshot):  # the report's "N GiB in the topics" (local + remote)
+            keep, cost = set(kept), move_bytes_of(source)
+            result.topic_bytes = sum(c.total for tp, c in cost.items() if tp.topic in keep)
         problems = None
         if validate:
             t = time.perf_counter()

@@ -29,6 +29,7 @@ from ..errors import ReassignKitError, UsageError
 from ..model import Plan
 from ..planner.record import Approval
 from ..run.options import ExecuteOptions
+from ..snapshot.tier import copied_sizes
 from ..watch.from_journal import behind_from_events
 from . import cancel_view, charts, controls, describe, figures, figures_bytes, status
 from . import control_widgets as cw
@@ -281,7 +282,7 @@ class Panel(RunWiring, Artefacts):
             require_permissions(self.gateway, "panel", ["DESCRIBE"])
             view = cluster_view(self.gateway, self.plan)
             states = dict(view.states)
-            sizes = partition_sizes(self.gateway, tps, view.brokers)  # the one definition
+            sizes = copied_sizes(self.gateway, partition_sizes(self.gateway, tps, view.brokers))
             problems = [str(p) for p in plan_problems(self.plan, view)]
         except ReassignKitError as e:
             states, sizes, problems = {}, {}, [f"cannot read the cluster: {e}"]

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "out" / "compat"
 WALLS = OUT / "walls.json"
 
-# (release, metadata mode): 3.6.x ZK and KRaft, 3.7.x KRaft, 3.9.x ZK and KRaft, 4.0.x, 4.3.x
+# (release, metadata mode): 3.6.x ZK and KRaft, 3.7.x KRaft, 3.9.x ZK and KRaft, 4.0.x, 4.3.x, 4.4.x
 COLUMNS = [
     ("3.9.1", "zookeeper"),
     ("3.9.1", "kraft"),
@@ -34,6 +34,7 @@ COLUMNS = [
     ("3.7.2", "kraft"),
     ("4.0.0", "kraft"),
     ("4.3.1", "kraft"),
+    ("4.4.0", "kraft"),
 ]
 
 IT = "tests/integration/"

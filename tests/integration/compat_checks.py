@@ -1,5 +1,5 @@
 """What reassign-kit sends to a real broker of any release, shared by
-test_compat_capabilities.py (the session sandbox: 4.3.1 in CI, each release in `make compat`)
+test_compat_capabilities.py (the session sandbox: 4.4.0 in CI, each release in `make compat`)
 and test_compat_39zk.py (a Kafka 3.9 ZooKeeper sandbox of its own, in `make test`).
 
 ``SentRequests`` wraps kafka-python's one send path (``KafkaConnection._send_request``, every
@@ -201,7 +201,7 @@ def assert_no_request_above_listed(
 
 def needs(gw: Any, feature: caps.Feature) -> None:
     """Skip the rest of a test on a release without ``feature``, naming what its brokers lack
-    (`make compat` shows it as n/a with this reason; on the default 4.3.1 nothing skips)."""
+    (`make compat` shows it as n/a with this reason; on the default 4.4.0 nothing skips)."""
     import pytest
 
     if not gw.capabilities().has(feature):

@@ -401,6 +401,10 @@ def test_tiered_topic_is_recorded_and_sized_by_its_local_bytes():
         def topic_partition_counts(self, topics=None):
             return {"tiered": 1, "classic": 1}
 
+        def tier_offsets(self, tps):  # asked for the tiered topic's partitions only
+            assert {tp.topic for tp in tps} == {"tiered"}
+            return {}
+
         def describe_partitions(self, tps):
             return {tp: PartitionState(tp, (1, 2), (1, 2), 1) for tp in tps}
 

@@ -31,7 +31,7 @@ def test_the_protocol_is_complete():
         "alter_topic_configs", "broker_configs", "capabilities", "throttle_configs", "broker_log_dirs", "brokers", "close",
         "elect_preferred_leaders",
         "cluster_id", "cluster_info", "cluster_permissions", "describe_log_dirs", "describe_partitions", "list_reassignments", "log_dir_capacity",
-        "min_insync_replicas", "now", "sleep", "topic_configs", "topic_partition_counts", "topic_permissions",
+        "min_insync_replicas", "now", "sleep", "tier_offsets", "topic_configs", "topic_partition_counts", "topic_permissions",
     } == set(PROTOCOL)  # fmt: skip
 
 

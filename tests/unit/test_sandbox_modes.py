@@ -65,10 +65,10 @@ def test_zookeeper_mode_files_and_state(tmp_path):
     assert st["controllers"] == [] and st["zookeeper"]["alive"] is False
 
 
-def test_defaults_stay_4_3_1_kraft_unless_the_environment_says(monkeypatch):
+def test_defaults_are_4_4_0_kraft_unless_the_environment_says(monkeypatch):
     monkeypatch.delenv(kafka_mod.VERSION_ENV, raising=False)
     monkeypatch.delenv(kafka_mod.METADATA_ENV, raising=False)
-    assert (kafka_mod.default_version(), kafka_mod.default_metadata()) == ("4.3.1", "kraft")
+    assert (kafka_mod.default_version(), kafka_mod.default_metadata()) == ("4.4.0", "kraft")
     monkeypatch.setenv(kafka_mod.VERSION_ENV, "3.6.2")
     monkeypatch.setenv(kafka_mod.METADATA_ENV, "zookeeper")
     assert (kafka_mod.default_version(), kafka_mod.default_metadata()) == ("3.6.2", "zookeeper")
