@@ -19,6 +19,7 @@ from ..moves.journal import Journal, read_events
 from ..moves.schedule import Item, assign_batches, item_for, order_items
 from ..moves.table import MoveState, MoveStatus
 from ..pacing.memory import orphan_canaries
+from .resume import check_plan_digest, run_started
 
 if TYPE_CHECKING:
     from .shared import RunParts, RunState
@@ -99,16 +100,11 @@ class Begin:
         if self.shared.journal_path and os.path.exists(self.shared.journal_path):
             prior = read_events(self.shared.journal_path)
         first = next((e for e in prior if e.get("event") == "run_started"), None)
-        resuming = self.shared.resume_requested and first is not None
-        if self.shared.resume_requested and first is None:
-            raise UsageError(
-                f"--resume: no run_started event in journal {self.shared.journal_path}"
-            )
+        resuming = self.shared.resume_requested
         if resuming:
-            if first.get("plan_digest") != self.shared.plan.digest():
-                raise UsageError(
-                    f"--resume: the plan differs from the one journaled in {self.shared.journal_path}"
-                )
+            path = str(self.shared.journal_path)
+            first = run_started(path, prior, "nothing to resume")
+            check_plan_digest(path, first, self.shared.plan)
             self.shared.run_id = first["run_id"]
             self.shared.started_at = float(first["ts"])
         else:
