@@ -20,6 +20,7 @@ from ..cluster.views import (
 from ..errors import EXIT_IN_PROGRESS, JournalError, KafkaOperationError, UsageError
 from ..model import PartitionState, Plan, TopicPartition, is_complete
 from ..moves.journal import read_events
+from ..moves.originals import originals_disagreeing, stepped_partitions
 from ..run.rollback import merge_originals, restore_leaders, roll_back
 from ..throttles import configs as thr
 from ..throttles import priors as priors_mod
@@ -202,50 +203,6 @@ def originals_from(
         rb = {m.tp: tuple(m.replicas) for m in Plan.read(rollback_file)}
         sources[f"the rollback file {rollback_file}"] = rb
     return plan, merge_originals(sources), completed, rate
-
-
-def stepped_partitions(events: Iterable[Mapping[str, Any]]) -> set[TopicPartition]:
-    """The partitions a journal shows moved in KIP-435 steps: between two steps the cluster
-    holds neither the original nor the target, only brokers of the two."""
-    out = set()
-    for e in events:
-        if "topic" in e and (e.get("event") == "step_completed" or int(e.get("steps") or 1) > 1):
-            out.add(TopicPartition(e["topic"], int(e["partition"])))
-    return out
-
-
-def originals_disagreeing(
-    recorded: Mapping[TopicPartition, tuple[int, ...]],
-    targets: Mapping[TopicPartition, tuple[int, ...]],
-    in_flight: Mapping[TopicPartition, PartitionState],
-    states: Mapping[TopicPartition, PartitionState],
-    stepped: set[TopicPartition],
-) -> list[str]:
-    """Each recorded original (journal, rollback file) the cluster contradicts, named. Every
-    broker the partition is on now (for one in flight: where its reassignment started,
-    ``replicas - adding``) must be in the recorded original or the plan's target (a move,
-    a KIP-455 cancel that kept an added replica, or a stepped move between steps only mix the
-    two); and a move in flight that is not stepped still holds every original broker. An
-    original that names a broker the partition was never on, or drops one it is on, was
-    edited, truncated or planted, or belongs to another run: a cancel must not move a
-    partition onto it."""
-    bad = []
-    for tp, orig in recorded.items():
-        allowed = set(orig) | set(targets.get(tp, ()))
-        if tp in in_flight:
-            r = in_flight[tp]
-            now = set(r.replicas) - set(r.adding)
-            what = f"replicas [{fmt_replicas(r.replicas)}] adding [{fmt_replicas(r.adding)}]"
-            ok = now <= allowed and (tp in stepped or set(orig) <= set(r.replicas))
-        elif tp in states:
-            now = set(states[tp].replicas)
-            what = f"replicas [{fmt_replicas(states[tp].replicas)}]"
-            ok = now <= allowed
-        else:
-            continue  # the partition does not exist: reported as such, nothing sent for it
-        if not ok:
-            bad.append(f"{tp}: recorded original [{fmt_replicas(orig)}], the cluster has {what}")
-    return bad
 
 
 def cancel(

@@ -1,0 +1,60 @@
+"""Recorded originals against the cluster: the rule a cancel and a resume both apply before
+they act on an original replica list a journal or a rollback file holds (read back from a
+disk, so edited, truncated, planted or another run's until the cluster says otherwise).
+
+Pure: the cluster's state is given."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..model import PartitionState, TopicPartition
+
+
+def _fmt(rs: Iterable[int]) -> str:
+    return ",".join(str(r) for r in rs)
+
+
+def stepped_partitions(events: Iterable[Mapping[str, Any]]) -> set[TopicPartition]:
+    """The partitions a journal shows moved in KIP-435 steps: between two steps the cluster
+    holds neither the original nor the target, only brokers of the two."""
+    out = set()
+    for e in events:
+        if "topic" in e and (e.get("event") == "step_completed" or int(e.get("steps") or 1) > 1):
+            out.add(TopicPartition(e["topic"], int(e["partition"])))
+    return out
+
+
+def originals_disagreeing(
+    recorded: Mapping[TopicPartition, tuple[int, ...]],
+    targets: Mapping[TopicPartition, tuple[int, ...]],
+    in_flight: Mapping[TopicPartition, PartitionState],
+    states: Mapping[TopicPartition, PartitionState],
+    stepped: set[TopicPartition],
+) -> list[str]:
+    """Each recorded original (journal, rollback file) the cluster contradicts, named. Every
+    broker the partition is on now (for one in flight: where its reassignment started,
+    ``replicas - adding``) must be in the recorded original or the plan's target (a move,
+    a KIP-455 cancel that kept an added replica, or a stepped move between steps only mix the
+    two); and a move in flight that is not stepped still holds every original broker. An
+    original that names a broker the partition was never on, or drops one it is on, was
+    edited, truncated or planted, or belongs to another run: a cancel must not move a
+    partition onto it."""
+    bad = []
+    for tp, orig in recorded.items():
+        allowed = set(orig) | set(targets.get(tp, ()))
+        if tp in in_flight:
+            r = in_flight[tp]
+            now = set(r.replicas) - set(r.adding)
+            what = f"replicas [{_fmt(r.replicas)}] adding [{_fmt(r.adding)}]"
+            ok = now <= allowed and (tp in stepped or set(orig) <= set(r.replicas))
+        elif tp in states:
+            now = set(states[tp].replicas)
+            what = f"replicas [{_fmt(states[tp].replicas)}]"
+            ok = now <= allowed
+        else:
+            continue  # the partition does not exist: reported as such, nothing sent for it
+        if not ok:
+            bad.append(f"{tp}: recorded original [{_fmt(orig)}], the cluster has {what}")
+    return bad
