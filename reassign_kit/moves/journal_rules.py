@@ -98,7 +98,7 @@ def is_broker(v: Any) -> bool:
 def is_broker_list(v: Any) -> bool:
     return (
         isinstance(v, list)
-        and len(v) <= 1024
+        and 1 <= len(v) <= 1024
         and all(is_broker(b) for b in v)
         and len(set(v)) == len(v)
     )
@@ -311,10 +311,10 @@ FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "run_id": (lambda v: isinstance(v, str) and _RUN_ID.fullmatch(v) is not None, "a run id"),
     "topic": (is_topic, "a topic name"),
     "partition": (_NN_INT, "a partition number (0 .. 2^31-1)"),
-    "current": (is_broker_list, "a list of distinct broker ids"),
-    "original": (is_broker_list, "a list of distinct broker ids"),
-    "target": (is_broker_list, "a list of distinct broker ids"),
-    "replicas": (is_broker_list, "a list of distinct broker ids"),
+    "current": (is_broker_list, "a list of distinct broker ids, not empty"),
+    "original": (is_broker_list, "a list of distinct broker ids, not empty"),
+    "target": (is_broker_list, "a list of distinct broker ids, not empty"),
+    "replicas": (is_broker_list, "a list of distinct broker ids, not empty"),
     "preferred": (is_broker, "a broker id"),
     "previous_preferred": (is_broker, "a broker id"),
     "size_bytes": (_NN_LONG, "a size in bytes"),

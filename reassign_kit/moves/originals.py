@@ -48,7 +48,13 @@ def originals_disagreeing(
             r = in_flight[tp]
             now = set(r.replicas) - set(r.adding)
             what = f"replicas [{_fmt(r.replicas)}] adding [{_fmt(r.adding)}]"
-            ok = now <= allowed and (tp in stepped or set(orig) <= set(r.replicas))
+            # where it goes is the plan's (a step of it): not another tool's or run's move
+            goes = set(r.replicas) - set(r.removing)
+            ok = (
+                now <= allowed
+                and goes <= allowed
+                and (tp in stepped or set(orig) <= set(r.replicas))
+            )
         elif tp in states:
             now = set(states[tp].replicas)
             what = f"replicas [{_fmt(states[tp].replicas)}]"
@@ -57,4 +63,34 @@ def originals_disagreeing(
             continue  # the partition does not exist: reported as such, nothing sent for it
         if not ok:
             bad.append(f"{tp}: recorded original [{_fmt(orig)}], the cluster has {what}")
+    return bad
+
+
+def journal_behind(
+    events: Iterable[Mapping[str, Any]],
+    targets: Mapping[TopicPartition, tuple[int, ...]],
+    in_flight: Mapping[TopicPartition, PartitionState],
+    throttled: bool,
+) -> list[str]:
+    """What the cluster shows of a run that its journal does not: a partition in flight to
+    the plan's target with no record of the run sending it (its write-ahead ``intent``
+    precedes every Alter), or moves in flight of a run with a throttle and no record of the
+    operator's throttles (``throttle_prior`` precedes the first throttle set, which precedes
+    the first Alter). Such a journal was cut or restored from an older copy: acting on it
+    would lose the operator's values and the order of the originals."""
+    sent, priors = set(), False
+    for e in events:
+        kind = e.get("event")
+        if kind in ("intent", "submitted", "adopted") and "topic" in e:
+            sent.add(TopicPartition(e["topic"], int(e["partition"])))
+        priors = priors or kind == "throttle_prior"
+    ours = [
+        tp
+        for tp, r in in_flight.items()
+        if tp in targets and set(r.replicas) - set(r.removing) == set(targets[tp])
+    ]
+    bad = [f"{tp}: in flight to the plan's target, no record of it sent" for tp in ours
+           if tp not in sent]  # fmt: skip
+    if throttled and ours and not priors:
+        bad.append("throttles set for moves in flight, no record of the operator's before")
     return bad

@@ -20,7 +20,7 @@ from ..cluster.views import (
 from ..errors import EXIT_IN_PROGRESS, JournalError, KafkaOperationError, UsageError
 from ..model import PartitionState, Plan, TopicPartition, is_complete
 from ..moves.journal import read_events
-from ..moves.originals import originals_disagreeing, stepped_partitions
+from ..moves.originals import journal_behind, originals_disagreeing, stepped_partitions
 from ..run.rollback import merge_originals, restore_leaders, roll_back
 from ..throttles import configs as thr
 from ..throttles import priors as priors_mod
@@ -239,12 +239,13 @@ def cancel(
         raise UsageError(f"--journal {journal}: {NO_PLAN_IN_JOURNAL}")
     if plan is not None:  # the rules --execute applies: a plan it would refuse changes nothing
         validate_plan(plan, cluster_view(gateway, plan), source=source)
+    rec.same_plan(plan, journal, source)
     known, events, priors, rate = rec.originals, rec.events, rec.priors, rec.rate_or(throttle)
     in_flight = gateway.list_reassignments()
     wanted = _wanted(plan, topics, in_flight)
     targets = {m.tp: tuple(m.replicas) for m in plan} if plan is not None else {}
     recorded = {tp: o for tp, o in known.items() if tp in set(wanted)}
-    _refuse_contradicted(gateway, recorded, targets, in_flight, events)
+    _refuse_contradicted(gateway, recorded, targets, in_flight, events, rec.throttled)
     originals = _originals(wanted, in_flight, recorded)
     reverted, errors, finished = _cancel_in_flight(gateway, wanted, in_flight)
     states = gateway.describe_partitions([tp for tp in wanted if tp not in errors])
@@ -295,6 +296,14 @@ class _Recorded:
     rate: int | None
     events: list[dict[str, Any]] | None
     priors: Any
+    throttled: bool = False  # the journaled run set throttles
+
+    def same_plan(self, plan: Plan | None, journal: str | None, source: str) -> None:
+        """A plan given with a journal is the journaled run's (else: usage error, exit 2)."""
+        if plan is not None and self.plan is not None and self.plan.digest() != plan.digest():
+            raise UsageError(
+                f"--journal {journal}: its run is of another plan than {source}; nothing was sent"
+            )
 
     def rate_or(self, throttle: int | None) -> int | None:
         """The rate for the way back: the one given, else the journal's."""
@@ -307,7 +316,8 @@ class _Recorded:
         events = read_events(journal) if journal is not None else None
         if priors is None and events is not None:
             priors = thr.Priors.from_events(events)
-        return cls(plan, known, completed, rate, events, priors_mod.load_priors(priors))
+        loaded = priors_mod.load_priors(priors)
+        return cls(plan, known, completed, rate, events, loaded, throttled=rate is not None)
 
 
 def _originals(
@@ -362,18 +372,20 @@ def _refuse_contradicted(
     targets: Mapping[TopicPartition, tuple[int, ...]],
     in_flight: Mapping[TopicPartition, PartitionState],
     events: list[dict[str, Any]] | None,
+    throttled: bool,
 ) -> None:
-    """Nothing is sent when a recorded original disagrees with the cluster."""
-    if not recorded:
-        return
-    states = gateway.describe_partitions([tp for tp in recorded if tp not in in_flight])
-    stepped = stepped_partitions(events or [])
-    bad = originals_disagreeing(recorded, targets, in_flight, states, stepped)
+    """Nothing is sent when a recorded original disagrees with the cluster, nor when the
+    journal is behind it (``moves.originals.journal_behind``)."""
+    bad = [] if events is None else journal_behind(events, targets, in_flight, throttled)
+    if recorded:
+        states = gateway.describe_partitions([tp for tp in recorded if tp not in in_flight])
+        stepped = stepped_partitions(events or [])
+        bad += originals_disagreeing(recorded, targets, in_flight, states, stepped)
     if bad:
         raise JournalError(
             "cancel: refused, nothing sent: the recorded original replicas disagree with the "
-            "cluster (a journal or rollback file edited, truncated, planted or of another "
-            "run):\n  " + "\n  ".join(bad)
+            "cluster (a journal or rollback file edited, cut, restored from an older copy, "
+            "planted or of another run):\n  " + "\n  ".join(bad)
         )
 
 

@@ -16,7 +16,7 @@ from ..cluster.views import partition_sizes, refuse_in_flight
 from ..errors import JournalError, ReassignKitError, UsageError
 from ..model import PartitionState, TopicPartition, is_complete
 from ..moves.journal import Journal, read_events
-from ..moves.originals import originals_disagreeing, stepped_partitions
+from ..moves.originals import journal_behind, originals_disagreeing, stepped_partitions
 from ..moves.schedule import Item, assign_batches, item_for, order_items
 from ..moves.table import MoveState, MoveStatus
 from ..pacing.memory import orphan_canaries
@@ -245,11 +245,12 @@ class Begin:
         recorded = {tp: tuple(j["original"]) for tp, j in journaled.items() if j.get("original")}
         targets = {m.tp: tuple(m.replicas) for m in self.shared.plan}
         bad = originals_disagreeing(recorded, targets, in_flight, states, stepped_partitions(prior))
+        bad += journal_behind(prior, targets, in_flight, self.shared.options.throttle is not None)
         if bad:
             raise JournalError(
                 f"--resume: refused, nothing sent: the original replicas journaled in "
                 f"{self.shared.journal_path} disagree with the cluster (the journal edited, "
-                "truncated or of another run):\n  " + "\n  ".join(bad)
+                "cut, restored from an older copy or of another run):\n  " + "\n  ".join(bad)
             )
 
     def journaled_submissions(self, prior: list[dict[str, Any]]) -> dict[TopicPartition, dict]:

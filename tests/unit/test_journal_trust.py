@@ -182,3 +182,46 @@ def test_read_events_refuses_a_line_of_another_run(tmp_path):
     rewrite(journal, events)
     with pytest.raises(JournalError, match=rf"run\.jsonl:{len(events)}: run id 'another-run'"):
         read_events(journal)
+
+
+@pytest.mark.parametrize("action", ["cancel", "resume"])
+def test_a_journal_cut_behind_the_cluster_is_refused_and_the_operators_rate_stays(
+    stopped, capsys, action
+):
+    """Cut after its first intent (a restored disk): the cluster has moves in flight and
+    throttles the journal has no record of; acting on it deleted the operator's rate."""
+    sim, journal, plan_file = stopped
+    events = events_of(journal)
+    first_intent = next(n for n, e in enumerate(events) if e["event"] == "intent")
+    rewrite(journal, events[: first_intent + 1])
+    before = alters(sim)
+    code = cli.main(["--bootstrap-server", "sim:9092", *ACTIONS[action](str(journal), plan_file)])
+    out, err = capsys.readouterr()
+    assert code == 12, (code, out[-400:], err[-400:])
+    assert "a-1: in flight to the plan's target, no record of it sent" in err
+    assert alters(sim) == before and set(sim.list_reassignments()) == {A0, A1}
+
+
+def test_another_runs_journal_is_refused_by_cancel(tmp_path, monkeypatch, capsys):
+    """A journal of another plan's run planted at --journal: its partition is in flight to
+    a target its plan never named (this cluster's run), so it is not that run's move."""
+    sim = cluster()
+    stopped_in_flight(sim, plan(A0, A1), tmp_path / "ours.jsonl")
+    other = cluster()
+    theirs = tmp_path / "theirs.jsonl"
+    from reassign_kit.model import Move, Plan
+
+    stopped_in_flight(other, Plan.of([Move(A0, (1, 2))]), theirs)
+    monkeypatch.setattr(ops, "connect", lambda *a, **k: sim)
+    before = alters(sim)
+    code = cli.main(["--bootstrap-server", "sim:9092", "--cancel", "--journal", str(theirs)])
+    out, err = capsys.readouterr()
+    assert code == 12 and "a-0: recorded original [0,1]" in err, (code, out, err)
+    assert alters(sim) == before
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(plan(A0, A1).to_json())
+    code = cli.main(["--bootstrap-server", "sim:9092", "--cancel", "--reassignment-json-file",
+                     str(plan_file), "--journal", str(theirs)])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 2 and "its run is of another plan" in err, (code, out, err)
+    assert alters(sim) == before

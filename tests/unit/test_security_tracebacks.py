@@ -358,7 +358,11 @@ def journal_of_a_run(sim_cli, tmp_path, capsys) -> list[dict]:
     "event, change, problem",
     [
         ("submitted", {"partition": None}, "'topic' without its 'partition'"),
-        ("submitted", {"current": "0,1"}, "'current' must be a list of distinct broker ids"),
+        (
+            "submitted",
+            {"current": "0,1"},
+            "'current' must be a list of distinct broker ids, not empty",
+        ),
         ("run_started", {"options": [1]}, "'options' must be an object"),
         ("completed", {"duration_s": "1s"}, "'duration_s' must be a non-negative number"),
         ("throttle_set", {"ts": None}, "has no 'ts'"),
