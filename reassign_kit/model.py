@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import posixpath
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -21,12 +22,41 @@ from .errors import InvalidPlanError
 ANY_LOG_DIR = "any"
 
 
+# The largest input file (plan, snapshot, plan record, capacity file) read: a plan of a
+# million moves is ~60 MB; a bigger file is refused by its size before it is read (a 2 GB
+# plan took 6 GB of memory to be refused). ``REASSIGN_KIT_MAX_INPUT_BYTES`` sets another.
+MAX_INPUT_BYTES = 256 << 20
+MAX_INPUT_ENV = "REASSIGN_KIT_MAX_INPUT_BYTES"
+
+
+def max_input_bytes() -> int:
+    value = os.environ.get(MAX_INPUT_ENV, "")
+    return int(value) if value.isascii() and value.isdigit() else MAX_INPUT_BYTES
+
+
 def read_text(path: str, kind: str) -> str:
     """An input file's text, or InvalidPlanError naming the file and what it was meant to be
-    (``kind``: "reassignment plan", "snapshot", ...) — never an OSError or UnicodeDecodeError."""
+    (``kind``: "reassignment plan", "snapshot", ...) — never an OSError or UnicodeDecodeError.
+    A file over ``max_input_bytes()`` is refused by its size, unread (a device or a pipe that
+    gives more is cut there and refused the same)."""
+    limit = max_input_bytes()
     try:
+        size = os.stat(path).st_size
+        if size > limit:
+            raise InvalidPlanError(
+                [f"{size} bytes, over the {limit} an input file may have; nothing was read "
+                 f"(${MAX_INPUT_ENV} sets another limit)"],
+                header=f"{kind} {path}",
+            )  # fmt: skip
         with open(path, encoding="utf-8") as f:
-            return f.read()
+            text = f.read(limit + 1)
+        if len(text) > limit:
+            raise InvalidPlanError(
+                [f"more than the {limit} bytes an input file may have (${MAX_INPUT_ENV} sets "
+                 "another limit)"],
+                header=f"{kind} {path}",
+            )  # fmt: skip
+        return text
     except OSError as e:
         raise InvalidPlanError(
             [f"cannot read {path}: {e.strerror}"], header=f"{kind} {path}"

@@ -51,8 +51,8 @@ def _read_plan_or_report_all(path: str, args: argparse.Namespace) -> Plan:
         return Plan.read(path)
     except InvalidPlanError as e:
         try:
-            with open(path, encoding="utf-8") as f:
-                moves, _ = model.parse_plan_partial(f.read(), path)
+            # the same size limit: a file too big is refused unread, not read again here
+            moves, _ = model.parse_plan_partial(model.read_text(path, "reassignment plan"), path)
         except (OSError, ValueError, InvalidPlanError):
             raise e from None
         if not moves:

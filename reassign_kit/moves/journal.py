@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from ..errors import JournalError
+from .journal_rules import SEAL_KEY, event_problem, seal, unseal
 
 REDACTED = "***"
 # Keys whose values are secrets, whole: passwords, secrets, tokens, credentials, JAAS lines,
@@ -238,6 +239,7 @@ class Journal:
             if might_hold_secrets(line, self._secrets):
                 rec = redact(rec, self._secrets)
                 line = _encode(rec)
+        line = seal(line)  # after redaction: the checksum is of what is on disk
         with self._lock:
             if self._f.closed:
                 return rec
@@ -393,117 +395,87 @@ else:  # pragma: no cover
 
 
 def read_events(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """Every event in the file. A last line without its newline (being written, or torn by a
-    crash) is left out; any other line that is not a JSON object raises JournalError naming
-    the file and the line: a corrupt journal is never read as a shorter one."""
-    out: list[dict[str, Any]] = []
+    """Every event in the file, each line checked (``journal_rules``: its seal, its kind, its
+    fields). A last line without its newline (being written, or torn by a crash) is left out,
+    unless it is the only one (a journal cut inside its first line is damaged, not empty); any
+    other line that breaks a rule raises JournalError naming the file and the line: a corrupt
+    journal is never read as a shorter one, nor as another one."""
+    name = os.fspath(path)
     try:
-        with open(path, encoding="utf-8", newline="\n") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            data = f.read()
     except FileNotFoundError:
         raise  # callers that look before they read say "no such file" themselves
     except OSError as e:
-        raise JournalError(f"cannot read the journal {os.fspath(path)}: {e.strerror}") from None
+        raise JournalError(f"cannot read the journal {name}: {e.strerror}") from None
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
+        line_no = data[: e.start].count(b"\n") + 1
         raise JournalError(
-            f"{os.fspath(path)}: not a journal (not UTF-8 text at byte {e.start})"
+            f"{name}:{line_no}: not UTF-8 text at byte {e.start} (the "
+            "journal is corrupt; nothing was sent: start a new journal)"
         ) from None
     lines = text.split("\n")
-    last = len(lines) - 1  # "" when the file ends with a newline, else the unfinished line
+    reader = LineReader(name, len(lines) - 1)
     for i, line in enumerate(lines):
+        reader.add(i, line)
+    if not reader.events and text.strip():
+        raise JournalError(
+            f"{name}:1: cut inside its first line (the journal is damaged; nothing was sent: "
+            "start a new journal)"
+        )
+    return reader.events
+
+
+class LineReader:
+    """A journal's lines checked one by one and across lines: each sealed once one was (a
+    journal older than the seal has none), every line of one run's id (a journal path holds
+    one run: ``run.resume.set_aside``). The events read are in ``events``."""
+
+    def __init__(self, name: str, last: int) -> None:
+        self.name, self.last = name, last
+        self.events: list[dict[str, Any]] = []
+        self.sealed = False
+        self.run_id: str | None = None
+
+    def add(self, i: int, line: str) -> None:
+        """Line ``i`` (0-based): its event appended, or JournalError (a last line without
+        its newline that breaks a rule is a torn write: left out)."""
         if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
-            rec = None
-        problem = event_problem(rec) if isinstance(rec, dict) else "not a journal event"
-        if problem is None:
-            out.append(rec)
-        elif i != last:
+            return
+        rec, problem = self._decode(line)
+        if problem is None and rec is not None:
+            self.events.append(rec)
+        elif i != self.last:
             raise JournalError(
-                f"{os.fspath(path)}:{i + 1}: {problem} (the journal is corrupt; "
+                f"{self.name}:{i + 1}: {problem} (the journal is corrupt; nothing was sent: "
                 "fix or remove that line, or start a new journal)"
             )
-    return out
 
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_number(v: Any) -> bool:
-    return (
-        (_is_int(v) or isinstance(v, float)) and v == v and v not in (float("inf"), -float("inf"))
-    )
-
-
-def _int_list(v: Any) -> bool:
-    return isinstance(v, list) and all(_is_int(b) for b in v)
-
-
-# field -> (check, what it must be), for fields the readers of a journal rely on when present
-_FIELD_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "ts": (_is_number, "a number"),
-    "run_id": (lambda v: isinstance(v, str), "a string"),
-    "partition": (lambda v: _is_int(v) and v >= 0, "a non-negative integer"),
-    "current": (_int_list, "a list of broker ids"),
-    "original": (_int_list, "a list of broker ids"),
-    "target": (_int_list, "a list of broker ids"),
-    "replicas": (_int_list, "a list of broker ids"),
-    "preferred": (_is_int, "a broker id"),
-    "options": (lambda v: isinstance(v, dict), "an object"),
-    "plan": (lambda v: isinstance(v, dict), "an object"),
-    "plan_path": (lambda v: isinstance(v, str), "a string"),
-    "duration_s": (_is_number, "a number"),
-    "step_s": (_is_number, "a number"),
-    "received": (lambda v: isinstance(v, dict), "an object"),
-    "busy": (lambda v: isinstance(v, dict), "an object"),
-    "inflight": (lambda v: isinstance(v, dict), "an object"),
-    "brokers": (lambda v: isinstance(v, dict | list), "an object or a list"),
-    "topics": (lambda v: isinstance(v, dict | list), "an object or a list"),
-}
-_OBJECT_FIELDS = {
-    "throttle_prior": ("brokers", "topics"),
-    "pace_sample": ("brokers",),
-}
-_REQUIRED = {
-    "run_started": ("run_id",),
-    "election_queued": ("preferred",),
-    # the probe's canary topic (``pace_memory.orphan_canaries``: what a resume deletes)
-    "probe_canary": ("canary",),
-    "probe_canary_deleted": ("canary",),
-}
-
-
-def event_problem(rec: Mapping[str, Any]) -> str | None:
-    """What makes a decoded line unusable as an event for the journal's readers (resume,
-    cancel, progress, throttle priors, calibrate, postmortem), or None: ``event`` a string,
-    ``ts`` a number, a partition's events with a ``topic`` string and a ``partition``, and
-    the fields the readers use of the types they use (``null`` stands for absent)."""
-    kind = rec.get("event")
-    if not isinstance(kind, str):
-        return "not a journal event (no 'event' name)"
-    if "ts" not in rec:
-        return f"event {kind!r} has no 'ts'"
-    if "topic" in rec and (not isinstance(rec["topic"], str) or "partition" not in rec):
-        return f"event {kind!r}: 'topic' must be a topic name, with its 'partition'"
-    for key in _REQUIRED.get(kind, ()):
-        if rec.get(key) is None:
-            return f"event {kind!r} has no {key!r}"
-    for key, (ok, what) in _FIELD_RULES.items():
-        value = rec.get(key)
-        if value is not None and not ok(value):
-            return f"event {kind!r}: {key!r} must be {what}"
-    for key in _OBJECT_FIELDS.get(kind, ()):  # read per broker / topic: a list is no use
-        value = rec.get(key)
-        if value is not None and not isinstance(value, dict):
-            return f"event {kind!r}: {key!r} must be an object"
-        if value and not all(isinstance(v, dict) for v in value.values()):
-            return f"event {kind!r}: each entry of {key!r} must be an object"
-        if key == "brokers" and not all(k == "<default>" or k.isdecimal() for k in value or {}):
-            return f"event {kind!r}: 'brokers' must be keyed by broker id"
-    return None
+    def _decode(self, line: str) -> tuple[dict[str, Any] | None, str | None]:
+        body, seal_ok = unseal(line)
+        if seal_ok is False:
+            return None, "its checksum does not match its content"
+        if seal_ok is None and self.sealed:
+            return None, "it has no checksum where every line has one"
+        try:
+            rec = json.loads(body)
+        except (json.JSONDecodeError, RecursionError):
+            return None, "not a journal event (not JSON)"
+        if not isinstance(rec, dict):
+            return None, "not a journal event"
+        if seal_ok is None and SEAL_KEY in rec:
+            return None, "its checksum is not where a journal writes it"
+        problem = event_problem(rec)
+        if problem is None:
+            if self.run_id is None:
+                self.run_id = rec["run_id"]
+            elif rec["run_id"] != self.run_id:
+                problem = f"run id {rec['run_id'][:40]!r} is not the journal's {self.run_id!r}"
+        if problem is None:
+            self.sealed = self.sealed or bool(seal_ok)
+        return rec, problem
 
 
 def to_pandas(paths: str | os.PathLike | Iterable[str | os.PathLike]):

@@ -20,6 +20,7 @@ from ..cluster.views import (
 from ..errors import EXIT_IN_PROGRESS, JournalError, KafkaOperationError, UsageError
 from ..model import PartitionState, Plan, TopicPartition, is_complete
 from ..moves.journal import read_events
+from ..moves.originals import journal_behind, originals_disagreeing, stepped_partitions
 from ..run.rollback import merge_originals, restore_leaders, roll_back
 from ..throttles import configs as thr
 from ..throttles import priors as priors_mod
@@ -204,50 +205,6 @@ def originals_from(
     return plan, merge_originals(sources), completed, rate
 
 
-def stepped_partitions(events: Iterable[Mapping[str, Any]]) -> set[TopicPartition]:
-    """The partitions a journal shows moved in KIP-435 steps: between two steps the cluster
-    holds neither the original nor the target, only brokers of the two."""
-    out = set()
-    for e in events:
-        if "topic" in e and (e.get("event") == "step_completed" or int(e.get("steps") or 1) > 1):
-            out.add(TopicPartition(e["topic"], int(e["partition"])))
-    return out
-
-
-def originals_disagreeing(
-    recorded: Mapping[TopicPartition, tuple[int, ...]],
-    targets: Mapping[TopicPartition, tuple[int, ...]],
-    in_flight: Mapping[TopicPartition, PartitionState],
-    states: Mapping[TopicPartition, PartitionState],
-    stepped: set[TopicPartition],
-) -> list[str]:
-    """Each recorded original (journal, rollback file) the cluster contradicts, named. Every
-    broker the partition is on now (for one in flight: where its reassignment started,
-    ``replicas - adding``) must be in the recorded original or the plan's target (a move,
-    a KIP-455 cancel that kept an added replica, or a stepped move between steps only mix the
-    two); and a move in flight that is not stepped still holds every original broker. An
-    original that names a broker the partition was never on, or drops one it is on, was
-    edited, truncated or planted, or belongs to another run: a cancel must not move a
-    partition onto it."""
-    bad = []
-    for tp, orig in recorded.items():
-        allowed = set(orig) | set(targets.get(tp, ()))
-        if tp in in_flight:
-            r = in_flight[tp]
-            now = set(r.replicas) - set(r.adding)
-            what = f"replicas [{fmt_replicas(r.replicas)}] adding [{fmt_replicas(r.adding)}]"
-            ok = now <= allowed and (tp in stepped or set(orig) <= set(r.replicas))
-        elif tp in states:
-            now = set(states[tp].replicas)
-            what = f"replicas [{fmt_replicas(states[tp].replicas)}]"
-            ok = now <= allowed
-        else:
-            continue  # the partition does not exist: reported as such, nothing sent for it
-        if not ok:
-            bad.append(f"{tp}: recorded original [{fmt_replicas(orig)}], the cluster has {what}")
-    return bad
-
-
 def cancel(
     gateway: Any,
     plan: Plan | None = None,
@@ -282,12 +239,13 @@ def cancel(
         raise UsageError(f"--journal {journal}: {NO_PLAN_IN_JOURNAL}")
     if plan is not None:  # the rules --execute applies: a plan it would refuse changes nothing
         validate_plan(plan, cluster_view(gateway, plan), source=source)
+    rec.same_plan(plan, journal, source)
     known, events, priors, rate = rec.originals, rec.events, rec.priors, rec.rate_or(throttle)
     in_flight = gateway.list_reassignments()
     wanted = _wanted(plan, topics, in_flight)
     targets = {m.tp: tuple(m.replicas) for m in plan} if plan is not None else {}
     recorded = {tp: o for tp, o in known.items() if tp in set(wanted)}
-    _refuse_contradicted(gateway, recorded, targets, in_flight, events)
+    _refuse_contradicted(gateway, recorded, targets, in_flight, events, rec.throttled)
     originals = _originals(wanted, in_flight, recorded)
     reverted, errors, finished = _cancel_in_flight(gateway, wanted, in_flight)
     states = gateway.describe_partitions([tp for tp in wanted if tp not in errors])
@@ -338,6 +296,14 @@ class _Recorded:
     rate: int | None
     events: list[dict[str, Any]] | None
     priors: Any
+    throttled: bool = False  # the journaled run set throttles
+
+    def same_plan(self, plan: Plan | None, journal: str | None, source: str) -> None:
+        """A plan given with a journal is the journaled run's (else: usage error, exit 2)."""
+        if plan is not None and self.plan is not None and self.plan.digest() != plan.digest():
+            raise UsageError(
+                f"--journal {journal}: its run is of another plan than {source}; nothing was sent"
+            )
 
     def rate_or(self, throttle: int | None) -> int | None:
         """The rate for the way back: the one given, else the journal's."""
@@ -350,7 +316,8 @@ class _Recorded:
         events = read_events(journal) if journal is not None else None
         if priors is None and events is not None:
             priors = thr.Priors.from_events(events)
-        return cls(plan, known, completed, rate, events, priors_mod.load_priors(priors))
+        loaded = priors_mod.load_priors(priors)
+        return cls(plan, known, completed, rate, events, loaded, throttled=rate is not None)
 
 
 def _originals(
@@ -405,18 +372,20 @@ def _refuse_contradicted(
     targets: Mapping[TopicPartition, tuple[int, ...]],
     in_flight: Mapping[TopicPartition, PartitionState],
     events: list[dict[str, Any]] | None,
+    throttled: bool,
 ) -> None:
-    """Nothing is sent when a recorded original disagrees with the cluster."""
-    if not recorded:
-        return
-    states = gateway.describe_partitions([tp for tp in recorded if tp not in in_flight])
-    stepped = stepped_partitions(events or [])
-    bad = originals_disagreeing(recorded, targets, in_flight, states, stepped)
+    """Nothing is sent when a recorded original disagrees with the cluster, nor when the
+    journal is behind it (``moves.originals.journal_behind``)."""
+    bad = [] if events is None else journal_behind(events, targets, in_flight, throttled)
+    if recorded:
+        states = gateway.describe_partitions([tp for tp in recorded if tp not in in_flight])
+        stepped = stepped_partitions(events or [])
+        bad += originals_disagreeing(recorded, targets, in_flight, states, stepped)
     if bad:
         raise JournalError(
             "cancel: refused, nothing sent: the recorded original replicas disagree with the "
-            "cluster (a journal or rollback file edited, truncated, planted or of another "
-            "run):\n  " + "\n  ".join(bad)
+            "cluster (a journal or rollback file edited, cut, restored from an older copy, "
+            "planted or of another run):\n  " + "\n  ".join(bad)
         )
 
 

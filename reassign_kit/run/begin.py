@@ -13,13 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..cluster.views import partition_sizes, refuse_in_flight
-from ..errors import ReassignKitError, UsageError
+from ..errors import JournalError, ReassignKitError, UsageError
 from ..model import PartitionState, TopicPartition, is_complete
 from ..moves.journal import Journal, read_events
+from ..moves.originals import journal_behind, originals_disagreeing, stepped_partitions
 from ..moves.schedule import Item, assign_batches, item_for, order_items
 from ..moves.table import MoveState, MoveStatus
 from ..pacing.memory import orphan_canaries
 from ..snapshot.tier import copied_sizes
+from .resume import check_plan_digest, run_started
 
 if TYPE_CHECKING:
     from .shared import RunParts, RunState
@@ -63,6 +65,8 @@ class Begin:
                 "unknown partition(s), nothing was sent: " + ", ".join(str(t) for t in missing[:10])
             )
         journaled = self.journaled_submissions(prior) if resuming else {}
+        if resuming:
+            self._check_originals(journaled, prior, cluster, states)
         foreign = [tp for tp in cluster if tp not in journaled]
         if not resuming:  # the same refusal (message, exit 6) as the preflight's
             refuse_in_flight(foreign, self.shared.options.additional)
@@ -100,16 +104,11 @@ class Begin:
         if self.shared.journal_path and os.path.exists(self.shared.journal_path):
             prior = read_events(self.shared.journal_path)
         first = next((e for e in prior if e.get("event") == "run_started"), None)
-        resuming = self.shared.resume_requested and first is not None
-        if self.shared.resume_requested and first is None:
-            raise UsageError(
-                f"--resume: no run_started event in journal {self.shared.journal_path}"
-            )
+        resuming = self.shared.resume_requested
         if resuming:
-            if first.get("plan_digest") != self.shared.plan.digest():
-                raise UsageError(
-                    f"--resume: the plan differs from the one journaled in {self.shared.journal_path}"
-                )
+            path = str(self.shared.journal_path)
+            first = run_started(path, prior, "nothing to resume")
+            check_plan_digest(path, first, self.shared.plan)
             self.shared.run_id = first["run_id"]
             self.shared.started_at = float(first["ts"])
         else:
@@ -238,6 +237,27 @@ class Begin:
                 if j.get("step_completed_ts") is not None:  # the gap to its next step
                     ms.step_completed_at = float(j["step_completed_ts"])
                 ms.restore(MoveStatus.READY)
+
+    def _check_originals(
+        self,
+        journaled: Mapping[TopicPartition, dict],
+        prior: list[dict[str, Any]],
+        in_flight: Mapping[TopicPartition, PartitionState],
+        states: Mapping[TopicPartition, PartitionState],
+    ) -> None:
+        """The journaled originals against the cluster, by cancel's rule
+        (``moves.originals``): a resume acting on one the cluster contradicts would later
+        roll the partition back onto brokers that never held it. Nothing is sent."""
+        recorded = {tp: tuple(j["original"]) for tp, j in journaled.items() if j.get("original")}
+        targets = {m.tp: tuple(m.replicas) for m in self.shared.plan}
+        bad = originals_disagreeing(recorded, targets, in_flight, states, stepped_partitions(prior))
+        bad += journal_behind(prior, targets, in_flight, self.shared.options.throttle is not None)
+        if bad:
+            raise JournalError(
+                f"--resume: refused, nothing sent: the original replicas journaled in "
+                f"{self.shared.journal_path} disagree with the cluster (the journal edited, "
+                "cut, restored from an older copy or of another run):\n  " + "\n  ".join(bad)
+            )
 
     def journaled_submissions(self, prior: list[dict[str, Any]]) -> dict[TopicPartition, dict]:
         out: dict[TopicPartition, dict] = {}

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import JournalError, UsageError
 from ..model import Plan, TopicPartition
 from ..moves.journal import read_events
 from .options import ExecuteOptions
@@ -20,6 +20,34 @@ from .options import ExecuteOptions
 def first_event(journal_path: str) -> dict[str, Any] | None:
     """The journal's ``run_started`` event (None: no such event)."""
     return next((e for e in read_events(journal_path) if e.get("event") == "run_started"), None)
+
+
+def run_started(journal_path: str, events: list[dict[str, Any]], why: str) -> dict[str, Any]:
+    """The ``run_started`` of a journal read for ``why`` ("nothing to resume"): an empty
+    journal is a usage error, one with events but no start was damaged (its first lines
+    lost): JournalError, exit 12, before anything is sent."""
+    first = next((e for e in events if e.get("event") == "run_started"), None)
+    if first is not None:
+        return first
+    if not events:
+        raise UsageError(f"--journal {journal_path}: no run_started event; {why}")
+    raise JournalError(
+        f"{journal_path}:1: the journal has events but no run_started (its start was lost: "
+        "the journal is damaged; nothing was sent)"
+    )
+
+
+def check_plan_digest(journal_path: str, first: dict[str, Any], plan: Plan) -> None:
+    """The plan given is the journaled run's: a run_started without a digest is damaged
+    (exit 12), one with another plan's a usage error (exit 2)."""
+    digest = first.get("plan_digest")
+    if not isinstance(digest, str):
+        raise JournalError(
+            f"{journal_path}: its run_started has no plan digest (the journal is damaged; "
+            "nothing was sent)"
+        )
+    if digest != plan.digest():
+        raise UsageError(f"--resume: the plan differs from the one journaled in {journal_path}")
 
 
 def unfinished_run(journal_path: str, plan: Plan) -> dict[str, Any] | None:
@@ -59,9 +87,7 @@ def options_from_journal(journal_path: str) -> ExecuteOptions:
     """The options a journaled run was started with (``--resume`` reuses them)."""
     if not os.path.exists(journal_path):
         raise UsageError(f"--journal {journal_path}: no such file to resume")
-    first = first_event(journal_path)
-    if first is None:
-        raise UsageError(f"--journal {journal_path}: no run_started event; nothing to resume")
+    first = run_started(journal_path, read_events(journal_path), "nothing to resume")
     return ExecuteOptions.from_json_obj(first.get("options") or {}).validate()
 
 
@@ -83,9 +109,7 @@ def journaled_run(journal_path: str) -> JournaledRun:
     if not os.path.exists(journal_path):
         raise UsageError(f"--journal {journal_path}: no such file")
     events = read_events(journal_path)
-    first = next((e for e in events if e.get("event") == "run_started"), None)
-    if first is None:
-        raise UsageError(f"--journal {journal_path}: no run_started event; not a run's journal")
+    first = run_started(journal_path, events, "not a run's journal")
     plan = None
     if first.get("plan"):
         plan = Plan.from_json(json.dumps(first["plan"]), source=journal_path)

@@ -76,7 +76,7 @@ def test_a_cancel_while_the_run_is_alive_leaves_its_canary(tmp_path):
     end deletes it), not one a killed run left. Before, the cancel deleted it from under the
     live probe. Once the writer is gone it is an orphan again."""
     from reassign_kit.model import Move, Plan
-    from reassign_kit.moves.journal import Journal, writer_alive
+    from reassign_kit.moves.journal import Journal, read_events, writer_alive
     from reassign_kit.operations.cancel import CANARY_LIVE, cancel
     from reassign_kit.run.options import ExecuteOptions
     from reassign_kit.run.run import Run
@@ -88,7 +88,8 @@ def test_a_cancel_while_the_run_is_alive_leaves_its_canary(tmp_path):
     Run(
         sim, plan, ExecuteOptions(throttle=1 << 20), str(path), clock=sim.now, sleep=sim.sleep
     ).run()
-    live = Journal(path, "r1")  # the run, alive: it made its canary
+    run_id = read_events(path)[0]["run_id"]  # a journal holds one run's lines
+    live = Journal(path, run_id)  # the run, alive (resumed): it made its canary
     live.write("probe_canary", canary=A)
     live.commit()
     try:

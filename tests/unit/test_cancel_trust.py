@@ -15,6 +15,7 @@ import reassign_kit
 from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.errors import JournalError
 from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.moves.journal_rules import seal, unseal
 from reassign_kit.operations import cancel as cancel_mod
 from reassign_kit.run.home import StateRecordError
 from reassign_kit.run.options import ExecuteOptions
@@ -55,10 +56,12 @@ def stopped_in_flight(sim: SimCluster, p: Plan, journal) -> None:
 
 
 def edit_journal(path, fn) -> None:
-    lines = [json.loads(x) for x in open(path, encoding="utf-8")]
+    """Each event edited and sealed again (as an editor who knows the format would: the
+    original itself must then be what the cancel refuses)."""
+    lines = [json.loads(unseal(x)[0]) for x in open(path, encoding="utf-8")]
     with open(path, "w", encoding="utf-8") as f:
         for e in lines:
-            f.write(json.dumps(fn(e)) + "\n")
+            f.write(seal(json.dumps(fn(e), separators=(",", ":"))) + "\n")
 
 
 def test_a_journal_whose_original_was_edited_is_refused_and_nothing_is_sent(tmp_path):

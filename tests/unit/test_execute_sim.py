@@ -447,7 +447,7 @@ def test_parallel_replica_count_uses_the_kip435_planner(tmp_path):
 def test_journal_redacts_secrets_and_reads_back(tmp_path):
     with Journal(tmp_path / "j.jsonl", "r1") as j:
         j.write(
-            "run_started",
+            "warning",
             options={"sasl.password": "p4ss", "sasl.jaas.config": "user=x password=hunter2xyz"},
             msg="user=x password=k3ypass",
         )
@@ -458,7 +458,7 @@ def test_journal_redacts_secrets_and_reads_back(tmp_path):
     with open(tmp_path / "j.jsonl", "a") as f:
         f.write('{"ts": 1, "event": "torn')  # a SIGKILL mid-write
     df = to_pandas(tmp_path / "j.jsonl")
-    assert list(df["event"]) == ["run_started"] and "time" in df
+    assert list(df["event"]) == ["warning"] and "time" in df
 
 
 def test_run_started_records_versions_and_plan_digest(tmp_path):

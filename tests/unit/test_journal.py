@@ -64,7 +64,7 @@ def test_corruption_before_the_last_line_is_an_error_naming_the_line(tmp_path):
         j.write("submitted", topic="a", partition=0)
     lines = path.read_text().splitlines()
     path.write_text("\n".join([lines[0], "#garbage#", lines[1]]) + "\n")
-    with pytest.raises(JournalError, match=r"run\.jsonl:2: not a journal event"):
+    with pytest.raises(JournalError, match=r"run\.jsonl:2: "):
         read_events(path)
     # a last line still being written is not corruption
     path.write_text("\n".join(lines) + "\n" + '{"ts": 2, "ev')

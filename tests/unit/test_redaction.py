@@ -95,7 +95,7 @@ def test_redaction_is_not_process_wide(tmp_path):
 def test_secret_keys_and_jaas_passwords_are_masked_whole(tmp_path):
     with Journal(tmp_path / "j.jsonl", "r1") as j:
         j.write(
-            "run_started",
+            "warning",
             options={
                 "sasl.password": "p4ss",
                 "ssl.key.password": "k3ypass",
