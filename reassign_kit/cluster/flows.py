@@ -6,11 +6,11 @@ its progress is worked out when it is next looked at, so a tick costs the stream
 once plus, per completion, the streams of the group it ended in (recomputing every stream at
 every completion made a run's cost grow with the square of its moves in flight).
 
-Groups are the connected parts of the streams' bounded ends. A leader throttle that cannot bind
-(the inbound bandwidths of the brokers its streams go to add up to less) is left out of them:
-it would tie every broker to every other through the leaders while never limiting a rate.
-The results are today's to float rounding: the fair share of a group is the same whether the
-rest is computed with it or not, and a throttle left out never binds. Kafka's quota windows
+Groups are the streams sharing a target, joined through the leaders whose throttle is seen
+binding (a leader sending more than its throttle once its groups were played without it): the
+leaders' throttles would otherwise tie every broker to every other while rarely limiting a
+rate. The results are the fair share with every throttle, to float rounding: rates fair
+without some constraints that still keep within them are fair with them. Kafka's quota windows
 (``BrokerQuotas``) are charged the bytes each end moved; a broker's windowed limit is read
 again whenever its group is recomputed."""
 
@@ -40,8 +40,7 @@ class TickFlows:
     """The streams of one tick of ``dt`` seconds: ``streams`` are (partition, target) pairs,
     ``sources`` each one's sending broker (None: no live leader), ``thr_in`` / ``thr_out``
     whether the stream is throttled at its target / its source. ``cap`` is
-    ``SimCluster._cap``; ``bandwidth`` a broker's inbound bound (no end takes in more);
-    ``quotas`` the windows to charge (None: the throttle is a plain rate cap)."""
+    ``SimCluster._cap``; ``quotas`` the windows to charge (None: the throttle is a plain rate cap)."""
 
     def __init__(
         self,
@@ -50,7 +49,6 @@ class TickFlows:
         thr_in: Sequence[bool],
         thr_out: Sequence[bool],
         cap: Cap,
-        bandwidth: Callable[[int], float],
         dt: float,
         quotas: BrokerQuotas | None,
         debts: EndLosses,
@@ -86,8 +84,9 @@ class TickFlows:
         self.charged_out: dict[int, float] = {}
         # the leaders whose throttle is in force (a rate set): their windows are charged
         self.out_limited = {s for s in self.n_thr_out if cap(s, False, True, dt) is not None}
-        self.kept_out = self._binding_sources(bandwidth)
-        self.group = self._groups()
+        self.kept_out: set[int] = set()  # leader throttles seen binding this tick
+        self.group: list[int] = []
+        self.members: dict[int, list[int]] = {}
         # brokers that owe (``EndLosses``): their streams copy nothing until it is paid
         self.owed_at: dict[int, float] = {}
         self.pay_heap: list[tuple[float, int, int]] = []
@@ -95,23 +94,8 @@ class TickFlows:
 
     # ---- setting up ---------------------------------------------------------------------
 
-    def _binding_sources(self, bandwidth: Callable[[int], float]) -> set[int]:
-        """The throttled leaders that may bind: those whose targets could take in more than
-        the throttle (a target never takes in more than its bandwidth)."""
-        targets: dict[int, set[int]] = {}
-        for k, s in enumerate(self.src):
-            if s in self.out_limited:
-                targets.setdefault(s, set()).add(self.dst[k])
-        kept = set()
-        for s, ts in targets.items():
-            limit = self.cap(s, False, True, self.dt)
-            bound = sum(bandwidth(b) for b in ts)
-            if limit is None or not bound < limit * (1 - 1e-9):
-                kept.add(s)
-        return kept
-
     def _groups(self) -> list[int]:
-        """Each stream's group: streams sharing a target, or a leader that may bind, are one."""
+        """Each stream's group: streams sharing a target, or a leader seen binding, are one."""
         parent: dict[tuple[bool, int], tuple[bool, int]] = {}
 
         def root(x: tuple[bool, int]) -> tuple[bool, int]:
@@ -133,10 +117,8 @@ class TickFlows:
     def run(self) -> None:
         """Play the tick: rates for every group, then each completion (or debt paid) in time
         order; every replica's bytes brought up to the tick's end."""
-        members: dict[int, list[int]] = {}
-        for k, g in enumerate(self.group):
-            members.setdefault(g, []).append(k)
-        self._refresh(list(range(len(self.streams))), 0.0)
+        self._regroup()
+        self._settled(list(range(len(self.streams))), 0.0)
         for b in list(self.debts.owed):
             if b in self.n_in:
                 self._owing_from(b, 0.0)
@@ -151,9 +133,44 @@ class TickFlows:
             if ended:
                 groups = {self.group[k] for k in ended}
                 self._end(ended, now)
-                ks = [k for g in sorted(groups) for k in members[g] if self.alive[k]]
-                self._refresh(ks, now)
+                ks = [k for g in sorted(groups) for k in self.members[g] if self.alive[k]]
+                self._settled(ks, now)
         self._finish_tick()
+
+    def _regroup(self) -> None:
+        self.group = self._groups()
+        self.members: dict[int, list[int]] = {}
+        for k, g in enumerate(self.group):
+            self.members.setdefault(g, []).append(k)
+
+    def _settled(self, ks: list[int], now: float) -> None:
+        """New rates for ``ks`` (whole groups), grouped without the leader throttles not seen
+        binding; a leader then sending more than its throttle is one more that binds, its
+        streams' groups joined and played again. Rates that keep every leader within its
+        throttle are the fair share with them all (fair without them, and allowed)."""
+        while True:
+            self._refresh(ks, now)
+            over = self._over(ks, now)
+            if not over:
+                return
+            self.kept_out |= over
+            self._regroup()
+            groups = {self.group[k] for k in ks} | {
+                self.group[k] for k, s in enumerate(self.src) if s in over
+            }
+            ks = [k for g in sorted(groups) for k in self.members[g] if self.alive[k]]
+
+    def _over(self, ks: list[int], now: float) -> set[int]:
+        """The throttled leaders of ``ks`` not yet grouped that send more than they may."""
+        out = set()
+        left = self.dt - now
+        for s in {self.src[k] for k in ks}:
+            if s is None or s in self.kept_out or not self.n_thr_out.get(s, 0):
+                continue
+            c = self.cap(s, False, True, left)
+            if c is not None and self.out_rate.get(s, 0.0) > c * (1 + 1e-9) + 1e-9:
+                out.add(s)
+        return out
 
     def _next_event(self) -> float:
         while self.heap and self.heap[0][2] != self.version[self.heap[0][1]]:

@@ -293,7 +293,6 @@ class SimCluster(ConfigsPart):
             thr_in,
             thr_out,
             self._cap,
-            lambda b: self.broker_bandwidth.get(b, self.bandwidth),
             dt,
             self._quotas if self.quota_windows else None,
             self._debts,
