@@ -16,6 +16,8 @@ average during the run is printed with the table.
     .venv/bin/python bench/bench_exec_scale.py
     RK_BENCH_EXEC_SIZES=10000,100000 .venv/bin/python bench/bench_exec_scale.py
     RK_BENCH_EXEC_MODES=paced .venv/bin/python bench/bench_exec_scale.py
+    RK_BENCH_EXEC_BROKERS=200 RK_BENCH_EXEC_SIZES=20000,200000,1000000 RK_BENCH_EXEC_MODES=paced \
+        .venv/bin/python bench/bench_exec_scale.py
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ OUT = os.path.join(HERE, "out", "exec_scale")
 SIZES = [int(x) for x in os.environ.get("RK_BENCH_EXEC_SIZES", "10000,100000,1000000").split(",")]
 MODES = [m for m in os.environ.get("RK_BENCH_EXEC_MODES", "paced,legacy").split(",") if m]
 IN_FLIGHT = 2000
-BROKERS = 100
+BROKERS = int(os.environ.get("RK_BENCH_EXEC_BROKERS", "100"))
 MOVE_S = 20  # model seconds per move: each broker takes in 2 * IN_FLIGHT / BROKERS replicas at once
 PER_TOPIC = 1000
 sys.path.insert(0, ROOT)

@@ -220,12 +220,3 @@ class BrokerQuotas:
                 w.record(r * dt)
             if src in out_caps and (w := self.outbound.get(src)) is not None:
                 w.record(r * dt)
-
-    def refund(self, ends: list[tuple[int | None, int]], rates: list[float], unused: float) -> None:
-        """Give back what was charged for the part of a tick not yet played (``ends``: each
-        stream's leader and target)."""
-        for (leader, b), r in zip(ends, rates, strict=True):
-            for store, end in ((self.inbound, b), (self.outbound, leader)):
-                w = store.get(end) if end is not None else None
-                if w is not None and w.wins:
-                    w.wins[-1][1] = max(0.0, w.wins[-1][1] - r * unused)

@@ -23,6 +23,7 @@ from .config import (
     LEADER_RATE,
     LOG_DIR_RATE,
 )
+from .flows import TickFlows
 from .gateway import (
     CLUSTER_OPERATIONS,
     TOPIC_OPERATIONS,
@@ -32,7 +33,7 @@ from .gateway import (
     PartitionError,
     ReplicaLogInfo,
 )
-from .quota import BrokerQuotas, EndLosses, fair_share
+from .quota import BrokerQuotas, EndLosses
 from .simulate_configs import ConfigsPart, ThrottleState
 from .simulate_offsets import OffsetsPart
 
@@ -302,39 +303,8 @@ class SimCluster(ConfigsPart, OffsetsPart):
         debts = self._debts
         if debts.owed:  # a broker no stream fills any more idles: the quota gives it back
             debts.keep({b for _, b in streams})
-        # a stream that ends within the tick leaves its share to the others for the rest of
-        # it (a tick is split where one ends: the model is fluid, not a tick's granularity)
-        left_dt = dt
-        for _ in range(2 * len(streams) + 2):  # each pass ends a stream or a debt, or the tick
-            if not streams or left_dt <= 1e-12:
-                break
-            rates = self._stream_rates(streams, left_dt)
-            step = left_dt
-            # a broker that owes (``end_loss_bytes``) takes in for nothing until it has paid
-            owing: dict[int, float] = {}
-            if debts.owed:
-                owing, step = debts.owing(streams, rates, step)
-            for (sp, b), rate in zip(streams, rates, strict=True):
-                if rate > 0 and b not in owing:
-                    step = min(step, (sp.size_bytes - sp.copied.get(b, 0.0)) / rate)
-            step = max(step, 0.0)
-            debts.pay(owing, step)
-            ended: list[tuple[int, int]] = []
-            for (sp, b), rate in zip(streams, rates, strict=True):
-                if owing and b in owing:
-                    continue
-                sp.copied[b] = sp.copied.get(b, 0.0) + rate * step
-                if sp.copied[b] >= sp.size_bytes - 1e-6:
-                    sp.copied[b] = float(sp.size_bytes)
-                    sp.isr.append(b)
-                    ended.append((b, sp.size_bytes))
-            if self.quota_windows and step < left_dt:  # the quota was charged for left_dt
-                ends = [(sp.leader, b) for sp, b in streams]
-                self._quotas.refund(ends, rates, left_dt - step)
-            streams = [(sp, b) for sp, b in streams if b not in sp.isr]
-            if ended and self.end_loss_bytes > 0:
-                debts.owe(ended, {b for _, b in streams}, self.end_loss_bytes)
-            left_dt -= step
+        if streams and dt > 0:
+            self._flows(streams, dt).run()
         for sp in moving:
             if sp.target is not None and all(b in sp.isr for b in sp.target):
                 sp.full_at = self.t if sp.full_at is None else sp.full_at
@@ -353,31 +323,33 @@ class SimCluster(ConfigsPart, OffsetsPart):
                     sp.dirs[b] = fut[0]
                     del sp.future[b]
 
-    def _stream_rates(self, streams: list[tuple[SimPartition, int]], dt: float) -> list[float]:
-        """Each stream's rate this tick (``quota.fair_share``): a target takes in at most its
-        bandwidth, or its follower throttle when a stream into it is throttled; a source
-        whose leader replica is throttled sends at most its leader throttle; with
-        ``quota_windows`` both throttles are Kafka's windowed averages."""
-        if not streams:
-            return []
-        ends: list[tuple[int | None, int]] = []
-        thr_in: set[int] = set()
-        thr_out: set[int] = set()
+    def _flows(self, streams: list[tuple[SimPartition, int]], dt: float) -> TickFlows:
+        """The tick's streams (``flows.TickFlows``): a target takes in at most its bandwidth,
+        or its follower throttle when a stream into it is throttled; a source whose leader
+        replica is throttled sends at most its leader throttle; with ``quota_windows`` both
+        throttles are Kafka's windowed averages. A stream ending within the tick leaves its
+        share to the others for the rest of it (the model is fluid, not a tick's granularity)."""
+        sources: list[int | None] = []
+        thr_in: list[bool] = []
+        thr_out: list[bool] = []
+        follower, leader = self.throttles.follower_replicas, self.throttles.leader_replicas
         for sp, b in streams:
             src = sp.leader if sp.leader is not None and sp.leader not in self.down else None
-            ends.append((src, b))
-            p = sp.tp.partition
-            if (p, b) in self.throttles.follower_replicas.get(sp.tp.topic, ()):
-                thr_in.add(b)
-            if src is not None and (p, src) in self.throttles.leader_replicas.get(sp.tp.topic, ()):
-                thr_out.add(src)
-        in_cap = {b: self._cap(b, True, b in thr_in, dt) for _, b in ends}
-        out_cap = {s: self._cap(s, False, True, dt) for s in thr_out}
-        out_cap = {s: c for s, c in out_cap.items() if c is not None}
-        rates = fair_share(ends, out_cap, in_cap)
-        if self.quota_windows and dt > 0:
-            self._quotas.charge(ends, rates, thr_in, out_cap, dt)
-        return rates
+            sources.append(src)
+            p, topic = sp.tp.partition, sp.tp.topic
+            thr_in.append((p, b) in follower.get(topic, ()))
+            thr_out.append(src is not None and (p, src) in leader.get(topic, ()))
+        return TickFlows(
+            streams,
+            sources,
+            thr_in,
+            thr_out,
+            self._cap,
+            dt,
+            self._quotas if self.quota_windows else None,
+            self._debts,
+            self.end_loss_bytes,
+        )
 
     def _cap(self, broker: int, inbound: bool, throttled: bool, dt: float) -> float | None:
         """What one end of a broker allows now (bytes/s); None: unbounded (an outbound end
