@@ -673,7 +673,13 @@ def _with_outcome(
     events = read_events(journal) if journal else []
     plan = plan or plan_from_events(events)
     res.outcome = (
-        cancel_report(gateway, plan, events, originals=getattr(res, "originals", None))
+        cancel_report(
+            gateway,
+            plan,
+            events,
+            originals=getattr(res, "originals", None),
+            started=[*res.reverted, *res.cancelled, *res.rolling_back],
+        )
         if plan is not None
         else None
     )

@@ -99,17 +99,36 @@ class CancelResult:
         return rows_table(rows, ["topic", "partition", "result"])
 
     def lines(self) -> list[str]:
+        """What was cancelled, where each partition is now, then what was cleaned up."""
+        return [*self.cancel_lines(), *self.where_lines(), *self.cleanup_lines()]
+
+    def cancel_lines(self) -> list[str]:
+        """The cancels sent (KIP-455's, the log dirs')."""
         out = []
-        if self.reverted:
+        # "cancelled" only for those back at their originals; the others are said as in flight
+        back = [tp for tp in self.reverted if tp not in self.rolling_back]
+        pending = [tp for tp in self.reverted if tp in self.rolling_back]
+        if back:
             out.append(
-                "Successfully cancelled reassignment of partitions "
-                + ",".join(str(tp) for tp in self.reverted)
+                "Successfully cancelled reassignment of partitions " + ",".join(map(str, back))
+            )
+        if pending:
+            out.append(
+                "Cancelled the reassignment in flight of partitions "
+                + ",".join(map(str, pending))
+                + ": not back at their original replicas yet (below)"
             )
         if self.log_dir_cancelled:
             out.append(
                 "Successfully cancelled movement of replicas between log dirs: "
                 + ",".join(f"{tp}@{b}" for tp, b in self.log_dir_cancelled)
             )
+        return out
+
+    def where_lines(self) -> list[str]:
+        """Where each partition is now: back (order known or not), kept, untouched, in flight
+        back, unknown."""
+        out = []
         ordered = [tp for tp in self.cancelled if tp in self.order_recorded]
         unordered = [tp for tp in self.cancelled if tp not in self.order_recorded]
         if ordered:
@@ -159,6 +178,11 @@ class CancelResult:
                 "them back to their original replicas"
                 + (f" ({self.rollback_file})." if self.rollback_file else ".")
             )
+        return out
+
+    def cleanup_lines(self) -> list[str]:
+        """Leaders not restored, the throttles and the probe's canary topics."""
+        out = []
         for tp, e in self.leader_not_restored.items():
             out.append(
                 f"  {tp}: its original leader {self.originals[tp][0]} could not be elected "
