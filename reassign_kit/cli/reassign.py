@@ -137,6 +137,7 @@ def _execute_legacy(
             elect_leaders=bool(args.elect_leaders),  # legacy: off unless --elect-leaders
             plan_path=args.reassignment_json_file,
             approval=approval_from_args(args),
+            say=_print,
         )
     home.written(
         res.rollback_path,

@@ -81,3 +81,21 @@ def test_a_cancel_names_the_partitions_never_sent_apart_from_those_it_cancelled(
     assert {tp for tp, o in outcome.items() if o == "rolled back"} == {f"t-{p}" for p in range(6)}
     assert {tp for tp, o in outcome.items() if o != "rolled back"} == {"t-6", "t-7"}
     assert "rolled back" not in (outcome["t-6"], outcome["t-7"])
+
+
+def test_allow_drift_says_the_drift_before_anything_is_sent_or_claimed(sim, tmp_path, capsys):
+    from reassign_kit.model import Move, Plan, TopicPartition
+    from reassign_kit.planner.record import PlanRecord, record_path
+
+    plan = Plan.read(write_plan(tmp_path / "plan.json", range(8)))
+    current = Plan.of(Move(tp, tuple(sp.replicas)) for tp, sp in sim.partitions.items())
+    PlanRecord.of(plan, current, sim.broker_ids).write(record_path(str(tmp_path / "plan.json")))
+    sim.partitions[TopicPartition("t", 3)].replicas = [0, 2]  # moved by someone since
+    code, lines = cli_run(
+        capsys, "--execute", "--reassignment-json-file", "plan.json", "--allow-drift"
+    )
+    assert code == 0, lines
+    drift = next(i for i, ln in enumerate(lines) if ln.startswith("--allow-drift: running"))
+    assert "t-3" in lines[drift + 1], lines[drift : drift + 3]
+    first_claim = next(i for i, ln in enumerate(lines) if ln.startswith(("Current", "Success")))
+    assert drift < first_claim, lines
