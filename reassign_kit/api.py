@@ -537,6 +537,8 @@ def start_run(
         journal_path = journal if resume or home is None else home.journal
         assert journal_path is not None
         rb = None if rollback_path is None else home.rollback if home is not None else ""
+        if home is not None:  # one id: the home's is the journal's, the metrics', the notices'
+            run_kwargs.setdefault("run_id", home.run_id)
         prepared = preflight(
             gateway,
             plan,
