@@ -73,6 +73,9 @@ class CancelResult:
     order_recorded: set[TopicPartition] = field(default_factory=set)
     run_state: list[str] = field(default_factory=list)  # which recorded run was used
     outcome: Any = None  # where each partition ended (operations.outcome.CancelReport)
+    # the throttle configs read back from the cluster after the clean-up (``configs.summary``
+    # plus ``unreachable``): what the message about throttles left says, never the journal
+    throttles_after: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -189,7 +192,7 @@ class CancelResult:
                 f"({e}); kafka-leader-election --election-type PREFERRED moves it back"
             )
         if self.cleared is not None:
-            out.append("Throttles no remaining reassignment needs were removed.")
+            out.append(throttles_left_line(self.throttles_after))
         for topic, err in self.canaries.items():
             if err is None:
                 out.append(f"Deleted the probe's canary topic {topic} the journaled run left.")
@@ -285,12 +288,12 @@ def cancel(
     cancelled.sort(key=wanted.index)
     leader_not_restored = restore_leaders(gateway, {tp: originals[tp] for tp in cancelled})
     log_dir_cancelled = _log_dirs_back(gateway, plan)
-    cleared = None
+    cleared, after = None, None
     if not preserve_throttles:
         touched = {tp.topic for tp in [*reverted, *back]}
         touched |= {tp.topic for tp, _ in log_dir_cancelled}
         named = set(plan.topics()) if plan is not None else set(topics or ())
-        cleared = _clear_throttles(gateway, sorted(touched | named), priors)
+        cleared, after = _clear_throttles(gateway, sorted(touched | named), priors)
     return CancelResult(
         cancelled,
         sorted(not_moving),
@@ -307,6 +310,7 @@ def cancel(
         journal=journal,
         leader_not_restored=leader_not_restored,
         canaries=_canaries_left(gateway, journal, events),
+        throttles_after=after,
     )
 
 
@@ -447,12 +451,49 @@ def _sort_out(
     return cancelled, completed, not_moving, unknown, back
 
 
-def _clear_throttles(gateway: Any, topics: list[str], priors: thr.Priors | None) -> Any:
+def _clear_throttles(
+    gateway: Any, topics: list[str], priors: thr.Priors | None
+) -> tuple[Any, dict[str, Any]]:
     """As the official tool (and its ReassignPartitionsCommandTest): without
     --preserve-throttles the throttles go even when nothing was moving any more (e.g. after an
     earlier --cancel --preserve-throttles), except what moves in flight need; the operator's
-    values recorded before are put back."""
-    return thr.clear_throttles(gateway, topics, priors=priors, only_recorded=priors is not None)
+    values recorded before are put back. With what the cluster holds afterwards, read back."""
+    cleared = thr.clear_throttles(gateway, topics, priors=priors, only_recorded=priors is not None)
+    return cleared, throttles_read_back(gateway, topics)
+
+
+def throttles_read_back(gateway: Any, topics: list[str]) -> dict[str, Any]:
+    """The throttle configs on every broker and on ``topics`` as the cluster holds them now,
+    in the journal's shape, with the brokers that could not be read (``unreachable``)."""
+    brokers = [b.id for b in gateway.brokers()]
+    now = thr.current_throttles(gateway, topics, brokers)
+    return {**thr.summary(now), "unreachable": dict(now.get("unreachable") or {})}
+
+
+def throttles_left_line(after: Mapping[str, Any] | None) -> str:
+    """What the brokers' configs read after the clean-up say is left: "no throttle left" only
+    when they were read, every broker answered and none holds a rate or a list."""
+    if after is None:
+        return "Throttles no remaining reassignment needs were removed (not read back)."
+    parts = []
+    rates = sorted({**after.get("broker_rates", {}), **after.get("log_dir_rates", {})}, key=int)
+    if rates:
+        parts.append("a rate on brokers " + ", ".join(rates))
+    lists = sorted({*after.get("leader_replicas", {}), *after.get("follower_replicas", {})})
+    if lists:
+        parts.append("replica lists on topics " + ", ".join(lists))
+    unread = sorted(str(b) for b in after.get("unreachable", {}))
+    if unread:
+        parts.append("brokers " + ", ".join(unread) + " not read (their throttles unknown)")
+    if not parts:
+        return (
+            "Throttles no remaining reassignment needs were removed; read back: no throttle left."
+        )
+    return (
+        "Throttles no remaining reassignment needs were removed; read back, throttles left: "
+        + "; ".join(parts)
+        + " (the values there before the run, put back, or what moves in flight need)."
+    )
 
 
 def _log_dirs_back(gateway: Any, plan: Plan | None) -> list[tuple[TopicPartition, int]]:

@@ -99,3 +99,39 @@ def test_allow_drift_says_the_drift_before_anything_is_sent_or_claimed(sim, tmp_
     assert "t-3" in lines[drift + 1], lines[drift : drift + 3]
     first_claim = next(i for i, ln in enumerate(lines) if ln.startswith(("Current", "Success")))
     assert drift < first_claim, lines
+
+
+def throttle_line(lines: list[str]) -> str:
+    return next(ln for ln in lines if ln.startswith("Throttles no remaining"))
+
+
+def test_the_throttles_left_after_a_cancel_are_read_from_the_brokers(
+    sim, tmp_path, capsys, monkeypatch
+):
+    """A broker that refuses the clean-up keeps its rate: the cancel says so, read back from
+    the brokers' configs (it said every throttle was removed)."""
+    from reassign_kit.cluster.config import FOLLOWER_RATE, LEADER_RATE
+    from reassign_kit.errors import KafkaOperationError
+
+    plan = write_plan(tmp_path / "plan.json", range(8))
+    code, _ = cli_run(
+        capsys, "--execute", "--reassignment-json-file", plan, "--throttle", "1000000"
+    )
+    assert code == 0
+    alter = sim.alter_broker_configs
+
+    def broker_2_refuses(changes, *a, **k):
+        if 2 in changes:
+            raise KafkaOperationError("broker 2: the config change timed out")
+        return alter(changes, *a, **k)
+
+    monkeypatch.setattr(sim, "alter_broker_configs", broker_2_refuses)
+    code, lines = cli_run(capsys, "--cancel", "--reassignment-json-file", plan)
+    assert sim.broker_configs([2])[2].get(FOLLOWER_RATE) == "1000000"  # left on broker 2
+    line = throttle_line(lines)
+    assert "throttles left: a rate on brokers 2" in line, line
+    assert "no throttle left" not in line
+    monkeypatch.setattr(sim, "alter_broker_configs", alter)
+    code, lines = cli_run(capsys, "--cancel", "--reassignment-json-file", plan)
+    assert LEADER_RATE not in sim.broker_configs([2])[2]
+    assert throttle_line(lines).endswith("read back: no throttle left."), lines
