@@ -72,3 +72,24 @@ def test_one_simulated_run_has_one_id_everywhere(monkeypatch, tmp_path, hook, ca
     assert len(journal_ids) == 1 and len(notify_ids) == 1 and hook.posts, (journal_ids, hook.posts)
     ids["journal"], ids["notifications"] = journal_ids.pop(), notify_ids.pop()
     assert len(set(ids.values())) == 1, ids
+
+
+def test_a_legacy_runs_notification_names_its_home(monkeypatch, tmp_path, hook, capsys):
+    monkeypatch.chdir(tmp_path)
+    sim = SimCluster(4, bandwidth=50 * MB)
+    sim.add_topic("a", [[p % 4, (p + 1) % 4] for p in range(4)], 2 * MB)
+    monkeypatch.setattr(ops, "connect", lambda *a, **k: sim)
+    Plan.of(
+        Move(tp, tuple((b + 2) % 4 for b in sp.replicas)) for tp, sp in sim.partitions.items()
+    ).write("plan.json")
+    code = cli_main(
+        ["--bootstrap-server", "sim:1", "--execute", "--reassignment-json-file", "plan.json"]
+        + ["--state-dir", "state", "--notify", hook.url]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    home = re.search(r"^Run state: (\S+) ", out, re.M).group(1)
+    record = json.loads(open(os.path.join(home, "run.json")).read())
+    assert [p["event"] for p in hook.posts] == ["finished"], hook.posts
+    assert hook.posts[0]["run_id"] == record["run_id"] == os.path.basename(home)
+    assert hook.posts[0]["text"].startswith(f"reassign-kit: run {record['run_id']}: ")
