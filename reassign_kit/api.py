@@ -537,6 +537,8 @@ def start_run(
         journal_path = journal if resume or home is None else home.journal
         assert journal_path is not None
         rb = None if rollback_path is None else home.rollback if home is not None else ""
+        if home is not None:  # one id: the home's is the journal's, the metrics', the notices'
+            run_kwargs.setdefault("run_id", home.run_id)
         prepared = preflight(
             gateway,
             plan,
@@ -673,7 +675,13 @@ def _with_outcome(
     events = read_events(journal) if journal else []
     plan = plan or plan_from_events(events)
     res.outcome = (
-        cancel_report(gateway, plan, events, originals=getattr(res, "originals", None))
+        cancel_report(
+            gateway,
+            plan,
+            events,
+            originals=getattr(res, "originals", None),
+            started=[*res.reverted, *res.cancelled, *res.rolling_back],
+        )
         if plan is not None
         else None
     )

@@ -137,6 +137,7 @@ def _execute_legacy(
             elect_leaders=bool(args.elect_leaders),  # legacy: off unless --elect-leaders
             plan_path=args.reassignment_json_file,
             approval=approval_from_args(args),
+            say=_print,
         )
     home.written(
         res.rollback_path,
@@ -157,13 +158,16 @@ def _execute_legacy(
     if notifier:
         bad = sum(1 for r in res.rows if r.get("error"))
         event, verb = ("failed", "failed for") if res.exit_code else ("finished", "submitted")
+        what = f"run {home.run_id}: --execute of {args.reassignment_json_file}: "
+        what += (
+            f"{len(res.rows) - bad} move(s) submitted, {bad} refused"
+            if res.exit_code
+            else f"{len(res.rows)} move(s) {verb}"
+        )
         notifier.post(
             event,
-            f"--execute of {args.reassignment_json_file}: {len(res.rows) - bad} move(s) "
-            f"submitted, {bad} refused (the single legacy request; --verify follows them)"
-            if res.exit_code
-            else f"--execute of {args.reassignment_json_file}: {len(res.rows)} move(s) {verb} "
-            "(the single legacy request; --verify follows them)",
+            what + " (the single legacy request; --verify follows them)",
+            run_id=home.run_id,  # its home's id in the state dir, as a paced run's
             moves=len(res.rows),
             refused=bad,
         )

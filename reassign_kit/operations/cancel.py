@@ -73,6 +73,9 @@ class CancelResult:
     order_recorded: set[TopicPartition] = field(default_factory=set)
     run_state: list[str] = field(default_factory=list)  # which recorded run was used
     outcome: Any = None  # where each partition ended (operations.outcome.CancelReport)
+    # the throttle configs read back from the cluster after the clean-up (``configs.summary``
+    # plus ``unreachable``): what the message about throttles left says, never the journal
+    throttles_after: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -99,17 +102,36 @@ class CancelResult:
         return rows_table(rows, ["topic", "partition", "result"])
 
     def lines(self) -> list[str]:
+        """What was cancelled, where each partition is now, then what was cleaned up."""
+        return [*self.cancel_lines(), *self.where_lines(), *self.cleanup_lines()]
+
+    def cancel_lines(self) -> list[str]:
+        """The cancels sent (KIP-455's, the log dirs')."""
         out = []
-        if self.reverted:
+        # "cancelled" only for those back at their originals; the others are said as in flight
+        back = [tp for tp in self.reverted if tp not in self.rolling_back]
+        pending = [tp for tp in self.reverted if tp in self.rolling_back]
+        if back:
             out.append(
-                "Successfully cancelled reassignment of partitions "
-                + ",".join(str(tp) for tp in self.reverted)
+                "Successfully cancelled reassignment of partitions " + ",".join(map(str, back))
+            )
+        if pending:
+            out.append(
+                "Cancelled the reassignment in flight of partitions "
+                + ",".join(map(str, pending))
+                + ": not back at their original replicas yet (below)"
             )
         if self.log_dir_cancelled:
             out.append(
                 "Successfully cancelled movement of replicas between log dirs: "
                 + ",".join(f"{tp}@{b}" for tp, b in self.log_dir_cancelled)
             )
+        return out
+
+    def where_lines(self) -> list[str]:
+        """Where each partition is now: back (order known or not), kept, untouched, in flight
+        back, unknown."""
+        out = []
         ordered = [tp for tp in self.cancelled if tp in self.order_recorded]
         unordered = [tp for tp in self.cancelled if tp not in self.order_recorded]
         if ordered:
@@ -159,13 +181,18 @@ class CancelResult:
                 "them back to their original replicas"
                 + (f" ({self.rollback_file})." if self.rollback_file else ".")
             )
+        return out
+
+    def cleanup_lines(self) -> list[str]:
+        """Leaders not restored, the throttles and the probe's canary topics."""
+        out = []
         for tp, e in self.leader_not_restored.items():
             out.append(
                 f"  {tp}: its original leader {self.originals[tp][0]} could not be elected "
                 f"({e}); kafka-leader-election --election-type PREFERRED moves it back"
             )
         if self.cleared is not None:
-            out.append("Throttles no remaining reassignment needs were removed.")
+            out.append(throttles_left_line(self.throttles_after))
         for topic, err in self.canaries.items():
             if err is None:
                 out.append(f"Deleted the probe's canary topic {topic} the journaled run left.")
@@ -261,12 +288,12 @@ def cancel(
     cancelled.sort(key=wanted.index)
     leader_not_restored = restore_leaders(gateway, {tp: originals[tp] for tp in cancelled})
     log_dir_cancelled = _log_dirs_back(gateway, plan)
-    cleared = None
+    cleared, after = None, None
     if not preserve_throttles:
         touched = {tp.topic for tp in [*reverted, *back]}
         touched |= {tp.topic for tp, _ in log_dir_cancelled}
         named = set(plan.topics()) if plan is not None else set(topics or ())
-        cleared = _clear_throttles(gateway, sorted(touched | named), priors)
+        cleared, after = _clear_throttles(gateway, sorted(touched | named), priors)
     return CancelResult(
         cancelled,
         sorted(not_moving),
@@ -283,6 +310,7 @@ def cancel(
         journal=journal,
         leader_not_restored=leader_not_restored,
         canaries=_canaries_left(gateway, journal, events),
+        throttles_after=after,
     )
 
 
@@ -423,12 +451,49 @@ def _sort_out(
     return cancelled, completed, not_moving, unknown, back
 
 
-def _clear_throttles(gateway: Any, topics: list[str], priors: thr.Priors | None) -> Any:
+def _clear_throttles(
+    gateway: Any, topics: list[str], priors: thr.Priors | None
+) -> tuple[Any, dict[str, Any]]:
     """As the official tool (and its ReassignPartitionsCommandTest): without
     --preserve-throttles the throttles go even when nothing was moving any more (e.g. after an
     earlier --cancel --preserve-throttles), except what moves in flight need; the operator's
-    values recorded before are put back."""
-    return thr.clear_throttles(gateway, topics, priors=priors, only_recorded=priors is not None)
+    values recorded before are put back. With what the cluster holds afterwards, read back."""
+    cleared = thr.clear_throttles(gateway, topics, priors=priors, only_recorded=priors is not None)
+    return cleared, throttles_read_back(gateway, topics)
+
+
+def throttles_read_back(gateway: Any, topics: list[str]) -> dict[str, Any]:
+    """The throttle configs on every broker and on ``topics`` as the cluster holds them now,
+    in the journal's shape, with the brokers that could not be read (``unreachable``)."""
+    brokers = [b.id for b in gateway.brokers()]
+    now = thr.current_throttles(gateway, topics, brokers)
+    return {**thr.summary(now), "unreachable": dict(now.get("unreachable") or {})}
+
+
+def throttles_left_line(after: Mapping[str, Any] | None) -> str:
+    """What the brokers' configs read after the clean-up say is left: "no throttle left" only
+    when they were read, every broker answered and none holds a rate or a list."""
+    if after is None:
+        return "Throttles no remaining reassignment needs were removed (not read back)."
+    parts = []
+    rates = sorted({**after.get("broker_rates", {}), **after.get("log_dir_rates", {})}, key=int)
+    if rates:
+        parts.append("a rate on brokers " + ", ".join(rates))
+    lists = sorted({*after.get("leader_replicas", {}), *after.get("follower_replicas", {})})
+    if lists:
+        parts.append("replica lists on topics " + ", ".join(lists))
+    unread = sorted(str(b) for b in after.get("unreachable", {}))
+    if unread:
+        parts.append("brokers " + ", ".join(unread) + " not read (their throttles unknown)")
+    if not parts:
+        return (
+            "Throttles no remaining reassignment needs were removed; read back: no throttle left."
+        )
+    return (
+        "Throttles no remaining reassignment needs were removed; read back, throttles left: "
+        + "; ".join(parts)
+        + " (the values there before the run, put back, or what moves in flight need)."
+    )
 
 
 def _log_dirs_back(gateway: Any, plan: Plan | None) -> list[tuple[TopicPartition, int]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -185,6 +185,7 @@ def execute(
     require_broker_rf_guard: bool = False,
     plan_path: str | None = None,
     approval: Approval | None = None,
+    say: Callable[[list[str]], None] | None = None,
 ) -> ExecuteResult:
     """Legacy execution, as ``kafka-reassign-partitions --execute``: validate the plan
     (``run.preflight``), refuse other reassignments in flight unless ``additional``, write the
@@ -192,7 +193,9 @@ def execute(
     throttles the moves need (the values they replace saved first, for verify / cancel /
     ``throttles --clean`` to put back), submit every move in one request (a refusal of all
     removes the throttles at once), then start the moves between log dirs. ``elect_leaders``:
-    the moves that only reorder replicas get their preferred leaders elected (KIP-460)."""
+    the moves that only reorder replicas get their preferred leaders elected (KIP-460).
+    ``say``: hears the approval's lines (the plan's drift under --allow-drift) once the checks
+    pass and before anything is sent; without it they lead the result's notes."""
     p = preflight(
         gateway,
         plan,
@@ -212,6 +215,8 @@ def execute(
     )
     in_flight, states, rollback, path = p.in_flight, p.states, p.rollback, p.rollback_path
     assert rollback is not None  # not a resume: the preflight wrote (or skipped) it
+    if say is not None:  # the drift run despite is said before a throttle or a move is sent
+        say(list(p.approval))
     with_dirs = any(m.log_dirs is not None for m in plan)
     notes: list[str] = []
     priors = thr.Priors()
@@ -237,18 +242,30 @@ def execute(
     elections = None
     if elect_leaders and ok:
         elections = _elect_reorders(gateway, plan, states, ok, notes)
-    if path:
-        notes.insert(0, f"The rollback plan (the current assignment) was saved to {path}")
-    notes[:0] = p.approval
-    if priors and priors_path and ok:
-        notes.append(
+    notes = _framed(
+        notes, [] if say else list(p.approval), path, priors_path if priors and ok else None
+    )
+    return ExecuteResult(
+        rows, rollback, path, changes, log_dir_rows, notes, priors, priors_path, elections
+    )
+
+
+def _framed(
+    notes: list[str], approval: list[str], rollback_path: str | None, priors_path: str | None
+) -> list[str]:
+    """The result's notes: the approval's lines (when not said before the send), where the
+    rollback plan and the throttle priors were saved."""
+    head = [*approval]
+    if rollback_path:
+        head.append(f"The rollback plan (the current assignment) was saved to {rollback_path}")
+    tail = []
+    if priors_path:
+        tail.append(
             f"The throttle configs as they were before were saved to {priors_path}: "
             f"`--verify --throttle-priors {priors_path}` (or `reassign-kit throttles --clean "
             f"--priors {priors_path}`) puts them back instead of deleting them."
         )
-    return ExecuteResult(
-        rows, rollback, path, changes, log_dir_rows, notes, priors, priors_path, elections
-    )
+    return [*head, *notes, *tail]
 
 
 def _set_throttles(

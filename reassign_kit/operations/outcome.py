@@ -171,18 +171,21 @@ def cancel_report(
     events: Iterable[Mapping[str, Any]] = (),
     originals: Mapping[TopicPartition, Sequence[int]] | None = None,
     elect: bool = False,
+    started: Iterable[TopicPartition] = (),
 ) -> CancelReport:
     """Read the plan's partitions from the cluster and say where each ended. Originals: the
     run's journal (``events``), else ``originals`` (a rollback file, the replicas before the
     run) for partitions the journal does not name. ``elect``: carry out
-    the preferred-leader elections kept moves still owe (one request), then read again."""
+    the preferred-leader elections kept moves still owe (one request), then read again.
+    ``started``: the partitions the cancel itself found moving or sent back (a legacy run
+    journals nothing: without them its rolled-back partitions were said "never started")."""
     from ..run.elections import elect_preferred
 
     evs = list(events)
     orig = {**dict(originals or {}), **journal_originals(evs)}
     tps = [m.tp for m in plan]
     states = gateway.describe_partitions(tps)
-    sent = submitted_partitions(evs)
+    sent = submitted_partitions(evs) | set(started)
     report = partition_outcomes(plan, orig, states, sent)
     owed = {r.tp: states[r.tp] for r in report.rows if r.election == "owed"}
     if not (elect and owed):

@@ -23,7 +23,8 @@ The table (``TABLE``; ``*`` = every end in ``ENDS``)::
 ``start`` from ``paused`` / ``stopping`` / ``cancelling``: a pause, stop or cancel asked
 before the loop began holds once it begins. A second ``stop`` or ``cancel`` while stopping or
 cancelling is a transition to the same state (a second Ctrl-C: the run's end stops waiting
-for its rollbacks). ``-``: refused (``IllegalTransition``): a resume of a run that is not
+for its rollbacks); ``Run`` fires it once, while the end waits, and takes any other repeat as
+done already (nothing journaled), so a caller stopping on every event cannot keep it going. ``-``: refused (``IllegalTransition``): a resume of a run that is not
 paused, a pause while it stops, anything once it has ended.
 """
 

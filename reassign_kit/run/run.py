@@ -79,7 +79,7 @@ from .canary import Canaries
 from .disks import DiskGate
 from .elections import Elections
 from .finish import Finisher
-from .lifecycle import Lifecycle, phase
+from .lifecycle import CANCELLING, STOPPING, Lifecycle, phase
 from .logdirs import LogDirMoves
 from .loop import Loop
 from .options import ExecuteOptions, live_changes
@@ -303,6 +303,8 @@ class Run:
         the run has ended."""
         with self.shared.lock:
             cancel = self.shared.cancel_on_stop or cancel_inflight
+            if self.shared.life.state == (CANCELLING if cancel else STOPPING):
+                return self._asked_again()
             if not self.parts.loop.fire("cancel" if cancel else "stop"):
                 return False
             if self.shared.stop.is_set() and self.shared.finishing:
@@ -310,6 +312,17 @@ class Run:
             self.shared.cancel_on_stop = cancel
         self.shared.stop.set()
         self.shared.wake.set()
+        return True
+
+    def _asked_again(self) -> bool:
+        """The same stop asked again (under the lock): changes nothing and journals nothing,
+        but the first repeat while the end waits for rollbacks, which stops that wait. A
+        listener that stops the run on every event journaled one transition per event, each
+        heard by it again, and the run never ended."""
+        if self.shared.finishing and not self.shared.abandon.is_set():
+            self.parts.loop.fire("cancel" if self.shared.cancel_on_stop else "stop")
+            self.shared.abandon.set()
+            self.shared.wake.set()
         return True
 
     def cancel(self) -> bool:
