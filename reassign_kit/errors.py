@@ -215,7 +215,8 @@ EXIT_CODES: dict[int, str] = {
     "`throttles --check`: throttle configs no reassignment in flight needs are set",
     RunbookError.exit_code: "runbook: a notebook cell failed or timed out",
     JournalError.exit_code: "the journal cannot be written (disk full, I/O error; a paced run "
-    "stops submitting and cleans up) or is corrupt before its last line (the line is named)",
+    "stops submitting and cleans up), is corrupt before its last line or cut inside its first "
+    "(the line is named), or is behind or contradicted by the cluster (the partition is named)",
     PlanHashError.exit_code: "--execute refused: the plan's sha256 is not --expect-plan-hash "
     "(not the approved plan; nothing sent)",
     PlanDriftError.exit_code: "--execute refused: the cluster changed since the plan was made "

@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
+from traffic import Traffic
 
 from reassign_kit.snapshot.snapshot import Snapshot
-from tests.traffic import Traffic
 
 pytestmark = pytest.mark.integration
 

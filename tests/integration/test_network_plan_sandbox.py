@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
+from traffic import Traffic
 
 from reassign_kit.cli import main as cli_main
 from reassign_kit.cluster.admin import AdminGateway
 from reassign_kit.planner.network import broker_loads
 from reassign_kit.snapshot.snapshot import Snapshot
-from tests.traffic import Traffic
 
 pytestmark = [pytest.mark.integration, pytest.mark.long]
 

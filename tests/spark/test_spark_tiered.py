@@ -19,7 +19,9 @@ def _snapshot() -> Snapshot:
     for i in range(3):
         reps = (1, 2 + i % 2)
         parts.append(
-            PartitionEntry("tiered", i, reps, GIB, 1, None, TierOffsets(0, 900, 939, 1000, 9 * GIB))
+            PartitionEntry(
+                "tiered", i, reps, GIB, 1, None, tier=TierOffsets(0, 900, 939, 1000, 9 * GIB)
+            )
         )
         parts.append(PartitionEntry("classic", i, reps, GIB // 2, 1))
     topics = [TopicEntry("tiered", 1, True, 1024), TopicEntry("classic", 1)]

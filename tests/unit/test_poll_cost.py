@@ -17,6 +17,7 @@ from reassign_kit.cluster.quota import fair_share
 from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan
 from reassign_kit.moves.journal import Journal, _json_encode, read_events
+from reassign_kit.moves.journal_rules import unseal
 from reassign_kit.run.options import ExecuteOptions
 from reassign_kit.run.run import Run
 from reassign_kit.throttles import configs as thr
@@ -104,14 +105,16 @@ def test_journal_lines_hold_what_json_would_write_in_ascii(tmp_path_factory, fie
     assert raw.isascii() and raw.count(b"\n") == 1  # one line (no U+2028 for splitlines)
     line = raw.decode().rstrip("\n")
     assert line.splitlines() == [line]
-    assert json.loads(line) == json.loads(_json_encode(rec))
+    body, sealed = unseal(line)
+    assert sealed is True
+    assert json.loads(body) == json.loads(_json_encode(rec))
     assert read_events(d / "j.jsonl") == [json.loads(_json_encode(rec))]
 
 
 def test_a_tuple_set_and_int_keys_are_written_as_json_writes_them(tmp_path):
     with Journal(tmp_path / "j.jsonl", "r1", clock=lambda: 1.5) as j:
         rec = j.write("x", a=(1, 2), b=frozenset({3}), c={1: "é", 2: "\u2028"}, d=2**80)
-    assert (tmp_path / "j.jsonl").read_text().rstrip("\n") == _json_encode(rec)
+    assert unseal((tmp_path / "j.jsonl").read_text().rstrip("\n")) == (_json_encode(rec), True)
 
 
 def exact_throttles(sim: SimCluster) -> bool:
