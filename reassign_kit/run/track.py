@@ -32,7 +32,7 @@ class Tracker:
         self.shared = shared
         self.parts = parts
         # target brokers seen down at a sample -> (since when, why): not in the cluster's
-        # broker list (stopped, fenced) or not answering while the cluster answers
+        # broker list (stopped, fenced)
         self.down: dict[int, tuple[float, str]] = {}
 
     def complete(self, tp: TopicPartition, st: PartitionState | None) -> bool:
@@ -103,7 +103,7 @@ class Tracker:
         copied: dict[TopicPartition, int] = {}
         for (tp, _b), n in per_replica.items():
             copied[tp] = copied.get(tp, 0) + n
-        self.watch_targets(set().union(*adding.values()), failed, now)
+        self.watch_targets(set().union(*adding.values()), now)
         if failed.keys() - self.down.keys():
             self.parts.loop.emit(
                 "warning",
@@ -143,11 +143,11 @@ class Tracker:
                 **self.eta_fields(now, moving, per_replica),
             )
 
-    def watch_targets(self, targets: set[int], failed: Mapping[int, str], now: float) -> None:
+    def watch_targets(self, targets: set[int], now: float) -> None:
         """Which of ``targets`` are down now, from one DescribeCluster (best effort, no
         retries: when the cluster itself does not answer nothing is concluded): a broker not
-        in its list, or in it but failing DescribeLogDirs (``failed``). A broker back in the
-        list and answering is up again."""
+        in its list (stopped, or fenced once its session expired). A broker that only fails
+        DescribeLogDirs may still be copying: its moves stay unmeasured, not down."""
         try:
             live = {b.id for b in self.shared.gw.wrapped.brokers()}
         except ReassignKitError:
@@ -155,8 +155,6 @@ class Tracker:
         for b in targets:
             if b not in live:
                 self.down.setdefault(b, (now, "not in the cluster's broker list"))
-            elif b in failed:
-                self.down.setdefault(b, (now, f"not answering: {failed[b]}"))
             else:
                 self.down.pop(b, None)
 
