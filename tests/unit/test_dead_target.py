@@ -73,7 +73,7 @@ def _run(tmp_path, then: str, cluster: type[SimCluster] = _Answering):
         if e["event"] == "stuck" and then and "asked" not in marks:
             marks["asked"] = sim.now()
             run.cancel() if then == "cancel" else run.stop()
-        if sim.now() > 300:  # the test's own bound: a run that never ends fails here
+        if sim.now() > 120:  # the test's own bound: a run that never ends fails here
             run.stop()
 
     run.subscribe(on_event)
