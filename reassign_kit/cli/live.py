@@ -217,10 +217,13 @@ class LiveState:
         if self.stuck:
             parts.append(Text(f"stuck moves ({len(self.stuck)}):", style="bold red"))
             for tp, e in list(self.stuck.items())[:MAX_STUCK_ROWS]:
+                # the run's reason (a target broker down) when it gives one, as the panel
+                why = (
+                    e.get("reason") or f"no progress for {float(e.get('no_progress_s') or 0):.0f} s"
+                )
                 parts.append(
                     Text(
-                        f"  {tp}: no progress for {float(e.get('no_progress_s') or 0):.0f} s, "
-                        f"{fmt_bytes(e.get('bytes_copied'))} copied "
+                        f"  {tp}: {why}, {fmt_bytes(e.get('bytes_copied'))} copied "
                         f"(policy: {e.get('policy')})",
                         style="red",
                     )

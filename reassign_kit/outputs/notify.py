@@ -151,12 +151,14 @@ class Notifier:
             )
         elif name == "stuck":
             tp = f"{e.get('topic')}-{e.get('partition')}"
+            why = e.get("reason") or f"no progress for {e.get('no_progress_s')} s"
             self.post(
                 "stuck",
-                f"run {run_id}: {tp} is stuck (no progress for {e.get('no_progress_s')} s)",
+                f"run {run_id}: {tp} is stuck ({why})",
                 run_id=run_id,
                 partition=tp,
                 no_progress_s=e.get("no_progress_s"),
+                reason=why,
             )
         elif name == "run_finished":
             event, text = finished_text(e)

@@ -1,5 +1,6 @@
 """Deadlines and stuck moves: which of a run's moves in flight have run past
-``--move-deadline``, copied nothing for ``--stuck-after``, and whether the whole run is past
+``--move-deadline``, copied nothing for ``--stuck-after`` (a move into a target broker that
+is down copies nothing: its ``stuck`` event says so as its reason), and whether the whole run is past
 ``--run-deadline``. Each is reported once (journaled ``deadline`` / ``stuck``); what happens
 next is ``--on-deadline``'s policy, applied by the run."""
 
@@ -31,6 +32,7 @@ def check(
     started_at: float | None,
     ended: bool,
     emit: Callable[..., Any],
+    why_stuck: Callable[[MoveState], str | None] = lambda ms: None,
 ) -> Expired:
     """Newly expired moves and run (``ended``: the run already has an end state, so its
     deadline no longer counts); every new expiry journaled once through ``emit``."""
@@ -60,11 +62,13 @@ def check(
             and not ms.stuck_reported
         ):
             ms.stuck_reported = True
+            idle = round(now - ms.progress_at, 3)
             emit(
                 "stuck",
                 topic=ms.tp.topic,
                 partition=ms.tp.partition,
-                no_progress_s=round(now - ms.progress_at, 3),
+                reason=why_stuck(ms) or f"no bytes copied for {idle:g} s",
+                no_progress_s=idle,
                 bytes_copied=ms.bytes_copied,
                 policy=o.on_deadline,
             )

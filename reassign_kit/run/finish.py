@@ -16,6 +16,7 @@ from ..model import TopicPartition
 from ..moves.results import RunResult
 from ..moves.table import MoveStatus
 from .gcpause import thaw_heap
+from .track import cancel_notes
 
 if TYPE_CHECKING:
     from .shared import RunParts, RunState
@@ -133,6 +134,13 @@ class Finisher:
         except KafkaOperationError as e:  # reported; the throttles are still made right
             self.shared.error = self.shared.error or f"cancel failed: {e}"
             self.parts.loop.emit("error", message=f"cancel failed: {e}")
+        self.report_dead_targets(end.touched)
+
+    def report_dead_targets(self, tps: list[TopicPartition]) -> None:
+        """A cancel of moves into target brokers that are down: said plainly what it undid
+        (the partition back at its original replicas) and what waits for the broker."""
+        for line in cancel_notes(self.parts.track.dead_targets(tps)):
+            self.parts.loop.emit("warning", message=line)
 
     def _settle(self, end: _Ending) -> None:
         """The end state named, the elections still owed carried out and the leaders
@@ -242,8 +250,10 @@ class Finisher:
             self._final(lambda: self.parts.loop.sync_throttles(cluster), "the throttle cleanup")
             # the last chance to clean up: a broker just back (restarted moments ago) may not
             # answer yet; ask again for a bounded time before giving up
+            # a broker the run saw down while it ran is not waited for: a stop must not hang
+            # on a dead target (its throttle is reported below)
             deadline = self.shared.clock() + CLEANUP_RETRY_S
-            while self.shared.throttles.skipped and self.shared.clock() < deadline:
+            while self._wait_for_skipped() and self.shared.clock() < deadline:
                 self.shared.gw.wrapped.sleep(CLEANUP_RETRY_EVERY_S)
                 self.shared.throttles.forget()
                 self._final(
@@ -270,6 +280,10 @@ class Finisher:
             self.parts.loop.emit("warning", message=msg)
             return msg
         return None
+
+    def _wait_for_skipped(self) -> bool:
+        """Brokers the cleanup skipped that may be just back (not seen down during the run)."""
+        return any(b not in self.parts.track.down for b in self.shared.throttles.skipped)
 
     def _owed_elections(self) -> None:
         """Elections queued for moves that completed (also just before a stop or a cancel,

@@ -211,7 +211,13 @@ class Loop:
         o = self.shared.options
         moving = self.shared.index.of(MOVING)
         expired = deadlines.check(
-            moving, o, now, self.shared.started_at, self.shared.end_state is not None, self.emit
+            moving,
+            o,
+            now,
+            self.shared.started_at,
+            self.shared.end_state is not None,
+            self.emit,
+            self.parts.track.down_reason,
         )
         if o.on_deadline == "wait" or not expired:
             return
@@ -226,7 +232,9 @@ class Loop:
                 victims = self.shared.index.of(MOVING, READY)
                 self.shared.end_state = "deadline"
                 self.emit("cancel_started", moves=len(victims), reason="deadline")
-            self.parts.rollback.cancel([ms.move.tp for ms in victims], reason="deadline")
+            tps = [ms.move.tp for ms in victims]
+            self.parts.rollback.cancel(tps, reason="deadline")
+            self.parts.finish.report_dead_targets(tps)
 
     def sync_throttles(
         self,

@@ -1,13 +1,16 @@
 """Tracking (a part of ``Run``, run/run.py): each move against the cluster at every
 poll (a step complete, the move complete, lost), bytes copied sampled for stuck detection,
+the target brokers that are down (a move into one is stuck, with that reason, not waiting),
 and the fields the run hands to the ETA (eta/estimate.py's ``RunEta``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..cluster.views import METADATA_SETTLE_S
+from ..errors import ReassignKitError
 from ..model import PartitionState, TopicPartition, is_complete
 from ..moves.table import MoveState, MoveStatus
 from ..watch.progress import replica_bytes_copied
@@ -28,6 +31,9 @@ class Tracker:
     def __init__(self, shared: RunState, parts: RunParts) -> None:
         self.shared = shared
         self.parts = parts
+        # target brokers seen down at a sample -> (since when, why): not in the cluster's
+        # broker list (stopped, fenced)
+        self.down: dict[int, tuple[float, str]] = {}
 
     def complete(self, tp: TopicPartition, st: PartitionState | None) -> bool:
         """``model.is_complete`` plus, for a move with log dirs, its replicas in those dirs."""
@@ -97,7 +103,8 @@ class Tracker:
         copied: dict[TopicPartition, int] = {}
         for (tp, _b), n in per_replica.items():
             copied[tp] = copied.get(tp, 0) + n
-        if failed:
+        self.watch_targets(set().union(*adding.values()), now)
+        if failed.keys() - self.down.keys():
             self.parts.loop.emit(
                 "warning",
                 message="cannot sample progress on broker(s) "
@@ -105,6 +112,8 @@ class Tracker:
                 + "; their moves count as waiting",
             )
         for ms in moving:
+            if self.down_reason(ms) is not None:
+                continue  # no progress while a target is down: stuck after --stuck-after
             if adding[ms.tp] & failed.keys():
                 ms.progress_at = now  # unknown is not stuck
                 continue
@@ -133,6 +142,41 @@ class Tracker:
                 moves=rows,
                 **self.eta_fields(now, moving, per_replica),
             )
+
+    def watch_targets(self, targets: set[int], now: float) -> None:
+        """Which of ``targets`` are down now, from one DescribeCluster (best effort, no
+        retries: when the cluster itself does not answer nothing is concluded): a broker not
+        in its list (stopped, or fenced once its session expired). A broker that only fails
+        DescribeLogDirs may still be copying: its moves stay unmeasured, not down."""
+        try:
+            live = {b.id for b in self.shared.gw.wrapped.brokers()}
+        except ReassignKitError:
+            return
+        for b in targets:
+            if b not in live:
+                self.down.setdefault(b, (now, "not in the cluster's broker list"))
+            else:
+                self.down.pop(b, None)
+
+    def down_reason(self, ms: MoveState) -> str | None:
+        """ "target broker 4 is down since 12:03:07 (...)" when a broker the step in flight of
+        ``ms`` copies to is down, else None."""
+        for b in ms.step_target:
+            if b not in ms.step_from and b in self.down:
+                since, why = self.down[b]
+                return f"target broker {b} is down since {clock_text(since)} ({why})"
+        return None
+
+    def dead_targets(self, tps: Iterable[TopicPartition]) -> list[tuple[MoveState, list[int]]]:
+        """The moves among ``tps`` whose step in flight copies to a broker that is down, with
+        those brokers (what a cancel of them cannot undo there)."""
+        out = []
+        for tp in tps:
+            ms = self.shared.moves[tp]
+            dead = [b for b in ms.step_target if b not in ms.step_from and b in self.down]
+            if dead:
+                out.append((ms, dead))
+        return out
 
     def eta_fields(
         self,
@@ -197,6 +241,22 @@ class Tracker:
             "eta": eta_text(eta, why),
             **self.shared.eta.fields(),
         }
+
+
+def clock_text(ts: float) -> str:
+    """HH:MM:SS of a run's clock reading (local time, as the run's printed lines)."""
+    return time.strftime("%H:%M:%S", time.localtime(ts))
+
+
+def cancel_notes(dead: Sequence[tuple[MoveState, list[int]]]) -> list[str]:
+    """What a cancel of moves into down brokers did and did not undo, one line per move."""
+    return [
+        f"{ms.tp}: cancelled its move into down broker(s) {', '.join(map(str, bs))}: the "
+        f"partition goes back to {list(ms.original or ms.step_from)} (undone); not undone "
+        "until the broker returns: the partial copy there (Kafka deletes it when the broker "
+        "is back) and the broker's throttle (`reassign-kit throttles --clean` once it is back)"
+        for ms, bs in dead
+    ]
 
 
 def _tpf(tp: TopicPartition) -> dict[str, Any]:

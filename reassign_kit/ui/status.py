@@ -103,6 +103,7 @@ class Status:
     moves: int = 0
     error: str | None = None
     disk_wait: str | None = None  # watch.disk_waits: a move held for space, a dir over
+    stuck: str | None = None  # the first stuck move and its reason (a target broker down)
 
     @property
     def line(self) -> str:
@@ -117,7 +118,8 @@ class Status:
             return "starting: reading the cluster, writing the journal"
         if s == "running":
             line = f"running: {pct}, {amount}, {moves}, {rate(self.rate_bps)}, {self.eta_text()}"
-            return f"{line}; {self.disk_wait}" if self.disk_wait else line
+            waits = [w for w in (self.stuck, self.disk_wait) if w]
+            return "; ".join([line, *waits])
         if s in ("paused", "pausing"):
             return (
                 f"paused at {pct} ({amount}, {moves}): nothing new is submitted; moves in "
@@ -182,9 +184,11 @@ def status_of(
     started = finished = None
     done: set[tuple[str, int]] = set()
     waits = DiskWaits()
+    stuck: dict[tuple[Any, Any], str] = {}  # (topic, partition) -> why, until it ends
     for e in events:
         waits.fold(e)
         kind = e.get("event")
+        _fold_stuck(stuck, e)
         if kind == "sample":
             sample = e
         elif kind == "run_started" and started is None:
@@ -224,4 +228,25 @@ def status_of(
         moves=moves,
         error=error,
         disk_wait=waits.line() if state == "running" else None,
+        stuck=_stuck_line(stuck) if state == "running" else None,
     )
+
+
+def _fold_stuck(stuck: dict[tuple[Any, Any], str], e: Mapping[str, Any]) -> None:
+    """A ``stuck`` event's move and reason kept until the move ends (or the run does)."""
+    kind, tp = e.get("event"), (e.get("topic"), e.get("partition"))
+    if kind == "stuck" and e.get("topic") is not None:
+        stuck[tp] = str(e.get("reason") or f"no progress for {e.get('no_progress_s')} s")
+    elif kind in ("cancelled", "failed") or (kind == "completed" and e.get("final") is not False):
+        stuck.pop(tp, None)
+    elif kind == "run_finished":
+        stuck.clear()
+
+
+def _stuck_line(stuck: Mapping[tuple[Any, Any], str]) -> str | None:
+    """ "a-0 stuck: target broker 4 is down since 12:03:07 (...); 1 more stuck", or None."""
+    if not stuck:
+        return None
+    (topic, partition), why = next(iter(stuck.items()))
+    more = f"; {len(stuck) - 1} more stuck" if len(stuck) > 1 else ""
+    return f"{topic}-{partition} stuck: {why}{more}"
