@@ -257,7 +257,8 @@ def _printer(run: Run, progress_lines: bool = True):
             line = f"rolling back {tp(e)}: {e.get('replicas')} -> {e.get('original')}"
         elif ev in ("stuck", "deadline"):
             what = tp(e) if "topic" in e else "the run"
-            line = f"{ev.upper()}: {what} (policy: {e.get('policy')})"
+            why = f": {e['reason']}" if e.get("reason") else ""
+            line = f"{ev.upper()}: {what}{why} (policy: {e.get('policy')})"
         elif ev in ("warning", "error"):
             line = f"{ev.upper()}: {e.get('message')}"
         elif ev == "leader_elected" and e.get("result") == "elected":

@@ -123,3 +123,15 @@ def test_a_cancel_of_moves_into_a_dead_target_says_what_it_undid(tmp_path):
     assert len(notes) == 2, notes
     for n in notes:
         assert f"into down broker(s) {DEAD}" in n and "(undone)" in n and "not undone" in n
+
+
+def test_the_plain_printer_says_why_a_move_is_stuck(capsys):
+    """Piped or CI output (no live view) names the reason beside the policy."""
+    from reassign_kit.cli.paced import _printer
+
+    show = _printer(None, progress_lines=False)
+    reason = "target broker 4 is down since 12:00:00"
+    show({"event": "stuck", "ts": 0.0, "topic": "t", "partition": 3, "policy": "report",
+          "reason": reason})  # fmt: skip
+    out = capsys.readouterr().out
+    assert f"STUCK: t-3: {reason} (policy: report)" in out
