@@ -36,6 +36,7 @@ def _committed(bootstrap: str, groups: list[str], topic: str, timeout: float = 3
     raise AssertionError(f"groups {groups} committed nothing on {topic} within {timeout}s")
 
 
+@pytest.mark.long  # a make test worker died at its end once (cause not found): make long runs it
 def test_sampled_rates_match_the_load_the_test_drove(sandbox, bootstrap, topic_name, tmp_path):
     topic = topic_name("load")
     sandbox.create_topic(topic, partitions=4, rf=2)
