@@ -94,7 +94,7 @@ PERSIST_S = float(QUOTA_WINDOWS * QUOTA_WINDOW_S)
 # least 2 in slow start, at most MAX_JUMP: latency linear in the rate, with a base, reads at
 # most the limit at the new rate) and reaches it in that share of the ramp's ten steps: a
 # run nothing objects to reaches its ceiling seconds after the first window that saw its
-# load, where it took 16-21 s (issue 38's sandbox: adaptive 21.8 s, static 13.2 s).
+# load instead of paying a fixed start-up toll (figures: bench/RESULTS.md, bench_pace_ladder).
 ROOM = 0.5
 MAX_JUMP = 4.0
 

@@ -225,8 +225,7 @@ def test_a_raise_needs_the_objective_held_for_raise_persist_s():
 
 
 def test_with_room_a_raise_comes_at_the_first_window_that_saw_the_load_and_goes_further():
-    """A run nothing objects to paid a fixed toll (issue 38's sandbox: adaptive 21.8 s where
-    static at its ceiling took 13.2 s): a raise waited raise_persist_s after the first window
+    """A run nothing objects to paid a fixed toll against the static rate at its ceiling: a raise waited raise_persist_s after the first window
     that saw the load, doubled, and ramped over ten 1-s steps. With every p99 since the
     broker's last change at most half its limit, the first fresh window suffices, the rate
     goes up by limit / worst (at most MAX_JUMP) and the ramp takes that share of its steps; a
