@@ -161,22 +161,23 @@ def with_log_dirs(
     final = {(tp, b): d for b, bp in brokers.items() for tp, d in bp.placed.items()}
     by = snap.by_tp()
 
-    def was(tp: TopicPartition) -> tuple[str, ...]:
+    def was(tp: TopicPartition, reps: tuple[int, ...]) -> tuple[str, ...]:
         p = by[tp]
-        return tuple(d or ANY_LOG_DIR for d in (p.log_dirs or (None,) * len(p.replicas)))
+        now = dict(zip(p.replicas, p.log_dirs or (None,) * len(p.replicas), strict=True))
+        return tuple(now.get(b) or ANY_LOG_DIR for b in reps)
 
     def named(tp: TopicPartition, reps: tuple[int, ...]) -> tuple[str, ...]:
         return tuple(final.get((tp, b), ANY_LOG_DIR) for b in reps)
 
     moves = {m.tp: Move(m.tp, m.replicas, named(m.tp, m.replicas)) for m in result.plan}
-    current = {m.tp: Move(m.tp, m.replicas, was(m.tp)) for m in result.current}
+    current = {m.tp: Move(m.tp, m.replicas, was(m.tp, m.replicas)) for m in result.current}
     for p in snap.partitions:
         if p.tp in moves or not p.log_dirs:
             continue
         dirs = named(p.tp, p.replicas)
         if any(n != ANY_LOG_DIR and n != d for n, d in zip(dirs, p.log_dirs, strict=True)):
             moves[p.tp] = Move(p.tp, p.replicas, dirs)
-            current[p.tp] = Move(p.tp, p.replicas, was(p.tp))
+            current[p.tp] = Move(p.tp, p.replicas, was(p.tp, p.replicas))
     out = dataclasses.replace(
         result, plan=Plan.of(moves.values()), current=Plan.of(current.values())
     )
