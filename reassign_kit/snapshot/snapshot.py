@@ -321,6 +321,11 @@ def _partitions_table(snap: Snapshot) -> Any:
                 [list(p.isr) if p.isr is not None else None for p in snap.partitions],
                 pa.list_(pa.int32()),
             ),
+            # each replica's log dir (--balance disks starts from it); null: not recorded
+            "log_dirs": pa.array(
+                [list(p.log_dirs) if p.log_dirs is not None else None for p in snap.partitions],
+                pa.list_(pa.string()),
+            ),
             **load_columns(snap),
         }
     )
