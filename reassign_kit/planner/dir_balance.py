@@ -19,6 +19,8 @@ Pure: the broker's dirs and replicas are given (``dir_plan`` reads them from the
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_left, insort
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,6 +84,11 @@ class _Broker:
         self.load = {d.name: 0 for d in dirs}
         self.where: dict[Hashable, str] = {}
         self.by_key = {r.key: r for r in replicas}
+        self.by_name = {str(r.key): r for r in replicas}
+        # per dir, the movable replicas in it by (size, name): those whose move out costs
+        # nothing ("away": new to the broker, or from another dir) and those it costs ("home")
+        self.away: dict[str, list[tuple[int, str]]] = {d.name: [] for d in dirs}
+        self.home: dict[str, list[tuple[int, str]]] = {d.name: [] for d in dirs}
         self.loose: list[DirReplica] = []  # to place: new, or in a cordoned dir drained
         for r in replicas:
             spec = self.spec.get(r.now) if r.now is not None else None
@@ -92,6 +99,11 @@ class _Broker:
             elif spec is not None:
                 self.where[r.key] = spec.name
                 self.load[spec.name] += r.size
+                if not r.fixed:
+                    self._listed(r, spec.name).append((r.size, str(r.key)))
+        for lists in (self.away, self.home):
+            for v in lists.values():
+                v.sort()
         movable = sum(r.size for r in replicas) - sum(self.load[d.name] for d in dirs if d.cordoned)
         w = sum(d.weight for d in self.active)
         self.share = {d.name: movable * d.weight / w for d in self.active} if w else {}
@@ -104,9 +116,14 @@ class _Broker:
         fs = self.spec[d].fs
         return fs not in self.room or self.room[fs] >= size
 
+    def _listed(self, r: DirReplica, d: str) -> list[tuple[int, str]]:
+        return (self.home if r.now == d else self.away)[d]
+
     def put(self, r: DirReplica, d: str) -> None:
         old = self.where.get(r.key)
         if old is not None:
+            lst = self._listed(r, old)
+            del lst[bisect_left(lst, (r.size, str(r.key)))]
             self.load[old] -= r.size
             if self.spec[old].fs != self.spec[d].fs:
                 self._free(self.spec[old].fs, r.size)
@@ -116,12 +133,30 @@ class _Broker:
                 self.room[fs] -= r.size
         self.where[r.key] = d
         self.load[d] += r.size
+        insort(self._listed(r, d), (r.size, str(r.key)))
 
     def dev(self, d: str) -> float:
         return self.load[d] - self.share[d]
 
-    def cost(self, r: DirReplica, d: str) -> int:
-        return 0 if r.now is None or r.now == d else r.size
+    def room_for(self, over: str, under: str) -> float:
+        """The largest replica ``under`` may take from ``over`` (its filesystem's room)."""
+        fs = self.spec[under].fs
+        if fs not in self.room or fs == self.spec[over].fs:
+            return float("inf")
+        return self.room[fs]
+
+    def nearest(self, over: str, gap: float, limit: float) -> DirReplica | None:
+        """The movable replica of ``over`` whose size is nearest ``gap`` and below ``limit``:
+        among those whose move costs nothing first, else among those it costs."""
+        for lst in (self.away[over], self.home[over]):
+            i = bisect_left(lst, (limit,))  # the first at or above the limit: excluded
+            near = [c for c in (lst[i - 1] if i else None,) if c is not None]
+            j = bisect_left(lst, (gap,), 0, i)
+            near += [lst[k] for k in (j - 1, j) if 0 <= k < i]
+            if near:
+                size, name = min(near, key=lambda c: (abs(c[0] - gap), c))
+                return self.by_name[name]
+        return None
 
 
 def _place_loose(b: _Broker, tolerance_band: dict[str, float], no_room: list[str]) -> None:
@@ -150,24 +185,11 @@ def _step(b: _Broker, band: dict[str, float]) -> bool:
     if e <= 0 or u <= 0:
         return False
     gap = min(e, u)
-    cands = [
-        b.by_key[k]
-        for k, d in b.where.items()
-        if d == over
-        and not b.by_key[k].fixed
-        and b.by_key[k].size < e + u
-        and b.fits(under, b.by_key[k].size)
-    ]
-    if not cands:
+    room = b.room_for(over, under)  # a replica of at most this size fits (sizes are whole)
+    limit = min(e + u, room if room == float("inf") else math.floor(room) + 1)
+    best = b.nearest(over, gap, limit)
+    if best is None:
         return False
-    best = min(
-        cands,
-        key=lambda r: (
-            b.cost(r, under) - b.cost(r, over),
-            abs(r.size - gap),
-            str(r.key),
-        ),
-    )
     b.put(best, under)
     return True
 
