@@ -145,6 +145,19 @@ class _Broker:
             return float("inf")
         return self.room[fs]
 
+    def swap(
+        self, over: str, under: str, gap: float, limit: float
+    ) -> tuple[DirReplica, DirReplica] | None:
+        """When no one replica moves well: a replica of ``over`` for a smaller one of
+        ``under``, their difference nearest ``gap`` and below ``limit``."""
+        pair = _swap_pair(
+            sorted(self.away[over] + self.home[over]),
+            sorted(self.away[under] + self.home[under]),
+            gap,
+            limit,
+        )
+        return None if pair is None else (self.by_name[pair[0]], self.by_name[pair[1]])
+
     def nearest(self, over: str, gap: float, limit: float) -> DirReplica | None:
         """The movable replica of ``over`` whose size is nearest ``gap`` and below ``limit``:
         among those whose move costs nothing first, else among those it costs."""
@@ -157,6 +170,22 @@ class _Broker:
                 size, name = min(near, key=lambda c: (abs(c[0] - gap), c))
                 return self.by_name[name]
         return None
+
+
+def _swap_pair(
+    over: list[tuple[int, str]], under: list[tuple[int, str]], gap: float, limit: float
+) -> tuple[str, str] | None:
+    """Names of a replica of ``over`` and one of ``under`` whose difference in size is
+    nearest ``gap``, above 0 and below ``limit`` (sorted (size, name) lists)."""
+    best: tuple[float, str, str] | None = None
+    for size, name in over:
+        j = bisect_left(under, (size - gap,))
+        for k in (j - 1, j):
+            if 0 <= k < len(under):
+                diff = size - under[k][0]
+                if 0 < diff < limit and (best is None or abs(diff - gap) < best[0]):
+                    best = (abs(diff - gap), name, under[k][1])
+    return None if best is None else best[1:]
 
 
 def _place_loose(b: _Broker, tolerance_band: dict[str, float], no_room: list[str]) -> None:
@@ -188,9 +217,14 @@ def _step(b: _Broker, band: dict[str, float]) -> bool:
     room = b.room_for(over, under)  # a replica of at most this size fits (sizes are whole)
     limit = min(e + u, room if room == float("inf") else math.floor(room) + 1)
     best = b.nearest(over, gap, limit)
-    if best is None:
+    if best is not None:
+        b.put(best, under)
+        return True
+    pair = b.swap(over, under, gap, limit)
+    if pair is None:
         return False
-    b.put(best, under)
+    b.put(pair[0], under)
+    b.put(pair[1], over)
     return True
 
 

@@ -216,3 +216,13 @@ def test_the_snapshot_keeps_each_replicas_dir_and_refuses_a_bad_one():
     obj["partitions"][0]["log_dirs"] = ["relative", None]
     with pytest.raises(Exception, match=r"partition t-0: 'log_dirs' must be a list of 2"):
         Snapshot.from_json_obj(obj)
+
+
+def test_when_no_one_replica_moves_well_two_are_swapped():
+    # /a 4000 and /b 3000 (share 3500, band 350): every replica of /a is as big as the two
+    # dirs' distance, so moving one only swaps their excess; a 1000 for a 500 meets both
+    reps = [DirReplica(("a", i), 1000, "/a") for i in range(4)]
+    reps += [DirReplica(("b", i), s, "/b") for i, s in enumerate((1000, 1000, 500, 500))]
+    out = balance_broker(1, [DirSpec("/a"), DirSpec("/b")], reps, 0.1)
+    assert out.outside == [] and out.after == {"/a": 3500, "/b": 3500}
+    assert out.moved_bytes == 1500
