@@ -79,6 +79,7 @@ class _Broker:
         drain: bool,
     ):
         self.active = [d for d in dirs if not d.cordoned]
+        drain = drain and bool(self.active)  # every dir cordoned: the broker's drain, not ours
         self.spec = {d.name: d for d in dirs}
         self.room = dict(room)  # filesystem -> bytes it may still take (absent: unbounded)
         self.load = {d.name: 0 for d in dirs}

@@ -226,3 +226,10 @@ def test_when_no_one_replica_moves_well_two_are_swapped():
     out = balance_broker(1, [DirSpec("/a"), DirSpec("/b")], reps, 0.1)
     assert out.outside == [] and out.after == {"/a": 3500, "/b": 3500}
     assert out.moved_bytes == 1500
+
+
+def test_a_broker_with_every_dir_cordoned_keeps_what_the_drain_left_in_place():
+    dirs = [DirSpec("/a", cordoned=True), DirSpec("/b", cordoned=True)]
+    reps = [DirReplica(("t", 0), 100, "/a"), DirReplica(("t", 1), 100, "/b")]
+    out = balance_broker(1, dirs, reps, 0.1, drain=True)
+    assert out.placed == {("t", 0): "/a", ("t", 1): "/b"} and not out.no_room
