@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reassign_kit import api
+from reassign_kit.cli import main
 from reassign_kit.errors import CapacityError, UsageError
-from reassign_kit.model import ANY_LOG_DIR, TopicPartition
+from reassign_kit.model import ANY_LOG_DIR, Plan, TopicPartition
 from reassign_kit.planner.dir_balance import DirReplica, DirSpec, balance_broker
 from reassign_kit.planner.report import format_report, unmet_goals
 from reassign_kit.snapshot.snapshot import Snapshot
@@ -233,3 +234,18 @@ def test_a_broker_with_every_dir_cordoned_keeps_what_the_drain_left_in_place():
     reps = [DirReplica(("t", 0), 100, "/a"), DirReplica(("t", 1), 100, "/b")]
     out = balance_broker(1, dirs, reps, 0.1, drain=True)
     assert out.placed == {("t", 0): "/a", ("t", 1): "/b"} and not out.no_room
+
+
+def test_the_cli_writes_the_plan_and_exits_15_naming_the_dirs_when_the_goal_is_not_met(
+    tmp_path, capsys
+):
+    snap = tmp_path / "s.json"
+    snapshot(n_parts=2, size=10**6).write(str(snap))
+    out, rb = tmp_path / "plan.json", tmp_path / "rollback.json"
+    argv = ["plan", "--snapshot", str(snap), "--engine", "local", "--output", str(out)]
+    assert main([*argv, "--balance", "disks", "--rollback", str(rb)]) == 15
+    err = capsys.readouterr().err
+    assert "disks goal" in err and "/k/a" in err and "exit 15" in err
+    assert all(m.log_dirs for m in Plan.read(str(rb)))  # the rollback names the dirs before
+    assert main([*argv, "--balance", "disks", "--disk-tolerance", "2"]) == 2
+    assert "--disk-tolerance must be in [0, 1)" in capsys.readouterr().err
