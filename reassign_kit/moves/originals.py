@@ -152,3 +152,24 @@ def dirs_back(
         elif d is None and key in fut:
             out[key] = cur[key]
     return out
+
+
+def dirs_contradicted(
+    original: Mapping[tuple[TopicPartition, int], str],
+    targets: Mapping[tuple[TopicPartition, int], str],
+    cur: Mapping[tuple[TopicPartition, int], str],
+) -> dict[tuple[TopicPartition, int], str]:
+    """Each recorded original dir the cluster contradicts, named: a replica the plan keeps on
+    its broker (a dir named for it) can only be in its original dir or the plan's; one in a
+    third dir while the record names another was moved by another tool, or the record was
+    edited or planted. A cancel does not move such a replica (a re-created replica, on a
+    broker the plan left, lands where the broker puts it: its original is taken)."""
+    return {
+        key: f"{key[0]} on broker {key[1]}: recorded original dir {d}, the cluster has it in "
+        f"{cur[key]} and the plan names {targets[key]}"
+        for key, d in sorted(original.items())
+        if key in targets
+        and key in cur
+        and d not in (cur[key], targets[key])
+        and cur[key] != targets[key]
+    }

@@ -22,6 +22,7 @@ from ..model import PartitionState, Plan, TopicPartition, is_complete
 from ..moves.journal import read_events
 from ..moves.originals import (
     dirs_back,
+    dirs_contradicted,
     journal_behind,
     originals_disagreeing,
     recorded_dirs,
@@ -536,7 +537,12 @@ def _log_dirs_back(
     tps = [m.tp for m in plan]
     brokers = {b for m in plan for b in m.replicas} | {b for _, b in rec.dirs}
     cur, fut = replica_log_dirs(gateway, tps, brokers)
-    back = dirs_back(rec.dirs, log_dir_targets(plan), cur, fut, tps, completed)
+    targets = log_dir_targets(plan)
+    bad = dirs_contradicted(rec.dirs, targets, cur)
+    for (tp, _), line in bad.items():
+        errors.setdefault(tp, f"not sent back to its original log dir: {line}")
+    trusted = {k: d for k, d in rec.dirs.items() if k not in bad}
+    back = dirs_back(trusted, targets, cur, fut, tps, completed)
     if not back:
         return [], {}
     rows = start_log_dir_moves(gateway, back, LOG_DIR_BACK_TIMEOUT_S)

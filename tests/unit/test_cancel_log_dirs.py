@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.moves.originals import dirs_back, recorded_dirs
+from reassign_kit.moves.originals import dirs_back, dirs_contradicted, recorded_dirs
 from reassign_kit.operations.cancel import cancel
 from reassign_kit.operations.execute import execute
 
@@ -93,3 +93,27 @@ def test_two_rollback_files_disagreeing_on_a_dir_name_the_replica_and_send_nothi
     dirs, bad = recorded_dirs({"r1.json": one, "r2.json": two})
     assert dirs == {(T0, 1): "/a"}
     assert "r1.json says /a, r2.json says /b" in bad[(T0, 2)]
+
+
+def test_a_planted_original_dir_is_refused_by_name_and_the_replica_left(tmp_path):
+    sim = SimCluster(4, bandwidth=50 * MB)
+    sim.add_topic("a", [[0, 1]], MB)
+    sim.log_dirs_of = lambda b: [f"/sim/{b}/d0", f"/sim/{b}/d1", f"/sim/{b}/d2"]
+    plan = Plan.of([Move(T0, (0, 1), ("/sim/0/d1", "/sim/1/d1"))])
+    rb = str(tmp_path / "rollback.json")
+    execute(sim, plan, rollback_path=rb)
+    # the record edited: replica 0 "was in" d2, where it never was (it is in d0, moving to d1)
+    Plan.of([Move(T0, (0, 1), ("/sim/0/d2", "/sim/1/d0"))]).write(rb)
+    res = cancel(sim, plan, rollback_file=rb)
+    sim.sleep(60)
+    assert where(sim, T0) == {0: "/sim/0/d0", 1: "/sim/1/d0"}  # nothing sent into d2
+    assert "recorded original dir /sim/0/d2" in res.errors[T0]
+    assert (T0, 0) not in res.log_dirs_back
+
+
+def test_dirs_contradicted_rule():
+    targets = {(T0, 1): "/b"}
+    assert dirs_contradicted({(T0, 1): "/a"}, targets, {(T0, 1): "/b"}) == {}  # moved: ok
+    assert dirs_contradicted({(T0, 1): "/a"}, targets, {(T0, 1): "/a"}) == {}  # not yet
+    bad = dirs_contradicted({(T0, 1): "/c"}, targets, {(T0, 1): "/a"})
+    assert "recorded original dir /c" in bad[(T0, 1)]
