@@ -126,6 +126,10 @@ def plan_dirs(
             if reps:
                 problems.append(f"broker {b.id}: the snapshot records none of its log dirs")
             continue
+        odd = [d.name for d in specs if not d.name.startswith("/")]
+        if odd:  # a plan names log dirs by absolute path
+            problems.append(f"broker {b.id}: log dir(s) {odd} are not absolute paths")
+            continue
         mine = [u for u in unknown if u.endswith(f" on broker {b.id}")]
         if mine and len(specs) > 1:
             problems += [f"{u}: the snapshot does not record its log dir" for u in mine]

@@ -249,3 +249,10 @@ def test_the_cli_writes_the_plan_and_exits_15_naming_the_dirs_when_the_goal_is_n
     assert all(m.log_dirs for m in Plan.read(str(rb)))  # the rollback names the dirs before
     assert main([*argv, "--balance", "disks", "--disk-tolerance", "2"]) == 2
     assert "--disk-tolerance must be in [0, 1)" in capsys.readouterr().err
+
+
+def test_a_log_dir_that_is_not_an_absolute_path_is_refused_by_name():
+    obj = snapshot().to_json_obj()
+    obj["brokers"][3]["log_dirs"] = ["/k/a", "/k/b", "data-2"]
+    with pytest.raises(UsageError, match=r"broker 4: log dir\(s\) \['data-2'\] are not absolute"):
+        api.plan(Snapshot.from_json_obj(obj), balance="replicas,disks", engine="local")
