@@ -8,7 +8,7 @@ which give the same rows — give the same dirs; per broker it is a sort and a f
 replica, small beside the broker-level passes.
 
 Replicas of topics the selection leaves out count in their dir's bytes and never move. A
-replica whose dir the snapshot does not record (an older snapshot, a Parquet one) is a
+replica whose dir the snapshot does not record (an older snapshot) is a
 refusal when its broker has more than one dir: the pass never guesses where bytes are."""
 
 from __future__ import annotations
