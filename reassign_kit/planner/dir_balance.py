@@ -7,9 +7,9 @@ reported them all, else equal), moving as few bytes between dirs as it can.
   first, in the dir furthest below its share;
 - then, while a dir is outside its band, one replica goes from the dir furthest above its
   share to the one furthest below (the one whose size is nearest the gap, those that cost
-  nothing first; when none moves well, one swapped for a smaller one); each step lowers the sum of the dirs' distances to their
-  shares, so the pass ends, and when every movable replica is at most a band's size it ends
-  with every dir in its band;
+  nothing first; when none moves well, one swapped for a smaller one); each step lowers the
+  sum of the dirs' distances to their shares, so the pass ends, and when every movable
+  replica is at most a band's size it ends with every dir in its band;
 - a cordoned dir (KIP-1066) receives nothing; what it holds stays unless ``drain``, then
   every replica it holds is placed like a new one;
 - a filesystem never goes above the ceiling in the end state: a dir without room for a
