@@ -107,6 +107,7 @@ def plan(
     drain_cordoned: bool = False,
     network_tolerance: float | None = None,
     disk_ceiling: float | None = 0.85,
+    disk_tolerance: float | None = None,
 ) -> PlanResult:
     """A minimal-movement, balanced, rack-aware plan for a snapshot (a ``Snapshot``, or a path
     to its JSON / Parquet form). ``engine="spark"`` (the default) runs in Spark (local mode
@@ -126,8 +127,8 @@ def plan(
     capacity file's ``network_in_bytes_s`` / ``network_out_bytes_s`` never exceeded
     (``planner.network``). ``disk_ceiling``: no broker's log dirs above this share of their
     filesystem (as the snapshot recorded it, or of the capacity file's ``disk_bytes``) in the
-    end state, else ``CapacityError`` naming the dir and the bytes (None: no check). Imported
-    on first use: neither the planner nor pyspark loads with the API."""
+    end state, else ``CapacityError`` naming the dir and the bytes (None: no check). ``disks``:
+    log dirs within ``disk_tolerance`` (dir_plan). Neither the planner nor pyspark loads here."""
     from .errors import UsageError
     from .planner.params import (
         DEFAULT_BYTES_TOLERANCE,
@@ -158,6 +159,7 @@ def plan(
         network_tolerance=DEFAULT_NETWORK_TOLERANCE
         if network_tolerance is None
         else network_tolerance,
+        disk_tolerance=PlanParams.disk_tolerance if disk_tolerance is None else disk_tolerance,
     )
     if engine not in ("spark", "local"):
         raise UsageError(f"engine must be 'spark' or 'local', got {engine!r}")
@@ -168,7 +170,16 @@ def plan(
     result = _engine_plan(source, params, engine, spark_master)
     result = balance_network(result, source, params) if network else result
     _check_disk_ceiling(source, result, disk_ceiling, params.capacity)
-    return result
+    return _balance_dirs(source, result, params, disk_ceiling)
+
+
+def _balance_dirs(source: Any, result: PlanResult, params: Any, ceiling: float | None):
+    """The log-dir pass on the driver, after either engine (``planner.dir_plan``)."""
+    from .planner.dir_plan import wants_dirs, with_log_dirs
+    from .snapshot.snapshot import Snapshot
+
+    snap = source if isinstance(source, Snapshot) else Snapshot.read(source)
+    return with_log_dirs(result, snap, params, ceiling) if wants_dirs(params, snap) else result
 
 
 def _plan_source(snapshot: Snapshot | str, engine: str, network: bool) -> Snapshot | str:

@@ -61,16 +61,22 @@ def _int_list(flag: str):
     return conv
 
 
-def _tolerance(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--bytes-tolerance takes a fraction like 0.05, got {text!r}"
-        ) from None
-    if not 0 <= v < 1:
-        raise argparse.ArgumentTypeError(f"--bytes-tolerance must be in [0, 1), got {text!r}")
-    return v
+def _tolerance_of(flag: str):
+    def conv(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{flag} takes a fraction like 0.05, got {text!r}"
+            ) from None
+        if not 0 <= v < 1:
+            raise argparse.ArgumentTypeError(f"{flag} must be in [0, 1), got {text!r}")
+        return v
+
+    return conv
+
+
+_tolerance = _tolerance_of("--bytes-tolerance")
 
 
 def _topics(text: str) -> list[str]:
@@ -146,6 +152,7 @@ def _add_plan(sub: Any) -> None:
         help="the cluster to plan for (`reassign-kit snapshot`), JSON or a .parquet directory",
     )
     _plan_goals(pl)
+    _plan_disk_options(pl)
     _plan_engine_and_outputs(pl)
     add_topic_selection(pl)
 
@@ -163,7 +170,8 @@ def _plan_goals(pl: argparse.ArgumentParser) -> None:
         "--balance",
         default="replicas,leaders",
         help="goals: replicas,leaders,bytes,network (network = network_in,network_out,"
-        "leader_load: needs a snapshot taken with --sample-load)",
+        "leader_load: needs a snapshot taken with --sample-load),disks (each broker's log "
+        "dirs within --disk-tolerance of their share, a dir named for every replica moved)",
     )
     pl.add_argument(
         "--network-tolerance",
@@ -196,20 +204,6 @@ def _plan_goals(pl: argparse.ArgumentParser) -> None:
         f"(capacity share, equal without --capacity; default {DEFAULT_BYTES_TOLERANCE})",
     )
     pl.add_argument(
-        "--disk-ceiling",
-        type=share_arg("--disk-ceiling"),
-        default=0.85,
-        metavar="SHARE",
-        help="refuse an end state leaving a broker's log dirs above this share of their "
-        "filesystem (the snapshot's DescribeLogDirs sizes, or --capacity; default 0.85)",
-    )
-    pl.add_argument(
-        "--drain-cordoned",
-        action="store_true",
-        help="drain every broker whose log dirs are all cordoned (KIP-1066 cordoned.log.dirs, "
-        "as the snapshot recorded it); a cordoned broker never receives a replica either way",
-    )
-    pl.add_argument(
         "--replication-factor",
         type=int,
         metavar="N",
@@ -221,6 +215,33 @@ def _plan_goals(pl: argparse.ArgumentParser) -> None:
         default=[],
         metavar="T1,T2",
         help="with --replication-factor: the topics whose replication factor changes",
+    )
+
+
+def _plan_disk_options(pl: argparse.ArgumentParser) -> None:
+    """The log dirs: the ceiling, their balance inside each broker, cordoned ones drained."""
+    pl.add_argument(
+        "--disk-ceiling",
+        type=share_arg("--disk-ceiling"),
+        default=0.85,
+        metavar="SHARE",
+        help="refuse an end state leaving a broker's log dirs above this share of their "
+        "filesystem (the snapshot's DescribeLogDirs sizes, or --capacity; default 0.85)",
+    )
+    pl.add_argument(
+        "--drain-cordoned",
+        action="store_true",
+        help="drain every broker whose log dirs are all cordoned (KIP-1066 cordoned.log.dirs, "
+        "as the snapshot recorded it), and every cordoned log dir of the others into their "
+        "other dirs; a cordoned broker or dir never receives a replica either way",
+    )
+    pl.add_argument(
+        "--disk-tolerance",
+        type=_tolerance_of("--disk-tolerance"),
+        default=None,
+        metavar="F",
+        help="with --balance disks: each log dir's bytes within this fraction of its share of "
+        "its broker's bytes (by the dirs' sizes when known, else equal; default 0.1)",
     )
 
 
@@ -382,6 +403,7 @@ def _plan(args: argparse.Namespace) -> int:
         drain_cordoned=args.drain_cordoned,
         network_tolerance=args.network_tolerance,
         disk_ceiling=args.disk_ceiling,
+        disk_tolerance=args.disk_tolerance,
     )
     report = result.report()
     unmet = unmet_goals(report)

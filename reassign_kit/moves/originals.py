@@ -95,3 +95,81 @@ def journal_behind(
     if throttled and ours and not priors:
         bad.append("throttles set for moves in flight, no record of the operator's before")
     return bad
+
+
+def recorded_dirs(
+    rollbacks: Mapping[str, Iterable[Any]],
+) -> tuple[dict[tuple[TopicPartition, int], str], dict[tuple[TopicPartition, int], str]]:
+    """Each replica's original log dir as the rollback files (name -> their moves) recorded
+    it before anything was sent ("any": not recorded), and every replica two files disagree
+    on, named: such a replica is left where it is (a cancel never guesses a dir)."""
+    out: dict[tuple[TopicPartition, int], str] = {}
+    seen: dict[tuple[TopicPartition, int], str] = {}
+    bad: dict[tuple[TopicPartition, int], str] = {}
+    for name, moves in rollbacks.items():
+        for m in moves:
+            for b, d in zip(m.replicas, m.log_dirs or (), strict=False):
+                key = (m.tp, b)
+                if d == "any" or key in bad:
+                    continue
+                if key in out and out[key] != d:
+                    bad[key] = f"{m.tp} on broker {b}: {seen[key]} says {out[key]}, {name} says {d}"
+                    del out[key]
+                    continue
+                out[key], seen[key] = d, name
+    return out, bad
+
+
+def dirs_back(
+    original: Mapping[tuple[TopicPartition, int], str],
+    targets: Mapping[tuple[TopicPartition, int], str],
+    cur: Mapping[tuple[TopicPartition, int], str],
+    fut: Mapping[tuple[TopicPartition, int], str],
+    tps: Iterable[TopicPartition],
+    left: Iterable[TopicPartition],
+) -> dict[tuple[TopicPartition, int], str]:
+    """Where a cancel sends each replica of ``tps`` between log dirs (the cluster's ``cur``
+    and ``fut`` dirs given): back to its recorded ``original`` dir unless there already, no
+    move under way; a replica with no original recorded, moving, stays in its current dir
+    (its move cancelled). A partition of ``left`` (kept at its target: its replicas there and
+    each in the dir the plan names, ``targets``) is not touched."""
+    want = set(tps)
+    named: dict[TopicPartition, list[tuple[tuple[TopicPartition, int], str]]] = {}
+    for k, d in targets.items():
+        named.setdefault(k[0], []).append((k, d))
+    placed = {
+        tp
+        for tp in set(left) & want
+        if all(cur.get(k) == d and k not in fut for k, d in named.get(tp, ()))
+    }
+    out: dict[tuple[TopicPartition, int], str] = {}
+    for key in sorted({*cur, *fut}):
+        if key[0] not in want or key[0] in placed or key not in cur:
+            continue  # a replica only in a future dir does not exist yet
+        d = original.get(key)
+        if d is not None and (cur[key] != d or key in fut):
+            out[key] = d
+        elif d is None and key in fut:
+            out[key] = cur[key]
+    return out
+
+
+def dirs_contradicted(
+    original: Mapping[tuple[TopicPartition, int], str],
+    targets: Mapping[tuple[TopicPartition, int], str],
+    cur: Mapping[tuple[TopicPartition, int], str],
+) -> dict[tuple[TopicPartition, int], str]:
+    """Each recorded original dir the cluster contradicts, named: a replica the plan keeps on
+    its broker (a dir named for it) can only be in its original dir or the plan's; one in a
+    third dir while the record names another was moved by another tool, or the record was
+    edited or planted. A cancel does not move such a replica (a re-created replica, on a
+    broker the plan left, lands where the broker puts it: its original is taken)."""
+    return {
+        key: f"{key[0]} on broker {key[1]}: recorded original dir {d}, the cluster has it in "
+        f"{cur[key]} and the plan names {targets[key]}"
+        for key, d in sorted(original.items())
+        if key in targets
+        and key in cur
+        and d not in (cur[key], targets[key])
+        and cur[key] != targets[key]
+    }

@@ -20,7 +20,15 @@ from ..cluster.views import (
 from ..errors import EXIT_IN_PROGRESS, JournalError, KafkaOperationError, UsageError
 from ..model import PartitionState, Plan, TopicPartition, is_complete
 from ..moves.journal import read_events
-from ..moves.originals import journal_behind, originals_disagreeing, stepped_partitions
+from ..moves.originals import (
+    dirs_back,
+    dirs_contradicted,
+    journal_behind,
+    originals_disagreeing,
+    recorded_dirs,
+    stepped_partitions,
+)
+from ..run.logdirs import log_dir_targets, start_log_dir_moves
 from ..run.rollback import merge_originals, restore_leaders, roll_back
 from ..throttles import configs as thr
 from ..throttles import priors as priors_mod
@@ -28,6 +36,9 @@ from ..validate import validate_plan
 from .tables import fmt_replicas, rows_table
 
 ROLLBACK_TIMEOUT_S = 300.0
+# a replica the rollback re-creates on its original broker is asked into its original dir
+# until it exists (as --execute does), at most this long
+LOG_DIR_BACK_TIMEOUT_S = 30.0
 NO_PLAN_IN_JOURNAL = (
     "the journal holds no plan (too large to inline, and its plan file is gone): give "
     "--reassignment-json-file too"
@@ -67,6 +78,8 @@ class CancelResult:
     # the probe's canary topics the journaled run left (killed with its probe up): topic ->
     # None when deleted now (or already gone), else why not
     canaries: dict[str, str | None] = field(default_factory=dict)
+    # replica -> the log dir it was sent back to (its original, recorded before the run)
+    log_dirs_back: dict[tuple[TopicPartition, int], str] = field(default_factory=dict)
 
     # the cancelled partitions whose original came from a record (journal, rollback file):
     # their order is known; the others' is the cluster's (KIP-455 keeps the set, not the order)
@@ -125,6 +138,11 @@ class CancelResult:
             out.append(
                 "Successfully cancelled movement of replicas between log dirs: "
                 + ",".join(f"{tp}@{b}" for tp, b in self.log_dir_cancelled)
+            )
+        if self.log_dirs_back:
+            out.append(
+                "Sent replicas back to their original log dirs: "
+                + ", ".join(f"{tp}@{b} -> {d}" for (tp, b), d in sorted(self.log_dirs_back.items()))
             )
         return out
 
@@ -287,11 +305,10 @@ def cancel(
         errors.update(refused)
     cancelled.sort(key=wanted.index)
     leader_not_restored = restore_leaders(gateway, {tp: originals[tp] for tp in cancelled})
-    log_dir_cancelled = _log_dirs_back(gateway, plan)
+    log_dir_cancelled, dirs_sent = _log_dirs_back(gateway, plan, rec, completed, errors)
     cleared, after = None, None
     if not preserve_throttles:
-        touched = {tp.topic for tp in [*reverted, *back]}
-        touched |= {tp.topic for tp, _ in log_dir_cancelled}
+        touched = {tp.topic for tp in [*reverted, *back, *(k[0] for k in log_dir_cancelled)]}
         named = set(plan.topics()) if plan is not None else set(topics or ())
         cleared, after = _clear_throttles(gateway, sorted(touched | named), priors)
     return CancelResult(
@@ -308,6 +325,7 @@ def cancel(
         originals={tp: originals[tp] for tp in cancelled},
         order_recorded={tp for tp in cancelled if tp in recorded},
         journal=journal,
+        log_dirs_back=dirs_sent,
         leader_not_restored=leader_not_restored,
         canaries=_canaries_left(gateway, journal, events),
         throttles_after=after,
@@ -325,6 +343,9 @@ class _Recorded:
     events: list[dict[str, Any]] | None
     priors: Any
     throttled: bool = False  # the journaled run set throttles
+    # each replica's original log dir, as the rollback files recorded it
+    dirs: dict[tuple[TopicPartition, int], str] = field(default_factory=dict)
+    dirs_disagreeing: dict[tuple[TopicPartition, int], str] = field(default_factory=dict)
 
     def same_plan(self, plan: Plan | None, journal: str | None, source: str) -> None:
         """A plan given with a journal is the journaled run's (else: usage error, exit 2)."""
@@ -345,7 +366,8 @@ class _Recorded:
         if priors is None and events is not None:
             priors = thr.Priors.from_events(events)
         loaded = priors_mod.load_priors(priors)
-        return cls(plan, known, completed, rate, events, loaded, throttled=rate is not None)
+        dirs, bad = recorded_dirs({f: Plan.read(f) for f in dict.fromkeys(rollback_files)})
+        return cls(plan, known, completed, rate, events, loaded, rate is not None, dirs, bad)
 
 
 def _originals(
@@ -496,17 +518,45 @@ def throttles_left_line(after: Mapping[str, Any] | None) -> str:
     )
 
 
-def _log_dirs_back(gateway: Any, plan: Plan | None) -> list[tuple[TopicPartition, int]]:
-    """The plan's moves between log dirs still in flight, cancelled (back to the current dir)."""
-    if plan is None or all(m.log_dirs is None for m in plan):
-        return []
-    brokers = {b for m in plan if m.log_dirs is not None for b in m.replicas}
-    cur, fut = replica_log_dirs(gateway, [m.tp for m in plan], brokers)
-    back_dirs = {key: cur[key] for key in fut if key in cur}
-    if not back_dirs:
-        return []
-    res = gateway.alter_replica_log_dirs(back_dirs)
-    return sorted(k for k, e in res.items() if e is None)
+def _log_dirs_back(
+    gateway: Any,
+    plan: Plan | None,
+    rec: _Recorded,
+    completed: list[TopicPartition],
+    errors: dict[TopicPartition, str],
+) -> tuple[list[tuple[TopicPartition, int]], dict[tuple[TopicPartition, int], str]]:
+    """Every replica of the plan's partitions back in its original log dir (the rollback
+    file's, recorded before the run sent anything), its move between dirs in flight
+    cancelled; a partition completed (replicas and dirs at the plan's) is left. Returns the
+    moves in flight cancelled in place and the replicas sent back (key -> original dir);
+    a replica the broker refuses, or two records disagree on, is an error of its partition."""
+    if plan is None or (all(m.log_dirs is None for m in plan) and not rec.dirs):
+        return [], {}
+    for (tp, _), line in sorted(rec.dirs_disagreeing.items()):
+        errors.setdefault(tp, f"original log dirs disagree: {line}")
+    tps = [m.tp for m in plan]
+    brokers = {b for m in plan for b in m.replicas} | {b for _, b in rec.dirs}
+    cur, fut = replica_log_dirs(gateway, tps, brokers)
+    targets = log_dir_targets(plan)
+    bad = dirs_contradicted(rec.dirs, targets, cur)
+    for (tp, _), line in bad.items():
+        errors.setdefault(tp, f"not sent back to its original log dir: {line}")
+    trusted = {k: d for k, d in rec.dirs.items() if k not in bad}
+    back = dirs_back(trusted, targets, cur, fut, tps, completed)
+    if not back:
+        return [], {}
+    rows = start_log_dir_moves(gateway, back, LOG_DIR_BACK_TIMEOUT_S)
+    for r in rows:
+        if r["error"] is not None:
+            tp = TopicPartition(r["topic"], r["partition"])
+            errors.setdefault(
+                tp, f"the replica on broker {r['broker']} not sent back to {r['log_dir']}: "
+                f"{r['error']}"
+            )  # fmt: skip
+    sent = {(TopicPartition(r["topic"], r["partition"]), r["broker"]): r["log_dir"]
+            for r in rows if r["error"] is None}  # fmt: skip
+    in_place = sorted(k for k, d in sent.items() if cur.get(k) == d)
+    return in_place, {k: d for k, d in sent.items() if cur.get(k) != d}
 
 
 def _canaries_left(

@@ -13,12 +13,14 @@ from .rules import (
     RuleContext,
 )
 
-GOALS = ("replicas", "leaders", "bytes", "network_in", "network_out", "leader_load")
+GOALS = ("replicas", "leaders", "bytes", "network_in", "network_out", "leader_load", "disks")
 # --balance network: its parts (planner.network)
 GOAL_GROUPS = {"network": ("network_in", "network_out", "leader_load")}
 DEFAULT_NETWORK_TOLERANCE = 0.10
 DEFAULT_CHUNKS = 8
 DEFAULT_BYTES_TOLERANCE = 0.05
+# --balance disks: each log dir within this fraction of its share of its broker's bytes
+DEFAULT_DISK_TOLERANCE = 0.10
 BYTES_ROUNDS = 8  # bytes rounds at most (each re-aggregates the chunks' bytes)
 
 
@@ -40,6 +42,8 @@ class PlanParams:
     drain_cordoned: bool = False
     # the network goals' distribution target: at most (1 + this) x each broker's share
     network_tolerance: float = DEFAULT_NETWORK_TOLERANCE
+    # --balance disks: each log dir within this fraction of its share of its broker's bytes
+    disk_tolerance: float = DEFAULT_DISK_TOLERANCE
 
     def rf_change(self) -> dict[str, int]:
         if self.replication_factor is None:
@@ -106,6 +110,11 @@ def rule_context(snapshot, params: PlanParams) -> RuleContext:
         raise UsageError(
             f"--network-tolerance must be in [0, 10) (0.1 = at most 1.1x each broker's share), "
             f"got {params.network_tolerance}"
+        )
+    if not 0 <= params.disk_tolerance < 1:
+        raise UsageError(
+            f"--disk-tolerance must be in [0, 1) (0.1 = each log dir within 10% of its share), "
+            f"got {params.disk_tolerance}"
         )
     cordoned = snapshot.cordoned()
     removed = frozenset(params.remove_brokers)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Plan
+from .dir_balance import disk_lines
 from .network_report import network_lines
 from .rules import VIRTUAL, RuleContext, apply_rf
 
@@ -42,6 +43,8 @@ class PlanResult:
     # the bytes of the planned partitions, local and remote (tiered topics): beside
     # moved_bytes, what the moves copy (snapshot.tier.move_bytes)
     topic_bytes: int | None = None
+    # dir_plan.disk_report(): the log dirs of each broker before / after (--balance disks)
+    disks: dict | None = None
 
     @property
     def lower_bound(self) -> int:
@@ -175,6 +178,7 @@ def build_report(result: PlanResult) -> dict[str, Any]:
         "rack_repair": result.rack_repair,
         "bytes_goal": bytes_goal(result, bytes_after),
         "network_goal": result.network,
+        "disk_goal": result.disks,
         "topic_selection": {
             **prep.params.topic_filter.describe(),
             "excluded": result.excluded
@@ -250,6 +254,7 @@ def unmet_goals(report: dict[str, Any]) -> list[str]:
             f"share) not met: {shown}" + (f" and {more} more" if more > 0 else "")
         )
     out += (report.get("network_goal") or {}).get("unmet", [])
+    out += (report.get("disk_goal") or {}).get("unmet", [])
     return out
 
 
@@ -280,6 +285,7 @@ def format_report(report: dict[str, Any]) -> str:
         )
     lines += _bytes_goal_lines(report.get("bytes_goal"))
     lines += network_lines(report.get("network_goal"))
+    lines += disk_lines(report.get("disk_goal"))
     lines += _rack_repair_lines(report.get("rack_repair"))
     lines += _leader_lines(report)
     lines += _excluded_lines(report.get("topic_selection", {}).get("excluded") or {})

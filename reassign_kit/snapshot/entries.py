@@ -29,7 +29,17 @@ TIERED_KEYS = ("remote_storage_enable", "local_retention_bytes", "local_retentio
 TOPIC_KEYS = {"name", "min_insync_replicas", *TIERED_KEYS}
 
 
-PARTITION_KEYS = {"topic", "partition", "replicas", "size_bytes", "leader", "isr", "load", "tier"}
+PARTITION_KEYS = {
+    "topic",
+    "partition",
+    "replicas",
+    "size_bytes",
+    "leader",
+    "isr",
+    "load",
+    "tier",
+    "log_dirs",
+}
 
 
 @dataclass(frozen=True)
@@ -105,6 +115,8 @@ class PartitionEntry:
     load: PartitionLoad | None = None
     # a tiered partition's offsets and remote bytes (snapshot.tier); None: not recorded
     tier: TierOffsets | None = None
+    # the log dir each replica was in (aligned with ``replicas``; None: that one not reported)
+    log_dirs: tuple[str | None, ...] | None = None
 
     @property
     def tp(self) -> TopicPartition:
@@ -126,6 +138,8 @@ def partition_obj(p: PartitionEntry) -> dict[str, Any]:
         out["load"] = p.load.to_json_obj()
     if p.tier is not None:
         out["tier"] = p.tier.to_json_obj()
+    if p.log_dirs is not None:
+        out["log_dirs"] = list(p.log_dirs)
     return out
 
 
@@ -318,6 +332,7 @@ def read_partitions(
         ok = state_ok(name, reps, leader, isr, problems) and ok
         n_problems = len(problems)
         tier = read_tier(p.get("tier"), f"partition {name}", problems)
+        dirs = read_replica_dirs(p.get("log_dirs"), name, reps, problems)
         if ok and len(problems) == n_problems:
             out.append(
                 PartitionEntry(
@@ -328,9 +343,29 @@ def read_partitions(
                     leader,
                     tuple(isr) if isr is not None else None,
                     tier=tier,
+                    log_dirs=dirs,
                 )
             )
     return out
+
+
+def read_replica_dirs(
+    raw: Any, name: str, reps: list[int], problems: list[str]
+) -> tuple[str | None, ...] | None:
+    """A partition's ``log_dirs``: one absolute path (or null: not reported) per replica."""
+    if raw is None:
+        return None
+    if (
+        not isinstance(raw, list)
+        or len(raw) != len(reps)
+        or not all(d is None or (isinstance(d, str) and d.startswith("/")) for d in raw)
+    ):
+        problems.append(
+            f"partition {name}: 'log_dirs' must be a list of {len(reps)} absolute paths or "
+            f"nulls (one per replica), got {raw!r}"
+        )
+        return None
+    return tuple(raw)
 
 
 def state_ok(name: str, reps: list[int], leader: Any, isr: Any, problems: list[str]) -> bool:

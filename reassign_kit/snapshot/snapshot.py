@@ -321,6 +321,11 @@ def _partitions_table(snap: Snapshot) -> Any:
                 [list(p.isr) if p.isr is not None else None for p in snap.partitions],
                 pa.list_(pa.int32()),
             ),
+            # each replica's log dir (--balance disks starts from it); null: not recorded
+            "log_dirs": pa.array(
+                [list(p.log_dirs) if p.log_dirs is not None else None for p in snap.partitions],
+                pa.list_(pa.string()),
+            ),
             **load_columns(snap),
         }
     )
@@ -501,11 +506,13 @@ def take_snapshot(
             misr[t] = int(c.get("min.insync.replicas", "1"))
             tiered[t] = tiered_of(c)
     sizes: dict[tuple[int, TopicPartition], int] = {}
+    where: dict[tuple[int, TopicPartition], str] = {}
     for info in gateway.describe_log_dirs([b.id for b in brokers]) if brokers else []:
         if info.is_future:
             continue
         key = (info.broker, info.tp)
         sizes[key] = max(sizes.get(key, 0), info.size_bytes)
+        where[key] = info.log_dir
     parts = []
     for tp, st in states.items():
         if st.leader is not None and (st.leader, tp) in sizes:
@@ -515,8 +522,18 @@ def take_snapshot(
         leader = st.leader if st.leader in st.replicas else None  # None / -1: no leader
         # an empty ISR (a gateway that does not report it, or no leader) records nothing
         isr = tuple(b for b in (st.isr or ()) if b in st.replicas) or None
+        # the dir each replica is in (the log-dir pass of --balance disks starts there)
+        dirs = tuple(where.get((r, tp)) for r in st.replicas)
         parts.append(
-            PartitionEntry(tp.topic, tp.partition, tuple(st.replicas), int(size), leader, isr)
+            PartitionEntry(
+                tp.topic,
+                tp.partition,
+                tuple(st.replicas),
+                int(size),
+                leader,
+                isr,
+                log_dirs=dirs if any(dirs) else None,
+            )  # fmt: skip
         )
     topic_entries = [TopicEntry(t, misr.get(t), **tiered.get(t, {})) for t in counts]
     parts = with_tiers(gateway, parts, {t.name for t in topic_entries if t.remote_storage_enable})
