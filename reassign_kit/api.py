@@ -511,7 +511,9 @@ def start_run(
     against the cluster (validation, others' moves, approval, drift) and builds the ``Run``,
     and the home notes what the preflight wrote. ``options`` None on a resume: the journal's.
     ``journal``: None = in the run's home. ``rollback_path``: "" = in the run's home, None =
-    none, else that file. A refusal leaves no home behind (``home.recording``)."""
+    none, else that file. ``run_id`` (in ``run_kwargs``): the run's id, its home's and its
+    journal's (a malformed one, or one that already has a home, is refused by name); a resume
+    keeps its journal's. A refusal leaves no home behind (``home.recording``)."""
     from .errors import UsageError
     from .run import home as state
     from .run.preflight import preflight
@@ -523,6 +525,8 @@ def start_run(
         if options is None:
             options = options_from_journal(journal)
     assert options is not None
+    if run_kwargs.get("run_id") is not None:  # the caller's id names the home and the journal
+        state.check_run_id(run_kwargs["run_id"])
     with state.recording(
         gateway,
         plan,
@@ -533,12 +537,13 @@ def start_run(
         rollback=rollback_path or None,
         journal=journal,
         throttle=options.throttle,
+        run_id=run_kwargs.get("run_id"),
     ) as home:
         journal_path = journal if resume or home is None else home.journal
         assert journal_path is not None
         rb = None if rollback_path is None else home.rollback if home is not None else ""
         if home is not None:  # one id: the home's is the journal's, the metrics', the notices'
-            run_kwargs.setdefault("run_id", home.run_id)
+            run_kwargs["run_id"] = home.run_id
         prepared = preflight(
             gateway,
             plan,
