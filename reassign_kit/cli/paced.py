@@ -382,7 +382,7 @@ def _report(res: RunResult, args: argparse.Namespace, journal: str, interrupted:
     elif rates or lists:
         print(f"Throttles left for other reassignments in flight (read back): {lists_and_rates}.")
     else:
-        print("No throttle left by this run (read back from its topics and brokers).")
+        print("No throttle left by this run (read back from the topics and brokers it throttled).")
     if res.state in ("stopped", "cancelled", "deadline", "failed") or interrupted:
         base = _base_command(args)
         plan_file = args.reassignment_json_file
