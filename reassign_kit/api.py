@@ -523,13 +523,20 @@ def start_run(
     from .errors import UsageError
     from .run import home as state
     from .run.preflight import preflight
-    from .run.resume import options_from_journal
+    from .run.resume import first_event, options_from_journal
 
     if resume:
         if not journal:
             raise UsageError("resume needs the journal of the run to resume (--journal)")
         if options is None:
             options = options_from_journal(journal)
+        if run_id is not None:  # a resume goes on under its journal's id, never another
+            first = first_event(journal) or {}
+            if first.get("run_id") != run_id:
+                raise UsageError(
+                    f"run id {run_id!r} is not the id of the run journaled at {journal} "
+                    f"({first.get('run_id')!r}): a resume keeps its journal's id. Nothing was sent."
+                )
     assert options is not None
     if run_id is not None:  # the caller's id names the home and the journal
         state.check_run_id(run_id)

@@ -63,3 +63,16 @@ def test_the_same_run_id_twice_keeps_the_first_runs_home(tmp_path):
     with pytest.raises(UsageError, match="'r1' already has a home"):
         api.start_run(sim, plan, ExecuteOptions(wait=True), state_dir=tmp_path, run_id="r1")
     assert open(os.path.join(first.home.dir, "run.json")).read() == record
+
+
+def test_a_resume_under_another_id_is_refused_by_name(tmp_path):
+    """A resume goes on under its journal's id: another one given is refused, not ignored."""
+    sim, plan = _sim_and_plan()
+    first = api.start_run(sim, plan, ExecuteOptions(wait=True), state_dir=tmp_path, run_id="r1")
+    first.run.run()
+    journal = open(first.journal).read()
+    with pytest.raises(
+        UsageError, match=r"run id 'r2' is not the id of the run journaled at .*'r1'"
+    ):
+        api.start_run(sim, plan, None, journal=first.journal, resume=True, run_id="r2")
+    assert open(first.journal).read() == journal
