@@ -6,13 +6,15 @@ named on stderr, no traceback — and, read from the simulator's state file rath
 CLI's words, no config changed and no reassignment submitted (the operator's rate on broker 1
 stays). The CLI runs in-process (its ``main``) on ``--bootstrap-server sim:FILE``; a few
 subprocess runs show that nothing reaches a terminal as a traceback. The table
-(shape x action -> exit, changed) is printed at the end (``-s`` shows it)."""
+(shape x action -> exit, changed) is printed at the end (``-s`` shows it) and written to
+tests/out/hostile_plans.txt."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hostile_plans import FILE, OPERATOR, SHAPES, Shape, hostile_cluster
@@ -28,6 +30,7 @@ ACTIONS = {
     "throttles --clean": None,  # a sub-command: its own argv below
 }
 TABLE: dict[tuple[str, str], tuple[int, int]] = {}
+OUT = Path(__file__).resolve().parents[1] / "out"  # the table, as the chaos tables
 
 
 def _argv(action: str, sim: str, plan: str, state: str) -> list[str]:
@@ -70,6 +73,8 @@ def table_printed():
     changed = sum(c[1] for c in TABLE.values())
     rows.append(f"{len(SHAPES)} shapes x {len(ACTIONS)} actions: {done} runs, {changed} changed")
     print("\n" + "\n".join(rows))
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "hostile_plans.txt").write_text("\n".join(rows) + "\n")
 
 
 @pytest.mark.parametrize("action", list(ACTIONS))
