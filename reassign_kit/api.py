@@ -319,13 +319,18 @@ def _found_run(
 
 
 def list_reassignments(
-    cluster: Any, *, command_config: Mapping[str, str] | str | None = None
+    cluster: Any,
+    plan: Plan | str | os.PathLike | None = None,
+    *,
+    command_config: Mapping[str, str] | str | None = None,
 ) -> ListResult:
-    """Every reassignment in flight (``ops.ListResult``), as the CLI's ``--list``."""
+    """Every reassignment in flight (``ops.ListResult``), as the CLI's ``--list``; with
+    ``plan``, only its partitions (the plan checked first as ``execute`` checks it)."""
     from .operations import execute as ops
 
+    wanted, source = _plan_of(plan) if plan is not None else (None, "")
     with connected(cluster, command_config) as gw:
-        return ops.list_reassignments(gw)
+        return ops.list_reassignments(gw, wanted, source=source)
 
 
 def execute(
@@ -515,6 +520,7 @@ def start_run(
     source: str = "the plan",
     plan_path: str | None = None,
     approval: Approval | None = None,
+    run_id: str | None = None,
     **run_kwargs: Any,
 ) -> StartedRun:
     """The one start of a paced run that the API, the CLI and the panel share: the run's home
@@ -522,18 +528,29 @@ def start_run(
     against the cluster (validation, others' moves, approval, drift) and builds the ``Run``,
     and the home notes what the preflight wrote. ``options`` None on a resume: the journal's.
     ``journal``: None = in the run's home. ``rollback_path``: "" = in the run's home, None =
-    none, else that file. A refusal leaves no home behind (``home.recording``)."""
+    none, else that file. ``run_id``: the run's id, its home's and its
+    journal's (a malformed one, or one that already has a home, is refused by name); a resume
+    keeps its journal's. A refusal leaves no home behind (``home.recording``)."""
     from .errors import UsageError
     from .run import home as state
     from .run.preflight import preflight
-    from .run.resume import options_from_journal
+    from .run.resume import first_event, options_from_journal
 
     if resume:
         if not journal:
             raise UsageError("resume needs the journal of the run to resume (--journal)")
         if options is None:
             options = options_from_journal(journal)
+        if run_id is not None:  # a resume goes on under its journal's id, never another
+            first = first_event(journal) or {}
+            if first.get("run_id") != run_id:
+                raise UsageError(
+                    f"run id {run_id!r} is not the id of the run journaled at {journal} "
+                    f"({first.get('run_id')!r}): a resume keeps its journal's id. Nothing was sent."
+                )
     assert options is not None
+    if run_id is not None:  # the caller's id names the home and the journal
+        state.check_run_id(run_id)
     with state.recording(
         gateway,
         plan,
@@ -544,12 +561,13 @@ def start_run(
         rollback=rollback_path or None,
         journal=journal,
         throttle=options.throttle,
+        run_id=run_id,
     ) as home:
         journal_path = journal if resume or home is None else home.journal
         assert journal_path is not None
         rb = None if rollback_path is None else home.rollback if home is not None else ""
-        if home is not None:  # one id: the home's is the journal's, the metrics', the notices'
-            run_kwargs.setdefault("run_id", home.run_id)
+        # one id: the home's is the journal's, the metrics', the notices'
+        run_kwargs["run_id"] = home.run_id if home is not None else run_id
         prepared = preflight(
             gateway,
             plan,

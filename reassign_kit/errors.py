@@ -108,6 +108,15 @@ def require_extra(module: str, feature: str, hint: str = "") -> None:
 MAX_PROBLEMS_SHOWN = 100  # an InvalidPlanError's message lists at most this many
 
 
+def printable(text: str) -> str:
+    """``text`` safe to print on any terminal: control characters (an escape sequence in a
+    topic name would drive the operator's terminal) and lone surrogates (no encoding takes
+    them) shown escaped, as Python writes them."""
+    return "".join(
+        c if c.isprintable() and not 0xD800 <= ord(c) <= 0xDFFF else ascii(c)[1:-1] for c in text
+    )
+
+
 class InvalidPlanError(ReassignKitError):
     """A plan (or other input file) failed validation; ``problems`` lists every one of them."""
 
@@ -115,10 +124,13 @@ class InvalidPlanError(ReassignKitError):
 
     def __init__(self, problems: list, header: str = "the plan is invalid"):
         self.problems = list(problems)
-        lines = [f"{header} ({len(self.problems)} problem(s)); nothing was sent to the cluster:"]
+        lines = [
+            f"{printable(header)} ({len(self.problems)} problem(s)); nothing was sent to the "
+            "cluster:"
+        ]
         # a file of a million bad entries is a screenful, not a million lines (all of them
         # stay in ``problems``)
-        lines += [f"  - {p}" for p in self.problems[:MAX_PROBLEMS_SHOWN]]
+        lines += [f"  - {printable(str(p))}" for p in self.problems[:MAX_PROBLEMS_SHOWN]]
         if len(self.problems) > MAX_PROBLEMS_SHOWN:
             lines.append(f"  … and {len(self.problems) - MAX_PROBLEMS_SHOWN} more")
         super().__init__("\n".join(lines))

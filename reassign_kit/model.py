@@ -12,6 +12,7 @@ import json
 import math
 import os
 import posixpath
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii as _json_str
@@ -41,7 +42,21 @@ def read_text(path: str, kind: str) -> str:
     gives more is cut there and refused the same)."""
     limit = max_input_bytes()
     try:
-        size = os.stat(path).st_size
+        st = os.stat(path)
+        size = st.st_size
+        # a named pipe with no writer would block the read for good; an anonymous one (a
+        # shell's <(...), /dev/fd/N) has its writer and is read
+        if stat.S_ISFIFO(st.st_mode) and not os.path.basename(os.path.realpath(path)).startswith(
+            "pipe:"
+        ):
+            raise InvalidPlanError(
+                ["a named pipe (FIFO): give a regular file; nothing was read"],
+                header=f"{kind} {path}",
+            )
+        if stat.S_ISDIR(st.st_mode):
+            raise InvalidPlanError(
+                ["a directory: give a regular file; nothing was read"], header=f"{kind} {path}"
+            )
         if size > limit:
             raise InvalidPlanError(
                 [f"{size} bytes, over the {limit} an input file may have; nothing was read "

@@ -350,7 +350,13 @@ def _report(res: RunResult, args: argparse.Namespace, journal: str, interrupted:
     _report_elections(res, args)
     if res.error:
         print(f"Error: {res.error}", file=sys.stderr)
-    rates = res.throttles_left.get("broker_rates") if res.throttles_left else None
+    left = res.throttles_left or {}
+    rates = {**(left.get("broker_rates") or {}), **(left.get("log_dir_rates") or {})}
+    lists = sorted({*(left.get("leader_replicas") or {}), *(left.get("follower_replicas") or {})})
+    lists_and_rates = "; ".join(
+        ([f"rates on brokers {', '.join(sorted(rates, key=str))}"] if rates else [])
+        + ([f"replica lists on topics {', '.join(lists[:10])}"] if lists else [])
+    )
     if res.cleanup_error is not None:  # never "No throttle left" when the cleanup failed
         verify = _base_command(args) + [
             "--verify",
@@ -368,12 +374,15 @@ def _report(res: RunResult, args: argparse.Namespace, journal: str, interrupted:
                 f"They keep exactly the throttles they need (rates on brokers "
                 f"{', '.join(sorted(rates))}); --verify removes them once complete."
             )
-    elif rates:
+    elif not res.throttles_read_back:  # "none left" only from the brokers, never believed
         print(
-            f"Throttles left for other reassignments in flight on brokers {', '.join(sorted(rates))}."
+            "Throttles left by this run: not read back from the brokers; "
+            "`reassign-kit throttles --check` reads them."
         )
+    elif rates or lists:
+        print(f"Throttles left for other reassignments in flight (read back): {lists_and_rates}.")
     else:
-        print("No throttle left by this run.")
+        print("No throttle left by this run (read back from the topics and brokers it throttled).")
     if res.state in ("stopped", "cancelled", "deadline", "failed") or interrupted:
         base = _base_command(args)
         plan_file = args.reassignment_json_file

@@ -256,10 +256,16 @@ def _cancel(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
 
 
 def _list(args: argparse.Namespace, gateway: Any, plan: Plan | None) -> int:
-    lres = ops.list_reassignments(gateway)
+    """--list; with a plan, only its partitions (the plan checked as --execute checks it)."""
+    lres = ops.list_reassignments(gateway, plan, source=args.reassignment_json_file or "")
     if args.output == "json":
         print(lres.to_json())
     else:
+        if plan is not None:
+            print(
+                f"Of the {len(plan)} partition(s) of {args.reassignment_json_file}, "
+                f"{len(lres.states)} have a reassignment in progress."
+            )
         _print(lres.lines())
         if lres.states:
             print("\nAs a reassignment JSON (the targets):")

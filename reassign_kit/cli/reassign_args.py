@@ -52,7 +52,7 @@ ACTION_OPTIONS: dict[str, set[str]] = {
         "rollback_timeout",
         "notify",
     },
-    "list": {"output", "state_dir"},
+    "list": {"output", "state_dir", "reassignment_json_file"},
     "generate": {
         "topics_to_move_json_file",
         "broker_list",
@@ -127,7 +127,11 @@ def _add_actions(p: argparse.ArgumentParser) -> None:
         "run without --on-interrupt cancel.)",
     )
     a.add_argument(
-        "--list", action="store_true", help="List the reassignments in progress (table, then JSON)."
+        "--list",
+        action="store_true",
+        help="List the reassignments in progress (table, then JSON); with "
+        "--reassignment-json-file, only those of that plan's partitions (the plan checked "
+        "first with the rules of --execute: an invalid one is exit 3, nothing listed).",
     )
     a.add_argument(
         "--generate",
@@ -150,7 +154,10 @@ def _add_connection_and_options(p: argparse.ArgumentParser) -> None:
 
     o = p.add_argument_group("options")
     o.add_argument(
-        "--reassignment-json-file", metavar="FILE", help='The plan: {"version":1,"partitions":[…]}.'
+        "--reassignment-json-file",
+        metavar="FILE",
+        help='The plan: {"version":1,"partitions":[…]} (--execute, --verify, --cancel, '
+        "--progress; with --list, the partitions to list).",
     )
     o.add_argument(
         "--preserve-throttles",
@@ -346,6 +353,9 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> str:
         raise UsageError(f"Option {_flag(dest)} can't be used with action --{action}")
     if not args.bootstrap_server:
         raise UsageError("--bootstrap-server is required")
+    plan = getattr(args, "reassignment_json_file", None)
+    if plan is not None and not plan.strip():  # an unset variable: no plan, never "all"
+        raise UsageError("--reassignment-json-file needs a file path (an empty one is no plan)")
     if action in ("execute", "verify") and not args.reassignment_json_file:
         raise UsageError(f"--{action} needs --reassignment-json-file")
     if action == "cancel":

@@ -10,6 +10,8 @@ import argparse
 import json
 
 from ..cluster.views import require_permissions
+from ..errors import UsageError
+from ..model import Plan
 from ..operations.execute import connect
 from ..run import home as state
 from ..throttles import janitor
@@ -52,6 +54,14 @@ def _parser() -> argparse.ArgumentParser:
         "unfinished runs recorded there for this cluster are used (which ones is said)",
     )
     p.add_argument(
+        "--reassignment-json-file",
+        metavar="FILE",
+        help="only the throttles of this plan: its topics' replica-list entries of its "
+        "partitions and the rates of the brokers its moves involve (targets and current "
+        "replicas); the plan is checked first with the rules of --execute (an invalid one is "
+        "exit 3, nothing changed)",
+    )
+    p.add_argument(
         "--output", choices=("text", "json"), default="text", help="text (default) or JSON"
     )
     return p
@@ -59,22 +69,34 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    path = args.reassignment_json_file
+    if path is not None and not path.strip():
+        raise UsageError("--reassignment-json-file needs a file path (an empty one is no plan)")
+    plan = Plan.read(path) if path is not None else None  # refused before connecting
     priors = load_priors(args.journal or args.throttle_priors)
     gw = connect(args.bootstrap_server, args.command_config)
     found: list[str] = []
+    scope: janitor.PlanScope | None = None
     try:
         needed = ["DESCRIBE", "DESCRIBE_CONFIGS"] + (["ALTER_CONFIGS"] if args.clean else [])
         require_permissions(gw, "throttles", needed)
+        # the plan checked against the cluster before anything is changed
+        scope = janitor.plan_scope(gw, plan, path) if plan is not None else None
         recorded = False
         if priors is None:  # the runs recorded for this cluster say what was the operator's
             priors, found = state.cluster_priors(gw, args.state_dir)
             recorded = priors is not None
         if args.clean:
-            result = janitor.clean_throttles(gw, priors, only_recorded=recorded)
+            result = janitor.clean_throttles(gw, priors, only_recorded=recorded, scope=scope)
         else:
-            result = janitor.check_throttles(gw, priors)
+            result = janitor.check_throttles(gw, priors, scope=scope)
     finally:
         gw.close()
+    if scope is not None:
+        found.append(
+            f"Only the throttles of {path}: topic(s) {', '.join(sorted(scope.partitions))}, "
+            f"broker(s) {', '.join(str(b) for b in sorted(scope.brokers))}."
+        )
     if args.output == "json":
         print(json.dumps(result.to_json_obj(), indent=2))
     else:

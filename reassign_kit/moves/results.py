@@ -100,6 +100,8 @@ class RunResult:
     elections_not_due: list[TopicPartition] = field(default_factory=list)
     leaders_checked: int = 0
     leaders_not_preferred: dict[TopicPartition, str] = field(default_factory=dict)
+    # ``throttles_left`` was read back from the brokers after the cleanup (else: believed)
+    throttles_read_back: bool = False
 
     @classmethod
     def of(

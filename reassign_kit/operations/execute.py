@@ -20,6 +20,7 @@ from typing import Any
 
 # re-exported: these lived here before cluster/views.py and run/logdirs.py held them
 from ..cluster.views import (
+    cluster_view,
     require_permissions,
 )
 from ..errors import (
@@ -38,6 +39,7 @@ from ..run.options import ExecuteOptions
 from ..run.preflight import preflight
 from ..throttles import configs as thr
 from ..throttles import priors as priors_mod
+from ..validate import validate_plan
 from .tables import (
     fmt_replicas,
     rows_table,
@@ -453,10 +455,20 @@ class ListResult:
         return out
 
 
-def list_reassignments(gateway: Any) -> ListResult:
-    """Every reassignment in flight on the cluster (from the controller)."""
+def list_reassignments(
+    gateway: Any, plan: Plan | None = None, source: str = "the plan"
+) -> ListResult:
+    """Every reassignment in flight on the cluster (from the controller); with ``plan``, only
+    those of its partitions, after the rules --execute applies to it (``InvalidPlanError``,
+    exit 3, the partition or broker named)."""
     require_permissions(gateway, "list", ["DESCRIBE"])
-    return ListResult(dict(sorted(gateway.list_reassignments().items())))
+    if plan is not None:
+        validate_plan(plan, cluster_view(gateway, plan), source=source)
+    states = gateway.list_reassignments()
+    if plan is not None:
+        wanted = {m.tp for m in plan}
+        states = {tp: st for tp, st in states.items() if tp in wanted}
+    return ListResult(dict(sorted(states.items())))
 
 
 def write_json(path: str, obj: Any) -> None:

@@ -6,6 +6,7 @@ that cleans it (exit 8) — then the result and ``run_finished``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ from ..errors import KafkaOperationError
 from ..model import TopicPartition
 from ..moves.results import RunResult
 from ..moves.table import MoveStatus
+from ..throttles.configs import current_throttles
 from .gcpause import thaw_heap
 from .track import cancel_notes
 
@@ -166,6 +168,10 @@ class Finisher:
         self.parts.loop.fire("finish", state)  # the lifecycle's end: one transition, first
         # after a failed cleanup, what was set after the last sync that went through may be left
         left = self.shared.throttles.left() if cleanup_error is None else last_known
+        read_back = False
+        if cleanup_error is None and self.shared.began:  # what is left: the brokers say
+            left, cleanup_error = self._read_back(left)
+            read_back = cleanup_error is None
         if cleanup_error is not None and self.shared.error is None:
             self.shared.error = f"throttle cleanup failed: {cleanup_error}"
         self.shared.result = RunResult.of(
@@ -179,6 +185,7 @@ class Finisher:
             cleanup_error,
         )
         r = self.shared.result
+        r.throttles_read_back = read_back or not self.shared.began  # a run never begun set none
         self._report_elections(r)
         self.parts.loop.emit(
             "run_finished",
@@ -192,6 +199,35 @@ class Finisher:
             throttles_left=left,
             error=self.shared.error,
         )
+
+    def _read_back(self, believed: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+        """The throttles this run leaves, read back from the topics and brokers it wrote after
+        the cleanup (the operator's values taken out), never what the run believes it set; an
+        error (exit 8) when a broker cannot be read or holds what the run believes removed."""
+        keeper = self.shared.throttles
+        topics, brokers = keeper.written_scope()
+        if not topics and not brokers:
+            return believed, None  # the run never wrote a throttle
+        try:
+            now = self._final(
+                lambda: current_throttles(self.shared.gw, sorted(topics), sorted(brokers)),
+                "reading the throttles back",
+            )
+        except Exception as e:  # noqa: BLE001 - reported: what is left is unknown
+            return believed, f"the throttles could not be read back ({type(e).__name__}: {e})"
+        left = keeper.left_in(now)
+        unread = sorted(str(b) for b in now.get("unreachable") or {})
+        if unread:
+            left["unreachable"] = {str(b): str(e) for b, e in now["unreachable"].items()}
+            return left, (
+                f"broker(s) {', '.join(unread)} could not be read back after the cleanup: "
+                "whether a throttle of this run is left there is unknown"
+            )
+        extra = _not_in(left, believed)
+        if extra:
+            self.parts.loop.emit("error", message=f"throttles read back after the cleanup: {extra}")
+            return left, f"read back after the cleanup, still set: {extra}"
+        return left, None
 
     def _final(self, fn: Any, what: str) -> Any:
         """``fn()`` with a transient cluster error retried (tenacity, ``FINAL_ATTEMPTS``
@@ -335,3 +371,18 @@ def _left_text(left: Any) -> str:
     if topics:
         parts.append("replica lists on topic(s) " + ", ".join(topics[:10]))
     return "; ".join(parts) or "none recorded"
+
+
+def _not_in(read: Mapping[str, Any], believed: Mapping[str, Any]) -> str:
+    """What the read-back holds that the run does not believe it left, short ("" if none)."""
+    out = []
+    for key, what in (
+        ("broker_rates", "a rate on broker"),
+        ("log_dir_rates", "a log-dir rate on broker"),
+        ("leader_replicas", "a leader list on topic"),
+        ("follower_replicas", "a follower list on topic"),
+    ):
+        theirs = believed.get(key) or {}
+        names = sorted((n for n, v in (read.get(key) or {}).items() if theirs.get(n) != v), key=str)
+        out += [f"{what} {n}" for n in names[:10]] + (["…"] if len(names) > 10 else [])
+    return ", ".join(out)

@@ -56,6 +56,8 @@ PLAN_FILE = "plan.json"
 ROLLBACK_FILE = "rollback.json"
 JOURNAL_FILE = "journal.jsonl"
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+# a run id names a directory and is journaled: within the journal's rule, never "." or ".."
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
 
 # what a preflight refuses with before anything is sent: the run's directory is removed then
@@ -198,6 +200,17 @@ def _new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
 
 
+def check_run_id(run_id: Any) -> str:
+    """``run_id`` as given, or ``UsageError`` naming it: it becomes the run's directory
+    name and every journal line's id, so a path separator or a control character is refused."""
+    if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
+        raise UsageError(
+            f"run id {run_id!r} is not a run id: 1 to 128 of A-Z a-z 0-9 . _ : - starting "
+            "with a letter or digit. Nothing was sent."
+        )
+    return run_id
+
+
 def begin(
     gateway: Any,
     plan: Plan,
@@ -208,16 +221,23 @@ def begin(
     rollback: str | None = None,
     journal: str | None = None,
     throttle: int | None = None,
+    run_id: str | None = None,
 ) -> RunRecord:
     """Create this run's directory and record (before anything is sent). ``rollback`` /
     ``journal``: an explicit path (kept where asked, recorded here), else one in the run's
-    directory (a paced run's journal; a legacy run has none). Raises ``UsageError`` naming
-    the directory and how it was chosen when it cannot be written: nothing is sent then."""
+    directory (a paced run's journal; a legacy run has none). ``run_id``: the caller's (checked,
+    and never an earlier run's home), else a new one. Raises ``UsageError`` naming the
+    directory and how it was chosen when it cannot be written: nothing is sent then."""
+    run_id = _new_run_id() if run_id is None else check_run_id(run_id)
     root = state_root(state_dir)
     cid = str(gateway.cluster_id())
     base = key_dir(root, cid, plan)
-    run_id = _new_run_id()
     d = os.path.join(base, run_id)
+    if os.path.lexists(d):  # the same id twice: the first run's record and originals stay
+        raise UsageError(
+            f"run id {run_id!r} already has a home at {d}: give a new id (or resume that "
+            "run from its journal). Nothing was sent."
+        )
     try:
         os.makedirs(d, mode=0o700)
         with open(os.path.join(d, PLAN_FILE), "w", encoding="utf-8") as f:

@@ -22,6 +22,9 @@ from ..cluster.config import (
     LOG_DIR_RATE,
 )
 from ..cluster.gateway import BROKER_SOURCE, DEFAULT_BROKER, TOPIC_SOURCE, ConfigChanges
+from ..cluster.views import cluster_view
+from ..model import Plan
+from ..validate import validate_plan
 from .configs import entry_set, move_map, throttles_for
 from .priors import Priors
 
@@ -124,16 +127,54 @@ class ThrottleCheck:
         }
 
 
+@dataclass(frozen=True)
+class PlanScope:
+    """The throttles of one plan: its topics' list entries of its partitions, and the rates
+    of the brokers its moves involve (each partition's targets and current replicas)."""
+
+    source: str
+    partitions: dict[str, frozenset[int]]  # topic -> the plan's partitions of it
+    brokers: frozenset[int]
+
+    def owns_entry(self, topic: str, entry: str) -> bool:
+        """A list entry ``partition:broker`` (or ``*``) of one of the plan's partitions."""
+        part = entry.split(":", 1)[0]
+        return entry == "*" or (part.isdigit() and int(part) in self.partitions.get(topic, ()))
+
+
+def plan_scope(gateway: Any, plan: Plan, source: str) -> PlanScope:
+    """The scope of ``plan`` on the cluster, after the rules --execute applies to it (an
+    invalid plan is ``InvalidPlanError``, exit 3, the partition or broker named: nothing is
+    changed then). Read-only calls."""
+    view = cluster_view(gateway, plan)
+    validate_plan(plan, view, source=source)
+    parts: dict[str, set[int]] = {}
+    brokers: set[int] = set()
+    for m in plan:
+        parts.setdefault(m.topic, set()).add(m.partition)
+        st = view.states.get(m.tp)
+        brokers.update(m.replicas, st.replicas if st is not None else (), st.adding if st else ())
+    return PlanScope(source, {t: frozenset(p) for t, p in parts.items()}, frozenset(brokers))
+
+
 def check_throttles(
-    gateway: Any, priors: Priors | None = None, brokers: Iterable[int] | None = None
+    gateway: Any,
+    priors: Priors | None = None,
+    brokers: Iterable[int] | None = None,
+    scope: PlanScope | None = None,
 ) -> ThrottleCheck:
     """Every throttle config no reassignment in flight needs: entries of topic lists no move
     needs (``*`` on a topic with nothing moving), rates of brokers no move involves, log-dir
     rates of brokers with no replica moving between log dirs, a cluster-default rate while
-    nothing moves. ``brokers``: default the live ones. A few Admin calls whatever the size."""
+    nothing moves. ``brokers``: default the live ones. ``scope``: only the plan's (its topics'
+    entries of its partitions, its brokers' rates; the cluster default is not its). A few Admin
+    calls whatever the size."""
     priors = priors or Priors()
     topics = sorted(gateway.topic_partition_counts())
     brokers = sorted(b.id for b in gateway.brokers()) if brokers is None else sorted(brokers)
+    if scope is not None:
+        topics = [t for t in topics if t in scope.partitions]
+        brokers = [b for b in brokers if b in scope.brokers]
     cfg = gateway.throttle_configs(topics, brokers)
     live = [b for b in brokers if b not in cfg.unreachable]
     in_flight = gateway.list_reassignments()
@@ -155,6 +196,8 @@ def check_throttles(
                 extra = set() if t in moving_topics or "*" in operator else have
             else:
                 extra = have - entry_set(needed) - operator
+            if scope is not None:
+                extra = {e for e in extra if scope.owns_entry(t, e)}
             if extra:
                 strays.append(Stray("topic", t, key, cv.value, ",".join(sorted(extra)), cv.source))
     for b in live:
@@ -168,7 +211,7 @@ def check_throttles(
             if busy or (known and prior == cv.value):
                 continue  # a move needs it, or it is the operator's own, as before the run
             strays.append(Stray("broker", str(b), key, cv.value, cv.value, cv.source, prior, known))
-    if not in_flight:
+    if not in_flight and scope is None:
         for key, cv in cfg.default.items():
             if priors.get("brokers", DEFAULT_BROKER, key) != cv.value:
                 strays.append(Stray("default", DEFAULT_BROKER, key, cv.value, cv.value, cv.source))
@@ -180,14 +223,15 @@ def clean_throttles(
     priors: Priors | None = None,
     check: ThrottleCheck | None = None,
     only_recorded: bool = False,
+    scope: PlanScope | None = None,
 ) -> ThrottleCheck:
     """Remove what ``check_throttles`` finds (checked now unless given) that is set on the topic
     or broker itself: a list narrowed to what the moves need (deleted when nothing is left), a
     rate deleted, or put back at its prior when ``priors`` know one. The cluster default and
     server.properties values are left as they are (reported). ``only_recorded`` (the runs'
     records found): only the configs ``priors`` record — those the runs changed —
-    are changed; the others are reported as kept."""
-    check = check or check_throttles(gateway, priors)
+    are changed; the others are reported as kept. ``scope``: only the plan's throttles."""
+    check = check or check_throttles(gateway, priors, scope=scope)
     tch: ConfigChanges = {}
     bch: ConfigChanges = {}
     pr = priors or Priors()

@@ -99,9 +99,20 @@ class ThrottleKeeper:
         values put back (their recorded priors, their list entries) are not the run's."""
         if self.applied is None:
             return {}
+        return self.left_in(self.applied)
+
+    def written_scope(self) -> tuple[set[str], set[Any]]:
+        """The topics and brokers whose throttles this run wrote or was about to (a prior is
+        recorded before the change is sent), and those it could not reach."""
+        brokers = self.managed_brokers | set(self.priors.brokers) | set(self.skipped)
+        return self.managed_topics | set(self.priors.topics), {b for b in brokers if type(b) is int}
+
+    def left_in(self, current: Mapping[str, Any]) -> dict[str, Any]:
+        """Of throttles as ``current_throttles`` gives them (read back, or the last sync's),
+        those the run leaves set: the operator's values (their priors) taken out."""
         pr = self.priors
         topics: dict[str, dict[str, str]] = {}
-        for t, kv in self.applied.get("topics", {}).items():
+        for t, kv in current.get("topics", {}).items():
             mine = {}
             for k, v in kv.items():
                 theirs = entry_set(pr.get("topics", t, k))
@@ -112,7 +123,7 @@ class ThrottleKeeper:
                 topics[t] = mine
         brokers = {
             b: d
-            for b, kv in self.applied.get("brokers", {}).items()
+            for b, kv in current.get("brokers", {}).items()
             if (
                 d := {
                     k: v

@@ -2,7 +2,7 @@
 replication rates on the brokers of a paced, throttled move are back at their values after
 the run, and `reassign-kit throttles --check` (given the run's journal, which recorded them)
 finds nothing that no move needs; without the journal it lists them as dynamic broker
-configs (and exits 8)."""
+configs (and exits 8), and given the plan, only those of the plan's brokers."""
 
 from __future__ import annotations
 
@@ -51,6 +51,9 @@ def test_operator_rates_back_after_a_paced_throttled_move(sandbox, gw, topic_nam
             *("--rollback-file", str(tmp_path / "rollback.json")),
         )
         assert run.returncode == 0, run.stdout + run.stderr
+        # the claim comes from the brokers' configs read back (the operator's, put back, are
+        # not the run's)
+        assert "No throttle left by this run (read back" in run.stdout, run.stdout[-1500:]
         assert gw.describe_partitions([tp])[tp].replicas == (b[1],)
         ev = read_events(journal)
         # ours was in force while it moved, the operator's recorded before it was changed
@@ -66,6 +69,15 @@ def test_operator_rates_back_after_a_paced_throttled_move(sandbox, gw, topic_nam
         check = cli(sandbox.bootstrap_servers, "throttles", "--check", "--journal", str(journal))
         assert check.returncode == 0, check.stdout + check.stderr
         assert "No throttle config is set that no reassignment in flight needs" in check.stdout
+        # the plan's scope: its brokers now (the move done: its target only), not b[0]'s rate
+        scoped = cli(
+            sandbox.bootstrap_servers,
+            *("throttles", "--check", "--output", "json"),
+            *("--reassignment-json-file", str(plan_path)),
+        )
+        assert scoped.returncode == 8, scoped.stdout + scoped.stderr
+        names = {s["name"] for s in json.loads(scoped.stdout)["strays"]}
+        assert names == {str(b[1])}, scoped.stdout
         bare = cli(sandbox.bootstrap_servers, "throttles", "--check", "--output", "json")
         assert bare.returncode == 8, bare.stdout + bare.stderr
         stray = json.loads(bare.stdout)["strays"]
