@@ -19,8 +19,10 @@ those streams would have moved (a trapezoid between samples). Before ``MIN_WINDO
 over a window of bytes cannot explode as a rate over a near-empty window does (bench_eta saw
 "13981h" when one broker's moves ended between samples). The interval: the same simulation
 at the 10th and 90th percentiles of the share measured between samples in the window, and
-every finish estimated in the last few seconds (``eta_pace.Finishes``). The ETA never exceeds the bound of the bytes left at ``BOUND_SHARE`` of the throttle (plus a
-completion lag per step left) unless ``eta_reason`` says why (the brokers measured slower).
+every finish estimated in the last few seconds (``eta_pace.Finishes``). ``eta_bound_s`` is
+the physical bound beside it (``model.physical_bound``: the bytes through the busiest broker
+end over the throttle), the baseline each of the model's terms was kept for beating on
+held-out shapes (bench/RESULTS.md, bench_heldout_ablation).
 
 What the run spends besides copying is measured too (bench_eta): the gap from a completion
 to the next submission, from a KIP-435 step's completion to its move's next step, and what a
@@ -56,6 +58,7 @@ from .model import (
     Forecast,
     flows_of,
     model_rate,
+    physical_bound,
     simulate,
     snapshot_of,
 )
@@ -67,7 +70,6 @@ ETA_WINDOW_S = 60.0
 # no rate yet — a follower's first fetch may wait a quota window)
 STALLED_AFTER_S = 10.0
 PRIOR_BPS = 100 * 1024 * 1024  # nominal capacity of a broker end without a throttle
-BOUND_SHARE = 0.5  # the ETA's bound: the bytes left at this share of the throttle
 FETCH_BYTES = 1 << 20  # what a follower fetches of a partition at a time
 
 
@@ -259,9 +261,8 @@ class RunEta:
         caps: Caps | None,
         rest_bytes: float,
     ) -> tuple[float | None, str | None]:
-        """What is left simulated at the share measured (the run's pace taking over), held to
-        the bound; the range set."""
-        bytes_left = float(sum(left.values()))
+        """What is left simulated at the share measured (the run's pace taking over); the
+        range set, the physical bound beside it."""
         if not flows:
             return None, "no moves to estimate"
         capacity = float(cap) if cap else float(PRIOR_BPS)
@@ -295,17 +296,9 @@ class RunEta:
         if paced is not None:  # the run's measured pace takes over the model's (``_pace``)
             scale = paced / eta
             eta, low, high = paced, low * scale, high * scale
-        low, high = self._widened(eta, low, high, capacity)
-        steps_left = sum(len(f.steps) for f in flows)
-        return self._bounded(
-            eta,
-            low,
-            high,
-            self._why(fc, cap),
-            cap,
-            bytes_left + rest_bytes,
-            tail * (steps_left + 1),
-        )
+        self.low, self.high = self._widened(eta, low, high, capacity)
+        self.bound = physical_bound(flows, cap) if cap else None
+        return eta, self._why(fc, cap)
 
     def _lag_left(self, tail: float) -> float:
         """Every byte in: the completion lag counts down (and the elections queued go out
@@ -343,40 +336,6 @@ class RunEta:
         elif not self.meter.measured:
             why = f"{why}, at the throttle (no rate measured yet)" if cap else why
         return why
-
-    def _bounded(
-        self,
-        eta: float,
-        low: float,
-        high: float,
-        why: str,
-        cap: float | None,
-        total_left: float,
-        lags: float,
-    ) -> tuple[float, str]:
-        """The ETA held to the bound of ``total_left`` bytes at ``BOUND_SHARE`` of the
-        throttle (or of the rate since the start) plus ``lags``, unless the brokers were
-        measured slower; sets the range."""
-        floor_rate = BOUND_SHARE * cap if cap else None
-        if floor_rate is None and (since := self.meter.since_start()):
-            floor_rate = BOUND_SHARE * since  # no throttle: half the rate since the start
-        if floor_rate:
-            self.bound = total_left / floor_rate + lags
-            if eta > self.bound:
-                if cap and self.meter.measured and self.meter.share < BOUND_SHARE:
-                    why = (
-                        f"{why}; the brokers copy at {self.meter.share:.0%} of the throttle "
-                        "(measured), beyond the throttle's bound"
-                    )
-                else:
-                    eta = self.bound
-                    why = f"at the bound: the bytes left at {BOUND_SHARE:.0%} of the " + (
-                        "throttle" if cap else "rate since the start"
-                    )
-                    high = max(min(high, self.bound), eta)
-                    low = min(low, eta)
-        self.low, self.high = low, high
-        return eta, why
 
     def _pace(
         self,

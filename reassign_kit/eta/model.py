@@ -531,8 +531,21 @@ class _Simulation:
         return Forecast(t, copy_s, _name(self.bottleneck))
 
 
+def physical_bound(flows: Iterable[Flow], capacity: float) -> float:
+    """The physical bound: the bytes each broker end must still send or receive, over
+    ``capacity``, through the busiest end (the baseline every other term of the ETA beats)."""
+    load = end_loads(flows)
+    return max(load.values(), default=0.0) / max(capacity, 1.0)
+
+
 def _bottleneck(flows: Iterable[Flow]) -> tuple[str, int] | None:
     """The end with the most bytes to pass (a receiving end first on a tie)."""
+    load = end_loads(flows)
+    return max(load, key=lambda k: (load[k], k[0] == "i")) if load else None
+
+
+def end_loads(flows: Iterable[Flow]) -> dict[tuple[str, int], float]:
+    """The bytes each broker end ("i" receiving, "o" sending) must still pass."""
     load: dict[tuple[str, int], float] = {}
     for f in flows:
         for i, st in enumerate(f.steps):
@@ -542,7 +555,7 @@ def _bottleneck(flows: Iterable[Flow]) -> tuple[str, int] | None:
                 load[("i", b)] = load.get(("i", b), 0.0) + n
                 if src is not None:
                     load[("o", src)] = load.get(("o", src), 0.0) + n
-    return max(load, key=lambda k: (load[k], k[0] == "i")) if load else None
+    return load
 
 
 def _elect(

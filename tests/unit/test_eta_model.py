@@ -223,7 +223,8 @@ def test_a_brokers_last_move_ending_between_samples_keeps_the_eta_under_the_boun
     for e in with_eta:
         assert e["eta_s"] <= bound(e, e["moving"] + e["pending"], 0.5), e
     assert len(with_eta) == len(samples)  # none unknown, not even the first
-    assert all(e["eta_s"] <= e["eta_bound_s"] for e in samples)
+    # the physical bound beside it: broker 1 sends 40 + 10 MiB at 1 MiB/s, less what went
+    assert 45 <= samples[0]["eta_bound_s"] <= 50
     late = from_25pct(samples, end)
     assert max(error(e, end, 0.5) for e in late) <= 0.10
 
