@@ -107,8 +107,8 @@ TERMS: dict[str, Callable[[], list[Callable[[], None]]]] = {
     ],
     # the fetch a receiving end loses when a stream ends among others
     "end_loss": lambda: [_patch(model, "end_loss", lambda size: 0.0)],
-    # the ETA held to the bytes left at half the throttle
-    "bound_cap": lambda: [_patch(estimate, "BOUND_SHARE", 1e-9)],
+    # the share and the pace measured anew when a stalled broker copies again
+    "resume": lambda: [_patch(estimate.RunEta, "_resumed", lambda self, ts: None)],
     # the queued moves admitted by the run's scheduler (batches, caps, incremental)
     "schedule": _all_at_once,
 }

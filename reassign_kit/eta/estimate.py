@@ -99,6 +99,7 @@ class RunEta:
         # when each broker end last copied: ("i", receiving) / ("o", sending) -> ts
         self._end_busy: dict[tuple[str, int], float] = {}
         self._stall_seen = False
+        self._stalled_before: set[int] = set()  # brokers stalled at the last sample
         self.total_rate: float | None = None
         self.rates: dict[int, float] = {}
         self.low: float | None = None
@@ -117,6 +118,13 @@ class RunEta:
         # catch-up while the quota's windows hold bytes of the old one (``replaying``)
         self.paced.restart(changed + QUOTA_REPLAY_S)
         self.finishes.restart(changed)
+
+    def _resumed(self, ts: float) -> None:
+        """A stalled broker (down, restarting) takes in bytes again: the share and the pace
+        measured across its stall are the stall's, not the cluster's pace after it (the
+        sandbox's restarted leader: a pace of 0.2, the ETA twice the truth after its return)."""
+        self.meter.forget()
+        self.paced.restart(ts)
 
     def update(
         self,
@@ -240,6 +248,9 @@ class RunEta:
         self.low = self.high = self.bound = None
         bytes_left = float(sum(left.values()))
         stalled = self._stalled(ts, received, left, inflight, cap)
+        if self._stalled_before - set(stalled):
+            self._resumed(ts)
+        self._stalled_before = set(stalled)
         if bytes_left <= 0 and not any(inflight.values()):
             self.low = self.high = 0.0
             return 0.0, None
