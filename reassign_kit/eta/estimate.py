@@ -58,7 +58,6 @@ from .model import (
     Forecast,
     flows_of,
     model_rate,
-    physical_bound,
     simulate,
     snapshot_of,
 )
@@ -71,6 +70,21 @@ ETA_WINDOW_S = 60.0
 STALLED_AFTER_S = 10.0
 PRIOR_BPS = 100 * 1024 * 1024  # nominal capacity of a broker end without a throttle
 FETCH_BYTES = 1 << 20  # what a follower fetches of a partition at a time
+
+
+def sharing(flows: list[Flow]) -> dict[int, int]:
+    """Per receiving broker, the most streams sharing one end of a stream into it (its own,
+    or its source's): its log grows a fetch at a time at that share of the throttle."""
+    streams = [(f.src, b) for f in flows if f.state == "moving" for b in f.left]
+    into: dict[int, int] = {}
+    out: dict[int | None, int] = {}
+    for src, b in streams:
+        into[b] = into.get(b, 0) + 1
+        out[src] = out.get(src, 0) + 1
+    got: dict[int, int] = {}
+    for src, b in streams:
+        got[b] = max(got.get(b, 0), into[b], out[src] if src is not None else 0)
+    return got
 
 
 # ------------------------------------------------------------------------- the run's ETA
@@ -100,6 +114,7 @@ class RunEta:
         self._end_busy: dict[tuple[str, int], float] = {}
         self._stall_seen = False
         self._stalled_before: set[int] = set()  # brokers stalled at the last sample
+        self._sharing: dict[int, int] = {}  # (``sharing``)
         self.total_rate: float | None = None
         self.rates: dict[int, float] = {}
         self.low: float | None = None
@@ -165,6 +180,7 @@ class RunEta:
         self._full_since = {tp: t for tp, t in self._full_since.items() if tp in live}
         capacity = float(cap) if cap else float(PRIOR_BPS)
         snap = snapshot_of(flows)
+        self._sharing = sharing(flows)
         woke = self.meter.woke(ts, snap, capacity, self._end_busy)
         for src, b, _, _ in snap:
             self._end_busy[("i", b)] = ts
@@ -224,7 +240,8 @@ class RunEta:
         for b in sorted(set(received) | set(left)):
             n = float(received.get(b, 0.0))
             prev = self._grew.get(b)
-            quiet = 2 * FETCH_BYTES * max(1, inflight.get(b, 0)) / cap if cap else 0.0
+            shared = max(1, inflight.get(b, 0), self._sharing.get(b, 0))
+            quiet = 2 * FETCH_BYTES * shared / cap if cap else 0.0
             if b not in busy or not left.get(b) or prev is None or n > prev[0]:
                 self._grew[b] = (n, ts)
             elif ts - prev[1] >= max(STALLED_AFTER_S, quiet):
@@ -308,7 +325,8 @@ class RunEta:
             scale = paced / eta
             eta, low, high = paced, low * scale, high * scale
         self.low, self.high = self._widened(eta, low, high, capacity)
-        self.bound = physical_bound(flows, cap) if cap else None
+        # the simulation's own count (``physical_bound``), before any of its terms
+        self.bound = fc.busiest_bytes / cap if cap else None
         return eta, self._why(fc, cap)
 
     def _lag_left(self, tail: float) -> float:

@@ -170,6 +170,7 @@ class Forecast:
     seconds: float
     copy_s: float
     bottleneck: str | None
+    busiest_bytes: float = 0.0  # what the busiest end must still pass (``physical_bound``)
 
 
 def _caps_of(flows: Iterable[Flow], capacity: float) -> tuple[dict, dict]:
@@ -346,7 +347,9 @@ class _Simulation:
                 else:
                     end = self.seen(max(1e-6, self.extra - f.full_s))
                 self.completes_at(end, f)
-        self.bottleneck = _bottleneck(self.active + self.ready + self.pending)
+        loads = end_loads(self.active + self.ready + self.pending)
+        self.bottleneck = _bottleneck(loads)
+        self.busiest = loads[self.bottleneck] if self.bottleneck else 0.0
         horizon = self.total_left / max(capacity, 1.0) + lag
         # at most MAX_EVENTS steps, fewer when many streams copy (the work of a step)
         n_streams = sum(len(f.left) for f in self.active) + 1
@@ -528,19 +531,17 @@ class _Simulation:
                 elect_end = max(elect_end, t + drain)
             t += extra_s
         t = max(t, elect_end)
-        return Forecast(t, copy_s, _name(self.bottleneck))
+        return Forecast(t, copy_s, _name(self.bottleneck), self.busiest)
 
 
 def physical_bound(flows: Iterable[Flow], capacity: float) -> float:
     """The physical bound: the bytes each broker end must still send or receive, over
     ``capacity``, through the busiest end (the baseline every other term of the ETA beats)."""
-    load = end_loads(flows)
-    return max(load.values(), default=0.0) / max(capacity, 1.0)
+    return max(end_loads(flows).values(), default=0.0) / max(capacity, 1.0)
 
 
-def _bottleneck(flows: Iterable[Flow]) -> tuple[str, int] | None:
+def _bottleneck(load: dict[tuple[str, int], float]) -> tuple[str, int] | None:
     """The end with the most bytes to pass (a receiving end first on a tie)."""
-    load = end_loads(flows)
     return max(load, key=lambda k: (load[k], k[0] == "i")) if load else None
 
 
