@@ -38,7 +38,6 @@ from eta_replay import replay  # noqa: E402
 from heldout_shapes import shape_of  # noqa: E402
 
 from reassign_kit.eta import estimate, model, pace, share  # noqa: E402
-from reassign_kit.eta.gaps import Overheads  # noqa: E402
 
 FROM_SHARE = 0.25
 
@@ -47,16 +46,6 @@ def _patch(obj: Any, name: str, value: Any) -> Callable[[], None]:
     old = getattr(obj, name)
     setattr(obj, name, value)
     return lambda: setattr(obj, name, old)
-
-
-def _no_share() -> list[Callable[[], None]]:
-    measure = share.ShareMeter.measure
-
-    def measured_at_one(self: share.ShareMeter, *a: Any, **k: Any) -> None:
-        measure(self, *a, **k)
-        self.share = 1.0
-
-    return [_patch(share.ShareMeter, "measure", measured_at_one)]
 
 
 def _no_quota() -> list[Callable[[], None]]:
@@ -93,20 +82,10 @@ TERMS: dict[str, Callable[[], list[Callable[[], None]]]] = {
     "full": list,
     # the run's measured pace taking over the model's estimate
     "pace": lambda: [_patch(pace.RunPace, "estimate", lambda self, *a, **k: None)],
-    # the share of the throttle measured (the capacity stays the throttle)
-    "share": _no_share,
     # Kafka's quota windows: replayed after a change, idle credit burst, holds not measured
     "quota": _no_quota,
     # the completion lag after a step's last byte (and its spread)
     "lag": _no_lag,
-    # the run's admin-call gaps between a completion and the next submission
-    "gaps": lambda: [
-        _patch(Overheads, "gap", lambda self: 0.0),
-        _patch(Overheads, "step_gap", lambda self: 0.0),
-        _patch(Overheads, "drop_s", lambda self: None),
-    ],
-    # the fetch a receiving end loses when a stream ends among others
-    "end_loss": lambda: [_patch(model, "end_loss", lambda size: 0.0)],
     # the share and the pace measured anew when a stalled broker copies again
     "resume": lambda: [_patch(estimate.RunEta, "_resumed", lambda self, ts: None)],
     # the queued moves admitted by the run's scheduler (batches, caps, incremental)

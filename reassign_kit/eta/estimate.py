@@ -10,23 +10,21 @@ whichever target it feeds. A step completes a completion lag after its last byte
 follower joins the ISR, the controller ends it, a poll sees it: the run's measured
 ``tail_s``), and only then does its slot go to the next move.
 
-The capacities are the throttle (a nominal ``PRIOR_BPS`` without one) times the *share* of it
-the cluster achieves, measured: at each sample the model's rate for the streams then in
-flight, and over the window the bytes really received against the bytes the model says
-those streams would have moved (a trapezoid between samples). Before ``MIN_WINDOW_S`` and
-``MIN_WINDOW_BYTES`` of measurement (``eta_share.ShareMeter``) the share is 1 (the prior); after, the measurement plus
-``PRIOR_S`` seconds' worth of the prior, so it takes over within seconds. A ratio of bytes
-over a window of bytes cannot explode as a rate over a near-empty window does (bench_eta saw
-"13981h" when one broker's moves ended between samples). The interval: the same simulation
-at the 10th and 90th percentiles of the share measured between samples in the window, and
+The capacities are the throttle (a nominal ``PRIOR_BPS`` without one). The *share* of it the
+cluster achieves is measured (``share.ShareMeter``: over the window, the bytes really received
+against the bytes the model says the streams in flight would have moved) for the range, the
+journal's ``throttle_share`` and the what-if's calibration; the ETA itself no longer scales
+by it: on held-out shapes the ETA at the throttle did as well (bench_heldout_ablation), and
+the run's measured pace already counts what the cluster really does. The interval: the same
+simulation at the 10th and 90th percentiles of the share measured between samples, and
 every finish estimated in the last few seconds (``eta_pace.Finishes``). ``eta_bound_s`` is
 the physical bound beside it (``model.physical_bound``: the bytes through the busiest broker
 end over the throttle), the baseline each of the model's terms was kept for beating on
 held-out shapes (bench/RESULTS.md, bench_heldout_ablation).
 
-What the run spends besides copying is measured too (bench_eta): the gap from a completion
-to the next submission, from a KIP-435 step's completion to its move's next step, and what a
-step that only drops replicas takes (``step_completed`` carries ``step_s``). Kafka's quota is
+What the run spends between a completion and the next submission (its admin calls) is not
+modelled: on held-out shapes that term did not earn its keep (bench_heldout_ablation); the
+run's pace counts it. Kafka's quota is
 an average over 11 one-second windows, so the pace is not steady: an end idle between two
 copies catches up, an end that caught up (or whose throttle was lowered) stalls until its
 windows expire. The ETA replays each end's windows from the bytes it moved at the samples
@@ -51,7 +49,6 @@ from ..model import TopicPartition
 from ..moves.schedule import Caps
 from ..moves.table import MoveIndex
 from .ends import EndBytes, window_rates
-from .gaps import Overheads
 from .model import (
     QUOTA_REPLAY_S,
     Flow,
@@ -108,8 +105,6 @@ class RunEta:
         self._rest_leaders = 0
         self.paced = RunPace()  # the run's own pace (``eta_pace``)
         self.finishes = Finishes()  # the finishes estimated lately: the range holds them
-        # from a completion to the next submission (the run's admin calls between them)
-        self.overheads = Overheads()
         # when each broker end last copied: ("i", receiving) / ("o", sending) -> ts
         self._end_busy: dict[tuple[str, int], float] = {}
         self._stall_seen = False
@@ -167,8 +162,6 @@ class RunEta:
         (the range's low end allows it)."""
         self.ts, self.tail_spread = ts, tail_spread
         self._busy(ts, inflight)
-        if moves is not None:
-            self.overheads.observe(moves)
         self.rates, self.total_rate = self._window_rates(ts, received)
         flows, rest_leaders, rest_bytes = (
             flows_of(moves, copied or {}, r) if moves is not None else ([], 0, 0.0)
@@ -289,8 +282,8 @@ class RunEta:
         caps: Caps | None,
         rest_bytes: float,
     ) -> tuple[float | None, str | None]:
-        """What is left simulated at the share measured (the run's pace taking over); the
-        range set, the physical bound beside it."""
+        """What is left simulated at the throttle (the run's pace taking over); the range
+        set, the physical bound beside it."""
         if not flows:
             return None, "no moves to estimate"
         capacity = float(cap) if cap else float(PRIOR_BPS)
@@ -298,16 +291,13 @@ class RunEta:
         idle = {e: ts - t for e, t in self._end_busy.items() if t < ts}
         fc = simulate(
             flows,
-            capacity * self.meter.share,
+            capacity,  # the throttle: the share measured did not earn its keep (ablation)
             caps,
             tail,
             rest_bytes,
             self.poll_s,
             self._elections,
             self._rest_leaders,
-            self.overheads.gap(),
-            step_gap=self.overheads.step_gap(),
-            drop_s=self.overheads.drop_s(),
             idle=idle,
             burst=1.0 if self._stall_seen else self.meter.burst,
             windows=self.ends.windows(ts) if cap and self.meter.replaying(ts) else None,
@@ -339,7 +329,8 @@ class RunEta:
         return end
 
     def _range(self, fc: Forecast) -> tuple[float, float, float]:
-        """The model's ETA and its range: the copying at the ends of the share measured."""
+        """The model's ETA and its range: the copying scaled by how far the share measured
+        between samples strays from its mean (the ETA itself at the throttle)."""
         lo_s, hi_s = self.meter.share_range
 
         def at(share: float) -> float:
@@ -352,7 +343,7 @@ class RunEta:
         polls, and bytes a fetch behind (a follower's log grows a fetch at a time, up to 1
         MiB: the sandbox's samples read 0.94 MiB steps, the last one often unseen before the
         end)."""
-        behind = FETCH_BYTES / max(capacity * self.meter.share, 1.0)
+        behind = FETCH_BYTES / max(capacity, 1.0)
         low = max(0.0, min(low, eta * (1 - SPREAD_FLOOR), eta - self.poll_s - self.tail_spread))
         high = max(high, eta * (1 + SPREAD_FLOOR), eta + self.poll_s + behind)
         return low, high
@@ -379,20 +370,18 @@ class RunEta:
     ) -> float | None:
         """The ETA at the run's own pace (``eta_pace.RunPace``), None before it is measured:
         the model's seconds of work left at a state, at the throttle (share 1, no quota
-        replay), with the lags, gaps and bursts measured now."""
-        o = self.overheads
-        gap, step_gap, drop_s = o.gap(), o.step_gap(), o.drop_s()
+        replay), with the lags and bursts measured now."""
 
         def work(state: PaceState) -> tuple[float, float]:
             _, fl, idl, elections, rest_leaders, rest = state
             fc = simulate(
-                fl, capacity, caps, tail, rest, self.poll_s, elections, rest_leaders, gap,
-                step_gap=step_gap, drop_s=drop_s, idle=idl, burst=self.meter.burst, on_polls=False,
+                fl, capacity, caps, tail, rest, self.poll_s, elections, rest_leaders,
+                idle=idl, burst=self.meter.burst, on_polls=False,
             )  # fmt: skip
             return fc.seconds, fc.copy_s
 
         state = (ts, flows, idle, self._elections, self._rest_leaders, rest_bytes)
-        key = (capacity, caps, tail, self.poll_s, gap, step_gap, drop_s, self.meter.burst)
+        key = (capacity, caps, tail, self.poll_s, self.meter.burst)
         return self.paced.estimate(state, work, model, key)
 
     def fields(self) -> dict[str, Any]:
