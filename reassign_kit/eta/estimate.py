@@ -131,8 +131,7 @@ class RunEta:
 
     def _resumed(self, ts: float) -> None:
         """A stalled broker (down, restarting) takes in bytes again: the share and the pace
-        measured across its stall are the stall's, not the cluster's pace after it (the
-        sandbox's restarted leader: a pace of 0.2, the ETA twice the truth after its return)."""
+        measured across its stall are the stall's, not the cluster's pace after it."""
         self.meter.forget()
         self.paced.restart(ts)
 

@@ -254,9 +254,8 @@ def test_the_eta_adds_the_completion_lag_the_run_measured(tmp_path):
 
 def test_after_a_stalled_broker_returns_the_eta_is_not_paced_by_its_stall(tmp_path):
     """Broker 2, the target of both moves, is down for 20 s mid-run. What the share and the
-    pace measured across the stall is the stall's: on the sandbox a restarted leader left a
-    pace of 0.2 and an ETA twice the time left after its return. Once it copies again the ETA
-    is measured anew: within 15% of the time left from a few seconds after the return."""
+    pace measured across the stall is the stall's, not the pace after it. Once it copies again
+    the ETA is measured anew: within 15% of the time left from a few seconds after the return."""
     sim = SimCluster(4, bandwidth=100 * MB, tick=0.25)
     sim.add_topic("a", [[0], [1]], 24 * MB)
     plan = Plan.of([Move(TP("a", 0), (2,)), Move(TP("a", 1), (2,))])
@@ -288,8 +287,8 @@ def test_after_a_stalled_broker_returns_the_eta_is_not_paced_by_its_stall(tmp_pa
 
 def test_targets_fed_by_one_shared_source_at_a_low_throttle_are_not_stalled():
     """Broker 0 sends to three targets at 0.24 MB/s: each log grows a fetch (1 MiB) every
-    ~13 s, its share of the source's throttle. No stall (a stall seen then 'resumed' makes
-    the ETA forget what it measured: bench_heldout seed 20 read 43% instead of 22%)."""
+    ~13 s, its share of the source's throttle. No stall: a stall seen, then 'resumed', would
+    make the ETA forget what it measured."""
     sim = SimCluster(4, bandwidth=100 * MB, tick=0.25)
     sim.fetch_bytes = 1 << 20
     sim.add_topic("a", [[0], [0], [0]], 6 * MB)
