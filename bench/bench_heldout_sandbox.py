@@ -15,7 +15,9 @@ Usage: nice -n 10 .venv/bin/python bench/bench_heldout_sandbox.py [--count 12] [
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -129,7 +131,8 @@ def one(sb: Sandbox, shape: Shape, bound_s: float, prev: Path | None, out: Path)
         "throttle": throttle, "mb": sum(sizes) / MB, "makespan": time.time() - t0,
         "end_s": end - t0, "whatif": predicted, "whatif_cal": cal_s, "journal": journal,
         **errors(events, end, bounds, max([*changed_at, *restarted], default=0.0)),
-        "restarted": bool(restarted),
+        "restarted": bool(restarted), "end_ts": end,
+        "after_ts": max([*changed_at, *restarted], default=0.0),
     }  # fmt: skip
 
 
@@ -187,8 +190,12 @@ def main() -> None:
     ap.add_argument("--count", type=int, default=12)
     ap.add_argument("--bound-s", type=float, default=30.0)
     ap.add_argument("--dir", help="a running 4-broker, 2-rack sandbox to reuse")
+    ap.add_argument("--out", help="keep the journals and rows.json here (bench_heldout_ablation)")
     args = ap.parse_args()
-    out = Path(tempfile.mkdtemp(prefix="heldout-sb-"))
+    # a TERM stops the sandbox too (the ``finally``): a bench left in the background ignores INT
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="heldout-sb-"))
+    out.mkdir(parents=True, exist_ok=True)
     own = None
     if args.dir:
         sb = Sandbox(args.dir)
@@ -207,6 +214,7 @@ def main() -> None:
                 continue
             prev = r["journal"]
             rows.append(r)
+            (out / "rows.json").write_text(json.dumps(rows, indent=1, default=str))
             print(
                 f"  {r['state']} {r['end_s']:.0f}s n={r['n']} ours {pct(r['ours'])} bound "
                 f"{pct(r['bound'])} since {pct(r['since'])} held {r['held_n']} what-if "

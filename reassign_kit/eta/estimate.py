@@ -10,21 +10,21 @@ whichever target it feeds. A step completes a completion lag after its last byte
 follower joins the ISR, the controller ends it, a poll sees it: the run's measured
 ``tail_s``), and only then does its slot go to the next move.
 
-The capacities are the throttle (a nominal ``PRIOR_BPS`` without one) times the *share* of it
-the cluster achieves, measured: at each sample the model's rate for the streams then in
-flight, and over the window the bytes really received against the bytes the model says
-those streams would have moved (a trapezoid between samples). Before ``MIN_WINDOW_S`` and
-``MIN_WINDOW_BYTES`` of measurement (``eta_share.ShareMeter``) the share is 1 (the prior); after, the measurement plus
-``PRIOR_S`` seconds' worth of the prior, so it takes over within seconds. A ratio of bytes
-over a window of bytes cannot explode as a rate over a near-empty window does (bench_eta saw
-"13981h" when one broker's moves ended between samples). The interval: the same simulation
-at the 10th and 90th percentiles of the share measured between samples in the window, and
-every finish estimated in the last few seconds (``eta_pace.Finishes``). The ETA never exceeds the bound of the bytes left at ``BOUND_SHARE`` of the throttle (plus a
-completion lag per step left) unless ``eta_reason`` says why (the brokers measured slower).
+The capacities are the throttle (a nominal ``PRIOR_BPS`` without one). The *share* of it the
+cluster achieves is measured (``share.ShareMeter``: over the window, the bytes really received
+against the bytes the model says the streams in flight would have moved) for the range, the
+journal's ``throttle_share`` and the what-if's calibration; the ETA itself no longer scales
+by it: on held-out shapes the ETA at the throttle did as well (bench_heldout_ablation), and
+the run's measured pace already counts what the cluster really does. The interval: the same
+simulation at the 10th and 90th percentiles of the share measured between samples, and
+every finish estimated in the last few seconds (``eta_pace.Finishes``). ``eta_bound_s`` is
+the physical bound beside it (``model.physical_bound``: the bytes through the busiest broker
+end over the throttle), the baseline each of the model's terms was kept for beating on
+held-out shapes (bench/RESULTS.md, bench_heldout_ablation).
 
-What the run spends besides copying is measured too (bench_eta): the gap from a completion
-to the next submission, from a KIP-435 step's completion to its move's next step, and what a
-step that only drops replicas takes (``step_completed`` carries ``step_s``). Kafka's quota is
+What the run spends between a completion and the next submission (its admin calls) is not
+modelled: on held-out shapes that term did not earn its keep (bench_heldout_ablation); the
+run's pace counts it. Kafka's quota is
 an average over 11 one-second windows, so the pace is not steady: an end idle between two
 copies catches up, an end that caught up (or whose throttle was lowered) stalls until its
 windows expire. The ETA replays each end's windows from the bytes it moved at the samples
@@ -49,7 +49,6 @@ from ..model import TopicPartition
 from ..moves.schedule import Caps
 from ..moves.table import MoveIndex
 from .ends import EndBytes, window_rates
-from .gaps import Overheads
 from .model import (
     QUOTA_REPLAY_S,
     Flow,
@@ -67,8 +66,22 @@ ETA_WINDOW_S = 60.0
 # no rate yet — a follower's first fetch may wait a quota window)
 STALLED_AFTER_S = 10.0
 PRIOR_BPS = 100 * 1024 * 1024  # nominal capacity of a broker end without a throttle
-BOUND_SHARE = 0.5  # the ETA's bound: the bytes left at this share of the throttle
 FETCH_BYTES = 1 << 20  # what a follower fetches of a partition at a time
+
+
+def sharing(flows: list[Flow]) -> dict[int, int]:
+    """Per receiving broker, the most streams sharing one end of a stream into it (its own,
+    or its source's): its log grows a fetch at a time at that share of the throttle."""
+    streams = [(f.src, b) for f in flows if f.state == "moving" for b in f.left]
+    into: dict[int, int] = {}
+    out: dict[int | None, int] = {}
+    for src, b in streams:
+        into[b] = into.get(b, 0) + 1
+        out[src] = out.get(src, 0) + 1
+    got: dict[int, int] = {}
+    for src, b in streams:
+        got[b] = max(got.get(b, 0), into[b], out[src] if src is not None else 0)
+    return got
 
 
 # ------------------------------------------------------------------------- the run's ETA
@@ -92,11 +105,11 @@ class RunEta:
         self._rest_leaders = 0
         self.paced = RunPace()  # the run's own pace (``eta_pace``)
         self.finishes = Finishes()  # the finishes estimated lately: the range holds them
-        # from a completion to the next submission (the run's admin calls between them)
-        self.overheads = Overheads()
         # when each broker end last copied: ("i", receiving) / ("o", sending) -> ts
         self._end_busy: dict[tuple[str, int], float] = {}
         self._stall_seen = False
+        self._stalled_before: set[int] = set()  # brokers stalled at the last sample
+        self._sharing: dict[int, int] = {}  # (``sharing``)
         self.total_rate: float | None = None
         self.rates: dict[int, float] = {}
         self.low: float | None = None
@@ -115,6 +128,12 @@ class RunEta:
         # catch-up while the quota's windows hold bytes of the old one (``replaying``)
         self.paced.restart(changed + QUOTA_REPLAY_S)
         self.finishes.restart(changed)
+
+    def _resumed(self, ts: float) -> None:
+        """A stalled broker (down, restarting) takes in bytes again: the share and the pace
+        measured across its stall are the stall's, not the cluster's pace after it."""
+        self.meter.forget()
+        self.paced.restart(ts)
 
     def update(
         self,
@@ -142,8 +161,6 @@ class RunEta:
         (the range's low end allows it)."""
         self.ts, self.tail_spread = ts, tail_spread
         self._busy(ts, inflight)
-        if moves is not None:
-            self.overheads.observe(moves)
         self.rates, self.total_rate = self._window_rates(ts, received)
         flows, rest_leaders, rest_bytes = (
             flows_of(moves, copied or {}, r) if moves is not None else ([], 0, 0.0)
@@ -155,6 +172,7 @@ class RunEta:
         self._full_since = {tp: t for tp, t in self._full_since.items() if tp in live}
         capacity = float(cap) if cap else float(PRIOR_BPS)
         snap = snapshot_of(flows)
+        self._sharing = sharing(flows)
         woke = self.meter.woke(ts, snap, capacity, self._end_busy)
         for src, b, _, _ in snap:
             self._end_busy[("i", b)] = ts
@@ -214,7 +232,8 @@ class RunEta:
         for b in sorted(set(received) | set(left)):
             n = float(received.get(b, 0.0))
             prev = self._grew.get(b)
-            quiet = 2 * FETCH_BYTES * max(1, inflight.get(b, 0)) / cap if cap else 0.0
+            shared = max(1, inflight.get(b, 0), self._sharing.get(b, 0))
+            quiet = 2 * FETCH_BYTES * shared / cap if cap else 0.0
             if b not in busy or not left.get(b) or prev is None or n > prev[0]:
                 self._grew[b] = (n, ts)
             elif ts - prev[1] >= max(STALLED_AFTER_S, quiet):
@@ -238,6 +257,9 @@ class RunEta:
         self.low = self.high = self.bound = None
         bytes_left = float(sum(left.values()))
         stalled = self._stalled(ts, received, left, inflight, cap)
+        if self._stalled_before - set(stalled):
+            self._resumed(ts)
+        self._stalled_before = set(stalled)
         if bytes_left <= 0 and not any(inflight.values()):
             self.low = self.high = 0.0
             return 0.0, None
@@ -259,9 +281,8 @@ class RunEta:
         caps: Caps | None,
         rest_bytes: float,
     ) -> tuple[float | None, str | None]:
-        """What is left simulated at the share measured (the run's pace taking over), held to
-        the bound; the range set."""
-        bytes_left = float(sum(left.values()))
+        """What is left simulated at the throttle (the run's pace taking over); the range
+        set, the physical bound beside it."""
         if not flows:
             return None, "no moves to estimate"
         capacity = float(cap) if cap else float(PRIOR_BPS)
@@ -269,16 +290,13 @@ class RunEta:
         idle = {e: ts - t for e, t in self._end_busy.items() if t < ts}
         fc = simulate(
             flows,
-            capacity * self.meter.share,
+            capacity,  # the throttle: the share measured did not earn its keep (ablation)
             caps,
             tail,
             rest_bytes,
             self.poll_s,
             self._elections,
             self._rest_leaders,
-            self.overheads.gap(),
-            step_gap=self.overheads.step_gap(),
-            drop_s=self.overheads.drop_s(),
             idle=idle,
             burst=1.0 if self._stall_seen else self.meter.burst,
             windows=self.ends.windows(ts) if cap and self.meter.replaying(ts) else None,
@@ -295,17 +313,10 @@ class RunEta:
         if paced is not None:  # the run's measured pace takes over the model's (``_pace``)
             scale = paced / eta
             eta, low, high = paced, low * scale, high * scale
-        low, high = self._widened(eta, low, high, capacity)
-        steps_left = sum(len(f.steps) for f in flows)
-        return self._bounded(
-            eta,
-            low,
-            high,
-            self._why(fc, cap),
-            cap,
-            bytes_left + rest_bytes,
-            tail * (steps_left + 1),
-        )
+        self.low, self.high = self._widened(eta, low, high, capacity)
+        # the simulation's own count (``physical_bound``), before any of its terms
+        self.bound = fc.busiest_bytes / cap if cap else None
+        return eta, self._why(fc, cap)
 
     def _lag_left(self, tail: float) -> float:
         """Every byte in: the completion lag counts down (and the elections queued go out
@@ -317,7 +328,8 @@ class RunEta:
         return end
 
     def _range(self, fc: Forecast) -> tuple[float, float, float]:
-        """The model's ETA and its range: the copying at the ends of the share measured."""
+        """The model's ETA and its range: the copying scaled by how far the share measured
+        between samples strays from its mean (the ETA itself at the throttle)."""
         lo_s, hi_s = self.meter.share_range
 
         def at(share: float) -> float:
@@ -330,7 +342,7 @@ class RunEta:
         polls, and bytes a fetch behind (a follower's log grows a fetch at a time, up to 1
         MiB: the sandbox's samples read 0.94 MiB steps, the last one often unseen before the
         end)."""
-        behind = FETCH_BYTES / max(capacity * self.meter.share, 1.0)
+        behind = FETCH_BYTES / max(capacity, 1.0)
         low = max(0.0, min(low, eta * (1 - SPREAD_FLOOR), eta - self.poll_s - self.tail_spread))
         high = max(high, eta * (1 + SPREAD_FLOOR), eta + self.poll_s + behind)
         return low, high
@@ -343,40 +355,6 @@ class RunEta:
         elif not self.meter.measured:
             why = f"{why}, at the throttle (no rate measured yet)" if cap else why
         return why
-
-    def _bounded(
-        self,
-        eta: float,
-        low: float,
-        high: float,
-        why: str,
-        cap: float | None,
-        total_left: float,
-        lags: float,
-    ) -> tuple[float, str]:
-        """The ETA held to the bound of ``total_left`` bytes at ``BOUND_SHARE`` of the
-        throttle (or of the rate since the start) plus ``lags``, unless the brokers were
-        measured slower; sets the range."""
-        floor_rate = BOUND_SHARE * cap if cap else None
-        if floor_rate is None and (since := self.meter.since_start()):
-            floor_rate = BOUND_SHARE * since  # no throttle: half the rate since the start
-        if floor_rate:
-            self.bound = total_left / floor_rate + lags
-            if eta > self.bound:
-                if cap and self.meter.measured and self.meter.share < BOUND_SHARE:
-                    why = (
-                        f"{why}; the brokers copy at {self.meter.share:.0%} of the throttle "
-                        "(measured), beyond the throttle's bound"
-                    )
-                else:
-                    eta = self.bound
-                    why = f"at the bound: the bytes left at {BOUND_SHARE:.0%} of the " + (
-                        "throttle" if cap else "rate since the start"
-                    )
-                    high = max(min(high, self.bound), eta)
-                    low = min(low, eta)
-        self.low, self.high = low, high
-        return eta, why
 
     def _pace(
         self,
@@ -391,20 +369,18 @@ class RunEta:
     ) -> float | None:
         """The ETA at the run's own pace (``eta_pace.RunPace``), None before it is measured:
         the model's seconds of work left at a state, at the throttle (share 1, no quota
-        replay), with the lags, gaps and bursts measured now."""
-        o = self.overheads
-        gap, step_gap, drop_s = o.gap(), o.step_gap(), o.drop_s()
+        replay), with the lags and bursts measured now."""
 
         def work(state: PaceState) -> tuple[float, float]:
             _, fl, idl, elections, rest_leaders, rest = state
             fc = simulate(
-                fl, capacity, caps, tail, rest, self.poll_s, elections, rest_leaders, gap,
-                step_gap=step_gap, drop_s=drop_s, idle=idl, burst=self.meter.burst, on_polls=False,
+                fl, capacity, caps, tail, rest, self.poll_s, elections, rest_leaders,
+                idle=idl, burst=self.meter.burst, on_polls=False,
             )  # fmt: skip
             return fc.seconds, fc.copy_s
 
         state = (ts, flows, idle, self._elections, self._rest_leaders, rest_bytes)
-        key = (capacity, caps, tail, self.poll_s, gap, step_gap, drop_s, self.meter.burst)
+        key = (capacity, caps, tail, self.poll_s, self.meter.burst)
         return self.paced.estimate(state, work, model, key)
 
     def fields(self) -> dict[str, Any]:

@@ -7,10 +7,8 @@ the moves queued behind batches and caps, admitted by the run's own ``schedule.d
 Each new replica being filled is a stream from the partition's leader; a broker's leader
 throttle is shared by the streams reading from it and its follower throttle by those
 writing to it (``cluster.quota.fair_share``, the simulator's model too). A step completes a
-completion lag after its last byte, seen at one of the run's polls; a slot refilled copies
-a measured gap later; the preferred leader elections go out at the polls, so many per
-poll. A stream ending at a receiving end that others still fill costs that end a fetch, at
-most a tenth of the partition (``quota.end_loss``)."""
+completion lag after its last byte, seen at one of the run's polls; the preferred leader
+elections go out at the polls, so many per poll."""
 
 from __future__ import annotations
 
@@ -19,13 +17,13 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS, Windows, end_loss, fair_share
+from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS, Windows, fair_share
 from ..errors import ReassignKitError
 from ..model import TopicPartition
 from ..moves.schedule import Caps, Item, decide
 from ..moves.steps import plan_steps
 from ..moves.table import MoveIndex, MoveState, MoveStatus
-from .quota_effects import REPLAY_STEP_S, burst_idle, copy_windows, lose_at_ends, replay_caps
+from .quota_effects import REPLAY_STEP_S, burst_idle, copy_windows, replay_caps
 
 SIM_PENDING = 300  # queued moves simulated one by one; the rest in proportion
 MAX_EVENTS = 400  # steps of one simulation (larger plans advance in coarser steps)
@@ -170,6 +168,7 @@ class Forecast:
     seconds: float
     copy_s: float
     bottleneck: str | None
+    busiest_bytes: float = 0.0  # what the busiest end must still pass (``physical_bound``)
 
 
 def _caps_of(flows: Iterable[Flow], capacity: float) -> tuple[dict, dict]:
@@ -256,9 +255,6 @@ def simulate(
     poll: float = 0.0,
     elections: tuple[int, int] | None = None,
     rest_leaders: int = 0,
-    gap: float = 0.0,
-    step_gap: float | None = None,
-    drop_s: float | None = None,
     idle: Mapping[tuple[str, int], float] | None = None,
     burst: float = 1.0,
     windows: Mapping[tuple[str, int], Windows] | None = None,
@@ -272,10 +268,9 @@ def simulate(
     steps (larger plans advance in coarser ones); ``rest_bytes`` (queued moves not
     simulated) are added in proportion. ``elections``: (queued now, at most per poll): a
     move that changes its preferred leader queues one when it completes, the run sends
-    them at its polls and ends once none is left. ``gap``: from a slot freeing (a completion)
-    to the next submission copying (the run's admin calls); ``step_gap``: from a step's
-    completion to its move's next step (``gap`` if None); ``drop_s``: a step that only drops
-    replicas, from its submission to its completion seen (the lag if None).
+    them at its polls and ends once none is left. (The run's admin-call gaps between a
+    completion and the next submission are not played: on held-out shapes they did not earn
+    their keep, bench_heldout_ablation; the run's pace counts them.)
 
     Kafka's quota is an average over ``QUOTA_WINDOWS`` one-second windows: a broker end idle
     for a few seconds between two copies (a completion lag, the run's admin calls, a batch
@@ -297,7 +292,7 @@ def simulate(
     after it, whatever the polls' phase: the seconds left are then a smooth function of the
     run's state, as the run's pace needs (``eta_pace``: the difference of two simulations on
     the grid moved by a whole poll at a time, the pace by 0.5 s / 22 s at once)."""
-    sim = _Simulation(flows, capacity, caps, lag, poll, gap, step_gap, drop_s, on_polls)
+    sim = _Simulation(flows, capacity, caps, lag, poll, on_polls)
     sim.quota(idle, burst, windows, now)
     sim.elections(elections)
     return sim.run(rest_bytes, rest_leaders)
@@ -314,15 +309,10 @@ class _Simulation:
         caps: Caps,
         lag: float,
         poll: float,
-        gap: float,
-        step_gap: float | None,
-        drop_s: float | None,
         on_polls: bool,
     ) -> None:
         self.out_cap, self.in_cap = _caps_of(flows, capacity)
-        self.caps, self.poll, self.on_polls, self.drop_s = caps, poll, on_polls, drop_s
-        self.gap = gap
-        self.step_gap = gap if step_gap is None else step_gap
+        self.caps, self.poll, self.on_polls = caps, poll, on_polls
         # the lag beyond the wait for a poll; never none: the follower joining the ISR and the
         # controller ending the reassignment take a moment, so a copy ending right at a poll
         # is seen at the next one
@@ -341,12 +331,10 @@ class _Simulation:
         )
         for f in self.active:
             if not any(f.left.values()):
-                if drop_s is not None and not f.steps[0]:  # drops replicas: as measured
-                    end = max(1e-6, drop_s - f.full_s)
-                else:
-                    end = self.seen(max(1e-6, self.extra - f.full_s))
-                self.completes_at(end, f)
-        self.bottleneck = _bottleneck(self.active + self.ready + self.pending)
+                self.completes_at(self.seen(max(1e-6, self.extra - f.full_s)), f)
+        loads = end_loads(self.active + self.ready + self.pending)
+        self.bottleneck = _bottleneck(loads)
+        self.busiest = loads[self.bottleneck] if self.bottleneck else 0.0
         horizon = self.total_left / max(capacity, 1.0) + lag
         # at most MAX_EVENTS steps, fewer when many streams copy (the work of a step)
         n_streams = sum(len(f.left) for f in self.active) + 1
@@ -418,17 +406,13 @@ class _Simulation:
         return self.forecast(rest_bytes, rest_leaders)
 
     def start_what_fits(self) -> None:
-        """What the run's scheduler starts now; a step copying nothing completes a lag (or
-        the drop measured) after it starts."""
+        """What the run's scheduler starts now; a step copying nothing completes a lag after
+        it starts."""
         t = self.t
-        _admit(self.active, self.ready, self.pending, self.caps, t + self.gap, t + self.step_gap)
+        _admit(self.active, self.ready, self.pending, self.caps, t)
         for f in self.active:
             if id(f) not in self.scheduled and not any(f.left.values()):  # a step copying nothing
-                if self.drop_s is not None and not f.steps[0]:  # drops replicas: as measured
-                    end = max(t, f.start_at) + max(self.drop_s, 1e-6)
-                else:
-                    end = self.seen(max(t, f.start_at) + max(self.extra, 1e-6))
-                self.completes_at(end, f)
+                self.completes_at(self.seen(max(t, f.start_at) + max(self.extra, 1e-6)), f)
 
     def advance(self, copying: list[tuple[Flow, int]], starts: list[float]) -> float | None:
         """One step: the streams' fair shares up to the next event; its length, None when
@@ -477,14 +461,8 @@ class _Simulation:
         self.copy_s += dt
         for e in self.busy_before:
             self.last_busy[e] = t + dt
-        ended: dict[int, float] = {}  # receiving end -> what the streams ending now lose
         for (f, b), r in zip(copying, rates, strict=True):
-            was = f.left[b]
             f.left[b] = f.left[b] - r * dt if f.left[b] - r * dt > 1e-6 else 0.0
-            if was > 0 and not f.left[b]:
-                ended[b] = ended.get(b, 0.0) + end_loss(f.size)
-        if ended:
-            lose_at_ends(copying, rates, ended)
         for f, _ in copying:
             if id(f) not in self.scheduled and not any(f.left.values()):
                 self.completes_at(self.seen(t + dt + self.extra), f)
@@ -528,11 +506,22 @@ class _Simulation:
                 elect_end = max(elect_end, t + drain)
             t += extra_s
         t = max(t, elect_end)
-        return Forecast(t, copy_s, _name(self.bottleneck))
+        return Forecast(t, copy_s, _name(self.bottleneck), self.busiest)
 
 
-def _bottleneck(flows: Iterable[Flow]) -> tuple[str, int] | None:
+def physical_bound(flows: Iterable[Flow], capacity: float) -> float:
+    """The physical bound: the bytes each broker end must still send or receive, over
+    ``capacity``, through the busiest end (the baseline every other term of the ETA beats)."""
+    return max(end_loads(flows).values(), default=0.0) / max(capacity, 1.0)
+
+
+def _bottleneck(load: dict[tuple[str, int], float]) -> tuple[str, int] | None:
     """The end with the most bytes to pass (a receiving end first on a tie)."""
+    return max(load, key=lambda k: (load[k], k[0] == "i")) if load else None
+
+
+def end_loads(flows: Iterable[Flow]) -> dict[tuple[str, int], float]:
+    """The bytes each broker end ("i" receiving, "o" sending) must still pass."""
     load: dict[tuple[str, int], float] = {}
     for f in flows:
         for i, st in enumerate(f.steps):
@@ -542,7 +531,7 @@ def _bottleneck(flows: Iterable[Flow]) -> tuple[str, int] | None:
                 load[("i", b)] = load.get(("i", b), 0.0) + n
                 if src is not None:
                     load[("o", src)] = load.get(("o", src), 0.0) + n
-    return max(load, key=lambda k: (load[k], k[0] == "i")) if load else None
+    return load
 
 
 def _elect(
@@ -595,10 +584,9 @@ def _admit(
     pending: list[Flow],
     caps: Caps,
     at: float,
-    at_step: float | None = None,
 ) -> None:
     """Start what ``schedule.decide`` lets start now: next steps, then queued moves; they
-    hold their slot from now and copy from ``at`` (a move's next step from ``at_step``)."""
+    hold their slot and copy from ``at``."""
     if not ready and not pending:
         return
     by_tp = {f.tp: f for f in ready + pending}
@@ -615,8 +603,7 @@ def _admit(
         chosen = d.submit
     for tp in chosen:
         f = by_tp[tp]
-        step = f in ready
-        if step:
+        if f in ready:
             ready.remove(f)
         else:
             pending.remove(f)
@@ -624,5 +611,5 @@ def _admit(
             continue
         f.state = "moving"
         f.left = dict.fromkeys(f.steps[0], f.size)
-        f.start_at = at_step if step and at_step is not None else at
+        f.start_at = at
         active.append(f)

@@ -1,7 +1,8 @@
 """What Kafka's replication quota does to the streams ``eta_model.simulate`` plays:
 the windows replayed after a throttle change (``replay_caps``), the credit an end idle within
-them bursts (``burst_idle``), the fetch a receiving end loses when one of its streams ends
-among others (``lose_at_ends``). Pure; split from ``eta_model`` by job."""
+them bursts (``burst_idle``). Pure; split from ``eta_model`` by job. (The fetch a receiving
+end loses when one of its streams ends among others, ``quota.end_loss``, is the simulator's:
+in the ETA it did not earn its keep on held-out shapes, bench_heldout_ablation.)"""
 
 from __future__ import annotations
 
@@ -84,18 +85,3 @@ def burst_idle(
             if f.left[b] <= 1e-6:
                 f.left[b] = 0.0
     return ends
-
-
-def lose_at_ends(
-    copying: list[tuple[Flow, int]], rates: list[float], ended: dict[int, float]
-) -> None:
-    """What the streams that ended at a receiving end others still fill lose (``ended``: the
-    end's ``quota.end_loss`` of each), added to what those others need, in proportion to
-    their rates."""
-    still: dict[int, float] = {}
-    for (f, b), r in zip(copying, rates, strict=True):
-        if b in ended and f.left[b] > 0:
-            still[b] = still.get(b, 0.0) + r
-    for (f, b), r in zip(copying, rates, strict=True):
-        if still.get(b, 0.0) > 0 and f.left[b] > 0:
-            f.left[b] += ended[b] * r / still[b]

@@ -64,6 +64,12 @@ class ShareMeter:
         self.changed = self._straddles = True
         self.changed_ts = last_ts
 
+    def forget(self) -> None:
+        """What the window measured says nothing of what comes (a stalled broker is back):
+        the share is the prior again until a new window is measured."""
+        self.intervals, self.bursts = [], []
+        self.share, self.share_range, self.measured = 1.0, PRIOR_RANGE, False
+
     def replaying(self, ts: float) -> bool:
         """Whether the simulation replays the ends' quota windows: while they still hold
         bytes moved at a throttle changed since (Kafka stalls an end whose throttle was

@@ -179,25 +179,6 @@ def test_the_simulator_loses_a_fetch_per_stream_ending_among_others_not_alone():
     assert 9.4 <= small <= 10.1, small  # 9 MiB and a tenth of the 4 MiB one
 
 
-@pytest.mark.parametrize("quota", [False, True], ids=["plain", "quota"])
-def test_the_eta_counts_the_fetch_each_completion_among_others_costs(quota):
-    """Three 10 MiB moves and a 40 MiB one into broker 4 at once (bench_eta's rack-to-rack:
-    several streams into one broker): when the three end, the broker loses three fetches,
-    which the pace of the window before (no completion yet) does not show. Without that in
-    the model the ETA's median error from 25% of the bytes on was 6.8% here, short (the
-    sandbox's rack-to-rack: 10-11%, 1.5-2.2 s short); with it, under 1%."""
-    sim = SimCluster(6, bandwidth=100 * MB, tick=0.25)
-    sim.end_loss_bytes = END_LOSS_BYTES
-    if quota:
-        sim.quota_windows = 11
-    sizes = [10 * MB] * 3 + [40 * MB]
-    sim.add_topic("r", [[2]] * 4, sizes)
-    plan = Plan.of(Move(TP("r", p), (4,)) for p in range(4))
-    late, errs = late_errors(sim, plan, 4, True)
-    assert len(late) >= 10
-    assert statistics.median(errs) <= 0.02, errs
-
-
 # ------------------------------------------------------------------ no explosion
 
 
@@ -223,7 +204,8 @@ def test_a_brokers_last_move_ending_between_samples_keeps_the_eta_under_the_boun
     for e in with_eta:
         assert e["eta_s"] <= bound(e, e["moving"] + e["pending"], 0.5), e
     assert len(with_eta) == len(samples)  # none unknown, not even the first
-    assert all(e["eta_s"] <= e["eta_bound_s"] for e in samples)
+    # the physical bound beside it: broker 1 sends 40 + 10 MiB at 1 MiB/s, less what went
+    assert 45 <= samples[0]["eta_bound_s"] <= 50
     late = from_25pct(samples, end)
     assert max(error(e, end, 0.5) for e in late) <= 0.10
 
