@@ -72,8 +72,12 @@ class Growth:
             return None
         return max(0.0, (s1 - s0) / (t1 - t0))
 
+    def size(self, tp: TopicPartition, at_rest: int) -> int:
+        """Its size as last read (the size the plan knew, when larger or never read)."""
+        return max(at_rest, int(self.last.get(tp, (0.0, 0))[1]))
+
     def bytes_while_moving(self, tp: TopicPartition, size: int, copy_bps: float) -> int:
-        return growth_during(max(size, self.last.get(tp, (0.0, size))[1]), self.rate(tp), copy_bps)
+        return growth_during(self.size(tp, size), self.rate(tp), copy_bps)
 
 
 def sizes_of(logs) -> dict[TopicPartition, int]:
@@ -159,7 +163,7 @@ class DiskGate:
             moves.append(
                 DiskMove(
                     it.tp,
-                    it.size_bytes,
+                    self.growth.size(it.tp, it.size_bytes),
                     tuple(k for k in adds if k),
                     tuple(k for k in frees if k),
                     self._growth_of(it.tp, it.size_bytes),
@@ -269,7 +273,7 @@ class DiskGate:
         """Why ``tp`` waits (journaled when it starts waiting), else None with its bytes
         counted as written into its dirs by this decision."""
         ms = self.shared.moves[tp]
-        size = ms.item.size_bytes
+        size = self.growth.size(tp, ms.item.size_bytes)
         grows = self._growth_of(tp, size)
         missing = [b for b in adds if b in self.sized and not caps.get(b)]
         if missing:
@@ -349,7 +353,8 @@ class DiskGate:
             copied = (ms.bytes_copied or 0) / len(adding)
             for b in adding:
                 k = self._dir_for(ms.tp, b, caps, fs_of, disks)
-                need = ms.item.size_bytes + self._growth_of(ms.tp, ms.item.size_bytes)
+                size = self.growth.size(ms.tp, ms.item.size_bytes)
+                need = size + self._growth_of(ms.tp, size)
                 if k is not None:
                     out[k] = out.get(k, 0) + max(0, int(need - copied))
         return out
