@@ -15,7 +15,14 @@ uncalibrated); the per-broker intake rates and the per-move fixed cost learned b
 30%) went: a broker's intake over the time moves came in says how the earlier plan's shape
 shared the throttle, not what a broker can take. Without a calibration a broker takes in
 data at the throttle (``DEFAULT_RATE_BPS`` unthrottled) and a move completes at its last
-byte."""
+byte.
+
+Disks (``DiskLayout``, where the cluster reports its log dirs' sizes): the simulator then holds
+each broker's log dirs on their filesystems (``cluster.simulate_disks``), the replicas in the
+dirs they are in, the other bytes of each filesystem, the partitions growing at their recorded
+rates (a snapshot's loads) and a moved-out replica's files kept ``file.delete.delay.ms``; the
+run it plays (the disk ceiling's order and gate included) leaves each filesystem's usage over
+time, and its peak named (``WhatIf.disk_peaks``, ``WhatIf.lines``, ``ui.charts``)."""
 
 from __future__ import annotations
 
@@ -29,9 +36,11 @@ from typing import Any
 
 from .cluster.quota import END_LOSS_BYTES, QUOTA_WINDOWS
 from .cluster.simulate import SimCluster
+from .cluster.simulate_disks import DELETE_DELAY_S, DiskSim
 from .errors import UsageError
 from .model import PartitionState, Plan, TopicPartition
 from .moves.journal import read_events
+from .run.disks import filesystems
 from .run.options import ExecuteOptions
 from .run.run import Run
 from .snapshot.tier import copied_sizes, move_bytes_of
@@ -157,18 +166,104 @@ def policies(given: ExecuteOptions, moves: int) -> list[Policy]:
     return out
 
 
+DirKey = tuple[int, str]  # (broker, log dir)
+
+
+@dataclass(frozen=True)
+class DiskLayout:
+    """The cluster's disks as the what-if's simulator takes them: each broker's log dirs with
+    their filesystem's total and usable bytes (``caps``: broker -> [(dir, total, usable)];
+    None: not reported), the dir each replica of the plan's partitions is in (``where``:
+    (broker, partition) -> dir; absent: the broker's first), each partition's growth in
+    bytes/s (``growth``) and how long a moved-out replica's files stay."""
+
+    caps: Mapping[int, Sequence[tuple[str, int | None, int | None]]]
+    where: Mapping[tuple[int, TopicPartition], str] = field(default_factory=dict)
+    growth: Mapping[TopicPartition, float] = field(default_factory=dict)
+    delete_delay_s: float = DELETE_DELAY_S
+
+    def apply(self, sim: DiskSim) -> None:
+        """``sim``'s disks set up like the cluster's: its replicas in their dirs, the rest of
+        each filesystem's used bytes as another writer's."""
+        from .cluster.gateway import DirCapacity
+
+        caps = {b: {d: DirCapacity(t, u) for d, t, u in ds} for b, ds in self.caps.items()}
+        fs_of, total, used = filesystems(caps)
+        sim.disks.names = {b: sorted(ds) for b, ds in caps.items() if ds}
+        sim.disks.fs = dict(fs_of)
+        sim.disks.total.update({d: total[k] for d, k in fs_of.items()})
+        replicas: dict[DirKey, int] = {}
+        for tp, sp in sim.partitions.items():
+            for b in sp.replicas:
+                d = self.where.get((b, tp))
+                if d is not None and d in caps.get(b, {}):
+                    sp.dirs[b] = d
+                k = fs_of.get((b, sp.dirs.get(b, sim.log_dirs_of(b)[0])))
+                if k is not None:
+                    replicas[k] = replicas.get(k, 0) + int(sp.size_bytes)
+        for k, n in used.items():
+            sim.disks.other[k] = max(0, n - replicas.get(k, 0))
+        sim.growth = {tp: r for tp, r in self.growth.items() if r > 0 and tp in sim.partitions}
+        sim.delete_delay_s = self.delete_delay_s
+
+
+@dataclass(frozen=True)
+class DiskPeak:
+    """One filesystem's predicted usage at its peak over the run (``at_s``: model seconds
+    from the run's start), beside its size and the ceiling."""
+
+    broker: int
+    log_dir: str
+    total_bytes: int
+    start_bytes: int
+    peak_bytes: int
+    at_s: float
+    ceiling_bytes: int | None
+
+    def line(self) -> str:
+        mib = 2**20
+        over = ""
+        if self.ceiling_bytes is not None:
+            word = "above" if self.peak_bytes > self.ceiling_bytes else "under"
+            over = f", {word} the ceiling of {self.ceiling_bytes / mib:.1f} MiB"
+        return (
+            f"broker {self.broker} {self.log_dir}: peak {self.peak_bytes / mib:.1f} MiB "
+            f"({self.peak_bytes / self.total_bytes:.0%}) at {duration(self.at_s)}, from "
+            f"{self.start_bytes / mib:.1f} MiB{over}"
+        )
+
+
+def disk_peaks(
+    usage: Mapping[DirKey, Sequence[tuple[float, int]]],
+    total: Mapping[DirKey, int],
+    ceiling: float | None,
+) -> list[DiskPeak]:
+    """Each filesystem's peak, the fullest (share of its size) first."""
+    out = []
+    for k, series in usage.items():
+        if not series or not total.get(k):
+            continue
+        t, peak = max(series, key=lambda p: (p[1], -p[0]))
+        lim = int(total[k] * ceiling) if ceiling else None
+        out.append(DiskPeak(k[0], k[1], total[k], series[0][1], peak, t, lim))
+    return sorted(out, key=lambda p: (-p.peak_bytes / p.total_bytes, p.broker, p.log_dir))
+
+
 def model_of(
     states: Mapping[TopicPartition, PartitionState],
     sizes: Mapping[TopicPartition, int],
     brokers: Sequence[int],
     throttle: float | None,
     calibration: Calibration | None,
+    layout: DiskLayout | None = None,
 ) -> SimCluster:
-    """A simulator holding the plan's partitions where they are now, with their sizes."""
+    """A simulator holding the plan's partitions where they are now, with their sizes (and,
+    with ``layout``, on their log dirs' filesystems)."""
     cal = calibration or Calibration()
     # the share measured applies to what the runs had: a throttle, or none (DEFAULT_RATE_BPS)
     share = cal.share if cal.share is not None and bool(cal.throttle) == bool(throttle) else 1.0
-    sim = SimCluster(list(brokers), bandwidth=float(throttle or DEFAULT_RATE_BPS), tick=0.5)
+    kind = SimCluster if layout is None else DiskSim
+    sim = kind(list(brokers), bandwidth=float(throttle or DEFAULT_RATE_BPS), tick=0.5)
     if throttle:
         # Kafka's quota: the throttle is a rate averaged over 11 one-second windows, so a
         # broker that was idle (one move at a time, steps, waves) takes in a burst at full
@@ -195,6 +290,8 @@ def model_of(
             sim.partitions[TopicPartition(topic, p)].size_bytes = int(
                 sizes.get(TopicPartition(topic, p), 0)
             )
+    if layout is not None and isinstance(sim, DiskSim):
+        layout.apply(sim)
     return sim
 
 
@@ -210,14 +307,72 @@ def predict(
     """``[{"policy", "seconds"}]``: the makespan of ``plan`` under each policy, in model time
     (the executor itself runs, on a simulator set up like the cluster); ``given_only``: the
     options given alone."""
-    out = []
-    for pol in policies(given, len(plan))[: 1 if given_only else None]:
-        sim = model_of(states, sizes, brokers, given.throttle, calibration)
+    return predict_runs(plan, states, sizes, brokers, given, calibration, given_only)[0]
+
+
+HELD_FOR_S = 600.0  # a modelled run held for space this long with nothing moving is ended
+
+
+class HeldGuard:
+    """The model run's sleep, ending a run held for space while nothing moves (the space
+    never frees in the model: a partition grows past the ceiling, or no order fits) after
+    ``HELD_FOR_S``; ``held`` says why."""
+
+    def __init__(self, sim: SimCluster) -> None:
+        self.sim = sim
+        self.run: Run | None = None
+        self.since: float | None = None
+        self.held: str | None = None
+
+    def sleep(self, seconds: float) -> None:
+        self.sim.sleep(seconds)
+        why = self.run.waiting_reason if self.run is not None else None
+        holding = bool(why) and str(why).startswith(("waiting for space", "new submissions"))
+        if not holding or self.sim.active:
+            self.since = None
+            return
+        self.since = self.sim.now() if self.since is None else self.since
+        if self.sim.now() - self.since >= HELD_FOR_S and self.run is not None:
+            self.held = str(why)
+            self.run.stop()
+
+
+def predict_runs(
+    plan: Plan,
+    states: Mapping[TopicPartition, PartitionState],
+    sizes: Mapping[TopicPartition, int],
+    brokers: Sequence[int],
+    given: ExecuteOptions,
+    calibration: Calibration | None = None,
+    given_only: bool = False,
+    layout: DiskLayout | None = None,
+) -> tuple[list[dict[str, Any]], list[DiskPeak], dict[DirKey, list[tuple[float, int]]]]:
+    """``predict``'s rows, and with ``layout`` the options given's run on the disks: each
+    filesystem's peak and its usage over time (model s, bytes used)."""
+    out: list[dict[str, Any]] = []
+    peaks: list[DiskPeak] = []
+    usage: dict[DirKey, list[tuple[float, int]]] = {}
+    for i, pol in enumerate(policies(given, len(plan))[: 1 if given_only else None]):
+        sim = model_of(
+            states, sizes, brokers, given.throttle, calibration, layout if i == 0 else None
+        )
         opts = replace(pol.options, additional=True, poll_interval_ms=500)
-        run = Run(sim, plan, opts, None, clock=sim.now, sleep=sim.sleep)
+        guard = HeldGuard(sim)
+        run = Run(sim, plan, opts, None, clock=sim.now, sleep=guard.sleep)
+        guard.run = run
+        if isinstance(sim, DiskSim):
+            sim.sample()  # the usage before the first move
         res = run.run()
-        out.append({"policy": pol.name, "seconds": round(sim.now(), 1), "state": res.state})
-    return out
+        row = {"policy": pol.name, "seconds": round(sim.now(), 1), "state": res.state}
+        if guard.held:
+            row["state"] = f"held: {guard.held}"
+        out.append(row)
+        if isinstance(sim, DiskSim):
+            sim.sample()
+            usage = sim.usage
+            total = {sim.disks.fs_of(d): t for d, t in sim.disks.total.items()}
+            peaks = disk_peaks(usage, total, pol.options.disk_ceiling)
+    return out, peaks, usage
 
 
 # ---------------------------------------------------------------- one call for every front end
@@ -233,13 +388,30 @@ class WhatIf:
     moves: int
     bytes_total: int
     calibration: str | None  # where the calibration came from (None: throttle / defaults)
+    # the options given's run on the disks (none when the cluster reports no sizes): each
+    # filesystem's peak, fullest first, and its usage over time ((broker, dir) -> [(s, bytes)])
+    disk_peaks: tuple[DiskPeak, ...] = ()
+    disk_usage: Mapping[DirKey, Sequence[tuple[float, int]]] = field(default_factory=dict)
 
     @property
     def predicted_seconds(self) -> float:
         return float(self.rows[0]["seconds"]) if self.rows else 0.0
 
     def to_json_obj(self) -> dict[str, Any]:
-        return {"predicted_seconds": self.predicted_seconds, "policies": list(self.rows)}
+        out: dict[str, Any] = {
+            "predicted_seconds": self.predicted_seconds,
+            "policies": list(self.rows),
+        }
+        if self.disk_peaks:
+            out["disk_peaks"] = [asdict(p) for p in self.disk_peaks]
+        return out
+
+    def disks_to_pandas(self):
+        """Each filesystem's predicted usage over the run: broker, log_dir, seconds, bytes."""
+        import pandas as pd
+
+        rows = [(b, d, t, n) for (b, d), series in self.disk_usage.items() for t, n in series]
+        return pd.DataFrame(rows, columns=["broker", "log_dir", "seconds", "bytes"])
 
     def to_pandas(self):
         import pandas as pd
@@ -255,7 +427,13 @@ class WhatIf:
         ]
         width = max((len(r["policy"]) for r in self.rows), default=0)
         out += [f"  {r['policy']:<{width}}  {duration(r['seconds'])}" for r in self.rows]
+        if self.disk_peaks:
+            out.append("Predicted disk usage over the run (options given; fullest first):")
+            out += [f"  {p.line()}" for p in self.disk_peaks[:DISK_LINES]]
         return out
+
+
+DISK_LINES = 5  # filesystems named in the terminal table (all in the JSON and the chart)
 
 
 CALIBRATION_NONE = "none (the throttle, or 100 MiB/s per broker; no completion lag)"
@@ -318,8 +496,42 @@ def what_if(
         states = dict(view.states)
         brokers = [b.id for b in source.brokers()]
         sizes = copied_sizes(source, partition_sizes(source, tps, brokers))
-    rows = predict(plan, states, sizes, brokers, options, calibration, given_only)
-    return WhatIf(tuple(rows), len(plan), sum(sizes.values()), source_name)
+    layout = disk_layout(source, brokers, tps)
+    rows, peaks, usage = predict_runs(
+        plan, states, sizes, brokers, options, calibration, given_only, layout
+    )
+    return WhatIf(tuple(rows), len(plan), sum(sizes.values()), source_name, tuple(peaks), usage)
+
+
+def disk_layout(source: Any, brokers: Sequence[int], tps: Sequence[TopicPartition]):
+    """The cluster's disks for the what-if (``DiskLayout``), from a Snapshot (its brokers'
+    log dir sizes and its partitions' recorded growth; the dir of a replica is not recorded)
+    or a gateway (read-only DescribeLogDirs: sizes, and the dir of each replica); None when
+    no log dir's size is known (Kafka before 3.3, or the call failed)."""
+    from .errors import KafkaOperationError
+
+    if hasattr(source, "by_tp") and hasattr(source, "broker_ids"):  # a Snapshot
+        from .snapshot.load import loads_of
+
+        caps = {b.id: tuple(b.log_dir_capacity or ()) for b in source.brokers}
+        growth = {tp: ld.growth_bytes_s for tp, ld in loads_of(source.partitions).items()}
+        where: dict[tuple[int, TopicPartition], str] = {}
+    else:
+        try:
+            got = source.log_dir_capacity(list(brokers))
+            caps = {
+                b: tuple((d, c.total_bytes, c.usable_bytes) for d, c in sorted(ds.items()))
+                for b, ds in got.items()
+            }
+            sized = sorted(b for b, ds in caps.items() if any(t for _, t, _ in ds))
+            logs = source.describe_log_dirs(sized, list(tps)) if sized else []
+        except KafkaOperationError:
+            return None
+        where = {(i.broker, i.tp): i.log_dir for i in logs if not i.is_future}
+        growth = {}
+    if not any(t for ds in caps.values() for _, t, _ in ds):
+        return None
+    return DiskLayout(caps, where, growth)
 
 
 def replay_pace(

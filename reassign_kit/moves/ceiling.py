@@ -3,8 +3,10 @@ instant of a run, counting that a moving partition's new copy grows on its targe
 source still holds the old one (pure: values in, an order or a refusal out).
 
 A move *adds* its bytes to each target dir when it starts (the worst instant: the whole copy,
-before any source frees) and *frees* them from each source dir when it completes. Three
-questions, one model:
+before any source frees) and *frees* them from each source dir when it completes. The bytes it
+adds count what the partition grows by while it moves (``growth_during``: its write rate over
+the time its copy takes, bounded); what a source frees is its size at rest (its own growth
+stays counted on it: conservative). Three questions, one model:
 
 - ``end_state_problems``: the plan's end state above a ceiling, each dir named with its bytes;
 - ``order_within_ceiling``: an order of the moves such that, run one after another, no dir
@@ -25,6 +27,9 @@ from ..errors import InvalidPlanError
 from ..model import TopicPartition
 
 DEFAULT_CEILING = 0.85
+# a move's growth is counted over at most this long (a partition written faster than it
+# copies never catches up: no bound from its rate alone)
+GROWTH_HORIZON_S = 3600.0
 # beyond this many states the search gives up (the file order and a greedy pass come first)
 SEARCH_BUDGET = 20_000
 
@@ -42,15 +47,34 @@ def fmt_bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
+def growth_during(size_bytes: int, rate_bps: float | None, copy_bps: float) -> int:
+    """Bytes a partition of ``size_bytes`` written at ``rate_bps`` (net growth; None or below
+    zero: none) grows by while its copy runs at ``copy_bps``: rate x the copy's time, the copy
+    chasing what is written meanwhile (size / (copy - rate)), the time bounded by
+    ``GROWTH_HORIZON_S``."""
+    if not rate_bps or rate_bps <= 0 or size_bytes <= 0:
+        return 0
+    catch_up = copy_bps - rate_bps
+    seconds = GROWTH_HORIZON_S if catch_up <= 0 else min(size_bytes / catch_up, GROWTH_HORIZON_S)
+    return int(rate_bps * seconds)
+
+
 @dataclass(frozen=True)
 class DiskMove:
-    """One partition move as the disks see it: ``adds`` gain ``size_bytes`` when it starts,
-    ``frees`` lose them when it completes."""
+    """One partition move as the disks see it: ``adds`` gain ``size_bytes`` plus
+    ``growth_bytes`` (what it grows by while moving) when it starts, ``frees`` lose
+    ``size_bytes`` when it completes."""
 
     tp: TopicPartition
     size_bytes: int
     adds: tuple[DirKey, ...] = ()
     frees: tuple[DirKey, ...] = ()
+    growth_bytes: int = 0
+
+    @property
+    def need(self) -> int:
+        """What its new copy may take on each target dir by the time it completes."""
+        return self.size_bytes + max(0, self.growth_bytes)
 
 
 @dataclass(frozen=True)
@@ -74,10 +98,7 @@ def end_state_problems(moves: Iterable[DiskMove], disks: Disks) -> list[str]:
     """Every dir the plan leaves above its ceiling, with the bytes."""
     used = dict(disks.used)
     for m in moves:
-        for d in m.adds:
-            used[d] = used.get(d, 0) + m.size_bytes
-        for d in m.frees:
-            used[d] = used.get(d, 0) - m.size_bytes
+        _apply(used, m)
     return [
         f"{dir_name(d)}: {fmt_bytes(used[d])} after the plan, above its ceiling of "
         f"{fmt_bytes(lim)} by {fmt_bytes(used[d] - lim)}"
@@ -90,14 +111,14 @@ def blocking_dir(m: DiskMove, disks: Disks, used: Mapping[DirKey, int]) -> DirKe
     """The first dir (in sorted order) that ``m``'s start would take over its ceiling."""
     for d in sorted(set(m.adds)):
         room = disks.headroom(d, used)
-        if room is not None and m.size_bytes > room:
+        if room is not None and m.need > room:
             return d
     return None
 
 
 def _apply(used: dict[DirKey, int], m: DiskMove) -> None:
     for d in m.adds:
-        used[d] = used.get(d, 0) + m.size_bytes
+        used[d] = used.get(d, 0) + m.need
     for d in m.frees:
         used[d] = used.get(d, 0) - m.size_bytes
 
@@ -173,7 +194,7 @@ def _relief(m: DiskMove, disks: Disks, used: Mapping[DirKey, int]) -> float:
     for d in m.adds:
         lim = disks.limit.get(d)
         if lim:
-            gain -= m.size_bytes / lim * (used.get(d, 0) / lim)
+            gain -= m.need / lim * (used.get(d, 0) / lim)
     return gain
 
 
@@ -191,8 +212,8 @@ def _refusal(
         d = blocking_dir(m, disks, used)
         if d is not None:
             out.append(
-                f"{m.tp}: {dir_name(d)} would hold {fmt_bytes(used.get(d, 0) + m.size_bytes)} "
-                f"while {m.tp} copies ({fmt_bytes(m.size_bytes)}), above its ceiling of "
+                f"{m.tp}: {dir_name(d)} would hold {fmt_bytes(used.get(d, 0) + m.need)} "
+                f"while {m.tp} copies ({_needs(m)}), above its ceiling of "
                 f"{fmt_bytes(disks.limit[d])}"
             )
     if not exhausted:
@@ -214,10 +235,17 @@ def hold_reason(
         if room is None:
             continue
         room -= extra.get(d, 0)
-        if m.size_bytes > room:
+        if m.need > room:
             return (
-                f"waiting for space on {dir_name(d)} ({m.tp} needs {fmt_bytes(m.size_bytes)}, "
+                f"waiting for space on {dir_name(d)} ({m.tp} needs {_needs(m)}, "
                 f"{fmt_bytes(max(room, 0))} free below the ceiling of "
                 f"{fmt_bytes(disks.limit[d])})"
             )
     return None
+
+
+def _needs(m: DiskMove) -> str:
+    """A move's bytes as said: "9.4 MB", or "9.4 MB + 1.2 MB growth while it moves"."""
+    if m.growth_bytes > 0:
+        return f"{fmt_bytes(m.size_bytes)} + {fmt_bytes(m.growth_bytes)} growth while it moves"
+    return fmt_bytes(m.size_bytes)

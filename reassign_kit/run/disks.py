@@ -12,6 +12,11 @@ Fail closed: a target broker that reported its dirs' sizes in this run and then 
 before: the run goes on and warns of its throttles); a dir whose size the broker does not
 report (Kafka before 3.3) is said once (``disk_unknown``) and not weighed. Two dirs of one broker reporting the same total and usable bytes are taken
 for one filesystem (the sandbox's dirs share one): their bytes are counted once, together.
+
+Growth while moving (``Growth``): the partitions' sizes are recorded at the start and again
+every ``GROWTH_EVERY_S`` while moves wait; a move counts, beside its size, what its partition
+grows by at the recorded rate while its copy runs (``ceiling.growth_during``: bounded). A
+partition with a single reading (the run's first ``GROWTH_EVERY_S``) counts none yet.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from ..moves.ceiling import (
     Disks,
     dir_name,
     fmt_bytes,
+    growth_during,
     hold_reason,
     order_within_ceiling,
 )
@@ -38,6 +44,49 @@ if TYPE_CHECKING:
     from .shared import RunParts, RunState
 
 READY, MOVING = MoveStatus.READY, MoveStatus.MOVING
+GROWTH_EVERY_S = 30.0  # how often the sizes of the moves still waiting are read again
+UNTHROTTLED_BPS = 100 * 1024 * 1024  # a copy's speed when no throttle says (the what-if's)
+
+
+class Growth:
+    """Each partition's size as recorded (first and latest reading, with their times) and the
+    rate between them: bytes/s, net of retention, never below zero."""
+
+    def __init__(self) -> None:
+        self.first: dict[TopicPartition, tuple[float, int]] = {}
+        self.last: dict[TopicPartition, tuple[float, int]] = {}
+        self.read_at: float | None = None
+
+    def record(self, now: float, sizes: Mapping[TopicPartition, int]) -> None:
+        self.read_at = now
+        for tp, size in sizes.items():
+            self.first.setdefault(tp, (now, size))
+            self.last[tp] = (now, size)
+
+    def due(self, now: float) -> bool:
+        return self.read_at is None or now - self.read_at >= GROWTH_EVERY_S
+
+    def rate(self, tp: TopicPartition) -> float | None:
+        (t0, s0), (t1, s1) = self.first.get(tp, (0.0, 0)), self.last.get(tp, (0.0, 0))
+        if t1 <= t0:
+            return None
+        return max(0.0, (s1 - s0) / (t1 - t0))
+
+    def size(self, tp: TopicPartition, at_rest: int) -> int:
+        """Its size as last read (the size the plan knew, when larger or never read)."""
+        return max(at_rest, int(self.last.get(tp, (0.0, 0))[1]))
+
+    def bytes_while_moving(self, tp: TopicPartition, size: int, copy_bps: float) -> int:
+        return growth_during(self.size(tp, size), self.rate(tp), copy_bps)
+
+
+def sizes_of(logs) -> dict[TopicPartition, int]:
+    """Each partition's size: its largest current replica log (a follower may lag)."""
+    out: dict[TopicPartition, int] = {}
+    for i in logs:
+        if not i.is_future:
+            out[i.tp] = max(out.get(i.tp, 0), i.size_bytes)
+    return out
 
 
 def filesystems(
@@ -72,6 +121,7 @@ class DiskGate:
         self.sized: set[int] = set()  # brokers that reported sizes in this run
         self.moves: dict[TopicPartition, Move] | None = None  # the plan's, read once
         self.targets: set[int] | None = None  # the brokers the plan's moves end on
+        self.growth = Growth()
 
     def move(self, tp: TopicPartition) -> Move:
         if self.moves is None:
@@ -100,6 +150,7 @@ class DiskGate:
             return list(items)
         disks = Disks.of(total, used, ceiling)
         where = {(i.broker, i.tp): (i.broker, i.log_dir) for i in logs if not i.is_future}
+        self.growth.record(self.shared.clock(), sizes_of(logs))
         moves = []
         for it in items:
             target = self.move(it.tp).replicas
@@ -111,7 +162,11 @@ class DiskGate:
             ]
             moves.append(
                 DiskMove(
-                    it.tp, it.size_bytes, tuple(k for k in adds if k), tuple(k for k in frees if k)
+                    it.tp,
+                    self.growth.size(it.tp, it.size_bytes),
+                    tuple(k for k in adds if k),
+                    tuple(k for k in frees if k),
+                    self._growth_of(it.tp, it.size_bytes),
                 )
             )
         try:
@@ -149,6 +204,7 @@ class DiskGate:
         self.sized.update(b for b, _ in fs_of)
         self._say_unknown(caps)
         paused = self._over(disks)
+        self._record_growth(tps, current)
         remaining = self._inflight_remaining(caps, fs_of, disks)
         admitted: list[TopicPartition] = []
         for tp in tps:
@@ -159,6 +215,25 @@ class DiskGate:
                 self.parts.loop.emit("disk_release", **_tpf(tp), log_dir=self.held.pop(tp))
             admitted.append(tp)
         return admitted, None
+
+    def _growth_of(self, tp: TopicPartition, size: int) -> int:
+        copy_bps = float(self.shared.options.throttle or UNTHROTTLED_BPS)
+        return self.growth.bytes_while_moving(tp, size, copy_bps)
+
+    def _record_growth(
+        self, tps: Sequence[TopicPartition], current: Mapping[TopicPartition, Sequence[int]]
+    ) -> None:
+        """The waiting moves' sizes again, from the brokers holding them, every GROWTH_EVERY_S
+        (unretried: a failed read keeps the rates recorded so far)."""
+        now = self.shared.clock()
+        holders = sorted({b for tp in tps for b in current.get(tp, ())})
+        if not holders or not self.growth.due(now):
+            return
+        try:
+            logs = self.shared.gw.wrapped.describe_log_dirs(holders, list(tps))
+        except KafkaOperationError:
+            return
+        self.growth.record(now, sizes_of(logs))
 
     def _capacity(self, brokers: Sequence[int]) -> dict[int, Mapping[str, DirCapacity]]:
         """The brokers' log dirs, unretried (the next poll asks again); when the call fails,
@@ -198,7 +273,8 @@ class DiskGate:
         """Why ``tp`` waits (journaled when it starts waiting), else None with its bytes
         counted as written into its dirs by this decision."""
         ms = self.shared.moves[tp]
-        size = ms.item.size_bytes
+        size = self.growth.size(tp, ms.item.size_bytes)
+        grows = self._growth_of(tp, size)
         missing = [b for b in adds if b in self.sized and not caps.get(b)]
         if missing:
             return self._held(
@@ -208,7 +284,7 @@ class DiskGate:
                 {},
             )
         keys = tuple(k for b in adds if (k := self._dir_for(tp, b, caps, fs_of, disks)) is not None)
-        why = hold_reason(DiskMove(tp, size, keys), disks, remaining)
+        why = hold_reason(DiskMove(tp, size, keys, growth_bytes=grows), disks, remaining)
         if why is not None:
             k = next(
                 k
@@ -223,7 +299,8 @@ class DiskGate:
                 {
                     "broker": k[0],
                     "dir": k[1],
-                    "needs_bytes": size,
+                    "needs_bytes": size + grows,
+                    "growth_bytes": grows,
                     "free_bytes": max(free, 0),
                     "used_bytes": disks.used[k],
                     "in_flight_bytes": remaining.get(k, 0),
@@ -231,7 +308,7 @@ class DiskGate:
                 },
             )
         for k in keys:
-            remaining[k] = remaining.get(k, 0) + size
+            remaining[k] = remaining.get(k, 0) + size + grows
         return None
 
     def _held(self, tp: TopicPartition, where: str, why: str, numbers: dict) -> str:
@@ -276,8 +353,10 @@ class DiskGate:
             copied = (ms.bytes_copied or 0) / len(adding)
             for b in adding:
                 k = self._dir_for(ms.tp, b, caps, fs_of, disks)
+                size = self.growth.size(ms.tp, ms.item.size_bytes)
+                need = size + self._growth_of(ms.tp, size)
                 if k is not None:
-                    out[k] = out.get(k, 0) + max(0, int(ms.item.size_bytes - copied))
+                    out[k] = out.get(k, 0) + max(0, int(need - copied))
         return out
 
     def _say_unknown(self, caps: Mapping[int, Mapping[str, DirCapacity]]) -> None:

@@ -397,6 +397,59 @@ def whatif_figure(rows: Sequence[Mapping[str, Any]], title: str = "") -> go.Figu
     return fig
 
 
+def disk_usage_figure(
+    usage: Mapping[tuple[int, str], Sequence[tuple[float, int]]],
+    peaks: Sequence[Any],
+    shown: int = 6,
+) -> go.Figure:
+    """The what-if's disks: each filesystem's predicted usage (MiB) over the run, the fullest
+    ``shown`` of them (``peaks``: ``whatif.DiskPeak``, fullest first), each peak marked and
+    named, each ceiling dotted."""
+    fig = go.Figure()
+    for p in list(peaks)[:shown]:
+        series = usage.get((p.broker, p.log_dir), ())
+        name = f"broker {p.broker} {p.log_dir}"
+        fig.add_trace(
+            go.Scatter(
+                x=[t for t, _ in series],
+                y=[n / MIB for _, n in series],
+                mode="lines",
+                name=name,
+                legendgroup=name,
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=[p.at_s],
+                y=[p.peak_bytes / MIB],
+                mode="markers+text",
+                text=[f"peak {p.peak_bytes / MIB:.1f} MiB"],
+                textposition="top center",
+                showlegend=False,
+                legendgroup=name,
+            )
+        )
+        if p.ceiling_bytes is not None and series:
+            fig.add_trace(
+                go.Scatter(
+                    x=[series[0][0], series[-1][0]],
+                    y=[p.ceiling_bytes / MIB] * 2,
+                    mode="lines",
+                    line={"dash": "dot"},
+                    name=f"{name} ceiling",
+                    legendgroup=name,
+                )
+            )
+    fig.update_layout(
+        title="What-if: each log dir's filesystem over the run (predicted)",
+        xaxis_title="seconds since the start (predicted)",
+        yaxis_title="MiB used",
+        height=360,
+        template=TEMPLATE,
+    )
+    return fig
+
+
 def whatif_table_html(rows: Sequence[Mapping[str, Any]], calibration: str | None) -> str:
     """The what-if table for the panel (the CLI's --dry-run rows)."""
     body = "".join(

@@ -4,7 +4,8 @@ replica's files for file.delete.delay.ms (60 s) after the move, so sending the p
 file says — all at once, Kafka's own kafka-reassign-partitions — takes the filesystem past the
 85% ceiling; reassign-kit's run (incremental, 2 in flight) completes with the measured peak
 under it, a move held ("waiting for space") and released in the journal. A file another
-writer puts into the tmpfs mid-run holds every move into it until the file is deleted.
+writer puts into the tmpfs mid-run holds every move into it until the file is deleted. The
+what-if, asked before the run, predicts the filesystem's peak within 10% of the measured one.
 
 Long (about 4 minutes): ``make long``. Needs root (mount); the sandbox is the test's own."""
 
@@ -24,8 +25,10 @@ import pytest
 from reassign_kit.cluster.admin import AdminGateway
 from reassign_kit.model import Move, Plan, TopicPartition, is_complete
 from reassign_kit.moves.journal import read_events
+from reassign_kit.run.options import ExecuteOptions
 from reassign_kit.sandbox.kafka import run_kafka_class
 from reassign_kit.sandbox.sandbox import Sandbox
+from reassign_kit.whatif import what_if
 
 pytestmark = [pytest.mark.integration, pytest.mark.long]
 MIB = 1024 * 1024
@@ -154,6 +157,11 @@ def test_our_run_holds_the_ceiling_and_the_official_tool_crosses_it(small_disk_s
         plan = setup_topics(sb)
         plan_file, journal = tmp_path / "plan.json", tmp_path / "run.jsonl"
         plan.write(str(plan_file))
+        # the what-if of the same options, before: nothing sent, each filesystem's peak
+        opts = ExecuteOptions(batch_size=2, incremental=True, wait=True, poll_interval_ms=300)
+        wi = what_if(gw, plan, opts, given_only=True)
+        predicted = [p for p in wi.disk_peaks if p.broker == SMALL]
+        print("\n".join(wi.lines()))
         with Peak(bdir) as ours:
             start = ours.used()
             proc = run_ours(bootstrap, plan_file, journal, tmp_path)
@@ -192,6 +200,8 @@ def test_our_run_holds_the_ceiling_and_the_official_tool_crosses_it(small_disk_s
             "ours_start_mib": round(start / MIB, 1),
             "ours_peak_mib": round(ours.peak / MIB, 1),
             "ours_samples": ours.samples,
+            "predicted_peak_mib": [round(p.peak_bytes / MIB, 1) for p in predicted],
+            "predicted_at_s": [p.at_s for p in predicted],
             "official_start_mib": round(start2 / MIB, 1),
             "official_peak_mib": round(official.peak / MIB, 1),
             "holds": [(e["topic"], e["partition"], e["reason"]) for e in holds],
@@ -200,6 +210,9 @@ def test_our_run_holds_the_ceiling_and_the_official_tool_crosses_it(small_disk_s
         (tmp_path / "summary.json").write_text(json.dumps(summary, indent=1))
         print(json.dumps(summary, indent=1))
         assert ours.peak <= limit, summary
+        # one filesystem holds both of broker 3's dirs: one peak, within 10% of the measured
+        assert len(predicted) == 1, summary
+        assert abs(predicted[0].peak_bytes - ours.peak) <= 0.1 * ours.peak, summary
         assert official.peak > limit, summary
         assert holds and released, summary
         assert holds[0]["broker"] == SMALL and holds[0]["reason"].startswith(

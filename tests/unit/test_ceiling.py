@@ -1,7 +1,8 @@
-"""The disk ceiling's order and gate (moves/ceiling.py): for random plans, sizes and
-capacities, every dir's usage stays under its ceiling at every step of a run (copies growing
-part by part, completing in any order, a few moves in flight) whenever an order exists
-(checked against an exhaustive search), and the refusal names a dir when none does."""
+"""The disk ceiling's order and gate (moves/ceiling.py): for random plans, sizes, capacities
+and growth while moving, every dir's usage stays under its ceiling at every step of a run
+(copies growing part by part up to the partition's size plus its growth, completing in any
+order, a few moves in flight) whenever an order exists (checked against an exhaustive
+search), and the refusal names a dir when none does."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from reassign_kit.moves.ceiling import (
     DiskMove,
     Disks,
     end_state_problems,
+    growth_during,
     hold_reason,
     order_within_ceiling,
 )
@@ -39,7 +41,8 @@ def cases(draw):
             ).filter(lambda f, a=adds: not set(f) & set(a))
         )
         size = draw(st.integers(1, 120))
-        moves.append(DiskMove(TopicPartition("t", i), size, tuple(adds), tuple(frees)))
+        growth = draw(st.integers(0, 40))  # written to the partition while it moves
+        moves.append(DiskMove(TopicPartition("t", i), size, tuple(adds), tuple(frees), growth))
     # a move frees only bytes its source holds: the source dirs start with them
     for m in moves:
         for d in m.frees:
@@ -63,15 +66,17 @@ def feasible(disks: Disks, moves: list[DiskMove]) -> bool:
             nxt = done | {i}
             if i in done or nxt in seen:
                 continue
-            if all(used[d] + m.size_bytes <= disks.limit[d] for d in m.adds):
+            if all(used[d] + m.size_bytes + m.growth_bytes <= disks.limit[d] for d in m.adds):
                 seen.add(nxt)
                 frontier.append(nxt)
     return False
 
 
 def step(used: dict, m: DiskMove, start: bool) -> None:
+    """Start: the new copies at their full size, growth included; completion: the sources
+    free the size they had (their own growth stays on them)."""
     for d in m.adds if start else m.frees:
-        used[d] += m.size_bytes if start else -m.size_bytes
+        used[d] += m.size_bytes + m.growth_bytes if start else -m.size_bytes
 
 
 @settings(max_examples=300, deadline=None)
@@ -95,7 +100,7 @@ def test_no_dir_goes_over_its_ceiling_at_any_step_when_an_order_exists(case, slo
             remaining = {d: 0 for d in actual}
             for m, copied in inflight.values():
                 for d in m.adds:
-                    remaining[d] += m.size_bytes - copied
+                    remaining[d] += m.size_bytes + m.growth_bytes - copied
             why = hold_reason(pending[0], Disks(dict(actual), disks.limit), remaining)
             if why is None:
                 m = pending.pop(0)
@@ -106,8 +111,8 @@ def test_no_dir_goes_over_its_ceiling_at_any_step_when_an_order_exists(case, slo
             assert inflight, f"held with nothing in flight (would wait forever): {why}"
         tp = data.draw(st.sampled_from(sorted(inflight)))
         m, copied = inflight[tp]
-        if copied < m.size_bytes:
-            grow = data.draw(st.integers(1, m.size_bytes - copied))
+        if copied < m.size_bytes + m.growth_bytes:  # the copy chases what is written meanwhile
+            grow = data.draw(st.integers(1, m.size_bytes + m.growth_bytes - copied))
             inflight[tp][1] += grow
             for d in m.adds:
                 actual[d] += grow
@@ -154,3 +159,28 @@ def test_the_gate_counts_what_the_moves_in_flight_will_still_write():
         "waiting for space on broker 3 /data-1 (t-1 needs 20 B, 15 B free below the ceiling "
         "of 85 B)"
     )
+
+
+def test_growth_while_moving_changes_the_order_and_is_said_in_the_hold():
+    a, b = (1, "/d"), (2, "/d")
+    disks = Disks.of({a: 100, b: 100}, {a: 50, b: 20}, 0.85)  # 35 below a's ceiling
+    into_a = DiskMove(TopicPartition("t", 0), 30, (a,), (b,), growth_bytes=10)
+    out_of_a = DiskMove(TopicPartition("t", 1), 20, (b,), (a,))
+    # at rest 50 + 30 fits; with the 10 written meanwhile it does not: out of a first
+    assert order_within_ceiling([into_a, out_of_a], disks) == [out_of_a, into_a]
+    assert hold_reason(into_a, disks) == (
+        "waiting for space on broker 1 /d (t-0 needs 30 B + 10 B growth while it moves, 35 B "
+        "free below the ceiling of 85 B)"
+    )
+    without = DiskMove(TopicPartition("t", 0), 30, (a,), (b,))
+    assert hold_reason(without, disks) is None
+
+
+def test_growth_during_a_move_is_the_rate_over_the_copy_time_bounded():
+    mb = 1_000_000
+    assert growth_during(100 * mb, None, 10 * mb) == 0
+    assert growth_during(100 * mb, -5.0, 10 * mb) == 0  # retention deletes faster: none
+    # 100 MB at 10 MB/s chasing 1 MB/s: 100 / 9 s, 1 MB/s of it written meanwhile
+    assert growth_during(100 * mb, 1 * mb, 10 * mb) == int(1 * mb * 100 / 9)
+    # written as fast as it copies: never catches up, counted over the bound
+    assert growth_during(100 * mb, 10 * mb, 10 * mb) == int(10 * mb * 3600)
