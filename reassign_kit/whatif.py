@@ -505,8 +505,7 @@ def what_if(
 
 def disk_layout(source: Any, brokers: Sequence[int], tps: Sequence[TopicPartition]):
     """The cluster's disks for the what-if (``DiskLayout``), from a Snapshot (its brokers'
-    log dir sizes and its partitions' recorded growth; the dir of a replica is not recorded)
-    or a gateway (read-only DescribeLogDirs: sizes, and the dir of each replica); None when
+    log dir sizes, each replica's recorded dir and its partitions' recorded growth) or a gateway (read-only DescribeLogDirs: sizes, and the dir of each replica); None when
     no log dir's size is known (Kafka before 3.3, or the call failed)."""
     from .errors import KafkaOperationError
 
@@ -515,7 +514,12 @@ def disk_layout(source: Any, brokers: Sequence[int], tps: Sequence[TopicPartitio
 
         caps = {b.id: tuple(b.log_dir_capacity or ()) for b in source.brokers}
         growth = {tp: ld.growth_bytes_s for tp, ld in loads_of(source.partitions).items()}
-        where: dict[tuple[int, TopicPartition], str] = {}
+        where: dict[tuple[int, TopicPartition], str] = {
+            (b, p.tp): d
+            for p in source.partitions
+            for b, d in zip(p.replicas, p.log_dirs or (), strict=False)
+            if d is not None
+        }
     else:
         try:
             got = source.log_dir_capacity(list(brokers))

@@ -139,3 +139,15 @@ def test_a_modelled_run_held_for_space_that_never_frees_ends_saying_so():
     )
     assert rows[0]["state"].startswith("held: "), rows
     assert "broker 3 /data-0" in rows[0]["state"], rows
+
+
+def test_a_snapshots_recorded_dirs_place_each_replica_where_it_is():
+    """From a snapshot, a replica counts on the dir the snapshot recorded, not the first."""
+    from reassign_kit.snapshot.snapshot import take_snapshot
+
+    sim, plan = cluster()
+    snap = take_snapshot(sim)
+    layout = whatif.disk_layout(snap, sim.broker_ids, [m.tp for m in plan])
+    assert layout is not None
+    assert layout.where[(SMALL, TopicPartition("leave", 1))] == "/data-1"
+    assert layout.where[(SMALL, TopicPartition("leave", 0))] == "/data-0"
