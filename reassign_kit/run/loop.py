@@ -215,10 +215,11 @@ class Loop:
             o,
             now,
             self.shared.started_at,
-            self.shared.end_state is not None,
+            self.shared.end_state is not None or self.shared.run_deadline_reported,
             self.emit,
             self.parts.track.down_reason,
         )
+        self.shared.run_deadline_reported |= expired.run
         if o.on_deadline == "wait" or not expired:
             return
         self.shared.deadline_hit = True

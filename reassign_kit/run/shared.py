@@ -69,6 +69,7 @@ class RunState:
     began = False  # the start went through: the run may have changed the cluster
     exc: ReassignKitError | None = None
     deadline_hit = False
+    run_deadline_reported = False  # the run's deadline is journaled once, whatever the policy
     resume_cancel = False  # resuming a run killed during its cancel
     # the thread driving the loop while it runs: the one that hands events to subscribers
     loop_thread: threading.Thread | None = None
