@@ -304,12 +304,12 @@ class RunEta:
         )
         if not math.isfinite(fc.seconds):
             return None, "no bytes can move (a throttle of 0?)"
-        eta, low, high = self._range(fc)
         paced = (
             self._pace(ts, flows, caps, tail, rest_bytes, capacity, idle, fc.seconds)
             if cap and fc.seconds > 0
             else None
         )
+        eta, low, high = self._range(fc, paced is not None)
         if paced is not None:  # the run's measured pace takes over the model's (``_pace``)
             scale = paced / eta
             eta, low, high = paced, low * scale, high * scale
@@ -327,15 +327,19 @@ class RunEta:
         self.low, self.high = max(0.0, end - self.tail_spread - self.poll_s), end + self.poll_s
         return end
 
-    def _range(self, fc: Forecast) -> tuple[float, float, float]:
-        """The model's ETA and its range: the copying scaled by how far the share measured
-        between samples strays from its mean (the ETA itself at the throttle)."""
+    def _range(self, fc: Forecast, paced: bool) -> tuple[float, float, float]:
+        """The model's ETA (at the throttle) and its range, holding the ETA itself. Before the
+        run's pace is measured the range is the copying at the ends of the share measured
+        between samples: ``fc`` copies at the throttle, and a cluster measured at 0.7 of it
+        must stretch the range by 1 / 0.7, not leave the truth above it. Once the pace carries
+        the level, the range is the share's spread about its mean (``paced``)."""
         lo_s, hi_s = self.meter.share_range
+        level = self.meter.share if paced else 1.0
 
         def at(share: float) -> float:
-            return fc.seconds - fc.copy_s + fc.copy_s * self.meter.share / share
+            return fc.seconds - fc.copy_s + fc.copy_s * level / share
 
-        return fc.seconds, at(hi_s), at(lo_s)
+        return fc.seconds, min(fc.seconds, at(hi_s)), max(fc.seconds, at(lo_s))
 
     def _widened(self, eta: float, low: float, high: float, capacity: float) -> tuple[float, float]:
         """The range no narrower than what the run can see: a completion at one of its

@@ -9,6 +9,7 @@ the range holds the time really left, no slack."""
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 
 import pytest
 from test_eta_pace import RATE, raise_then_lower, run
@@ -16,6 +17,8 @@ from test_eta_pace import RATE, raise_then_lower, run
 from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.eta.pace import MIXED_S, Finishes
 from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.run.options import ExecuteOptions
+from reassign_kit.run.run import Run
 
 TP = TopicPartition
 SPREAD = [15.0, 5.0, 10.0, 15.0, 5.0, 10.0, 15.0, 5.0, 10.0]  # s at the throttle
@@ -103,3 +106,33 @@ def test_throttle_raised_then_lowered_the_range_holds_the_finish_between_the_cha
         if not e["eta_range_s"][0] <= end - e["ts"] <= e["eta_range_s"][1]
     ]
     assert not misses, misses
+
+
+def test_a_cluster_slower_than_the_throttle_is_inside_the_range_before_its_pace_is_measured(
+    tmp_path,
+):
+    """The targets take in 0.7 of the throttle. The ETA runs at the throttle until the run's
+    pace is measured; the share measured (0.7) must set the range meanwhile: the copying at
+    1 / share of its time. Scaled by the share over its own mean, as before, the range sat
+    around the throttle's ETA and the truth lay above it."""
+    sim = SimCluster(4, bandwidth=0.7 * 2 * MB, tick=0.25)
+    sim.add_topic("a", [[0], [1]], 60 * MB)
+    plan = Plan.of([Move(TP("a", 0), (2,)), Move(TP("a", 1), (3,))])
+    opts = replace(
+        ExecuteOptions(batch_size=2, incremental=True, throttle=2 * MB, wait=True),
+        sample_interval=1.0,
+    )
+    samples: list[dict] = []
+    r = Run(sim, plan, opts, None, clock=sim.now, sleep=sim.sleep)
+    r.subscribe(lambda e: samples.append(e) if e["event"] == "sample" else None)
+    assert r.run().state == "done"
+    end = sim.now()
+    unpaced = [e for e in samples if e["throttle_share"] is not None and e["run_pace"] is None]
+    assert len(unpaced) >= 3, [(e["ts"], e["throttle_share"], e["run_pace"]) for e in samples]
+    assert all(e["throttle_share"] < 0.85 for e in unpaced)
+    missed = [
+        (round(e["ts"], 1), e["eta_range_s"], round(end - e["ts"], 1))
+        for e in unpaced
+        if not e["eta_range_s"][0] <= end - e["ts"] <= e["eta_range_s"][1]
+    ]
+    assert not missed, missed
