@@ -434,18 +434,18 @@ class _Chunk:
                         if i < 0:
                             break
                         pos = self.new[i].index(o)
+                        self.departures.append([i, pos, o, u])
                     self._place(i, pos, u)
 
     def run(self) -> list[Changed]:
         """Every partition of the chunk, in chunk order: (topic, partition, old, new, size)."""
         self.mandatory()
         if "replicas" in self.prep.params.balance or self.prep.caps:
-            ex = Exchanges(self.new, self.size, self.frozen, self._rack_ok, self.ctx, self.placed)
             self.surplus()
-            ex.run(self.departures, self.placed)  # cheaper departures (planner/exchange.py)
         self.fix_racks()
         if "replicas" in self.prep.params.balance:
             self.settle()
+        Exchanges(self, self._rack_ok).run(self.departures)  # cheaper departures, same count
         return [
             Changed(self.topic[i], self.part[i], self.old[i], self.new[i], self.size[i])
             for i in range(len(self.new))

@@ -216,6 +216,12 @@ def _copied(result, snap: Snapshot) -> int:
     brokers=5,
     kip1023=True,
 )  # found by a cheapest-first greedy: two over-full brokers, one destination (171 MB vs 105 MB)
+@example(
+    sizes=[(False, 1, 0), (False, 3, 0), (False, 3, 0), (False, 1, 0), (False, 1, 0), (True, 2, 1)]
+    + [(False, 1, 0), (False, 4, 0), (False, 4, 0)],
+    brokers=4,
+    kip1023=False,
+)  # found by this test: a departure an exchange undid was no candidate again (6 B vs 5 B)
 def test_the_plan_never_copies_more_than_a_tiered_blind_plan(sizes, brokers, kip1023):
     from reassign_kit.planner.in_process import plan_in_process
     from reassign_kit.planner.params import PlanParams
