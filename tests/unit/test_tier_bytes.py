@@ -326,3 +326,41 @@ def test_offsets_a_broker_gives_out_of_order_are_not_recorded():
     got = with_tiers(Gw(), parts, {"t"})
     assert got[0].tier == TierOffsets(0, 50, None, 100, 1000)
     assert got[1].tier is None  # counted as untiered: its whole local log
+
+
+# -- the Parquet form -----------------------------------------------------------------------
+def test_parquet_carries_the_tier_fields_and_older_parquet_still_loads(tmp_path):
+    import pyarrow.parquet as pq
+
+    snap = _mixed_snapshot([(True, 2 * MIB, 9 * MIB), (False, MIB, 0), (True, MIB, 0)], 3, True)
+    assert any(p.tier is not None for p in snap.partitions)
+    path = str(tmp_path / "s.parquet")
+    snap.write(path)
+    back = Snapshot.read(path)
+    assert back.partitions == snap.partitions and back.brokers == snap.brokers
+    assert back.to_json() == snap.to_json()
+    # the same as a tool without the tier columns wrote it: no tier, no KIP-1023 flag
+    for name, drop in (("partitions", "tier_"), ("brokers", "last_tiered_fetch")):
+        f = f"{path}/{name}.parquet"
+        t = pq.read_table(f)
+        pq.write_table(t.select([c for c in t.column_names if not c.startswith(drop)]), f)
+    old = Snapshot.read(path)
+    assert all(p.tier is None for p in old.partitions)
+    assert all(b.last_tiered_fetch is None for b in old.brokers)
+    assert [p.size_bytes for p in old.partitions] == [p.size_bytes for p in snap.partitions]
+
+
+def test_a_bad_tier_in_parquet_is_refused_naming_the_partition(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    snap = _mixed_snapshot([(True, 2 * MIB, 9 * MIB), (False, MIB, 0)], 3)
+    path = str(tmp_path / "s.parquet")
+    snap.write(path)
+    f = f"{path}/partitions.parquet"
+    t = pq.read_table(f)
+    i = t.column_names.index("tier_log_start")
+    bad = [-5 if topic == "tiered" else None for topic in t.column("topic").to_pylist()]
+    pq.write_table(t.set_column(i, "tier_log_start", pa.array(bad, pa.int64())), f)
+    with pytest.raises(InvalidPlanError, match="partition tiered-0: tier 'log_start'"):
+        Snapshot.read(path)
