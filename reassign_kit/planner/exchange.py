@@ -14,7 +14,7 @@ cheaper replica j)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .aggregates import rack_key
@@ -25,6 +25,7 @@ Departure = list[int]
 RackOk = Callable[[list[int], int, int], bool]
 
 MAX_ROUNDS = 8  # each round only lowers the bytes; a bound on the work, not on correctness
+SCAN = 16  # cheaper replicas tried per departure: the bound on the work of a big chunk
 
 
 class Exchanges:
@@ -63,9 +64,12 @@ class Exchanges:
         made: list[tuple[Departure, Departure]] = []
         for _ in range(MAX_ROUNDS):
             n = len(made)
+            by_src: dict[int, list[Departure]] = {}
+            for m in departures:
+                by_src.setdefault(m[2], []).append(m)
             for m in departures:
                 before = list(m)
-                if self.replace(m) or self.shift(m, departures):
+                if self.replace(m) or self.shift(m, by_src):
                     made.append((before, list(m)))
             if len(made) == n:
                 break
@@ -95,19 +99,19 @@ class Exchanges:
             self.new[i][pos] = b
         return False
 
-    def _cheaper(self, b: int, d: int, than: int, skip: int) -> list[tuple[int, int]]:
+    def _cheaper(self, b: int, d: int, than: int, skip: int) -> Iterator[tuple[int, int]]:
         """The replicas on ``b`` not moved, below ``than`` bytes, that may go to ``d``,
-        cheapest first."""
-        out = []
+        cheapest first (lazily: the first that fits is usually taken)."""
+        tried = 0
         for s, j, pj in self.cands.get(b, ()):
-            if s >= than:
-                break
+            if s >= than or tried >= SCAN:
+                return
             reps = self.new[j]
             if j == skip or (j, pj) in self.moved or reps[pj] != b or d in reps:
                 continue
+            tried += 1
             if self.rack_ok(reps, pj, d):
-                out.append((j, pj))
-        return out
+                yield j, pj
 
     def _record(self, m: Departure, i: int, pos: int, b: int, d: int) -> None:
         self.moved.discard((m[0], m[1]))
@@ -122,26 +126,37 @@ class Exchanges:
                 return True
         return False
 
-    def shift(self, m: Departure, departures: list[Departure]) -> bool:
+    def shift(self, m: Departure, by_src: dict[int, list[Departure]]) -> bool:
+        """``by_src``: the departures by the broker they leave (as the round began)."""
         i, pos, b, d = m
         ctx = self.chunk.ctx
-        for m2 in departures:
-            k, pk, b2, d2 = m2
-            if m2 is m or k == i or b2 == b or b2 not in self.new[i]:
+        for pos2, b2 in enumerate(list(self.new[i])):
+            if b2 == b or b2 not in by_src or (i, pos2) in self.moved:
                 continue
-            pos2 = self.new[i].index(b2)
-            if (i, pos2) in self.moved or b2 not in self.chunk.old[i]:
+            if b2 not in self.chunk.old[i] or rack_key(ctx, b2) != rack_key(ctx, b):
                 continue
-            if rack_key(ctx, b2) != rack_key(ctx, b) or not self._may_leave(i, pos, b, pos2, d):
+            if not self._may_leave(i, pos, b, pos2, d):
                 continue
-            for j, pj in self._cheaper(b, d2, self.size[k], skip=i):
-                was = self.short(i) + self.short(k) + self.short(j)
-                changes = [(i, pos, b), (k, pk, b2), (i, pos2, d), (j, pj, d2)]
-                if j != k and self._try(changes, was):
-                    self.moved.discard((k, pk))
-                    self._record(m, i, pos2, b2, d)
-                    self._record(m2, j, pj, b, d2)
+            for m2 in by_src[b2]:
+                if self._shift_with(m, pos2, m2):
                     return True
+        return False
+
+    def _shift_with(self, m: Departure, pos2: int, m2: Departure) -> bool:
+        """``m``'s partition leaves from ``m2``'s broker (its position ``pos2``) instead,
+        ``m2``'s partition stays, ``m``'s broker sends a replica cheaper than ``m2``'s."""
+        i, pos, b, d = m
+        k, pk, b2, d2 = m2
+        if k == i or b2 != self.new[i][pos2] or m2[2] != b2:
+            return False
+        for j, pj in self._cheaper(b, d2, self.size[k], skip=i):
+            was = self.short(i) + self.short(k) + self.short(j)
+            changes = [(i, pos, b), (k, pk, b2), (i, pos2, d), (j, pj, d2)]
+            if j != k and self._try(changes, was):
+                self.moved.discard((k, pk))
+                self._record(m, i, pos2, b2, d)
+                self._record(m2, j, pj, b, d2)
+                return True
         return False
 
     def _may_leave(self, i: int, pos: int, b: int, pos2: int, d: int) -> bool:
