@@ -30,7 +30,8 @@ SCAN = 16  # cheaper replicas tried per departure: the bound on the work of a bi
 
 class Exchanges:
     """The surplus departures of one chunk (``chunk``: replica_chunk's pass, read for its
-    replica lists, sizes, racks and arrivals) and the replicas that could replace them."""
+    replica lists before and now, sizes, racks and frozen partitions) and the replicas that
+    could replace them."""
 
     def __init__(self, chunk: Any, rack_ok: RackOk) -> None:
         self.chunk, self.new, self.size, self.rack_ok = chunk, chunk.new, chunk.size, rack_ok
@@ -64,12 +65,12 @@ class Exchanges:
         made: list[tuple[Departure, Departure]] = []
         for _ in range(MAX_ROUNDS):
             n = len(made)
-            by_src: dict[int, list[Departure]] = {}
+            leaving: dict[int, list[Departure]] = {}
             for m in departures:
-                by_src.setdefault(m[2], []).append(m)
+                leaving.setdefault(m[2], []).append(m)
             for m in departures:
                 before = list(m)
-                if self.replace(m) or self.shift(m, by_src):
+                if self.replace(m) or self.shift(m, leaving):
                     made.append((before, list(m)))
             if len(made) == n:
                 break
