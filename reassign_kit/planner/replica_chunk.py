@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import UsageError
 from .aggregates import rack_key, replica_options
 from .apportion import apportion
+from .exchange import Exchanges
 from .quotas import ChunkQuota, Prepared
 from .rack_repair import (
     shape,
@@ -95,6 +96,7 @@ class _Chunk:
         self.rack_take: dict = defaultdict(int)
         for b, n in self.take.items():
             self.rack_take[rack_key(self.ctx, b)] += n
+        self.departures: list[list[int]] = []  # the surplus pass's (i, pos, from, to)
 
     def _rack_ok(self, reps: list[int], pos: int, dest: int) -> bool:
         return keeps_spread(reps, pos, rack_key(self.ctx, dest), self.racks, self.n_racks)
@@ -315,6 +317,8 @@ class _Chunk:
                         self.give[b] -= 1
                         budget -= 1
                         self._place(i, pos, d)
+                        if not heavy:  # a bytes goal sheds the heavy broker's big ones
+                            self.departures.append([i, pos, b, d])
 
     def _relay(self, over: list[int], cands: dict[int, list[int]]) -> None:
         """When the over-full brokers of a rack lack replicas that may change rack, a broker of
@@ -430,6 +434,7 @@ class _Chunk:
                         if i < 0:
                             break
                         pos = self.new[i].index(o)
+                        self.departures.append([i, pos, o, u])
                     self._place(i, pos, u)
 
     def run(self) -> list[Changed]:
@@ -440,6 +445,7 @@ class _Chunk:
         self.fix_racks()
         if "replicas" in self.prep.params.balance:
             self.settle()
+        Exchanges(self, self._rack_ok).run(self.departures)  # cheaper departures, same count
         return [
             Changed(self.topic[i], self.part[i], self.old[i], self.new[i], self.size[i])
             for i in range(len(self.new))

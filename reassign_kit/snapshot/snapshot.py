@@ -65,7 +65,7 @@ from .filter import (
     is_internal,
 )
 from .load import LOAD_KEYS, LoadWindow, read_window, with_loads
-from .tier import last_tiered_fetch_of, with_tiers
+from .tier import last_tiered_fetch_of, tier_columns, tier_of_row, with_tiers
 
 VERSION = 1
 _TOP_KEYS = {"version", "brokers", "topics", "partitions", "load"}
@@ -283,6 +283,7 @@ def _brokers_table(snap: Snapshot) -> Any:
                     )
                 ),
             ),
+            "last_tiered_fetch": pa.array([b.last_tiered_fetch for b in snap.brokers], pa.bool_()),
         }
     )
 
@@ -327,6 +328,7 @@ def _partitions_table(snap: Snapshot) -> Any:
                 pa.list_(pa.string()),
             ),
             **load_columns(snap),
+            **tier_columns(snap.partitions),
         }
     )
 
@@ -340,7 +342,7 @@ def read_parquet(path: str) -> Snapshot:
         brokers = pq.read_table(os.path.join(path, "brokers.parquet")).to_pylist()
         topics = [_tiered_defaults(t) for t in _read_topics_parquet(path)]
         parts = [
-            _load_of_row(p)
+            tier_of_row(_load_of_row(p))
             for p in pq.read_table(os.path.join(path, "partitions.parquet")).to_pylist()
         ]
         window = os.path.join(path, "load.parquet")

@@ -213,3 +213,25 @@ def copied_sizes(gateway: Any, sizes: Mapping[Any, int]) -> dict[Any, int]:
             t = TierOffsets(**{k: got[k] for k in TIER_KEYS if k in got})
             out[tp] = move_bytes(out[tp], t, True, last_tiered_fetch=True).copied
     return out
+
+
+def tier_columns(partitions: Sequence[Any]) -> dict[str, Any]:
+    """The partitions' tier offsets as nullable ``tier_<key>`` int64 columns of the Parquet
+    form (all null: none recorded)."""
+    import pyarrow as pa
+
+    tiers = [p.tier for p in partitions]
+    return {
+        f"tier_{k}": pa.array([None if t is None else getattr(t, k) for t in tiers], pa.int64())
+        for k in TIER_KEYS
+    }
+
+
+def tier_of_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A Parquet partition row: its ``tier_<key>`` columns (absent in older snapshots, null
+    where not recorded) back into the JSON form's ``tier`` object, read as strictly."""
+    cols = {k: row.pop(f"tier_{k}", None) for k in TIER_KEYS}
+    vals = {k: v for k, v in cols.items() if v is not None}
+    if vals:
+        row["tier"] = vals
+    return row
