@@ -31,6 +31,7 @@ from .rules import Capacity
 EPS = 1e-6  # bytes/s: an improvement smaller than this is rounding
 DESTS = 8  # brokers with most room a partition's move is tried to
 SWAP_COLD = 4  # swap partners tried per destination
+GIVE_UP = 32  # partitions in a row a broker fails to shed before the pass leaves it
 NO_CHANGE: Mapping[str, Mapping[int, float]] = {r: {} for r in RESOURCES}
 ROUNDS = 50  # each round's changes strictly bring the goals nearer; this only bounds it
 EXHAUSTIVE_MAX = 200_000  # placements; beyond, the greedy result stands
@@ -149,6 +150,23 @@ def contribution(p: Placement, k: tuple[str, int], b: int, res: str) -> float:
     return fetch + produce * (len(reps) - 1) if res == "network_out" else produce
 
 
+def contributions(p: Placement, keys, b: int, res: str) -> list[tuple[float, tuple[str, int]]]:
+    """``(contribution(p, k, b, res), k)`` for each of ``keys``, inline: a pass lists every
+    partition on the brokers it works on."""
+    load, reps, zero = p.load, p.reps, (0.0, 0.0)
+    if res == "network_in":
+        return [(load.get(k, zero)[0], k) for k in keys]
+    out = []
+    for k in keys:
+        r = reps[k]
+        if r[0] != b:
+            out.append((0.0, k))
+            continue
+        produce, fetch = load.get(k, zero)
+        out.append((fetch + produce * (len(r) - 1) if res == "network_out" else produce, k))
+    return out
+
+
 @dataclass
 class Scorer:
     """The goals' excess broker by broker: a change touches a few brokers and the totals (hence
@@ -261,22 +279,26 @@ class Shedding:
         over = [b for b in self.limit if self.room(b) < -EPS]
         done = 0
         for b in sorted(over, key=lambda b: (self.room(b), b)):
-            dests = self.dests()
-            hot = [(c, k) for k in p.on.get(b, ()) if (c := contribution(p, k, b, res)) > EPS]
+            dests, failed = self.dests(), 0
+            hot = [h for h in contributions(p, p.on.get(b, ()), b, res) if h[0] > EPS]
             for c, k in sorted(hot, key=lambda h: (-h[0], h[1])):
-                if self.room(b) >= -EPS:
+                if self.room(b) >= -EPS or failed >= GIVE_UP:
                     break
                 if b not in p.reps[k] or contribution(p, k, b, res) != c:
                     continue  # changed since listed
                 if self.shed_one(kind, b, k, c, dests):
-                    done += 1
+                    done, failed = done + 1, 0
                     dests = self.dests()
+                else:
+                    failed += 1
         return done
 
     def shed_one(self, kind: str, b: int, k: tuple[str, int], c: float, dests: list[int]) -> bool:
         r, excess = self.s.p.reps[k], -self.room(b)
         if kind == "leader":
             for f in sorted(r[1:], key=lambda f: (-self.room(f), f)):
+                if c - self.room(f) >= min(c, excess):
+                    break  # the new leader takes on what ``b`` sheds: most room first
                 if self.s.attempt([(k, [f, *[x for x in r if x != f]])]):
                     return True
             return False
@@ -305,7 +327,7 @@ class Shedding:
         got = self.ranks.get((self.res, d))
         if got is None:
             p, res = self.s.p, self.res
-            got = sorted((contribution(p, q, d, res), q) for q in p.on.get(d, ()))
+            got = sorted(contributions(p, p.on.get(d, ()), d, res))
             self.ranks[(self.res, d)] = got
         return got
 

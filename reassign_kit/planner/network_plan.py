@@ -6,13 +6,15 @@ the same rows — give the same network plan."""
 
 from __future__ import annotations
 
+import heapq
+
 from ..errors import UsageError
 from ..model import TopicPartition
 from ..snapshot.snapshot import Snapshot
 from .finish import finish
 from .network import RESOURCES, Goals, broker_loads
 from .network_pass import Placement, solve
-from .network_report import network_report
+from .network_report import HOTTEST, network_report
 from .params import PlanParams
 from .report import PlanResult
 from .rows import Changed
@@ -105,7 +107,8 @@ def balance_network(result: PlanResult, snap: Snapshot, params: PlanParams) -> P
     after = broker_loads(  # afresh: the pass kept its totals by additions
         [(r, load[k]) for k, r in placement.reps.items()] + background, ctx.racks
     )
-    hottest = sorted(
+    hottest = heapq.nsmallest(  # the report names the first few only
+        HOTTEST,
         ((f"{t}-{part}", *load[(t, part)]) for t, part in load),
         key=lambda h: (-(h[1] + h[2]), h[0]),
     )
