@@ -24,6 +24,7 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from .network import RESOURCES, Goals, broker_loads
 from .rules import Capacity
@@ -33,6 +34,7 @@ DESTS = 8  # brokers with most room a partition's move is tried to
 SWAP_COLD = 4  # swap partners tried per destination
 GIVE_UP = 32  # partitions in a row a broker fails to shed before the pass leaves it
 NO_CHANGE: Mapping[str, Mapping[int, float]] = {r: {} for r in RESOURCES}
+FIRST = itemgetter(0)
 ROUNDS = 50  # each round's changes strictly bring the goals nearer; this only bounds it
 EXHAUSTIVE_MAX = 200_000  # placements; beyond, the greedy result stands
 
@@ -60,7 +62,8 @@ class Placement:
     cur: dict[str, dict[int, float]] = field(default_factory=dict)
     count: dict[int, int] = field(default_factory=dict)
     bytes_on: dict[int, int] = field(default_factory=dict)
-    on: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
+    # each broker's partitions, in the order they came (a dict: the same order every run)
+    on: dict[int, dict[tuple[str, int], None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.min_racks = {k: self.rack_count(r) for k, r in self.reps.items()}
@@ -78,11 +81,11 @@ class Placement:
         for b in reps:
             self.count[b] = self.count.get(b, 0) + sign
             self.bytes_on[b] = self.bytes_on.get(b, 0) + sign * self.size.get(k, 0)
-            held = self.on.setdefault(b, set())
+            held = self.on.setdefault(b, {})
             if sign > 0:
-                held.add(k)
+                held[k] = None
             else:
-                held.discard(k)
+                held.pop(k, None)
 
     def _loads_of(self, k: tuple[str, int], reps: Sequence[int], sign: int) -> None:
         produce, fetch = self.load.get(k, (0.0, 0.0))
@@ -175,6 +178,9 @@ class Scorer:
     p: Placement
     targets: dict[str, dict[int, float]] = field(default_factory=dict)
     allowed: frozenset[int] = frozenset()
+    # (resource, broker) -> its partitions by what they add to it, least first: listed once,
+    # told of every arrival, so an entry may be stale (checked when used) but none is missing
+    ranks: dict[tuple[str, int], list[tuple[float, tuple[str, int]]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.targets = self.p.goals.targets(self.p.cur)
@@ -231,7 +237,22 @@ class Scorer:
             return False
         for k, new in change:
             p.assign(k, new)
+            for b in new:
+                for res in RESOURCES:
+                    if (res, b) in self.ranks:
+                        bisect.insort(
+                            self.ranks[(res, b)], (contribution(p, k, b, res), k), key=FIRST
+                        )
         return True
+
+    def ranked(self, res: str, b: int) -> list[tuple[float, tuple[str, int]]]:
+        """``b``'s partitions by what they add to its ``res``, least first (ties: in the order
+        they came to ``b``, the same every run)."""
+        got = self.ranks.get((res, b))
+        if got is None:
+            got = sorted(contributions(self.p, self.p.on.get(b, ()), b, res), key=FIRST)
+            self.ranks[(res, b)] = got
+        return got
 
 
 def _loads_of(p: Placement, k: tuple[str, int], reps: Sequence[int]):
@@ -263,7 +284,6 @@ class Shedding:
     s: Scorer
     res: str
     limit: dict[int, float]
-    ranks: dict[tuple[str, int], list[tuple[float, tuple[str, int]]]]
 
     def room(self, d: int) -> float:
         return self.limit.get(d, math.inf) - self.s.p.cur[self.res].get(d, 0.0)
@@ -280,8 +300,9 @@ class Shedding:
         done = 0
         for b in sorted(over, key=lambda b: (self.room(b), b)):
             dests, failed = self.dests(), 0
-            hot = [h for h in contributions(p, p.on.get(b, ()), b, res) if h[0] > EPS]
-            for c, k in sorted(hot, key=lambda h: (-h[0], h[1])):
+            ranked = self.s.ranked(res, b)
+            hot = ranked[bisect.bisect_right(ranked, EPS, key=FIRST) :]
+            for c, k in reversed(hot):
                 if self.room(b) >= -EPS or failed >= GIVE_UP:
                     break
                 if b not in p.reps[k] or contribution(p, k, b, res) != c:
@@ -321,24 +342,14 @@ class Shedding:
                 return True
         return False
 
-    def ranked(self, d: int) -> list[tuple[float, tuple[str, int]]]:
-        """``d``'s partitions by what they add to its resource, least first; kept across passes
-        and checked when used (a partition since moved or changed is passed over)."""
-        got = self.ranks.get((self.res, d))
-        if got is None:
-            p, res = self.s.p, self.res
-            got = sorted(contributions(p, p.on.get(d, ()), d, res))
-            self.ranks[(self.res, d)] = got
-        return got
-
     def swap(self, b: int, d: int, k: tuple[str, int], c: float, moved: list[int]) -> bool:
         """``k`` to ``d`` and one of ``d``'s partitions to ``b`` (counts kept): the one whose
         exchange sheds most without putting ``d`` over its limit, else the nearest to it."""
         p, res = self.s.p, self.res
-        ranked = self.ranked(d)
+        ranked = self.s.ranked(res, d)
         want = c - min(-self.room(b), self.room(d))
-        i = bisect.bisect_left(ranked, want, key=lambda e: e[0])
-        top = bisect.bisect_left(ranked, c - EPS, lo=i, key=lambda e: e[0])
+        i = bisect.bisect_left(ranked, want, key=FIRST)
+        top = bisect.bisect_left(ranked, c - EPS, lo=i, key=FIRST)
         tries = 0
         for j in itertools.chain(range(i, top), range(min(i, top) - 1, -1, -1)):
             cq, q = ranked[j]
@@ -347,11 +358,7 @@ class Shedding:
                 continue
             tries += 1
             if self.s.attempt([(k, moved), (q, [b if x == d else x for x in rq])]):
-                del ranked[j]
-                bisect.insort(ranked, (contribution(p, k, d, res), k))
-                if (res, b) in self.ranks:
-                    bisect.insort(self.ranks[(res, b)], (contribution(p, q, b, res), q))
-                return True
+                return True  # ``q``'s entry here is stale now, passed over when next met
             if tries >= SWAP_COLD:
                 break
         return False
@@ -361,7 +368,6 @@ def improve(p: Placement, max_rounds: int = ROUNDS) -> int:
     """Rounds of passes (each goal in priority order; leadership changes, then moves, then
     swaps) until a round changes nothing; the changes made."""
     scorer = Scorer(p)
-    ranks: dict = {}
     total = 0
     for _ in range(max_rounds):
         if not any(p.score()):
@@ -369,7 +375,7 @@ def improve(p: Placement, max_rounds: int = ROUNDS) -> int:
         done = 0
         for res, limit in scorer.goals():
             for kind in ("leader", "move", "swap"):
-                done += Shedding(scorer, res, limit, ranks).run(kind)
+                done += Shedding(scorer, res, limit).run(kind)
         total += done
         if not done:
             break
