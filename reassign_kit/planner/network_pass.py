@@ -159,14 +159,13 @@ def contributions(p: Placement, keys, b: int, res: str) -> list[tuple[float, tup
     load, reps, zero = p.load, p.reps, (0.0, 0.0)
     if res == "network_in":
         return [(load.get(k, zero)[0], k) for k in keys]
-    out = []
-    for k in keys:
-        r = reps[k]
-        if r[0] != b:
-            out.append((0.0, k))
-            continue
+    out = [(0.0, k) for k in keys if reps[k][0] != b]  # followers: nothing out, no leader load
+    led = [k for k in keys if reps[k][0] == b]
+    if res == "leader_load":
+        return out + [(load.get(k, zero)[0], k) for k in led]
+    for k in led:
         produce, fetch = load.get(k, zero)
-        out.append((fetch + produce * (len(r) - 1) if res == "network_out" else produce, k))
+        out.append((fetch + produce * (len(reps[k]) - 1), k))
     return out
 
 

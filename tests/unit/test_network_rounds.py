@@ -5,7 +5,10 @@ kept, counts in their band and at most two partitions changed per hot one."""
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -143,3 +146,29 @@ def test_a_hot_rack_is_spread_with_racks_kept_and_few_changes():
     # each hot partition moved at most once, with at most one cooler partner of a swap
     assert 0 < ng["changes"] <= 2 * hot, (ng["changes"], hot)
     assert len(result.plan) <= len(base.plan) + 2 * hot
+
+
+_PLAN_DIGEST = """
+import hashlib, sys
+sys.path.insert(0, {tests!r})
+from unit.test_network_rounds import _hot_rack
+from reassign_kit import api
+plan = api.plan(_hot_rack(300), balance="replicas,leaders,network", engine="local").plan
+print(hashlib.sha256(repr(plan).encode()).hexdigest())
+"""
+
+
+def test_the_network_plan_is_the_same_in_every_process():
+    # the Spark engine runs the pass in another process: nothing may follow set or hash order
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", _PLAN_DIGEST.format(tests=tests)],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert len(digests) == 1 and digests != {""}, digests
