@@ -32,6 +32,7 @@ from .rules import Capacity
 EPS = 1e-6  # bytes/s: an improvement smaller than this is rounding
 DESTS = 8  # brokers with most room a partition's move is tried to
 SWAP_COLD = 4  # swap partners tried per destination
+FOLLOWERS = 256  # followers a broker lists as swap partners for network out and leader load
 GIVE_UP = 32  # partitions in a row a broker fails to shed before the pass leaves it
 NO_CHANGE: Mapping[str, Mapping[int, float]] = {r: {} for r in RESOURCES}
 FIRST = itemgetter(0)
@@ -154,12 +155,14 @@ def contribution(p: Placement, k: tuple[str, int], b: int, res: str) -> float:
 
 
 def contributions(p: Placement, keys, b: int, res: str) -> list[tuple[float, tuple[str, int]]]:
-    """``(contribution(p, k, b, res), k)`` for each of ``keys``, inline: a pass lists every
-    partition on the brokers it works on."""
+    """``(contribution(p, k, b, res), k)`` for each of ``keys`` (but at most ``FOLLOWERS`` of
+    the zeros), inline: a pass lists the partitions on the brokers it works on."""
     load, reps, zero = p.load, p.reps, (0.0, 0.0)
     if res == "network_in":
         return [(load.get(k, zero)[0], k) for k in keys]
-    out = [(0.0, k) for k in keys if reps[k][0] != b]  # followers: nothing out, no leader load
+    # followers add nothing out and no leader load: a few serve as swap partners, and a
+    # partner that arrives later is told (``Scorer.attempt``)
+    out = [(0.0, k) for k in itertools.islice((k for k in keys if reps[k][0] != b), FOLLOWERS)]
     led = [k for k in keys if reps[k][0] == b]
     if res == "leader_load":
         return out + [(load.get(k, zero)[0], k) for k in led]
