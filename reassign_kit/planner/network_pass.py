@@ -2,32 +2,41 @@
 their final rows), change the fewest replicas so that every broker meets the network goals
 (``planner.network``) in their priority order.
 
-A step takes, among the changes that strictly bring the placement nearer the goals, the one
-that brings it nearest — first among leadership-only changes (a follower made first replica,
-nothing copied), else among single replica moves, else among swaps of a hot replica with a cold
-one (both brokers keep their counts). Every change keeps the rules: a partition never on fewer
-racks than before, nothing new on a removed or cordoned broker, each broker's count within one
-of the band the earlier passes left, the capacity file's disk and replica limits. When the
-greedy steps stop short of a goal on a small instance, an exhaustive search over every
-placement (capacity before counts) finds one that meets it if any does; a goal still unmet is
-reported with its numbers, never dropped."""
+It works in rounds. A round takes each goal in priority order (the hard limits, then the
+targets asked for) and, for each kind of change in turn — leadership-only changes (a follower
+made first replica, nothing copied), then single replica moves, then swaps of a hot replica
+with a cooler one (both brokers keep their counts) — lets every broker over its limit shed its
+hottest partitions to the brokers with most room, many changes per pass. A change is made only
+when it brings the goals strictly nearer in priority order; since the totals (hence the
+targets) never change, it is scored on the few brokers it touches, so a pass costs about the
+partitions on the brokers over their limit, not a full re-score per change. Rounds stop when
+one changes nothing. Every change keeps the rules: a partition never on fewer racks than
+before, nothing new on a removed or cordoned broker, each broker's count within one of the
+band the earlier passes left, the capacity file's disk and replica limits. When the rounds
+stop short of a goal on a small instance, an exhaustive search over every placement (capacity
+before counts) finds one that meets it if any does; a goal still unmet is reported with its
+numbers, never dropped."""
 
 from __future__ import annotations
 
-import heapq
+import bisect
 import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 
-from .network import Goals, broker_loads
+from .network import RESOURCES, Goals, broker_loads
 from .rules import Capacity
 
 EPS = 1e-6  # bytes/s: an improvement smaller than this is rounding
-FOCUS = 3  # the brokers furthest over a goal whose partitions a step looks at
-HOT = 20  # a focus broker's hottest partitions considered for a move
-DESTS = 4  # the least loaded brokers (in the goal's resource) a replica may move to
-SWAP_HOT, SWAP_COLD = 8, 4
+DESTS = 8  # brokers with most room a partition's move is tried to
+SWAP_COLD = 4  # swap partners tried per destination
+FOLLOWERS = 256  # followers a broker lists as swap partners for network out and leader load
+GIVE_UP = 32  # partitions in a row a broker fails to shed before the pass leaves it
+NO_CHANGE: Mapping[str, Mapping[int, float]] = {r: {} for r in RESOURCES}
+FIRST = itemgetter(0)
+ROUNDS = 50  # each round's changes strictly bring the goals nearer; this only bounds it
 EXHAUSTIVE_MAX = 200_000  # placements; beyond, the greedy result stands
 
 
@@ -54,7 +63,8 @@ class Placement:
     cur: dict[str, dict[int, float]] = field(default_factory=dict)
     count: dict[int, int] = field(default_factory=dict)
     bytes_on: dict[int, int] = field(default_factory=dict)
-    on: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
+    # each broker's partitions, in the order they came (a dict: the same order every run)
+    on: dict[int, dict[tuple[str, int], None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.min_racks = {k: self.rack_count(r) for k, r in self.reps.items()}
@@ -72,11 +82,11 @@ class Placement:
         for b in reps:
             self.count[b] = self.count.get(b, 0) + sign
             self.bytes_on[b] = self.bytes_on.get(b, 0) + sign * self.size.get(k, 0)
-            held = self.on.setdefault(b, set())
+            held = self.on.setdefault(b, {})
             if sign > 0:
-                held.add(k)
+                held[k] = None
             else:
-                held.discard(k)
+                held.pop(k, None)
 
     def _loads_of(self, k: tuple[str, int], reps: Sequence[int], sign: int) -> None:
         produce, fetch = self.load.get(k, (0.0, 0.0))
@@ -132,113 +142,246 @@ class Placement:
         return (disk is None or total <= disk) and (most is None or n <= most)
 
 
-def _focus(p: Placement) -> tuple[list[int], str]:
-    """The brokers furthest over the first goal not met (hard limits first), and its
-    resource."""
-    loads = p.loads()
-    targets = p.goals.targets(loads)
-    for res, caps in p.goals.limits.items():
-        over = {b: loads[res].get(b, 0.0) - cap for b, cap in caps.items()}
-        over = {b: v for b, v in over.items() if v > EPS}
-        if over:
-            return sorted(over, key=lambda b: (-over[b], b))[:FOCUS], res
-    for res in p.goals.balance:
-        t = targets[res]
-        over = {b: v - t[b] if b in t else v for b, v in loads[res].items()}
-        over = {b: v for b, v in over.items() if v > EPS}
-        if over:
-            return sorted(over, key=lambda b: (-over[b], b))[:FOCUS], res
-    return [], "network_in"
+def contribution(p: Placement, k: tuple[str, int], b: int, res: str) -> float:
+    """What ``k`` adds to broker ``b``'s ``res``: a follower adds its produce to network in
+    and nothing to network out or leader load."""
+    produce, fetch = p.load.get(k, (0.0, 0.0))
+    if res == "network_in":
+        return produce
+    reps = p.reps[k]
+    if reps[0] != b:
+        return 0.0
+    return fetch + produce * (len(reps) - 1) if res == "network_out" else produce
 
 
-def _coolest(p: Placement, res: str) -> list[int]:
-    """The placeable brokers carrying least of ``res`` (ties: by id)."""
-    load = p.cur[res]
-    return heapq.nsmallest(DESTS, sorted(p.placeable), key=lambda b: (load.get(b, 0.0), b))
+def contributions(p: Placement, keys, b: int, res: str) -> list[tuple[float, tuple[str, int]]]:
+    """``(contribution(p, k, b, res), k)`` for each of ``keys`` (but at most ``FOLLOWERS`` of
+    the zeros), inline: a pass lists the partitions on the brokers it works on."""
+    load, reps, zero = p.load, p.reps, (0.0, 0.0)
+    if res == "network_in":
+        return [(load.get(k, zero)[0], k) for k in keys]
+    # followers add nothing out and no leader load: a few serve as swap partners, and a
+    # partner that arrives later is told (``Scorer.attempt``)
+    out = [(0.0, k) for k in itertools.islice((k for k in keys if reps[k][0] != b), FOLLOWERS)]
+    led = [k for k in keys if reps[k][0] == b]
+    if res == "leader_load":
+        return out + [(load.get(k, zero)[0], k) for k in led]
+    for k in led:
+        produce, fetch = load.get(k, zero)
+        out.append((fetch + produce * (len(reps[k]) - 1), k))
+    return out
 
 
-def _hottest(p: Placement, b: int, n: int, res: str, cold: bool = False) -> list[tuple[str, int]]:
-    """The ``n`` partitions on ``b`` that add most (``cold``: least) to its ``res``: a
-    follower adds nothing to its network out or leader load, so only what it leads counts."""
-    keys = p.on.get(b, ())
+@dataclass
+class Scorer:
+    """The goals' excess broker by broker: a change touches a few brokers and the totals (hence
+    the targets) never change, so a change is scored on the brokers it touches alone."""
 
-    def rank(k: tuple[str, int]) -> tuple:
-        produce, fetch = p.load.get(k, (0.0, 0.0))
-        reps = p.reps[k]
-        if res == "network_in":
-            return (produce, k)
-        if reps[0] != b:
-            return (0.0, k)
-        return (fetch + produce * (len(reps) - 1) if res == "network_out" else produce, k)
+    p: Placement
+    targets: dict[str, dict[int, float]] = field(default_factory=dict)
+    allowed: frozenset[int] = frozenset()
+    # (resource, broker) -> its partitions by what they add to it, least first: listed once,
+    # told of every arrival, so an entry may be stale (checked when used) but none is missing
+    ranks: dict[tuple[str, int], list[tuple[float, tuple[str, int]]]] = field(default_factory=dict)
 
-    return heapq.nsmallest(n, keys, key=rank) if cold else heapq.nlargest(n, keys, key=rank)
+    def __post_init__(self) -> None:
+        self.targets = self.p.goals.targets(self.p.cur)
+        self.allowed = frozenset(self.p.goals.brokers)
 
+    def goals(self) -> list[tuple[str, dict[int, float]]]:
+        """(resource, each broker's limit) in priority order: capacities, then targets."""
+        out = [(res, dict(caps)) for res, caps in self.p.goals.limits.items()]
+        for res in self.p.goals.balance:
+            limit = dict(self.targets[res])
+            limit.update({b: 0.0 for b in self.p.holders - self.allowed})
+            out.append((res, limit))
+        return out
 
-def _candidates(p: Placement, b: int, kind: str, dsts: list[int], res: str):
-    """(key, new replica list) pairs for one kind of change off broker ``b`` (moves and swaps
-    towards ``dsts``)."""
-    if kind == "leader":
-        for k in _hottest(p, b, HOT, res):
-            r = p.reps[k]
-            if r[0] == b:
-                for f in r[1:]:
-                    yield [(k, [f, *[x for x in r if x != f]])]
-        return
-    cold = {d: _hottest(p, d, SWAP_COLD, res, cold=True) for d in dsts} if kind == "swap" else {}
-    for k in _hottest(p, b, HOT if kind == "move" else SWAP_HOT, res):
-        r = p.reps[k]
-        for d in dsts:
-            if d in r or d == b:
-                continue
-            moved = [d if x == b else x for x in r]
-            if kind == "move":
-                yield [(k, moved)]
-                continue
-            for q in cold[d]:
-                rq = p.reps[q]
-                if q != k and b not in rq:
-                    yield [(k, moved), (q, [b if x == d else x for x in rq])]
+    def over(self, brokers: set[int], delta: Mapping[str, Mapping[int, float]]) -> list[float]:
+        """The excess summed over ``brokers`` with ``delta`` added to their loads, per goal in
+        priority order (as ``Goals.excess``)."""
+        cur, goals = self.p.cur, self.p.goals
+        out = [0.0] * (1 + len(goals.balance))
+        for b in brokers:
+            for res, caps in goals.limits.items():
+                if b in caps:
+                    v = cur[res].get(b, 0.0) + delta[res].get(b, 0.0)
+                    out[0] += max(0.0, v - caps[b])
+            for i, res in enumerate(goals.balance, 1):
+                v = cur[res].get(b, 0.0) + delta[res].get(b, 0.0)
+                if b in self.allowed:
+                    out[i] += max(0.0, v - self.targets[res][b])
+                elif b in self.p.holders:
+                    out[i] += v
+        return out
 
-
-def _try(p: Placement, change: list) -> tuple | None:
-    """The score after ``change`` (None: it breaks a rule); the placement is left as it was."""
-    old = [(k, p.reps[k]) for k, _ in change]
-    for (k, new), (_, was) in zip(change, old, strict=True):
-        if not p.fits(k, new, was):
-            return None
-    for k, new in change:
-        p.assign(k, new)
-    score = p.score() if p.in_band() else None
-    for k, was in reversed(old):
-        p.assign(k, was)
-    return score
-
-
-def improve(p: Placement, max_steps: int | None = None) -> int:
-    """Greedy steps until no change brings the placement nearer its goals; the steps taken."""
-    steps = 0
-    limit = max_steps if max_steps is not None else 4 * len(p.reps) + 100
-    while steps < limit:
-        base = p.score()
-        if not any(base):
-            break
-        best = None
-        focus, res = _focus(p)
-        dsts = _coolest(p, res)
-        for kind in ("leader", "move", "swap"):
-            for b in focus:
-                for change in _candidates(p, b, kind, dsts, res):
-                    s = _try(p, change)
-                    if s is not None and s < base and (best is None or s < best[0]):
-                        best = (s, change)
-            if best is not None:
-                break
-        if best is None:
-            break
-        for k, new in best[1]:
+    def attempt(self, change: list[tuple[tuple[str, int], list[int]]]) -> bool:
+        """Make ``change`` if it keeps the rules and brings the goals strictly nearer, in
+        priority order; else leave the placement as it was. Scored on the loads it would
+        leave, so a refused change costs no bookkeeping."""
+        p = self.p
+        delta: dict[str, dict[int, float]] = {r: {} for r in RESOURCES}
+        counts: dict[int, int] = {}
+        for k, new in change:
+            was = p.reps[k]
+            if not p.fits(k, new, was):
+                return False
+            for reps, sign in ((was, -1), (new, 1)):
+                for b, res, v in _loads_of(p, k, reps):
+                    delta[res][b] = delta[res].get(b, 0.0) + sign * v
+                for b in reps:
+                    counts[b] = counts.get(b, 0) + sign
+        lo, hi = p.band
+        if any(not lo <= p.count.get(b, 0) + n <= hi for b, n in counts.items() if b in p.holders):
+            return False
+        touched = set(counts)  # every broker whose loads change holds or held a replica
+        if not _nearer(self.over(touched, NO_CHANGE), self.over(touched, delta)):
+            return False
+        for k, new in change:
             p.assign(k, new)
-        steps += 1
-    return steps
+            for b in new:
+                for res in RESOURCES:
+                    if (res, b) in self.ranks:
+                        bisect.insort(
+                            self.ranks[(res, b)], (contribution(p, k, b, res), k), key=FIRST
+                        )
+        return True
+
+    def ranked(self, res: str, b: int) -> list[tuple[float, tuple[str, int]]]:
+        """``b``'s partitions by what they add to its ``res``, least first (ties: in the order
+        they came to ``b``, the same every run)."""
+        got = self.ranks.get((res, b))
+        if got is None:
+            got = sorted(contributions(self.p, self.p.on.get(b, ()), b, res), key=FIRST)
+            self.ranks[(res, b)] = got
+        return got
+
+
+def _loads_of(p: Placement, k: tuple[str, int], reps: Sequence[int]):
+    """(broker, resource, bytes/s) that ``k`` adds when placed on ``reps``."""
+    produce, fetch = p.load.get(k, (0.0, 0.0))
+    if not reps:
+        return
+    for b in reps:
+        yield b, "network_in", produce
+    yield reps[0], "network_out", fetch + produce * (len(reps) - 1)
+    yield reps[0], "leader_load", produce
+
+
+def _nearer(before: Sequence[float], after: Sequence[float]) -> bool:
+    for x, y in zip(before, after, strict=True):
+        if y < x - EPS:
+            return True
+        if y > x + EPS:
+            return False
+    return False
+
+
+@dataclass
+class Shedding:
+    """One pass over one goal with one kind of change: each broker over its limit, hottest
+    partitions first, takes the first change off it that brings the goals nearer, until it is
+    within its limit or nothing helps; many changes per pass, each scored on its brokers."""
+
+    s: Scorer
+    res: str
+    limit: dict[int, float]
+
+    def room(self, d: int) -> float:
+        return self.limit.get(d, math.inf) - self.s.p.cur[self.res].get(d, 0.0)
+
+    def dests(self) -> list[int]:
+        """The placeable brokers, most room under their limit first."""
+        return sorted(self.s.p.placeable, key=lambda d: (-self.room(d), d))
+
+    def run(self, kind: str) -> int:
+        p, res = self.s.p, self.res
+        if kind == "leader" and res == "network_in":
+            return 0  # a leadership change moves no network in
+        over = [b for b in self.limit if self.room(b) < -EPS]
+        done = 0
+        for b in sorted(over, key=lambda b: (self.room(b), b)):
+            dests, failed = self.dests(), 0
+            ranked = self.s.ranked(res, b)
+            hot = ranked[bisect.bisect_right(ranked, EPS, key=FIRST) :]
+            for c, k in reversed(hot):
+                if self.room(b) >= -EPS or failed >= GIVE_UP:
+                    break
+                if b not in p.reps[k] or contribution(p, k, b, res) != c:
+                    continue  # changed since listed
+                if self.shed_one(kind, b, k, c, dests):
+                    done, failed = done + 1, 0
+                    dests = self.dests()
+                else:
+                    failed += 1
+        return done
+
+    def shed_one(self, kind: str, b: int, k: tuple[str, int], c: float, dests: list[int]) -> bool:
+        r, excess = self.s.p.reps[k], -self.room(b)
+        if kind == "leader":
+            for f in sorted(r[1:], key=lambda f: (-self.room(f), f)):
+                if c - self.room(f) >= min(c, excess):
+                    break  # the new leader takes on what ``b`` sheds: most room first
+                if self.s.attempt([(k, [f, *[x for x in r if x != f]])]):
+                    return True
+            return False
+        p, tries = self.s.p, 0
+        lo, hi = p.band
+        if kind == "move" and p.count.get(b, 0) <= lo:
+            return False  # a move off ``b`` would leave it below the count band
+        for d in dests:
+            if kind == "move" and p.count.get(d, 0) >= hi:
+                continue
+            room = self.room(d)
+            # most room first: once a move (a swap: any change) cannot help, no later one does
+            if tries >= DESTS or room <= EPS or (kind == "move" and c - room >= min(c, excess)):
+                break
+            moved = [d if x == b else x for x in r]
+            if d in r or not p.fits(k, moved, r):
+                continue
+            tries += 1
+            if self.s.attempt([(k, moved)]) if kind == "move" else self.swap(b, d, k, c, moved):
+                return True
+        return False
+
+    def swap(self, b: int, d: int, k: tuple[str, int], c: float, moved: list[int]) -> bool:
+        """``k`` to ``d`` and one of ``d``'s partitions to ``b`` (counts kept): the one whose
+        exchange sheds most without putting ``d`` over its limit, else the nearest to it."""
+        p, res = self.s.p, self.res
+        ranked = self.s.ranked(res, d)
+        want = c - min(-self.room(b), self.room(d))
+        i = bisect.bisect_left(ranked, want, key=FIRST)
+        top = bisect.bisect_left(ranked, c - EPS, lo=i, key=FIRST)
+        tries = 0
+        for j in itertools.chain(range(i, top), range(min(i, top) - 1, -1, -1)):
+            cq, q = ranked[j]
+            rq = p.reps[q]
+            if q == k or d not in rq or b in rq or contribution(p, q, d, res) != cq:
+                continue
+            tries += 1
+            if self.s.attempt([(k, moved), (q, [b if x == d else x for x in rq])]):
+                return True  # ``q``'s entry here is stale now, passed over when next met
+            if tries >= SWAP_COLD:
+                break
+        return False
+
+
+def improve(p: Placement, max_rounds: int = ROUNDS) -> int:
+    """Rounds of passes (each goal in priority order; leadership changes, then moves, then
+    swaps) until a round changes nothing; the changes made."""
+    scorer = Scorer(p)
+    total = 0
+    for _ in range(max_rounds):
+        if not any(p.score()):
+            break
+        done = 0
+        for res, limit in scorer.goals():
+            for kind in ("leader", "move", "swap"):
+                done += Shedding(scorer, res, limit).run(kind)
+        total += done
+        if not done:
+            break
+    return total
 
 
 def _options(p: Placement, k: tuple[str, int]) -> list[list[int]]:

@@ -6,13 +6,14 @@ the same rows — give the same network plan."""
 
 from __future__ import annotations
 
+import heapq
+
 from ..errors import UsageError
-from ..model import TopicPartition
 from ..snapshot.snapshot import Snapshot
 from .finish import finish
 from .network import RESOURCES, Goals, broker_loads
 from .network_pass import Placement, solve
-from .network_report import network_report
+from .network_report import HOTTEST, network_report
 from .params import PlanParams
 from .report import PlanResult
 from .rows import Changed
@@ -54,7 +55,9 @@ def balance_network(result: PlanResult, snap: Snapshot, params: PlanParams) -> P
     ctx = prep.ctx
     selected, _ = snap.select(params.topic_filter)
     movable = {(p.topic, p.partition) for p in selected.partitions}
-    final = {(p.topic, p.partition): list(p.replicas) for p in snap.partitions}
+    keys = sorted(movable)
+    original = {(p.topic, p.partition): p for p in snap.partitions}
+    final = {k: list(p.replicas) for k, p in original.items()}
     for t, part, _old, new, _size in result.changed:
         final[(t, part)] = list(new)
     load = {
@@ -72,7 +75,7 @@ def balance_network(result: PlanResult, snap: Snapshot, params: PlanParams) -> P
                 bg_count[b] = bg_count.get(b, 0) + 1
     goals = Goals.of(ctx.allowed, params.capacity, params.balance, params.network_tolerance)
     placement = Placement(
-        reps={k: final[k] for k in sorted(movable)},
+        reps={k: final[k] for k in keys},
         load=load,
         size=size,
         background=background,
@@ -90,11 +93,10 @@ def balance_network(result: PlanResult, snap: Snapshot, params: PlanParams) -> P
     start = {k: list(v) for k, v in placement.reps.items()}
     solve(placement)
     steps = sum(placement.reps[k] != start[k] for k in start)
-    by = snap.by_tp()
     changed = [
-        Changed(t, part, list(by_p.replicas), list(placement.reps[(t, part)]), by_p.size_bytes)
-        for (t, part) in sorted(movable)
-        if list((by_p := by[TopicPartition(t, part)]).replicas) != placement.reps[(t, part)]
+        Changed(t, part, list(was.replicas), list(placement.reps[(t, part)]), was.size_bytes)
+        for (t, part) in keys
+        if list((was := original[(t, part)]).replicas) != placement.reps[(t, part)]
     ]
     out = finish(changed, prep, None)
     out.leader_balance, out.excluded, out.timings = (
@@ -105,7 +107,8 @@ def balance_network(result: PlanResult, snap: Snapshot, params: PlanParams) -> P
     after = broker_loads(  # afresh: the pass kept its totals by additions
         [(r, load[k]) for k, r in placement.reps.items()] + background, ctx.racks
     )
-    hottest = sorted(
+    hottest = heapq.nsmallest(  # the report names the first few only
+        HOTTEST,
         ((f"{t}-{part}", *load[(t, part)]) for t, part in load),
         key=lambda h: (-(h[1] + h[2]), h[0]),
     )
