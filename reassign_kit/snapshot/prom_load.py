@@ -1,0 +1,144 @@
+"""``--load-from prometheus:URL``: a snapshot's partitions given the load a Prometheus server's
+history says they carried (``snapshot.history`` reduces the series). One ``query_range`` per
+series kind and batch of topics over the window at the window's step, the largest value across
+the replicas' brokers per partition (``max by (topic, partition)``).
+
+A server that cannot be reached, answers an error or something that is not a range matrix is
+a ``LoadSourceError`` naming the server by its URL without credentials or query string; a
+URL with credentials in it is refused before anything is sent (they would be echoed)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+import urllib.parse
+from collections.abc import Iterable
+from typing import Any
+
+from ..errors import LoadSourceError
+from ..health.fetch import FetchError, get
+from ..model import TopicPartition
+from .history import END, GROUP_PREFIX, SIZE, START, Window, check_url, figures_of, loads_of, shown
+from .load import LoadWindow
+from .snapshot import Snapshot
+
+SOURCE = "prometheus"
+SERIES = {
+    END: "kafka_log_log_logendoffset",
+    START: "kafka_log_log_logstartoffset",
+    SIZE: "kafka_log_log_size",
+}
+GROUP_SERIES = "kafka_consumergroup_current_offset"  # kafka_exporter's; label consumergroup
+MAX_REGEX = 1500  # characters of topic regex per query: a GET URL stays short
+MAX_ANSWER = 256 * 1024 * 1024
+
+
+def topic_regexes(topics: Iterable[str]) -> list[str]:
+    """Alternations of the topics' names, each under ``MAX_REGEX`` characters (escaped for a
+    PromQL string: RE2 takes a backslash before any punctuation)."""
+    out: list[str] = []
+    cur: list[str] = []
+    for t in sorted(set(topics)):
+        esc = re.sub(r"([^A-Za-z0-9_])", r"\\\\\1", t)
+        if cur and sum(len(c) + 1 for c in cur) + len(esc) > MAX_REGEX:
+            out.append("|".join(cur))
+            cur = []
+        cur.append(esc)
+    if cur:
+        out.append("|".join(cur))
+    return out
+
+
+def parse_matrix(body: bytes) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
+    """A range query's series: (labels, [(t, value)]); ValueError saying what is wrong."""
+    try:
+        doc = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"not JSON ({e})") from None
+    if not isinstance(doc, dict) or doc.get("status") != "success":
+        err = doc.get("error") if isinstance(doc, dict) else None
+        raise ValueError(f"the query failed: {err or 'no success status'}")
+    data = doc.get("data")
+    if not isinstance(data, dict) or data.get("resultType") != "matrix":
+        raise ValueError("the answer is not a range matrix")
+    out = []
+    for row in data.get("result") or []:
+        try:
+            labels = {str(k): str(v) for k, v in dict(row["metric"]).items()}
+            points = [(float(t), float(v)) for t, v in row["values"]]
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"a malformed series ({type(e).__name__})") from None
+        out.append((labels, [(t, v) for t, v in points if math.isfinite(v)]))
+    return out
+
+
+class PrometheusHistory:
+    """Range queries against one server (``url`` checked by ``check_url``)."""
+
+    def __init__(self, url: str, timeout: float = 60.0):
+        self.url = check_url(url)
+        self.timeout = timeout
+
+    def range(
+        self, promql: str, w: Window
+    ) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
+        q = urllib.parse.urlencode(
+            {"query": promql, "start": f"{w.start:.3f}", "end": f"{w.end:.3f}", "step": w.step}
+        )
+        where = f"Prometheus at {shown(self.url)}"
+        try:
+            body = get(f"{self.url}/api/v1/query_range?{q}", self.timeout, MAX_ANSWER)
+        except FetchError as e:
+            raise LoadSourceError(f"--load-from: {where}: {e}") from None
+        try:
+            return parse_matrix(body)
+        except ValueError as e:
+            raise LoadSourceError(f"--load-from: {where}: {e}") from None
+
+
+def read_series(
+    prom: PrometheusHistory, tps: Iterable[TopicPartition], w: Window
+) -> tuple[dict[tuple[TopicPartition, str], list[tuple[float, float]]], bool]:
+    """The partitions' series over the window, and whether any group's offsets were found."""
+    wanted = set(tps)
+    series: dict[tuple[TopicPartition, str], list[tuple[float, float]]] = {}
+    groups_known = False
+    for regex in topic_regexes(tp.topic for tp in wanted):
+        sel = f'{{topic=~"{regex}"}}'
+        for metric, name in SERIES.items():
+            for labels, points in prom.range(f"max by (topic, partition) ({name}{sel})", w):
+                tp = _tp(labels)
+                if tp in wanted:
+                    series[(tp, metric)] = points
+        by = "consumergroup, topic, partition"
+        for labels, points in prom.range(f"max by ({by}) ({GROUP_SERIES}{sel})", w):
+            tp, group = _tp(labels), labels.get("consumergroup", "")
+            if tp in wanted and group:
+                groups_known = True
+                series[(tp, GROUP_PREFIX + group)] = points
+    return series, groups_known
+
+
+def _tp(labels: dict[str, str]) -> TopicPartition | None:
+    p = labels.get("partition", "")
+    return TopicPartition(labels["topic"], int(p)) if p.isdigit() and labels.get("topic") else None
+
+
+def load_from_prometheus(url: str, snap: Snapshot, w: Window, timeout: float = 60.0) -> Snapshot:
+    """``snap`` with each partition's load from the server's history over ``w``."""
+    prom = PrometheusHistory(url, timeout)
+    tps = [p.tp for p in snap.partitions]
+    series, groups_known = read_series(prom, tps, w)
+    loads, unread = loads_of(tps, figures_of(series, w), groups_known)
+    return with_history(snap, loads, unread, f"{SOURCE} {w.quantile}", w)
+
+
+def with_history(
+    snap: Snapshot, loads: dict[TopicPartition, Any], unread: list[str], source: str, w: Window
+) -> Snapshot:
+    """``snap`` with the loads and a window saying where they come from."""
+    parts = [dataclasses.replace(p, load=loads.get(p.tp)) for p in snap.partitions]
+    window = LoadWindow(source, w.start, w.seconds, tuple(unread))
+    return Snapshot.of(snap.brokers, snap.topics, parts, window)
