@@ -130,7 +130,8 @@ class Window:
             )
         if not (math.isfinite(end) and end > seconds):
             raise UsageError(f"the window's end must be epoch seconds, got {end}")
-        return cls(end - seconds, end, float(step), q)
+        end = round(end, 3)  # Prometheus takes milliseconds: its grid is start + k x step
+        return cls(round(end - seconds, 3), end, float(step), q)
 
     @property
     def seconds(self) -> float:
