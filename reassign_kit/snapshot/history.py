@@ -14,9 +14,9 @@ them (``snapshot.prom_load`` queries them):
 
 The reduction, the same on the driver (here) and on Spark (``spark.history``):
 
-1. a series' samples in the window are put in buckets of ``step`` seconds from the window's
-   start; the last sample of each bucket stands for it (a query_range answer already has one
-   sample per step);
+1. a series' samples in the window (at the times they were taken) are put in buckets of
+   ``step`` seconds from the window's start; the last sample of each bucket stands for it
+   (Prometheus answers one sample per step: the last scraped before each point of its grid);
 2. between consecutive buckets, a rate = value change / time between their samples; for the
    offsets (counters) a negative change is a reset (a truncation, a recreated topic, a group
    whose offsets were reset): that interval is left out and counted;

@@ -1,7 +1,8 @@
 """``--load-from prometheus:URL``: a snapshot's partitions given the load a Prometheus server's
-history says they carried (``snapshot.history`` reduces the series). One ``query_range`` per
-series kind and batch of topics over the window at the window's step, the largest value across
-the replicas' brokers per partition (``max by (topic, partition)``).
+history says they carried (``snapshot.history`` reduces the series). Two ``query_range``s per
+series kind and batch of topics over the window at the window's step: the series themselves
+and ``timestamp()`` of them (when each value was scraped); per partition and grid point, the
+largest value across the replicas' brokers stands for the leader's.
 
 A server that cannot be reached, answers an error or something that is not a range matrix is
 a ``LoadSourceError`` naming the server by its URL without credentials or query string; a
@@ -98,26 +99,52 @@ class PrometheusHistory:
             raise LoadSourceError(f"--load-from: {where}: {e}") from None
 
 
+Points = list[tuple[float, float]]
+
+
+def sampled(
+    prom: PrometheusHistory, selector: str, w: Window
+) -> list[tuple[dict[str, str], dict[float, tuple[float, float]]]]:
+    """Each series of ``selector`` at the window's grid: grid time -> (the time of the sample
+    Prometheus answers with there, its value). The sample's own time, from ``timestamp()``:
+    a grid point's value was scraped up to a scrape interval before it, and rates taken over
+    the grid's times would carry that jitter into every interval."""
+    times: dict[frozenset, dict[float, float]] = {}
+    for labels, points in prom.range(f"timestamp({selector})", w):
+        times[_key(labels)] = dict(points)
+    out = []
+    for labels, points in prom.range(selector, w):
+        at = times.get(_key(labels), {})
+        out.append((labels, {g: (at[g], v) for g, v in points if g in at}))
+    return out
+
+
+def _key(labels: dict[str, str]) -> frozenset:
+    return frozenset((k, v) for k, v in labels.items() if k != "__name__")
+
+
 def read_series(
     prom: PrometheusHistory, tps: Iterable[TopicPartition], w: Window
-) -> tuple[dict[tuple[TopicPartition, str], list[tuple[float, float]]], bool]:
-    """The partitions' series over the window, and whether any group's offsets were found."""
+) -> tuple[dict[tuple[TopicPartition, str], Points], bool]:
+    """The partitions' series over the window as (sample time, value), the largest of the
+    replicas' (or exporters') values at each grid point; and whether any group's committed
+    offsets were found."""
     wanted = set(tps)
-    series: dict[tuple[TopicPartition, str], list[tuple[float, float]]] = {}
-    groups_known = False
+    merged: dict[tuple[TopicPartition, str], dict[float, tuple[float, float]]] = {}
+    kinds = [(metric, name, "") for metric, name in SERIES.items()]
+    kinds.append((GROUP_PREFIX, GROUP_SERIES, "consumergroup"))
     for regex in topic_regexes(tp.topic for tp in wanted):
-        sel = f'{{topic=~"{regex}"}}'
-        for metric, name in SERIES.items():
-            for labels, points in prom.range(f"max by (topic, partition) ({name}{sel})", w):
+        for metric, name, by in kinds:
+            for labels, at in sampled(prom, f'{name}{{topic=~"{regex}"}}', w):
                 tp = _tp(labels)
-                if tp in wanted:
-                    series[(tp, metric)] = points
-        by = "consumergroup, topic, partition"
-        for labels, points in prom.range(f"max by ({by}) ({GROUP_SERIES}{sel})", w):
-            tp, group = _tp(labels), labels.get("consumergroup", "")
-            if tp in wanted and group:
-                groups_known = True
-                series[(tp, GROUP_PREFIX + group)] = points
+                if tp not in wanted or (by and not labels.get(by)):
+                    continue
+                into = merged.setdefault((tp, metric + labels.get(by, "")), {})
+                for g, (t, v) in at.items():
+                    if g not in into or v > into[g][1]:
+                        into[g] = (t, v)
+    series = {k: [into[g] for g in sorted(into)] for k, into in merged.items()}
+    groups_known = any(m.startswith(GROUP_PREFIX) for _, m in series)
     return series, groups_known
 
 

@@ -205,6 +205,9 @@ class _Prom(BaseHTTPRequestHandler):
             self.send_response(400)
         else:
             rows = self.series.get(name, [])
+            if promql.startswith("timestamp(") and rows != "error":
+                # each value scraped 0.5 s before the grid point it is answered at
+                rows = [{**r, "values": [[t, str(t - 0.5)] for t, _ in r["values"]]} for r in rows]
             doc = {"status": "success", "data": {"resultType": "matrix", "result": rows}}
             body = json.dumps(doc).encode()
             self.send_response(200)
@@ -230,9 +233,12 @@ def prom():
         th.join(5)
 
 
-def _rows(series, tp, metric, extra=None):
+def _rows(series, tp, metric, extra=None, less=0.0):
+    """A grid series answering each point's value as scraped 0.5 s before it (``less``: a
+    follower's lagging copy)."""
     labels = {"topic": tp.topic, "partition": str(tp.partition), **(extra or {})}
-    return {"metric": labels, "values": [[t, str(v)] for t, v in series[(tp, metric)]]}
+    pts = series[(tp, metric)]
+    return {"metric": labels, "values": [[t + 0.5, str(v - less)] for t, v in pts]}
 
 
 def _snap() -> Snapshot:
@@ -248,7 +254,10 @@ def test_load_from_a_prometheus_answer(prom):
     times = [T0 + 60 * i for i in range(11)]
     s = _partition(A, 10.0, 400, {"g": 2.0}, times)
     _Prom.series = {
-        "kafka_log_log_logendoffset": [_rows(s, A, END)],
+        "kafka_log_log_logendoffset": [
+            _rows(s, A, END, {"instance": "b1"}),
+            _rows(s, A, END, {"instance": "b2"}, less=5),
+        ],
         "kafka_log_log_logstartoffset": [_rows(s, A, START)],
         "kafka_log_log_size": [_rows(s, A, SIZE)],
         "kafka_consumergroup_current_offset": [
@@ -270,7 +279,7 @@ def test_load_from_a_prometheus_answer(prom):
 
 def test_an_error_answer_or_no_server_is_named_by_its_url(prom):
     url = f"http://127.0.0.1:{prom.server_port}"
-    _Prom.series = {"kafka_log_log_logendoffset": [{"metric": {}, "values": "no"}]}
+    _Prom.series = {"kafka_log_log_logendoffset": [{"metric": "x", "values": []}]}
     with pytest.raises(LoadSourceError, match=f"Prometheus at {url}: a malformed series"):
         load_from_prometheus(url + "/", _snap(), _w())
     _Prom.series = {"kafka_log_log_logendoffset": "error"}
