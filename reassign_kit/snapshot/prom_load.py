@@ -33,22 +33,50 @@ SERIES = {
 }
 GROUP_SERIES = "kafka_consumergroup_current_offset"  # kafka_exporter's; label consumergroup
 MAX_REGEX = 1500  # characters of topic regex per query: a GET URL stays short
+MAX_PARTITIONS = 500  # partitions per query: x replicas x points bounds the answer
 MAX_ANSWER = 256 * 1024 * 1024
 
 
-def topic_regexes(topics: Iterable[str]) -> list[str]:
-    """Alternations of the topics' names, each under ``MAX_REGEX`` characters (escaped for a
-    PromQL string: RE2 takes a backslash before any punctuation)."""
+def _escaped(topic: str) -> str:
+    """A topic name as a literal inside a PromQL regex string (RE2 takes a backslash before
+    any punctuation; PromQL's string doubles it)."""
+    return re.sub(r"([^A-Za-z0-9_])", r"\\\\\1", topic)
+
+
+def selectors(tps: Iterable[TopicPartition]) -> list[str]:
+    """Label matchers covering the partitions, each for at most ``MAX_PARTITIONS`` of them
+    and ``MAX_REGEX`` characters of topic names: one answer stays far below ``MAX_ANSWER``
+    (a week at 5-minute steps is ~70 KB per series and replica)."""
+    by_topic: dict[str, list[int]] = {}
+    for tp in set(tps):
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
     out: list[str] = []
     cur: list[str] = []
-    for t in sorted(set(topics)):
-        esc = re.sub(r"([^A-Za-z0-9_])", r"\\\\\1", t)
-        if cur and sum(len(c) + 1 for c in cur) + len(esc) > MAX_REGEX:
-            out.append("|".join(cur))
-            cur = []
+    count = 0
+
+    def flush() -> None:
+        nonlocal count
+        if cur:
+            out.append(f'topic=~"{"|".join(cur)}"')
+        cur.clear()
+        count = 0
+
+    for topic, parts in sorted(by_topic.items()):
+        esc = _escaped(topic)
+        if len(parts) > MAX_PARTITIONS:
+            parts.sort()
+            for i in range(0, len(parts), MAX_PARTITIONS):
+                chunk = "|".join(map(str, parts[i : i + MAX_PARTITIONS]))
+                out.append(f'topic=~"{esc}",partition=~"{chunk}"')
+            continue
+        if cur and (
+            count + len(parts) > MAX_PARTITIONS
+            or sum(len(c) + 1 for c in cur) + len(esc) > MAX_REGEX
+        ):
+            flush()
         cur.append(esc)
-    if cur:
-        out.append("|".join(cur))
+        count += len(parts)
+    flush()
     return out
 
 
@@ -133,9 +161,9 @@ def read_series(
     merged: dict[tuple[TopicPartition, str], dict[float, tuple[float, float]]] = {}
     kinds = [(metric, name, "") for metric, name in SERIES.items()]
     kinds.append((GROUP_PREFIX, GROUP_SERIES, "consumergroup"))
-    for regex in topic_regexes(tp.topic for tp in wanted):
+    for matcher in selectors(wanted):
         for metric, name, by in kinds:
-            for labels, at in sampled(prom, f'{name}{{topic=~"{regex}"}}', w):
+            for labels, at in sampled(prom, f"{name}{{{matcher}}}", w):
                 tp = _tp(labels)
                 if tp not in wanted or (by and not labels.get(by)):
                     continue

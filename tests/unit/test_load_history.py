@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reassign_kit.errors import LoadSourceError, UsageError
@@ -32,7 +32,7 @@ from reassign_kit.snapshot.history import (
     series_figure,
     shown,
 )
-from reassign_kit.snapshot.prom_load import load_from_prometheus, parse_matrix, topic_regexes
+from reassign_kit.snapshot.prom_load import load_from_prometheus, parse_matrix, selectors
 from reassign_kit.snapshot.snapshot import Snapshot
 
 T0 = 1_700_000_000.0
@@ -47,6 +47,7 @@ def _line(rate: float, times, base: float = 1000.0):
     return [(t, base + rate * (t - T0)) for t in times]
 
 
+@settings(deadline=None)  # a loaded machine's first call may be slow: no timed assertion
 @given(
     st.lists(st.floats(-1e9, 1e9), min_size=1, max_size=60),
     st.sampled_from(["p1", "p50", "p95", "p99.9", "p100"]),
@@ -67,6 +68,7 @@ def test_a_bad_quantile_is_refused_by_name(bad):
         parse_quantile(bad)
 
 
+@settings(deadline=None)
 @given(
     rate=st.floats(0, 1e6),
     jitter=st.lists(st.floats(0, 0.9), min_size=11, max_size=11),
@@ -172,10 +174,17 @@ def test_shown_urls_carry_no_secret():
         LoadHistory("influx:http://h").check()
 
 
-def test_topic_regexes_escape_and_split():
-    rs = topic_regexes(["t.a-1", "plain"] + [f"x{i:04d}" for i in range(400)])
-    assert rs[0].startswith("plain|t\\\\.a\\\\-1|x0000") and len(rs) > 1
-    assert all(len(r) <= 1500 for r in rs)
+def test_selectors_escape_and_bound_each_query():
+    tps = [TopicPartition("t.a-1", 0), TopicPartition("plain", 0)]
+    tps += [TopicPartition(f"x{i:04d}", 0) for i in range(400)]
+    tps += [TopicPartition("big", p) for p in range(1200)]
+    sels = selectors(tps)
+    assert sels[0] == 'topic=~"big",partition=~"' + "|".join(map(str, range(500))) + '"'
+    assert sels[2].endswith('partition=~"' + "|".join(map(str, range(1000, 1200))) + '"')
+    assert sels[3].startswith('topic=~"plain|t\\\\.a\\\\-1|x0000')
+    assert all(len(s) <= 1520 for s in sels[3:]) and len(sels) > 4
+    covered = sum(s.count("|") + 1 for s in sels[3:])
+    assert covered == 402
 
 
 def test_a_matrix_that_is_not_one_is_refused():
