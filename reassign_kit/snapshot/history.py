@@ -35,6 +35,7 @@ offsets are known at all (the planner's network goals then refuse rather than gu
 from __future__ import annotations
 
 import math
+import os
 import re
 import time
 import urllib.parse
@@ -306,3 +307,5 @@ class LoadHistory:
         Window.ending(self.until or time.time(), self.window, self.step, self.quantile)
         if kind == "prometheus":
             check_url(where)
+        elif "://" not in where and not os.path.exists(where):  # hdfs://, s3a://: Spark's
+            raise UsageError(f"--load-from parquet:{where}: no such file or directory")

@@ -311,6 +311,7 @@ def test_an_error_answer_or_no_server_is_named_by_its_url(prom):
         (["--load-from", "prometheus:http://me:pw@127.0.0.1:1"], "credentials"),
         (["--load-from", "prometheus:http://127.0.0.1:1", "--load-quantile", "p0"], "p1 .. p100"),
         (["--load-from", "parquet:/x", "--load-window", "1m"], "fewer than two"),
+        (["--load-from", "parquet:/nonexistent/export.parquet"], "no such file or directory"),
         (["--load-from", "x", "--load-window", "7d"], "prometheus:URL or parquet:PATH"),
         (["--load-from", "parquet:/x", "--sample-load", "5s"], "one source of load"),
     ],
