@@ -200,6 +200,12 @@ def _missing(tp: TopicPartition, figs: Figures) -> str | None:
     gone = [m for m in PARTITION_METRICS if (tp, m) not in figs]
     if gone:
         return f"partition {tp}: no {' or '.join(gone)} series in the window"
+    if figs[(tp, SIZE)].last < 0 or figs[(tp, START)].last > figs[(tp, END)].last:
+        # read back from a store anything may have written: a value no broker reports
+        return (
+            f"partition {tp}: its last size ({figs[(tp, SIZE)].last:g}) or offsets "
+            f"({figs[(tp, START)].last:g}..{figs[(tp, END)].last:g}) are not a log's"
+        )
     few = [m for m in (END, SIZE) if figs[(tp, m)].rate is None]
     if few:
         return (

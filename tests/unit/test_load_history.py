@@ -146,6 +146,10 @@ def test_a_missing_series_is_named_never_guessed():
     assert set(loads) == {A}
     assert any("fetch bytes/s and groups unknown" in u for u in unread)
     assert f"partition {B}: no size series in the window" in unread
+    bad = dict(series)
+    bad[(A, SIZE)] = [(t, -v) for t, v in series[(A, SIZE)]]
+    loads, unread = loads_of([A], figures_of(bad, w), groups_known=True)
+    assert loads == {} and unread[0].startswith(f"partition {A}: its last size (-")
     one = {(A, m): pts[:1] for (tp, m), pts in series.items() if tp == A}
     loads, unread = loads_of([A], figures_of(one, w), groups_known=True)
     assert loads == {} and "no rate of log_end_offset or size" in unread[0]
