@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .run.preflight import Prepared
     from .run.run import Run
     from .snapshot.filter import TopicFilter
+    from .snapshot.history import LoadHistory
     from .snapshot.snapshot import Snapshot
     from .throttles.priors import Priors
     from .watch.report import ProgressReport
@@ -237,11 +238,13 @@ def take_snapshot(
     topic_filter: TopicFilter | None = None,
     sample_load: float | None = None,
     command_config: Mapping[str, str] | str | os.PathLike | None = None,
+    history: LoadHistory | None = None,
 ) -> tuple[Snapshot, dict[str, str]]:
     """The cluster recorded (``cluster``: see the module doc), restricted to ``topics`` and
     ``topic_filter`` (default: all but the internal ones), and what the filter left out.
     ``sample_load`` (seconds): each partition's load measured over that window with the Admin
-    API alone (``snapshot.sampler``); what could not be read is named in ``snapshot.load``."""
+    API alone (``snapshot.sampler``); what could not be read is named in ``snapshot.load``.
+    ``history``: the loads taken from a metrics history instead (``load_history``)."""
     from .errors import UsageError
     from .snapshot.filter import TopicFilter
     from .snapshot.sampler import sample_load as sample
@@ -249,12 +252,39 @@ def take_snapshot(
 
     if sample_load is not None and not 0 < sample_load < 86_400:
         raise UsageError(f"sample_load: a window of (0, 86400) seconds, got {sample_load}")
+    if sample_load is not None and history is not None:
+        raise UsageError("--sample-load and --load-from: one source of load, not both")
+    if history is not None:
+        history.check()
     with connected(cluster, command_config) as gw:
         full = record(gw, list(topics) if topics is not None else None)
         snap, excluded = full.select(topic_filter or TopicFilter())
         if sample_load is not None:
             snap = sample(gw, snap, sample_load)
+    if history is not None:
+        snap = load_history(snap, history)
     return snap, excluded
+
+
+def load_history(snap: Snapshot, history: LoadHistory) -> Snapshot:
+    """``snap`` with each partition's load from ``history`` (see ``LoadHistory``)."""
+    import time
+
+    from .snapshot.history import Window
+    from .snapshot.prom_load import load_from_prometheus
+
+    kind, where = history.kind()
+    if kind == "prometheus":
+        w = Window.ending(
+            history.until or time.time(), history.window, history.step, history.quantile
+        )
+        return load_from_prometheus(where, snap, w)
+    from .spark.history import load_from_export
+    from .spark.session import get_spark
+
+    return load_from_export(
+        get_spark(), where, snap, history.window, history.step, history.quantile, history.until
+    )
 
 
 def rollback_plan(plan: Plan, states: Mapping[Any, Any]) -> Plan:

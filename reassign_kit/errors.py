@@ -57,6 +57,12 @@ class SparkStartError(UsageError):
     answer); the message names the master, JAVA_HOME and the engine that needs no Spark."""
 
 
+class LoadSourceError(UsageError):
+    """A load history (``--load-from``) that cannot be read: a metrics server that cannot be
+    reached or answers an error, an export that is not the expected table; the message names
+    it (a URL without its credentials)."""
+
+
 class MissingExtraError(UsageError):
     """A feature whose optional dependencies (a pip extra) are not installed: the message
     names the feature and the extra to install, e.g. ``reassign-kit[spark]``."""

@@ -36,6 +36,7 @@ from ..planner.report import format_report, unmet_goals
 from ..planner.rules import Capacity, RuleContext, plan_problems_offline, selection_problems
 from ..run.option_spec import duration_arg, share_arg
 from ..snapshot.filter import TopicFilter
+from ..snapshot.history import LoadHistory
 from ..snapshot.snapshot import Snapshot, take_snapshot
 
 SPARK_VALIDATE_MIN_MOVES = 20_000  # below this an in-process pass is faster than Spark start-up
@@ -140,7 +141,58 @@ def _add_snapshot(sub: Any) -> None:
         "Admin API alone: produce bytes/s and messages/s, consumer fetch bytes/s and groups, "
         "size growth; longer than the groups' commit interval many times over",
     )
+    _add_load_history(s)
     add_topic_selection(s)
+
+
+def _days_or_duration(name: str):
+    """A duration as ``duration_arg`` takes it, or in days (7d)."""
+    conv = duration_arg(name)
+
+    def days(s: str) -> float:
+        if s[-1:].lower() != "d":
+            return conv(s)
+        try:
+            return conv(str(float(s[:-1]) * 86_400))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{name} must be a duration like 90s, 15m, 2h or 7d, not {s!r}"
+            ) from None
+
+    return days
+
+
+def _add_load_history(s: argparse.ArgumentParser) -> None:
+    s.add_argument(
+        "--load-from",
+        metavar="SOURCE",
+        help="each partition's load from a metrics history instead of a live sample: "
+        "prometheus:URL (the JMX exporter's kafka_log_log_* series, kafka_exporter's "
+        "kafka_consumergroup_current_offset) or parquet:PATH (an export of timestamp, topic, "
+        "partition, metric, value, reduced on Spark)",
+    )
+    s.add_argument(
+        "--load-window",
+        type=_days_or_duration("--load-window"),
+        default=7 * 86_400.0,
+        metavar="DURATION",
+        help="with --load-from: the history taken, up to now (an export: its last sample); "
+        "default 7d",
+    )
+    s.add_argument(
+        "--load-quantile",
+        default="p95",
+        metavar="Q",
+        help="with --load-from: the quantile of the rates over the window (p50, p95, p99.9, "
+        "mean, max); default p95",
+    )
+    s.add_argument(
+        "--load-step",
+        type=_days_or_duration("--load-step"),
+        default=300.0,
+        metavar="DURATION",
+        help="with --load-from: the rates' interval (default 5m, Cruise Control's window)",
+    )
 
 
 def _add_plan(sub: Any) -> None:
@@ -340,9 +392,15 @@ def _snapshot(args: argparse.Namespace) -> int:
 
     check_output(args.output, "--output", directory_ok=True)
     selection = topic_filter(args)
+    history = None
+    if args.load_from is not None and args.sample_load is not None:
+        raise UsageError("--sample-load and --load-from: one source of load, not both")
+    if args.load_from is not None:
+        history = LoadHistory(args.load_from, args.load_window, args.load_quantile, args.load_step)
+        history.check()  # before the cluster is asked anything
     gw = connect(args.bootstrap_server, args.command_config)
     try:
-        snap, excluded = record(gw, args.topics, selection, args.sample_load)
+        snap, excluded = record(gw, args.topics, selection, args.sample_load, history=history)
     finally:
         gw.close()
     write_output("--output", args.output, lambda: snap.write(args.output))
@@ -352,7 +410,7 @@ def _snapshot(args: argparse.Namespace) -> int:
     )
     if snap.load is not None:
         print(
-            f"snapshot: load sampled over {snap.load.seconds:.1f}s for "
+            f"snapshot: load ({snap.load.source}) over {snap.load.seconds:.1f}s for "
             f"{sum(p.load is not None for p in snap.partitions)} of {len(snap.partitions)} "
             "partitions"
         )

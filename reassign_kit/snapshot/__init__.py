@@ -1,5 +1,7 @@
 """A cluster snapshot: what the planner and the offline validator know of a cluster
 (``snapshot``: JSON and Parquet forms, taken from a live cluster), its entries read strictly
-(``entries``) and the topic filters (``filter``).
+(``entries``) and the topic filters (``filter``); the partitions' load, sampled live
+(``sampler``, ``load``) or taken from a metrics history (``history``, ``prom_load``).
 
-May import: cluster (views, to take one), model, errors."""
+May import: cluster (views, to take one), health (``fetch``: one bounded HTTP GET, for a
+Prometheus server's history), model, errors."""
