@@ -254,7 +254,11 @@ class TickFlows:
             self._charge(self.dst[k], self.src[k], now)
         kept = self.kept_out
         ends = [(self.src[k] if self.src[k] in kept else None, self.dst[k]) for k in ks]
-        in_cap = {b: self.cap(b, True, self.n_thr_in.get(b, 0) > 0, left) for _, b in ends}
+        # once per broker (the limit is the same for each of its streams), in stream order
+        in_cap = {
+            b: self.cap(b, True, self.n_thr_in.get(b, 0) > 0, left)
+            for b in dict.fromkeys(b for _, b in ends)
+        }
         out_cap: dict[int, float] = {}
         for s, _ in ends:
             if s is not None and s not in out_cap and self.n_thr_out.get(s, 0) > 0:

@@ -17,7 +17,6 @@ from ..planner.leaders import NO_STATE, LeaderPlan, lead_chunk, leader_groups
 from ..planner.level import level_chunk
 from ..planner.params import PlanParams, rule_context
 from ..planner.quotas import Prepared
-from ..planner.rack_repair import is_violating
 from ..planner.replica_chunk import plan_chunk
 from ..planner.report import PlanResult
 from ..planner.rows import Changed, Row, chunk_key
@@ -34,15 +33,78 @@ CHANGED_SCHEMA = "topic string, partition int, old array<int>, new array<int>, s
 FINAL_SCHEMA = "chunk int, " + CHANGED_SCHEMA
 
 
-def _chunk_groups(batches):
-    """(chunk, its rows) of one mapInPandas partition: the batches Spark hands over, joined
-    and grouped by chunk (each chunk is planned whole, in one executor)."""
-    import pandas as pd
+def _arrow_types() -> dict[str, Any]:
+    import pyarrow as pa
 
-    parts = [b for b in batches if len(b)]
-    if not parts:
-        return
-    yield from pd.concat(parts, ignore_index=True).groupby("chunk", sort=True)
+    return {
+        "chunk": pa.int32(),
+        "topic": pa.string(),
+        "partition": pa.int32(),
+        "old": pa.list_(pa.int32()),
+        "new": pa.list_(pa.int32()),
+        "size_bytes": pa.int64(),
+    }
+
+
+def _chunk_rows(batches: Iterator[Any], cols: tuple[str, ...]) -> Iterator[tuple[int, list]]:
+    """(chunk, its rows as tuples of ``cols``) of one ``mapInArrow`` partition: each chunk is
+    planned whole, in one task. Arrow to Python lists directly: no pandas object columns."""
+    by: dict[int, list] = {}
+    for b in batches:
+        if b.num_rows:
+            d = b.to_pydict()
+            for row in zip(d["chunk"], *(d[c] for c in cols), strict=True):
+                by.setdefault(row[0], []).append(row[1:])
+    for c in sorted(by):
+        yield c, by[c]
+
+
+def _batch(rows: list, chunk: int | None = None) -> Any:
+    """Changed rows (topic, partition, old, new, size) as one Arrow batch (FINAL_SCHEMA with a
+    ``chunk``, else CHANGED_SCHEMA)."""
+    import pyarrow as pa
+
+    types = _arrow_types()
+    cols = {
+        "topic": pa.array([x[0] for x in rows], types["topic"]),
+        "partition": pa.array([x[1] for x in rows], types["partition"]),
+        "old": pa.array([list(x[2]) for x in rows], types["old"]),
+        "new": pa.array([list(x[3]) for x in rows], types["new"]),
+        "size_bytes": pa.array([x[4] for x in rows], types["size_bytes"]),
+    }
+    if chunk is not None:
+        cols = {"chunk": pa.array([chunk] * len(rows), types["chunk"]), **cols}
+    return pa.RecordBatch.from_pydict(cols)
+
+
+_CHANGED_COLS = ("topic", "partition", "old", "new", "size_bytes")
+
+
+def _changed_of(table: Any) -> list[Changed]:
+    """The rows of an Arrow table with CHANGED_SCHEMA's columns."""
+    d = table.to_pydict()
+    return [Changed(*r) for r in zip(*(d[c] for c in _CHANGED_COLS), strict=True)]
+
+
+def _chunk_pass(fn) -> Any:
+    """A ``mapInArrow`` function running ``fn(chunk, changed rows) -> rows`` on every chunk."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        for c, rows in _chunk_rows(batches, _CHANGED_COLS):
+            out = fn(c, [Changed(*r) for r in rows])
+            if out:
+                yield _batch(out, c)
+
+    return run
+
+
+def _changed_rows(pdf) -> list[Changed]:
+    return [
+        Changed(t, int(p), [int(x) for x in o], [int(x) for x in n], int(sz))
+        for t, p, o, n, sz in zip(
+            pdf["topic"], pdf["partition"], pdf["old"], pdf["new"], pdf["size_bytes"], strict=True
+        )
+    ]
 
 
 def _frame(rows, chunk: int | None = None):
@@ -60,25 +122,8 @@ def _frame(rows, chunk: int | None = None):
     return pd.DataFrame(cols)
 
 
-def _changed_rows(pdf) -> list[Changed]:
-    return [
-        Changed(t, int(p), [int(x) for x in o], [int(x) for x in n], int(sz))
-        for t, p, o, n, sz in zip(
-            pdf["topic"], pdf["partition"], pdf["old"], pdf["new"], pdf["size_bytes"], strict=True
-        )
-    ]
-
-
-def _rows(pdf) -> list[Row]:
-    return [
-        Row(t, int(p), [int(x) for x in r], int(s))
-        for t, p, r, s in zip(
-            pdf["topic"], pdf["partition"], pdf["replicas"], pdf["size_bytes"], strict=True
-        )
-    ]
-
-
-def _agg_entries(agg: Aggregates) -> dict[str, list]:
+def agg_entries(agg: Aggregates) -> dict[str, list]:
+    """One task's aggregates as rows (kind, chunk, JSON key, count) for ``AGG_SCHEMA``."""
     out: dict[str, list] = {"kind": [], "c": [], "key": [], "n": []}
 
     def add(kind, c, key, n):
@@ -101,166 +146,67 @@ def _agg_entries(agg: Aggregates) -> dict[str, list]:
         add("forced", c, [k, rk], n)
     for (c, k, opts), n in agg.classes.items():
         add("classes", c, [k, list(opts)], n)
+    for b, n in agg.capable.items():
+        add("capable", -1, b, n)
+    for t, p, reps, size in agg.violating:
+        add("violating", -1, [t, p, list(reps), size], 1)
     return out
 
 
-def _agg_from_rows(rows) -> Aggregates:
+def agg_from_entries(rows) -> Aggregates:
+    """The aggregates of every task's entries, summed (a key may come from several tasks)."""
     agg = Aggregates()
+
+    def plus(table: dict, key, n: int) -> None:
+        table[key] = table.get(key, 0) + n
+
     for kind, c, key, n in rows:
         k = json.loads(key)
         if kind == "replicas":
-            agg.replicas[(c, k)] = n
+            plus(agg.replicas, (c, k), n)
         elif kind == "leaders":
-            agg.leaders[(c, k)] = n
+            plus(agg.leaders, (c, k), n)
         elif kind == "bytes":
-            agg.bytes[k] = n
+            plus(agg.bytes, k, n)
         elif kind == "partitions":
-            agg.partitions[c] = n
+            plus(agg.partitions, c, n)
         elif kind == "rf":
-            agg.rf_hist[k] = n
+            plus(agg.rf_hist, k, n)
         elif kind == "forced":
-            agg.forced[(c, k[0], k[1])] = n
+            plus(agg.forced, (c, k[0], k[1]), n)
         elif kind == "classes":
-            agg.classes[(c, k[0], tuple(k[1]))] = n
+            plus(agg.classes, (c, k[0], tuple(k[1])), n)
+        elif kind == "capable":
+            plus(agg.capable, k, n)
+        elif kind == "violating":
+            agg.violating.append((k[0], k[1], tuple(k[2]), k[3]))
+    agg.violating.sort(key=lambda r: (r[0], r[1]))
     return agg
-
-
-def _shaped(params: PlanParams):
-    """The replica list after the RF change, as a Spark column (see planner.apply_rf)."""
-    from pyspark.sql import functions as F
-
-    reps = F.col("replicas")
-    for topic, want in sorted(params.rf_change().items()):
-        grown = F.concat(
-            reps, F.sequence(F.lit(-1), F.lit(0) - (F.lit(want) - F.size(reps)), F.lit(-1))
-        )
-        shaped = F.when(F.size(reps) >= want, F.slice(reps, 1, want)).otherwise(grown)
-        reps = F.when(F.col("topic") == topic, shaped).otherwise(reps)
-    return reps
 
 
 def aggregate_spark(df: Any, params: PlanParams, ctx: RuleContext) -> Aggregates:
-    """The per-(chunk, broker) aggregates in the JVM (counts, leaders, bytes, RF histogram);
-    only partitions with a replica that must go (removed broker, RF increase) pass through
-    Python, for the rack-awareness classes."""
+    """The aggregates by ``aggregate_rows`` itself (the in-process engine's function) over each
+    task's rows, one pass; only the per-task sums (per chunk and broker) reach the driver."""
+    import pyarrow as pa
 
-    agg = Aggregates()
-    shaped = df.select(
-        "topic", "partition", "chunk", "replicas", "size_bytes", _shaped(params).alias("reps")
-    )
-    _count_replicas(shaped, agg)
-    if ctx.rack_count > 1:
-        _count_rack_capable(shaped, ctx, agg)
-        _find_rack_violating(shaped, params, ctx, agg)
-    _aggregate_pinned(shaped, params, ctx, agg)
-    return agg
-
-
-def _count_replicas(shaped: Any, agg: Aggregates) -> None:
-    """Replicas, leaders and bytes per (chunk, broker), partitions per chunk, the RF histogram."""
-    from pyspark.sql import functions as F
-
-    ex = shaped.select("chunk", "size_bytes", F.posexplode("reps").alias("pos", "b"))
-    ex = ex.withColumn("b", F.when(F.col("b") < 0, F.lit(-1)).otherwise(F.col("b")))
-    for r in (
-        ex.groupBy("chunk", "b")
-        .agg(
-            F.count(F.lit(1)).alias("n"),
-            F.sum(F.when(F.col("pos") == 0, 1).otherwise(0)).alias("lead"),
-            F.sum("size_bytes").alias("bytes"),
-        )
-        .collect()
-    ):
-        agg.replicas[(r.chunk, r.b)] = r.n
-        if r.lead:
-            agg.leaders[(r.chunk, r.b)] = r.lead
-        agg.bytes[r.b] = agg.bytes.get(r.b, 0) + r.bytes
-    for r in shaped.groupBy("chunk", F.size("reps").alias("rf")).count().collect():
-        agg.partitions[r.chunk] = agg.partitions.get(r.chunk, 0) + r["count"]
-        agg.rf_hist[r.rf] = agg.rf_hist.get(r.rf, 0) + r["count"]
-
-
-def _count_rack_capable(shaped: Any, ctx: RuleContext, agg: Aggregates) -> None:
-    """Replicas that may change rack (planner.can_change_rack), per broker."""
-    from pyspark.sql import functions as F
-
-    rack_map = F.create_map(
-        *[x for b, r in sorted(ctx.racks.items()) if r is not None for x in (F.lit(b), F.lit(r))]
-    )
-    with_racks = shaped.select(
-        "reps", F.transform("reps", lambda b: F.element_at(rack_map, b)).alias("rr")
-    )
-    rx = with_racks.select("reps", "rr", F.posexplode("reps").alias("pos", "b")).filter(
-        F.col("b") >= 0
-    )
-    mine = F.element_at(F.col("rr"), F.col("pos") + 1)
-    capable = (F.size("reps") < F.lit(ctx.rack_count)) | (
-        F.size(F.filter("rr", lambda r: r == mine)) >= 2
-    )
-    for r in rx.filter(capable).groupBy("b").count().collect():
-        agg.capable[r.b] = r["count"]
-
-
-def _find_rack_violating(
-    shaped: Any, params: PlanParams, ctx: RuleContext, agg: Aggregates
-) -> None:
-    """Rack repair: the partitions spanning too few racks come to the driver."""
-    from pyspark.sql import functions as F
-
-    known = F.create_map(
-        *[x for b, r in sorted(ctx.racks.items()) if r is not None for x in (F.lit(b), F.lit(r))]
+    schema = pa.schema(
+        [("kind", pa.string()), ("c", pa.int32()), ("key", pa.string()), ("n", pa.int64())]
     )
 
-    def short(col):  # a superset of rack_repair.is_violating, exact in Python below
-        racks = F.filter(
-            F.transform(col, lambda b: F.element_at(known, b)), lambda r: r.isNotNull()
-        )
-        return F.size(F.array_distinct(racks)) < F.least(
-            F.size(F.array_distinct(col)), F.lit(ctx.rack_count)
-        )
+    def aggregate(batches: Iterator[Any]) -> Iterator[Any]:
+        def rows():
+            for b in batches:
+                d = b.to_pydict()
+                yield from zip(
+                    d["topic"], d["partition"], d["replicas"], d["size_bytes"], strict=True
+                )
 
-    rf = params.rf_change()
-    agg.violating = sorted(
-        (r.topic, int(r.partition), tuple(int(b) for b in r.replicas), int(r.size_bytes))
-        for r in shaped.filter(short(F.col("replicas")) | short(F.col("reps")))
-        .select("topic", "partition", "replicas", "size_bytes")
-        .collect()
-        if is_violating(r.replicas, ctx, rf, r.topic)
-    )
+        e = agg_entries(aggregate_rows(rows(), params, ctx))
+        if e["kind"]:
+            yield pa.RecordBatch.from_pydict(e, schema=schema)
 
-
-def _aggregate_pinned(shaped: Any, params: PlanParams, ctx: RuleContext, agg: Aggregates) -> None:
-    """The forced moves and rack classes of the partitions with a replica that must go
-    (removed broker, RF increase), aggregated in Python (``aggregate_rows``)."""
-    import pandas as pd
-    from pyspark.sql import functions as F
-
-    removed = sorted(ctx.removed)
-    must = F.exists(
-        "reps",
-        lambda x: (
-            (x < 0) | F.array_contains(F.array(*[F.lit(b) for b in removed] or [F.lit(-1)]), x)
-        ),
-    )
-    if ctx.rack_count > 1 or removed or params.rf_change():
-
-        def pinned(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-            for pdf in batches:
-                a = aggregate_rows(_rows(pdf), params, ctx)
-                e = _agg_entries(Aggregates(forced=a.forced, classes=a.classes))
-                if e["kind"]:
-                    yield pd.DataFrame(e)
-
-        rows = (
-            shaped.filter(must)
-            .select("topic", "partition", "replicas", "size_bytes")
-            .mapInPandas(pinned, AGG_SCHEMA)
-            .groupBy("kind", "c", "key")
-            .sum("n")
-            .collect()
-        )
-        part = _agg_from_rows([tuple(r) for r in rows])
-        agg.forced, agg.classes = part.forced, part.classes
+    cols = df.select("topic", "partition", "replicas", "size_bytes")
+    return agg_from_entries(tuple(r) for r in cols.mapInArrow(aggregate, AGG_SCHEMA).collect())
 
 
 def _fit_capacity(spark, final, prep):
@@ -333,28 +279,31 @@ def _demoted_partitions(spark, source, demoted: frozenset) -> list:
 def _isr_groups(final, ctx, demoted: frozenset, states) -> dict:
     """planner.leader_groups over the final rows, in executors, with each partition's recorded
     ISR (``states`` ships with the function): (chunk, brokers that may lead, leader) -> count."""
-    import pandas as pd
+    import pyarrow as pa
 
-    def groups(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        for pdf in batches:
+    def groups(batches: Iterator[Any]) -> Iterator[Any]:
+        for b in batches:
+            d = b.to_pydict()
             rows = [
                 (c, o, n, states.get((t, p), NO_STATE)[1])
-                for c, (t, p, o, n, _) in zip(pdf["chunk"], _changed_rows(pdf), strict=True)
+                for c, t, p, o, n in zip(
+                    d["chunk"], d["topic"], d["partition"], d["old"], d["new"], strict=True
+                )
             ]
             g = leader_groups(rows, ctx, demoted)
             if g:
-                yield pd.DataFrame(
+                yield pa.RecordBatch.from_pydict(
                     {
-                        "c": [int(k[0]) for k in g],
-                        "s": [list(k[1]) for k in g],
-                        "o": [int(k[2]) for k in g],
-                        "n": list(g.values()),
+                        "c": pa.array([int(k[0]) for k in g], pa.int32()),
+                        "s": pa.array([list(k[1]) for k in g], pa.list_(pa.int32())),
+                        "o": pa.array([int(k[2]) for k in g], pa.int32()),
+                        "n": pa.array(list(g.values()), pa.int64()),
                     }
                 )
 
     return {
         (r.c, tuple(r.s), r.o): int(r.n)
-        for r in final.mapInPandas(groups, GROUP_SCHEMA)
+        for r in final.mapInArrow(groups, GROUP_SCHEMA)
         .groupBy("c", "s", "o")
         .sum("n")
         .withColumnRenamed("sum(n)", "n")
@@ -364,7 +313,7 @@ def _isr_groups(final, ctx, demoted: frozenset, states) -> dict:
 
 class SparkChunks:
     """The pipeline's backend on Spark: the partitions stay in executors, cached and
-    chunk-partitioned (one Spark partition holds whole chunks); each pass is a ``mapInPandas``
+    chunk-partitioned (one Spark partition holds whole chunks); each pass is a ``mapInArrow``
     over the chunks, and only aggregates and, at the end, the plan reach the driver."""
 
     def __init__(self, spark, source: Snapshot | str, df, excluded: Mapping[str, str]):
@@ -379,20 +328,19 @@ class SparkChunks:
         return aggregate_spark(self.df, params, ctx)
 
     def plan_replicas(self, prep: Prepared, keep_all: bool) -> None:
-        import pandas as pd
-
         self.keep_all = keep_all
+        cols = ("topic", "partition", "replicas", "size_bytes")
 
-        def plan_chunks(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-            for c, group in _chunk_groups(batches):
-                rows = plan_chunk(_rows(group), prep, int(c))
+        def plan_chunks(batches: Iterator[Any]) -> Iterator[Any]:
+            for c, group in _chunk_rows(batches, cols):
+                rows = plan_chunk([Row(*r) for r in group], prep, c)
                 if not keep_all:
                     rows = [r for r in rows if list(r[3]) != list(r[2])]
                 if rows:
-                    yield _frame(rows, int(c))
+                    yield _batch(rows, c)
 
         # lazy: the first pass that needs the rows runs it, in executors
-        self.final = self.df.mapInPandas(plan_chunks, FINAL_SCHEMA)
+        self.final = self.df.mapInArrow(plan_chunks, FINAL_SCHEMA)
 
     def chunk_totals(self) -> dict[tuple[int, int], tuple[int, int]]:
         from pyspark.sql import functions as F
@@ -407,14 +355,9 @@ class SparkChunks:
         }
 
     def apply_bytes(self, bp: BytesPlan) -> None:
-        import pandas as pd
         from pyspark.sql import functions as F
 
-        def apply(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-            for c, group in _chunk_groups(batches):
-                rows = bytes_chunk(_changed_rows(group), bp, int(c))
-                if rows:
-                    yield _frame(rows, int(c))
+        apply = _chunk_pass(lambda c, rows: bytes_chunk(rows, bp, c))
 
         # only the chunks with a share of this round pass through Python; the others are kept
         # as they are (each chunk stays whole in one Spark partition on either side)
@@ -423,7 +366,7 @@ class SparkChunks:
         busy = F.col("chunk").isin(active)
         nxt = (
             final.filter(~busy)
-            .unionByName(final.filter(busy).mapInPandas(apply, FINAL_SCHEMA))
+            .unionByName(final.filter(busy).mapInArrow(apply, FINAL_SCHEMA))
             .coalesce(self.chunks)  # merges whole partitions: a chunk is never split
             .cache()
         )
@@ -432,20 +375,15 @@ class SparkChunks:
         self.final = nxt
 
     def apply_level(self, pairs: Mapping[int, list[tuple[int, int]]], prep: Prepared) -> None:
-        import pandas as pd
         from pyspark.sql import functions as F
 
-        def apply(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-            for c, group in _chunk_groups(batches):
-                rows = level_chunk(_changed_rows(group), pairs.get(int(c), ()), prep)
-                if rows:
-                    yield _frame(rows, int(c))
+        apply = _chunk_pass(lambda c, rows: level_chunk(rows, pairs.get(c, ()), prep))
 
         final = self.final.cache()
         busy = F.col("chunk").isin(sorted(pairs))
         nxt = (
             final.filter(~busy)
-            .unionByName(final.filter(busy).mapInPandas(apply, FINAL_SCHEMA))
+            .unionByName(final.filter(busy).mapInArrow(apply, FINAL_SCHEMA))
             .coalesce(self.chunks)  # merges whole partitions: a chunk is never split
             .cache()
         )
@@ -480,17 +418,15 @@ class SparkChunks:
         }
 
     def apply_leaders(self, lp: LeaderPlan) -> list[Changed]:
-        import pandas as pd
+        def lead_chunks(batches: Iterator[Any]) -> Iterator[Any]:
+            for c, rows in _chunk_rows(batches, _CHANGED_COLS):
+                out = lead_chunk([Changed(*r) for r in rows], lp, c)
+                if out:
+                    yield _batch(out)
 
-        def lead_chunks(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-            for c, group in _chunk_groups(batches):
-                rows = lead_chunk(_changed_rows(group), lp, int(c))
-                if rows:
-                    yield _frame(rows)
-
-        out = self.final.mapInPandas(lead_chunks, CHANGED_SCHEMA).toPandas()
+        out = self.final.mapInArrow(lead_chunks, CHANGED_SCHEMA).toArrow()
         self.final.unpersist()
-        return _changed_rows(out)
+        return _changed_of(out)
 
     def changed(self) -> list[Changed]:
         from pyspark.sql import functions as F
@@ -498,7 +434,7 @@ class SparkChunks:
         final = self.final
         if self.keep_all:
             final = final.filter(F.col("new") != F.col("old"))
-        return _changed_rows(final.drop("chunk").toPandas())  # Arrow, not pickled rows
+        return _changed_of(final.drop("chunk").toArrow())  # Arrow, not pickled rows
 
 
 def plan_spark(spark, source: Snapshot | str, params: PlanParams | None = None) -> PlanResult:

@@ -26,6 +26,8 @@ from ..logfile import default_log_path, to_log_file
 LOOPBACK = "127.0.0.1"
 DRIVER_HOST = "spark.driver.host"
 BIND_ADDRESS = "spark.driver.bindAddress"
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+LOCAL_JIT = "-XX:TieredStopAtLevel=1"
 
 _PROPERTY = re.compile(r"^([^\s=:]+)(?:\s*[=:]\s*|\s+)(.*)$")
 _lock = threading.Lock()
@@ -95,6 +97,18 @@ def driver_conf(
     return out
 
 
+def jvm_conf(master: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The driver JVM's options this tool sets: in local mode, when the user's configuration
+    sets none, the C1 compiler alone (a local job is short, and C2's optimising costs more CPU
+    than it saves on two cores: 1.05M replicas took 70 s of CPU instead of 84, bench/RESULTS.md)."""
+    env = os.environ if environ is None else environ
+    if not is_local(master) or JAVA_OPTIONS in user_spark_conf(env):
+        return {}
+    if "--driver-java-options" in env.get("PYSPARK_SUBMIT_ARGS", ""):
+        return {}
+    return {JAVA_OPTIONS: LOCAL_JIT}
+
+
 def _check_master(running, asked: str | None) -> None:
     if asked is None:
         return
@@ -157,6 +171,8 @@ def get_spark(
             .config("spark.driver.memory", os.environ.get("RK_SPARK_DRIVER_MEMORY", "2g"))
         )
         for k, v in addresses.items():
+            builder = builder.config(k, v)
+        for k, v in jvm_conf(master).items():
             builder = builder.config(k, v)
         if "spark.executorEnv.PYSPARK_PYTHON" not in user_spark_conf():
             builder = builder.config(

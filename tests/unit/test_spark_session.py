@@ -74,3 +74,14 @@ def test_another_master_than_the_running_sessions_is_refused():
     assert "'local[2]'" in str(e.value) and "'spark://10.0.0.5:7077'" in str(e.value)
     assert "stop_spark" in str(e.value)
     assert e.value.exit_code == 2 and 2 in EXIT_CODES
+
+
+def test_local_mode_runs_the_driver_on_the_c1_compiler_unless_the_user_says(tmp_path):
+    from reassign_kit.spark.session import JAVA_OPTIONS, LOCAL_JIT, jvm_conf
+
+    assert jvm_conf("local[2]", {}) == {JAVA_OPTIONS: LOCAL_JIT}
+    assert jvm_conf("spark://10.0.0.1:7077", {}) == {}
+    (tmp_path / "spark-defaults.conf").write_text(f"{JAVA_OPTIONS} -Xss4m\n")
+    assert jvm_conf("local[2]", {"SPARK_CONF_DIR": str(tmp_path)}) == {}
+    args = '--driver-java-options "-Xss4m" pyspark-shell'
+    assert jvm_conf("local[2]", {"PYSPARK_SUBMIT_ARGS": args}) == {}
