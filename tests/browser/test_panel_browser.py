@@ -27,6 +27,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.browser]
 MIB = 1024 * 1024
 START_MIBS = 0.3  # the throttle the runs start with (MiB/s): ~80 s for the first plan, time
 NEW_MIBS = 0.45  # enough on a loaded machine to change the throttle and pause mid-run
+# the second plan's: slow enough that its last moves are still copying when Cancel is confirmed
+# (at START_MIBS a loaded machine's browser let it finish first, which hides the confirmation)
+CANCEL_MIBS = 0.12
 W, H = 1366, 768
 
 
@@ -58,7 +61,7 @@ def _notebook(root: Path, bootstrap: str, plans: list[str], outs: list[str]) -> 
         ),
         nbformat.v4.new_code_cell(
             f"p2 = panel(Plan.read({plans[1]!r}), bootstrap, output_dir={outs[1]!r},\n"
-            f"           throttle={int(START_MIBS * MIB)}, batch_size=2, incremental=True,\n"
+            f"           throttle={int(CANCEL_MIBS * MIB)}, batch_size=2, incremental=True,\n"
             "           poll_interval_ms=300)\np2"
         ),
     ]

@@ -56,6 +56,12 @@ NOT_RUN: dict[str, tuple[str, str]] = {
         "test_install_sandbox.py::test_core_install_runs_the_drop_in_actions, make demo",
     ),
     "sandbox status": (SB, "tests/integration/test_sandbox.py::test_cli_status_and_info"),
+    "snapshot --bootstrap-server 127.0.0.1:9092 --load-from": (
+        "a Prometheus server or a metrics export at the docs' placeholder address and path",
+        "tests/integration/test_load_history_sandbox.py (make long: Debian's Prometheus "
+        "scraping the sandbox, both sources); tests/spark/test_spark_history.py; "
+        "tests/unit/test_load_history.py (their refusals)",
+    ),
     "sandbox stop-broker": (
         SB,
         "tests/integration/test_sandbox.py::test_cli_up_stop_start_down_leaves_no_process",
@@ -117,6 +123,7 @@ FRAGMENTS = {
     "reassign-kit plan --output plan.json",  # docs/approved-plans.md: what plan writes
     "reassign-kit report --html",  # docs/paced.md: where pace charts appear
     "reassign-kit runbook",
+    "reassign-kit snapshot",  # docs/disks.md: what the snapshot records
     "reassign-kit throttles --check / --clean",
     "reassign-kit throttles --clean --journal",  # docs/architecture.md: the option named
 }
