@@ -410,6 +410,7 @@ class WhatIf:
         }
         if self.disk_peaks:
             out["disk_peaks"] = [asdict(p) for p in self.disk_peaks]
+            out["disk_notes"] = list(self.notes)
         return out
 
     def disks_to_pandas(self):

@@ -177,6 +177,8 @@ def test_each_brokers_own_delete_delay_is_read():
     assumed, lines = small_peak(sim, plan)
     said = [ln for ln in lines if DELETE_DELAY_KEY in ln]
     assert len(said) == 1 and "[1, 2, 3]" in said[0] and "60 s" in said[0], lines
+    wi = whatif.what_if(*cluster(), OPTS, given_only=True)
+    assert wi.to_json_obj()["disk_notes"] == list(wi.notes) and len(wi.notes) == 1
     sim, plan = leaving_first()
     sim.alter_broker_configs({b: {DELETE_DELAY_KEY: "0"} for b in (1, 2, SMALL)})
     layout = whatif.disk_layout(sim, sim.broker_ids, [m.tp for m in plan])
