@@ -171,7 +171,21 @@ def plan(
     result = _engine_plan(source, params, engine, spark_master)
     result = balance_network(result, source, params) if network else result
     _check_disk_ceiling(source, result, disk_ceiling, params.capacity)
-    return _balance_dirs(source, result, params, disk_ceiling)
+    return _with_growth(source, _balance_dirs(source, result, params, disk_ceiling))
+
+
+def _with_growth(source: Any, result: PlanResult) -> PlanResult:
+    """``result`` with the planned partitions' growth rates from the snapshot's loads (none
+    from a Parquet path Spark read, or without loads): the plan record carries them to the
+    run's disk order."""
+    from .snapshot.load import loads_of
+    from .snapshot.snapshot import Snapshot
+
+    if isinstance(source, Snapshot):
+        loads = loads_of(source.partitions)
+        rates = {m.tp: loads[m.tp].growth_bytes_s for m in result.current if m.tp in loads}
+        result.growth_bytes_s = rates or None
+    return result
 
 
 def _balance_dirs(source: Any, result: PlanResult, params: Any, ceiling: float | None):

@@ -26,6 +26,7 @@ time, and its peak named (``WhatIf.disk_peaks``, ``WhatIf.lines``, ``ui.charts``
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -36,7 +37,7 @@ from typing import Any
 
 from .cluster.quota import END_LOSS_BYTES, QUOTA_WINDOWS
 from .cluster.simulate import SimCluster
-from .cluster.simulate_disks import DELETE_DELAY_S, DiskSim
+from .cluster.simulate_disks import DELETE_DELAY_KEY, DELETE_DELAY_S, DiskSim
 from .errors import UsageError
 from .model import PartitionState, Plan, TopicPartition
 from .moves.journal import read_events
@@ -175,12 +176,15 @@ class DiskLayout:
     their filesystem's total and usable bytes (``caps``: broker -> [(dir, total, usable)];
     None: not reported), the dir each replica of the plan's partitions is in (``where``:
     (broker, partition) -> dir; absent: the broker's first), each partition's growth in
-    bytes/s (``growth``) and how long a moved-out replica's files stay."""
+    bytes/s (``growth``) and how long a moved-out replica's files stay (``delete_delays``:
+    per broker, as it said; else ``delete_delay_s``), with what was assumed (``notes``)."""
 
     caps: Mapping[int, Sequence[tuple[str, int | None, int | None]]]
     where: Mapping[tuple[int, TopicPartition], str] = field(default_factory=dict)
     growth: Mapping[TopicPartition, float] = field(default_factory=dict)
     delete_delay_s: float = DELETE_DELAY_S
+    delete_delays: Mapping[int, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     def apply(self, sim: DiskSim) -> None:
         """``sim``'s disks set up like the cluster's: its replicas in their dirs, the rest of
@@ -205,6 +209,7 @@ class DiskLayout:
             sim.disks.other[k] = max(0, n - replicas.get(k, 0))
         sim.growth = {tp: r for tp, r in self.growth.items() if r > 0 and tp in sim.partitions}
         sim.delete_delay_s = self.delete_delay_s
+        sim.delete_delays = dict(self.delete_delays)
 
 
 @dataclass(frozen=True)
@@ -392,6 +397,7 @@ class WhatIf:
     # filesystem's peak, fullest first, and its usage over time ((broker, dir) -> [(s, bytes)])
     disk_peaks: tuple[DiskPeak, ...] = ()
     disk_usage: Mapping[DirKey, Sequence[tuple[float, int]]] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # what the disk part assumed (a delay no broker said)
 
     @property
     def predicted_seconds(self) -> float:
@@ -404,6 +410,7 @@ class WhatIf:
         }
         if self.disk_peaks:
             out["disk_peaks"] = [asdict(p) for p in self.disk_peaks]
+            out["disk_notes"] = list(self.notes)
         return out
 
     def disks_to_pandas(self):
@@ -430,6 +437,7 @@ class WhatIf:
         if self.disk_peaks:
             out.append("Predicted disk usage over the run (options given; fullest first):")
             out += [f"  {p.line()}" for p in self.disk_peaks[:DISK_LINES]]
+            out += [f"  {n}" for n in self.notes]
         return out
 
 
@@ -500,7 +508,10 @@ def what_if(
     rows, peaks, usage = predict_runs(
         plan, states, sizes, brokers, options, calibration, given_only, layout
     )
-    return WhatIf(tuple(rows), len(plan), sum(sizes.values()), source_name, tuple(peaks), usage)
+    notes = layout.notes if layout is not None else ()
+    return WhatIf(
+        tuple(rows), len(plan), sum(sizes.values()), source_name, tuple(peaks), usage, notes
+    )
 
 
 def disk_layout(source: Any, brokers: Sequence[int], tps: Sequence[TopicPartition]):
@@ -535,7 +546,35 @@ def disk_layout(source: Any, brokers: Sequence[int], tps: Sequence[TopicPartitio
         growth = {}
     if not any(t for ds in caps.values() for _, t, _ in ds):
         return None
-    return DiskLayout(caps, where, growth)
+    delays, notes = delete_delays(source, sorted(caps))
+    return DiskLayout(caps, where, growth, delete_delays=delays, notes=notes)
+
+
+def delete_delays(source: Any, brokers: Sequence[int]) -> tuple[dict[int, float], tuple]:
+    """How long each broker keeps a moved-out replica's files (seconds): its
+    ``log.segment.delete.delay.ms`` by DescribeConfigs (a gateway; read-only). A broker
+    that does not say (a snapshot, configs unreadable, no or a bad value) is taken at Kafka's
+    default, said once."""
+    from .errors import KafkaOperationError
+
+    configs: Mapping[int, Mapping[str, str]] = {}
+    if hasattr(source, "broker_configs"):
+        with contextlib.suppress(KafkaOperationError):
+            configs = source.broker_configs(list(brokers))
+    delays: dict[int, float] = {}
+    for b in brokers:
+        raw = (configs.get(b) or {}).get(DELETE_DELAY_KEY)
+        with contextlib.suppress(TypeError, ValueError):
+            ms = int(str(raw))
+            if ms >= 0:
+                delays[b] = ms / 1000.0
+    unsaid = [b for b in brokers if b not in delays]
+    if not unsaid:
+        return delays, ()
+    return delays, (
+        f"broker(s) {unsaid} did not say their {DELETE_DELAY_KEY}: a moved-out replica's "
+        f"files taken to stay {DELETE_DELAY_S:.0f} s (Kafka's default)",
+    )
 
 
 def replay_pace(

@@ -2,8 +2,10 @@
 ``FsDisks`` gives each broker its real log dirs and the filesystem each lies on (two dirs on one
 filesystem report its bytes together, as Kafka's DescribeLogDirs does), and ``DiskSim`` is the
 model cluster whose partitions grow at their recorded rates while it runs, whose moved-out
-replicas keep their bytes for ``delete_delay_s`` after the move (Kafka's
-``file.delete.delay.ms``, 60 s by default) and whose filesystems' usage is sampled over time.
+replicas keep their bytes for their broker's delay after the move (``delete_delays``, else
+``delete_delay_s``: the broker's ``log.segment.delete.delay.ms``, the server default of the
+topic config ``file.delete.delay.ms`` that Kafka's LogManager applies to a ``-delete`` dir,
+60 s by default) and whose filesystems' usage is sampled over time.
 
 A new replica's copy grows on its target as bytes arrive and its source's copy stays whole
 until deleted: what a disk holds at each instant of a run, the peak included."""
@@ -20,6 +22,9 @@ from .simulate import SimCluster, SimDisks, SimPartition
 
 DirKey = tuple[int, str]  # (broker, log dir)
 DELETE_DELAY_S = 60.0  # Kafka's file.delete.delay.ms default
+# the broker config holding it: LogManager deletes a moved-out replica's dir after its
+# broker-wide default (a topic's own file.delete.delay.ms does not apply to it)
+DELETE_DELAY_KEY = "log.segment.delete.delay.ms"
 SAMPLE_S = 1.0  # how often (model seconds) each filesystem's usage is recorded
 
 
@@ -75,16 +80,18 @@ class DiskSim(SimCluster):
         super().__init__(*args, **kwargs)
         self.disks: FsDisks = FsDisks()
         self.delete_delay_s = delete_delay_s
+        self.delete_delays: dict[int, float] = {}  # per broker, where it said its own
         self.growth: dict[TopicPartition, float] = {}
         self.usage: dict[DirKey, list[tuple[float, int]]] = {}
         self.sampled_at: float | None = None
 
     def _finish(self, sp: SimPartition) -> None:
-        """The leaving replicas' files stay for ``delete_delay_s``, whole."""
+        """The leaving replicas' files stay for their broker's delay, whole."""
         for b in sp.original or ():
             if b not in (sp.target or ()):
                 d = (b, sp.dirs.get(b, self.log_dirs_of(b)[0]))
-                self.disks.deleting.append((self.t + self.delete_delay_s, d, int(sp.size_bytes)))
+                until = self.t + self.delete_delays.get(b, self.delete_delay_s)
+                self.disks.deleting.append((until, d, int(sp.size_bytes)))
         super()._finish(sp)
 
     def _advance(self, dt: float) -> None:

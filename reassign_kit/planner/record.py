@@ -7,7 +7,11 @@ made from, kept BESIDE the plan (the plan file itself stays kafka-reassign-parti
      "plan_sha256": "<Plan.digest()>", "made_at": "2026-11-25T03:30:00Z",
      "snapshot": "snap.json", "brokers": [1, 2, 3, 4],
      "topics": ["t"],                          # the planned topics
-     "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2, 3]}]}  # as planned from
+     "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2, 3],
+                     "growth_bytes_s": 52428.8}]}  # as planned from; the rate: when known
+
+``growth_bytes_s`` is the partition's size growth the snapshot recorded (its loads), for the
+disk ceiling's order at a run's start (``rates_for``: only when the record is the plan's).
 
 The hash is ``Plan.digest()``: sha256 of the canonical JSON, so it names the plan's content
 whatever the file's key order or whitespace (the same digest journals carry as
@@ -21,6 +25,7 @@ it starts from). Pure: the cluster reads are the caller's (``run.preflight``).
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import time
@@ -115,6 +120,8 @@ class PlanRecord:
     partitions: Mapping[TopicPartition, tuple[int, ...]]
     made_at: str = ""
     snapshot: str = ""
+    # each planned partition's size growth as the snapshot recorded it (bytes/s; absent: none)
+    growth: Mapping[TopicPartition, float] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -123,9 +130,12 @@ class PlanRecord:
         current: Plan,
         brokers: Iterable[int],
         snapshot: str = "",
+        growth: Mapping[TopicPartition, float] | None = None,
     ) -> PlanRecord:
         """The record of ``plan`` made from a snapshot: ``current`` is the planned partitions'
-        assignment at that moment (``PlanResult.current``), ``brokers`` the snapshot's."""
+        assignment at that moment (``PlanResult.current``), ``brokers`` the snapshot's,
+        ``growth`` the partitions' recorded growth rates (only the planned ones are kept)."""
+        planned = {m.tp for m in current}
         return cls(
             plan_sha256=plan_hash(plan),
             brokers=tuple(sorted(set(brokers))),
@@ -133,12 +143,31 @@ class PlanRecord:
             partitions={m.tp: tuple(m.replicas) for m in current},
             made_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             snapshot=snapshot,
+            growth={
+                tp: float(r)
+                for tp, r in (growth or {}).items()
+                if tp in planned and math.isfinite(r)
+            },
         )
 
     @classmethod
     def for_result(cls, result: Any, snapshot: str = "") -> PlanRecord:
-        """The record of a ``plan_report.PlanResult`` (the brokers: the snapshot's)."""
-        return cls.of(result.plan, result.current, result.prepared.ctx.racks.keys(), snapshot)
+        """The record of a ``plan_report.PlanResult`` (the brokers: the snapshot's; the
+        growth rates: its ``growth_bytes_s``, when the snapshot had loads)."""
+        return cls.of(
+            result.plan,
+            result.current,
+            result.prepared.ctx.racks.keys(),
+            snapshot,
+            getattr(result, "growth_bytes_s", None),
+        )
+
+    def rates_for(self, plan: Plan) -> dict[TopicPartition, float]:
+        """The recorded growth rates of ``plan``'s partitions, or none when this record is not
+        ``plan``'s (another digest: its numbers describe another plan, never trusted)."""
+        if self.plan_sha256 != plan_hash(plan):
+            return {}
+        return {m.tp: self.growth[m.tp] for m in plan if m.tp in self.growth}
 
     def to_json_obj(self) -> dict[str, Any]:
         return {
@@ -149,11 +178,18 @@ class PlanRecord:
             "snapshot": self.snapshot,
             "brokers": list(self.brokers),
             "topics": sorted(self.topics),
-            "partitions": [
-                {"topic": tp.topic, "partition": tp.partition, "replicas": list(r)}
-                for tp, r in sorted(self.partitions.items())
-            ],
+            "partitions": [self._entry(tp, r) for tp, r in sorted(self.partitions.items())],
         }
+
+    def _entry(self, tp: TopicPartition, replicas: tuple[int, ...]) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "topic": tp.topic,
+            "partition": tp.partition,
+            "replicas": list(replicas),
+        }
+        if tp in self.growth:
+            out["growth_bytes_s"] = round(self.growth[tp], 3)
+        return out
 
     def write(self, path: str) -> None:
         with open(path, "w", encoding="utf-8") as f:
@@ -187,6 +223,7 @@ class PlanRecord:
             problems.append("'topics' must be a list of topic names")
             topics = []
         parts: dict[TopicPartition, tuple[int, ...]] = {}
+        growth: dict[TopicPartition, float] = {}
         entries = doc.get("partitions")
         if not isinstance(entries, list):
             problems.append("'partitions' must be a list")
@@ -202,7 +239,17 @@ class PlanRecord:
             if not ok:
                 problems.append(f"partitions[{i}]: needs topic, partition and replicas (ids)")
                 continue
-            parts[TopicPartition(e["topic"], e["partition"])] = tuple(e["replicas"])
+            tp = TopicPartition(e["topic"], e["partition"])
+            parts[tp] = tuple(e["replicas"])
+            if "growth_bytes_s" in e:
+                rate = e["growth_bytes_s"]
+                if not _is_rate(rate):
+                    problems.append(
+                        f"partitions[{i}] ({tp}): 'growth_bytes_s' must be a finite number "
+                        f"(bytes/s), got {rate!r}"
+                    )
+                    continue
+                growth[tp] = float(rate)
         if problems:
             raise InvalidPlanError(problems, header=header)
         return cls(
@@ -212,7 +259,12 @@ class PlanRecord:
             partitions=parts,
             made_at=str(doc.get("made_at") or ""),
             snapshot=str(doc.get("snapshot") or ""),
+            growth=growth,
         )
+
+
+def _is_rate(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _is_int(v: Any) -> bool:

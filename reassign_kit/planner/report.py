@@ -45,6 +45,9 @@ class PlanResult:
     topic_bytes: int | None = None
     # dir_plan.disk_report(): the log dirs of each broker before / after (--balance disks)
     disks: dict | None = None
+    # the planned partitions' size growth the snapshot recorded (bytes/s; None: no loads, or
+    # a Parquet snapshot Spark read itself), written into the plan record for the run's order
+    growth_bytes_s: dict | None = None
 
     @property
     def lower_bound(self) -> int:

@@ -15,8 +15,10 @@ for one filesystem (the sandbox's dirs share one): their bytes are counted once,
 
 Growth while moving (``Growth``): the partitions' sizes are recorded at the start and again
 every ``GROWTH_EVERY_S`` while moves wait; a move counts, beside its size, what its partition
-grows by at the recorded rate while its copy runs (``ceiling.growth_during``: bounded). A
-partition with a single reading (the run's first ``GROWTH_EVERY_S``) counts none yet.
+grows by at the measured rate while its copy runs (``ceiling.growth_during``: bounded). Until
+a partition has two readings its rate is the one the plan record holds (the snapshot's loads,
+``Run(growth_rates=...)``), so the order computed at the start counts growth too; a partition
+with neither counts none.
 """
 
 from __future__ import annotations
@@ -50,12 +52,14 @@ UNTHROTTLED_BPS = 100 * 1024 * 1024  # a copy's speed when no throttle says (the
 
 class Growth:
     """Each partition's size as recorded (first and latest reading, with their times) and the
-    rate between them: bytes/s, net of retention, never below zero."""
+    rate between them: bytes/s, net of retention, never below zero; before two readings, the
+    rate recorded with the plan (``recorded``), if any."""
 
-    def __init__(self) -> None:
+    def __init__(self, recorded: Mapping[TopicPartition, float] | None = None) -> None:
         self.first: dict[TopicPartition, tuple[float, int]] = {}
         self.last: dict[TopicPartition, tuple[float, int]] = {}
         self.read_at: float | None = None
+        self.recorded: dict[TopicPartition, float] = dict(recorded or {})
 
     def record(self, now: float, sizes: Mapping[TopicPartition, int]) -> None:
         self.read_at = now
@@ -69,7 +73,8 @@ class Growth:
     def rate(self, tp: TopicPartition) -> float | None:
         (t0, s0), (t1, s1) = self.first.get(tp, (0.0, 0)), self.last.get(tp, (0.0, 0))
         if t1 <= t0:
-            return None
+            got = self.recorded.get(tp)
+            return None if got is None else max(0.0, got)
         return max(0.0, (s1 - s0) / (t1 - t0))
 
     def size(self, tp: TopicPartition, at_rest: int) -> int:

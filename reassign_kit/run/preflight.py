@@ -91,20 +91,33 @@ def check_approval(
     (``PlanDriftError``, 14, naming each drifted partition, gone broker and deleted topic)
     unless ``allow_drift``. A plan with no record (a plain Kafka-format file) has no known
     basis: its drift is not checked, and the returned note says so. Read-only calls."""
+    return approve(gateway, plan, approval, plan_path, source)[0]
+
+
+def approve(
+    gateway: Any, plan: Plan, approval: Approval, plan_path: str | None, source: str
+) -> tuple[list[str], PlanRecord | None]:
+    """``check_approval``'s lines, and the plan record it checked (None: none)."""
     check_hash(plan, approval.expect_plan_hash, source)
     record_file = approval.record_for(plan_path)
     if record_file is None:
         return [
             f"no plan record beside {source}: drift since it was planned is not checked "
             "(`reassign-kit plan` writes one); the rollback file holds the state it starts from"
-        ]
+        ], None
     record = PlanRecord.read(record_file)
     topics = set(record.topics) | {tp.topic for tp in record.partitions}
     counts = gateway.topic_partition_counts(sorted(topics)) if topics else {}
     states = gateway.describe_partitions([tp for tp in record.partitions if tp.topic in counts])
     live = [b.id for b in gateway.brokers()]
     found = drift(record, plan, states, live, counts.keys())
-    return refuse_drift(found, source, record_file, approval.allow_drift)
+    lines = refuse_drift(found, source, record_file, approval.allow_drift)
+    if record.growth and not record.rates_for(plan):  # --allow-drift past an edited plan
+        lines.append(
+            f"{record_file}: its growth rates describe another plan (sha256 "
+            f"{record.plan_sha256}): not used; the run measures its own"
+        )
+    return lines, record
 
 
 # ----------------------------------------------------------------------- the rollback file
@@ -194,7 +207,7 @@ def preflight(
         source = source or path
         plan_path = plan_path or os.path.abspath(path)
     source = source or "the plan"
-    approval_notes = check_approval(gateway, plan, approval or Approval(), plan_path, source)
+    approval_notes, record = approve(gateway, plan, approval or Approval(), plan_path, source)
     view = cluster_view(gateway, plan)
     validate_plan(
         plan,
@@ -227,6 +240,9 @@ def preflight(
         # the run goes on the gateway's clock: wall time, or the simulator's model time
         run_kwargs.setdefault("clock", gateway.now)
         run_kwargs.setdefault("sleep", gateway.sleep)
+        # the disk ceiling's order at the start counts growth from the record's rates
+        if record is not None and record.rates_for(plan):
+            run_kwargs.setdefault("growth_rates", record.rates_for(plan))
         prepared.run = Run(
             gateway,
             plan,

@@ -112,6 +112,7 @@ class Run:
         secrets: Sequence[str] = (),
         min_isr: Mapping[str, int] | int | None = None,
         health: HealthSource | None = None,
+        growth_rates: Mapping[TopicPartition, float] | None = None,
     ):
         self.shared = shared = RunState()
         self.parts = parts = RunParts(self)
@@ -124,6 +125,7 @@ class Run:
         parts.pace = Pace(shared, parts)
         parts.canary = Canaries(shared, parts)
         parts.disks = DiskGate(shared, parts)
+        parts.disks.growth.recorded = dict(growth_rates or {})
         self.shared.gw = gateway
         self.shared.plan = plan
         self.shared.options = (options or ExecuteOptions()).validate()

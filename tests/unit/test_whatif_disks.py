@@ -151,3 +151,50 @@ def test_a_snapshots_recorded_dirs_place_each_replica_where_it_is():
     assert layout is not None
     assert layout.where[(SMALL, TopicPartition("leave", 1))] == "/data-1"
     assert layout.where[(SMALL, TopicPartition("leave", 0))] == "/data-0"
+
+
+def leaving_first() -> tuple[DiskSim, Plan]:
+    """``cluster()``; run largest first, the leaving ones (20 MB) go before the arrivals: how
+    long their files stay decides whether the arrivals land beside them."""
+    return cluster()
+
+
+def small_peak(sim: DiskSim, plan: Plan) -> tuple[int, list[str]]:
+    opts = dataclasses.replace(
+        OPTS, disk_ceiling=None, batch_size=4, incremental=False, order="largest-first"
+    )
+    wi = whatif.what_if(sim, plan, opts, given_only=True)
+    return next(p for p in wi.disk_peaks if p.broker == SMALL).peak_bytes, wi.lines()
+
+
+def test_each_brokers_own_delete_delay_is_read():
+    """Broker 3 says log.segment.delete.delay.ms=0 (DescribeConfigs): its moved-out copies
+    go at once and its predicted peak drops to where it starts; not said, 60 s is assumed
+    and the what-if says so once, naming the brokers."""
+    from reassign_kit.cluster.simulate_disks import DELETE_DELAY_KEY
+
+    sim, plan = leaving_first()
+    assumed, lines = small_peak(sim, plan)
+    said = [ln for ln in lines if DELETE_DELAY_KEY in ln]
+    assert len(said) == 1 and "[1, 2, 3]" in said[0] and "60 s" in said[0], lines
+    wi = whatif.what_if(*cluster(), OPTS, given_only=True)
+    assert wi.to_json_obj()["disk_notes"] == list(wi.notes) and len(wi.notes) == 1
+    sim, plan = leaving_first()
+    sim.alter_broker_configs({b: {DELETE_DELAY_KEY: "0"} for b in (1, 2, SMALL)})
+    layout = whatif.disk_layout(sim, sim.broker_ids, [m.tp for m in plan])
+    assert layout is not None and layout.delete_delays == {1: 0.0, 2: 0.0, SMALL: 0.0}
+    at_once, lines = small_peak(sim, plan)
+    assert not [ln for ln in lines if DELETE_DELAY_KEY in ln], lines
+    assert at_once == 100 * MB  # the leaving copies gone before the arrivals land
+    assert assumed > at_once + 40 * MB, (assumed, at_once)
+
+
+def test_a_bad_or_unreadable_delay_is_the_default_said():
+    from reassign_kit.cluster.simulate_disks import DELETE_DELAY_KEY
+
+    sim, plan = leaving_first()
+    sim.alter_broker_configs({1: {DELETE_DELAY_KEY: "-5"}, 2: {DELETE_DELAY_KEY: "soon"}})
+    sim.alter_broker_configs({SMALL: {DELETE_DELAY_KEY: "30000"}})
+    layout = whatif.disk_layout(sim, sim.broker_ids, [m.tp for m in plan])
+    assert layout is not None and layout.delete_delays == {SMALL: 30.0}
+    assert len(layout.notes) == 1 and "[1, 2]" in layout.notes[0], layout.notes
