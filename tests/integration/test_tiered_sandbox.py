@@ -12,7 +12,9 @@ of ~80 s at 250 kB/s; production tiered moves are far larger), records in 64 KiB
 staircase of jumps ahead of the throttle and waits), 12 s between runs (the quota's 11
 one-second windows). Shorter or coarser shapes miss the ETA's 10% goal for both kinds: with
 1 MB batches at this size, tiered 13.5% and untiered 13.6% (warm-up 13.1%); at 5 MB local
-with 1 MB batches, tiered 13-20% and untiered warm-up 14-16%. Long (three paced runs under a
+with 1 MB batches, tiered 13-20% and untiered warm-up 14-16%; at 5 MB with 64 KiB batches
+the untiered met it (2-7%) and the tiered did not (21-25%: its copy ran ~280 then ~205 kB/s,
+a pace a 20 s run's ETA does not learn in time; at ~80 s it does, 3-6%). Long (three paced runs under a
 throttle, a tiered cluster of its own): `make long`.
 """
 
