@@ -108,8 +108,8 @@ class Placement:
         self._loads_of(k, new, +1)
 
     def rack_count(self, reps: Sequence[int]) -> int:
-        racks = [self.racks.get(b) for b in reps]
-        return 0 if any(r is None for r in racks) else len(set(racks))
+        racks = set(map(self.racks.get, reps))
+        return 0 if None in racks else len(racks)
 
     def loads(self) -> dict[str, dict[int, float]]:
         return {r: dict(v) for r, v in self.cur.items()}
@@ -126,13 +126,10 @@ class Placement:
 
     def fits(self, key: tuple[str, int], new: Sequence[int], old: Sequence[int]) -> bool:
         """``key`` may go from ``old`` to ``new``: racks, cordons, disk and replica limits."""
-        if any(b not in self.placeable for b in set(new) - set(old)):
+        added = set(new).difference(old)
+        if not added <= self.placeable or self.rack_count(new) < self.min_racks[key]:
             return False
-        if self.rack_count(new) < self.min_racks[key]:
-            return False
-        if self.capacity is None:
-            return True
-        return all(self._within(b, key) for b in set(new) - set(old))
+        return self.capacity is None or all(self._within(b, key) for b in added)
 
     def _within(self, b: int, key: tuple[str, int]) -> bool:
         """``b`` within its disk and replica limits holding ``key`` too."""
