@@ -236,6 +236,8 @@ class Scorer:
         if not _nearer(self.over(touched, NO_CHANGE), self.over(touched, delta)):
             return False
         for k, new in change:
+            for b in set(p.reps[k]).difference(new):
+                self.forget(k, b)
             p.assign(k, new)
             for b in new:
                 for res in RESOURCES:
@@ -244,6 +246,21 @@ class Scorer:
                             self.ranks[(res, b)], (contribution(p, k, b, res), k), key=FIRST
                         )
         return True
+
+    def forget(self, k: tuple[str, int], b: int) -> None:
+        """``k``'s entries at its present figures off ``b``'s lists, as it leaves ``b``: a list
+        that kept those who left would be walked past them on every later pass."""
+        for res in RESOURCES:
+            got = self.ranks.get((res, b))
+            if got is None:
+                continue
+            c = contribution(self.p, k, b, res)
+            i = bisect.bisect_left(got, c, key=FIRST)
+            while i < len(got) and got[i][0] == c:
+                if got[i][1] == k:
+                    del got[i]
+                else:
+                    i += 1
 
     def ranked(self, res: str, b: int) -> list[tuple[float, tuple[str, int]]]:
         """``b``'s partitions by what they add to its ``res``, least first (ties: in the order
