@@ -22,7 +22,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -36,6 +36,7 @@ FOLLOWERS = 256  # followers a broker lists as swap partners for network out and
 GIVE_UP = 32  # partitions in a row a broker fails to shed before the pass leaves it
 NO_CHANGE: Mapping[str, Mapping[int, float]] = {r: {} for r in RESOURCES}
 FIRST = itemgetter(0)
+SECOND = itemgetter(1)
 ROUNDS = 50  # each round's changes strictly bring the goals nearer; this only bounds it
 EXHAUSTIVE_MAX = 200_000  # placements; beyond, the greedy result stands
 
@@ -107,8 +108,8 @@ class Placement:
         self._loads_of(k, new, +1)
 
     def rack_count(self, reps: Sequence[int]) -> int:
-        racks = [self.racks.get(b) for b in reps]
-        return 0 if any(r is None for r in racks) else len(set(racks))
+        racks = set(map(self.racks.get, reps))
+        return 0 if None in racks else len(racks)
 
     def loads(self) -> dict[str, dict[int, float]]:
         return {r: dict(v) for r, v in self.cur.items()}
@@ -125,13 +126,10 @@ class Placement:
 
     def fits(self, key: tuple[str, int], new: Sequence[int], old: Sequence[int]) -> bool:
         """``key`` may go from ``old`` to ``new``: racks, cordons, disk and replica limits."""
-        if any(b not in self.placeable for b in set(new) - set(old)):
+        added = set(new).difference(old)
+        if not added <= self.placeable or self.rack_count(new) < self.min_racks[key]:
             return False
-        if self.rack_count(new) < self.min_racks[key]:
-            return False
-        if self.capacity is None:
-            return True
-        return all(self._within(b, key) for b in set(new) - set(old))
+        return self.capacity is None or all(self._within(b, key) for b in added)
 
     def _within(self, b: int, key: tuple[str, int]) -> bool:
         """``b`` within its disk and replica limits holding ``key`` too."""
@@ -238,6 +236,8 @@ class Scorer:
         if not _nearer(self.over(touched, NO_CHANGE), self.over(touched, delta)):
             return False
         for k, new in change:
+            for b in set(p.reps[k]).difference(new):
+                self.forget(k, b)
             p.assign(k, new)
             for b in new:
                 for res in RESOURCES:
@@ -246,6 +246,21 @@ class Scorer:
                             self.ranks[(res, b)], (contribution(p, k, b, res), k), key=FIRST
                         )
         return True
+
+    def forget(self, k: tuple[str, int], b: int) -> None:
+        """``k``'s entries at its present figures off ``b``'s lists, as it leaves ``b``: a list
+        that kept those who left would be walked past them on every later pass."""
+        for res in RESOURCES:
+            got = self.ranks.get((res, b))
+            if got is None:
+                continue
+            c = contribution(self.p, k, b, res)
+            i = bisect.bisect_left(got, c, key=FIRST)
+            while i < len(got) and got[i][0] == c:
+                if got[i][1] == k:
+                    del got[i]
+                else:
+                    i += 1
 
     def ranked(self, res: str, b: int) -> list[tuple[float, tuple[str, int]]]:
         """``b``'s partitions by what they add to its ``res``, least first (ties: in the order
@@ -292,7 +307,12 @@ class Shedding:
 
     def dests(self) -> list[int]:
         """The placeable brokers, most room under their limit first."""
-        return sorted(self.s.p.placeable, key=lambda d: (-self.room(d), d))
+        cur, limit, inf = self.s.p.cur[self.res], self.limit, math.inf
+        # (minus the room, broker) sorted: the order of ``room`` without a call per broker
+        return [
+            d
+            for _, d in sorted((cur.get(d, 0.0) - limit.get(d, inf), d) for d in self.s.p.placeable)
+        ]
 
     def run(self, kind: str) -> int:
         p, res = self.s.p, self.res
@@ -352,11 +372,10 @@ class Shedding:
         want = c - min(-self.room(b), self.room(d))
         i = bisect.bisect_left(ranked, want, key=FIRST)
         top = bisect.bisect_left(ranked, c - EPS, lo=i, key=FIRST)
-        tries = 0
-        for j in itertools.chain(range(i, top), range(min(i, top) - 1, -1, -1)):
-            cq, q = ranked[j]
+        tries, on_d = 0, p.on.get(d, {})
+        for cq, q in itertools.chain(_held(ranked, i, top, on_d), _held_down(ranked, i, top, on_d)):
             rq = p.reps[q]
-            if q == k or d not in rq or b in rq or contribution(p, q, d, res) != cq:
+            if q == k or b in rq or contribution(p, q, d, res) != cq:
                 continue
             tries += 1
             if self.s.attempt([(k, moved), (q, [b if x == d else x for x in rq])]):
@@ -364,6 +383,24 @@ class Shedding:
             if tries >= SWAP_COLD:
                 break
         return False
+
+
+def _held(ranked: list, lo: int, hi: int, on: Mapping) -> Iterator:
+    """``ranked[lo:hi]`` less the entries of partitions no longer ``on`` the broker: a list
+    keeps those who left (skipped when met), and the filter runs in C, checked as it goes."""
+    return itertools.compress(
+        itertools.islice(ranked, lo, hi),
+        map(on.__contains__, map(SECOND, itertools.islice(ranked, lo, hi))),
+    )
+
+
+def _held_down(ranked: list, i: int, top: int, on: Mapping) -> Iterator:
+    """``ranked[min(i, top) - 1]`` down to ``ranked[0]``, as ``_held``."""
+    skip = len(ranked) - min(i, top)
+    return itertools.compress(
+        itertools.islice(reversed(ranked), skip, None),
+        map(on.__contains__, map(SECOND, itertools.islice(reversed(ranked), skip, None))),
+    )
 
 
 def improve(p: Placement, max_rounds: int = ROUNDS) -> int:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from reassign_kit import api
 from reassign_kit.planner.network import Goals, broker_loads
-from reassign_kit.planner.network_pass import Placement, Scorer
+from reassign_kit.planner.network_pass import Placement, Scorer, contribution
 from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
 from reassign_kit.snapshot.load import LoadWindow, PartitionLoad
 from reassign_kit.snapshot.snapshot import Snapshot
@@ -84,6 +84,28 @@ def test_a_change_scored_on_its_brokers_agrees_with_the_full_score(case):
     fresh = broker_loads(((r, p.load[k]) for k, r in p.reps.items()), range(1, n + 1))
     for res, per in fresh.items():  # the running loads stay those of the placement
         assert all(abs(per[b] - p.cur[res][b]) < 1e-6 for b in per)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(placements_and_changes())
+def test_the_ranked_lists_follow_the_partitions_on_each_broker(case):
+    reps, loads, n, changes = case
+    p = _placement(reps, loads, n)
+    scorer = Scorer(p)
+    for res in ("network_in", "network_out", "leader_load"):
+        for b in range(1, n + 1):
+            scorer.ranked(res, b)
+    for i, new in changes:
+        scorer.attempt([(("t", i), new)])
+    for b in range(1, n + 1):
+        # a partition's network in never changes: its list holds exactly those on ``b``
+        got = scorer.ranked("network_in", b)
+        assert {k for _, k in got} == set(p.on.get(b, ())), b
+        assert [c for c, _ in got] == sorted(c for c, _ in got)
+        for res in ("network_out", "leader_load"):  # none missing at its present figure
+            listed = set(scorer.ranked(res, b))
+            led = [k for k in p.on.get(b, ()) if p.reps[k][0] == b]
+            assert all((contribution(p, k, b, res), k) in listed for k in led), (res, b)
 
 
 def _snapshot(parts, brokers) -> Snapshot:
