@@ -10,16 +10,11 @@ and skips elsewhere."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
-import subprocess
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prom_server import Prometheus, free_port
 from waits import wait_until
 
 from reassign_kit.health.sources import open_source
@@ -32,76 +27,6 @@ from reassign_kit.run.run import Run
 pytestmark = pytest.mark.integration
 KB = 1024
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Prometheus:
-    """One Prometheus server of this test (``query`` returns an instant vector)."""
-
-    def __init__(self, tmp: Path, targets: dict[str, list[str]]):
-        exe = shutil.which("prometheus")
-        if exe is None:
-            msg = "Debian's prometheus is not installed (make setup: make prometheus)"
-            if os.environ.get("CI"):
-                pytest.fail(msg)
-            pytest.skip(msg)
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        jobs = "".join(
-            f"  - job_name: {job}\n    static_configs:\n      - targets: {json.dumps(t)}\n"
-            for job, t in targets.items()
-        )
-        cfg = tmp / "prometheus.yml"
-        cfg.write_text(
-            "global:\n  scrape_interval: 2s\n  scrape_timeout: 2s\n  evaluation_interval: 2s\n"
-            f"scrape_configs:\n{jobs}"
-        )
-        self.log = open(tmp / "prometheus.log", "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(
-            [
-                exe,
-                f"--config.file={cfg}",
-                f"--storage.tsdb.path={tmp / 'data'}",
-                f"--web.listen-address=127.0.0.1:{self.port}",
-                "--storage.tsdb.retention.time=1h",
-                "--log.level=warn",
-            ],
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-
-    def ready(self) -> bool:
-        if self.proc.poll() is not None:
-            raise AssertionError(f"prometheus exited {self.proc.returncode}; see {self.log.name}")
-        try:
-            with urllib.request.urlopen(self.url + "/-/ready", timeout=5) as r:
-                return r.status == 200
-        except OSError:
-            return False
-
-    def query(self, promql: str) -> list[tuple[dict[str, str], float]]:
-        q = urllib.parse.urlencode({"query": promql})
-        with urllib.request.urlopen(f"{self.url}/api/v1/query?{q}", timeout=20) as r:
-            doc = json.loads(r.read())
-        assert doc["status"] == "success", doc
-        return [(row["metric"], float(row["value"][1])) for row in doc["data"]["result"]]
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self.log.close()
 
 
 @pytest.fixture
@@ -132,7 +57,7 @@ def test_a_run_scraped_by_prometheus_matches_its_report(
     cur = gw.describe_partitions(tps)
     plan = Plan.of(Move(tp, (b[-1],)) for tp in tps)  # each to the last broker
     assert all(cur[tp].replicas == (b[0],) or cur[tp].replicas == (b[1],) for tp in tps)
-    port = _free_port()
+    port = free_port()
     exporters = [
         u.split("//")[1].split("/")[0] for u in sandbox.status()["metrics_endpoints"].values()
     ]
