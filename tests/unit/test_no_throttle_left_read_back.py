@@ -28,6 +28,32 @@ class KeepsItsRate(SimCluster):
         return super().alter_broker_configs(kept)
 
 
+class LagsItsRate(SimCluster):
+    """A broker that applies the removal of its throttle rate two seconds after it is
+    acknowledged (a KRaft broker applies a config record once it reaches it)."""
+
+    def __init__(self, *a, **k) -> None:
+        super().__init__(*a, **k)
+        self.held: list[tuple[float, dict]] = []
+
+    def alter_broker_configs(self, changes):
+        now = {
+            b: {k: v for k, v in kv.items() if not (b == KEEPER and v is None)}
+            for b, kv in changes.items()
+        }
+        later = {k: None for k, v in changes.get(KEEPER, {}).items() if v is None}
+        if later:
+            self.held.append((self.t + 2.0, {KEEPER: later}))
+        return super().alter_broker_configs(now)
+
+    def sleep(self, seconds: float) -> None:
+        super().sleep(seconds)
+        due = [c for at, c in self.held if at <= self.t]
+        self.held = [(at, c) for at, c in self.held if at > self.t]
+        for c in due:
+            super().alter_broker_configs(c)
+
+
 def _die_after_the_cleanup(monkeypatch, sim: SimCluster) -> None:
     """Broker 3 goes down right after the run's throttle cleanup, before the read back."""
     real = finish.current_throttles
@@ -78,3 +104,14 @@ def test_a_broker_that_cannot_be_read_back_is_named_never_none_left(monkeypatch,
     code, out = _run(monkeypatch, tmp_path, capsys, sim)
     assert "No throttle left" not in out, out[-2000:]
     assert "broker(s) 3 could not be read back" in out and code == 8, (code, out[-2000:])
+
+
+def test_a_rate_removed_late_by_its_broker_is_waited_for_not_reported_left(
+    monkeypatch, tmp_path, capsys
+):
+    sim = LagsItsRate(4, bandwidth=50 * MB)
+    code, out = _run(monkeypatch, tmp_path, capsys, sim)
+    assert code == 0, out[-2000:]
+    assert "No throttle left by this run (read back" in out
+    assert not sim.broker_cfg.get(KEEPER, {}).get(FOLLOWER_RATE)
+    assert not sim.held
