@@ -8,7 +8,6 @@ down: its series went stale) reads as not measured. Never an exception from ``sa
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
@@ -21,6 +20,7 @@ from typing import Any
 from ..model import TopicPartition
 from . import queries
 from .fetch import FetchError, get
+from .prom_answer import AnswerError, result_rows
 from .signals import BrokerHealth, HealthSample
 
 log = logging.getLogger(__name__)
@@ -38,24 +38,11 @@ PER_BROKER = {
 }
 
 
-class AnswerError(ValueError):
-    """An answer that is not a successful instant vector."""
-
-
 def parse_vector(body: bytes) -> list[tuple[dict[str, str], float | None]]:
     """The series of an instant-query answer: (labels, value; None for NaN/Inf)."""
-    try:
-        doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise AnswerError(f"not JSON ({e})") from None
-    if not isinstance(doc, dict) or doc.get("status") != "success":
-        err = doc.get("error") if isinstance(doc, dict) else None
-        raise AnswerError(f"query failed: {err or 'no success status'}")
-    data = doc.get("data")
-    if not isinstance(data, dict) or data.get("resultType") != "vector":
-        raise AnswerError("not an instant vector")
+    rows = result_rows(body, "vector")
     out: list[tuple[dict[str, str], float | None]] = []
-    for row in data.get("result") or []:
+    for row in rows:
         try:
             metric = {str(k): str(v) for k, v in dict(row["metric"]).items()}
             v = float(row["value"][1])

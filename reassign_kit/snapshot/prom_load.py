@@ -11,7 +11,6 @@ URL with credentials in it is refused before anything is sent (they would be ech
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 import urllib.parse
@@ -20,6 +19,7 @@ from typing import Any
 
 from ..errors import LoadSourceError
 from ..health.fetch import FetchError, get
+from ..health.prom_answer import result_rows
 from ..model import TopicPartition
 from .history import END, GROUP_PREFIX, SIZE, START, Window, check_url, figures_of, loads_of, shown
 from .load import LoadWindow
@@ -82,18 +82,9 @@ def selectors(tps: Iterable[TopicPartition]) -> list[str]:
 
 def parse_matrix(body: bytes) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
     """A range query's series: (labels, [(t, value)]); ValueError saying what is wrong."""
-    try:
-        doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ValueError(f"not JSON ({e})") from None
-    if not isinstance(doc, dict) or doc.get("status") != "success":
-        err = doc.get("error") if isinstance(doc, dict) else None
-        raise ValueError(f"the query failed: {err or 'no success status'}")
-    data = doc.get("data")
-    if not isinstance(data, dict) or data.get("resultType") != "matrix":
-        raise ValueError("the answer is not a range matrix")
+    rows = result_rows(body, "matrix")
     out = []
-    for row in data.get("result") or []:
+    for row in rows:
         try:
             labels = {str(k): str(v) for k, v in dict(row["metric"]).items()}
             points = [(float(t), float(v)) for t, v in row["values"]]
