@@ -11,8 +11,11 @@ from dataclasses import dataclass, field
 
 from ..errors import KafkaOperationError
 from ..model import TopicPartition
-from .admin_errors import err_text
+from .admin_errors import err_text, kp_text
 from .gateway import ReplicaLogInfo
+
+COORDINATOR_ATTEMPTS = 5  # a group's coordinator that is moving: asked again, this often
+COORDINATOR_PAUSE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -80,17 +83,28 @@ class OffsetsPart:
 
     def group_offsets(self, group: str) -> dict[TopicPartition, int]:
         """The committed offsets of one group (OffsetFetch); a partition it never committed
-        is absent. Raises ``KafkaOperationError`` naming the group when it cannot be read."""
-        from confluent_kafka import ConsumerGroupTopicPartitions
+        is absent. Raises ``KafkaOperationError`` naming the group when it cannot be read.
 
-        futures = self.ck.list_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(group)], request_timeout=self.timeout_s
-        )
-        res = self._wait(futures[group], f"committed offsets of group {group}")
+        Sent through kafka-python: librdkafka's admin client crashes the process (a NULL
+        consumer group dereferenced) when the coordinator answers NOT_COORDINATOR, which it
+        does while the offsets topic is created or its leadership moves. A coordinator that
+        is moving is asked again, with a fresh client (the old one caches the coordinator)."""
+        from kafka.errors import KafkaError
+
+        what = f"committed offsets of group {group}"
+        for attempt in range(1, COORDINATOR_ATTEMPTS + 1):
+            try:
+                res = self.kp.list_group_offsets({group: None})
+                break
+            except KafkaError as e:
+                self._drop_kp()
+                if not getattr(e, "retriable", False) or attempt == COORDINATOR_ATTEMPTS:
+                    raise KafkaOperationError(f"{what}: {kp_text(e)}") from None
+                self.sleep(COORDINATOR_PAUSE_S)
         out: dict[TopicPartition, int] = {}
-        for ctp in res.topic_partitions or ():
-            if ctp.error is None and ctp.offset >= 0:  # -1001: nothing committed
-                out[TopicPartition(ctp.topic, ctp.partition)] = int(ctp.offset)
+        for ktp, om in (res.get(group) or {}).items():
+            if om.offset >= 0:  # -1: nothing committed
+                out[TopicPartition(ktp.topic, ktp.partition)] = int(om.offset)
         return out
 
     def broker_replica_logs(
