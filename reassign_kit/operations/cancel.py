@@ -481,14 +481,17 @@ def _clear_throttles(
     earlier --cancel --preserve-throttles), except what moves in flight need; the operator's
     values recorded before are put back. With what the cluster holds afterwards, read back."""
     cleared = thr.clear_throttles(gateway, topics, priors=priors, only_recorded=priors is not None)
-    return cleared, throttles_read_back(gateway, topics)
+    return cleared, throttles_read_back(gateway, topics, cleared)
 
 
-def throttles_read_back(gateway: Any, topics: list[str]) -> dict[str, Any]:
-    """The throttle configs on every broker and on ``topics`` as the cluster holds them now,
-    in the journal's shape, with the brokers that could not be read (``unreachable``)."""
+def throttles_read_back(
+    gateway: Any, topics: list[str], written: tuple[Any, Any] = ({}, {})
+) -> dict[str, Any]:
+    """The throttle configs on every broker and on ``topics`` as the cluster holds them now
+    (once the removals ``written`` show), in the journal's shape, with the brokers that
+    could not be read (``unreachable``)."""
     brokers = [b.id for b in gateway.brokers()]
-    now = thr.current_throttles(gateway, topics, brokers)
+    now = thr.read_settled(gateway, topics, brokers, written)
     return {**thr.summary(now), "unreachable": dict(now.get("unreachable") or {})}
 
 

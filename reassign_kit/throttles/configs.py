@@ -475,6 +475,40 @@ def read_current(gateway: Any, topics: Iterable[str], brokers: Iterable[int]) ->
     }
 
 
+# a broker applies a config change once the controller's record reaches it, so a read right
+# after a removal may still show the old value: read again, this often, this many times
+SETTLE_EVERY_S = 0.5
+SETTLE_ROUNDS = 30
+
+
+def read_settled(
+    gateway: Any, topics: Iterable[str], brokers: Iterable[int], written: tuple[Any, Any]
+) -> dict[str, Any]:
+    """``read_current`` once no key that ``written`` (topic changes, broker changes) removed
+    still shows, or after ``SETTLE_ROUNDS`` reads: what is left then is left."""
+    topics, brokers = list(topics), list(brokers)
+    now = read_current(gateway, topics, brokers)
+    for _ in range(SETTLE_ROUNDS):
+        if now["unreachable"] or not removed_still_shown(now, written):
+            break
+        gateway.sleep(SETTLE_EVERY_S)
+        now = read_current(gateway, topics, brokers)
+    return now
+
+
+def removed_still_shown(now: Mapping[str, Any], written: tuple[Any, Any]) -> bool:
+    """Whether a key ``written`` removed is still in ``now`` (``read_current``'s shape)."""
+    topic_changes, broker_changes = written
+    for t, kv in topic_changes.items():
+        if any(v is None and now["topics"].get(t, {}).get(k) for k, v in kv.items()):
+            return True
+    for b, kv in broker_changes.items():
+        have = now["default"] if b == DEFAULT_BROKER else now["brokers"].get(b, {})
+        if any(v is None and have.get(k) for k, v in kv.items()):
+            return True
+    return False
+
+
 def apply_throttles(
     gateway: Any,
     required: Throttles,

@@ -135,3 +135,41 @@ def test_the_throttles_left_after_a_cancel_are_read_from_the_brokers(
     code, lines = cli_run(capsys, "--cancel", "--reassignment-json-file", plan)
     assert LEADER_RATE not in sim.broker_configs([2])[2]
     assert throttle_line(lines).endswith("read back: no throttle left."), lines
+
+
+def test_a_rate_its_broker_removes_late_is_not_reported_left_after_a_cancel(
+    sim, tmp_path, capsys, monkeypatch
+):
+    """A broker applies the removal of its rate two seconds after acknowledging it (a KRaft
+    broker applies a config record once it reaches it): the cancel's read-back waits for
+    it, rather than reporting the rate as left."""
+    from reassign_kit.cluster.config import FOLLOWER_RATE
+
+    plan = write_plan(tmp_path / "plan.json", range(8))
+    code, _ = cli_run(
+        capsys, "--execute", "--reassignment-json-file", plan, "--throttle", "1000000"
+    )
+    assert code == 0
+    alter, sleep = sim.alter_broker_configs, sim.sleep
+    held: list[tuple[float, dict]] = []
+
+    def removes_late(changes, *a, **k):
+        now = {b: {k_: v for k_, v in kv.items() if not (b == 2 and v is None)}
+               for b, kv in changes.items()}  # fmt: skip
+        later = {k_: None for k_, v in changes.get(2, {}).items() if v is None}
+        if later:
+            held.append((sim.t + 2.0, {2: later}))
+        return alter(now, *a, **k)
+
+    def sleep_and_apply(seconds):
+        sleep(seconds)
+        for at, change in [h for h in held if h[0] <= sim.t]:
+            held.remove((at, change))
+            alter(change)
+
+    monkeypatch.setattr(sim, "alter_broker_configs", removes_late)
+    monkeypatch.setattr(sim, "sleep", sleep_and_apply)
+    code, lines = cli_run(capsys, "--cancel", "--reassignment-json-file", plan)
+    assert code == 0, lines
+    assert throttle_line(lines).endswith("read back: no throttle left."), lines
+    assert not held and FOLLOWER_RATE not in sim.broker_configs([2])[2]
