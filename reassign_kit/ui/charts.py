@@ -18,7 +18,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .figures import EtaSeries, MoveBar, ProgressSeries
+from .figures import EtaSeries, MoveBar, ProgressSeries, duration
 from .theme import TEMPLATE, themed
 
 COLORS = {
@@ -382,7 +382,7 @@ def whatif_figure(rows: Sequence[Mapping[str, Any]], title: str = "") -> go.Figu
             y=names,
             orientation="h",
             marker_color=["#1f77b4" if i == 0 else "#9ecae1" for i in range(len(rows))],
-            text=[f"{m:.1f} min" for m in minutes],
+            text=[duration(float(r["seconds"])) for r in rows],
             textposition="auto",
         )
     )
@@ -455,7 +455,7 @@ def whatif_table_html(rows: Sequence[Mapping[str, Any]], calibration: str | None
     body = "".join(
         "<tr><td>{}</td><td style='text-align:right'>{}</td></tr>".format(
             html.escape(str(r["policy"])) + (" <b>(these options)</b>" if i == 0 else ""),
-            html.escape(_duration(float(r["seconds"]))),
+            html.escape(duration(float(r["seconds"]))),
         )
         for i, r in enumerate(rows)
     )
@@ -464,15 +464,6 @@ def whatif_table_html(rows: Sequence[Mapping[str, Any]], calibration: str | None
         "<b>what-if</b> (predicted makespan, nothing sent; calibration: "
         f"{cal})<table style='font-size:12px'><tr><th>policy</th><th>predicted</th></tr>"
         f"{body}</table>"
-    )
-
-
-def _duration(seconds: float) -> str:
-    s = int(round(seconds))
-    return (
-        f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s"
-        if s >= 3600
-        else f"{s // 60}m{s % 60:02d}s"
     )
 
 

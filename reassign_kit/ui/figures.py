@@ -375,3 +375,13 @@ def eta_series(events: Iterable[Mapping[str, Any]], max_points: int = MAX_POINTS
         moved=[r[5] for r in rows],
         finish_t=None if finish is None else finish - t0,
     )
+
+
+def duration(seconds: float | None) -> str:
+    """``1m02s`` / ``1h02m03s`` (one convention for every time the panel shows)."""
+    if seconds is None:
+        return "?"
+    s = max(0, int(round(seconds)))
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s"
+    return f"{s // 60}m{s % 60:02d}s"

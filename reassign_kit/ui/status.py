@@ -16,7 +16,7 @@ from typing import Any
 from ..watch.disk_waits import DiskWaits
 from ..watch.text import eta_range_text
 from .controls import phase_after_run
-from .figures import human_bytes
+from .figures import duration, human_bytes
 
 # the run's lifecycle (the same names in the panel, the journal, the CLI and the API)
 LIFECYCLE = (
@@ -65,16 +65,6 @@ def final_state(state: str | None, asked: str | None = None) -> str:
     """A finished run's lifecycle state from its result's state (done / stopped / deadline /
     cancelled / failed); a run stopped by the panel's Cancel is cancelled."""
     return phase_after_run(state or "", asked)
-
-
-def duration(seconds: float | None) -> str:
-    """``1m02s`` / ``1h02m03s`` (one convention for every time the panel shows)."""
-    if seconds is None:
-        return "?"
-    s = max(0, int(round(seconds)))
-    if s >= 3600:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s"
-    return f"{s // 60}m{s % 60:02d}s"
 
 
 def rate(bps: float | None) -> str:

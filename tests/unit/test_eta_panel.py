@@ -68,6 +68,8 @@ def test_the_what_if_follows_the_controls_before_a_run():
 def test_the_what_if_chart_helper_draws_one_bar_per_policy():
     rows = [{"policy": "as given", "seconds": 120.0}, {"policy": "batch 2", "seconds": 60.0}]
     fig = charts.whatif_figure(rows)
-    assert list(fig.data[0].x) == [2.0, 1.0] and fig.data[0].text == ("2.0 min", "1.0 min")
+    assert list(fig.data[0].x) == [2.0, 1.0] and fig.data[0].text == ("2m00s", "1m00s")
+    short = charts.whatif_figure([{"policy": "as given", "seconds": 6.4}])
+    assert short.data[0].text == ("0m06s",)  # not "0.1 min" for every short plan
     html = charts.whatif_table_html(rows, None)
     assert "2m00s" in html and "1m00s" in html and "none" in html
