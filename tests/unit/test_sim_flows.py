@@ -168,12 +168,16 @@ def build(cls: type[Recording], seed: int) -> tuple[Recording, list[tuple[float,
     sim.alter_broker_configs(rates)
     waves: list[tuple[float, dict]] = []
     for t in range(rnd.randint(1, 3)):
-        topic, rf = f"t{t}", rnd.randint(1, min(3, n))
+        topic, rf = f"t{t}", rnd.randint(1, min(3, n - 1))  # n - 1: a broker to move to
         count = rnd.randint(2, 12)
         assignment = [rnd.sample(range(n), rf) for _ in range(count)]
         sizes = [int(10 ** rnd.uniform(4.5, 7.7)) if rnd.random() > 0.05 else 0 for _ in assignment]
         sim.add_topic(topic, assignment, sizes)
         targets = {TopicPartition(topic, p): rnd.sample(range(n), rf) for p in range(count)}
+        if all(set(targets[TopicPartition(topic, p)]) == set(assignment[p]) for p in range(count)):
+            # every target drawn equal to its assignment: the wave would move nothing
+            first, outside = assignment[0], [b for b in range(n) if b not in assignment[0]]
+            targets[TopicPartition(topic, 0)] = [outside[0], *first[1:]]
         throttled = {"leader": [], "follower": []}
         for tp, target in targets.items():
             throttled["leader"] += [f"{tp.partition}:{b}" for b in assignment[tp.partition]]
