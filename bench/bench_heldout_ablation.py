@@ -11,10 +11,13 @@ the last throttle change or broker return) per shape, on:
 
 A term earns its keep when the ETA without it is worse on the judged half (odd seeds) than
 with it; the fit half (even seeds) is shown beside it. The journal's own ``eta_s`` (the run's
-ETA) is the ``run`` row: the replay's ``full`` row should match it.
+ETA) is the ``run`` row: the replay's ``full`` row should match it (on journals of older code
+it is that code's ETA). ``VARIANTS`` (``+name``) are changes tried rather than terms removed:
+a change goes in only when the fit half says so. ``--phases``: the full ETA's signed error
+by the run's phase (share of the bytes moved, the last 5 s), per place and sandbox shape.
 
 Usage: nice -n 10 .venv/bin/python bench/bench_heldout_ablation.py [--seeds 0-47 --half judged]
-           [--sandbox DIR] [--terms full,pace,...] [--json OUT]
+           [--sandbox DIR[,DIR]] [--terms full,pace,+burst1,...] [--phases] [--json OUT]
 """
 
 from __future__ import annotations
@@ -93,9 +96,50 @@ TERMS: dict[str, Callable[[], list[Callable[[], None]]]] = {
 }
 
 
+def _burst_prior() -> list[Callable[[], None]]:
+    init = share.ShareMeter.__init__
+
+    def with_prior(self, window_s):  # noqa: ANN001, ANN202
+        init(self, window_s)
+        self.burst = 1.0
+
+    return [_patch(share.ShareMeter, "__init__", with_prior)]
+
+
+# changes tried against the sandbox's misses (bench/RESULTS.md, "Why the sandbox shapes
+# miss"): each row is the ETA *with* the change; of them only the pace's ceiling at 1.1 is
+# in (the fit half chose it; ``+ceil5`` is the ETA before it)
+VARIANTS: dict[str, Callable[[], list[Callable[[], None]]]] = {
+    # Kafka's full idle credit until a burst is measured (the what-if's simulator gives it)
+    "+burst1": _burst_prior,
+    # the ends' quota windows replayed at every sample, not only after a throttle change
+    "+replay": lambda: [_patch(share.ShareMeter, "replaying", lambda self, ts: True)],
+    # the pace measured over one quota span / three, not two
+    "+pace11": lambda: [_patch(pace, "PACE_WINDOW_S", 11.0)],
+    "+pace33": lambda: [_patch(pace, "PACE_WINDOW_S", 33.0)],
+    # the model's prior weighing 10 s of the pace, not 5 s
+    "+prior10": lambda: [_patch(pace, "PACE_PRIOR_S", 10.0)],
+    # the pace's ceiling: the throttle itself, or the 5x it was before 1.1
+    "+ceil1.0": lambda: [_patch(pace, "PACE_RANGE", (0.2, 1.0))],
+    "+ceil5": lambda: [_patch(pace, "PACE_RANGE", (0.2, 5.0))],
+    # the pace measured again 11 / 22 s after a throttle change, not 44 s
+    "+hold11": lambda: [_patch(estimate, "QUOTA_REPLAY_S", 11.0)],
+    "+hold22": lambda: [_patch(estimate, "QUOTA_REPLAY_S", 22.0)],
+}
+
+
+def _undo_all(fns: list[Callable[[], list[Callable[[], None]]]]) -> list[Callable[[], None]]:
+    return [u for f in fns for u in f()]
+
+
 @contextlib.contextmanager
 def removed(term: str) -> Iterator[None]:
-    undo = TERMS[term]()
+    """``term`` removed (a name of ``TERMS``), or changes applied (``VARIANTS`` names joined
+    by ``&``, e.g. ``+burst1&+hold22``)."""
+    if term in TERMS:
+        undo = TERMS[term]()
+    else:
+        undo = _undo_all([VARIANTS[v] for v in term.split("&")])
     try:
         yield
     finally:
@@ -112,11 +156,14 @@ def replay_error(events: list[dict[str, Any]], end: float, after: float) -> dict
     the samples from ``FROM_SHARE`` of the bytes, after ``after``; and the range's hold."""
     rows = replay(events)
     ours, run, held = [], [], []
+    signed: list[tuple[float, float, float]] = []  # (share moved, truth, signed error)
     for r in rows:
         truth = end - r["ts"]
-        if 1 - r["left"] / r["total"] < FROM_SHARE or truth <= 0 or r["ts"] < after:
+        moved = 1 - r["left"] / r["total"]
+        if moved < FROM_SHARE or truth <= 0 or r["ts"] < after:
             continue
         ours.append(abs(r["eta"] - truth) / truth if r["eta"] is not None else 1.0)
+        signed.append((moved, truth, (r["eta"] - truth) / truth if r["eta"] is not None else 1.0))
         run.append(abs(r["journal"] - truth) / truth if r["journal"] is not None else 1.0)
         rng = r["range"]
         held.append(bool(rng) and rng[0] <= truth <= rng[1])
@@ -126,7 +173,43 @@ def replay_error(events: list[dict[str, Any]], end: float, after: float) -> dict
         "ours": med(ours) if ours else None,
         "run": med(run) if run else None,
         "held": (sum(held), len(held)),
+        "signed": signed,
     }
+
+
+# the run's phases a sample falls in: its share of the bytes moved, or its last seconds
+PHASES: dict[str, Callable[[float, float], bool]] = {
+    "25-50%": lambda moved, truth: moved < 0.5,
+    "50-75%": lambda moved, truth: 0.5 <= moved < 0.75,
+    "75-100%": lambda moved, truth: moved >= 0.75,
+    "last 5 s": lambda moved, truth: truth <= 5.0,
+}
+
+
+def phases(cases: list[dict[str, Any]], term: str = "full") -> str:
+    """Per place, per phase of the run: the median signed error (the ETA long: +) and the
+    median error of the samples in it; per sandbox shape, the signed median per phase."""
+    out = ["```text", f"{'where':<8} {'phase':<9} {'signed':>7} {'error':>6} {'samples':>8}"]
+    for where in ("sim", "sandbox"):
+        part = [c for c in cases if c["where"] == where and "terms" in c]
+        for name, inside in PHASES.items():
+            errs = [e for c in part for m, t, e in c["terms"][term]["signed"] if inside(m, t)]
+            if errs:
+                med = statistics.median
+                out.append(
+                    f"{where:<8} {name:<9} {med(errs):>+7.1%} {med(map(abs, errs)):>6.1%} "
+                    f"{len(errs):>8}"
+                )
+    for c in cases:
+        if c["where"] != "sandbox" or "terms" not in c:
+            continue
+        cells = []
+        for name, inside in PHASES.items():
+            errs = [e for m, t, e in c["terms"][term]["signed"] if inside(m, t)]
+            cells.append(f"{name} {statistics.median(errs):+.0%}/{len(errs)}" if errs else "-")
+        out.append(f"{c.get('run', ''):<10} {c['seed']:>3} {c['half']:<6} " + "  ".join(cells))
+    out.append("```")
+    return "\n".join(out)
 
 
 def sim_cases(seeds: list[int], workdir: Path) -> list[dict[str, Any]]:
@@ -150,7 +233,8 @@ def sandbox_cases(d: Path) -> list[dict[str, Any]]:
     rows = json.loads((d / "rows.json").read_text())
     return [
         {"where": "sandbox", "seed": r["seed"], "half": r["half"], "journal": r["journal"],
-         "end": r["end_ts"], "after": r["after_ts"], "bound": r["bound"], "since": r["since"]}
+         "end": r["end_ts"], "after": r["after_ts"], "bound": r["bound"], "since": r["since"],
+         "run": d.name}
         for r in rows
     ]  # fmt: skip
 
@@ -215,8 +299,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="", help="simulator seeds, e.g. 0-47 (none: skip)")
     ap.add_argument("--half", choices=("fit", "judged", "both"), default="both")
-    ap.add_argument("--sandbox", help="a bench_heldout_sandbox --out DIR to replay")
-    ap.add_argument("--terms", default=",".join(TERMS))
+    ap.add_argument("--sandbox", help="bench_heldout_sandbox --out DIRs to replay, DIR[,DIR]")
+    ap.add_argument(
+        "--terms",
+        default=",".join(TERMS),
+        help=f"terms to remove ({', '.join(TERMS)}) or changes to try ({', '.join(VARIANTS)}; "
+        "joined by &: all of them)",
+    )
+    ap.add_argument("--phases", action="store_true", help="the full ETA's error by phase")
     ap.add_argument("--json", help="write the cases here too")
     args = ap.parse_args()
     terms = [t for t in args.terms.split(",") if t]
@@ -228,8 +318,8 @@ def main() -> None:
         if args.seeds:
             seeds = [s for s in parse_seeds(args.seeds) if args.half in ("both", shape_of(s).half)]
             cases += sim_cases(seeds, Path(d))
-        if args.sandbox:
-            cases += sandbox_cases(Path(args.sandbox))
+        for d in (args.sandbox or "").split(","):
+            cases += sandbox_cases(Path(d)) if d else []
         ablate(cases, terms)
     print()
     print(
@@ -238,6 +328,8 @@ def main() -> None:
         + "`"
     )
     print(summary(cases, terms))
+    if args.phases:
+        print(phases(cases))
     print(f"wall {time.time() - t0:.0f} s")
     if args.json:
         Path(args.json).write_text(json.dumps(cases, indent=1, default=str))
