@@ -23,7 +23,7 @@ from .config import (
     LEADER_RATE,
     LOG_DIR_RATE,
 )
-from .flows import TickFlows
+from .flows import SteadyRates, TickFlows
 from .gateway import (
     CLUSTER_OPERATIONS,
     TOPIC_OPERATIONS,
@@ -231,6 +231,7 @@ class SimCluster(ConfigsPart, OffsetsPart):
         # partition; measured on the sandbox; 0: fluid)
         self.end_loss_bytes = 0.0
         self._debts = EndLosses()
+        self._steady = SteadyRates()  # the last tick's rates, for a tick like it (``_play``)
         self.tick = tick
         self.t = 0.0
         self.partitions: dict[TopicPartition, SimPartition] = {}
@@ -304,7 +305,7 @@ class SimCluster(ConfigsPart, OffsetsPart):
         if debts.owed:  # a broker no stream fills any more idles: the quota gives it back
             debts.keep({b for _, b in streams})
         if streams and dt > 0:
-            self._flows(streams, dt).run()
+            self._play(streams, dt)
         for sp in moving:
             if sp.target is not None and all(b in sp.isr for b in sp.target):
                 sp.full_at = self.t if sp.full_at is None else sp.full_at
@@ -323,12 +324,34 @@ class SimCluster(ConfigsPart, OffsetsPart):
                     sp.dirs[b] = fut[0]
                     del sp.future[b]
 
-    def _flows(self, streams: list[tuple[SimPartition, int]], dt: float) -> TickFlows:
-        """The tick's streams (``flows.TickFlows``): a target takes in at most its bandwidth,
-        or its follower throttle when a stream into it is throttled; a source whose leader
-        replica is throttled sends at most its leader throttle; with ``quota_windows`` both
-        throttles are Kafka's windowed averages. A stream ending within the tick leaves its
-        share to the others for the rest of it (the model is fluid, not a tick's granularity)."""
+    def _play(self, streams: list[tuple[SimPartition, int]], dt: float) -> None:
+        """One tick of the streams: as the last one when nothing that sets their rates
+        changed and none ends (``flows.SteadyRates``), else played in full (``_flows``)."""
+        ends = self._ends(streams)
+        key = None
+        if not self.quota_windows and not self._debts.owed:
+            sources, thr_in, thr_out = ends
+            dsts = [b for _, b in streams]
+            throttled = {b for b, t in zip(dsts, thr_in, strict=True) if t}
+            in_caps = {b: self._cap(b, True, b in throttled, dt) for b in dict.fromkeys(dsts)}
+            out_caps = {
+                s: self._cap(s, False, True, dt)
+                for s, t in zip(sources, thr_out, strict=True)
+                if t and s is not None
+            }
+            key = (dsts, sources, thr_in, thr_out, in_caps, out_caps)
+            if self._steady.replay(streams, key, dt):
+                return
+        flows = self._flows(streams, dt, ends)
+        flows.run()
+        if key is not None:
+            self._steady.learn(key, flows)
+
+    def _ends(
+        self, streams: list[tuple[SimPartition, int]]
+    ) -> tuple[list[int | None], list[bool], list[bool]]:
+        """Each stream's source (None: no live leader) and whether it is throttled at its
+        target and at its source."""
         sources: list[int | None] = []
         thr_in: list[bool] = []
         thr_out: list[bool] = []
@@ -339,6 +362,20 @@ class SimCluster(ConfigsPart, OffsetsPart):
             p, topic = sp.tp.partition, sp.tp.topic
             thr_in.append((p, b) in follower.get(topic, ()))
             thr_out.append(src is not None and (p, src) in leader.get(topic, ()))
+        return sources, thr_in, thr_out
+
+    def _flows(
+        self,
+        streams: list[tuple[SimPartition, int]],
+        dt: float,
+        ends: tuple[list[int | None], list[bool], list[bool]] | None = None,
+    ) -> TickFlows:
+        """The tick's streams (``flows.TickFlows``): a target takes in at most its bandwidth,
+        or its follower throttle when a stream into it is throttled; a source whose leader
+        replica is throttled sends at most its leader throttle; with ``quota_windows`` both
+        throttles are Kafka's windowed averages. A stream ending within the tick leaves its
+        share to the others for the rest of it (the model is fluid, not a tick's granularity)."""
+        sources, thr_in, thr_out = ends if ends is not None else self._ends(streams)
         return TickFlows(
             streams,
             sources,

@@ -94,6 +94,11 @@ class MoveIndex:
             s: {} for s in MoveStatus
         }
         self.submitted = 0  # moves ever submitted (their first step accepted)
+        # of the pending moves: how many move a leader, and the bytes their new replicas take
+        # in (size x new replicas, at least one); kept by add / moved, so the ETA's tally of
+        # the queue beyond what it simulates costs nothing per pending move at each sample
+        self.pending_leaders = 0
+        self.pending_copy = 0
         # the counts by status, published whole after each change: read from any thread
         # without a lock (a scrape, ``Run.status``), never half-way through a transition
         self.snapshot: Mapping[str, int] = MappingProxyType(self.counts())
@@ -102,6 +107,8 @@ class MoveIndex:
         ms.index = self
         self.by_status[ms.status][ms.tp] = ms
         self.submitted += ms.submitted_at is not None
+        if ms.status is MoveStatus.PENDING:
+            self._tally(ms, 1)
         self.snapshot = MappingProxyType(self.counts())
 
     def moved(self, ms: MoveState, before: MoveStatus) -> None:
@@ -109,7 +116,15 @@ class MoveIndex:
         self.by_status[ms.status][ms.tp] = ms
         if before is MoveStatus.PENDING and ms.submitted_at is not None:
             self.submitted += 1
+        if before is MoveStatus.PENDING:
+            self._tally(ms, -1)
+        if ms.status is MoveStatus.PENDING:
+            self._tally(ms, 1)
         self.snapshot = MappingProxyType(self.counts())
+
+    def _tally(self, ms: MoveState, sign: int) -> None:
+        self.pending_leaders += sign * ms.item.moves_leader
+        self.pending_copy += sign * copy_bytes(ms)
 
     def of(self, *statuses: MoveStatus) -> list[MoveState]:
         return [ms for s in statuses for ms in self.by_status[s].values()]
@@ -123,6 +138,12 @@ class MoveIndex:
 
     def counts(self) -> dict[str, int]:
         return {s.value: len(d) for s, d in self.by_status.items()}
+
+
+def copy_bytes(ms: MoveState) -> int:
+    """The bytes a move's new replicas take in: its size per target replica among the brokers
+    it changes (at least one)."""
+    return ms.item.size_bytes * max(1, sum(b in ms.item.brokers for b in ms.move.replicas))
 
 
 @dataclass
