@@ -96,6 +96,7 @@ class SimPartition:
         self.replicas = target + [b for b in self.original if b not in target]
         self.copied = {b: self.copied.get(b, 0.0) for b in target if b not in self.original}
         self.full_at = None
+        self._cached = None  # stale (new lists): not kept alive until the next ``state``
 
     def cancel(self) -> str | None:
         """Back to the original replicas (those not in the ISR drop out of it); an error when
@@ -112,6 +113,7 @@ class SimPartition:
         self.target = None
         self.original = None
         self.copied = {}
+        self._cached = None
         return None
 
     def finish(self) -> None:
@@ -126,6 +128,7 @@ class SimPartition:
         self.original = None
         self.copied = {}
         self.full_at = None
+        self._cached = None
         for b in set(self.dirs) | set(self.future):
             if b not in target:
                 self.dirs.pop(b, None)
@@ -334,11 +337,8 @@ class SimCluster(ConfigsPart, OffsetsPart):
             dsts = [b for _, b in streams]
             throttled = {b for b, t in zip(dsts, thr_in, strict=True) if t}
             in_caps = {b: self._cap(b, True, b in throttled, dt) for b in dict.fromkeys(dsts)}
-            out_caps = {
-                s: self._cap(s, False, True, dt)
-                for s, t in zip(sources, thr_out, strict=True)
-                if t and s is not None
-            }
+            throttling = (s for s, t in zip(sources, thr_out, strict=True) if t and s is not None)
+            out_caps = {s: self._cap(s, False, True, dt) for s in dict.fromkeys(throttling)}
             key = (dsts, sources, thr_in, thr_out, in_caps, out_caps)
             if self._steady.replay(streams, key, dt):
                 return
