@@ -64,3 +64,27 @@ def test_the_queue_beyond_the_simulated_moves_is_counted_exactly(moves, steps, l
             )
         _, rest, rest_bytes = flows_of(index, {}, None, limit)
         assert (rest, rest_bytes) == by_hand(index, limit)
+
+
+def test_the_queue_keeps_no_slots_of_the_moves_gone():
+    """A dict keeps the slots of the keys taken out of it until it grows again, and iterating
+    it walks them from the start: the queue only shrinks, so each poll's look at it walked
+    past every move submitted so far. The index rebuilds a status's dict once many left it:
+    the queue stays in plan order and no larger than a dict of what is left."""
+    import random
+    import sys
+
+    index, states = MoveIndex(), []
+    for p in range(10_000):
+        tp = TopicPartition("t", p)
+        ms = MoveState(Move(tp, (1,)), item_for(tp, (0,), (1,), None, 1))
+        index.add(ms)
+        states.append(ms)
+    gone = set(random.Random(7).sample(range(10_000), 9_500))
+    for p in sorted(gone):
+        states[p].submit(1.0, None)
+    left = [ms.tp.partition for ms in index.iter(MoveStatus.PENDING)]
+    assert left == [p for p in range(10_000) if p not in gone]
+    pending = index.by_status[MoveStatus.PENDING]
+    assert sys.getsizeof(pending) <= 2 * sys.getsizeof(dict(pending))
+    assert index.count(MoveStatus.READY) == 9_500
