@@ -170,7 +170,7 @@ class SimDisks:
                 size = int(sp.copied.get(b, sp.size_bytes)) if sp.target else sp.size_bytes
                 if fetch_bytes and sp.target and size < sp.size_bytes:
                     size -= size % fetch_bytes
-                d = sp.dirs.get(b, self.dirs_of(b)[0])
+                d = sp.dirs[b] if b in sp.dirs else self.dirs_of(b)[0]
                 out.append(ReplicaLogInfo(b, sp.tp, d, size, 0, False))
                 if b in sp.future:
                     fd, copied = sp.future[b]

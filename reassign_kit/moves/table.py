@@ -51,6 +51,7 @@ class MoveStatus(StrEnum):
 
 
 P, R, M = MoveStatus.PENDING, MoveStatus.READY, MoveStatus.MOVING
+STATUS_VALUES = tuple((s, s.value) for s in MoveStatus)
 RB = MoveStatus.ROLLING_BACK
 
 
@@ -147,7 +148,8 @@ class MoveIndex:
         return sum(len(self.by_status[s]) for s in statuses)
 
     def counts(self) -> dict[str, int]:
-        return {s.value: len(d) for s, d in self.by_status.items()}
+        # published at every transition: the enum's ``value`` (a descriptor) read once
+        return {v: len(self.by_status[s]) for s, v in STATUS_VALUES}
 
 
 def copy_bytes(ms: MoveState) -> int:

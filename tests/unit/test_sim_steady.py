@@ -82,7 +82,8 @@ def lockstep(seed: int) -> int:
             elif down is not None:
                 sim.down.discard(down)
             if change_at <= sim.t < change_at + sim.tick:
-                sim.alter_broker_configs({0: {FOLLOWER_RATE: rate}})
+                up = next(b for b in sim.broker_ids if b not in sim.down)
+                sim.alter_broker_configs({up: {FOLLOWER_RATE: rate}})
             sim.sleep(sim.tick)
         assert fast.t == full.t
         for tp, sp in full.partitions.items():
