@@ -87,6 +87,10 @@ class TickFlows:
         self.kept_out: set[int] = set()  # leader throttles seen binding this tick
         self.group: list[int] = []
         self.members: dict[int, list[int]] = {}
+        # the fair rates the tick starts with, when nothing but the streams' ends set them
+        # (no leader seen binding, no quota windows, no broker owing): ``SteadyRates`` keeps
+        # them for the next tick
+        self.first_rates: list[float] | None = None
         # brokers that owe (``EndLosses``): their streams copy nothing until it is paid
         self.owed_at: dict[int, float] = {}
         self.pay_heap: list[tuple[float, int, int]] = []
@@ -119,6 +123,8 @@ class TickFlows:
         order; every replica's bytes brought up to the tick's end."""
         self._regroup()
         self._settled(list(range(len(self.streams))), 0.0)
+        if not self.kept_out and self.quotas is None and not self.debts.owed:
+            self.first_rates = list(self.rate)
         for b in list(self.debts.owed):
             if b in self.n_in:
                 self._owing_from(b, 0.0)
@@ -366,3 +372,43 @@ class TickFlows:
         ]
         if done:
             self._end(done, end)
+
+
+class SteadyRates:
+    """The rates the last tick played in full started with, and what set them: each stream's
+    ends, which of them are throttled and every end's limit (``key``). Between two waves of a
+    run the streams of one tick are those of the last with the same ends and limits, so the
+    fair share is the same; a tick in which none of them ends (and none owes, with no quota
+    windows, whose limits change with time) is then each replica's bytes at that rate — what
+    ``TickFlows.run`` computes for it, to the bit, without the fair share, the event heap and
+    the bookkeeping of every stream (most of a simulated poll at 4,000 streams)."""
+
+    def __init__(self) -> None:
+        self.key: tuple | None = None
+        self.rates: list[float] = []
+
+    def learn(self, key: tuple, flows: TickFlows) -> None:
+        """``flows`` was played in full from ``key``: its first rates kept (or forgotten)."""
+        if flows.first_rates is None:
+            self.key = None
+            return
+        self.key, self.rates = key, flows.first_rates
+
+    def replay(self, streams: Sequence[tuple[Partition, int]], key: tuple, dt: float) -> bool:
+        """Play a tick of ``dt`` when its ``key`` is the one learnt and no stream would end in
+        it; False (nothing changed) when it must be played in full."""
+        if self.key is None or key != self.key:
+            return False
+        after: list[float] = []
+        for (sp, b), r in zip(streams, self.rates, strict=True):
+            c = sp.copied.get(b, 0.0)
+            # the tests ``TickFlows`` makes: an end due within the tick, or caught up at its end
+            if r > 0 and (sp.size_bytes - c) / r < dt:
+                return False
+            n = c + r * dt
+            if n >= sp.size_bytes - END_BYTES:
+                return False
+            after.append(n)
+        for (sp, b), n in zip(streams, after, strict=True):
+            sp.copied[b] = n
+        return True

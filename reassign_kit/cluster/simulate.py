@@ -23,7 +23,7 @@ from .config import (
     LEADER_RATE,
     LOG_DIR_RATE,
 )
-from .flows import TickFlows
+from .flows import SteadyRates, TickFlows
 from .gateway import (
     CLUSTER_OPERATIONS,
     TOPIC_OPERATIONS,
@@ -96,6 +96,7 @@ class SimPartition:
         self.replicas = target + [b for b in self.original if b not in target]
         self.copied = {b: self.copied.get(b, 0.0) for b in target if b not in self.original}
         self.full_at = None
+        self._cached = None  # stale (new lists): not kept alive until the next ``state``
 
     def cancel(self) -> str | None:
         """Back to the original replicas (those not in the ISR drop out of it); an error when
@@ -112,6 +113,7 @@ class SimPartition:
         self.target = None
         self.original = None
         self.copied = {}
+        self._cached = None
         return None
 
     def finish(self) -> None:
@@ -126,6 +128,7 @@ class SimPartition:
         self.original = None
         self.copied = {}
         self.full_at = None
+        self._cached = None
         for b in set(self.dirs) | set(self.future):
             if b not in target:
                 self.dirs.pop(b, None)
@@ -167,7 +170,7 @@ class SimDisks:
                 size = int(sp.copied.get(b, sp.size_bytes)) if sp.target else sp.size_bytes
                 if fetch_bytes and sp.target and size < sp.size_bytes:
                     size -= size % fetch_bytes
-                d = sp.dirs.get(b, self.dirs_of(b)[0])
+                d = sp.dirs[b] if b in sp.dirs else self.dirs_of(b)[0]
                 out.append(ReplicaLogInfo(b, sp.tp, d, size, 0, False))
                 if b in sp.future:
                     fd, copied = sp.future[b]
@@ -231,6 +234,7 @@ class SimCluster(ConfigsPart, OffsetsPart):
         # partition; measured on the sandbox; 0: fluid)
         self.end_loss_bytes = 0.0
         self._debts = EndLosses()
+        self._steady = SteadyRates()  # the last tick's rates, for a tick like it (``_play``)
         self.tick = tick
         self.t = 0.0
         self.partitions: dict[TopicPartition, SimPartition] = {}
@@ -304,7 +308,7 @@ class SimCluster(ConfigsPart, OffsetsPart):
         if debts.owed:  # a broker no stream fills any more idles: the quota gives it back
             debts.keep({b for _, b in streams})
         if streams and dt > 0:
-            self._flows(streams, dt).run()
+            self._play(streams, dt)
         for sp in moving:
             if sp.target is not None and all(b in sp.isr for b in sp.target):
                 sp.full_at = self.t if sp.full_at is None else sp.full_at
@@ -323,12 +327,31 @@ class SimCluster(ConfigsPart, OffsetsPart):
                     sp.dirs[b] = fut[0]
                     del sp.future[b]
 
-    def _flows(self, streams: list[tuple[SimPartition, int]], dt: float) -> TickFlows:
-        """The tick's streams (``flows.TickFlows``): a target takes in at most its bandwidth,
-        or its follower throttle when a stream into it is throttled; a source whose leader
-        replica is throttled sends at most its leader throttle; with ``quota_windows`` both
-        throttles are Kafka's windowed averages. A stream ending within the tick leaves its
-        share to the others for the rest of it (the model is fluid, not a tick's granularity)."""
+    def _play(self, streams: list[tuple[SimPartition, int]], dt: float) -> None:
+        """One tick of the streams: as the last one when nothing that sets their rates
+        changed and none ends (``flows.SteadyRates``), else played in full (``_flows``)."""
+        ends = self._ends(streams)
+        key = None
+        if not self.quota_windows and not self._debts.owed:
+            sources, thr_in, thr_out = ends
+            dsts = [b for _, b in streams]
+            throttled = {b for b, t in zip(dsts, thr_in, strict=True) if t}
+            in_caps = {b: self._cap(b, True, b in throttled, dt) for b in dict.fromkeys(dsts)}
+            throttling = (s for s, t in zip(sources, thr_out, strict=True) if t and s is not None)
+            out_caps = {s: self._cap(s, False, True, dt) for s in dict.fromkeys(throttling)}
+            key = (dsts, sources, thr_in, thr_out, in_caps, out_caps)
+            if self._steady.replay(streams, key, dt):
+                return
+        flows = self._flows(streams, dt, ends)
+        flows.run()
+        if key is not None:
+            self._steady.learn(key, flows)
+
+    def _ends(
+        self, streams: list[tuple[SimPartition, int]]
+    ) -> tuple[list[int | None], list[bool], list[bool]]:
+        """Each stream's source (None: no live leader) and whether it is throttled at its
+        target and at its source."""
         sources: list[int | None] = []
         thr_in: list[bool] = []
         thr_out: list[bool] = []
@@ -339,6 +362,20 @@ class SimCluster(ConfigsPart, OffsetsPart):
             p, topic = sp.tp.partition, sp.tp.topic
             thr_in.append((p, b) in follower.get(topic, ()))
             thr_out.append(src is not None and (p, src) in leader.get(topic, ()))
+        return sources, thr_in, thr_out
+
+    def _flows(
+        self,
+        streams: list[tuple[SimPartition, int]],
+        dt: float,
+        ends: tuple[list[int | None], list[bool], list[bool]] | None = None,
+    ) -> TickFlows:
+        """The tick's streams (``flows.TickFlows``): a target takes in at most its bandwidth,
+        or its follower throttle when a stream into it is throttled; a source whose leader
+        replica is throttled sends at most its leader throttle; with ``quota_windows`` both
+        throttles are Kafka's windowed averages. A stream ending within the tick leaves its
+        share to the others for the rest of it (the model is fluid, not a tick's granularity)."""
+        sources, thr_in, thr_out = ends if ends is not None else self._ends(streams)
         return TickFlows(
             streams,
             sources,

@@ -13,6 +13,7 @@ elections go out at the polls, so many per poll."""
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from ..errors import ReassignKitError
 from ..model import TopicPartition
 from ..moves.schedule import Caps, Item, decide
 from ..moves.steps import plan_steps
-from ..moves.table import MoveIndex, MoveState, MoveStatus
+from ..moves.table import MoveIndex, MoveState, MoveStatus, copy_bytes
 from .quota_effects import REPLAY_STEP_S, burst_idle, copy_windows, replay_caps
 
 SIM_PENDING = 300  # queued moves simulated one by one; the rest in proportion
@@ -93,16 +94,14 @@ def flows_of(
             prev = ms.steps[ms.step - 1] if 1 <= ms.step <= len(ms.steps) else ms.original
             srcs = _leaders(prev, ms.steps[ms.step :] if ms.steps else [ms.move.replicas])
             out.append(Flow(ms.tp, ms.item, srcs[0], ms.item.size_bytes, steps, "ready", srcs=srcs))
-    n = rest = 0
-    rest_bytes = 0.0
-    for ms in index.iter(MoveStatus.PENDING):
-        if n >= limit:
-            rest += ms.item.moves_leader
-            rest_bytes += ms.item.size_bytes * max(1, len(_added(ms)))
-            continue
-        n += 1
+    # the queue beyond the first ``limit``: the index's tally of every pending move less those
+    # simulated (integers: the same sums, exactly, as adding the rest one by one)
+    rest, rest_bytes = index.pending_leaders, index.pending_copy
+    for ms in itertools.islice(index.iter(MoveStatus.PENDING), limit):
+        rest -= ms.item.moves_leader
+        rest_bytes -= copy_bytes(ms)
         out.append(_pending(ms, r))
-    return out, rest, rest_bytes
+    return out, rest, float(rest_bytes)
 
 
 def _steps_after(ms: MoveState, k: int) -> list[tuple[int, ...]]:
@@ -124,10 +123,6 @@ def _moving(ms: MoveState, copied: Mapping[tuple[TopicPartition, int], int]) -> 
     full = ms.steps[max(0, ms.step - 1) :] if ms.steps else [ms.step_target]
     srcs = _leaders(ms.step_from, full)
     return Flow(ms.tp, ms.item, srcs[0], size, [now_new, *later], "moving", left, srcs=srcs)
-
-
-def _added(ms: MoveState) -> list[int]:
-    return [b for b in ms.move.replicas if b in ms.item.brokers]
 
 
 def _pending(ms: MoveState, r: int | None) -> Flow:

@@ -61,7 +61,7 @@ class Loop:
             freeze_heap(self.shared)  # the plan's objects out of the full collections (gcpause)
             while True:
                 # a full garbage collection due in the poll runs after it (gcpause)
-                with between_polls():
+                with between_polls(self.shared):
                     try:
                         done = self.poll()
                         self._commit()  # group commit: one fsync per poll
