@@ -17,6 +17,7 @@ from reassign_kit.pacing.controller import (
     AIM,
     MAX_JUMP,
     REACTION_S,
+    ROOM,
     Bounds,
     Controller,
     Objective,
@@ -73,6 +74,7 @@ def test_the_controllers_promises_hold_over_any_health_history(history, settle_s
         s = None if missing else sample(now - age, p99s, "sick" if degraded else None, under)
         before = dict(c.rates)
         changed_before = dict(c.changed_at)
+        held_before = dict(c.held_worst)  # the readings each broker's next raise rests on
         if s is not None:  # the test's own account of each broker's worst since its change
             for b, v in p99s.items():
                 if v is not None and (busy is None or b in busy):
@@ -95,12 +97,19 @@ def test_the_controllers_promises_hold_over_any_health_history(history, settle_s
                 assert s.ts - changed_before.get(d.broker, -1e18) >= settle_s
                 assert d.signals["produce_p99_ms"] == p99 and d.reason
                 # before the broker's first decrease x2, or up to x limit / the worst p99
-                # since its last change (at most MAX_JUMP); + step after it
+                # since its last change (at most MAX_JUMP); + step after it; and with the
+                # readings it rests on over half the limit, no further than AIM of it by them
+                held = max(held_before.get(d.broker, 0.0), p99) / 50.0
                 if d.broker in cut:
-                    assert d.new_rate == min(CEILING, d.old_rate + c.step_bps)
-                elif d.new_rate > d.old_rate:
+                    want = d.old_rate + c.step_bps
+                else:
                     jump = min(MAX_JUMP, max(2.0, 50.0 / max(worst.get(d.broker, 50.0), 1e-9)))
-                    assert d.new_rate == min(CEILING, int(d.old_rate * jump))
+                    want = d.old_rate * jump
+                if held > ROOM:
+                    want = min(want, d.old_rate * AIM / held)
+                    assert d.new_rate * held <= AIM * d.old_rate + 1  # the aim, not past it
+                if d.new_rate > d.old_rate:
+                    assert d.new_rate == int(min(CEILING, max(FLOOR, want)))
             if d.action == "decrease":
                 assert s is not None and s.brokers[d.broker].produce_p99_ms > 50.0
                 cut.add(d.broker)
@@ -129,6 +138,32 @@ def test_the_controllers_promises_hold_over_any_health_history(history, settle_s
         for d in decisions:
             if d.action in ("pause", "resume"):
                 assert d.reason and d.broker is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0.5, 3.0), st.floats(20.0, 55.0), st.floats(20.0, 55.0)),
+        min_size=5,
+        max_size=60,
+    )
+)
+def test_a_raise_never_aims_past_the_limit_its_readings_foretell(history):
+    """Readings near the limit (20-55 ms of 50): every raise, slow start or additive, keeps
+    new rate x the worst reading it rests on / old rate within AIM of the limit (latency
+    linear in the rate), and none is made from readings at AIM of the limit or more."""
+    c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), [0, 1], start=10_000)
+    now = 0.0
+    for dt, p0, p1 in history:
+        now += dt
+        held = dict(c.held_worst)
+        for d in c.step(sample(now, {0: p0, 1: p1}), now):
+            if d.action != "increase":
+                continue
+            worst = max(held.get(d.broker, 0.0), (p0, p1)[d.broker]) / 50.0
+            assert worst < AIM
+            if worst > ROOM:
+                assert d.new_rate * worst <= AIM * d.old_rate + 1, (d, worst)
 
 
 @settings(max_examples=100, deadline=None)
