@@ -31,9 +31,10 @@ every few minutes):
   windows are the evidence), slow start multiplies by limit / worst p99 (2 to ``MAX_JUMP``)
   and the ramp writes it in that share of its ten steps: the pace pays no fixed toll where
   nothing objects. Without room, a raise goes no further than ``AIM`` of the limit by the
-  same linear reading of the samples it rests on (their worst x new / old): doubling from over half the limit is a breach
-  foretold, and a breach is not undone by a decrease (Kafka's quota keeps its loud second in
-  its 11-s rhythm at any lower rate); at ``AIM`` of the limit or more, no raise;
+  same linear reading of the samples it rests on (their worst x new / old): doubling from
+  over half the limit is a breach foretold, and a breach is not undone by a decrease (Kafka's
+  quota keeps its loud second in its 11-s rhythm at any lower rate); from ``AIM`` of the limit
+  up, no raise;
 - **hold** otherwise: a value not measured (None) or a degraded source never makes the pace
   faster (a lost signal is not a good signal).
 

@@ -263,7 +263,7 @@ class Pace:
         when they changed)."""
         assert self._pacer is not None and self._ramp is not None
         if not self._ramp_started and self.shared.pace_hold:
-            return  # nothing submitted yet: the start's ramp begins with the first move
+            return  # nothing submitted yet: the start rates written stay until the first move
         self._ramp_started = True
         self._ramp.retarget(self._pacer.rates, now, self._pacer.ramp_steps)
         rates = self._ramp.at(now)
