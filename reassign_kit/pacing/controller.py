@@ -30,7 +30,11 @@ every few minutes):
   change at most ``ROOM`` of its limit — the persistence scales down to nothing (the fresh
   windows are the evidence), slow start multiplies by limit / worst p99 (2 to ``MAX_JUMP``)
   and the ramp writes it in that share of its ten steps: the pace pays no fixed toll where
-  nothing objects;
+  nothing objects. Without room, a raise goes no further than ``AIM`` of the limit by the
+  same linear reading of the samples it rests on (their worst x new / old): doubling from
+  over half the limit is a breach foretold, and a breach is not undone by a decrease (Kafka's
+  quota keeps its loud second in its 11-s rhythm at any lower rate); from ``AIM`` of the limit
+  up, no raise;
 - **hold** otherwise: a value not measured (None) or a degraded source never makes the pace
   faster (a lost signal is not a good signal).
 
@@ -97,6 +101,12 @@ PERSIST_S = float(QUOTA_WINDOWS * QUOTA_WINDOW_S)
 # load instead of paying a fixed start-up toll (figures: bench/RESULTS.md, bench_pace_ladder).
 ROOM = 0.5
 MAX_JUMP = 4.0
+# A raise aims at no more than this share of the limit where the broker has no room: latency
+# linear in the rate reads worst x new / old, so doubling (slow start) from over half the limit
+# is a breach foretold. Kafka's replication quota keeps a breach's loud second in its 11-s
+# rhythm at any lower rate, so the pace must not overshoot in the first place: on the tight
+# ladder a decrease after 0-11 s of breach only added time over (bench/RESULTS.md).
+AIM = 0.9
 
 _SLO = re.compile(r"^\s*(\+)?\s*(\d+(?:\.\d+)?)\s*(ms|s)?\s*$", re.IGNORECASE)
 
@@ -211,6 +221,7 @@ class Controller:
         stale_s: float = 15.0,
         baseline_samples: int = 3,
         cap_max: int | None = None,
+        aim: float | None = AIM,
     ):
         if not 0 < beta < 1:
             raise UsageError(f"the pace's decrease factor must be in (0, 1), got {beta}")
@@ -229,6 +240,9 @@ class Controller:
         if raise_persist_s < 0:
             raise UsageError(f"raise_persist_s must be >= 0 s, got {raise_persist_s}")
         self.raise_persist_s = float(raise_persist_s)
+        if aim is not None and not 0 < aim <= 1:
+            raise UsageError(f"the pace's aim must be in (0, 1] of the limit, got {aim}")
+        self.aim = aim  # None: a raise may go past what the latency measured allows
         # per-broker caps on moves (--max-moves-per-broker the most): from one, raised at the
         # ceiling, halved before the rate; none without the option
         self.cap_max = cap_max
@@ -247,6 +261,7 @@ class Controller:
         # sample whose window saw that load: ``_broker``)
         self.loaded_since: dict[int, float] = {}
         self.within_since: dict[int, float] = {}  # broker -> first fresh sample within since
+        self.held_worst: dict[int, float] = {}  # broker -> its worst p99 in that run of samples
         self.worst: dict[int, float] = {}  # broker -> its worst p99 since its last change
         self.ramp_steps: dict[int, int] = {}  # broker -> the ramp's steps of its last raise
         self.last_decrease: dict[int, float] = {}
@@ -387,7 +402,7 @@ class Controller:
         p99 = h.produce_p99_ms if h is not None else None
         limit = self.limit_of(b)
         if p99 is None or limit is None:
-            self.within_since.pop(b, None)  # an unmeasured sample held nothing
+            self._unheld(b)  # an unmeasured sample held nothing
             return None  # not measured: hold (never faster)
         low = h.produce_p99_low_ms if h is not None else None
         if loaded:  # what the broker reads under the run's load (idle, it says nothing)
@@ -396,7 +411,7 @@ class Controller:
         if not over:
             self.over_since.pop(b, None)
         if p99 > limit or sample.degraded:
-            self.within_since.pop(b, None)  # a raise needs the objective held since
+            self._unheld(b)  # a raise needs the objective held since
         if over:
             return self._decrease(b, sample, now, p99, low, limit)
         if p99 > limit:
@@ -469,6 +484,7 @@ class Controller:
         if sample.ts - self.loaded_since.get(b, sample.ts) < self.settle_s:
             return None  # its window holds latency from before the run's load reached it
         held = self.within_since.setdefault(b, sample.ts)
+        self.held_worst[b] = max(self.held_worst.get(b, 0.0), p99)
         room = self.worst.get(b, limit) / limit  # the worst since its last change, of the limit
         if sample.ts - held < self.raise_persist_s * min(1.0, max(0.0, (room - ROOM) / ROOM)):
             return None  # within for a moment is not within (with room, the fresh windows are)
@@ -479,8 +495,17 @@ class Controller:
         slow_start = b not in self.last_decrease
         if old < self.bounds.ceiling:  # the rate first, the moves at once at the ceiling
             jump = min(MAX_JUMP, max(2.0, 1 / room)) if room > 0 else MAX_JUMP
-            new, new_cap = self.bounds.clamp(old * jump if slow_start else old + self.step_bps), cap
-            how = f" (slow start: x{jump:.3g} until a first decrease)" if slow_start else ""
+            want = old * jump if slow_start else old + self.step_bps
+            # near the limit, no further than the readings this raise rests on allow (not
+            # the worst since the last change: one burst that did not last would bar every
+            # raise until the next change)
+            near = self.held_worst[b] / limit
+            if self.aim is not None and near > ROOM:
+                want = min(want, old * self.aim / near)
+            if self.bounds.clamp(want) <= old:
+                return None
+            new, new_cap = self.bounds.clamp(want), cap
+            how = f" (slow start: x{new / old:.3g} until a first decrease)" if slow_start else ""
             self.ramp_steps[b] = max(2, min(RAMP_STEPS, math.ceil(RAMP_STEPS * room)))
             if room < ROOM:
                 how += f", worst p99 {_ms(room * limit)} since the last change"
@@ -494,7 +519,7 @@ class Controller:
         after = f" {since:.0f} s after the last change" if b in self.changed_at else ""
         self.rates[b] = new
         self.changed_at[b] = max(now, sample.ts)
-        self.within_since.pop(b, None)  # the new rate needs its own
+        self._unheld(b)  # the new rate needs its own
         self.worst.pop(b, None)
         return Decision(
             now,
@@ -508,6 +533,10 @@ class Controller:
             new_cap=new_cap,
             ramp_steps=self.ramp_steps.get(b) if new > old else None,
         )
+
+    def _unheld(self, b: int) -> None:
+        self.within_since.pop(b, None)
+        self.held_worst.pop(b, None)
 
     def _pause(self, sample: HealthSample, now: float) -> list[Decision]:
         if sample.under_min_isr is None:

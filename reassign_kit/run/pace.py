@@ -81,13 +81,13 @@ class Pace:
             cap_max=self.shared.caps.max_moves_per_broker,
         )
         self._pace_began = now
-        # the start rate is a raise from the floor, in the ramp's steps once the moves may
-        # start (``_pace_write``): Kafka's replication quota, empty at the start, lets the
-        # fetchers take ~10 s of a limit written at once in a burst at the disk's speed, which
-        # the load's latency feels (bench/RESULTS.md, bench-pacing). A resumed run goes on
-        # from the journaled pace: the rates written stay, the ramp goes on toward the controller's
-        floor = self._pacer.bounds.floor
-        start = dict.fromkeys(self._pacer.rates, floor)
+        # the start rate is written before the first move, as a static run's is: a quota idle
+        # since its windows expired moves at the limit from the first second, where a ramp
+        # from the floor let the fetchers take 2x the rate written (its windows fill as the
+        # limit rises) and left that surge in the quota's 11-s rhythm (bench/RESULTS.md,
+        # bench_pace_ladder). A resumed run goes on from the journaled pace: the rates written
+        # stay, the ramp goes on toward the controller's
+        start = dict(self._pacer.rates)
         took = None if self._pace_memory is None else take_over(self._pace_memory, self._pacer)
         if took is not None:
             start.update((b, r) for b, r in took.written.items() if b in start)
@@ -263,7 +263,7 @@ class Pace:
         when they changed)."""
         assert self._pacer is not None and self._ramp is not None
         if not self._ramp_started and self.shared.pace_hold:
-            return  # nothing submitted yet: the start's ramp begins with the first move
+            return  # nothing submitted yet: the start rates written stay until the first move
         self._ramp_started = True
         self._ramp.retarget(self._pacer.rates, now, self._pacer.ramp_steps)
         rates = self._ramp.at(now)

@@ -14,8 +14,10 @@ from reassign_kit.errors import UsageError
 from reassign_kit.health.signals import BrokerHealth, HealthSample
 from reassign_kit.model import TopicPartition
 from reassign_kit.pacing.controller import (
+    AIM,
     MAX_JUMP,
     REACTION_S,
+    ROOM,
     Bounds,
     Controller,
     Objective,
@@ -72,6 +74,7 @@ def test_the_controllers_promises_hold_over_any_health_history(history, settle_s
         s = None if missing else sample(now - age, p99s, "sick" if degraded else None, under)
         before = dict(c.rates)
         changed_before = dict(c.changed_at)
+        held_before = dict(c.held_worst)  # the readings each broker's next raise rests on
         if s is not None:  # the test's own account of each broker's worst since its change
             for b, v in p99s.items():
                 if v is not None and (busy is None or b in busy):
@@ -94,12 +97,19 @@ def test_the_controllers_promises_hold_over_any_health_history(history, settle_s
                 assert s.ts - changed_before.get(d.broker, -1e18) >= settle_s
                 assert d.signals["produce_p99_ms"] == p99 and d.reason
                 # before the broker's first decrease x2, or up to x limit / the worst p99
-                # since its last change (at most MAX_JUMP); + step after it
+                # since its last change (at most MAX_JUMP); + step after it; and with the
+                # readings it rests on over half the limit, no further than AIM of it by them
+                held = max(held_before.get(d.broker, 0.0), p99) / 50.0
                 if d.broker in cut:
-                    assert d.new_rate == min(CEILING, d.old_rate + c.step_bps)
-                elif d.new_rate > d.old_rate:
+                    want = d.old_rate + c.step_bps
+                else:
                     jump = min(MAX_JUMP, max(2.0, 50.0 / max(worst.get(d.broker, 50.0), 1e-9)))
-                    assert d.new_rate == min(CEILING, int(d.old_rate * jump))
+                    want = d.old_rate * jump
+                if held > ROOM:
+                    want = min(want, d.old_rate * AIM / held)
+                    assert d.new_rate * held <= AIM * d.old_rate + 1  # the aim, not past it
+                if d.new_rate > d.old_rate:
+                    assert d.new_rate == int(min(CEILING, max(FLOOR, want)))
             if d.action == "decrease":
                 assert s is not None and s.brokers[d.broker].produce_p99_ms > 50.0
                 cut.add(d.broker)
@@ -130,6 +140,32 @@ def test_the_controllers_promises_hold_over_any_health_history(history, settle_s
                 assert d.reason and d.broker is None
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0.5, 3.0), st.floats(20.0, 55.0), st.floats(20.0, 55.0)),
+        min_size=5,
+        max_size=60,
+    )
+)
+def test_a_raise_never_aims_past_the_limit_its_readings_foretell(history):
+    """Readings near the limit (20-55 ms of 50): every raise, slow start or additive, keeps
+    new rate x the worst reading it rests on / old rate within AIM of the limit (latency
+    linear in the rate), and none is made from readings at AIM of the limit or more."""
+    c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), [0, 1], start=10_000)
+    now = 0.0
+    for dt, p0, p1 in history:
+        now += dt
+        held = dict(c.held_worst)
+        for d in c.step(sample(now, {0: p0, 1: p1}), now):
+            if d.action != "increase":
+                continue
+            worst = max(held.get(d.broker, 0.0), (p0, p1)[d.broker]) / 50.0
+            assert worst < AIM
+            if worst > ROOM:
+                assert d.new_rate * worst <= AIM * d.old_rate + 1, (d, worst)
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(
@@ -154,9 +190,10 @@ def test_no_signal_never_makes_the_pace_faster(history):
 
 
 def test_aimd_one_broker_backed_off_the_others_raised():
-    c = Controller(
-        Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, settle_s=5.0, start=20_000, persist_s=0
-    )
+    c = Controller(  # the readings sit at the limit: the aim (below) off
+        Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, settle_s=5.0, start=20_000, persist_s=0,
+        aim=None,
+    )  # fmt: skip
     assert c.step(sample(5.0, {0: 50.0, 1: 50.0, 2: 50.0}), 5.0) == []  # the load starts
     d0 = c.step(sample(10.0, {0: 50.0, 1: 50.0, 2: 90.0}), 10.0)
     assert d0[0].reason == (  # no change before: no time since one
@@ -183,8 +220,11 @@ def test_the_first_raise_waits_for_a_window_that_saw_the_runs_load():
     ms from messages sent before the moves' fetchers ran; the load's p99 then reached 4.8 s
     (static 128 MiB/s, the start rate: 38 ms). The start rate is a change like any: a raise
     needs a sample settle_s after the run's moves first loaded the broker; a broker not
-    loaded yet starts its clock when it is. (The readings sit at the limit: no room.)"""
-    c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, start=40_000, persist_s=0)
+    loaded yet starts its clock when it is. (The readings sit at the limit: no room; the aim
+    off.)"""
+    c = Controller(
+        Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, start=40_000, persist_s=0, aim=None
+    )
     for t in (1.2, 3.0, 5.9):
         assert c.step(sample(t, {0: 50.0, 1: 50.0, 2: 50.0}), t, busy={0, 1}) == []
     assert c.rates == dict.fromkeys(BROKERS, 40_000)
@@ -201,8 +241,9 @@ def test_a_raise_needs_the_objective_held_for_raise_persist_s():
     one window read 7.5 ms, and every broker was doubled on it; the load's p99 reached 3.3 s.
     A raise now needs every fresh sample within the objective for raise_persist_s (6 s); a
     point p99 over the objective restarts the count (a degraded sample too), and so does the
-    raise itself. (The readings sit at the limit: with room, a raise needs less, below.)"""
-    c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), [0], start=40_000)
+    raise itself. (The readings sit at the limit, the aim off: with room, a raise needs
+    less, below.)"""
+    c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), [0], start=40_000, aim=None)
     assert c.raise_persist_s == 6.0
 
     def at(t, p99, low=None, degraded=None):
@@ -250,13 +291,40 @@ def test_with_room_a_raise_comes_at_the_first_window_that_saw_the_load_and_goes_
     assert (d1.broker, d1.new_rate) == (1, 20_000) and c.ramp_steps[1] == RAMP_STEPS
 
 
+def test_without_room_a_raise_aims_below_the_limit_its_readings_foretell():
+    """bench_pace_ladder, tight (p99 10 ms + 1.5 ms per MB/s, objective 50 ms): a broker that
+    read 35 ms was doubled by slow start, which latency linear in the rate reads at 60 ms and
+    more, and Kafka's quota kept that breach's loud second in its 11-s rhythm at every lower
+    rate. With its readings over half the limit, a raise goes no further than AIM of the limit
+    by their worst (20,000 x 0.9 x 50 / 35); from AIM of the limit up, none at all. A reading
+    over the objective before them (a burst that did not last) does not bar it."""
+    c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), [0, 1], start=20_000)
+    assert c.aim == AIM == 0.9
+
+    def at(t, p0, p1):
+        hs = {0: BrokerHealth(0, produce_p99_ms=p0), 1: BrokerHealth(1, produce_p99_ms=p1)}
+        return c.step(HealthSample(ts=t, source="test", brokers=hs), t)
+
+    assert at(0.0, 120.0, 46.0) == []  # loaded from now; broker 0 over, not for persist_s
+    assert at(5.0, 35.0, 46.0) == []  # fresh: held from here
+    assert at(10.9, 35.0, 46.0) == []  # broker 0: the whole persistence (120 ms since the
+    (d,) = at(11.0, 35.0, 46.0)  # last change), but the aim from the readings held since 5.0
+    assert (d.broker, d.new_rate) == (0, int(20_000 * AIM * 50.0 / 35.0))
+    assert "slow start: x1.29" in d.reason
+    for t in (15.0, 20.0, 30.0):  # broker 1 at 0.92 of the limit: past its aim already
+        assert not [d for d in at(t, 36.0, 46.0) if d.broker == 1]
+    assert c.rates[1] == 20_000
+    with pytest.raises(UsageError, match="aim"):
+        Controller(Objective(50.0), Bounds(FLOOR, CEILING), [0], aim=1.5)
+
+
 def test_an_unmeasured_sample_restarts_the_count_a_raise_needs():
     """A raise needs the objective held at every fresh sample for persist_s; a sample in
     which the broker was not measured (no canary message delivered or pending in the window:
     the probe reading nothing of it) held nothing. Before, the count ran on across it: within
     at 5 s, unmeasured from 6 to 10 s, within at 11 s, and the rate was doubled at 11 s on
-    two readings 6 s apart."""
-    c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), [0], start=40_000)
+    two readings 6 s apart. (The readings sit at the limit: the aim off.)"""
+    c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), [0], start=40_000, aim=None)
 
     def at(t, p99):
         h = BrokerHealth(0, produce_p99_ms=p99)
@@ -322,9 +390,10 @@ def test_caps_start_at_one_rise_at_the_ceiling_and_fall_before_the_rate():
     cap by one only once the rate is at the ceiling; a decrease halves the cap first, the
     rate kept, and the rate once the cap is one (at a given rate the moves at once are what
     the load feels: bench-pacing's A/B); the operator's new maximum brings caps down."""
-    c = Controller(
-        Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, start=CEILING // 4, persist_s=0, cap_max=4
-    )
+    c = Controller(  # the readings sit at the limit: the aim off
+        Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, start=CEILING // 4, persist_s=0,
+        cap_max=4, aim=None,
+    )  # fmt: skip
     assert c.caps == {0: 1, 1: 1, 2: 1}
     ups = [d for t in (10.0, 16.0, 22.0, 28.0) for d in c.step(sample(t, {0: 50.0}), t)]
     assert [(d.new_rate, d.new_cap) for d in ups] == [(CEILING // 2, 1), (CEILING, 1), (CEILING, 2)]
