@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 
-from .network import RESOURCES, Goals, broker_loads
+from .network import RESOURCES, Goals, add_loads
 from .rules import Capacity
 
 EPS = 1e-6  # bytes/s: an improvement smaller than this is rounding
@@ -60,6 +60,8 @@ class Placement:
     goals: Goals
     capacity: Capacity | None = None
     band: tuple[int, int] = (0, 1 << 62)
+    # each partition's replicas when the pass began (its rack count: a floor, read on demand)
+    start: dict[tuple[str, int], list[int]] = field(default_factory=dict)
     min_racks: dict[tuple[str, int], int] = field(default_factory=dict)
     cur: dict[str, dict[int, float]] = field(default_factory=dict)
     count: dict[int, int] = field(default_factory=dict)
@@ -68,13 +70,31 @@ class Placement:
     on: dict[int, dict[tuple[str, int], None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.min_racks = {k: self.rack_count(r) for k, r in self.reps.items()}
-        pairs = [(r, self.load.get(k, (0.0, 0.0))) for k, r in self.reps.items()]
-        self.cur = broker_loads(pairs + self.background, self.racks)
-        self.count = dict(self.background_count)
-        self.bytes_on = dict(self.background_bytes)
+        # one walk over the partitions for loads, counts, bytes and holdings: at a million
+        # replicas a call per partition costs more than the pass itself
+        self.start = dict(self.reps)
+        self.cur = {r: dict.fromkeys(self.racks, 0.0) for r in RESOURCES}
+        nin, nout, lead = self.cur["network_in"], self.cur["network_out"], self.cur["leader_load"]
+        count, on = dict(self.background_count), self.on
+        bytes_on = dict(self.background_bytes)
+        load, size, zero = self.load, self.size, (0.0, 0.0)
         for k, r in self.reps.items():
-            self._account(k, r, +1)
+            if not r:
+                continue
+            produce, fetch = load.get(k, zero)
+            n = size.get(k, 0)
+            for b in r:
+                nin[b] = nin.get(b, 0.0) + produce
+                count[b] = count.get(b, 0) + 1
+                bytes_on[b] = bytes_on.get(b, 0) + n
+                held = on.get(b)
+                if held is None:
+                    held = on[b] = {}
+                held[k] = None
+            nout[r[0]] = nout.get(r[0], 0.0) + fetch + produce * (len(r) - 1)
+            lead[r[0]] = lead.get(r[0], 0.0) + produce
+        add_loads(self.cur, self.background)
+        self.count, self.bytes_on = count, bytes_on
         vals = [self.count.get(b, 0) for b in self.holders]
         if vals:
             self.band = (min(vals) - 1, max(vals) + 1)
@@ -127,7 +147,12 @@ class Placement:
     def fits(self, key: tuple[str, int], new: Sequence[int], old: Sequence[int]) -> bool:
         """``key`` may go from ``old`` to ``new``: racks, cordons, disk and replica limits."""
         added = set(new).difference(old)
-        if not added <= self.placeable or self.rack_count(new) < self.min_racks[key]:
+        if not added <= self.placeable:
+            return False
+        floor = self.min_racks.get(key)
+        if floor is None:
+            floor = self.min_racks[key] = self.rack_count(self.start[key])
+        if self.rack_count(new) < floor:
             return False
         return self.capacity is None or all(self._within(b, key) for b in added)
 

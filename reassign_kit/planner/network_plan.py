@@ -7,6 +7,11 @@ the same rows — give the same network plan."""
 from __future__ import annotations
 
 import heapq
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any
 
 from ..errors import UsageError
 from ..snapshot.snapshot import Snapshot
@@ -19,6 +24,7 @@ from .report import PlanResult
 from .rows import Changed
 
 SHOWN = 10
+KEY = itemgetter(0, 1)  # a row's (topic, partition)
 
 
 def require_loads(snap: Snapshot) -> None:
@@ -39,13 +45,49 @@ def require_loads(snap: Snapshot) -> None:
         )
 
 
-def _led_first(p) -> list[int]:
+def _led_first(p) -> Sequence[int]:
     """The replicas with the recorded leader first (the state now), else as listed."""
-    reps = list(p.replicas)
-    if p.leader is not None and p.leader in reps:
-        reps.remove(p.leader)
-        reps.insert(0, p.leader)
-    return reps
+    reps = p.replicas
+    if p.leader is None or not reps or reps[0] == p.leader or p.leader not in reps:
+        return reps
+    return [p.leader, *(b for b in reps if b != p.leader)]
+
+
+@dataclass
+class Inputs:
+    """What the pass starts from, read in one walk over the snapshot's partitions: each
+    partition's load, size and replicas after the count passes, the movable ones (by key, in
+    key order) apart from the fixed background."""
+
+    load: dict[tuple[str, int], tuple[float, float]]
+    size: dict[tuple[str, int], int]
+    original: dict[tuple[str, int], Any]
+    reps: dict[tuple[str, int], list[int]]
+    background: list[tuple[Sequence[int], tuple[float, float]]]
+    background_bytes: dict[int, int]
+    background_count: dict[int, int]
+
+    @classmethod
+    def of(cls, snap: Snapshot, changed: Sequence[Changed], excluded: Mapping) -> Inputs:
+        new_of = {(t, part): new for t, part, _old, new, _size in changed}
+        load, size, original, movable = {}, {}, {}, {}
+        background, bg_bytes, bg_count = [], {}, {}
+        for p in snap.partitions:
+            k = (p.topic, p.partition)
+            original[k] = p
+            load[k] = lk = (p.load.produce_bytes_s, p.load.fetch_bytes_s)
+            size[k] = n = p.size_bytes
+            new = new_of.get(k)
+            reps = list(p.replicas if new is None else new)
+            if p.topic not in excluded:
+                movable[k] = reps
+                continue
+            background.append((reps, lk))
+            for b in reps:
+                bg_bytes[b] = bg_bytes.get(b, 0) + n
+                bg_count[b] = bg_count.get(b, 0) + 1
+        reps = {k: movable[k] for k in sorted(movable)}
+        return cls(load, size, original, reps, background, bg_bytes, bg_count)
 
 
 def balance_network(result: PlanResult, snap: Snapshot, params: PlanParams) -> PlanResult:
@@ -53,50 +95,32 @@ def balance_network(result: PlanResult, snap: Snapshot, params: PlanParams) -> P
     require_loads(snap)
     prep = result.prepared
     ctx = prep.ctx
-    selected, _ = snap.select(params.topic_filter)
-    movable = {(p.topic, p.partition) for p in selected.partitions}
-    keys = sorted(movable)
-    original = {(p.topic, p.partition): p for p in snap.partitions}
-    final = {k: list(p.replicas) for k, p in original.items()}
-    for t, part, _old, new, _size in result.changed:
-        final[(t, part)] = list(new)
-    load = {
-        (p.topic, p.partition): (p.load.produce_bytes_s, p.load.fetch_bytes_s)
-        for p in snap.partitions
-    }
-    size = {(p.topic, p.partition): p.size_bytes for p in snap.partitions}
-    background = [(final[k], load[k]) for k in final if k not in movable]
-    bg_bytes: dict[int, int] = {}
-    bg_count: dict[int, int] = {}
-    for k in final:
-        if k not in movable:
-            for b in final[k]:
-                bg_bytes[b] = bg_bytes.get(b, 0) + size[k]
-                bg_count[b] = bg_count.get(b, 0) + 1
+    _, excluded = snap.select(params.topic_filter)
+    got = Inputs.of(snap, result.changed, excluded)
+    load = got.load
     goals = Goals.of(ctx.allowed, params.capacity, params.balance, params.network_tolerance)
     placement = Placement(
-        reps={k: final[k] for k in keys},
+        reps=got.reps,
         load=load,
-        size=size,
-        background=background,
-        background_bytes=bg_bytes,
-        background_count=bg_count,
+        size=got.size,
+        background=got.background,
+        background_bytes=got.background_bytes,
+        background_count=got.background_count,
         racks=ctx.racks,
         placeable=frozenset(ctx.placeable),
         holders=frozenset(ctx.allowed),
         goals=goals,
         capacity=params.capacity,
     )
-    before = broker_loads(
-        ((_led_first(p), load[(p.topic, p.partition)]) for p in snap.partitions), ctx.racks
-    )
-    start = {k: list(v) for k, v in placement.reps.items()}
+    before = broker_loads(((_led_first(p), load[k]) for k, p in got.original.items()), ctx.racks)
     solve(placement)
-    steps = sum(placement.reps[k] != start[k] for k in start)
+    final, start = placement.reps, placement.start
+    steps = [k for k, was in start.items() if final[k] is not was and final[k] != was]
+    differ = sorted(set(steps).union(k for k in map(KEY, result.changed) if k in final))
     changed = [
-        Changed(t, part, list(was.replicas), list(placement.reps[(t, part)]), was.size_bytes)
-        for (t, part) in keys
-        if list((was := original[(t, part)]).replicas) != placement.reps[(t, part)]
+        Changed(t, part, list(was.replicas), list(final[(t, part)]), was.size_bytes)
+        for (t, part) in differ
+        if list((was := got.original[(t, part)]).replicas) != final[(t, part)]
     ]
     out = finish(changed, prep, None)
     out.leader_balance, out.excluded, out.timings = (
@@ -105,14 +129,14 @@ def balance_network(result: PlanResult, snap: Snapshot, params: PlanParams) -> P
         result.timings,
     )
     after = broker_loads(  # afresh: the pass kept its totals by additions
-        [(r, load[k]) for k, r in placement.reps.items()] + background, ctx.racks
+        itertools.chain(((r, load[k]) for k, r in final.items()), got.background), ctx.racks
     )
     hottest = heapq.nsmallest(  # the report names the first few only
         HOTTEST,
         ((f"{t}-{part}", *load[(t, part)]) for t, part in load),
         key=lambda h: (-(h[1] + h[2]), h[0]),
     )
-    out.network = network_report(before, after, goals, goals.unmet(after), hottest, steps)
+    out.network = network_report(before, after, goals, goals.unmet(after), hottest, len(steps))
     return out
 
 
