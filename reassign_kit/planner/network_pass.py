@@ -22,7 +22,8 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+import operator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -147,13 +148,17 @@ class Placement:
     def fits(self, key: tuple[str, int], new: Sequence[int], old: Sequence[int]) -> bool:
         """``key`` may go from ``old`` to ``new``: racks, cordons, disk and replica limits."""
         added = set(new).difference(old)
-        if not added <= self.placeable:
-            return False
+        return added <= self.placeable and self.racks_kept(key, new) and self.room_for(key, added)
+
+    def racks_kept(self, key: tuple[str, int], new: Sequence[int]) -> bool:
+        """``new`` on no fewer racks than ``key`` was when the pass began."""
         floor = self.min_racks.get(key)
         if floor is None:
             floor = self.min_racks[key] = self.rack_count(self.start[key])
-        if self.rack_count(new) < floor:
-            return False
+        return self.rack_count(new) >= floor
+
+    def room_for(self, key: tuple[str, int], added: Iterable[int]) -> bool:
+        """Each of ``added`` within its disk and replica limits holding ``key`` too."""
         return self.capacity is None or all(self._within(b, key) for b in added)
 
     def _within(self, b: int, key: tuple[str, int]) -> bool:
@@ -181,18 +186,27 @@ def contributions(p: Placement, keys, b: int, res: str) -> list[tuple[float, tup
     """``(contribution(p, k, b, res), k)`` for each of ``keys`` (but at most ``FOLLOWERS`` of
     the zeros), inline: a pass lists the partitions on the brokers it works on."""
     load, reps, zero = p.load, p.reps, (0.0, 0.0)
-    if res == "network_in":
-        return [(load.get(k, zero)[0], k) for k in keys]
+    keys = list(keys)
+    if res == "network_in":  # mapped, not looped: a broker holds thousands at scale
+        return _by_produce(load, keys)
+    leads = list(map(b.__eq__, map(FIRST, map(reps.__getitem__, keys))))
     # followers add nothing out and no leader load: a few serve as swap partners, and a
     # partner that arrives later is told (``Scorer.attempt``)
-    out = [(0.0, k) for k in itertools.islice((k for k in keys if reps[k][0] != b), FOLLOWERS)]
-    led = [k for k in keys if reps[k][0] == b]
+    follows = itertools.compress(keys, map(operator.not_, leads))
+    out = [(0.0, k) for k in itertools.islice(follows, FOLLOWERS)]
+    led = list(itertools.compress(keys, leads))
     if res == "leader_load":
-        return out + [(load.get(k, zero)[0], k) for k in led]
+        return out + _by_produce(load, led)
     for k in led:
         produce, fetch = load.get(k, zero)
         out.append((fetch + produce * (len(reps[k]) - 1), k))
     return out
+
+
+def _by_produce(load: Mapping, keys: list) -> list[tuple[float, tuple[str, int]]]:
+    """``(produce, k)`` for each of ``keys``."""
+    produce = map(FIRST, map(load.get, keys, itertools.repeat((0.0, 0.0))))
+    return list(zip(produce, keys, strict=True))
 
 
 @dataclass
@@ -206,6 +220,7 @@ class Scorer:
     # (resource, broker) -> its partitions by what they add to it, least first: listed once,
     # told of every arrival, so an entry may be stale (checked when used) but none is missing
     ranks: dict[tuple[str, int], list[tuple[float, tuple[str, int]]]] = field(default_factory=dict)
+    touched: set[int] = field(default_factory=set)  # the brokers the last change made touched
 
     def __post_init__(self) -> None:
         self.targets = self.p.goals.targets(self.p.cur)
@@ -260,6 +275,7 @@ class Scorer:
         touched = set(counts)  # every broker whose loads change holds or held a replica
         if not _nearer(self.over(touched, NO_CHANGE), self.over(touched, delta)):
             return False
+        self.touched = touched
         for k, new in change:
             for b in set(p.reps[k]).difference(new):
                 self.forget(k, b)
@@ -326,18 +342,31 @@ class Shedding:
     s: Scorer
     res: str
     limit: dict[int, float]
+    order: list[tuple[float, int]] = field(default_factory=list)  # ``dests``, kept
+    at: dict[int, tuple[float, int]] = field(default_factory=dict)  # each broker's entry
 
     def room(self, d: int) -> float:
         return self.limit.get(d, math.inf) - self.s.p.cur[self.res].get(d, 0.0)
 
-    def dests(self) -> list[int]:
-        """The placeable brokers, most room under their limit first."""
+    def dests(self) -> list[tuple[float, int]]:
+        """(minus the room, broker) for each placeable broker, most room first."""
         cur, limit, inf = self.s.p.cur[self.res], self.limit, math.inf
-        # (minus the room, broker) sorted: the order of ``room`` without a call per broker
-        return [
-            d
-            for _, d in sorted((cur.get(d, 0.0) - limit.get(d, inf), d) for d in self.s.p.placeable)
-        ]
+        self.order = sorted((cur.get(d, 0.0) - limit.get(d, inf), d) for d in self.s.p.placeable)
+        self.at = {d: e for e in self.order for d in (e[1],)}
+        return self.order
+
+    def reorder(self) -> list[tuple[float, int]]:
+        """``dests`` after a change: only the brokers it touched re-placed (the same order a
+        full sort gives: each entry names its broker, so no two are equal)."""
+        cur, limit, order, at = self.s.p.cur[self.res], self.limit, self.order, self.at
+        for d in self.s.touched:
+            was = at.get(d)
+            if was is None:
+                continue  # not placeable
+            del order[bisect.bisect_left(order, was)]
+            at[d] = e = (cur.get(d, 0.0) - limit.get(d, math.inf), d)
+            bisect.insort(order, e)
+        return order
 
     def run(self, kind: str) -> int:
         p, res = self.s.p, self.res
@@ -356,12 +385,14 @@ class Shedding:
                     continue  # changed since listed
                 if self.shed_one(kind, b, k, c, dests):
                     done, failed = done + 1, 0
-                    dests = self.dests()
+                    dests = self.reorder()
                 else:
                     failed += 1
         return done
 
-    def shed_one(self, kind: str, b: int, k: tuple[str, int], c: float, dests: list[int]) -> bool:
+    def shed_one(
+        self, kind: str, b: int, k: tuple[str, int], c: float, dests: list[tuple[float, int]]
+    ) -> bool:
         r, excess = self.s.p.reps[k], -self.room(b)
         if kind == "leader":
             for f in sorted(r[1:], key=lambda f: (-self.room(f), f)):
@@ -374,15 +405,22 @@ class Shedding:
         lo, hi = p.band
         if kind == "move" and p.count.get(b, 0) <= lo:
             return False  # a move off ``b`` would leave it below the count band
-        for d in dests:
+        kept: dict[str | None, bool] = {}  # the racks a move keeps hang on its rack alone
+        for _, d in dests:
             if kind == "move" and p.count.get(d, 0) >= hi:
                 continue
             room = self.room(d)
             # most room first: once a move (a swap: any change) cannot help, no later one does
             if tries >= DESTS or room <= EPS or (kind == "move" and c - room >= min(c, excess)):
                 break
+            if d in r:
+                continue
             moved = [d if x == b else x for x in r]
-            if d in r or not p.fits(k, moved, r):
+            rack = p.racks.get(d)
+            if rack not in kept:
+                kept[rack] = p.racks_kept(k, moved)
+            # dests are placeable: with racks kept, ``fits`` asks the limits alone
+            if not kept[rack] or not p.room_for(k, (d,)):
                 continue
             tries += 1
             if self.s.attempt([(k, moved)]) if kind == "move" else self.swap(b, d, k, c, moved):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
@@ -92,6 +93,7 @@ class Inputs:
 
 def balance_network(result: PlanResult, snap: Snapshot, params: PlanParams) -> PlanResult:
     """``result`` with the network goals of ``params.balance`` met where they can be."""
+    t = time.perf_counter()
     require_loads(snap)
     prep = result.prepared
     ctx = prep.ctx
@@ -123,11 +125,7 @@ def balance_network(result: PlanResult, snap: Snapshot, params: PlanParams) -> P
         if list((was := got.original[(t, part)]).replicas) != final[(t, part)]
     ]
     out = finish(changed, prep, None)
-    out.leader_balance, out.excluded, out.timings = (
-        result.leader_balance,
-        result.excluded,
-        result.timings,
-    )
+    out.leader_balance, out.excluded = result.leader_balance, result.excluded
     after = broker_loads(  # afresh: the pass kept its totals by additions
         itertools.chain(((r, load[k]) for k, r in final.items()), got.background), ctx.racks
     )
@@ -137,6 +135,7 @@ def balance_network(result: PlanResult, snap: Snapshot, params: PlanParams) -> P
         key=lambda h: (-(h[1] + h[2]), h[0]),
     )
     out.network = network_report(before, after, goals, goals.unmet(after), hottest, len(steps))
+    out.timings = {**result.timings, "network_s": time.perf_counter() - t}
     return out
 
 
