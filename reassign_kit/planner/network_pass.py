@@ -35,7 +35,6 @@ DESTS = 8  # brokers with most room a partition's move is tried to
 SWAP_COLD = 4  # swap partners tried per destination
 FOLLOWERS = 256  # followers a broker lists as swap partners for network out and leader load
 GIVE_UP = 32  # partitions in a row a broker fails to shed before the pass leaves it
-NO_CHANGE: Mapping[str, Mapping[int, float]] = {r: {} for r in RESOURCES}
 FIRST = itemgetter(0)
 SECOND = itemgetter(1)
 ROUNDS = 50  # each round's changes strictly bring the goals nearer; this only bounds it
@@ -235,57 +234,76 @@ class Scorer:
             out.append((res, limit))
         return out
 
-    def over(self, brokers: set[int], delta: Mapping[str, Mapping[int, float]]) -> list[float]:
-        """The excess summed over ``brokers`` with ``delta`` added to their loads, per goal in
-        priority order (as ``Goals.excess``)."""
-        cur, goals = self.p.cur, self.p.goals
-        out = [0.0] * (1 + len(goals.balance))
+    def over(
+        self, brokers: set[int], delta: Mapping[str, Mapping[int, float]]
+    ) -> tuple[list[float], list[float]]:
+        """The excess summed over ``brokers`` as they are and with ``delta`` added to their
+        loads, per goal in priority order (as ``Goals.excess``)."""
+        cur, goals, allowed, holders = self.p.cur, self.p.goals, self.allowed, self.p.holders
+        was = [0.0] * (1 + len(goals.balance))
+        now = list(was)
         for b in brokers:
             for res, caps in goals.limits.items():
                 if b in caps:
-                    v = cur[res].get(b, 0.0) + delta[res].get(b, 0.0)
-                    out[0] += max(0.0, v - caps[b])
+                    v = cur[res].get(b, 0.0)
+                    was[0] += max(0.0, v + 0.0 - caps[b])
+                    now[0] += max(0.0, v + delta[res].get(b, 0.0) - caps[b])
             for i, res in enumerate(goals.balance, 1):
-                v = cur[res].get(b, 0.0) + delta[res].get(b, 0.0)
-                if b in self.allowed:
-                    out[i] += max(0.0, v - self.targets[res][b])
-                elif b in self.p.holders:
-                    out[i] += v
-        return out
+                v = cur[res].get(b, 0.0)
+                d = delta[res].get(b, 0.0)
+                if b in allowed:
+                    t = self.targets[res][b]
+                    was[i] += max(0.0, v + 0.0 - t)
+                    now[i] += max(0.0, v + d - t)
+                elif b in holders:
+                    was[i] += v + 0.0
+                    now[i] += v + d
+        return was, now
 
     def attempt(self, change: list[tuple[tuple[str, int], list[int]]]) -> bool:
         """Make ``change`` if it keeps the rules and brings the goals strictly nearer, in
         priority order; else leave the placement as it was. Scored on the loads it would
         leave, so a refused change costs no bookkeeping."""
         p = self.p
-        delta: dict[str, dict[int, float]] = {r: {} for r in RESOURCES}
+        load, zero = p.load, (0.0, 0.0)
+        nin: dict[int, float] = {}
+        nout: dict[int, float] = {}
+        lead: dict[int, float] = {}
         counts: dict[int, int] = {}
         for k, new in change:
             was = p.reps[k]
             if not p.fits(k, new, was):
                 return False
+            produce, fetch = load.get(k, zero)
             for reps, sign in ((was, -1), (new, 1)):
-                for b, res, v in _loads_of(p, k, reps):
-                    delta[res][b] = delta[res].get(b, 0.0) + sign * v
-                for b in reps:
+                if not reps:
+                    continue
+                for b in reps:  # the loads ``k`` adds on ``reps`` (``Placement.assign``)
+                    nin[b] = nin.get(b, 0.0) + sign * produce
                     counts[b] = counts.get(b, 0) + sign
+                h = reps[0]
+                nout[h] = nout.get(h, 0.0) + sign * (fetch + produce * (len(reps) - 1))
+                lead[h] = lead.get(h, 0.0) + sign * produce
         lo, hi = p.band
-        if any(not lo <= p.count.get(b, 0) + n <= hi for b, n in counts.items() if b in p.holders):
-            return False
+        count, holders = p.count, p.holders
+        for b, n in counts.items():
+            if b in holders and not lo <= count.get(b, 0) + n <= hi:
+                return False
         touched = set(counts)  # every broker whose loads change holds or held a replica
-        if not _nearer(self.over(touched, NO_CHANGE), self.over(touched, delta)):
+        delta = {"network_in": nin, "network_out": nout, "leader_load": lead}
+        if not _nearer(*self.over(touched, delta)):
             return False
         self.touched = touched
+        ranks = self.ranks
         for k, new in change:
             for b in set(p.reps[k]).difference(new):
                 self.forget(k, b)
             p.assign(k, new)
             for b in new:
                 for res in RESOURCES:
-                    if (res, b) in self.ranks:
-                        bisect.insort(
-                            self.ranks[(res, b)], (contribution(p, k, b, res), k), key=FIRST
-                        )
+                    got = ranks.get((res, b))
+                    if got is not None:
+                        bisect.insort(got, (contribution(p, k, b, res), k), key=FIRST)
         return True
 
     def forget(self, k: tuple[str, int], b: int) -> None:
@@ -311,17 +329,6 @@ class Scorer:
             got = sorted(contributions(self.p, self.p.on.get(b, ()), b, res), key=FIRST)
             self.ranks[(res, b)] = got
         return got
-
-
-def _loads_of(p: Placement, k: tuple[str, int], reps: Sequence[int]):
-    """(broker, resource, bytes/s) that ``k`` adds when placed on ``reps``."""
-    produce, fetch = p.load.get(k, (0.0, 0.0))
-    if not reps:
-        return
-    for b in reps:
-        yield b, "network_in", produce
-    yield reps[0], "network_out", fetch + produce * (len(reps) - 1)
-    yield reps[0], "leader_load", produce
 
 
 def _nearer(before: Sequence[float], after: Sequence[float]) -> bool:
