@@ -149,14 +149,26 @@ def _balanced(result: PlanResult, snap: Snapshot, params: PlanParams) -> PlanRes
     after = broker_loads(  # afresh: the pass kept its totals by additions
         itertools.chain(((r, load[k]) for k, r in final.items()), got.background), ctx.racks
     )
-    hottest = heapq.nsmallest(  # the report names the first few only
-        HOTTEST,
-        ((f"{t}-{part}", *load[(t, part)]) for t, part in load),
-        key=lambda h: (-(h[1] + h[2]), h[0]),
+    out.network = network_report(
+        before, after, goals, goals.unmet(after), hottest(load), len(steps)
     )
-    out.network = network_report(before, after, goals, goals.unmet(after), hottest, len(steps))
     out.timings = {**result.timings, "network_s": time.perf_counter() - t}
     return out
+
+
+def hottest(load: Mapping[tuple[str, int], tuple[float, float]]) -> list:
+    """The ``HOTTEST`` partitions by produce + fetch, as ``(name, produce, fetch)`` (ties: by
+    name): only those as hot as the ``HOTTEST``-th are named, not every partition."""
+    sums = [p + c for p, c in load.values()]
+    if not sums:
+        return []
+    floor = heapq.nlargest(HOTTEST, sums)[-1]
+    hot = itertools.compress(load.items(), map(floor.__le__, sums))
+    return heapq.nsmallest(
+        HOTTEST,
+        ((f"{t}-{part}", *pc) for (t, part), pc in hot),
+        key=lambda h: (-(h[1] + h[2]), h[0]),
+    )
 
 
 def wants_network(balance: tuple[str, ...]) -> bool:

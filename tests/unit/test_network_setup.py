@@ -7,6 +7,7 @@ collector is back as it was after the pass, even when it fails."""
 from __future__ import annotations
 
 import gc
+import heapq
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,7 +17,8 @@ from reassign_kit import api
 from reassign_kit.planner import network_plan
 from reassign_kit.planner.network import Goals, broker_loads
 from reassign_kit.planner.network_pass import Placement, Scorer, Shedding
-from reassign_kit.planner.network_plan import Inputs, collector_paused
+from reassign_kit.planner.network_plan import Inputs, collector_paused, hottest
+from reassign_kit.planner.network_report import HOTTEST
 from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
 from reassign_kit.snapshot.filter import TopicFilter
 from reassign_kit.snapshot.load import LoadWindow, PartitionLoad
@@ -160,3 +162,15 @@ def test_the_cycle_collector_is_back_as_it_was_after_the_pass(monkeypatch, enabl
         assert gc.isenabled() == enabled
     finally:
         gc.enable() if was else gc.disable()
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4)), max_size=40))
+def test_the_hottest_partitions_are_those_of_a_full_ranking(pairs):
+    load = {(f"t{i % 3}", i): (float(p), float(c)) for i, (p, c) in enumerate(pairs)}
+    full = heapq.nsmallest(  # every partition named and ranked (ties by name)
+        HOTTEST,
+        ((f"{t}-{part}", *load[(t, part)]) for t, part in load),
+        key=lambda h: (-(h[1] + h[2]), h[0]),
+    )
+    assert hottest(load) == full
