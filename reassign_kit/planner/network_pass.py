@@ -99,33 +99,32 @@ class Placement:
         if vals:
             self.band = (min(vals) - 1, max(vals) + 1)
 
-    def _account(self, k: tuple[str, int], reps: Sequence[int], sign: int) -> None:
+    def _apply(self, k: tuple[str, int], reps: Sequence[int], sign: int) -> None:
+        """``k`` on ``reps`` added to (``sign`` 1) or taken from (-1) the brokers' loads,
+        counts, bytes and holdings."""
+        if not reps:
+            return
+        produce, fetch = self.load.get(k, (0.0, 0.0))
+        n = sign * self.size.get(k, 0)
+        count, bytes_on, on = self.count, self.bytes_on, self.on
+        nin = self.cur["network_in"]
         for b in reps:
-            self.count[b] = self.count.get(b, 0) + sign
-            self.bytes_on[b] = self.bytes_on.get(b, 0) + sign * self.size.get(k, 0)
-            held = self.on.setdefault(b, {})
+            count[b] = count.get(b, 0) + sign
+            bytes_on[b] = bytes_on.get(b, 0) + n
+            held = on.setdefault(b, {})
             if sign > 0:
                 held[k] = None
             else:
                 held.pop(k, None)
-
-    def _loads_of(self, k: tuple[str, int], reps: Sequence[int], sign: int) -> None:
-        produce, fetch = self.load.get(k, (0.0, 0.0))
-        if not reps:
-            return
-        nin, nout, lead = self.cur["network_in"], self.cur["network_out"], self.cur["leader_load"]
-        for b in reps:
             nin[b] = nin.get(b, 0.0) + sign * produce
-        nout[reps[0]] = nout.get(reps[0], 0.0) + sign * (fetch + produce * (len(reps) - 1))
-        lead[reps[0]] = lead.get(reps[0], 0.0) + sign * produce
+        h, nout, lead = reps[0], self.cur["network_out"], self.cur["leader_load"]
+        nout[h] = nout.get(h, 0.0) + sign * (fetch + produce * (len(reps) - 1))
+        lead[h] = lead.get(h, 0.0) + sign * produce
 
     def assign(self, k: tuple[str, int], new: list[int]) -> None:
-        old = self.reps[k]
-        self._account(k, old, -1)
-        self._loads_of(k, old, -1)
+        self._apply(k, self.reps[k], -1)
         self.reps[k] = new
-        self._account(k, new, +1)
-        self._loads_of(k, new, +1)
+        self._apply(k, new, +1)
 
     def rack_count(self, reps: Sequence[int]) -> int:
         racks = set(map(self.racks.get, reps))
@@ -413,10 +412,10 @@ class Shedding:
         if kind == "move" and p.count.get(b, 0) <= lo:
             return False  # a move off ``b`` would leave it below the count band
         kept: dict[str | None, bool] = {}  # the racks a move keeps hang on its rack alone
-        for _, d in dests:
+        for key, d in dests:
             if kind == "move" and p.count.get(d, 0) >= hi:
                 continue
-            room = self.room(d)
+            room = -key  # ``self.room(d)``: the order is kept current (``reorder``)
             # most room first: once a move (a swap: any change) cannot help, no later one does
             if tries >= DESTS or room <= EPS or (kind == "move" and c - room >= min(c, excess)):
                 break
