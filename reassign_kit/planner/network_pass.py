@@ -37,6 +37,8 @@ FOLLOWERS = 256  # followers a broker lists as swap partners for network out and
 GIVE_UP = 32  # partitions in a row a broker fails to shed before the pass leaves it
 FIRST = itemgetter(0)
 SECOND = itemgetter(1)
+Key = tuple[str, int]  # a partition: (topic, partition)
+Held = tuple[tuple[float, float], list[int]]  # a partition on a broker: its load, its replicas
 ROUNDS = 50  # each round's changes strictly bring the goals nearer; this only bounds it
 EXHAUSTIVE_MAX = 200_000  # placements; beyond, the greedy result stands
 
@@ -66,8 +68,9 @@ class Placement:
     cur: dict[str, dict[int, float]] = field(default_factory=dict)
     count: dict[int, int] = field(default_factory=dict)
     bytes_on: dict[int, int] = field(default_factory=dict)
-    # each broker's partitions, in the order they came (a dict: the same order every run)
-    on: dict[int, dict[tuple[str, int], None]] = field(default_factory=dict)
+    # each broker's partitions, in the order they came (a dict: the same order every run),
+    # each with its (produce, fetch) and present replicas: its lists read them in one walk
+    on: dict[int, dict[tuple[str, int], Held]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # one walk over the partitions for loads, counts, bytes and holdings: at a million
@@ -81,8 +84,10 @@ class Placement:
         for k, r in self.reps.items():
             if not r:
                 continue
-            produce, fetch = load.get(k, zero)
+            lk = load.get(k, zero)
+            produce, fetch = lk
             n = size.get(k, 0)
+            entry = (lk, r)
             for b in r:
                 nin[b] = nin.get(b, 0.0) + produce
                 count[b] = count.get(b, 0) + 1
@@ -90,7 +95,7 @@ class Placement:
                 held = on.get(b)
                 if held is None:
                     held = on[b] = {}
-                held[k] = None
+                held[k] = entry
             nout[r[0]] = nout.get(r[0], 0.0) + fetch + produce * (len(r) - 1)
             lead[r[0]] = lead.get(r[0], 0.0) + produce
         add_loads(self.cur, self.background)
@@ -104,8 +109,10 @@ class Placement:
         counts, bytes and holdings."""
         if not reps:
             return
-        produce, fetch = self.load.get(k, (0.0, 0.0))
+        lk = self.load.get(k, (0.0, 0.0))
+        produce, fetch = lk
         n = sign * self.size.get(k, 0)
+        entry = (lk, reps)
         count, bytes_on, on = self.count, self.bytes_on, self.on
         nin = self.cur["network_in"]
         for b in reps:
@@ -113,7 +120,7 @@ class Placement:
             bytes_on[b] = bytes_on.get(b, 0) + n
             held = on.setdefault(b, {})
             if sign > 0:
-                held[k] = None
+                held[k] = entry
             else:
                 held.pop(k, None)
             nin[b] = nin.get(b, 0.0) + sign * produce
@@ -180,31 +187,22 @@ def contribution(p: Placement, k: tuple[str, int], b: int, res: str) -> float:
     return fetch + produce * (len(reps) - 1) if res == "network_out" else produce
 
 
-def contributions(p: Placement, keys, b: int, res: str) -> list[tuple[float, tuple[str, int]]]:
-    """``(contribution(p, k, b, res), k)`` for each of ``keys`` (but at most ``FOLLOWERS`` of
-    the zeros), inline: a pass lists the partitions on the brokers it works on."""
-    load, reps, zero = p.load, p.reps, (0.0, 0.0)
-    keys = list(keys)
-    if res == "network_in":  # mapped, not looped: a broker holds thousands at scale
-        return _by_produce(load, keys)
-    leads = list(map(b.__eq__, map(FIRST, map(reps.__getitem__, keys))))
+def contributions(p: Placement, held: Mapping, b: int, res: str) -> list[tuple[float, Key]]:
+    """``(contribution(p, k, b, res), k)`` for each partition ``held`` on ``b`` (but at most
+    ``FOLLOWERS`` of the zeros): read from what ``held`` carries, mapped in C, since a list is
+    thousands long at scale and a look-up per partition costs more than the rest."""
+    keys, entries = list(held), list(held.values())
+    if res == "network_in":
+        return list(zip(map(FIRST, map(FIRST, entries)), keys, strict=True))
+    leads = list(map(b.__eq__, map(FIRST, map(SECOND, entries))))
     # followers add nothing out and no leader load: a few serve as swap partners, and a
     # partner that arrives later is told (``Scorer.attempt``)
     follows = itertools.compress(keys, map(operator.not_, leads))
     out = [(0.0, k) for k in itertools.islice(follows, FOLLOWERS)]
-    led = list(itertools.compress(keys, leads))
+    led = itertools.compress(held.items(), leads)
     if res == "leader_load":
-        return out + _by_produce(load, led)
-    for k in led:
-        produce, fetch = load.get(k, zero)
-        out.append((fetch + produce * (len(reps[k]) - 1), k))
-    return out
-
-
-def _by_produce(load: Mapping, keys: list) -> list[tuple[float, tuple[str, int]]]:
-    """``(produce, k)`` for each of ``keys``."""
-    produce = map(FIRST, map(load.get, keys, itertools.repeat((0.0, 0.0))))
-    return list(zip(produce, keys, strict=True))
+        return out + [(lk[0], k) for k, (lk, _) in led]
+    return out + [(lk[1] + lk[0] * (len(r) - 1), k) for k, (lk, r) in led]
 
 
 @dataclass
