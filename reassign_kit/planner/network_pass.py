@@ -323,7 +323,7 @@ class Scorer:
         they came to ``b``, the same every run)."""
         got = self.ranks.get((res, b))
         if got is None:
-            got = sorted(contributions(self.p, self.p.on.get(b, ()), b, res), key=FIRST)
+            got = sorted(contributions(self.p, self.p.on.get(b, {}), b, res), key=FIRST)
             self.ranks[(res, b)] = got
         return got
 
