@@ -10,7 +10,7 @@ import gc
 import heapq
 import itertools
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from operator import itemgetter
@@ -48,19 +48,12 @@ def require_loads(snap: Snapshot) -> None:
         )
 
 
-def _led_first(p) -> Sequence[int]:
-    """The replicas with the recorded leader first (the state now), else as listed."""
-    reps = p.replicas
-    if p.leader is None or not reps or reps[0] == p.leader or p.leader not in reps:
-        return reps
-    return [p.leader, *(b for b in reps if b != p.leader)]
-
-
 @dataclass
 class Inputs:
     """What the pass starts from, read in one walk over the snapshot's partitions: each
     partition's load, size and replicas after the count passes, the movable ones (by key, in
-    key order) apart from the fixed background."""
+    key order) apart from the fixed background, and each broker's loads now (``before``: the
+    recorded leader first, as ``broker_loads`` sums them, partition by partition)."""
 
     load: dict[tuple[str, int], tuple[float, float]]
     size: dict[tuple[str, int], int]
@@ -69,17 +62,29 @@ class Inputs:
     background: list[tuple[Sequence[int], tuple[float, float]]]
     background_bytes: dict[int, int]
     background_count: dict[int, int]
+    before: dict[str, dict[int, float]]
 
     @classmethod
-    def of(cls, snap: Snapshot, changed: Sequence[Changed], excluded: Mapping) -> Inputs:
+    def of(
+        cls, snap: Snapshot, changed: Sequence[Changed], excluded: Mapping, brokers: Iterable[int]
+    ) -> Inputs:
         new_of = {(t, part): new for t, part, _old, new, _size in changed}
         load, size, original, movable = {}, {}, {}, {}
         background, bg_bytes, bg_count = [], {}, {}
+        before = broker_loads((), brokers)
+        nin, nout, lead = before["network_in"], before["network_out"], before["leader_load"]
         for p in snap.partitions:
             k = (p.topic, p.partition)
             original[k] = p
-            load[k] = lk = (p.load.produce_bytes_s, p.load.fetch_bytes_s)
+            load[k] = lk = (produce, fetch) = (p.load.produce_bytes_s, p.load.fetch_bytes_s)
             size[k] = n = p.size_bytes
+            now = p.replicas
+            if now:  # the loads now: the recorded leader leads (else the first listed)
+                h = p.leader if p.leader is not None and p.leader in now else now[0]
+                for b in now:
+                    nin[b] = nin.get(b, 0.0) + produce
+                nout[h] = nout.get(h, 0.0) + fetch + produce * (len(now) - 1)
+                lead[h] = lead.get(h, 0.0) + produce
             new = new_of.get(k)
             reps = list(p.replicas if new is None else new)
             if p.topic not in excluded:
@@ -89,8 +94,10 @@ class Inputs:
             for b in reps:
                 bg_bytes[b] = bg_bytes.get(b, 0) + n
                 bg_count[b] = bg_count.get(b, 0) + 1
-        reps = {k: movable[k] for k in sorted(movable)}
-        return cls(load, size, original, reps, background, bg_bytes, bg_count)
+        keys = list(movable)
+        order = sorted(keys)  # a snapshot lists them in key order: then nothing to rebuild
+        reps = movable if order == keys else {k: movable[k] for k in order}
+        return cls(load, size, original, reps, background, bg_bytes, bg_count, before)
 
 
 @contextmanager
@@ -118,7 +125,7 @@ def _balanced(result: PlanResult, snap: Snapshot, params: PlanParams) -> PlanRes
     prep = result.prepared
     ctx = prep.ctx
     _, excluded = snap.select(params.topic_filter)
-    got = Inputs.of(snap, result.changed, excluded)
+    got = Inputs.of(snap, result.changed, excluded, ctx.racks)
     load = got.load
     goals = Goals.of(ctx.allowed, params.capacity, params.balance, params.network_tolerance)
     placement = Placement(
@@ -134,7 +141,6 @@ def _balanced(result: PlanResult, snap: Snapshot, params: PlanParams) -> PlanRes
         goals=goals,
         capacity=params.capacity,
     )
-    before = broker_loads(((_led_first(p), load[k]) for k, p in got.original.items()), ctx.racks)
     solve(placement)
     final, start = placement.reps, placement.start
     steps = [k for k, was in start.items() if final[k] is not was and final[k] != was]
@@ -150,7 +156,7 @@ def _balanced(result: PlanResult, snap: Snapshot, params: PlanParams) -> PlanRes
         itertools.chain(((r, load[k]) for k, r in final.items()), got.background), ctx.racks
     )
     out.network = network_report(
-        before, after, goals, goals.unmet(after), hottest(load), len(steps)
+        got.before, after, goals, goals.unmet(after), hottest(load), len(steps)
     )
     out.timings = {**result.timings, "network_s": time.perf_counter() - t}
     return out

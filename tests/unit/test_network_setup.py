@@ -105,7 +105,8 @@ def _snapshot() -> Snapshot:
             hot = 4e6 if i % 5 == 0 else 1e4
             reps = (1, 2, 3) if hot > 1e6 and topic == "keep" else reps  # led by 1
             load = PartitionLoad(hot, hot / 1000, 2 * hot, 2, hot)
-            parts.append(PartitionEntry(topic, i, reps, 1000 + i, reps[0], load=load))
+            leader = reps[i % 3] if topic == "fixed" else reps[0]
+            parts.append(PartitionEntry(topic, i, reps, 1000 + i, leader, load=load))
     return Snapshot.of(
         brokers, [TopicEntry("keep", 3), TopicEntry("fixed", 3)], parts, LoadWindow("s", 0, 60)
     )
@@ -115,7 +116,7 @@ def test_the_inputs_split_the_selected_partitions_from_the_background():
     snap = _snapshot()
     selected, excluded = snap.select(TopicFilter(exclude="fixed"))
     moved = [("keep", 3, [1, 2, 3], [4, 2, 3], 1003)]
-    got = Inputs.of(snap, moved, excluded)
+    got = Inputs.of(snap, moved, excluded, snap.racks())
     assert list(got.reps) == sorted((p.topic, p.partition) for p in selected.partitions)
     assert got.reps[("keep", 3)] == [4, 2, 3]
     fixed = [p for p in snap.partitions if p.topic == "fixed"]
@@ -126,6 +127,11 @@ def test_the_inputs_split_the_selected_partitions_from_the_background():
         on = [p for p in fixed if b in p.replicas]
         assert got.background_count.get(b, 0) == len(on)
         assert got.background_bytes.get(b, 0) == sum(p.size_bytes for p in on)
+    led_first = [  # the loads now: the recorded leader leads
+        ([p.leader, *(b for b in p.replicas if b != p.leader)], got.load[(p.topic, p.partition)])
+        for p in snap.partitions
+    ]
+    assert got.before == broker_loads(led_first, snap.racks())
 
 
 def test_an_excluded_topic_is_never_moved_and_its_load_still_counts():
