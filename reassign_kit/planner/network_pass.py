@@ -75,7 +75,6 @@ class Placement:
     def __post_init__(self) -> None:
         # one walk over the partitions for loads, counts, bytes and holdings: at a million
         # replicas a call per partition costs more than the pass itself
-        self.start = dict(self.reps)
         self.cur = {r: dict.fromkeys(self.racks, 0.0) for r in RESOURCES}
         nin, nout, lead = self.cur["network_in"], self.cur["network_out"], self.cur["leader_load"]
         count, on = dict(self.background_count), self.on
@@ -129,6 +128,7 @@ class Placement:
         lead[h] = lead.get(h, 0.0) + sign * produce
 
     def assign(self, k: tuple[str, int], new: list[int]) -> None:
+        self.start.setdefault(k, self.reps[k])
         self._apply(k, self.reps[k], -1)
         self.reps[k] = new
         self._apply(k, new, +1)
@@ -159,7 +159,7 @@ class Placement:
         """``new`` on no fewer racks than ``key`` was when the pass began."""
         floor = self.min_racks.get(key)
         if floor is None:
-            floor = self.min_racks[key] = self.rack_count(self.start[key])
+            floor = self.min_racks[key] = self.rack_count(self.start.get(key, self.reps[key]))
         return self.rack_count(new) >= floor
 
     def room_for(self, key: tuple[str, int], added: Iterable[int]) -> bool:

@@ -14,7 +14,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any
 
 from ..errors import UsageError
 from ..snapshot.snapshot import Snapshot
@@ -57,7 +56,7 @@ class Inputs:
 
     load: dict[tuple[str, int], tuple[float, float]]
     size: dict[tuple[str, int], int]
-    original: dict[tuple[str, int], Any]
+    was: dict[tuple[str, int], Sequence[int]]  # the replicas now of those the passes moved
     reps: dict[tuple[str, int], list[int]]
     background: list[tuple[Sequence[int], tuple[float, float]]]
     background_bytes: dict[int, int]
@@ -69,13 +68,12 @@ class Inputs:
         cls, snap: Snapshot, changed: Sequence[Changed], excluded: Mapping, brokers: Iterable[int]
     ) -> Inputs:
         new_of = {(t, part): new for t, part, _old, new, _size in changed}
-        load, size, original, movable = {}, {}, {}, {}
+        load, size, was, movable = {}, {}, {}, {}
         background, bg_bytes, bg_count = [], {}, {}
         before = broker_loads((), brokers)
         nin, nout, lead = before["network_in"], before["network_out"], before["leader_load"]
         for p in snap.partitions:
             k = (p.topic, p.partition)
-            original[k] = p
             load[k] = lk = (produce, fetch) = (p.load.produce_bytes_s, p.load.fetch_bytes_s)
             size[k] = n = p.size_bytes
             now = p.replicas
@@ -86,7 +84,9 @@ class Inputs:
                 nout[h] = nout.get(h, 0.0) + fetch + produce * (len(now) - 1)
                 lead[h] = lead.get(h, 0.0) + produce
             new = new_of.get(k)
-            reps = list(p.replicas if new is None else new)
+            if new is not None:
+                was[k] = now
+            reps = list(now if new is None else new)
             if p.topic not in excluded:
                 movable[k] = reps
                 continue
@@ -97,7 +97,7 @@ class Inputs:
         keys = list(movable)
         order = sorted(keys)  # a snapshot lists them in key order: then nothing to rebuild
         reps = movable if order == keys else {k: movable[k] for k in order}
-        return cls(load, size, original, reps, background, bg_bytes, bg_count, before)
+        return cls(load, size, was, reps, background, bg_bytes, bg_count, before)
 
 
 @contextmanager
@@ -143,13 +143,13 @@ def _balanced(result: PlanResult, snap: Snapshot, params: PlanParams) -> PlanRes
     )
     solve(placement)
     final, start = placement.reps, placement.start
-    steps = [k for k, was in start.items() if final[k] is not was and final[k] != was]
+    steps = [k for k, was in start.items() if final[k] != was]  # ``start``: those it changed
     differ = sorted(set(steps).union(k for k in map(KEY, result.changed) if k in final))
-    changed = [
-        Changed(t, part, list(was.replicas), list(final[(t, part)]), was.size_bytes)
-        for (t, part) in differ
-        if list((was := got.original[(t, part)]).replicas) != final[(t, part)]
-    ]
+    changed = []
+    for k in differ:  # as the snapshot has it: moved by the count passes, else as it began
+        was = got.was[k] if k in got.was else start[k]
+        if list(was) != final[k]:
+            changed.append(Changed(*k, list(was), list(final[k]), got.size[k]))
     out = finish(changed, prep, None)
     out.leader_balance, out.excluded = result.leader_balance, result.excluded
     after = broker_loads(  # afresh: the pass kept its totals by additions

@@ -75,7 +75,12 @@ def test_the_placement_set_up_is_the_bookkeeping_of_its_partitions(case):
         assert list(p.on.get(b, {})) == held  # in the order they came
         assert p.count.get(b, 0) == p.background_count[b] + len(held)
         assert p.bytes_on.get(b, 0) == p.background_bytes[b] + sum(p.size[k] for k in held)
-    assert p.start == p.reps
+    assert p.start == {}  # nothing changed yet
+    first = {k: list(r) for k, r in p.reps.items()}
+    for i, perm in case[5]:
+        p.assign(("t", i), list(perm)[: len(p.reps[("t", i)])])
+    assert p.start == {k: first[k] for k in p.start}  # as they began, the changed ones
+    assert {("t", i) for i, _ in case[5]} == set(p.start)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
