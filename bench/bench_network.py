@@ -21,11 +21,13 @@ driver (as ``plan --engine spark``); the plan must be the one made in process.
 compare with), timed by stage (the pipeline's ``timings``; "other": reading the snapshot on the
 driver, the report, the growth rates), with the CPU of the whole process tree (driver, Spark's
 JVM, its Python workers while they live). ``RK_BENCH_BROKERS``: the broker count (else
-replicas / 8000, 6 to 120).
+replicas / 8000, 6 to 120). ``RK_BENCH_TRACE_EVERY=S``: every S seconds the stack of every
+thread on stderr (where a long run spends its time, even one cut short by a timeout).
 """
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import random
 import shutil
@@ -119,6 +121,9 @@ def tree_cpu() -> float:
 
 def network_only(size: int) -> None:
     """One network plan at ``size``, on ``ENGINE``, timed by stage."""
+    every = float(os.environ.get("RK_BENCH_TRACE_EVERY", "0"))
+    if every > 0:
+        faulthandler.dump_traceback_later(every, repeat=True)
     t0 = time.perf_counter()
     snap = generate(size)
     source: Snapshot | str = snap
