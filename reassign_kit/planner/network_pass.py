@@ -410,22 +410,24 @@ class Shedding:
         if kind == "move" and p.count.get(b, 0) <= lo:
             return False  # a move off ``b`` would leave it below the count band
         kept: dict[str | None, bool] = {}  # the racks a move keeps hang on its rack alone
-        for key, d in dests:
-            if kind == "move" and p.count.get(d, 0) >= hi:
+        move, count, racks = kind == "move", p.count, p.racks
+        for key, d in dests:  # walked far past the few tried: kept to local look-ups
+            if move and count.get(d, 0) >= hi:
                 continue
             room = -key  # ``self.room(d)``: the order is kept current (``reorder``)
             # most room first: once a move (a swap: any change) cannot help, no later one does
-            if tries >= DESTS or room <= EPS or (kind == "move" and c - room >= min(c, excess)):
+            if tries >= DESTS or room <= EPS or (move and c - room >= min(c, excess)):
                 break
             if d in r:
                 continue
-            moved = [d if x == b else x for x in r]
-            rack = p.racks.get(d)
-            if rack not in kept:
-                kept[rack] = p.racks_kept(k, moved)
+            rack = racks.get(d)
+            ok = kept.get(rack)
+            if ok is None:
+                ok = kept[rack] = p.racks_kept(k, [d if x == b else x for x in r])
             # dests are placeable: with racks kept, ``fits`` asks the limits alone
-            if not kept[rack] or not p.room_for(k, (d,)):
+            if not ok or not p.room_for(k, (d,)):
                 continue
+            moved = [d if x == b else x for x in r]
             tries += 1
             if self.s.attempt([(k, moved)]) if kind == "move" else self.swap(b, d, k, c, moved):
                 return True
