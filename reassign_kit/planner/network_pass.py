@@ -23,6 +23,7 @@ import bisect
 import itertools
 import math
 import operator
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -77,8 +78,9 @@ class Placement:
         # replicas a call per partition costs more than the pass itself
         self.cur = {r: dict.fromkeys(self.racks, 0.0) for r in RESOURCES}
         nin, nout, lead = self.cur["network_in"], self.cur["network_out"], self.cur["leader_load"]
-        count, on = dict(self.background_count), self.on
-        bytes_on = dict(self.background_bytes)
+        on, bytes_on = self.on, dict(self.background_bytes)
+        count = Counter(self.background_count)  # plus every replica listed, counted in C
+        count.update(itertools.chain.from_iterable(self.reps.values()))
         load, size, zero = self.load, self.size, (0.0, 0.0)
         for k, r in self.reps.items():
             if not r:
@@ -89,7 +91,6 @@ class Placement:
             entry = (lk, r)
             for b in r:
                 nin[b] = nin.get(b, 0.0) + produce
-                count[b] = count.get(b, 0) + 1
                 bytes_on[b] = bytes_on.get(b, 0) + n
                 held = on.get(b)
                 if held is None:
@@ -98,7 +99,7 @@ class Placement:
             nout[r[0]] = nout.get(r[0], 0.0) + fetch + produce * (len(r) - 1)
             lead[r[0]] = lead.get(r[0], 0.0) + produce
         add_loads(self.cur, self.background)
-        self.count, self.bytes_on = count, bytes_on
+        self.count, self.bytes_on = dict(count), bytes_on
         vals = [self.count.get(b, 0) for b in self.holders]
         if vals:
             self.band = (min(vals) - 1, max(vals) + 1)
