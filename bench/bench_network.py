@@ -12,15 +12,29 @@ the network goals were met.
 
 On Spark the count passes run on Spark from the snapshot's Parquet and the network pass on the
 driver (as ``plan --engine spark``); the plan must be the one made in process.
+
+    RK_BENCH_NETWORK_ONLY=1 RK_BENCH_ENGINE=spark RK_BENCH_SIZES=3000000 RK_BENCH_BROKERS=250 \
+        PYSPARK_SUBMIT_ARGS="--driver-memory 6g pyspark-shell" \
+        flock /tmp/bigbench.lock .venv/bin/python bench/bench_network.py
+
+``RK_BENCH_NETWORK_ONLY=1``: the network plan alone (no count-only plan, no in-process plan to
+compare with), timed by stage (the pipeline's ``timings``; "other": reading the snapshot on the
+driver, the report, the growth rates), with the CPU of the whole process tree (driver, Spark's
+JVM, its Python workers while they live). ``RK_BENCH_BROKERS``: the broker count (else
+replicas / 8000, 6 to 120). ``RK_BENCH_TRACE_EVERY=S``: every S seconds the stack of every
+thread on stderr (where a long run spends its time, even one cut short by a timeout).
 """
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import random
 import shutil
 import tempfile
 import time
+
+import psutil
 
 from reassign_kit.api import plan as make_plan
 from reassign_kit.planner.network import broker_loads
@@ -31,11 +45,12 @@ from reassign_kit.snapshot.snapshot import Snapshot
 
 SIZES = [int(x) for x in os.environ.get("RK_BENCH_SIZES", "30000,150000").split(",")]
 ENGINE = os.environ.get("RK_BENCH_ENGINE", "local")
+BROKERS = int(os.environ.get("RK_BENCH_BROKERS", "0"))
 
 
 def generate(replicas: int, seed: int = 7) -> Snapshot:
     rng = random.Random(seed)
-    n_brokers = max(6, min(120, replicas // 8000))
+    n_brokers = BROKERS or max(6, min(120, replicas // 8000))
     n_brokers -= n_brokers % 3
     racks = {b: "abc"[b % 3] for b in range(1, n_brokers + 1)}
     by_rack = {r: [b for b in racks if racks[b] == r] for r in "abc"}
@@ -91,7 +106,63 @@ def timed(snap: Snapshot, balance: str, source: Snapshot | str, engine: str):
     return result, time.perf_counter() - w, time.process_time() - c, problems
 
 
+def tree_cpu() -> float:
+    """CPU seconds of this process and its live descendants (a child that exited is gone)."""
+    me = psutil.Process()
+    total = 0.0
+    for proc in [me, *me.children(recursive=True)]:
+        try:
+            t = proc.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            continue
+    return total
+
+
+def network_only(size: int) -> None:
+    """One network plan at ``size``, on ``ENGINE``, timed by stage."""
+    every = float(os.environ.get("RK_BENCH_TRACE_EVERY", "0"))
+    if every > 0:
+        faulthandler.dump_traceback_later(every, repeat=True)
+    t0 = time.perf_counter()
+    snap = generate(size)
+    source: Snapshot | str = snap
+    if ENGINE == "spark":
+        from reassign_kit.spark.session import get_spark
+
+        source = os.path.join(tempfile.mkdtemp(prefix="rk-bench-net-"), "s.parquet")
+        snap.write(source)
+        get_spark("local[2]")  # started before the clock, as a session would be
+    print(f"generated {snap.replica_count()} replicas in {time.perf_counter() - t0:.1f} s")
+    w, c, tc = time.perf_counter(), time.process_time(), tree_cpu()
+    result = make_plan(
+        source, balance="replicas,leaders,network", engine=ENGINE, spark_master="local[2]"
+    )
+    pw, pc, ptc = time.perf_counter() - w, time.process_time() - c, tree_cpu() - tc
+    w, c = time.perf_counter(), time.process_time()
+    problems = plan_problems_offline(result.plan, snap)
+    vw, vc = time.perf_counter() - w, time.process_time() - c
+    assert not problems, problems[:3]
+    stages = {k: round(v, 1) for k, v in result.timings.items()}
+    other = pw - result.timings.get("plan_s", 0.0) - result.timings["network_s"]
+    if ENGINE != "spark":
+        other = pw - sum(v for k, v in result.timings.items() if k.endswith("_s"))
+    ng = result.report()["network_goal"]
+    print(
+        f"{snap.replica_count()} replicas, {len(snap.brokers)} brokers, {ENGINE}: plan wall "
+        f"{pw:.1f} s, CPU {pc:.1f} s (driver) / {ptc:.1f} s (process tree); validate wall "
+        f"{vw:.1f} s, CPU {vc:.1f} s; {len(result.plan)} moves; goals met {ng['met']}\n"
+        f"  stages (wall s): {stages}; other {other:.1f}\n  load {os.getloadavg()}"
+    )
+    if ENGINE == "spark":
+        shutil.rmtree(os.path.dirname(source), ignore_errors=True)
+
+
 def main() -> None:
+    if os.environ.get("RK_BENCH_NETWORK_ONLY") == "1":
+        for size in SIZES:
+            network_only(size)
+        return
     print(
         f"{'replicas':>9} {'brokers':>7} {'count-only s (cpu)':>19} {'network s (cpu)':>17} "
         f"{'ratio':>6} {'moves':>13} {'in max/mean':>16} {'out max/mean':>16} {'met':>4}"

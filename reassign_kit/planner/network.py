@@ -33,6 +33,16 @@ def broker_loads(
 ) -> dict[str, dict[int, float]]:
     """Per resource, per broker: its load for ``(replicas, (produce, fetch))`` pairs."""
     out: dict[str, dict[int, float]] = {r: dict.fromkeys(brokers, 0.0) for r in RESOURCES}
+    add_loads(out, assignment)
+    return out
+
+
+def add_loads(
+    out: dict[str, dict[int, float]],
+    assignment: Iterable[tuple[Sequence[int], tuple[float, float]]],
+) -> None:
+    """``out`` (resource -> broker -> bytes/s) with the loads of ``assignment`` added, in its
+    order (the same order gives the same sums to the last bit)."""
     nin, nout, lead = out["network_in"], out["network_out"], out["leader_load"]
     for reps, (produce, fetch) in assignment:
         if not reps:
@@ -41,7 +51,6 @@ def broker_loads(
             nin[b] = nin.get(b, 0.0) + produce
         nout[reps[0]] = nout.get(reps[0], 0.0) + fetch + produce * (len(reps) - 1)
         lead[reps[0]] = lead.get(reps[0], 0.0) + produce
-    return out
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,13 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+import operator
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 
-from .network import RESOURCES, Goals, broker_loads
+from .network import RESOURCES, Goals, add_loads
 from .rules import Capacity
 
 EPS = 1e-6  # bytes/s: an improvement smaller than this is rounding
@@ -34,9 +36,10 @@ DESTS = 8  # brokers with most room a partition's move is tried to
 SWAP_COLD = 4  # swap partners tried per destination
 FOLLOWERS = 256  # followers a broker lists as swap partners for network out and leader load
 GIVE_UP = 32  # partitions in a row a broker fails to shed before the pass leaves it
-NO_CHANGE: Mapping[str, Mapping[int, float]] = {r: {} for r in RESOURCES}
 FIRST = itemgetter(0)
 SECOND = itemgetter(1)
+Key = tuple[str, int]  # a partition: (topic, partition)
+Held = tuple[tuple[float, float], list[int]]  # a partition on a broker: its load, its replicas
 ROUNDS = 50  # each round's changes strictly bring the goals nearer; this only bounds it
 EXHAUSTIVE_MAX = 200_000  # placements; beyond, the greedy result stands
 
@@ -60,52 +63,76 @@ class Placement:
     goals: Goals
     capacity: Capacity | None = None
     band: tuple[int, int] = (0, 1 << 62)
+    # each partition's replicas when the pass began (its rack count: a floor, read on demand)
+    start: dict[tuple[str, int], list[int]] = field(default_factory=dict)
     min_racks: dict[tuple[str, int], int] = field(default_factory=dict)
     cur: dict[str, dict[int, float]] = field(default_factory=dict)
     count: dict[int, int] = field(default_factory=dict)
     bytes_on: dict[int, int] = field(default_factory=dict)
-    # each broker's partitions, in the order they came (a dict: the same order every run)
-    on: dict[int, dict[tuple[str, int], None]] = field(default_factory=dict)
+    # each broker's partitions, in the order they came (a dict: the same order every run),
+    # each with its (produce, fetch) and present replicas: its lists read them in one walk
+    on: dict[int, dict[tuple[str, int], Held]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.min_racks = {k: self.rack_count(r) for k, r in self.reps.items()}
-        pairs = [(r, self.load.get(k, (0.0, 0.0))) for k, r in self.reps.items()]
-        self.cur = broker_loads(pairs + self.background, self.racks)
-        self.count = dict(self.background_count)
-        self.bytes_on = dict(self.background_bytes)
+        # one walk over the partitions for loads, counts, bytes and holdings: at a million
+        # replicas a call per partition costs more than the pass itself
+        self.cur = {r: dict.fromkeys(self.racks, 0.0) for r in RESOURCES}
+        nin, nout, lead = self.cur["network_in"], self.cur["network_out"], self.cur["leader_load"]
+        on, bytes_on = self.on, dict(self.background_bytes)
+        count = Counter(self.background_count)  # plus every replica listed, counted in C
+        count.update(itertools.chain.from_iterable(self.reps.values()))
+        load, size, zero = self.load, self.size, (0.0, 0.0)
         for k, r in self.reps.items():
-            self._account(k, r, +1)
+            if not r:
+                continue
+            lk = load.get(k, zero)
+            produce, fetch = lk
+            n = size.get(k, 0)
+            entry = (lk, r)
+            for b in r:
+                nin[b] = nin.get(b, 0.0) + produce
+                bytes_on[b] = bytes_on.get(b, 0) + n
+                held = on.get(b)
+                if held is None:
+                    held = on[b] = {}
+                held[k] = entry
+            nout[r[0]] = nout.get(r[0], 0.0) + fetch + produce * (len(r) - 1)
+            lead[r[0]] = lead.get(r[0], 0.0) + produce
+        add_loads(self.cur, self.background)
+        self.count, self.bytes_on = dict(count), bytes_on
         vals = [self.count.get(b, 0) for b in self.holders]
         if vals:
             self.band = (min(vals) - 1, max(vals) + 1)
 
-    def _account(self, k: tuple[str, int], reps: Sequence[int], sign: int) -> None:
-        for b in reps:
-            self.count[b] = self.count.get(b, 0) + sign
-            self.bytes_on[b] = self.bytes_on.get(b, 0) + sign * self.size.get(k, 0)
-            held = self.on.setdefault(b, {})
-            if sign > 0:
-                held[k] = None
-            else:
-                held.pop(k, None)
-
-    def _loads_of(self, k: tuple[str, int], reps: Sequence[int], sign: int) -> None:
-        produce, fetch = self.load.get(k, (0.0, 0.0))
+    def _apply(self, k: tuple[str, int], reps: Sequence[int], sign: int) -> None:
+        """``k`` on ``reps`` added to (``sign`` 1) or taken from (-1) the brokers' loads,
+        counts, bytes and holdings."""
         if not reps:
             return
-        nin, nout, lead = self.cur["network_in"], self.cur["network_out"], self.cur["leader_load"]
+        lk = self.load.get(k, (0.0, 0.0))
+        produce, fetch = lk
+        n = sign * self.size.get(k, 0)
+        entry = (lk, reps)
+        count, bytes_on, on = self.count, self.bytes_on, self.on
+        nin = self.cur["network_in"]
         for b in reps:
+            count[b] = count.get(b, 0) + sign
+            bytes_on[b] = bytes_on.get(b, 0) + n
+            held = on.setdefault(b, {})
+            if sign > 0:
+                held[k] = entry
+            else:
+                held.pop(k, None)
             nin[b] = nin.get(b, 0.0) + sign * produce
-        nout[reps[0]] = nout.get(reps[0], 0.0) + sign * (fetch + produce * (len(reps) - 1))
-        lead[reps[0]] = lead.get(reps[0], 0.0) + sign * produce
+        h, nout, lead = reps[0], self.cur["network_out"], self.cur["leader_load"]
+        nout[h] = nout.get(h, 0.0) + sign * (fetch + produce * (len(reps) - 1))
+        lead[h] = lead.get(h, 0.0) + sign * produce
 
     def assign(self, k: tuple[str, int], new: list[int]) -> None:
-        old = self.reps[k]
-        self._account(k, old, -1)
-        self._loads_of(k, old, -1)
+        self.start.setdefault(k, self.reps[k])
+        self._apply(k, self.reps[k], -1)
         self.reps[k] = new
-        self._account(k, new, +1)
-        self._loads_of(k, new, +1)
+        self._apply(k, new, +1)
 
     def rack_count(self, reps: Sequence[int]) -> int:
         racks = set(map(self.racks.get, reps))
@@ -127,8 +154,17 @@ class Placement:
     def fits(self, key: tuple[str, int], new: Sequence[int], old: Sequence[int]) -> bool:
         """``key`` may go from ``old`` to ``new``: racks, cordons, disk and replica limits."""
         added = set(new).difference(old)
-        if not added <= self.placeable or self.rack_count(new) < self.min_racks[key]:
-            return False
+        return added <= self.placeable and self.racks_kept(key, new) and self.room_for(key, added)
+
+    def racks_kept(self, key: tuple[str, int], new: Sequence[int]) -> bool:
+        """``new`` on no fewer racks than ``key`` was when the pass began."""
+        floor = self.min_racks.get(key)
+        if floor is None:
+            floor = self.min_racks[key] = self.rack_count(self.start.get(key, self.reps[key]))
+        return self.rack_count(new) >= floor
+
+    def room_for(self, key: tuple[str, int], added: Iterable[int]) -> bool:
+        """Each of ``added`` within its disk and replica limits holding ``key`` too."""
         return self.capacity is None or all(self._within(b, key) for b in added)
 
     def _within(self, b: int, key: tuple[str, int]) -> bool:
@@ -152,22 +188,22 @@ def contribution(p: Placement, k: tuple[str, int], b: int, res: str) -> float:
     return fetch + produce * (len(reps) - 1) if res == "network_out" else produce
 
 
-def contributions(p: Placement, keys, b: int, res: str) -> list[tuple[float, tuple[str, int]]]:
-    """``(contribution(p, k, b, res), k)`` for each of ``keys`` (but at most ``FOLLOWERS`` of
-    the zeros), inline: a pass lists the partitions on the brokers it works on."""
-    load, reps, zero = p.load, p.reps, (0.0, 0.0)
+def contributions(p: Placement, held: Mapping, b: int, res: str) -> list[tuple[float, Key]]:
+    """``(contribution(p, k, b, res), k)`` for each partition ``held`` on ``b`` (but at most
+    ``FOLLOWERS`` of the zeros): read from what ``held`` carries, mapped in C, since a list is
+    thousands long at scale and a look-up per partition costs more than the rest."""
+    keys, entries = list(held), list(held.values())
     if res == "network_in":
-        return [(load.get(k, zero)[0], k) for k in keys]
+        return list(zip(map(FIRST, map(FIRST, entries)), keys, strict=True))
+    leads = list(map(b.__eq__, map(FIRST, map(SECOND, entries))))
     # followers add nothing out and no leader load: a few serve as swap partners, and a
     # partner that arrives later is told (``Scorer.attempt``)
-    out = [(0.0, k) for k in itertools.islice((k for k in keys if reps[k][0] != b), FOLLOWERS)]
-    led = [k for k in keys if reps[k][0] == b]
+    follows = itertools.compress(keys, map(operator.not_, leads))
+    out = [(0.0, k) for k in itertools.islice(follows, FOLLOWERS)]
+    led = itertools.compress(held.items(), leads)
     if res == "leader_load":
-        return out + [(load.get(k, zero)[0], k) for k in led]
-    for k in led:
-        produce, fetch = load.get(k, zero)
-        out.append((fetch + produce * (len(reps[k]) - 1), k))
-    return out
+        return out + [(lk[0], k) for k, (lk, _) in led]
+    return out + [(lk[1] + lk[0] * (len(r) - 1), k) for k, (lk, r) in led]
 
 
 @dataclass
@@ -181,6 +217,7 @@ class Scorer:
     # (resource, broker) -> its partitions by what they add to it, least first: listed once,
     # told of every arrival, so an entry may be stale (checked when used) but none is missing
     ranks: dict[tuple[str, int], list[tuple[float, tuple[str, int]]]] = field(default_factory=dict)
+    touched: set[int] = field(default_factory=set)  # the brokers the last change made touched
 
     def __post_init__(self) -> None:
         self.targets = self.p.goals.targets(self.p.cur)
@@ -195,56 +232,76 @@ class Scorer:
             out.append((res, limit))
         return out
 
-    def over(self, brokers: set[int], delta: Mapping[str, Mapping[int, float]]) -> list[float]:
-        """The excess summed over ``brokers`` with ``delta`` added to their loads, per goal in
-        priority order (as ``Goals.excess``)."""
-        cur, goals = self.p.cur, self.p.goals
-        out = [0.0] * (1 + len(goals.balance))
+    def over(
+        self, brokers: set[int], delta: Mapping[str, Mapping[int, float]]
+    ) -> tuple[list[float], list[float]]:
+        """The excess summed over ``brokers`` as they are and with ``delta`` added to their
+        loads, per goal in priority order (as ``Goals.excess``)."""
+        cur, goals, allowed, holders = self.p.cur, self.p.goals, self.allowed, self.p.holders
+        was = [0.0] * (1 + len(goals.balance))
+        now = list(was)
         for b in brokers:
             for res, caps in goals.limits.items():
                 if b in caps:
-                    v = cur[res].get(b, 0.0) + delta[res].get(b, 0.0)
-                    out[0] += max(0.0, v - caps[b])
+                    v = cur[res].get(b, 0.0)
+                    was[0] += max(0.0, v + 0.0 - caps[b])
+                    now[0] += max(0.0, v + delta[res].get(b, 0.0) - caps[b])
             for i, res in enumerate(goals.balance, 1):
-                v = cur[res].get(b, 0.0) + delta[res].get(b, 0.0)
-                if b in self.allowed:
-                    out[i] += max(0.0, v - self.targets[res][b])
-                elif b in self.p.holders:
-                    out[i] += v
-        return out
+                v = cur[res].get(b, 0.0)
+                d = delta[res].get(b, 0.0)
+                if b in allowed:
+                    t = self.targets[res][b]
+                    was[i] += max(0.0, v + 0.0 - t)
+                    now[i] += max(0.0, v + d - t)
+                elif b in holders:
+                    was[i] += v + 0.0
+                    now[i] += v + d
+        return was, now
 
     def attempt(self, change: list[tuple[tuple[str, int], list[int]]]) -> bool:
         """Make ``change`` if it keeps the rules and brings the goals strictly nearer, in
         priority order; else leave the placement as it was. Scored on the loads it would
         leave, so a refused change costs no bookkeeping."""
         p = self.p
-        delta: dict[str, dict[int, float]] = {r: {} for r in RESOURCES}
+        load, zero = p.load, (0.0, 0.0)
+        nin: dict[int, float] = {}
+        nout: dict[int, float] = {}
+        lead: dict[int, float] = {}
         counts: dict[int, int] = {}
         for k, new in change:
             was = p.reps[k]
             if not p.fits(k, new, was):
                 return False
+            produce, fetch = load.get(k, zero)
             for reps, sign in ((was, -1), (new, 1)):
-                for b, res, v in _loads_of(p, k, reps):
-                    delta[res][b] = delta[res].get(b, 0.0) + sign * v
-                for b in reps:
+                if not reps:
+                    continue
+                for b in reps:  # the loads ``k`` adds on ``reps`` (``Placement.assign``)
+                    nin[b] = nin.get(b, 0.0) + sign * produce
                     counts[b] = counts.get(b, 0) + sign
+                h = reps[0]
+                nout[h] = nout.get(h, 0.0) + sign * (fetch + produce * (len(reps) - 1))
+                lead[h] = lead.get(h, 0.0) + sign * produce
         lo, hi = p.band
-        if any(not lo <= p.count.get(b, 0) + n <= hi for b, n in counts.items() if b in p.holders):
-            return False
+        count, holders = p.count, p.holders
+        for b, n in counts.items():
+            if b in holders and not lo <= count.get(b, 0) + n <= hi:
+                return False
         touched = set(counts)  # every broker whose loads change holds or held a replica
-        if not _nearer(self.over(touched, NO_CHANGE), self.over(touched, delta)):
+        delta = {"network_in": nin, "network_out": nout, "leader_load": lead}
+        if not _nearer(*self.over(touched, delta)):
             return False
+        self.touched = touched
+        ranks = self.ranks
         for k, new in change:
             for b in set(p.reps[k]).difference(new):
                 self.forget(k, b)
             p.assign(k, new)
             for b in new:
                 for res in RESOURCES:
-                    if (res, b) in self.ranks:
-                        bisect.insort(
-                            self.ranks[(res, b)], (contribution(p, k, b, res), k), key=FIRST
-                        )
+                    got = ranks.get((res, b))
+                    if got is not None:
+                        bisect.insort(got, (contribution(p, k, b, res), k), key=FIRST)
         return True
 
     def forget(self, k: tuple[str, int], b: int) -> None:
@@ -267,20 +324,9 @@ class Scorer:
         they came to ``b``, the same every run)."""
         got = self.ranks.get((res, b))
         if got is None:
-            got = sorted(contributions(self.p, self.p.on.get(b, ()), b, res), key=FIRST)
+            got = sorted(contributions(self.p, self.p.on.get(b, {}), b, res), key=FIRST)
             self.ranks[(res, b)] = got
         return got
-
-
-def _loads_of(p: Placement, k: tuple[str, int], reps: Sequence[int]):
-    """(broker, resource, bytes/s) that ``k`` adds when placed on ``reps``."""
-    produce, fetch = p.load.get(k, (0.0, 0.0))
-    if not reps:
-        return
-    for b in reps:
-        yield b, "network_in", produce
-    yield reps[0], "network_out", fetch + produce * (len(reps) - 1)
-    yield reps[0], "leader_load", produce
 
 
 def _nearer(before: Sequence[float], after: Sequence[float]) -> bool:
@@ -301,18 +347,31 @@ class Shedding:
     s: Scorer
     res: str
     limit: dict[int, float]
+    order: list[tuple[float, int]] = field(default_factory=list)  # ``dests``, kept
+    at: dict[int, tuple[float, int]] = field(default_factory=dict)  # each broker's entry
 
     def room(self, d: int) -> float:
         return self.limit.get(d, math.inf) - self.s.p.cur[self.res].get(d, 0.0)
 
-    def dests(self) -> list[int]:
-        """The placeable brokers, most room under their limit first."""
+    def dests(self) -> list[tuple[float, int]]:
+        """(minus the room, broker) for each placeable broker, most room first."""
         cur, limit, inf = self.s.p.cur[self.res], self.limit, math.inf
-        # (minus the room, broker) sorted: the order of ``room`` without a call per broker
-        return [
-            d
-            for _, d in sorted((cur.get(d, 0.0) - limit.get(d, inf), d) for d in self.s.p.placeable)
-        ]
+        self.order = sorted((cur.get(d, 0.0) - limit.get(d, inf), d) for d in self.s.p.placeable)
+        self.at = {d: e for e in self.order for d in (e[1],)}
+        return self.order
+
+    def reorder(self) -> list[tuple[float, int]]:
+        """``dests`` after a change: only the brokers it touched re-placed (the same order a
+        full sort gives: each entry names its broker, so no two are equal)."""
+        cur, limit, order, at = self.s.p.cur[self.res], self.limit, self.order, self.at
+        for d in self.s.touched:
+            was = at.get(d)
+            if was is None:
+                continue  # not placeable
+            del order[bisect.bisect_left(order, was)]
+            at[d] = e = (cur.get(d, 0.0) - limit.get(d, math.inf), d)
+            bisect.insort(order, e)
+        return order
 
     def run(self, kind: str) -> int:
         p, res = self.s.p, self.res
@@ -331,12 +390,14 @@ class Shedding:
                     continue  # changed since listed
                 if self.shed_one(kind, b, k, c, dests):
                     done, failed = done + 1, 0
-                    dests = self.dests()
+                    dests = self.reorder()
                 else:
                     failed += 1
         return done
 
-    def shed_one(self, kind: str, b: int, k: tuple[str, int], c: float, dests: list[int]) -> bool:
+    def shed_one(
+        self, kind: str, b: int, k: tuple[str, int], c: float, dests: list[tuple[float, int]]
+    ) -> bool:
         r, excess = self.s.p.reps[k], -self.room(b)
         if kind == "leader":
             for f in sorted(r[1:], key=lambda f: (-self.room(f), f)):
@@ -349,16 +410,25 @@ class Shedding:
         lo, hi = p.band
         if kind == "move" and p.count.get(b, 0) <= lo:
             return False  # a move off ``b`` would leave it below the count band
-        for d in dests:
-            if kind == "move" and p.count.get(d, 0) >= hi:
+        kept: dict[str | None, bool] = {}  # the racks a move keeps hang on its rack alone
+        move, count, racks = kind == "move", p.count, p.racks
+        for key, d in dests:  # walked far past the few tried: kept to local look-ups
+            if move and count.get(d, 0) >= hi:
                 continue
-            room = self.room(d)
+            room = -key  # ``self.room(d)``: the order is kept current (``reorder``)
             # most room first: once a move (a swap: any change) cannot help, no later one does
-            if tries >= DESTS or room <= EPS or (kind == "move" and c - room >= min(c, excess)):
+            if tries >= DESTS or room <= EPS or (move and c - room >= min(c, excess)):
                 break
-            moved = [d if x == b else x for x in r]
-            if d in r or not p.fits(k, moved, r):
+            if d in r:
                 continue
+            rack = racks.get(d)
+            ok = kept.get(rack)
+            if ok is None:
+                ok = kept[rack] = p.racks_kept(k, [d if x == b else x for x in r])
+            # dests are placeable: with racks kept, ``fits`` asks the limits alone
+            if not ok or not p.room_for(k, (d,)):
+                continue
+            moved = [d if x == b else x for x in r]
             tries += 1
             if self.s.attempt([(k, moved)]) if kind == "move" else self.swap(b, d, k, c, moved):
                 return True

@@ -6,7 +6,14 @@ the same rows — give the same network plan."""
 
 from __future__ import annotations
 
+import gc
 import heapq
+import itertools
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from operator import itemgetter
 
 from ..errors import UsageError
 from ..snapshot.snapshot import Snapshot
@@ -19,6 +26,7 @@ from .report import PlanResult
 from .rows import Changed
 
 SHOWN = 10
+KEY = itemgetter(0, 1)  # a row's (topic, partition)
 
 
 def require_loads(snap: Snapshot) -> None:
@@ -39,81 +47,134 @@ def require_loads(snap: Snapshot) -> None:
         )
 
 
-def _led_first(p) -> list[int]:
-    """The replicas with the recorded leader first (the state now), else as listed."""
-    reps = list(p.replicas)
-    if p.leader is not None and p.leader in reps:
-        reps.remove(p.leader)
-        reps.insert(0, p.leader)
-    return reps
+@dataclass
+class Inputs:
+    """What the pass starts from, read in one walk over the snapshot's partitions: each
+    partition's load, size and replicas after the count passes, the movable ones (by key, in
+    key order) apart from the fixed background, and each broker's loads now (``before``: the
+    recorded leader first, as ``broker_loads`` sums them, partition by partition)."""
+
+    load: dict[tuple[str, int], tuple[float, float]]
+    size: dict[tuple[str, int], int]
+    was: dict[tuple[str, int], Sequence[int]]  # the replicas now of those the passes moved
+    reps: dict[tuple[str, int], list[int]]
+    background: list[tuple[Sequence[int], tuple[float, float]]]
+    background_bytes: dict[int, int]
+    background_count: dict[int, int]
+    before: dict[str, dict[int, float]]
+
+    @classmethod
+    def of(
+        cls, snap: Snapshot, changed: Sequence[Changed], excluded: Mapping, brokers: Iterable[int]
+    ) -> Inputs:
+        new_of = {(t, part): new for t, part, _old, new, _size in changed}
+        load, size, was, movable = {}, {}, {}, {}
+        background, bg_bytes, bg_count = [], {}, {}
+        before = broker_loads((), brokers)
+        nin, nout, lead = before["network_in"], before["network_out"], before["leader_load"]
+        for p in snap.partitions:
+            k = (p.topic, p.partition)
+            load[k] = lk = (produce, fetch) = (p.load.produce_bytes_s, p.load.fetch_bytes_s)
+            size[k] = n = p.size_bytes
+            now = p.replicas
+            if now:  # the loads now: the recorded leader leads (else the first listed)
+                h = p.leader if p.leader is not None and p.leader in now else now[0]
+                for b in now:
+                    nin[b] = nin.get(b, 0.0) + produce
+                nout[h] = nout.get(h, 0.0) + fetch + produce * (len(now) - 1)
+                lead[h] = lead.get(h, 0.0) + produce
+            new = new_of.get(k)
+            if new is not None:
+                was[k] = now
+            reps = list(now if new is None else new)
+            if p.topic not in excluded:
+                movable[k] = reps
+                continue
+            background.append((reps, lk))
+            for b in reps:
+                bg_bytes[b] = bg_bytes.get(b, 0) + n
+                bg_count[b] = bg_count.get(b, 0) + 1
+        keys = list(movable)
+        order = sorted(keys)  # a snapshot lists them in key order: then nothing to rebuild
+        reps = movable if order == keys else {k: movable[k] for k in order}
+        return cls(load, size, was, reps, background, bg_bytes, bg_count, before)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cycle collector off for the pass, back as it was after: the pass makes no
+    cycles, and each collection would walk every object of a million-replica snapshot."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def balance_network(result: PlanResult, snap: Snapshot, params: PlanParams) -> PlanResult:
     """``result`` with the network goals of ``params.balance`` met where they can be."""
+    with collector_paused():
+        return _balanced(result, snap, params)
+
+
+def _balanced(result: PlanResult, snap: Snapshot, params: PlanParams) -> PlanResult:
+    t = time.perf_counter()
     require_loads(snap)
     prep = result.prepared
     ctx = prep.ctx
-    selected, _ = snap.select(params.topic_filter)
-    movable = {(p.topic, p.partition) for p in selected.partitions}
-    keys = sorted(movable)
-    original = {(p.topic, p.partition): p for p in snap.partitions}
-    final = {k: list(p.replicas) for k, p in original.items()}
-    for t, part, _old, new, _size in result.changed:
-        final[(t, part)] = list(new)
-    load = {
-        (p.topic, p.partition): (p.load.produce_bytes_s, p.load.fetch_bytes_s)
-        for p in snap.partitions
-    }
-    size = {(p.topic, p.partition): p.size_bytes for p in snap.partitions}
-    background = [(final[k], load[k]) for k in final if k not in movable]
-    bg_bytes: dict[int, int] = {}
-    bg_count: dict[int, int] = {}
-    for k in final:
-        if k not in movable:
-            for b in final[k]:
-                bg_bytes[b] = bg_bytes.get(b, 0) + size[k]
-                bg_count[b] = bg_count.get(b, 0) + 1
+    _, excluded = snap.select(params.topic_filter)
+    got = Inputs.of(snap, result.changed, excluded, ctx.racks)
+    load = got.load
     goals = Goals.of(ctx.allowed, params.capacity, params.balance, params.network_tolerance)
     placement = Placement(
-        reps={k: final[k] for k in keys},
+        reps=got.reps,
         load=load,
-        size=size,
-        background=background,
-        background_bytes=bg_bytes,
-        background_count=bg_count,
+        size=got.size,
+        background=got.background,
+        background_bytes=got.background_bytes,
+        background_count=got.background_count,
         racks=ctx.racks,
         placeable=frozenset(ctx.placeable),
         holders=frozenset(ctx.allowed),
         goals=goals,
         capacity=params.capacity,
     )
-    before = broker_loads(
-        ((_led_first(p), load[(p.topic, p.partition)]) for p in snap.partitions), ctx.racks
-    )
-    start = {k: list(v) for k, v in placement.reps.items()}
     solve(placement)
-    steps = sum(placement.reps[k] != start[k] for k in start)
-    changed = [
-        Changed(t, part, list(was.replicas), list(placement.reps[(t, part)]), was.size_bytes)
-        for (t, part) in keys
-        if list((was := original[(t, part)]).replicas) != placement.reps[(t, part)]
-    ]
+    final, start = placement.reps, placement.start
+    steps = [k for k, was in start.items() if final[k] != was]  # ``start``: those it changed
+    differ = sorted(set(steps).union(k for k in map(KEY, result.changed) if k in final))
+    changed = []
+    for k in differ:  # as the snapshot has it: moved by the count passes, else as it began
+        was = got.was[k] if k in got.was else start[k]
+        if list(was) != final[k]:
+            changed.append(Changed(*k, list(was), list(final[k]), got.size[k]))
     out = finish(changed, prep, None)
-    out.leader_balance, out.excluded, out.timings = (
-        result.leader_balance,
-        result.excluded,
-        result.timings,
-    )
+    out.leader_balance, out.excluded = result.leader_balance, result.excluded
     after = broker_loads(  # afresh: the pass kept its totals by additions
-        [(r, load[k]) for k, r in placement.reps.items()] + background, ctx.racks
+        itertools.chain(((r, load[k]) for k, r in final.items()), got.background), ctx.racks
     )
-    hottest = heapq.nsmallest(  # the report names the first few only
+    out.network = network_report(
+        got.before, after, goals, goals.unmet(after), hottest(load), len(steps)
+    )
+    out.timings = {**result.timings, "network_s": time.perf_counter() - t}
+    return out
+
+
+def hottest(load: Mapping[tuple[str, int], tuple[float, float]]) -> list:
+    """The ``HOTTEST`` partitions by produce + fetch, as ``(name, produce, fetch)`` (ties: by
+    name): only those as hot as the ``HOTTEST``-th are named, not every partition."""
+    sums = [p + c for p, c in load.values()]
+    if not sums:
+        return []
+    floor = heapq.nlargest(HOTTEST, sums)[-1]
+    hot = itertools.compress(load.items(), map(floor.__le__, sums))
+    return heapq.nsmallest(
         HOTTEST,
-        ((f"{t}-{part}", *load[(t, part)]) for t, part in load),
+        ((f"{t}-{part}", *pc) for (t, part), pc in hot),
         key=lambda h: (-(h[1] + h[2]), h[0]),
     )
-    out.network = network_report(before, after, goals, goals.unmet(after), hottest, steps)
-    return out
 
 
 def wants_network(balance: tuple[str, ...]) -> bool:
