@@ -119,6 +119,19 @@ def tree_cpu() -> float:
     return total
 
 
+def source_of(snap: Snapshot) -> Snapshot | str:
+    """What the planner reads: the snapshot itself, or on Spark its Parquet (the session
+    started before any clock, as a user's would be)."""
+    if ENGINE != "spark":
+        return snap
+    from reassign_kit.spark.session import get_spark
+
+    source = os.path.join(tempfile.mkdtemp(prefix="rk-bench-net-"), "s.parquet")
+    snap.write(source)
+    get_spark("local[2]")
+    return source
+
+
 def network_only(size: int) -> None:
     """One network plan at ``size``, on ``ENGINE``, timed by stage."""
     every = float(os.environ.get("RK_BENCH_TRACE_EVERY", "0"))
@@ -126,13 +139,7 @@ def network_only(size: int) -> None:
         faulthandler.dump_traceback_later(every, repeat=True)
     t0 = time.perf_counter()
     snap = generate(size)
-    source: Snapshot | str = snap
-    if ENGINE == "spark":
-        from reassign_kit.spark.session import get_spark
-
-        source = os.path.join(tempfile.mkdtemp(prefix="rk-bench-net-"), "s.parquet")
-        snap.write(source)
-        get_spark("local[2]")  # started before the clock, as a session would be
+    source = source_of(snap)
     print(f"generated {snap.replica_count()} replicas in {time.perf_counter() - t0:.1f} s")
     w, c, tc = time.perf_counter(), time.process_time(), tree_cpu()
     result = make_plan(
@@ -171,13 +178,7 @@ def main() -> None:
     make_plan(warm, balance="replicas,leaders,network", engine="local")
     for size in SIZES:
         snap = generate(size)
-        source: Snapshot | str = snap
-        if ENGINE == "spark":
-            from reassign_kit.spark.session import get_spark
-
-            source = os.path.join(tempfile.mkdtemp(prefix="rk-bench-net-"), "s.parquet")
-            snap.write(source)
-            get_spark("local[2]")  # started before the clock, as a session would be
+        source = source_of(snap)
         base, bw, bc, bp = timed(snap, "replicas,leaders", source, ENGINE)
         net, nw, nc, np_ = timed(snap, "replicas,leaders,network", source, ENGINE)
         assert not bp and not np_, (bp[:3], np_[:3])
