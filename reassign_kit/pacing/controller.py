@@ -104,8 +104,8 @@ MAX_JUMP = 4.0
 # A raise aims at no more than this share of the limit where the broker has no room: latency
 # linear in the rate reads worst x new / old, so doubling (slow start) from over half the limit
 # is a breach foretold. Kafka's replication quota keeps a breach's loud second in its 11-s
-# rhythm at any lower rate, so the pace must not overshoot in the first place: on the tight
-# ladder a decrease after 0-11 s of breach only added time over (bench/RESULTS.md).
+# rhythm at any lower rate, so the pace must not overshoot in the first place: a faster
+# decrease only adds time over.
 AIM = 0.9
 
 _SLO = re.compile(r"^\s*(\+)?\s*(\d+(?:\.\d+)?)\s*(ms|s)?\s*$", re.IGNORECASE)

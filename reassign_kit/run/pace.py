@@ -84,9 +84,9 @@ class Pace:
         # the start rate is written before the first move, as a static run's is: a quota idle
         # since its windows expired moves at the limit from the first second, where a ramp
         # from the floor let the fetchers take 2x the rate written (its windows fill as the
-        # limit rises) and left that surge in the quota's 11-s rhythm (bench/RESULTS.md,
-        # bench_pace_ladder). A resumed run goes on from the journaled pace: the rates written
-        # stay, the ramp goes on toward the controller's
+        # limit rises) and left that surge in the quota's 11-s rhythm. A resumed run goes on
+        # from the journaled pace: the rates written stay, the ramp goes on toward the
+        # controller's
         start = dict(self._pacer.rates)
         took = None if self._pace_memory is None else take_over(self._pace_memory, self._pacer)
         if took is not None:

@@ -99,8 +99,8 @@ def driver_conf(
 
 def jvm_conf(master: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The driver JVM's options this tool sets: in local mode, when the user's configuration
-    sets none, the C1 compiler alone (a local job is short, and C2's optimising costs more CPU
-    than it saves on two cores: 1.05M replicas took 70 s of CPU instead of 84, bench/RESULTS.md)."""
+    sets none, the C1 compiler alone: a local job is short, and C2's optimising costs more CPU
+    than it saves on a few cores."""
     env = os.environ if environ is None else environ
     if not is_local(master) or JAVA_OPTIONS in user_spark_conf(env):
         return {}
