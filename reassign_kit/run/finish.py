@@ -16,7 +16,7 @@ from ..errors import KafkaOperationError
 from ..model import TopicPartition
 from ..moves.results import RunResult
 from ..moves.table import MoveStatus
-from ..throttles.configs import current_throttles
+from ..throttles.configs import SETTLE_EVERY_S, SETTLE_ROUNDS, current_throttles
 from .gcpause import thaw_heap
 from .track import cancel_notes
 
@@ -28,10 +28,6 @@ CLEANUP_RETRY_EVERY_S = 3.0
 FINAL_ATTEMPTS = 5  # rounds of retries of each final step (each retried by the gateway too)
 OWED_ELECTION_ROUNDS = 5  # at the end: rounds of the elections still owed, a pause between
 OWED_ELECTION_PAUSE_S = 1.0
-# a broker applies a config change only once the controller's record reaches it, so a read
-# right after the cleanup may still show a removed rate: read again, this often, this long
-READ_BACK_SETTLE_EVERY_S = 0.5
-READ_BACK_SETTLE_ROUNDS = 30
 PENDING, READY, MOVING = MoveStatus.PENDING, MoveStatus.READY, MoveStatus.MOVING
 ROLLING_BACK = MoveStatus.ROLLING_BACK
 DONE, CANCELLED, FAILED = MoveStatus.DONE, MoveStatus.CANCELLED, MoveStatus.FAILED
@@ -212,7 +208,7 @@ class Finisher:
         topics, brokers = keeper.written_scope()
         if not topics and not brokers:
             return believed, None  # the run never wrote a throttle
-        for settle in range(READ_BACK_SETTLE_ROUNDS + 1):
+        for settle in range(SETTLE_ROUNDS + 1):
             try:
                 now = self._final(
                     lambda: current_throttles(self.shared.gw, sorted(topics), sorted(brokers)),
@@ -223,8 +219,8 @@ class Finisher:
             left = keeper.left_in(now)
             if now.get("unreachable") or not _not_in(left, believed):
                 break
-            if settle < READ_BACK_SETTLE_ROUNDS:
-                self.shared.gw.wrapped.sleep(READ_BACK_SETTLE_EVERY_S)
+            if settle < SETTLE_ROUNDS:  # a broker may not have applied the removal yet
+                self.shared.gw.wrapped.sleep(SETTLE_EVERY_S)
         unread = sorted(str(b) for b in now.get("unreachable") or {})
         if unread:
             left["unreachable"] = {str(b): str(e) for b, e in now["unreachable"].items()}

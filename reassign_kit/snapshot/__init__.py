@@ -3,5 +3,5 @@
 (``entries``) and the topic filters (``filter``); the partitions' load, sampled live
 (``sampler``, ``load``) or taken from a metrics history (``history``, ``prom_load``).
 
-May import: cluster (views, to take one), health (``fetch``: one bounded HTTP GET, for a
-Prometheus server's history), model, errors."""
+May import: cluster (views, to take one), health (``fetch``: one bounded HTTP GET, and
+``prom_answer``: a Prometheus answer's envelope, for a server's history), model, errors."""
