@@ -100,11 +100,15 @@ class MoveIndex:
         # the queue beyond what it simulates costs nothing per pending move at each sample
         self.pending_leaders = 0
         self.pending_copy = 0
+        self._copy: dict[TopicPartition, int] = {}  # each pending move's share of pending_copy
         # moves that left each status since its dict was last rebuilt (``moved``)
         self.left: dict[MoveStatus, int] = dict.fromkeys(MoveStatus, 0)
         # the counts by status, published whole after each change: read from any thread
-        # without a lock (a scrape, ``Run.status``), never half-way through a transition
-        self.snapshot: Mapping[str, int] = MappingProxyType(self.counts())
+        # without a lock (a scrape, ``Run.status``), never half-way through a transition. A
+        # published dict is never changed: each change publishes a changed copy (a status
+        # is a str, so the enum member finds its value's key)
+        self._counts: dict[str, int] = self.counts()
+        self.snapshot: Mapping[str, int] = MappingProxyType(self._counts)
 
     def add(self, ms: MoveState) -> None:
         ms.index = self
@@ -112,7 +116,7 @@ class MoveIndex:
         self.submitted += ms.submitted_at is not None
         if ms.status is MoveStatus.PENDING:
             self._tally(ms, 1)
-        self.snapshot = MappingProxyType(self.counts())
+        self._publish(None, ms.status)
 
     def moved(self, ms: MoveState, before: MoveStatus) -> None:
         was = self.by_status[before]
@@ -125,17 +129,32 @@ class MoveIndex:
             self.by_status[before] = dict(was)
             self.left[before] = 0
         self.by_status[ms.status][ms.tp] = ms
-        if before is MoveStatus.PENDING and ms.submitted_at is not None:
-            self.submitted += 1
         if before is MoveStatus.PENDING:
+            if ms.submitted_at is not None:
+                self.submitted += 1
             self._tally(ms, -1)
         if ms.status is MoveStatus.PENDING:
             self._tally(ms, 1)
-        self.snapshot = MappingProxyType(self.counts())
+        self._publish(before, ms.status)
+
+    def _publish(self, before: MoveStatus | None, after: MoveStatus) -> None:
+        """The counts after one move left ``before`` (None: added) for ``after``, published
+        as a new dict (two counts changed, not all of them counted again)."""
+        counts = self._counts.copy()
+        if before is not None:
+            counts[before] -= 1
+        counts[after] += 1
+        self._counts = counts
+        self.snapshot = MappingProxyType(counts)
 
     def _tally(self, ms: MoveState, sign: int) -> None:
         self.pending_leaders += sign * ms.item.moves_leader
-        self.pending_copy += sign * copy_bytes(ms)
+        if sign > 0:
+            self._copy[ms.tp] = n = copy_bytes(ms)
+        else:  # what it added when it became pending (its item and target do not change)
+            n = self._copy.pop(ms.tp, None)
+            n = copy_bytes(ms) if n is None else n
+        self.pending_copy += sign * n
 
     def of(self, *statuses: MoveStatus) -> list[MoveState]:
         return [ms for s in statuses for ms in self.by_status[s].values()]
@@ -148,7 +167,7 @@ class MoveIndex:
         return sum(len(self.by_status[s]) for s in statuses)
 
     def counts(self) -> dict[str, int]:
-        # published at every transition: the enum's ``value`` (a descriptor) read once
+        # the enum's ``value`` (a descriptor) read once, in STATUS_VALUES
         return {v: len(self.by_status[s]) for s, v in STATUS_VALUES}
 
 

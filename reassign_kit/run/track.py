@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from .shared import RunParts, RunState
 
 LOST_AFTER_POLLS = 3  # a move seen neither reassigning nor at its target this often is lost
+# a poll whose update completed this many moves or steps turns a wave over (their slots are
+# refilled in the same poll): a sample due then is taken at the next poll instead, so that
+# the heaviest poll of a run does not also carry the ETA's work (``Tracker.maybe_sample``)
+WAVE_MOVES = 256
 PENDING, READY, MOVING = MoveStatus.PENDING, MoveStatus.READY, MoveStatus.MOVING
 ROLLING_BACK = MoveStatus.ROLLING_BACK
 DONE, CANCELLED, FAILED = MoveStatus.DONE, MoveStatus.CANCELLED, MoveStatus.FAILED
@@ -34,12 +38,15 @@ class Tracker:
         # target brokers seen down at a sample -> (since when, why): not in the cluster's
         # broker list (stopped, fenced)
         self.down: dict[int, tuple[float, str]] = {}
+        self.turned = 0  # moves and steps the last ``update`` completed
+        self.sample_owed = False  # a sample due at a wave's poll: taken at the next poll
 
     def complete(self, tp: TopicPartition, st: PartitionState | None) -> bool:
         """``model.is_complete`` plus, for a move with log dirs, its replicas in those dirs."""
         return self.shared.dirs.complete(tp, is_complete(self.shared.moves[tp].move.replicas, st))
 
     def update(self, states: Mapping[TopicPartition, PartitionState], now: float) -> None:
+        turned = 0
         for ms in self.shared.index.of(MOVING, READY, ROLLING_BACK):
             tp = ms.tp
             st = states.get(tp)
@@ -57,6 +64,7 @@ class Tracker:
                 if final and not self.complete(tp, st):
                     continue  # replicas in place, still moving between log dirs
                 self._landed(ms, now)
+                turned += 1
                 if final:
                     ms.complete(now, st.replicas)
                 else:
@@ -69,6 +77,7 @@ class Tracker:
                     )
             else:
                 ms.lost_polls, ms.lost_since = 0, None
+        self.turned = turned
 
     def _landed(self, ms: MoveState, now: float) -> None:
         """The step in flight of ``ms`` completed: its new replicas hold the partition (and
@@ -91,9 +100,12 @@ class Tracker:
 
     def maybe_sample(self, now: float, force: bool) -> None:
         """Bytes copied by the moves in flight (DescribeLogDirs, one call), at a bounded rate
-        (and at every poll when stuck detection is on)."""
+        (and at every poll when stuck detection is on). A sample due at a poll that turned a
+        wave over (``WAVE_MOVES``) is taken at the next poll, whatever that one turns over."""
         moving = self.shared.index.of(MOVING)
         due = now - self.shared.last_sample >= self.shared.options.sample_interval
+        if due and not force and not self.sample_owed and self.turned >= WAVE_MOVES:
+            due, self.sample_owed = False, True
         if not moving or not (force or due or self.shared.options.stuck_after is not None):
             return
         adding = {ms.tp: {b for b in ms.step_target if b not in ms.step_from} for ms in moving}
@@ -123,6 +135,7 @@ class Tracker:
             ms.bytes_copied = b
         if due or force:
             self.shared.last_sample = now
+            self.sample_owed = False
             rows = [
                 {
                     **_tpf(ms.move.tp),
