@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from ..errors import JournalError
-from .journal_rules import SEAL_KEY, event_problem, seal, unseal
+from .journal_rules import SEAL_KEY, event_problem, seal_bytes, unseal
 
 REDACTED = "***"
 # Keys whose values are secrets, whole: passwords, secrets, tokens, credentials, JAAS lines,
@@ -126,7 +126,9 @@ def _may_redact(obj: Any, extra: frozenset[str]) -> bool:
     return isinstance(obj, str) and "=" in obj  # a str subclass (an enum's value)
 
 
-BUFFER_BYTES = 4 << 20  # a poll's lines, handed to the OS at its end (see ``Journal.batch``)
+# the bytes the writer looks for in a line, as ints: ``b"=" in line`` first tries the
+# pattern as an int, and builds a TypeError, at each of the ~10,000 lines of a wave's poll
+_EQ, _BRACE = ord("="), ord("{")
 
 
 def _hold(fd: int, path: str) -> None:
@@ -191,6 +193,7 @@ class Journal:
         self._lock = threading.Lock()
         self._dirty = False
         self._batching = 0  # inside batch(): lines handed to the OS at its end
+        self._now, self._ts = float("nan"), 0.0  # the clock's last reading, and it rounded
         self.error: JournalError | None = None
         self.fsyncs = 0
         d = os.path.dirname(os.path.abspath(self.path))
@@ -215,14 +218,20 @@ class Journal:
             raise JournalError(
                 f"cannot open the journal {self.path} (--journal): {e.strerror or e}"
             ) from None
-        # a poll's lines go to the OS together at its end (``batch``): a buffer that holds them
-        # (~10,000 lines turning 2,000 moves over; 8 KiB made a system call per 30 lines)
-        self._f = os.fdopen(fd, "a", encoding="utf-8", buffering=BUFFER_BYTES)
+        # binary: a line is encoded once, the ASCII bytes its seal is computed over; a poll's
+        # lines wait in ``_pending`` and go to the OS together at its end (``batch``)
+        self._f = os.fdopen(fd, "ab")
+        self._pending: list[bytes] = []
+        self._closed = False
 
     def write(self, event: str, **fields: Any) -> dict[str, Any]:
-        """Append one event (handed to the OS at once); returns the (redacted) dict written.
-        Raises JournalError when the write fails, and on every write after that."""
-        rec = {"ts": round(self._clock(), 6), "event": event, "run_id": self.run_id}
+        """Append one event (handed to the OS at once, or at the end of the ``batch`` it is
+        written in); returns the (redacted) dict written. Raises JournalError when the write
+        fails, and on every write after that."""
+        now = self._clock()
+        if now != self._now:  # round() is a fifth of a write: once per reading of the clock
+            self._now, self._ts = now, round(now, 6)
+        rec = {"ts": self._ts, "event": event, "run_id": self.run_id}
         rec.update(fields)
         line = _encode(rec)
         keys = tuple(rec)
@@ -234,32 +243,42 @@ class Journal:
         # redact changes nothing in a line whose keys are not secret-looking, with no "="
         # (no inline secret) and no nested object (no key inside it) — a move's events; else
         # the structure (_may_redact), then the regex (might_hold_secrets) decide
-        quick = plain_keys and "=" not in line and line.count("{") == 1
+        quick = plain_keys and _EQ not in line and line.count(_BRACE) == 1
         if not quick and _may_redact(rec, self._secret_set):
-            if might_hold_secrets(line, self._secrets):
+            if might_hold_secrets(line.decode(), self._secrets):
                 rec = redact(rec, self._secrets)
                 line = _encode(rec)
-        line = seal(line)  # after redaction: the checksum is of what is on disk
+        data = seal_bytes(line)  # after redaction: the checksum is of what is on disk
         with self._lock:
-            if self._f.closed:
+            if self._closed:
                 return rec
             if self.error is not None:
                 raise self.error
+            self._dirty = True
+            if self._batching:  # handed over with the batch's other lines, in one write
+                self._pending.append(data)
+                return rec
             try:
-                self._f.write(line + "\n")
-                if not self._batching:
-                    self._f.flush()
+                self._f.write(data)
+                self._f.flush()
             except OSError as e:
                 self.error = JournalError(f"cannot write the journal {self.path}: {e}")
                 raise self.error from e
-            self._dirty = True
         return rec
+
+    def _hand_over(self) -> None:
+        """The batch's lines to the OS, in one write (under ``_lock``); raises OSError."""
+        if self._pending:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            self._f.write(data)
+        self._f.flush()
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[Journal]:
         """Lines written inside go to the OS together when it ends (however it ends), or at a
         ``commit()`` inside it: one write for a poll's events instead of one per event
-        (a poll turning 2,000 moves over writes ~8,000). A failure to hand them
+        (a poll turning 2,000 moves over writes ~10,000). A failure to hand them
         over is raised by the next ``write`` or ``commit``."""
         self._batching += 1
         try:
@@ -268,21 +287,21 @@ class Journal:
             self._batching -= 1
             if not self._batching:
                 with self._lock:
-                    if not self._f.closed and self.error is None:
+                    if not self._closed and self.error is None:
                         try:
-                            self._f.flush()
+                            self._hand_over()
                         except OSError as e:
                             self.error = JournalError(f"cannot write the journal {self.path}: {e}")
 
     def commit(self) -> None:
         """fsync what was written since the last commit (no-op when nothing was)."""
         with self._lock:
-            if self._f.closed or not self._dirty:
+            if self._closed or not self._dirty:
                 return
             if self.error is not None:
                 raise self.error
             try:
-                self._f.flush()  # lines of a batch not handed over yet
+                self._hand_over()  # lines of a batch not handed over yet
             except OSError as e:
                 self.error = JournalError(f"cannot write the journal {self.path}: {e}")
                 raise self.error from e
@@ -300,7 +319,9 @@ class Journal:
         except JournalError:
             pass  # already raised to the writer; closing must not raise again
         with self._lock:
-            if not self._f.closed:
+            if not self._closed:
+                self._closed = True
+                self._pending.clear()  # lines of a failed write: reported when it failed
                 try:
                     self._f.close()
                 except OSError:
@@ -384,14 +405,17 @@ if orjson is not None:
     )
     _dumps = orjson.dumps
 
-    def _encode(rec: Mapping[str, Any]) -> str:
+    def _encode(rec: Mapping[str, Any]) -> bytes:
+        """The event's line without its newline: ASCII bytes."""
         try:
             line = _dumps(rec, default=_default, option=_OPTS)
         except TypeError:  # orjson.JSONEncodeError: e.g. an int over 64 bits
-            return _json_encode(rec)
-        return line.decode() if line.isascii() else _json_encode(rec)
+            return _json_encode(rec).encode()
+        return line if line.isascii() else _json_encode(rec).encode()
 else:  # pragma: no cover
-    _encode = _json_encode
+
+    def _encode(rec: Mapping[str, Any]) -> bytes:
+        return _json_encode(rec).encode()
 
 
 def read_events(path: str | os.PathLike) -> list[dict[str, Any]]:

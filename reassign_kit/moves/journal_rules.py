@@ -388,12 +388,20 @@ def event_problem(rec: Mapping[str, Any]) -> str | None:
 
 SEAL_KEY = "crc"
 _SEAL_HEAD = ',"crc":"'
+_SEAL_HEAD_B = _SEAL_HEAD.encode()
 _SEAL_LEN = len(_SEAL_HEAD) + 8 + 2  # ,"crc":"xxxxxxxx"}
 
 
 def seal(line: str) -> str:
     """``line`` (one JSON object, as the journal encodes it) with its CRC-32 as its last field."""
     return f'{line[:-1]}{_SEAL_HEAD}{zlib.crc32(line.encode()):08x}"}}'
+
+
+def seal_bytes(line: bytes) -> bytes:
+    """``seal`` of an ASCII line given as bytes, with its newline (the same bytes as
+    ``seal(line.decode()).encode() + b"\\n"``): the journal's writer, which encodes a line
+    once."""
+    return line[:-1] + _SEAL_HEAD_B + b"%08x" % zlib.crc32(line) + b'"}\n'
 
 
 def unseal(line: str) -> tuple[str, bool | None]:

@@ -114,7 +114,7 @@ class MoveIndex:
         ms.index = self
         self.by_status[ms.status][ms.tp] = ms
         self.submitted += ms.submitted_at is not None
-        if ms.status is MoveStatus.PENDING:
+        if ms.status is P:
             self._tally(ms, 1)
         self._publish(None, ms.status)
 
@@ -129,11 +129,11 @@ class MoveIndex:
             self.by_status[before] = dict(was)
             self.left[before] = 0
         self.by_status[ms.status][ms.tp] = ms
-        if before is MoveStatus.PENDING:
+        if before is P:
             if ms.submitted_at is not None:
                 self.submitted += 1
             self._tally(ms, -1)
-        if ms.status is MoveStatus.PENDING:
+        if ms.status is P:
             self._tally(ms, 1)
         self._publish(before, ms.status)
 

@@ -98,7 +98,7 @@ class Submitter:
     ) -> tuple[Sequence[TopicPartition], Mapping[TopicPartition, PartitionState]]:
         """The moves of ``tps`` the disk ceiling lets go now (why the others wait becomes the
         waiting reason), and the states of the new ones (read here, once)."""
-        new_tps = [tp for tp in tps if self.shared.moves[tp].status == "pending"]
+        new_tps = [tp for tp in tps if self.shared.moves[tp].status is PENDING]
         new_states = self.shared.gw.describe_partitions(new_tps) if new_tps else {}
         current = {
             tp: st.replicas
@@ -128,7 +128,7 @@ class Submitter:
             if st is None:
                 ms.fail("partition no longer exists")
                 continue
-            if ms.status == "pending":
+            if ms.status is PENDING:
                 original = self._original_at_submit(ms, st)
                 if original is None:
                     continue  # refused by name (already reassigning, no original known)

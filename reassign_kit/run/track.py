@@ -53,7 +53,7 @@ class Tracker:
             if st is None:
                 ms.fail("partition no longer exists")
                 continue
-            if ms.status == "ready":
+            if ms.status is READY:
                 continue
             if ms.status is ROLLING_BACK:
                 self.parts.rollback.update_rollback(ms, st, now)

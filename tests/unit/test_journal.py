@@ -98,7 +98,7 @@ def test_a_failed_write_ends_the_run_reported_and_wait_returns(tmp_path):
     original = sim.assignment()
     path = tmp_path / "run.jsonl"
     run = run_of(sim, plan, path, incremental=True, batch_size=2, wait=True)
-    full = open("/dev/full", "a", encoding="utf-8")  # noqa: SIM115 - closed below
+    full = open("/dev/full", "ab")  # noqa: SIM115 - closed below
     seen = []
 
     def disk_full_after_first_submission(ev):

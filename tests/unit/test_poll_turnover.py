@@ -1,10 +1,12 @@
 """The poll that turns a wave over (bench/bench_poll.py measures its cost; no timed assertion
 here): a sample due at that poll is taken at the next one, the ETA's cadence otherwise as it
 was; the index's published counts stay those of its moves through any sequence of
-transitions."""
+transitions; the journal's writer, which seals the bytes it encoded and rounds each reading
+of the clock once, writes the lines it wrote before."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 from hypothesis import given, settings
@@ -12,7 +14,8 @@ from hypothesis import strategies as st
 
 from reassign_kit.cluster.simulate import MB, SimCluster
 from reassign_kit.model import Move, Plan, TopicPartition
-from reassign_kit.moves.journal import read_events
+from reassign_kit.moves.journal import Journal, read_events
+from reassign_kit.moves.journal_rules import seal, seal_bytes, unseal
 from reassign_kit.moves.schedule import Item
 from reassign_kit.moves.table import MoveIndex, MoveState, MoveStatus, copy_bytes
 from reassign_kit.run.options import ExecuteOptions
@@ -110,3 +113,27 @@ def test_the_published_counts_and_the_pending_tally_are_those_of_the_moves(chang
         assert idx.pending_copy == sum(copy_bytes(m) for m in pending)
         assert idx.pending_leaders == sum(m.item.moves_leader for m in pending)
     assert all(dict(pub) == then for pub, then in seen)  # none changed once published
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=40))
+def test_the_writers_seal_of_bytes_is_the_readers_seal(body):
+    """The journal writes each line as the bytes it encoded once (sealed as bytes): the same
+    line as the str seal the readers and the tests' journals use."""
+    line = '{"k":' + json.dumps(body) + "}"
+    assert seal_bytes(line.encode()) == seal(line).encode() + b"\n"
+    assert unseal(seal(line)) == (line, True)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.floats(0, 2e9, allow_nan=False), min_size=1, max_size=12))
+def test_each_event_carries_the_clock_rounded_whatever_its_readings(tmp_path_factory, readings):
+    """The writer rounds a reading of the clock once and keeps it while the clock reads the
+    same (a model clock between two polls): each event's ts is still round(reading, 6)."""
+    d = tmp_path_factory.mktemp("j")
+    clock = iter(readings + readings[::-1])
+    with Journal(d / "j.jsonl", "r1", clock=lambda: next(clock)) as j:
+        for _ in range(2 * len(readings)):
+            j.write("warning", message="m")
+    ts = [e["ts"] for e in read_events(d / "j.jsonl")]
+    assert ts == [round(r, 6) for r in readings + readings[::-1]]
