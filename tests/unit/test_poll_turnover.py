@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reassign_kit.cluster.simulate import MB, SimCluster
+from reassign_kit.errors import JournalError
 from reassign_kit.model import Move, Plan, TopicPartition
 from reassign_kit.moves.journal import Journal, read_events
 from reassign_kit.moves.journal_rules import seal, seal_bytes, unseal
@@ -137,3 +139,41 @@ def test_each_event_carries_the_clock_rounded_whatever_its_readings(tmp_path_fac
             j.write("warning", message="m")
     ts = [e["ts"] for e in read_events(d / "j.jsonl")]
     assert ts == [round(r, 6) for r in readings + readings[::-1]]
+
+
+def test_a_batchs_lines_reach_the_file_at_its_end_or_at_a_commit_in_order(tmp_path):
+    """Inside a batch (a poll) the lines wait in the writer; a commit inside it (before a
+    change is sent) hands them over and syncs them; the batch's end hands over the rest; a
+    line written outside a batch is in the file at once."""
+    path = tmp_path / "j.jsonl"
+    with Journal(path, "r1", clock=lambda: 1.0) as j:
+        j.write("warning", message="outside")
+        assert path.read_bytes().count(b"\n") == 1
+        with j.batch():
+            j.write("warning", message="a")
+            j.write("warning", message="b")
+            assert path.read_bytes().count(b"\n") == 1  # not handed over yet
+            before = j.fsyncs
+            j.commit()  # what undoes a change is on disk before the change is sent
+            assert j.fsyncs == before + 1 and path.read_bytes().count(b"\n") == 3
+            j.write("warning", message="c")
+            assert path.read_bytes().count(b"\n") == 3
+        assert path.read_bytes().count(b"\n") == 4
+    assert [e["message"] for e in read_events(path)] == ["outside", "a", "b", "c"]
+
+
+def test_a_batch_that_cannot_be_handed_over_fails_the_next_write_and_commit(tmp_path):
+    """The disk fills during a poll: its lines cannot be written at its end; the next write
+    and the next commit raise (a run then drains), and closing does not raise again."""
+    j = Journal(tmp_path / "j.jsonl", "r1", clock=lambda: 1.0)
+    with open("/dev/full", "ab") as full:
+        real, j._f = j._f, full
+        with j.batch():
+            j.write("warning", message="lost")
+        with pytest.raises(JournalError, match="No space left"):
+            j.write("warning", message="after")
+        with pytest.raises(JournalError, match="No space left"):
+            j.commit()
+        j.close()
+    real.close()
+    assert read_events(tmp_path / "j.jsonl") == []
