@@ -1,23 +1,22 @@
-"""What-if before running: a plan's makespan predicted under each pacing policy,
-by running the very executor against the simulator (``cluster.simulate``) set up like the
-cluster — its partitions where they are now, their sizes, the throttle, Kafka's quota windows
-and the fetch a receiving end loses when a stream ends among others (``cluster.quota``, the
-ETA's model too) — and a calibration learned from earlier journals of the same cluster. Nothing
-is sent to the cluster.
+"""What-if before running: a plan's makespan predicted under each pacing policy by the
+run's own ETA model (``eta.model.forecast``: the whole plan as work left, queued in the run's
+order and batches, admitted by the run's scheduler, each broker end at the throttle times the
+share of it the cluster gives, each step a completion lag after its last byte) with a
+calibration learned from earlier journals of the same cluster. One model for the what-if and
+the ETA: the what-if is the ETA of a run not started. Nothing is sent to the cluster.
 
 ``calibrate(journals)`` learns what the runs' own ETA measured (the fields of their ``sample``
 events): the share of the throttle the brokers achieved (``throttle_share``, bytes received
 against the model's bytes) and the completion lag (``tail_s``: last byte to the run seeing
 the move complete). Those are the two terms that earned their keep on the held-out shapes
 (``bench/bench_heldout.py``'s ablation: calibrated on the other run of the same cluster, the
-judged half within 15% on 12 of 13 shapes, median error 9%, against 10 of 13 and 12%
-uncalibrated); the per-broker intake rates and the per-move fixed cost learned before (5 of 13,
+judged half within 15% on 12 of 13 shapes); the per-broker intake rates and the per-move fixed cost learned before (5 of 13,
 30%) went: a broker's intake over the time moves came in says how the earlier plan's shape
-shared the throttle, not what a broker can take. Without a calibration a broker takes in
-data at the throttle (``DEFAULT_RATE_BPS`` unthrottled) and a move completes at its last
-byte.
+shared the throttle, not what a broker can take. Without a calibration the share and the lag
+are ``DEFAULT_SHARE`` and ``DEFAULT_LAG_S`` (the throttle is ``DEFAULT_RATE_BPS`` without one).
 
-Disks (``DiskLayout``, where the cluster reports its log dirs' sizes): the simulator then holds
+Disks (``DiskLayout``, where the cluster reports its log dirs' sizes): the options given are
+then also played by the very executor against the simulator (``cluster.simulate``), which holds
 each broker's log dirs on their filesystems (``cluster.simulate_disks``), the replicas in the
 dirs they are in, the other bytes of each filesystem, the partitions growing at their recorded
 rates (a snapshot's loads) and a moved-out replica's files kept ``file.delete.delay.ms``; the
@@ -39,6 +38,7 @@ from .cluster.quota import END_LOSS_BYTES, QUOTA_WINDOWS
 from .cluster.simulate import SimCluster
 from .cluster.simulate_disks import DELETE_DELAY_KEY, DELETE_DELAY_S, DiskSim
 from .errors import UsageError
+from .eta.model import forecast, plan_index
 from .model import PartitionState, Plan, TopicPartition
 from .moves.journal import read_events
 from .run.disks import filesystems
@@ -47,6 +47,10 @@ from .run.run import Run
 from .snapshot.tier import copied_sizes, move_bytes_of
 
 DEFAULT_RATE_BPS = 100 * 1024 * 1024  # unthrottled, uncalibrated inbound replication per broker
+# without a calibration: the share of the throttle and the completion lag the sandbox's runs
+# measured (0.83-0.90; 1.2 s), the pair the held-out fit half chose (bench/RESULTS.md)
+DEFAULT_SHARE = 0.9
+DEFAULT_LAG_S = 1.0
 CALIBRATION_VERSION = 2  # 1: per-broker rates and a per-move cost, no longer used
 
 
@@ -309,9 +313,8 @@ def predict(
     calibration: Calibration | None = None,
     given_only: bool = False,
 ) -> list[dict[str, Any]]:
-    """``[{"policy", "seconds"}]``: the makespan of ``plan`` under each policy, in model time
-    (the executor itself runs, on a simulator set up like the cluster); ``given_only``: the
-    options given alone."""
+    """``[{"policy", "seconds", "state"}]``: the makespan of ``plan`` under each policy, in
+    model time (``forecast_row``); ``given_only``: the options given alone."""
     return predict_runs(plan, states, sizes, brokers, given, calibration, given_only)[0]
 
 
@@ -353,31 +356,66 @@ def predict_runs(
     layout: DiskLayout | None = None,
 ) -> tuple[list[dict[str, Any]], list[DiskPeak], dict[DirKey, list[tuple[float, int]]]]:
     """``predict``'s rows, and with ``layout`` the options given's run on the disks: each
-    filesystem's peak and its usage over time (model s, bytes used)."""
-    out: list[dict[str, Any]] = []
-    peaks: list[DiskPeak] = []
-    usage: dict[DirKey, list[tuple[float, int]]] = {}
-    for i, pol in enumerate(policies(given, len(plan))[: 1 if given_only else None]):
-        sim = model_of(
-            states, sizes, brokers, given.throttle, calibration, layout if i == 0 else None
-        )
-        opts = replace(pol.options, additional=True, poll_interval_ms=500)
-        guard = HeldGuard(sim)
-        run = Run(sim, plan, opts, None, clock=sim.now, sleep=guard.sleep)
-        guard.run = run
-        if isinstance(sim, DiskSim):
-            sim.sample()  # the usage before the first move
-        res = run.run()
-        row = {"policy": pol.name, "seconds": round(sim.now(), 1), "state": res.state}
+    filesystem's peak and its usage over time (model s, bytes used). The makespans are the
+    ETA's model (``eta.model.forecast``) of the whole plan; the disks' timeline is the
+    executor's run against the simulator (the disk ceiling's order and gate are the run's).
+    Options a run would refuse are refused here, by name (``ExecuteOptions.validate``)."""
+    given = given.validate()
+    out = [
+        forecast_row(pol, plan, states, sizes, calibration)
+        for pol in policies(given, len(plan))[: 1 if given_only else None]
+    ]
+    if layout is None or not out:
+        return out, [], {}
+    sim = model_of(states, sizes, brokers, given.throttle, calibration, layout)
+    opts = replace(given, wait=True, additional=True, poll_interval_ms=POLL_MS)
+    guard = HeldGuard(sim)
+    run = Run(sim, plan, opts, None, clock=sim.now, sleep=guard.sleep)
+    guard.run = run
+    assert isinstance(sim, DiskSim)
+    sim.sample()  # the usage before the first move
+    res = run.run()
+    sim.sample()
+    if guard.held or res.state != "completed":  # the disks held it: the played run says so
+        out[0] = {**out[0], "seconds": round(sim.now(), 1), "state": res.state}
         if guard.held:
-            row["state"] = f"held: {guard.held}"
-        out.append(row)
-        if isinstance(sim, DiskSim):
-            sim.sample()
-            usage = sim.usage
-            total = {sim.disks.fs_of(d): t for d, t in sim.disks.total.items()}
-            peaks = disk_peaks(usage, total, pol.options.disk_ceiling)
-    return out, peaks, usage
+            out[0]["state"] = f"held: {guard.held}"
+    total = {sim.disks.fs_of(d): t for d, t in sim.disks.total.items()}
+    return out, disk_peaks(sim.usage, total, given.disk_ceiling), sim.usage
+
+
+POLL_MS = 500  # the modelled run's poll
+
+
+def forecast_row(
+    pol: Policy,
+    plan: Plan,
+    states: Mapping[TopicPartition, PartitionState],
+    sizes: Mapping[TopicPartition, int],
+    calibration: Calibration | None,
+) -> dict[str, Any]:
+    """One policy's makespan: the whole plan through the ETA's model, each broker end at the
+    throttle times the share calibrated, each step a calibrated lag after its last byte."""
+    cal = calibration or Calibration()
+    opts = pol.options
+    throttle = opts.throttle
+    same = cal.share is not None and bool(cal.throttle) == bool(throttle)
+    share = cal.share if same and cal.share is not None else DEFAULT_SHARE
+    caps = opts.caps()
+    index = plan_index(plan, states, sizes, caps, opts.order)
+    per_poll = opts.max_elections_per_poll
+    fc = forecast(
+        index,
+        float(throttle or DEFAULT_RATE_BPS) * min(1.0, share),
+        caps,
+        cal.lag_s if cal.lag_s is not None else DEFAULT_LAG_S,
+        r=opts.parallel_replica_count,
+        poll=POLL_MS / 1000,
+        elections=(0, per_poll) if opts.elect_leaders else None,
+    )
+    if not math.isfinite(fc.seconds):  # a refusal, not a row no front end can print
+        raise UsageError(f"what-if: no bytes can move under {pol.name!r} (--throttle {throttle})")
+    return {"policy": pol.name, "seconds": round(fc.seconds, 1), "state": "completed"}
 
 
 # ---------------------------------------------------------------- one call for every front end
