@@ -97,6 +97,12 @@ TERMS: dict[str, Callable[[], list[Callable[[], None]]]] = {
     "lag": _no_lag,
     # the share and the pace measured anew when a stalled broker copies again
     "resume": lambda: [_patch(estimate.RunEta, "_resumed", lambda self, ts: None)],
+    # an interval in which a move came and went unseen, not counted in the share
+    "unseen": lambda: [_patch(share.ShareMeter, "unseen", lambda self, moves: False)],
+    # brokers taking in nothing for a while named stalled (the pace and share anew on return)
+    "stalled": lambda: [_patch(estimate.RunEta, "_stalled", lambda self, *a: [])],
+    # the credit a new stream bursts, expected in the share's interval
+    "woke": lambda: [_patch(share.ShareMeter, "woke", lambda self, *a: 0.0)],
     # the queued moves admitted by the run's scheduler (batches, caps, incremental)
     "schedule": _all_at_once,
 }

@@ -35,7 +35,6 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from .cluster.quota import END_LOSS_BYTES, QUOTA_WINDOWS
-from .cluster.simulate import SimCluster
 from .cluster.simulate_disks import DELETE_DELAY_KEY, DELETE_DELAY_S, DiskSim
 from .errors import UsageError
 from .eta.model import forecast, plan_index
@@ -264,15 +263,12 @@ def model_of(
     brokers: Sequence[int],
     throttle: float | None,
     calibration: Calibration | None,
-    layout: DiskLayout | None = None,
-) -> SimCluster:
-    """A simulator holding the plan's partitions where they are now, with their sizes (and,
-    with ``layout``, on their log dirs' filesystems)."""
-    cal = calibration or Calibration()
-    # the share measured applies to what the runs had: a throttle, or none (DEFAULT_RATE_BPS)
-    share = cal.share if cal.share is not None and bool(cal.throttle) == bool(throttle) else 1.0
-    kind = SimCluster if layout is None else DiskSim
-    sim = kind(list(brokers), bandwidth=float(throttle or DEFAULT_RATE_BPS), tick=0.5)
+    layout: DiskLayout,
+) -> DiskSim:
+    """A simulator holding the plan's partitions where they are now, with their sizes, on
+    their log dirs' filesystems (the disks' timeline: ``predict_runs``)."""
+    share, lag = terms(calibration, throttle)
+    sim = DiskSim(list(brokers), bandwidth=float(throttle or DEFAULT_RATE_BPS), tick=0.5)
     if throttle:
         # Kafka's quota: the throttle is a rate averaged over 11 one-second windows, so a
         # broker that was idle (one move at a time, steps, waves) takes in a burst at full
@@ -280,11 +276,10 @@ def model_of(
         sim.quota_windows = QUOTA_WINDOWS
         sim.end_loss_bytes = END_LOSS_BYTES
         sim.broker_bandwidth = dict.fromkeys(brokers, float(DEFAULT_RATE_BPS))
-        sim.quota_factor = dict.fromkeys(brokers, min(1.0, share))
+        sim.quota_factor = dict.fromkeys(brokers, share)
     else:
         sim.broker_bandwidth = dict.fromkeys(brokers, DEFAULT_RATE_BPS * share)
-    if cal.lag_s is not None:  # a move completes this long after its last byte
-        sim.finish_s = cal.lag_s
+    sim.finish_s = lag  # a move completes this long after its last byte
     by_topic: dict[str, dict[int, PartitionState]] = {}
     for tp, st in states.items():
         by_topic.setdefault(tp.topic, {})[tp.partition] = st
@@ -299,8 +294,7 @@ def model_of(
             sim.partitions[TopicPartition(topic, p)].size_bytes = int(
                 sizes.get(TopicPartition(topic, p), 0)
             )
-    if layout is not None and isinstance(sim, DiskSim):
-        layout.apply(sim)
+    layout.apply(sim)
     return sim
 
 
@@ -326,7 +320,7 @@ class HeldGuard:
     never frees in the model: a partition grows past the ceiling, or no order fits) after
     ``HELD_FOR_S``; ``held`` says why."""
 
-    def __init__(self, sim: SimCluster) -> None:
+    def __init__(self, sim: DiskSim) -> None:
         self.sim = sim
         self.run: Run | None = None
         self.since: float | None = None
@@ -372,7 +366,6 @@ def predict_runs(
     guard = HeldGuard(sim)
     run = Run(sim, plan, opts, None, clock=sim.now, sleep=guard.sleep)
     guard.run = run
-    assert isinstance(sim, DiskSim)
     sim.sample()  # the usage before the first move
     res = run.run()
     sim.sample()
@@ -387,6 +380,15 @@ def predict_runs(
 POLL_MS = 500  # the modelled run's poll
 
 
+def terms(calibration: Calibration | None, throttle: float | None) -> tuple[float, float]:
+    """The share of the throttle and the completion lag: calibrated (the share where the runs
+    had a throttle as this one has, or none as it has none), else the defaults."""
+    cal = calibration or Calibration()
+    same = cal.share is not None and bool(cal.throttle) == bool(throttle)
+    share = min(1.0, cal.share) if same and cal.share is not None else DEFAULT_SHARE
+    return share, cal.lag_s if cal.lag_s is not None else DEFAULT_LAG_S
+
+
 def forecast_row(
     pol: Policy,
     plan: Plan,
@@ -395,24 +397,16 @@ def forecast_row(
     calibration: Calibration | None,
 ) -> dict[str, Any]:
     """One policy's makespan: the whole plan through the ETA's model, each broker end at the
-    throttle times the share calibrated, each step a calibrated lag after its last byte."""
-    cal = calibration or Calibration()
-    opts = pol.options
-    throttle = opts.throttle
-    same = cal.share is not None and bool(cal.throttle) == bool(throttle)
-    share = cal.share if same and cal.share is not None else DEFAULT_SHARE
+    throttle times the share, each step a completion lag after its last byte (``terms``)."""
+    opts, throttle = pol.options, pol.options.throttle
+    share, lag = terms(calibration, throttle)
     caps = opts.caps()
     index = plan_index(plan, states, sizes, caps, opts.order)
-    per_poll = opts.max_elections_per_poll
     fc = forecast(
-        index,
-        float(throttle or DEFAULT_RATE_BPS) * min(1.0, share),
-        caps,
-        cal.lag_s if cal.lag_s is not None else DEFAULT_LAG_S,
-        r=opts.parallel_replica_count,
-        poll=POLL_MS / 1000,
-        elections=(0, per_poll) if opts.elect_leaders else None,
-    )
+        index, float(throttle or DEFAULT_RATE_BPS) * share, caps, lag,
+        r=opts.parallel_replica_count, poll=POLL_MS / 1000,
+        elections=(0, opts.max_elections_per_poll) if opts.elect_leaders else None,
+    )  # fmt: skip
     if not math.isfinite(fc.seconds):  # a refusal, not a row no front end can print
         raise UsageError(f"what-if: no bytes can move under {pol.name!r} (--throttle {throttle})")
     return {"policy": pol.name, "seconds": round(fc.seconds, 1), "state": "completed"}
