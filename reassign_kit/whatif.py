@@ -1,27 +1,18 @@
-"""What-if before running: a plan's makespan predicted under each pacing policy by the
-run's own ETA model (``eta.model.forecast``: the whole plan as work left, queued in the run's
-order and batches, admitted by the run's scheduler, each broker end at the throttle times the
-share of it the cluster gives, each step a completion lag after its last byte) with a
-calibration learned from earlier journals of the same cluster. One model for the what-if and
-the ETA: the what-if is the ETA of a run not started. Nothing is sent to the cluster.
+"""What-if before running: a plan's makespan under each pacing policy from the run's own
+ETA model (``eta.model.forecast``: the whole plan as work left, in the run's order, batches
+and caps, each broker end at the throttle times the share of it the cluster gives, each step
+a completion lag after its last byte): the ETA of a run not started. Nothing is sent.
 
-``calibrate(journals)`` learns what the runs' own ETA measured (the fields of their ``sample``
-events): the share of the throttle the brokers achieved (``throttle_share``, bytes received
-against the model's bytes) and the completion lag (``tail_s``: last byte to the run seeing
-the move complete). Those are the two terms that earned their keep on the held-out shapes
-(``bench/bench_heldout.py``'s ablation: calibrated on the other run of the same cluster, the
-judged half within 15% on 12 of 13 shapes); the per-broker intake rates and the per-move fixed cost learned before (5 of 13,
-30%) went: a broker's intake over the time moves came in says how the earlier plan's shape
-shared the throttle, not what a broker can take. Without a calibration the share and the lag
-are ``DEFAULT_SHARE`` and ``DEFAULT_LAG_S`` (the throttle is ``DEFAULT_RATE_BPS`` without one).
+``calibrate(journals)``: the share of the throttle (``throttle_share``) and the completion
+lag (``tail_s``) earlier runs of the same cluster measured with their ETA, the two terms that
+earned their keep on the held-out shapes (bench/RESULTS.md); without one, ``DEFAULT_SHARE``
+and ``DEFAULT_LAG_S`` (``DEFAULT_RATE_BPS`` where there is no throttle).
 
 Disks (``DiskLayout``, where the cluster reports its log dirs' sizes): the options given are
-then also played by the very executor against the simulator (``cluster.simulate``), which holds
-each broker's log dirs on their filesystems (``cluster.simulate_disks``), the replicas in the
-dirs they are in, the other bytes of each filesystem, the partitions growing at their recorded
-rates (a snapshot's loads) and a moved-out replica's files kept ``file.delete.delay.ms``; the
-run it plays (the disk ceiling's order and gate included) leaves each filesystem's usage over
-time, and its peak named (``WhatIf.disk_peaks``, ``WhatIf.lines``, ``ui.charts``)."""
+also played by the executor against the simulator (``cluster.simulate_disks``: the log dirs on
+their filesystems, the replicas in their dirs, the other bytes, the partitions' growth, a
+moved-out replica kept ``file.delete.delay.ms``); the disk ceiling's order and gate are the
+run's. Each filesystem's usage over time and its peak (``WhatIf.disk_peaks``, ``ui.charts``)."""
 
 from __future__ import annotations
 
