@@ -1,5 +1,6 @@
 """What is left of a paced run, simulated at both ends of every copy: the model
-behind ``eta.estimate.RunEta``, pure.
+behind ``eta.estimate.RunEta`` and, for a whole plan not started, the what-if's makespan
+(``plan_index``, ``forecast``), pure.
 
 What is left is a set of *flows*, one per move not done: the step in flight (bytes each new
 replica still needs), the steps after it (KIP-435, ``steps.plan_steps`` for a queued move),
