@@ -51,15 +51,18 @@ def _patch(obj: Any, name: str, value: Any) -> Callable[[], None]:
     return lambda: setattr(obj, name, old)
 
 
-def _no_quota() -> list[Callable[[], None]]:
+def _no_burst() -> list[Callable[[], None]]:
     def no_burst(copying, before, last_busy, t, out_cap, in_cap, burst=1.0):  # noqa: ANN001, ANN202
         ends = {("i", b) for _, b in copying}
         return ends | {("o", f.src) for f, _ in copying if f.src is not None}
 
+    return [_patch(model, "burst_idle", no_burst)]
+
+
+def _no_quota() -> list[Callable[[], None]]:
     return [
-        _patch(model, "burst_idle", no_burst),
+        *_no_burst(),
         _patch(estimate.EndBytes, "windows", lambda self, ts: {}),
-        _patch(share.ShareMeter, "quota_held", lambda self, *a: False),
     ]
 
 
@@ -87,10 +90,19 @@ TERMS: dict[str, Callable[[], list[Callable[[], None]]]] = {
     "pace": lambda: [_patch(pace.RunPace, "estimate", lambda self, *a, **k: None)],
     # Kafka's quota windows: replayed after a change, idle credit burst, holds not measured
     "quota": _no_quota,
+    # its parts alone: the idle credit burst; the windows replayed after a throttle change
+    "burst": _no_burst,
+    "replay": lambda: [_patch(estimate.EndBytes, "windows", lambda self, ts: {})],
     # the completion lag after a step's last byte (and its spread)
     "lag": _no_lag,
     # the share and the pace measured anew when a stalled broker copies again
     "resume": lambda: [_patch(estimate.RunEta, "_resumed", lambda self, ts: None)],
+    # an interval in which a move came and went unseen, not counted in the share
+    "unseen": lambda: [_patch(share.ShareMeter, "unseen", lambda self, moves: False)],
+    # brokers taking in nothing for a while named stalled (the pace and share anew on return)
+    "stalled": lambda: [_patch(estimate.RunEta, "_stalled", lambda self, *a: [])],
+    # the credit a new stream bursts, expected in the share's interval
+    "woke": lambda: [_patch(share.ShareMeter, "woke", lambda self, *a: 0.0)],
     # the queued moves admitted by the run's scheduler (batches, caps, incremental)
     "schedule": _all_at_once,
 }

@@ -1,28 +1,18 @@
-"""What-if before running: a plan's makespan predicted under each pacing policy,
-by running the very executor against the simulator (``cluster.simulate``) set up like the
-cluster — its partitions where they are now, their sizes, the throttle, Kafka's quota windows
-and the fetch a receiving end loses when a stream ends among others (``cluster.quota``, the
-ETA's model too) — and a calibration learned from earlier journals of the same cluster. Nothing
-is sent to the cluster.
+"""What-if before running: a plan's makespan under each pacing policy from the run's own
+ETA model (``eta.model.forecast``: the whole plan as work left, in the run's order, batches
+and caps, each broker end at the throttle times the share of it the cluster gives, each step
+a completion lag after its last byte): the ETA of a run not started. Nothing is sent.
 
-``calibrate(journals)`` learns what the runs' own ETA measured (the fields of their ``sample``
-events): the share of the throttle the brokers achieved (``throttle_share``, bytes received
-against the model's bytes) and the completion lag (``tail_s``: last byte to the run seeing
-the move complete). Those are the two terms that earned their keep on the held-out shapes
-(``bench/bench_heldout.py``'s ablation: calibrated on the other run of the same cluster, the
-judged half within 15% on 12 of 13 shapes, median error 9%, against 10 of 13 and 12%
-uncalibrated); the per-broker intake rates and the per-move fixed cost learned before (5 of 13,
-30%) went: a broker's intake over the time moves came in says how the earlier plan's shape
-shared the throttle, not what a broker can take. Without a calibration a broker takes in
-data at the throttle (``DEFAULT_RATE_BPS`` unthrottled) and a move completes at its last
-byte.
+``calibrate(journals)``: the share of the throttle (``throttle_share``) and the completion
+lag (``tail_s``) earlier runs of the same cluster measured with their ETA, the two terms that
+earned their keep on the held-out shapes (bench/RESULTS.md); without one, ``DEFAULT_SHARE``
+and ``DEFAULT_LAG_S`` (``DEFAULT_RATE_BPS`` where there is no throttle).
 
-Disks (``DiskLayout``, where the cluster reports its log dirs' sizes): the simulator then holds
-each broker's log dirs on their filesystems (``cluster.simulate_disks``), the replicas in the
-dirs they are in, the other bytes of each filesystem, the partitions growing at their recorded
-rates (a snapshot's loads) and a moved-out replica's files kept ``file.delete.delay.ms``; the
-run it plays (the disk ceiling's order and gate included) leaves each filesystem's usage over
-time, and its peak named (``WhatIf.disk_peaks``, ``WhatIf.lines``, ``ui.charts``)."""
+Disks (``DiskLayout``, where the cluster reports its log dirs' sizes): the options given are
+also played by the executor against the simulator (``cluster.simulate_disks``: the log dirs on
+their filesystems, the replicas in their dirs, the other bytes, the partitions' growth, a
+moved-out replica kept ``file.delete.delay.ms``); the disk ceiling's order and gate are the
+run's. Each filesystem's usage over time and its peak (``WhatIf.disk_peaks``, ``ui.charts``)."""
 
 from __future__ import annotations
 
@@ -36,9 +26,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from .cluster.quota import END_LOSS_BYTES, QUOTA_WINDOWS
-from .cluster.simulate import SimCluster
 from .cluster.simulate_disks import DELETE_DELAY_KEY, DELETE_DELAY_S, DiskSim
 from .errors import UsageError
+from .eta.model import forecast, plan_index
 from .model import PartitionState, Plan, TopicPartition
 from .moves.journal import read_events
 from .run.disks import filesystems
@@ -47,6 +37,10 @@ from .run.run import Run
 from .snapshot.tier import copied_sizes, move_bytes_of
 
 DEFAULT_RATE_BPS = 100 * 1024 * 1024  # unthrottled, uncalibrated inbound replication per broker
+# without a calibration: the share of the throttle and the completion lag the held-out fit half
+# chose (bench_heldout_whatif; the sandbox's runs measured 0.83-0.90 and 0.5-1.2 s)
+DEFAULT_SHARE = 0.9
+DEFAULT_LAG_S = 1.0
 CALIBRATION_VERSION = 2  # 1: per-broker rates and a per-move cost, no longer used
 
 
@@ -260,15 +254,12 @@ def model_of(
     brokers: Sequence[int],
     throttle: float | None,
     calibration: Calibration | None,
-    layout: DiskLayout | None = None,
-) -> SimCluster:
-    """A simulator holding the plan's partitions where they are now, with their sizes (and,
-    with ``layout``, on their log dirs' filesystems)."""
-    cal = calibration or Calibration()
-    # the share measured applies to what the runs had: a throttle, or none (DEFAULT_RATE_BPS)
-    share = cal.share if cal.share is not None and bool(cal.throttle) == bool(throttle) else 1.0
-    kind = SimCluster if layout is None else DiskSim
-    sim = kind(list(brokers), bandwidth=float(throttle or DEFAULT_RATE_BPS), tick=0.5)
+    layout: DiskLayout,
+) -> DiskSim:
+    """A simulator holding the plan's partitions where they are now, with their sizes, on
+    their log dirs' filesystems (the disks' timeline: ``predict_runs``)."""
+    share, lag = terms(calibration, throttle)
+    sim = DiskSim(list(brokers), bandwidth=float(throttle or DEFAULT_RATE_BPS), tick=0.5)
     if throttle:
         # Kafka's quota: the throttle is a rate averaged over 11 one-second windows, so a
         # broker that was idle (one move at a time, steps, waves) takes in a burst at full
@@ -276,11 +267,10 @@ def model_of(
         sim.quota_windows = QUOTA_WINDOWS
         sim.end_loss_bytes = END_LOSS_BYTES
         sim.broker_bandwidth = dict.fromkeys(brokers, float(DEFAULT_RATE_BPS))
-        sim.quota_factor = dict.fromkeys(brokers, min(1.0, share))
+        sim.quota_factor = dict.fromkeys(brokers, share)
     else:
         sim.broker_bandwidth = dict.fromkeys(brokers, DEFAULT_RATE_BPS * share)
-    if cal.lag_s is not None:  # a move completes this long after its last byte
-        sim.finish_s = cal.lag_s
+    sim.finish_s = lag  # a move completes this long after its last byte
     by_topic: dict[str, dict[int, PartitionState]] = {}
     for tp, st in states.items():
         by_topic.setdefault(tp.topic, {})[tp.partition] = st
@@ -295,8 +285,7 @@ def model_of(
             sim.partitions[TopicPartition(topic, p)].size_bytes = int(
                 sizes.get(TopicPartition(topic, p), 0)
             )
-    if layout is not None and isinstance(sim, DiskSim):
-        layout.apply(sim)
+    layout.apply(sim)
     return sim
 
 
@@ -309,9 +298,8 @@ def predict(
     calibration: Calibration | None = None,
     given_only: bool = False,
 ) -> list[dict[str, Any]]:
-    """``[{"policy", "seconds"}]``: the makespan of ``plan`` under each policy, in model time
-    (the executor itself runs, on a simulator set up like the cluster); ``given_only``: the
-    options given alone."""
+    """``[{"policy", "seconds", "state"}]``: the makespan of ``plan`` under each policy, in
+    model time (``forecast_row``); ``given_only``: the options given alone."""
     return predict_runs(plan, states, sizes, brokers, given, calibration, given_only)[0]
 
 
@@ -323,7 +311,7 @@ class HeldGuard:
     never frees in the model: a partition grows past the ceiling, or no order fits) after
     ``HELD_FOR_S``; ``held`` says why."""
 
-    def __init__(self, sim: SimCluster) -> None:
+    def __init__(self, sim: DiskSim) -> None:
         self.sim = sim
         self.run: Run | None = None
         self.since: float | None = None
@@ -353,31 +341,66 @@ def predict_runs(
     layout: DiskLayout | None = None,
 ) -> tuple[list[dict[str, Any]], list[DiskPeak], dict[DirKey, list[tuple[float, int]]]]:
     """``predict``'s rows, and with ``layout`` the options given's run on the disks: each
-    filesystem's peak and its usage over time (model s, bytes used)."""
-    out: list[dict[str, Any]] = []
-    peaks: list[DiskPeak] = []
-    usage: dict[DirKey, list[tuple[float, int]]] = {}
-    for i, pol in enumerate(policies(given, len(plan))[: 1 if given_only else None]):
-        sim = model_of(
-            states, sizes, brokers, given.throttle, calibration, layout if i == 0 else None
-        )
-        opts = replace(pol.options, additional=True, poll_interval_ms=500)
-        guard = HeldGuard(sim)
-        run = Run(sim, plan, opts, None, clock=sim.now, sleep=guard.sleep)
-        guard.run = run
-        if isinstance(sim, DiskSim):
-            sim.sample()  # the usage before the first move
-        res = run.run()
-        row = {"policy": pol.name, "seconds": round(sim.now(), 1), "state": res.state}
+    filesystem's peak and its usage over time (model s, bytes used). The makespans are the
+    ETA's model (``eta.model.forecast``) of the whole plan; the disks' timeline is the
+    executor's run against the simulator (the disk ceiling's order and gate are the run's).
+    Options a run would refuse are refused here, by name (``ExecuteOptions.validate``)."""
+    given = given.validate()
+    out = [
+        forecast_row(pol, plan, states, sizes, calibration)
+        for pol in policies(given, len(plan))[: 1 if given_only else None]
+    ]
+    if layout is None or not out:
+        return out, [], {}
+    sim = model_of(states, sizes, brokers, given.throttle, calibration, layout)
+    opts = replace(given, wait=True, additional=True, poll_interval_ms=POLL_MS)
+    guard = HeldGuard(sim)
+    run = Run(sim, plan, opts, None, clock=sim.now, sleep=guard.sleep)
+    guard.run = run
+    sim.sample()  # the usage before the first move
+    res = run.run()
+    sim.sample()
+    if guard.held or res.state != "completed":  # the disks held it: the played run says so
+        out[0] = {**out[0], "seconds": round(sim.now(), 1), "state": res.state}
         if guard.held:
-            row["state"] = f"held: {guard.held}"
-        out.append(row)
-        if isinstance(sim, DiskSim):
-            sim.sample()
-            usage = sim.usage
-            total = {sim.disks.fs_of(d): t for d, t in sim.disks.total.items()}
-            peaks = disk_peaks(usage, total, pol.options.disk_ceiling)
-    return out, peaks, usage
+            out[0]["state"] = f"held: {guard.held}"
+    total = {sim.disks.fs_of(d): t for d, t in sim.disks.total.items()}
+    return out, disk_peaks(sim.usage, total, given.disk_ceiling), sim.usage
+
+
+POLL_MS = 500  # the modelled run's poll
+
+
+def terms(calibration: Calibration | None, throttle: float | None) -> tuple[float, float]:
+    """The share of the throttle and the completion lag: calibrated (the share where the runs
+    had a throttle as this one has, or none as it has none), else the defaults."""
+    cal = calibration or Calibration()
+    same = cal.share is not None and bool(cal.throttle) == bool(throttle)
+    share = min(1.0, cal.share) if same and cal.share is not None else DEFAULT_SHARE
+    return share, cal.lag_s if cal.lag_s is not None else DEFAULT_LAG_S
+
+
+def forecast_row(
+    pol: Policy,
+    plan: Plan,
+    states: Mapping[TopicPartition, PartitionState],
+    sizes: Mapping[TopicPartition, int],
+    calibration: Calibration | None,
+) -> dict[str, Any]:
+    """One policy's makespan: the whole plan through the ETA's model, each broker end at the
+    throttle times the share, each step a completion lag after its last byte (``terms``)."""
+    opts, throttle = pol.options, pol.options.throttle
+    share, lag = terms(calibration, throttle)
+    caps = opts.caps()
+    index = plan_index(plan, states, sizes, caps, opts.order)
+    fc = forecast(
+        index, float(throttle or DEFAULT_RATE_BPS) * share, caps, lag,
+        r=opts.parallel_replica_count, poll=POLL_MS / 1000,
+        elections=(0, opts.max_elections_per_poll) if opts.elect_leaders else None,
+    )  # fmt: skip
+    if not math.isfinite(fc.seconds):  # a refusal, not a row no front end can print
+        raise UsageError(f"what-if: no bytes can move under {pol.name!r} (--throttle {throttle})")
+    return {"policy": pol.name, "seconds": round(fc.seconds, 1), "state": "completed"}
 
 
 # ---------------------------------------------------------------- one call for every front end

@@ -253,8 +253,8 @@ def _add_what_if_and_approval(p: argparse.ArgumentParser) -> None:
         "--dry-run",
         action="store_true",
         help="Predict how long the plan takes with the options given and with the other "
-        "pacing policies (the executor run on a simulator set up like the cluster: its "
-        "partitions, their sizes, the throttle, the calibration); send nothing. "
+        "pacing policies (the run's own ETA model of the whole plan: its partitions, their "
+        "sizes, the throttle, the calibration); send nothing. "
         "--output json: {predicted_seconds, policies: [{policy, seconds}]}.",
     )
     w.add_argument(

@@ -1,5 +1,6 @@
 """The ETA of a paced run and the model behind it: what is left, simulated at both ends of
-every copy (``model``, ``estimate.RunEta``), starting from the physical bound
+every copy (``model``, ``estimate.RunEta``; the what-if's makespan is the same model of a
+whole plan, ``model.forecast``), starting from the physical bound
 (``model.physical_bound``) with the terms that earned their keep on held-out shapes, the
 rates and windows it reads (``ends``, ``share``, ``lag``, ``pace``) and what Kafka's
 replication quota does to the streams (``quota_effects``). The quota model itself is ``cluster.quota``: the simulator, a cluster

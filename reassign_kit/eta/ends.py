@@ -78,16 +78,6 @@ class EndBytes:
             out[end] = w
         return out
 
-    def at_limit(self, end: End, t: float, limit: float) -> bool:
-        """The end's windows at ``t`` held within one window's worth of ``limit`` times
-        their span (Kafka would hold it back)."""
-        pts = [p for p in self.curve(end) if p[0] <= t]
-        if len(pts) < 2:
-            return False
-        span = min(QUOTA_SPAN_S, t - pts[0][0])
-        moved = at(pts, t) - at(pts, t - span)
-        return span > 0 and limit * span - moved <= limit * QUOTA_WINDOW_S
-
 
 def at(pts: Sequence[tuple[float, float]], t: float) -> float:
     """The value of a piecewise linear curve at ``t`` (flat outside it)."""

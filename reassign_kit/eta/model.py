@@ -1,5 +1,6 @@
 """What is left of a paced run, simulated at both ends of every copy: the model
-behind ``eta.estimate.RunEta``, pure.
+behind ``eta.estimate.RunEta`` and, for a whole plan not started, the what-if's makespan
+(``plan_index``, ``forecast``), pure.
 
 What is left is a set of *flows*, one per move not done: the step in flight (bytes each new
 replica still needs), the steps after it (KIP-435, ``steps.plan_steps`` for a queued move),
@@ -20,8 +21,8 @@ from dataclasses import dataclass, field
 
 from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS, Windows, fair_share
 from ..errors import ReassignKitError
-from ..model import TopicPartition
-from ..moves.schedule import Caps, Item, decide
+from ..model import PartitionState, Plan, TopicPartition
+from ..moves.schedule import Caps, Item, assign_batches, decide, item_for, order_items
 from ..moves.steps import plan_steps
 from ..moves.table import MoveIndex, MoveState, MoveStatus, copy_bytes
 from .quota_effects import REPLAY_STEP_S, burst_idle, copy_windows, replay_caps
@@ -133,7 +134,7 @@ def _pending(ms: MoveState, r: int | None) -> Flow:
     target = tuple(ms.move.replicas)
     removed = sorted(ms.item.brokers - set(target))
     kept = [b for b in target if b not in ms.item.brokers]
-    current = tuple(removed + kept)
+    current = tuple(ms.original) or tuple(removed + kept)  # known before the run (the what-if)
     src = current[0] if current else None
     added = tuple(b for b in target if b in ms.item.brokers)
     planned: list[tuple[int, ...]] = [target]
@@ -150,6 +151,55 @@ def _pending(ms: MoveState, r: int | None) -> Flow:
             prev = tr
     srcs = _leaders(current, planned) if current else [src]
     return Flow(ms.tp, ms.item, src, float(ms.item.size_bytes), steps, "pending", srcs=srcs)
+
+
+def plan_index(
+    plan: Plan,
+    states: Mapping[TopicPartition, PartitionState],
+    sizes: Mapping[TopicPartition, int],
+    caps: Caps,
+    order: str = "topic-partition",
+) -> MoveIndex:
+    """A plan not started, as a run loads it (``run.begin``): every move queued in the run's
+    order and batches, its replicas now known (the what-if's work left: ``forecast``). The
+    disk ceiling's reordering is the executor's (the what-if plays it where disks are known)."""
+    items, base = [], {}
+    for m in plan:
+        st = states.get(m.tp)
+        now = tuple(st.replicas if st is not None else ())
+        if st is not None and st.reassigning:
+            now = tuple(b for b in now if b not in st.adding)
+        base[m.tp] = now
+        under = st is not None and bool(st.isr) and len(st.isr) < len(st.replicas)
+        leader = st.leader if st is not None else None
+        size = int(sizes.get(m.tp, 0))
+        items.append(item_for(m.tp, now, m.replicas, leader, size, under))
+    index = MoveIndex()
+    by_tp = plan.by_tp()
+    for it in assign_batches(order_items(items, order), caps):
+        ms = MoveState(by_tp[it.tp], it)
+        ms.original = base[it.tp]
+        index.add(ms)
+    return index
+
+
+def forecast(
+    index: MoveIndex,
+    capacity: float,
+    caps: Caps,
+    lag: float,
+    *,
+    r: int | None = None,
+    poll: float = 0.0,
+    elections: tuple[int, int] | None = None,
+    copied: Mapping[tuple[TopicPartition, int], int] | None = None,
+) -> Forecast:
+    """The work left in ``index`` (a whole plan for the what-if) played by ``simulate``:
+    each broker end at ``capacity`` (the throttle times the share of it the cluster gives),
+    each step completing ``lag`` after its last byte at the polls. The run's ETA calls
+    ``simulate`` with what it measured besides (the quota's windows, the ends' idle spells)."""
+    flows, rest_leaders, rest_bytes = flows_of(index, copied or {}, r)
+    return simulate(flows, capacity, caps, lag, rest_bytes, poll, elections, rest_leaders)
 
 
 # ------------------------------------------------------------------------- the simulation

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..cluster.quota import idle_credit
 from ..moves.table import MoveIndex, MoveStatus
-from .ends import MIN_WINDOW_S, End, EndBytes, weighted_pct
+from .ends import MIN_WINDOW_S, End, weighted_pct
 from .model import QUOTA_REPLAY_S, Snapshot, model_bytes, new_rate
 
 MIN_WINDOW_BYTES = 1 << 20  # and bytes (a follower fetches up to 1 MiB per partition)
@@ -78,18 +78,6 @@ class ShareMeter:
         rounding (a run of a few seconds read 0.5 s long)."""
         return ts - self.changed_ts < QUOTA_REPLAY_S
 
-    def quota_held(self, ts: float, got: float, ends_bytes: EndBytes) -> bool:
-        """The interval ending now moved (almost) nothing while every end receiving in it
-        had used up its quota (its windows at the limit when the interval began): Kafka's
-        quota holding back a catch-up it let through before, not the cluster's pace."""
-        if not self.points or self.points[-1][0] >= ts:
-            return False
-        t0, g0, _, c0, _, snap0 = self.points[-1]
-        ends = {("i", b) for _, b, _, _ in snap0}
-        if not ends or got - g0 > 0.25 * c0 * (ts - t0):
-            return False
-        return all(ends_bytes.at_limit(e, t0, c0 * self.share) for e in ends)
-
     def unseen(self, moves: MoveIndex) -> bool:
         """A move (or a step) completed since the last sample that no sample saw copying."""
         if not self.points:
@@ -139,7 +127,6 @@ class ShareMeter:
         snap: Snapshot,
         woke: float = 0.0,
         unseen: bool = False,
-        quota_held: bool = False,
     ) -> None:
         """The share of the throttle achieved over the window: bytes received against the
         model's bytes at the throttle for the streams in flight (those of an interval's
@@ -160,10 +147,9 @@ class ShareMeter:
                 self.changed = False  # an interval wholly after the change
             m = model_bytes(snap0, c0, dt) if dt > 0 else 0.0
             quota = self.replaying(t0) and not m / REPLAY_BURST <= got - g0 <= REPLAY_BURST * m
-            if dt > 0 and (quota_held or quota):
-                pass  # Kafka's quota held the ends back, or, while its windows hold the old
-                # throttle's bytes, stalled or let a catch-up through (the replay plays
-                # both): not the share
+            if dt > 0 and quota:
+                pass  # while its windows hold the old throttle's bytes, Kafka's quota stalled
+                # or let a catch-up through (the replay plays both): not the share
             elif dt > 0 and not unseen:
                 if s0 != streams:
                     m += new_rate(snap, s0, capacity) * dt / 2
