@@ -40,7 +40,7 @@ from .wiring import RunWiring
 
 # the what-if (the CLI's --execute --dry-run, ``whatif.what_if``) is computed when the panel
 # opens and again when a pacing control changes before a run, up to this many moves (above
-# it, ``Panel.what_if()`` computes it on demand: the executor runs once per policy)
+# it, ``Panel.what_if()`` computes it on demand: the model plays the plan once per policy)
 WHATIF_AUTO_MOVES = 2000
 
 # the least time between two redraws of the chart while a run moves (the progress line is
