@@ -22,13 +22,14 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-import operator
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 
-from .network import RESOURCES, Goals, add_loads
+import numpy as np
+
+from .network import RESOURCES, Goals
+from .network_arrays import Flat, added, columns, holdings
 from .rules import Capacity
 
 EPS = 1e-6  # bytes/s: an improvement smaller than this is rounding
@@ -69,37 +70,39 @@ class Placement:
     cur: dict[str, dict[int, float]] = field(default_factory=dict)
     count: dict[int, int] = field(default_factory=dict)
     bytes_on: dict[int, int] = field(default_factory=dict)
-    # each broker's partitions, in the order they came (a dict: the same order every run),
-    # each with its (produce, fetch) and present replicas: its lists read them in one walk
-    on: dict[int, dict[tuple[str, int], Held]] = field(default_factory=dict)
+    # each broker's partitions, in the order they came (a dict: the same order every run), to
+    # their numbers: a broker's lists read their loads and leaders from the arrays below
+    on: dict[int, dict[tuple[str, int], int]] = field(default_factory=dict)
+    # the partitions numbered once (in ``reps`` order); by number: produce, fetch, the leader
+    # (-1: no replicas) and the replica count, the last two kept current by ``assign``
+    keys: list[tuple[str, int]] = field(default_factory=list)
+    number: dict[tuple[str, int], int] = field(default_factory=dict)
+    produce: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    fetch: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    head: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    rf: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def __post_init__(self) -> None:
-        # one walk over the partitions for loads, counts, bytes and holdings: at a million
-        # replicas a call per partition costs more than the pass itself
-        self.cur = {r: dict.fromkeys(self.racks, 0.0) for r in RESOURCES}
-        nin, nout, lead = self.cur["network_in"], self.cur["network_out"], self.cur["leader_load"]
-        on, bytes_on = self.on, dict(self.background_bytes)
-        count = Counter(self.background_count)  # plus every replica listed, counted in C
-        count.update(itertools.chain.from_iterable(self.reps.values()))
-        load, size, zero = self.load, self.size, (0.0, 0.0)
-        for k, r in self.reps.items():
-            if not r:
-                continue
-            lk = load.get(k, zero)
-            produce, fetch = lk
-            n = size.get(k, 0)
-            entry = (lk, r)
-            for b in r:
-                nin[b] = nin.get(b, 0.0) + produce
-                bytes_on[b] = bytes_on.get(b, 0) + n
-                held = on.get(b)
-                if held is None:
-                    held = on[b] = {}
-                held[k] = entry
-            nout[r[0]] = nout.get(r[0], 0.0) + fetch + produce * (len(r) - 1)
-            lead[r[0]] = lead.get(r[0], 0.0) + produce
-        add_loads(self.cur, self.background)
-        self.count, self.bytes_on = dict(count), bytes_on
+        # the loads, counts, bytes and holdings in arrays over the flattened lists: at a
+        # million replicas a walk partition by partition costs more than the pass itself
+        self.keys = keys = list(self.reps)
+        self.number = dict(zip(keys, itertools.count()))
+        lists = list(self.reps.values())
+        zero = (0.0, 0.0)
+        lks = [self.load.get(k, zero) for k in keys]
+        self.produce, self.fetch = columns(lks)
+        bg = self.background
+        flat = Flat.of([*lists, *(r for r, _ in bg)], self.racks)
+        produce, fetch = columns([*lks, *(lk for _, lk in bg)])
+        self.cur = flat.loads(produce, fetch)
+        self.head = np.asarray([r[0] if r else -1 for r in lists], dtype=np.int64)
+        self.rf = flat.lens[: len(lists)].copy()
+        upto = int(self.rf.sum())
+        owners = flat.owners()
+        sizes = np.fromiter(map(self.size.get, keys, itertools.repeat(0)), np.int64, len(keys))
+        self.count = added(self.background_count, flat, upto)
+        self.bytes_on = added(self.background_bytes, flat, upto, sizes[owners[:upto]])
+        self.on = holdings(flat, upto, keys, owners)
         vals = [self.count.get(b, 0) for b in self.holders]
         if vals:
             self.band = (min(vals) - 1, max(vals) + 1)
@@ -109,10 +112,9 @@ class Placement:
         counts, bytes and holdings."""
         if not reps:
             return
-        lk = self.load.get(k, (0.0, 0.0))
-        produce, fetch = lk
+        produce, fetch = self.load.get(k, (0.0, 0.0))
         n = sign * self.size.get(k, 0)
-        entry = (lk, reps)
+        i = self.number[k]
         count, bytes_on, on = self.count, self.bytes_on, self.on
         nin = self.cur["network_in"]
         for b in reps:
@@ -120,7 +122,7 @@ class Placement:
             bytes_on[b] = bytes_on.get(b, 0) + n
             held = on.setdefault(b, {})
             if sign > 0:
-                held[k] = entry
+                held[k] = i
             else:
                 held.pop(k, None)
             nin[b] = nin.get(b, 0.0) + sign * produce
@@ -133,6 +135,8 @@ class Placement:
         self._apply(k, self.reps[k], -1)
         self.reps[k] = new
         self._apply(k, new, +1)
+        i = self.number[k]
+        self.head[i], self.rf[i] = (new[0] if new else -1), len(new)
 
     def rack_count(self, reps: Sequence[int]) -> int:
         racks = set(map(self.racks.get, reps))
@@ -188,22 +192,25 @@ def contribution(p: Placement, k: tuple[str, int], b: int, res: str) -> float:
     return fetch + produce * (len(reps) - 1) if res == "network_out" else produce
 
 
-def contributions(p: Placement, held: Mapping, b: int, res: str) -> list[tuple[float, Key]]:
+def ranked_on(p: Placement, held: Mapping[Key, int], b: int, res: str) -> list[tuple[float, Key]]:
     """``(contribution(p, k, b, res), k)`` for each partition ``held`` on ``b`` (but at most
-    ``FOLLOWERS`` of the zeros): read from what ``held`` carries, mapped in C, since a list is
-    thousands long at scale and a look-up per partition costs more than the rest."""
-    keys, entries = list(held), list(held.values())
+    ``FOLLOWERS`` of the zeros), least first (ties: in the order held): from the arrays, by a
+    stable sort, since a list is thousands long at scale."""
+    idx = np.fromiter(held.values(), dtype=np.int64, count=len(held))
     if res == "network_in":
-        return list(zip(map(FIRST, map(FIRST, entries)), keys, strict=True))
-    leads = list(map(b.__eq__, map(FIRST, map(SECOND, entries))))
-    # followers add nothing out and no leader load: a few serve as swap partners, and a
-    # partner that arrives later is told (``Scorer.attempt``)
-    follows = itertools.compress(keys, map(operator.not_, leads))
-    out = [(0.0, k) for k in itertools.islice(follows, FOLLOWERS)]
-    led = itertools.compress(held.items(), leads)
-    if res == "leader_load":
-        return out + [(lk[0], k) for k, (lk, _) in led]
-    return out + [(lk[1] + lk[0] * (len(r) - 1), k) for k, (lk, r) in led]
+        c = p.produce[idx]
+    else:
+        led = p.head[idx] == b
+        # followers add nothing out and no leader load: a few serve as swap partners, and a
+        # partner that arrives later is told (``Scorer.attempt``)
+        follows, idx = idx[~led][:FOLLOWERS], idx[led]
+        c = p.produce[idx]
+        if res == "network_out":
+            c = p.fetch[idx] + c * (p.rf[idx] - 1)
+        idx = np.concatenate((follows, idx))
+        c = np.concatenate((np.zeros(len(follows)), c))
+    order = np.argsort(c, kind="stable")
+    return list(zip(c[order].tolist(), map(p.keys.__getitem__, idx[order].tolist()), strict=True))
 
 
 @dataclass
@@ -324,7 +331,7 @@ class Scorer:
         they came to ``b``, the same every run)."""
         got = self.ranks.get((res, b))
         if got is None:
-            got = sorted(contributions(self.p, self.p.on.get(b, {}), b, res), key=FIRST)
+            got = ranked_on(self.p, self.p.on.get(b, {}), b, res)
             self.ranks[(res, b)] = got
         return got
 

@@ -9,16 +9,20 @@ from __future__ import annotations
 import gc
 import heapq
 import itertools
+import operator
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from operator import itemgetter
+from operator import attrgetter, itemgetter
+
+import numpy as np
 
 from ..errors import UsageError
 from ..snapshot.snapshot import Snapshot
 from .finish import finish
-from .network import RESOURCES, Goals, broker_loads
+from .network import RESOURCES, Goals
+from .network_arrays import Flat, columns, list_loads
 from .network_pass import Placement, solve
 from .network_report import HOTTEST, network_report
 from .params import PlanParams
@@ -27,6 +31,9 @@ from .rows import Changed
 
 SHOWN = 10
 KEY = itemgetter(0, 1)  # a row's (topic, partition)
+TOPIC, PARTITION, LOAD = attrgetter("topic"), attrgetter("partition"), attrgetter("load")
+SIZE, REPLICAS = attrgetter("size_bytes"), attrgetter("replicas")
+PRODUCE, FETCH = attrgetter("produce_bytes_s"), attrgetter("fetch_bytes_s")
 
 
 def require_loads(snap: Snapshot) -> None:
@@ -67,37 +74,49 @@ class Inputs:
     def of(
         cls, snap: Snapshot, changed: Sequence[Changed], excluded: Mapping, brokers: Iterable[int]
     ) -> Inputs:
-        new_of = {(t, part): new for t, part, _old, new, _size in changed}
-        load, size, was, movable = {}, {}, {}, {}
+        parts = snap.partitions
+        keys = list(zip(map(TOPIC, parts), map(PARTITION, parts), strict=True))
+        loads = list(map(LOAD, parts))
+        lks = list(zip(map(PRODUCE, loads), map(FETCH, loads), strict=True))
+        load, size = (
+            dict(zip(keys, lks, strict=True)),
+            dict(zip(keys, map(SIZE, parts), strict=True)),
+        )
+        now = list(map(REPLICAS, parts))
+        before = before_loads(now, [p.leader for p in parts], lks, brokers)
+        reps = list(map(list, now))
+        was = {}
+        number = dict(zip(keys, itertools.count()))
+        for t, part, _old, new, _size in changed:
+            i = number.get((t, part))
+            if i is not None:
+                was[keys[i]], reps[i] = now[i], list(new)
+        kept = [t not in excluded for t in map(TOPIC, parts)]
+        movable = dict(
+            zip(itertools.compress(keys, kept), itertools.compress(reps, kept), strict=True)
+        )
+        order = sorted(movable)  # a snapshot lists them in key order: then nothing to rebuild
+        if order != list(movable):
+            movable = {k: movable[k] for k in order}
         background, bg_bytes, bg_count = [], {}, {}
-        before = broker_loads((), brokers)
-        nin, nout, lead = before["network_in"], before["network_out"], before["leader_load"]
-        for p in snap.partitions:
-            k = (p.topic, p.partition)
-            load[k] = lk = (produce, fetch) = (p.load.produce_bytes_s, p.load.fetch_bytes_s)
-            size[k] = n = p.size_bytes
-            now = p.replicas
-            if now:  # the loads now: the recorded leader leads (else the first listed)
-                h = p.leader if p.leader is not None and p.leader in now else now[0]
-                for b in now:
-                    nin[b] = nin.get(b, 0.0) + produce
-                nout[h] = nout.get(h, 0.0) + fetch + produce * (len(now) - 1)
-                lead[h] = lead.get(h, 0.0) + produce
-            new = new_of.get(k)
-            if new is not None:
-                was[k] = now
-            reps = list(now if new is None else new)
-            if p.topic not in excluded:
-                movable[k] = reps
-                continue
-            background.append((reps, lk))
-            for b in reps:
-                bg_bytes[b] = bg_bytes.get(b, 0) + n
+        for i in itertools.compress(range(len(parts)), map(operator.not_, kept)):
+            background.append((reps[i], lks[i]))
+            for b in reps[i]:
+                bg_bytes[b] = bg_bytes.get(b, 0) + size[keys[i]]
                 bg_count[b] = bg_count.get(b, 0) + 1
-        keys = list(movable)
-        order = sorted(keys)  # a snapshot lists them in key order: then nothing to rebuild
-        reps = movable if order == keys else {k: movable[k] for k in order}
-        return cls(load, size, was, reps, background, bg_bytes, bg_count, before)
+        return cls(load, size, was, movable, background, bg_bytes, bg_count, before)
+
+
+def before_loads(
+    now: Sequence[Sequence[int]],
+    leaders: Sequence[int | None],
+    lks: Sequence[tuple[float, float]],
+    brokers: Iterable[int],
+) -> dict[str, dict[int, float]]:
+    """Each broker's loads now: the recorded leader leads (else the first listed)."""
+    flat = Flat.of(now, brokers)
+    led = np.fromiter((-1 if x is None else x for x in leaders), dtype=np.int64, count=len(now))
+    return flat.loads(*columns(lks), flat.heads(led))
 
 
 @contextmanager
@@ -152,8 +171,10 @@ def _balanced(result: PlanResult, snap: Snapshot, params: PlanParams) -> PlanRes
             changed.append(Changed(*k, list(was), list(final[k]), got.size[k]))
     out = finish(changed, prep, None)
     out.leader_balance, out.excluded = result.leader_balance, result.excluded
-    after = broker_loads(  # afresh: the pass kept its totals by additions
-        itertools.chain(((r, load[k]) for k, r in final.items()), got.background), ctx.racks
+    after = list_loads(  # afresh: the pass kept its totals by additions
+        [*final.values(), *(r for r, _ in got.background)],
+        [*map(load.__getitem__, final), *(lk for _, lk in got.background)],
+        ctx.racks,
     )
     out.network = network_report(
         got.before, after, goals, goals.unmet(after), hottest(load), len(steps)
