@@ -97,7 +97,10 @@ class Flat:
         nin = np.bincount(self.flat, weights=produce[self.owners()], minlength=n)
         led = heads >= 0
         h, p = heads[led], produce[led]
-        nout = np.bincount(h, weights=fetch[led] + p * (self.lens[led] - 1), minlength=n)
+        # a walk adds the fetch, then the replication out: two additions, in that order
+        out = np.empty(2 * len(h))
+        out[0::2], out[1::2] = fetch[led], p * (self.lens[led] - 1)
+        nout = np.bincount(np.repeat(h, 2), weights=out, minlength=n)
         lead = np.bincount(h, weights=p, minlength=n)
         orders = (self.flat, h, h)
         return {

@@ -9,7 +9,6 @@ from __future__ import annotations
 import gc
 import heapq
 import itertools
-import operator
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -31,9 +30,7 @@ from .rows import Changed
 
 SHOWN = 10
 KEY = itemgetter(0, 1)  # a row's (topic, partition)
-TOPIC, PARTITION, LOAD = attrgetter("topic"), attrgetter("partition"), attrgetter("load")
-SIZE, REPLICAS = attrgetter("size_bytes"), attrgetter("replicas")
-PRODUCE, FETCH = attrgetter("produce_bytes_s"), attrgetter("fetch_bytes_s")
+REPLICAS, LEADER = attrgetter("replicas"), attrgetter("leader")
 
 
 def require_loads(snap: Snapshot) -> None:
@@ -74,37 +71,32 @@ class Inputs:
     def of(
         cls, snap: Snapshot, changed: Sequence[Changed], excluded: Mapping, brokers: Iterable[int]
     ) -> Inputs:
-        parts = snap.partitions
-        keys = list(zip(map(TOPIC, parts), map(PARTITION, parts), strict=True))
-        loads = list(map(LOAD, parts))
-        lks = list(zip(map(PRODUCE, loads), map(FETCH, loads), strict=True))
-        load, size = (
-            dict(zip(keys, lks, strict=True)),
-            dict(zip(keys, map(SIZE, parts), strict=True)),
-        )
-        now = list(map(REPLICAS, parts))
-        before = before_loads(now, [p.leader for p in parts], lks, brokers)
-        reps = list(map(list, now))
-        was = {}
-        number = dict(zip(keys, itertools.count()))
-        for t, part, _old, new, _size in changed:
-            i = number.get((t, part))
-            if i is not None:
-                was[keys[i]], reps[i] = now[i], list(new)
-        kept = [t not in excluded for t in map(TOPIC, parts)]
-        movable = dict(
-            zip(itertools.compress(keys, kept), itertools.compress(reps, kept), strict=True)
-        )
-        order = sorted(movable)  # a snapshot lists them in key order: then nothing to rebuild
-        if order != list(movable):
-            movable = {k: movable[k] for k in order}
+        new_of = {(t, part): new for t, part, _old, new, _size in changed}
+        load, size, was, movable = {}, {}, {}, {}
         background, bg_bytes, bg_count = [], {}, {}
-        for i in itertools.compress(range(len(parts)), map(operator.not_, kept)):
-            background.append((reps[i], lks[i]))
-            for b in reps[i]:
-                bg_bytes[b] = bg_bytes.get(b, 0) + size[keys[i]]
+        for p in snap.partitions:
+            k = (p.topic, p.partition)
+            load[k] = lk = (p.load.produce_bytes_s, p.load.fetch_bytes_s)
+            size[k] = n = p.size_bytes
+            new = new_of.get(k)
+            if new is not None:
+                was[k] = p.replicas
+            reps = list(p.replicas if new is None else new)
+            if p.topic not in excluded:
+                movable[k] = reps
+                continue
+            background.append((reps, lk))
+            for b in reps:
+                bg_bytes[b] = bg_bytes.get(b, 0) + n
                 bg_count[b] = bg_count.get(b, 0) + 1
-        return cls(load, size, was, movable, background, bg_bytes, bg_count, before)
+        keys = list(movable)
+        order = sorted(keys)  # a snapshot lists them in key order: then nothing to rebuild
+        reps = movable if order == keys else {k: movable[k] for k in order}
+        parts = snap.partitions
+        before = before_loads(
+            list(map(REPLICAS, parts)), list(map(LEADER, parts)), list(load.values()), brokers
+        )
+        return cls(load, size, was, reps, background, bg_bytes, bg_count, before)
 
 
 def before_loads(
