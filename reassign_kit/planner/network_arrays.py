@@ -153,15 +153,14 @@ def flat_order(nums: np.ndarray) -> list[int]:
     return got[np.argsort(first, kind="stable")].tolist()
 
 
-def holdings(flat: Flat, upto: int, keys: Sequence, owners: np.ndarray) -> dict[int, dict]:
-    """Broker id -> its lists' keys (to the list's number), in the order they come, over the
-    first ``upto`` replicas; brokers keyed in the order first met."""
+def holdings(flat: Flat, upto: int, owners: np.ndarray) -> dict[int, dict[int, None]]:
+    """Broker id -> its lists' numbers, in the order they come, over the first ``upto``
+    replicas; brokers keyed in the order first met."""
     nums = flat.flat[:upto]
     order = np.argsort(nums, kind="stable")
     held = owners[:upto][order]
     ends = np.cumsum(np.bincount(nums, minlength=len(flat.ids)))
-    out: dict[int, dict] = {}
+    out: dict[int, dict[int, None]] = {}
     for num in flat_order(nums):
-        idx = held[ends[num - 1] if num else 0 : ends[num]].tolist()
-        out[flat.ids[num]] = dict(zip(map(keys.__getitem__, idx), idx, strict=True))
+        out[flat.ids[num]] = dict.fromkeys(held[ends[num - 1] if num else 0 : ends[num]].tolist())
     return out

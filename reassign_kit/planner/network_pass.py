@@ -40,7 +40,6 @@ GIVE_UP = 32  # partitions in a row a broker fails to shed before the pass leave
 FIRST = itemgetter(0)
 SECOND = itemgetter(1)
 Key = tuple[str, int]  # a partition: (topic, partition)
-Held = tuple[tuple[float, float], list[int]]  # a partition on a broker: its load, its replicas
 ROUNDS = 50  # each round's changes strictly bring the goals nearer; this only bounds it
 EXHAUSTIVE_MAX = 200_000  # placements; beyond, the greedy result stands
 
@@ -48,13 +47,15 @@ EXHAUSTIVE_MAX = 200_000  # placements; beyond, the greedy result stands
 @dataclass
 class Placement:
     """The partitions the pass may change (``reps``, by key) over fixed background load, with
-    what each costs and what constrains it. Changes go through ``assign``, which keeps every
+    what each costs and what constrains it. Inside, partitions go by number (``keys[i]``, in
+    ``reps`` order): a look-up by number costs a fraction of one by (topic, partition) at a
+    million replicas. Changes go through ``move`` (``assign`` by key), which keeps every
     broker's loads, replica count, bytes and partitions current (a step re-scores in
     O(brokers), not O(partitions))."""
 
-    reps: dict[tuple[str, int], list[int]]
-    load: Mapping[tuple[str, int], tuple[float, float]]
-    size: Mapping[tuple[str, int], int]
+    reps: dict[Key, list[int]]
+    load: Mapping[Key, tuple[float, float]]
+    size: Mapping[Key, int]
     background: list[tuple[Sequence[int], tuple[float, float]]]
     background_bytes: Mapping[int, int]
     background_count: Mapping[int, int]
@@ -64,19 +65,24 @@ class Placement:
     goals: Goals
     capacity: Capacity | None = None
     band: tuple[int, int] = (0, 1 << 62)
-    # each partition's replicas when the pass began (its rack count: a floor, read on demand)
-    start: dict[tuple[str, int], list[int]] = field(default_factory=dict)
-    min_racks: dict[tuple[str, int], int] = field(default_factory=dict)
     cur: dict[str, dict[int, float]] = field(default_factory=dict)
     count: dict[int, int] = field(default_factory=dict)
     bytes_on: dict[int, int] = field(default_factory=dict)
-    # each broker's partitions, in the order they came (a dict: the same order every run), to
-    # their numbers: a broker's lists read their loads and leaders from the arrays below
-    on: dict[int, dict[tuple[str, int], int]] = field(default_factory=dict)
-    # the partitions numbered once (in ``reps`` order); by number: produce, fetch, the leader
-    # (-1: no replicas) and the replica count, the last two kept current by ``assign``
-    keys: list[tuple[str, int]] = field(default_factory=list)
-    number: dict[tuple[str, int], int] = field(default_factory=dict)
+    # by number: the replicas now, and when the pass began (those it changed; their rack
+    # count: a floor, read on demand)
+    rep: list[list[int]] = field(default_factory=list)
+    first: dict[int, list[int]] = field(default_factory=dict)
+    min_racks: dict[int, int] = field(default_factory=dict)
+    # each broker's partitions (numbers) in the order they came (a dict: the same order every
+    # run): its ranked lists read their loads and leaders from the arrays below
+    held: dict[int, dict[int, None]] = field(default_factory=dict)
+    keys: list[Key] = field(default_factory=list)
+    number: dict[Key, int] = field(default_factory=dict)
+    # by number: produce, fetch and size (lists: read one at a time), and as arrays produce,
+    # fetch, the leader (-1: no replicas) and the replica count (kept current by ``move``)
+    produce_of: list[float] = field(default_factory=list)
+    fetch_of: list[float] = field(default_factory=list)
+    size_of: list[int] = field(default_factory=list)
     produce: np.ndarray = field(default_factory=lambda: np.zeros(0))
     fetch: np.ndarray = field(default_factory=lambda: np.zeros(0))
     head: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -87,56 +93,71 @@ class Placement:
         # million replicas a walk partition by partition costs more than the pass itself
         self.keys = keys = list(self.reps)
         self.number = dict(zip(keys, itertools.count()))
-        lists = list(self.reps.values())
+        self.rep = lists = list(self.reps.values())
         zero = (0.0, 0.0)
         lks = [self.load.get(k, zero) for k in keys]
+        self.produce_of, self.fetch_of = list(map(FIRST, lks)), list(map(SECOND, lks))
+        self.size_of = list(map(self.size.get, keys, itertools.repeat(0)))
         self.produce, self.fetch = columns(lks)
         bg = self.background
         flat = Flat.of([*lists, *(r for r, _ in bg)], self.racks)
-        produce, fetch = columns([*lks, *(lk for _, lk in bg)])
-        self.cur = flat.loads(produce, fetch)
+        self.cur = flat.loads(*columns([*lks, *(lk for _, lk in bg)]))
         self.head = np.asarray([r[0] if r else -1 for r in lists], dtype=np.int64)
         self.rf = flat.lens[: len(lists)].copy()
         upto = int(self.rf.sum())
         owners = flat.owners()
-        sizes = np.fromiter(map(self.size.get, keys, itertools.repeat(0)), np.int64, len(keys))
+        sizes = np.asarray(self.size_of, dtype=np.int64)
         self.count = added(self.background_count, flat, upto)
         self.bytes_on = added(self.background_bytes, flat, upto, sizes[owners[:upto]])
-        self.on = holdings(flat, upto, keys, owners)
+        self.held = holdings(flat, upto, owners)
         vals = [self.count.get(b, 0) for b in self.holders]
         if vals:
             self.band = (min(vals) - 1, max(vals) + 1)
 
-    def _apply(self, k: tuple[str, int], reps: Sequence[int], sign: int) -> None:
-        """``k`` on ``reps`` added to (``sign`` 1) or taken from (-1) the brokers' loads,
-        counts, bytes and holdings."""
+    @property
+    def start(self) -> dict[Key, list[int]]:
+        """By key: the replicas when the pass began of those it changed."""
+        return {self.keys[i]: r for i, r in self.first.items()}
+
+    @property
+    def on(self) -> dict[int, dict[Key, None]]:
+        """By key: each broker's partitions, in the order they came."""
+        keys = self.keys
+        return {b: dict.fromkeys(map(keys.__getitem__, h)) for b, h in self.held.items()}
+
+    def _apply(self, i: int, reps: Sequence[int], sign: int) -> None:
+        """Partition ``i`` on ``reps`` added to (``sign`` 1) or taken from (-1) the brokers'
+        loads, counts, bytes and holdings."""
         if not reps:
             return
-        produce, fetch = self.load.get(k, (0.0, 0.0))
-        n = sign * self.size.get(k, 0)
-        i = self.number[k]
-        count, bytes_on, on = self.count, self.bytes_on, self.on
+        produce, fetch = self.produce_of[i], self.fetch_of[i]
+        n = sign * self.size_of[i]
+        count, bytes_on, on = self.count, self.bytes_on, self.held
         nin = self.cur["network_in"]
         for b in reps:
             count[b] = count.get(b, 0) + sign
             bytes_on[b] = bytes_on.get(b, 0) + n
             held = on.setdefault(b, {})
             if sign > 0:
-                held[k] = i
+                held[i] = None
             else:
-                held.pop(k, None)
+                held.pop(i, None)
             nin[b] = nin.get(b, 0.0) + sign * produce
         h, nout, lead = reps[0], self.cur["network_out"], self.cur["leader_load"]
         nout[h] = nout.get(h, 0.0) + sign * (fetch + produce * (len(reps) - 1))
         lead[h] = lead.get(h, 0.0) + sign * produce
 
-    def assign(self, k: tuple[str, int], new: list[int]) -> None:
-        self.start.setdefault(k, self.reps[k])
-        self._apply(k, self.reps[k], -1)
-        self.reps[k] = new
-        self._apply(k, new, +1)
-        i = self.number[k]
+    def move(self, i: int, new: list[int]) -> None:
+        """Partition ``i`` onto ``new``."""
+        was = self.rep[i]
+        self.first.setdefault(i, was)
+        self._apply(i, was, -1)
+        self.rep[i] = self.reps[self.keys[i]] = new
+        self._apply(i, new, +1)
         self.head[i], self.rf[i] = (new[0] if new else -1), len(new)
+
+    def assign(self, k: Key, new: list[int]) -> None:
+        self.move(self.number[k], new)
 
     def rack_count(self, reps: Sequence[int]) -> int:
         racks = set(map(self.racks.get, reps))
@@ -155,48 +176,54 @@ class Placement:
     def score(self) -> tuple:
         return tuple(round(x, 6) for x in self.goals.excess(self.cur, self.holders))
 
-    def fits(self, key: tuple[str, int], new: Sequence[int], old: Sequence[int]) -> bool:
-        """``key`` may go from ``old`` to ``new``: racks, cordons, disk and replica limits."""
+    def fits(self, i: int, new: Sequence[int], old: Sequence[int]) -> bool:
+        """Partition ``i`` may go from ``old`` to ``new``: racks, cordons, disk and replica
+        limits."""
         added = set(new).difference(old)
-        return added <= self.placeable and self.racks_kept(key, new) and self.room_for(key, added)
+        return added <= self.placeable and self.racks_kept(i, new) and self.room_for(i, added)
 
-    def racks_kept(self, key: tuple[str, int], new: Sequence[int]) -> bool:
-        """``new`` on no fewer racks than ``key`` was when the pass began."""
-        floor = self.min_racks.get(key)
+    def racks_kept(self, i: int, new: Sequence[int]) -> bool:
+        """``new`` on no fewer racks than partition ``i`` was when the pass began."""
+        floor = self.min_racks.get(i)
         if floor is None:
-            floor = self.min_racks[key] = self.rack_count(self.start.get(key, self.reps[key]))
+            floor = self.min_racks[i] = self.rack_count(self.first.get(i, self.rep[i]))
         return self.rack_count(new) >= floor
 
-    def room_for(self, key: tuple[str, int], added: Iterable[int]) -> bool:
-        """Each of ``added`` within its disk and replica limits holding ``key`` too."""
-        return self.capacity is None or all(self._within(b, key) for b in added)
+    def room_for(self, i: int, added: Iterable[int]) -> bool:
+        """Each of ``added`` within its disk and replica limits holding partition ``i`` too."""
+        return self.capacity is None or all(self._within(b, i) for b in added)
 
-    def _within(self, b: int, key: tuple[str, int]) -> bool:
-        """``b`` within its disk and replica limits holding ``key`` too."""
+    def _within(self, b: int, i: int) -> bool:
+        """``b`` within its disk and replica limits holding partition ``i`` too."""
         disk, most = self.capacity.disk(b), self.capacity.max_replicas(b)
-        extra = 0 if key in self.on.get(b, ()) else 1
-        total = self.bytes_on.get(b, 0) + extra * self.size.get(key, 0)
+        extra = 0 if i in self.held.get(b, ()) else 1
+        total = self.bytes_on.get(b, 0) + extra * self.size_of[i]
         n = self.count.get(b, 0) + extra
         return (disk is None or total <= disk) and (most is None or n <= most)
 
 
-def contribution(p: Placement, k: tuple[str, int], b: int, res: str) -> float:
-    """What ``k`` adds to broker ``b``'s ``res``: a follower adds its produce to network in
-    and nothing to network out or leader load."""
-    produce, fetch = p.load.get(k, (0.0, 0.0))
+def contribution(p: Placement, k: Key, b: int, res: str) -> float:
+    """What ``k`` adds to broker ``b``'s ``res`` (``share``, by key)."""
+    return share(p, p.number[k], b, res)
+
+
+def share(p: Placement, i: int, b: int, res: str) -> float:
+    """What partition ``i`` adds to broker ``b``'s ``res``: a follower adds its produce to
+    network in and nothing to network out or leader load."""
+    produce = p.produce_of[i]
     if res == "network_in":
         return produce
-    reps = p.reps[k]
+    reps = p.rep[i]
     if reps[0] != b:
         return 0.0
-    return fetch + produce * (len(reps) - 1) if res == "network_out" else produce
+    return p.fetch_of[i] + produce * (len(reps) - 1) if res == "network_out" else produce
 
 
-def ranked_on(p: Placement, held: Mapping[Key, int], b: int, res: str) -> list[tuple[float, Key]]:
-    """``(contribution(p, k, b, res), k)`` for each partition ``held`` on ``b`` (but at most
+def ranked_on(p: Placement, held: Mapping[int, None], b: int, res: str) -> list[tuple[float, int]]:
+    """``(share(p, i, b, res), i)`` for each partition ``held`` on ``b`` (but at most
     ``FOLLOWERS`` of the zeros), least first (ties: in the order held): from the arrays, by a
     stable sort, since a list is thousands long at scale."""
-    idx = np.fromiter(held.values(), dtype=np.int64, count=len(held))
+    idx = np.fromiter(held, dtype=np.int64, count=len(held))
     if res == "network_in":
         c = p.produce[idx]
     else:
@@ -210,7 +237,7 @@ def ranked_on(p: Placement, held: Mapping[Key, int], b: int, res: str) -> list[t
         idx = np.concatenate((follows, idx))
         c = np.concatenate((np.zeros(len(follows)), c))
     order = np.argsort(c, kind="stable")
-    return list(zip(c[order].tolist(), map(p.keys.__getitem__, idx[order].tolist()), strict=True))
+    return list(zip(c[order].tolist(), idx[order].tolist(), strict=True))
 
 
 @dataclass
@@ -221,9 +248,10 @@ class Scorer:
     p: Placement
     targets: dict[str, dict[int, float]] = field(default_factory=dict)
     allowed: frozenset[int] = frozenset()
-    # (resource, broker) -> its partitions by what they add to it, least first: listed once,
-    # told of every arrival, so an entry may be stale (checked when used) but none is missing
-    ranks: dict[tuple[str, int], list[tuple[float, tuple[str, int]]]] = field(default_factory=dict)
+    # (resource, broker) -> its partitions (numbers) by what they add to it, least first:
+    # listed once, told of every arrival, so an entry may be stale (checked when used) but
+    # none is missing
+    ranks: dict[tuple[str, int], list[tuple[float, int]]] = field(default_factory=dict)
     touched: set[int] = field(default_factory=set)  # the brokers the last change made touched
 
     def __post_init__(self) -> None:
@@ -265,25 +293,29 @@ class Scorer:
                     now[i] += v + d
         return was, now
 
-    def attempt(self, change: list[tuple[tuple[str, int], list[int]]]) -> bool:
-        """Make ``change`` if it keeps the rules and brings the goals strictly nearer, in
-        priority order; else leave the placement as it was. Scored on the loads it would
-        leave, so a refused change costs no bookkeeping."""
+    def attempt(self, change: list[tuple[Key, list[int]]]) -> bool:
+        """``make`` by key."""
+        return self.make([(self.p.number[k], new) for k, new in change])
+
+    def make(self, change: list[tuple[int, list[int]]]) -> bool:
+        """Make ``change`` (partition numbers, their new replicas) if it keeps the rules and
+        brings the goals strictly nearer, in priority order; else leave the placement as it
+        was. Scored on the loads it would leave, so a refused change costs no bookkeeping."""
         p = self.p
-        load, zero = p.load, (0.0, 0.0)
+        produce_of, fetch_of = p.produce_of, p.fetch_of
         nin: dict[int, float] = {}
         nout: dict[int, float] = {}
         lead: dict[int, float] = {}
         counts: dict[int, int] = {}
-        for k, new in change:
-            was = p.reps[k]
-            if not p.fits(k, new, was):
+        for i, new in change:
+            was = p.rep[i]
+            if not p.fits(i, new, was):
                 return False
-            produce, fetch = load.get(k, zero)
+            produce, fetch = produce_of[i], fetch_of[i]
             for reps, sign in ((was, -1), (new, 1)):
                 if not reps:
                     continue
-                for b in reps:  # the loads ``k`` adds on ``reps`` (``Placement.assign``)
+                for b in reps:  # the loads ``i`` adds on ``reps`` (``Placement.move``)
                     nin[b] = nin.get(b, 0.0) + sign * produce
                     counts[b] = counts.get(b, 0) + sign
                 h = reps[0]
@@ -300,40 +332,44 @@ class Scorer:
             return False
         self.touched = touched
         ranks = self.ranks
-        for k, new in change:
-            for b in set(p.reps[k]).difference(new):
-                self.forget(k, b)
-            p.assign(k, new)
+        for i, new in change:
+            for b in set(p.rep[i]).difference(new):
+                self.forget(i, b)
+            p.move(i, new)
             for b in new:
                 for res in RESOURCES:
                     got = ranks.get((res, b))
                     if got is not None:
-                        bisect.insort(got, (contribution(p, k, b, res), k), key=FIRST)
+                        bisect.insort(got, (share(p, i, b, res), i), key=FIRST)
         return True
 
-    def forget(self, k: tuple[str, int], b: int) -> None:
-        """``k``'s entries at its present figures off ``b``'s lists, as it leaves ``b``: a list
-        that kept those who left would be walked past them on every later pass."""
+    def forget(self, i: int, b: int) -> None:
+        """Partition ``i``'s entries at its present figures off ``b``'s lists, as it leaves
+        ``b``: a list that kept those who left would be walked past them on every later pass."""
         for res in RESOURCES:
             got = self.ranks.get((res, b))
             if got is None:
                 continue
-            c = contribution(self.p, k, b, res)
-            i = bisect.bisect_left(got, c, key=FIRST)
-            while i < len(got) and got[i][0] == c:
-                if got[i][1] == k:
-                    del got[i]
+            c = share(self.p, i, b, res)
+            j = bisect.bisect_left(got, c, key=FIRST)
+            while j < len(got) and got[j][0] == c:
+                if got[j][1] == i:
+                    del got[j]
                 else:
-                    i += 1
+                    j += 1
 
-    def ranked(self, res: str, b: int) -> list[tuple[float, tuple[str, int]]]:
-        """``b``'s partitions by what they add to its ``res``, least first (ties: in the order
-        they came to ``b``, the same every run)."""
+    def listed(self, res: str, b: int) -> list[tuple[float, int]]:
+        """``b``'s partitions (numbers) by what they add to its ``res``, least first (ties: in
+        the order they came to ``b``, the same every run)."""
         got = self.ranks.get((res, b))
         if got is None:
-            got = ranked_on(self.p, self.p.on.get(b, {}), b, res)
-            self.ranks[(res, b)] = got
+            got = self.ranks[(res, b)] = ranked_on(self.p, self.p.held.get(b, {}), b, res)
         return got
+
+    def ranked(self, res: str, b: int) -> list[tuple[float, Key]]:
+        """``listed`` by key."""
+        keys = self.p.keys
+        return [(c, keys[i]) for c, i in self.listed(res, b)]
 
 
 def _nearer(before: Sequence[float], after: Sequence[float]) -> bool:
@@ -388,29 +424,29 @@ class Shedding:
         done = 0
         for b in sorted(over, key=lambda b: (self.room(b), b)):
             dests, failed = self.dests(), 0
-            ranked = self.s.ranked(res, b)
+            ranked = self.s.listed(res, b)
             hot = ranked[bisect.bisect_right(ranked, EPS, key=FIRST) :]
-            for c, k in reversed(hot):
+            for c, i in reversed(hot):
                 if self.room(b) >= -EPS or failed >= GIVE_UP:
                     break
-                if b not in p.reps[k] or contribution(p, k, b, res) != c:
+                if b not in p.rep[i] or share(p, i, b, res) != c:
                     continue  # changed since listed
-                if self.shed_one(kind, b, k, c, dests):
+                if self.shed_one(kind, b, i, c, dests):
                     done, failed = done + 1, 0
                     dests = self.reorder()
                 else:
                     failed += 1
         return done
 
-    def shed_one(
-        self, kind: str, b: int, k: tuple[str, int], c: float, dests: list[tuple[float, int]]
-    ) -> bool:
-        r, excess = self.s.p.reps[k], -self.room(b)
+    def shed_one(self, kind: str, b: int, k: int, c: float, dests: list[tuple[float, int]]) -> bool:
+        """A change of partition ``k`` (adding ``c`` to ``b``) that sheds some of ``b``'s
+        excess, made if one brings the goals nearer."""
+        r, excess = self.s.p.rep[k], -self.room(b)
         if kind == "leader":
             for f in sorted(r[1:], key=lambda f: (-self.room(f), f)):
                 if c - self.room(f) >= min(c, excess):
                     break  # the new leader takes on what ``b`` sheds: most room first
-                if self.s.attempt([(k, [f, *[x for x in r if x != f]])]):
+                if self.s.make([(k, [f, *[x for x in r if x != f]])]):
                     return True
             return False
         p, tries = self.s.p, 0
@@ -437,25 +473,25 @@ class Shedding:
                 continue
             moved = [d if x == b else x for x in r]
             tries += 1
-            if self.s.attempt([(k, moved)]) if kind == "move" else self.swap(b, d, k, c, moved):
+            if self.s.make([(k, moved)]) if kind == "move" else self.swap(b, d, k, c, moved):
                 return True
         return False
 
-    def swap(self, b: int, d: int, k: tuple[str, int], c: float, moved: list[int]) -> bool:
+    def swap(self, b: int, d: int, k: int, c: float, moved: list[int]) -> bool:
         """``k`` to ``d`` and one of ``d``'s partitions to ``b`` (counts kept): the one whose
         exchange sheds most without putting ``d`` over its limit, else the nearest to it."""
         p, res = self.s.p, self.res
-        ranked = self.s.ranked(res, d)
+        ranked = self.s.listed(res, d)
         want = c - min(-self.room(b), self.room(d))
         i = bisect.bisect_left(ranked, want, key=FIRST)
         top = bisect.bisect_left(ranked, c - EPS, lo=i, key=FIRST)
-        tries, on_d = 0, p.on.get(d, {})
+        tries, on_d = 0, p.held.get(d, {})
         for cq, q in itertools.chain(_held(ranked, i, top, on_d), _held_down(ranked, i, top, on_d)):
-            rq = p.reps[q]
-            if q == k or b in rq or contribution(p, q, d, res) != cq:
+            rq = p.rep[q]
+            if q == k or b in rq or share(p, q, d, res) != cq:
                 continue
             tries += 1
-            if self.s.attempt([(k, moved), (q, [b if x == d else x for x in rq])]):
+            if self.s.make([(k, moved), (q, [b if x == d else x for x in rq])]):
                 return True  # ``q``'s entry here is stale now, passed over when next met
             if tries >= SWAP_COLD:
                 break
@@ -498,8 +534,8 @@ def improve(p: Placement, max_rounds: int = ROUNDS) -> int:
     return total
 
 
-def _options(p: Placement, k: tuple[str, int]) -> list[list[int]]:
-    r = p.reps[k]
+def _options(p: Placement, k: int) -> list[list[int]]:
+    r = p.rep[k]
     keep = [x for x in r if x not in p.placeable]  # a cordoned holder may keep its replica
     pool = sorted(p.placeable | set(keep))
     out = [list(r)]
@@ -513,28 +549,28 @@ def _options(p: Placement, k: tuple[str, int]) -> list[list[int]]:
 def exhaustive(p: Placement) -> bool:
     """The placement meeting the most goals (ties: fewest replicas moved), over every one, when
     there are at most ``EXHAUSTIVE_MAX``; False when there are more (nothing changed)."""
-    keys = sorted(p.reps)
+    keys = [p.number[k] for k in sorted(p.reps)]
     bound = 1
     for k in keys:  # an upper bound on the placements, before any is listed
-        bound *= math.perm(len(p.placeable | set(p.reps[k])), len(p.reps[k]))
+        bound *= math.perm(len(p.placeable | set(p.rep[k])), len(p.rep[k]))
         if bound > EXHAUSTIVE_MAX:
             return False
     options = [_options(p, k) for k in keys]
-    start = {k: list(p.reps[k]) for k in keys}
+    start = {k: list(p.rep[k]) for k in keys}
     best = None
     for combo in itertools.product(*options):
         for k, c in zip(keys, combo, strict=True):
-            if p.reps[k] != list(c):
-                p.assign(k, list(c))
-        if not all(p.fits(k, p.reps[k], start[k]) for k in keys):
+            if p.rep[k] != list(c):
+                p.move(k, list(c))
+        if not all(p.fits(k, p.rep[k], start[k]) for k in keys):
             continue
-        moved = sum(len(set(p.reps[k]) - set(start[k])) for k in keys)
-        led = sum(p.reps[k][0] != start[k][0] for k in keys)
+        moved = sum(len(set(p.rep[k]) - set(start[k])) for k in keys)
+        led = sum(p.rep[k][0] != start[k][0] for k in keys)
         key = (p.score(), not p.in_band(), moved, led)
         if best is None or key < best[0]:
             best = (key, [list(c) for c in combo])
     for i, k in enumerate(keys):
-        p.assign(k, best[1][i] if best is not None else start[k])
+        p.move(k, best[1][i] if best is not None else start[k])
     return True
 
 

@@ -61,13 +61,12 @@ def test_counts_bytes_and_holdings_are_a_walks(case, cut):
         for b in r:
             count[b] = count.get(b, 0) + 1
             size[b] = size.get(b, 0) + sizes[i]
-            held.setdefault(b, {})[("t", i)] = i
+            held.setdefault(b, {})[i] = None
     owners = flat.owners()
     weights = [sizes[i] for i in owners[:upto]]
     assert list(added({9: 1}, flat, upto).items()) == list(count.items())
     assert list(added({9: 5}, flat, upto, weights).items()) == list(size.items())
-    keys = [("t", i) for i in range(len(lists))]
-    got = holdings(flat, upto, keys, owners)
+    got = holdings(flat, upto, owners)
     assert [(b, list(h.items())) for b, h in got.items()] == [
         (b, list(h.items())) for b, h in held.items()
     ]
