@@ -37,6 +37,7 @@ DESTS = 8  # brokers with most room a partition's move is tried to
 SWAP_COLD = 4  # swap partners tried per destination
 FOLLOWERS = 256  # followers a broker lists as swap partners for network out and leader load
 GIVE_UP = 32  # partitions in a row a broker fails to shed before the pass leaves it
+FILE_ONE_BY_ONE = 32  # arrivals filed by bisection; more: by one sort of the list
 FIRST = itemgetter(0)
 SECOND = itemgetter(1)
 Key = tuple[str, int]  # a partition: (topic, partition)
@@ -252,6 +253,11 @@ class Scorer:
     # listed once, told of every arrival, so an entry may be stale (checked when used) but
     # none is missing
     ranks: dict[tuple[str, int], list[tuple[float, int]]] = field(default_factory=dict)
+    # arrivals not yet filed in their list, in the order they came (and as a set, for
+    # ``forget``): filed when the list is next read, so a list read once a round is sorted
+    # once, not shifted per arrival
+    arrived: dict[tuple[str, int], list[tuple[float, int]]] = field(default_factory=dict)
+    waiting: set[tuple[str, int, float, int]] = field(default_factory=set)
     touched: set[int] = field(default_factory=set)  # the brokers the last change made touched
 
     def __post_init__(self) -> None:
@@ -331,16 +337,17 @@ class Scorer:
         if not _nearer(*self.over(touched, delta)):
             return False
         self.touched = touched
-        ranks = self.ranks
+        ranks, arrived, waiting = self.ranks, self.arrived, self.waiting
         for i, new in change:
             for b in set(p.rep[i]).difference(new):
                 self.forget(i, b)
             p.move(i, new)
             for b in new:
                 for res in RESOURCES:
-                    got = ranks.get((res, b))
-                    if got is not None:
-                        bisect.insort(got, (share(p, i, b, res), i), key=FIRST)
+                    if (res, b) in ranks:
+                        c = share(p, i, b, res)
+                        arrived.setdefault((res, b), []).append((c, i))
+                        waiting.add((res, b, c, i))
         return True
 
     def forget(self, i: int, b: int) -> None:
@@ -351,6 +358,9 @@ class Scorer:
             if got is None:
                 continue
             c = share(self.p, i, b, res)
+            if (res, b, c, i) in self.waiting:
+                self.waiting.discard((res, b, c, i))
+                self.arrived[(res, b)] = [e for e in self.arrived[(res, b)] if e != (c, i)]
             j = bisect.bisect_left(got, c, key=FIRST)
             while j < len(got) and got[j][0] == c:
                 if got[j][1] == i:
@@ -364,6 +374,15 @@ class Scorer:
         got = self.ranks.get((res, b))
         if got is None:
             got = self.ranks[(res, b)] = ranked_on(self.p, self.p.held.get(b, {}), b, res)
+        new = self.arrived.pop((res, b), None)
+        if new:  # filed after those listed before, in the order they came: a stable sort
+            self.waiting.difference_update((res, b, *e) for e in new)
+            if len(new) <= FILE_ONE_BY_ONE:
+                for e in new:
+                    bisect.insort(got, e, key=FIRST)
+            else:
+                got += new
+                got.sort(key=FIRST)
         return got
 
     def ranked(self, res: str, b: int) -> list[tuple[float, Key]]:
