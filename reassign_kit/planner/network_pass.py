@@ -24,7 +24,9 @@ import itertools
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from operator import itemgetter
+from typing import Any
 
 import numpy as np
 
@@ -78,7 +80,6 @@ class Placement:
     # run): its ranked lists read their loads and leaders from the arrays below
     held: dict[int, dict[int, None]] = field(default_factory=dict)
     keys: list[Key] = field(default_factory=list)
-    number: dict[Key, int] = field(default_factory=dict)
     # by number: produce, fetch and size (lists: read one at a time), and as arrays produce,
     # fetch, the leader (-1: no replicas) and the replica count (kept current by ``move``)
     produce_of: list[float] = field(default_factory=list)
@@ -93,12 +94,10 @@ class Placement:
         # the loads, counts, bytes and holdings in arrays over the flattened lists: at a
         # million replicas a walk partition by partition costs more than the pass itself
         self.keys = keys = list(self.reps)
-        self.number = dict(zip(keys, itertools.count()))
         self.rep = lists = list(self.reps.values())
-        zero = (0.0, 0.0)
-        lks = [self.load.get(k, zero) for k in keys]
+        lks = aligned(self.load, keys, (0.0, 0.0))
         self.produce_of, self.fetch_of = list(map(FIRST, lks)), list(map(SECOND, lks))
-        self.size_of = list(map(self.size.get, keys, itertools.repeat(0)))
+        self.size_of = aligned(self.size, keys, 0)
         self.produce, self.fetch = columns(lks)
         bg = self.background
         flat = Flat.of([*lists, *(r for r, _ in bg)], self.racks)
@@ -114,6 +113,11 @@ class Placement:
         vals = [self.count.get(b, 0) for b in self.holders]
         if vals:
             self.band = (min(vals) - 1, max(vals) + 1)
+
+    @cached_property
+    def number(self) -> dict[Key, int]:
+        """Each partition's number, by key (for callers by key; the pass goes by number)."""
+        return dict(zip(self.keys, itertools.count()))
 
     @property
     def start(self) -> dict[Key, list[int]]:
@@ -167,6 +171,16 @@ class Placement:
     def loads(self) -> dict[str, dict[int, float]]:
         return {r: dict(v) for r, v in self.cur.items()}
 
+    def afresh(self) -> dict[str, dict[int, float]]:
+        """Each broker's loads summed afresh over the replicas now and the background (the
+        running ones were kept by additions), as ``broker_loads`` sums them."""
+        bg = self.background
+        produce, fetch = columns([lk for _, lk in bg])
+        flat = Flat.of([*self.rep, *(r for r, _ in bg)], self.racks)
+        return flat.loads(
+            np.concatenate((self.produce, produce)), np.concatenate((self.fetch, fetch))
+        )
+
     def counts(self) -> dict[int, int]:
         return dict(self.count)
 
@@ -201,6 +215,14 @@ class Placement:
         total = self.bytes_on.get(b, 0) + extra * self.size_of[i]
         n = self.count.get(b, 0) + extra
         return (disk is None or total <= disk) and (most is None or n <= most)
+
+
+def aligned(by_key: Mapping[Key, Any], keys: list[Key], default: Any) -> list:
+    """``by_key``'s values for ``keys``, in order: read off in one go when it holds exactly
+    ``keys`` in that order (the snapshot's key order, nothing excluded), else looked up."""
+    if len(by_key) == len(keys) and list(by_key) == keys:
+        return list(by_key.values())
+    return [by_key.get(k, default) for k in keys]
 
 
 def contribution(p: Placement, k: Key, b: int, res: str) -> float:
@@ -281,22 +303,27 @@ class Scorer:
         cur, goals, allowed, holders = self.p.cur, self.p.goals, self.allowed, self.p.holders
         was = [0.0] * (1 + len(goals.balance))
         now = list(was)
-        for b in brokers:
-            for res, caps in goals.limits.items():
-                if b in caps:
-                    v = cur[res].get(b, 0.0)
-                    was[0] += max(0.0, v + 0.0 - caps[b])
-                    now[0] += max(0.0, v + delta[res].get(b, 0.0) - caps[b])
-            for i, res in enumerate(goals.balance, 1):
-                v = cur[res].get(b, 0.0)
-                d = delta[res].get(b, 0.0)
+        if goals.limits:
+            for b in brokers:
+                for res, caps in goals.limits.items():
+                    if b in caps:
+                        v = cur[res].get(b, 0.0)
+                        was[0] += max(0.0, v + 0.0 - caps[b])
+                        now[0] += max(0.0, v + delta[res].get(b, 0.0) - caps[b])
+        # goal by goal: each sum still adds its brokers in the same order
+        for i, res in enumerate(goals.balance, 1):
+            cur_r, delta_r, target = cur[res], delta[res], self.targets[res]
+            w = n = 0.0
+            for b in brokers:
+                v = cur_r.get(b, 0.0)
                 if b in allowed:
-                    t = self.targets[res][b]
-                    was[i] += max(0.0, v + 0.0 - t)
-                    now[i] += max(0.0, v + d - t)
+                    t = target[b]
+                    w += max(0.0, v + 0.0 - t)
+                    n += max(0.0, v + delta_r.get(b, 0.0) - t)
                 elif b in holders:
-                    was[i] += v + 0.0
-                    now[i] += v + d
+                    w += v + 0.0
+                    n += v + delta_r.get(b, 0.0)
+            was[i], now[i] = w, n
         return was, now
 
     def attempt(self, change: list[tuple[Key, list[int]]]) -> bool:
@@ -362,11 +389,15 @@ class Scorer:
                 self.waiting.discard((res, b, c, i))
                 self.arrived[(res, b)] = [e for e in self.arrived[(res, b)] if e != (c, i)]
             j = bisect.bisect_left(got, c, key=FIRST)
-            while j < len(got) and got[j][0] == c:
-                if got[j][1] == i:
-                    del got[j]
-                else:
-                    j += 1
+            end = bisect.bisect_right(got, c, lo=j, key=FIRST)
+            entry = (c, i)
+            while True:  # every copy, among those at ``c`` (compared in C)
+                try:
+                    j = got.index(entry, j, end)
+                except ValueError:
+                    break
+                del got[j]
+                end -= 1
 
     def listed(self, res: str, b: int) -> list[tuple[float, int]]:
         """``b``'s partitions (numbers) by what they add to its ``res``, least first (ties: in

@@ -21,7 +21,7 @@ from ..errors import UsageError
 from ..snapshot.snapshot import Snapshot
 from .finish import finish
 from .network import RESOURCES, Goals
-from .network_arrays import Flat, columns, list_loads
+from .network_arrays import Flat, columns
 from .network_pass import Placement, solve
 from .network_report import HOTTEST, network_report
 from .params import PlanParams
@@ -163,11 +163,7 @@ def _balanced(result: PlanResult, snap: Snapshot, params: PlanParams) -> PlanRes
             changed.append(Changed(*k, list(was), list(final[k]), got.size[k]))
     out = finish(changed, prep, None)
     out.leader_balance, out.excluded = result.leader_balance, result.excluded
-    after = list_loads(  # afresh: the pass kept its totals by additions
-        [*final.values(), *(r for r, _ in got.background)],
-        [*map(load.__getitem__, final), *(lk for _, lk in got.background)],
-        ctx.racks,
-    )
+    after = placement.afresh()
     out.network = network_report(
         got.before, after, goals, goals.unmet(after), hottest(load), len(steps)
     )
