@@ -18,6 +18,8 @@ import numpy as np
 
 from .network import RESOURCES
 
+TABLE_MAX = 1 << 20  # broker ids below this are numbered through a look-up array
+
 
 class Numbering(dict):
     """Broker id -> its number: a broker not yet numbered gets the next one as it is met."""
@@ -42,12 +44,23 @@ class Flat:
         numbering = Numbering(zip(brokers, itertools.count()))
         given = len(numbering)
         lens = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
-        flat = np.fromiter(
-            map(numbering.__getitem__, itertools.chain.from_iterable(lists)),
-            dtype=np.int64,
-            count=int(lens.sum()),
-        )
-        return cls(list(numbering), given, flat, lens)
+        replicas = itertools.chain.from_iterable(lists)
+        raw = np.fromiter(replicas, dtype=np.int64, count=int(lens.sum()))
+        ids = list(numbering)
+        every = np.concatenate((np.asarray(ids, dtype=np.int64), raw))
+        top = int(every.max()) if len(every) else 0
+        if len(every) and (every.min() < 0 or top >= TABLE_MAX):  # too far apart for a table
+            flat = np.fromiter(map(numbering.__getitem__, raw.tolist()), np.int64, len(raw))
+            return cls(list(numbering), given, flat, lens)
+        table = np.full(top + 1, -1, dtype=np.int64)
+        table[np.asarray(ids, dtype=np.int64)] = np.arange(given, dtype=np.int64)
+        flat = table[raw]
+        unknown = flat < 0
+        if unknown.any():  # numbered as first met, after the given ones
+            met = flat_order(raw[unknown])
+            table[np.asarray(met, dtype=np.int64)] = np.arange(given, given + len(met))
+            flat, ids = table[raw], ids + met
+        return cls(ids, given, flat, lens)
 
     def owners(self) -> np.ndarray:
         """Each replica's list number."""

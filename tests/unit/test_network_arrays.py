@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reassign_kit.planner.network import broker_loads
-from reassign_kit.planner.network_arrays import Flat, added, holdings, list_loads
+from reassign_kit.planner.network_arrays import TABLE_MAX, Flat, added, holdings, list_loads
 from reassign_kit.planner.network_plan import before_loads
 
 floats = st.floats(0, 1e10, allow_nan=False, allow_infinity=False)
@@ -70,3 +70,13 @@ def test_counts_bytes_and_holdings_are_a_walks(case, cut):
     assert [(b, list(h.items())) for b, h in got.items()] == [
         (b, list(h.items())) for b, h in held.items()
     ]
+
+
+@settings(max_examples=100, deadline=None)
+@given(lists_and_loads(), st.sampled_from([TABLE_MAX - 3, TABLE_MAX, 1 << 40, -7]))
+def test_ids_far_apart_are_numbered_as_near_ones(case, shift):
+    lists, pairs = case
+    lists = [[b + shift if b > 6 else b for b in r] for r in lists]  # some ids past the table
+    want = broker_loads(zip(lists, pairs, strict=True), range(1, 6))
+    got = list_loads(lists, pairs, range(1, 6))
+    assert [list(v.items()) for v in got.values()] == [list(v.items()) for v in want.values()]
