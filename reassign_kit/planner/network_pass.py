@@ -242,6 +242,14 @@ def share(p: Placement, i: int, b: int, res: str) -> float:
     return p.fetch_of[i] + produce * (len(reps) - 1) if res == "network_out" else produce
 
 
+def shares(p: Placement, i: int, b: int) -> tuple[float, float, float]:
+    """``share`` of partition ``i`` on ``b`` for each of ``RESOURCES``, worked out at once."""
+    produce, reps = p.produce_of[i], p.rep[i]
+    if reps[0] != b:
+        return produce, 0.0, 0.0
+    return produce, p.fetch_of[i] + produce * (len(reps) - 1), produce
+
+
 def ranked_on(p: Placement, held: Mapping[int, None], b: int, res: str) -> list[tuple[float, int]]:
     """``(share(p, i, b, res), i)`` for each partition ``held`` on ``b`` (but at most
     ``FOLLOWERS`` of the zeros), least first (ties: in the order held): from the arrays, by a
@@ -364,29 +372,35 @@ class Scorer:
         if not _nearer(*self.over(touched, delta)):
             return False
         self.touched = touched
-        ranks, arrived, waiting = self.ranks, self.arrived, self.waiting
         for i, new in change:
             for b in set(p.rep[i]).difference(new):
                 self.forget(i, b)
             p.move(i, new)
-            for b in new:
-                for res in RESOURCES:
-                    if (res, b) in ranks:
-                        c = share(p, i, b, res)
-                        arrived.setdefault((res, b), []).append((c, i))
-                        waiting.add((res, b, c, i))
+            self.arrive(i, new)
         return True
+
+    def arrive(self, i: int, new: list[int]) -> None:
+        """Partition ``i``, now on ``new``, told to the lists of its brokers: what it adds to
+        each (``share``, worked out once for all three)."""
+        if not new:
+            return
+        ranks, arrived, waiting = self.ranks, self.arrived, self.waiting
+        for b in new:
+            for res, c in zip(RESOURCES, shares(self.p, i, b), strict=True):
+                if (res, b) in ranks:
+                    arrived.setdefault((res, b), []).append((c, i))
+                    waiting.add((res, b, c, i))
 
     def forget(self, i: int, b: int) -> None:
         """Partition ``i``'s entries at its present figures off ``b``'s lists, as it leaves
         ``b``: a list that kept those who left would be walked past them on every later pass."""
-        for res in RESOURCES:
-            got = self.ranks.get((res, b))
+        ranks, waiting = self.ranks, self.waiting
+        for res, c in zip(RESOURCES, shares(self.p, i, b), strict=True):
+            got = ranks.get((res, b))
             if got is None:
                 continue
-            c = share(self.p, i, b, res)
-            if (res, b, c, i) in self.waiting:
-                self.waiting.discard((res, b, c, i))
+            if (res, b, c, i) in waiting:
+                waiting.discard((res, b, c, i))
                 self.arrived[(res, b)] = [e for e in self.arrived[(res, b)] if e != (c, i)]
             j = bisect.bisect_left(got, c, key=FIRST)
             end = bisect.bisect_right(got, c, lo=j, key=FIRST)
