@@ -324,10 +324,12 @@ class Scorer:
             w = n = 0.0
             for b in brokers:
                 v = cur_r.get(b, 0.0)
-                if b in allowed:
+                if b in allowed:  # ``max(0.0, x)``, without a call per broker
                     t = target[b]
-                    w += max(0.0, v + 0.0 - t)
-                    n += max(0.0, v + delta_r.get(b, 0.0) - t)
+                    x = v + 0.0 - t
+                    w += x if x > 0.0 else 0.0
+                    x = v + delta_r.get(b, 0.0) - t
+                    n += x if x > 0.0 else 0.0
                 elif b in holders:
                     w += v + 0.0
                     n += v + delta_r.get(b, 0.0)
