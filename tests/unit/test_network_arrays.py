@@ -24,7 +24,7 @@ def lists_and_loads(draw):
     return lists, pairs
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(lists_and_loads())
 def test_the_sums_are_a_walks_to_the_last_bit_and_keyed_as_it_keys_them(case):
     lists, pairs = case
@@ -34,7 +34,7 @@ def test_the_sums_are_a_walks_to_the_last_bit_and_keyed_as_it_keys_them(case):
     assert [list(v) for v in got.values()] == [list(v) for v in want.values()]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(lists_and_loads(), st.lists(st.one_of(st.none(), brokers), min_size=30, max_size=30))
 def test_the_loads_now_are_led_by_the_recorded_leader_where_the_list_holds_it(case, leaders):
     lists, pairs = case
@@ -48,7 +48,7 @@ def test_the_loads_now_are_led_by_the_recorded_leader_where_the_list_holds_it(ca
     assert got == want
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(lists_and_loads(), st.integers(0, 30))
 def test_counts_bytes_and_holdings_are_a_walks(case, cut):
     lists, _ = case

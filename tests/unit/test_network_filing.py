@@ -62,7 +62,7 @@ def test_lists_filed_when_read_are_those_filed_at_once(one_by_one):
         network_pass.FILE_ONE_BY_ONE = was
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def filed_when_read(case):
     n, reps, loads, steps = case
