@@ -136,21 +136,20 @@ class Placement:
         if not reps:
             return
         produce, fetch = self.produce_of[i], self.fetch_of[i]
-        n = sign * self.size_of[i]
+        n, taken = sign * self.size_of[i], sign * produce
         count, bytes_on, on = self.count, self.bytes_on, self.held
         nin = self.cur["network_in"]
         for b in reps:
             count[b] = count.get(b, 0) + sign
             bytes_on[b] = bytes_on.get(b, 0) + n
-            held = on.setdefault(b, {})
+            nin[b] = nin.get(b, 0.0) + taken
             if sign > 0:
-                held[i] = None
+                on.setdefault(b, {})[i] = None
             else:
-                held.pop(i, None)
-            nin[b] = nin.get(b, 0.0) + sign * produce
+                on.setdefault(b, {}).pop(i, None)
         h, nout, lead = reps[0], self.cur["network_out"], self.cur["leader_load"]
         nout[h] = nout.get(h, 0.0) + sign * (fetch + produce * (len(reps) - 1))
-        lead[h] = lead.get(h, 0.0) + sign * produce
+        lead[h] = lead.get(h, 0.0) + taken
 
     def move(self, i: int, new: list[int]) -> None:
         """Partition ``i`` onto ``new``."""
@@ -358,12 +357,13 @@ class Scorer:
             for reps, sign in ((was, -1), (new, 1)):
                 if not reps:
                     continue
+                taken = sign * produce
                 for b in reps:  # the loads ``i`` adds on ``reps`` (``Placement.move``)
-                    nin[b] = nin.get(b, 0.0) + sign * produce
+                    nin[b] = nin.get(b, 0.0) + taken
                     counts[b] = counts.get(b, 0) + sign
                 h = reps[0]
                 nout[h] = nout.get(h, 0.0) + sign * (fetch + produce * (len(reps) - 1))
-                lead[h] = lead.get(h, 0.0) + sign * produce
+                lead[h] = lead.get(h, 0.0) + taken
         lo, hi = p.band
         count, holders = p.count, p.holders
         for b, n in counts.items():
