@@ -1,10 +1,10 @@
 """The network goals at scale, in process: a generated cluster (3 racks, RF 3, counts even)
 whose hot partitions (5%, produce 1-5 MB/s, fetched by 1-3 groups) all sit on one rack's
 brokers, planned with ``--balance replicas,leaders`` and with ``replicas,leaders,network``;
-each plan validated offline, each timed from a collected heap with the snapshot alone alive (the
-count-only result is let go before the network plan). Prints one row per size: plan seconds (wall and CPU) of both,
-their ratio, moves, the largest network in / out over the mean after each plan, and whether
-the network goals were met.
+each plan validated offline, each timed from a collected heap with the snapshot alone alive
+(the count-only result is let go before the network plan). Prints one row per size: plan
+seconds (wall and CPU) of both, their ratio, moves, the largest network in / out over the mean
+after each plan, and whether the network goals were met.
 
     .venv/bin/python bench/bench_network.py                   # 30,000 and 150,000 replicas
     RK_BENCH_SIZES=1050000 .venv/bin/python bench/bench_network.py
