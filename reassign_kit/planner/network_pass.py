@@ -22,13 +22,16 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-import operator
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from operator import itemgetter
+from typing import Any
 
-from .network import RESOURCES, Goals, add_loads
+import numpy as np
+
+from .network import RESOURCES, Goals
+from .network_arrays import Flat, added, columns, holdings
 from .rules import Capacity
 
 EPS = 1e-6  # bytes/s: an improvement smaller than this is rounding
@@ -36,10 +39,10 @@ DESTS = 8  # brokers with most room a partition's move is tried to
 SWAP_COLD = 4  # swap partners tried per destination
 FOLLOWERS = 256  # followers a broker lists as swap partners for network out and leader load
 GIVE_UP = 32  # partitions in a row a broker fails to shed before the pass leaves it
+FILE_ONE_BY_ONE = 32  # arrivals filed by bisection; more: by one sort of the list
 FIRST = itemgetter(0)
 SECOND = itemgetter(1)
 Key = tuple[str, int]  # a partition: (topic, partition)
-Held = tuple[tuple[float, float], list[int]]  # a partition on a broker: its load, its replicas
 ROUNDS = 50  # each round's changes strictly bring the goals nearer; this only bounds it
 EXHAUSTIVE_MAX = 200_000  # placements; beyond, the greedy result stands
 
@@ -47,13 +50,15 @@ EXHAUSTIVE_MAX = 200_000  # placements; beyond, the greedy result stands
 @dataclass
 class Placement:
     """The partitions the pass may change (``reps``, by key) over fixed background load, with
-    what each costs and what constrains it. Changes go through ``assign``, which keeps every
+    what each costs and what constrains it. Inside, partitions go by number (``keys[i]``, in
+    ``reps`` order): a look-up by number costs a fraction of one by (topic, partition) at a
+    million replicas. Changes go through ``move`` (``assign`` by key), which keeps every
     broker's loads, replica count, bytes and partitions current (a step re-scores in
     O(brokers), not O(partitions))."""
 
-    reps: dict[tuple[str, int], list[int]]
-    load: Mapping[tuple[str, int], tuple[float, float]]
-    size: Mapping[tuple[str, int], int]
+    reps: dict[Key, list[int]]
+    load: Mapping[Key, tuple[float, float]]
+    size: Mapping[Key, int]
     background: list[tuple[Sequence[int], tuple[float, float]]]
     background_bytes: Mapping[int, int]
     background_count: Mapping[int, int]
@@ -63,76 +68,100 @@ class Placement:
     goals: Goals
     capacity: Capacity | None = None
     band: tuple[int, int] = (0, 1 << 62)
-    # each partition's replicas when the pass began (its rack count: a floor, read on demand)
-    start: dict[tuple[str, int], list[int]] = field(default_factory=dict)
-    min_racks: dict[tuple[str, int], int] = field(default_factory=dict)
     cur: dict[str, dict[int, float]] = field(default_factory=dict)
     count: dict[int, int] = field(default_factory=dict)
     bytes_on: dict[int, int] = field(default_factory=dict)
-    # each broker's partitions, in the order they came (a dict: the same order every run),
-    # each with its (produce, fetch) and present replicas: its lists read them in one walk
-    on: dict[int, dict[tuple[str, int], Held]] = field(default_factory=dict)
+    # by number: the replicas now, and when the pass began (those it changed; their rack
+    # count: a floor, read on demand)
+    rep: list[list[int]] = field(default_factory=list)
+    first: dict[int, list[int]] = field(default_factory=dict)
+    min_racks: dict[int, int] = field(default_factory=dict)
+    # each broker's partitions (numbers) in the order they came (a dict: the same order every
+    # run): its ranked lists read their loads and leaders from the arrays below
+    held: dict[int, dict[int, None]] = field(default_factory=dict)
+    keys: list[Key] = field(default_factory=list)
+    # by number: produce, fetch and size (lists: read one at a time), and as arrays produce,
+    # fetch, the leader (-1: no replicas) and the replica count (kept current by ``move``)
+    produce_of: list[float] = field(default_factory=list)
+    fetch_of: list[float] = field(default_factory=list)
+    size_of: list[int] = field(default_factory=list)
+    produce: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    fetch: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    head: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    rf: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def __post_init__(self) -> None:
-        # one walk over the partitions for loads, counts, bytes and holdings: at a million
-        # replicas a call per partition costs more than the pass itself
-        self.cur = {r: dict.fromkeys(self.racks, 0.0) for r in RESOURCES}
-        nin, nout, lead = self.cur["network_in"], self.cur["network_out"], self.cur["leader_load"]
-        on, bytes_on = self.on, dict(self.background_bytes)
-        count = Counter(self.background_count)  # plus every replica listed, counted in C
-        count.update(itertools.chain.from_iterable(self.reps.values()))
-        load, size, zero = self.load, self.size, (0.0, 0.0)
-        for k, r in self.reps.items():
-            if not r:
-                continue
-            lk = load.get(k, zero)
-            produce, fetch = lk
-            n = size.get(k, 0)
-            entry = (lk, r)
-            for b in r:
-                nin[b] = nin.get(b, 0.0) + produce
-                bytes_on[b] = bytes_on.get(b, 0) + n
-                held = on.get(b)
-                if held is None:
-                    held = on[b] = {}
-                held[k] = entry
-            nout[r[0]] = nout.get(r[0], 0.0) + fetch + produce * (len(r) - 1)
-            lead[r[0]] = lead.get(r[0], 0.0) + produce
-        add_loads(self.cur, self.background)
-        self.count, self.bytes_on = dict(count), bytes_on
+        # the loads, counts, bytes and holdings in arrays over the flattened lists: at a
+        # million replicas a walk partition by partition costs more than the pass itself
+        self.keys = keys = list(self.reps)
+        self.rep = lists = list(self.reps.values())
+        lks = aligned(self.load, keys, (0.0, 0.0))
+        self.produce_of, self.fetch_of = list(map(FIRST, lks)), list(map(SECOND, lks))
+        self.size_of = aligned(self.size, keys, 0)
+        self.produce, self.fetch = columns(lks)
+        bg = self.background
+        flat = Flat.of([*lists, *(r for r, _ in bg)], self.racks)
+        self.cur = flat.loads(*columns([*lks, *(lk for _, lk in bg)]))
+        self.head = np.asarray([r[0] if r else -1 for r in lists], dtype=np.int64)
+        self.rf = flat.lens[: len(lists)].copy()
+        upto = int(self.rf.sum())
+        owners = flat.owners()
+        sizes = np.asarray(self.size_of, dtype=np.int64)
+        self.count = added(self.background_count, flat, upto)
+        self.bytes_on = added(self.background_bytes, flat, upto, sizes[owners[:upto]])
+        self.held = holdings(flat, upto, owners)
         vals = [self.count.get(b, 0) for b in self.holders]
         if vals:
             self.band = (min(vals) - 1, max(vals) + 1)
 
-    def _apply(self, k: tuple[str, int], reps: Sequence[int], sign: int) -> None:
-        """``k`` on ``reps`` added to (``sign`` 1) or taken from (-1) the brokers' loads,
-        counts, bytes and holdings."""
+    @cached_property
+    def number(self) -> dict[Key, int]:
+        """Each partition's number, by key (for callers by key; the pass goes by number)."""
+        return dict(zip(self.keys, itertools.count()))
+
+    @property
+    def start(self) -> dict[Key, list[int]]:
+        """By key: the replicas when the pass began of those it changed."""
+        return {self.keys[i]: r for i, r in self.first.items()}
+
+    @property
+    def on(self) -> dict[int, dict[Key, None]]:
+        """By key: each broker's partitions, in the order they came."""
+        keys = self.keys
+        return {b: dict.fromkeys(map(keys.__getitem__, h)) for b, h in self.held.items()}
+
+    def _apply(self, i: int, reps: Sequence[int], sign: int) -> None:
+        """Partition ``i`` on ``reps`` added to (``sign`` 1) or taken from (-1) the brokers'
+        loads, counts, bytes and holdings."""
         if not reps:
             return
-        lk = self.load.get(k, (0.0, 0.0))
-        produce, fetch = lk
-        n = sign * self.size.get(k, 0)
-        entry = (lk, reps)
-        count, bytes_on, on = self.count, self.bytes_on, self.on
+        produce, fetch = self.produce_of[i], self.fetch_of[i]
+        n, taken = sign * self.size_of[i], sign * produce
+        count, bytes_on, on = self.count, self.bytes_on, self.held
         nin = self.cur["network_in"]
         for b in reps:
             count[b] = count.get(b, 0) + sign
             bytes_on[b] = bytes_on.get(b, 0) + n
-            held = on.setdefault(b, {})
+            nin[b] = nin.get(b, 0.0) + taken
             if sign > 0:
-                held[k] = entry
+                on.setdefault(b, {})[i] = None
             else:
-                held.pop(k, None)
-            nin[b] = nin.get(b, 0.0) + sign * produce
+                on.setdefault(b, {}).pop(i, None)
         h, nout, lead = reps[0], self.cur["network_out"], self.cur["leader_load"]
         nout[h] = nout.get(h, 0.0) + sign * (fetch + produce * (len(reps) - 1))
-        lead[h] = lead.get(h, 0.0) + sign * produce
+        lead[h] = lead.get(h, 0.0) + taken
 
-    def assign(self, k: tuple[str, int], new: list[int]) -> None:
-        self.start.setdefault(k, self.reps[k])
-        self._apply(k, self.reps[k], -1)
-        self.reps[k] = new
-        self._apply(k, new, +1)
+    def move(self, i: int, new: list[int]) -> None:
+        """Partition ``i`` onto ``new``."""
+        was = self.rep[i]
+        self.first.setdefault(i, was)
+        self._apply(i, was, -1)
+        self.rep[i] = self.reps[self.keys[i]] = new
+        self._apply(i, new, +1)
+        self.head[i], self.rf[i] = (new[0] if new else -1), len(new)
+
+    def assign(self, k: Key, new: list[int]) -> None:
+        self.move(self.number[k], new)
 
     def rack_count(self, reps: Sequence[int]) -> int:
         racks = set(map(self.racks.get, reps))
@@ -140,6 +169,16 @@ class Placement:
 
     def loads(self) -> dict[str, dict[int, float]]:
         return {r: dict(v) for r, v in self.cur.items()}
+
+    def afresh(self) -> dict[str, dict[int, float]]:
+        """Each broker's loads summed afresh over the replicas now and the background (the
+        running ones were kept by additions), as ``broker_loads`` sums them."""
+        bg = self.background
+        produce, fetch = columns([lk for _, lk in bg])
+        flat = Flat.of([*self.rep, *(r for r, _ in bg)], self.racks)
+        return flat.loads(
+            np.concatenate((self.produce, produce)), np.concatenate((self.fetch, fetch))
+        )
 
     def counts(self) -> dict[int, int]:
         return dict(self.count)
@@ -151,59 +190,84 @@ class Placement:
     def score(self) -> tuple:
         return tuple(round(x, 6) for x in self.goals.excess(self.cur, self.holders))
 
-    def fits(self, key: tuple[str, int], new: Sequence[int], old: Sequence[int]) -> bool:
-        """``key`` may go from ``old`` to ``new``: racks, cordons, disk and replica limits."""
+    def fits(self, i: int, new: Sequence[int], old: Sequence[int]) -> bool:
+        """Partition ``i`` may go from ``old`` to ``new``: racks, cordons, disk and replica
+        limits."""
         added = set(new).difference(old)
-        return added <= self.placeable and self.racks_kept(key, new) and self.room_for(key, added)
+        return added <= self.placeable and self.racks_kept(i, new) and self.room_for(i, added)
 
-    def racks_kept(self, key: tuple[str, int], new: Sequence[int]) -> bool:
-        """``new`` on no fewer racks than ``key`` was when the pass began."""
-        floor = self.min_racks.get(key)
+    def racks_kept(self, i: int, new: Sequence[int]) -> bool:
+        """``new`` on no fewer racks than partition ``i`` was when the pass began."""
+        floor = self.min_racks.get(i)
         if floor is None:
-            floor = self.min_racks[key] = self.rack_count(self.start.get(key, self.reps[key]))
+            floor = self.min_racks[i] = self.rack_count(self.first.get(i, self.rep[i]))
         return self.rack_count(new) >= floor
 
-    def room_for(self, key: tuple[str, int], added: Iterable[int]) -> bool:
-        """Each of ``added`` within its disk and replica limits holding ``key`` too."""
-        return self.capacity is None or all(self._within(b, key) for b in added)
+    def room_for(self, i: int, added: Iterable[int]) -> bool:
+        """Each of ``added`` within its disk and replica limits holding partition ``i`` too."""
+        return self.capacity is None or all(self._within(b, i) for b in added)
 
-    def _within(self, b: int, key: tuple[str, int]) -> bool:
-        """``b`` within its disk and replica limits holding ``key`` too."""
+    def _within(self, b: int, i: int) -> bool:
+        """``b`` within its disk and replica limits holding partition ``i`` too."""
         disk, most = self.capacity.disk(b), self.capacity.max_replicas(b)
-        extra = 0 if key in self.on.get(b, ()) else 1
-        total = self.bytes_on.get(b, 0) + extra * self.size.get(key, 0)
+        extra = 0 if i in self.held.get(b, ()) else 1
+        total = self.bytes_on.get(b, 0) + extra * self.size_of[i]
         n = self.count.get(b, 0) + extra
         return (disk is None or total <= disk) and (most is None or n <= most)
 
 
-def contribution(p: Placement, k: tuple[str, int], b: int, res: str) -> float:
-    """What ``k`` adds to broker ``b``'s ``res``: a follower adds its produce to network in
-    and nothing to network out or leader load."""
-    produce, fetch = p.load.get(k, (0.0, 0.0))
+def aligned(by_key: Mapping[Key, Any], keys: list[Key], default: Any) -> list:
+    """``by_key``'s values for ``keys``, in order: read off in one go when it holds exactly
+    ``keys`` in that order (the snapshot's key order, nothing excluded), else looked up."""
+    if len(by_key) == len(keys) and list(by_key) == keys:
+        return list(by_key.values())
+    return [by_key.get(k, default) for k in keys]
+
+
+def contribution(p: Placement, k: Key, b: int, res: str) -> float:
+    """What ``k`` adds to broker ``b``'s ``res`` (``share``, by key)."""
+    return share(p, p.number[k], b, res)
+
+
+def share(p: Placement, i: int, b: int, res: str) -> float:
+    """What partition ``i`` adds to broker ``b``'s ``res``: a follower adds its produce to
+    network in and nothing to network out or leader load."""
+    produce = p.produce_of[i]
     if res == "network_in":
         return produce
-    reps = p.reps[k]
+    reps = p.rep[i]
     if reps[0] != b:
         return 0.0
-    return fetch + produce * (len(reps) - 1) if res == "network_out" else produce
+    return p.fetch_of[i] + produce * (len(reps) - 1) if res == "network_out" else produce
 
 
-def contributions(p: Placement, held: Mapping, b: int, res: str) -> list[tuple[float, Key]]:
-    """``(contribution(p, k, b, res), k)`` for each partition ``held`` on ``b`` (but at most
-    ``FOLLOWERS`` of the zeros): read from what ``held`` carries, mapped in C, since a list is
-    thousands long at scale and a look-up per partition costs more than the rest."""
-    keys, entries = list(held), list(held.values())
+def shares(p: Placement, i: int, b: int) -> tuple[float, float, float]:
+    """``share`` of partition ``i`` on ``b`` for each of ``RESOURCES``, worked out at once."""
+    produce, reps = p.produce_of[i], p.rep[i]
+    if reps[0] != b:
+        return produce, 0.0, 0.0
+    return produce, p.fetch_of[i] + produce * (len(reps) - 1), produce
+
+
+def ranked_on(p: Placement, held: Mapping[int, None], b: int, res: str) -> list[tuple[float, int]]:
+    """``(share(p, i, b, res), i)`` for each partition ``held`` on ``b`` (but at most
+    ``FOLLOWERS`` of the zeros), least first (ties: in the order held): from the arrays, by a
+    stable sort, since a list is thousands long at scale."""
+    idx = np.fromiter(held, dtype=np.int64, count=len(held))
     if res == "network_in":
-        return list(zip(map(FIRST, map(FIRST, entries)), keys, strict=True))
-    leads = list(map(b.__eq__, map(FIRST, map(SECOND, entries))))
-    # followers add nothing out and no leader load: a few serve as swap partners, and a
-    # partner that arrives later is told (``Scorer.attempt``)
-    follows = itertools.compress(keys, map(operator.not_, leads))
-    out = [(0.0, k) for k in itertools.islice(follows, FOLLOWERS)]
-    led = itertools.compress(held.items(), leads)
-    if res == "leader_load":
-        return out + [(lk[0], k) for k, (lk, _) in led]
-    return out + [(lk[1] + lk[0] * (len(r) - 1), k) for k, (lk, r) in led]
+        c = p.produce[idx]
+    else:
+        led = p.head[idx] == b
+        # followers add nothing out and no leader load: a few serve as swap partners, and a
+        # partner that arrives later is told (``Scorer.attempt``)
+        follows, idx = idx[~led][:FOLLOWERS], idx[led]
+        c = p.produce[idx]
+        if res == "network_out":
+            c = p.fetch[idx] + c * (p.rf[idx] - 1)
+        idx = np.concatenate((follows, idx))
+        c = np.concatenate((np.zeros(len(follows)), c))
+    order = np.argsort(c, kind="stable")
+    return list(zip(c[order].tolist(), idx[order].tolist(), strict=True))
 
 
 @dataclass
@@ -214,9 +278,15 @@ class Scorer:
     p: Placement
     targets: dict[str, dict[int, float]] = field(default_factory=dict)
     allowed: frozenset[int] = frozenset()
-    # (resource, broker) -> its partitions by what they add to it, least first: listed once,
-    # told of every arrival, so an entry may be stale (checked when used) but none is missing
-    ranks: dict[tuple[str, int], list[tuple[float, tuple[str, int]]]] = field(default_factory=dict)
+    # (resource, broker) -> its partitions (numbers) by what they add to it, least first:
+    # listed once, told of every arrival, so an entry may be stale (checked when used) but
+    # none is missing
+    ranks: dict[tuple[str, int], list[tuple[float, int]]] = field(default_factory=dict)
+    # arrivals not yet filed in their list, in the order they came (and as a set, for
+    # ``forget``): filed when the list is next read, so a list read once a round is sorted
+    # once, not shifted per arrival
+    arrived: dict[tuple[str, int], list[tuple[float, int]]] = field(default_factory=dict)
+    waiting: set[tuple[str, int, float, int]] = field(default_factory=set)
     touched: set[int] = field(default_factory=set)  # the brokers the last change made touched
 
     def __post_init__(self) -> None:
@@ -240,48 +310,60 @@ class Scorer:
         cur, goals, allowed, holders = self.p.cur, self.p.goals, self.allowed, self.p.holders
         was = [0.0] * (1 + len(goals.balance))
         now = list(was)
-        for b in brokers:
-            for res, caps in goals.limits.items():
-                if b in caps:
-                    v = cur[res].get(b, 0.0)
-                    was[0] += max(0.0, v + 0.0 - caps[b])
-                    now[0] += max(0.0, v + delta[res].get(b, 0.0) - caps[b])
-            for i, res in enumerate(goals.balance, 1):
-                v = cur[res].get(b, 0.0)
-                d = delta[res].get(b, 0.0)
-                if b in allowed:
-                    t = self.targets[res][b]
-                    was[i] += max(0.0, v + 0.0 - t)
-                    now[i] += max(0.0, v + d - t)
+        if goals.limits:
+            for b in brokers:
+                for res, caps in goals.limits.items():
+                    if b in caps:
+                        v = cur[res].get(b, 0.0)
+                        was[0] += max(0.0, v + 0.0 - caps[b])
+                        now[0] += max(0.0, v + delta[res].get(b, 0.0) - caps[b])
+        # goal by goal: each sum still adds its brokers in the same order
+        for i, res in enumerate(goals.balance, 1):
+            cur_r, delta_r, target = cur[res], delta[res], self.targets[res]
+            w = n = 0.0
+            for b in brokers:
+                v = cur_r.get(b, 0.0)
+                if b in allowed:  # ``max(0.0, x)``, without a call per broker
+                    t = target[b]
+                    x = v + 0.0 - t
+                    w += x if x > 0.0 else 0.0
+                    x = v + delta_r.get(b, 0.0) - t
+                    n += x if x > 0.0 else 0.0
                 elif b in holders:
-                    was[i] += v + 0.0
-                    now[i] += v + d
+                    w += v + 0.0
+                    n += v + delta_r.get(b, 0.0)
+            was[i], now[i] = w, n
         return was, now
 
-    def attempt(self, change: list[tuple[tuple[str, int], list[int]]]) -> bool:
-        """Make ``change`` if it keeps the rules and brings the goals strictly nearer, in
-        priority order; else leave the placement as it was. Scored on the loads it would
-        leave, so a refused change costs no bookkeeping."""
+    def attempt(self, change: list[tuple[Key, list[int]]]) -> bool:
+        """``make`` by key."""
+        return self.make([(self.p.number[k], new) for k, new in change])
+
+    def make(self, change: list[tuple[int, list[int]]]) -> bool:
+        """Make ``change`` (partition numbers, their new replicas) if it keeps the rules and
+        brings the goals strictly nearer, in priority order; else leave the placement as it
+        was. Scored on the loads it would leave, so a refused change costs no bookkeeping."""
         p = self.p
-        load, zero = p.load, (0.0, 0.0)
+        produce_of, fetch_of = p.produce_of, p.fetch_of
         nin: dict[int, float] = {}
         nout: dict[int, float] = {}
         lead: dict[int, float] = {}
         counts: dict[int, int] = {}
-        for k, new in change:
-            was = p.reps[k]
-            if not p.fits(k, new, was):
+        for i, new in change:
+            was = p.rep[i]
+            if not p.fits(i, new, was):
                 return False
-            produce, fetch = load.get(k, zero)
+            produce, fetch = produce_of[i], fetch_of[i]
             for reps, sign in ((was, -1), (new, 1)):
                 if not reps:
                     continue
-                for b in reps:  # the loads ``k`` adds on ``reps`` (``Placement.assign``)
-                    nin[b] = nin.get(b, 0.0) + sign * produce
+                taken = sign * produce
+                for b in reps:  # the loads ``i`` adds on ``reps`` (``Placement.move``)
+                    nin[b] = nin.get(b, 0.0) + taken
                     counts[b] = counts.get(b, 0) + sign
                 h = reps[0]
                 nout[h] = nout.get(h, 0.0) + sign * (fetch + produce * (len(reps) - 1))
-                lead[h] = lead.get(h, 0.0) + sign * produce
+                lead[h] = lead.get(h, 0.0) + taken
         lo, hi = p.band
         count, holders = p.count, p.holders
         for b, n in counts.items():
@@ -292,41 +374,68 @@ class Scorer:
         if not _nearer(*self.over(touched, delta)):
             return False
         self.touched = touched
-        ranks = self.ranks
-        for k, new in change:
-            for b in set(p.reps[k]).difference(new):
-                self.forget(k, b)
-            p.assign(k, new)
-            for b in new:
-                for res in RESOURCES:
-                    got = ranks.get((res, b))
-                    if got is not None:
-                        bisect.insort(got, (contribution(p, k, b, res), k), key=FIRST)
+        for i, new in change:
+            for b in set(p.rep[i]).difference(new):
+                self.forget(i, b)
+            p.move(i, new)
+            self.arrive(i, new)
         return True
 
-    def forget(self, k: tuple[str, int], b: int) -> None:
-        """``k``'s entries at its present figures off ``b``'s lists, as it leaves ``b``: a list
-        that kept those who left would be walked past them on every later pass."""
-        for res in RESOURCES:
-            got = self.ranks.get((res, b))
+    def arrive(self, i: int, new: list[int]) -> None:
+        """Partition ``i``, now on ``new``, told to the lists of its brokers: what it adds to
+        each (``share``, worked out once for all three)."""
+        if not new:
+            return
+        ranks, arrived, waiting = self.ranks, self.arrived, self.waiting
+        for b in new:
+            for res, c in zip(RESOURCES, shares(self.p, i, b), strict=True):
+                if (res, b) in ranks:
+                    arrived.setdefault((res, b), []).append((c, i))
+                    waiting.add((res, b, c, i))
+
+    def forget(self, i: int, b: int) -> None:
+        """Partition ``i``'s entries at its present figures off ``b``'s lists, as it leaves
+        ``b``: a list that kept those who left would be walked past them on every later pass."""
+        ranks, waiting = self.ranks, self.waiting
+        for res, c in zip(RESOURCES, shares(self.p, i, b), strict=True):
+            got = ranks.get((res, b))
             if got is None:
                 continue
-            c = contribution(self.p, k, b, res)
-            i = bisect.bisect_left(got, c, key=FIRST)
-            while i < len(got) and got[i][0] == c:
-                if got[i][1] == k:
-                    del got[i]
-                else:
-                    i += 1
+            if (res, b, c, i) in waiting:
+                waiting.discard((res, b, c, i))
+                self.arrived[(res, b)] = [e for e in self.arrived[(res, b)] if e != (c, i)]
+            j = bisect.bisect_left(got, c, key=FIRST)
+            end = bisect.bisect_right(got, c, lo=j, key=FIRST)
+            entry = (c, i)
+            while True:  # every copy, among those at ``c`` (compared in C)
+                try:
+                    j = got.index(entry, j, end)
+                except ValueError:
+                    break
+                del got[j]
+                end -= 1
 
-    def ranked(self, res: str, b: int) -> list[tuple[float, tuple[str, int]]]:
-        """``b``'s partitions by what they add to its ``res``, least first (ties: in the order
-        they came to ``b``, the same every run)."""
+    def listed(self, res: str, b: int) -> list[tuple[float, int]]:
+        """``b``'s partitions (numbers) by what they add to its ``res``, least first (ties: in
+        the order they came to ``b``, the same every run)."""
         got = self.ranks.get((res, b))
         if got is None:
-            got = sorted(contributions(self.p, self.p.on.get(b, {}), b, res), key=FIRST)
-            self.ranks[(res, b)] = got
+            got = self.ranks[(res, b)] = ranked_on(self.p, self.p.held.get(b, {}), b, res)
+        new = self.arrived.pop((res, b), None)
+        if new:  # filed after those listed before, in the order they came: a stable sort
+            self.waiting.difference_update((res, b, *e) for e in new)
+            if len(new) <= FILE_ONE_BY_ONE:
+                for e in new:
+                    bisect.insort(got, e, key=FIRST)
+            else:
+                got += new
+                got.sort(key=FIRST)
         return got
+
+    def ranked(self, res: str, b: int) -> list[tuple[float, Key]]:
+        """``listed`` by key."""
+        keys = self.p.keys
+        return [(c, keys[i]) for c, i in self.listed(res, b)]
 
 
 def _nearer(before: Sequence[float], after: Sequence[float]) -> bool:
@@ -381,29 +490,29 @@ class Shedding:
         done = 0
         for b in sorted(over, key=lambda b: (self.room(b), b)):
             dests, failed = self.dests(), 0
-            ranked = self.s.ranked(res, b)
+            ranked = self.s.listed(res, b)
             hot = ranked[bisect.bisect_right(ranked, EPS, key=FIRST) :]
-            for c, k in reversed(hot):
+            for c, i in reversed(hot):
                 if self.room(b) >= -EPS or failed >= GIVE_UP:
                     break
-                if b not in p.reps[k] or contribution(p, k, b, res) != c:
+                if b not in p.rep[i] or share(p, i, b, res) != c:
                     continue  # changed since listed
-                if self.shed_one(kind, b, k, c, dests):
+                if self.shed_one(kind, b, i, c, dests):
                     done, failed = done + 1, 0
                     dests = self.reorder()
                 else:
                     failed += 1
         return done
 
-    def shed_one(
-        self, kind: str, b: int, k: tuple[str, int], c: float, dests: list[tuple[float, int]]
-    ) -> bool:
-        r, excess = self.s.p.reps[k], -self.room(b)
+    def shed_one(self, kind: str, b: int, k: int, c: float, dests: list[tuple[float, int]]) -> bool:
+        """A change of partition ``k`` (adding ``c`` to ``b``) that sheds some of ``b``'s
+        excess, made if one brings the goals nearer."""
+        r, excess = self.s.p.rep[k], -self.room(b)
         if kind == "leader":
             for f in sorted(r[1:], key=lambda f: (-self.room(f), f)):
                 if c - self.room(f) >= min(c, excess):
                     break  # the new leader takes on what ``b`` sheds: most room first
-                if self.s.attempt([(k, [f, *[x for x in r if x != f]])]):
+                if self.s.make([(k, [f, *[x for x in r if x != f]])]):
                     return True
             return False
         p, tries = self.s.p, 0
@@ -430,25 +539,25 @@ class Shedding:
                 continue
             moved = [d if x == b else x for x in r]
             tries += 1
-            if self.s.attempt([(k, moved)]) if kind == "move" else self.swap(b, d, k, c, moved):
+            if self.s.make([(k, moved)]) if kind == "move" else self.swap(b, d, k, c, moved):
                 return True
         return False
 
-    def swap(self, b: int, d: int, k: tuple[str, int], c: float, moved: list[int]) -> bool:
+    def swap(self, b: int, d: int, k: int, c: float, moved: list[int]) -> bool:
         """``k`` to ``d`` and one of ``d``'s partitions to ``b`` (counts kept): the one whose
         exchange sheds most without putting ``d`` over its limit, else the nearest to it."""
         p, res = self.s.p, self.res
-        ranked = self.s.ranked(res, d)
+        ranked = self.s.listed(res, d)
         want = c - min(-self.room(b), self.room(d))
         i = bisect.bisect_left(ranked, want, key=FIRST)
         top = bisect.bisect_left(ranked, c - EPS, lo=i, key=FIRST)
-        tries, on_d = 0, p.on.get(d, {})
+        tries, on_d = 0, p.held.get(d, {})
         for cq, q in itertools.chain(_held(ranked, i, top, on_d), _held_down(ranked, i, top, on_d)):
-            rq = p.reps[q]
-            if q == k or b in rq or contribution(p, q, d, res) != cq:
+            rq = p.rep[q]
+            if q == k or b in rq or share(p, q, d, res) != cq:
                 continue
             tries += 1
-            if self.s.attempt([(k, moved), (q, [b if x == d else x for x in rq])]):
+            if self.s.make([(k, moved), (q, [b if x == d else x for x in rq])]):
                 return True  # ``q``'s entry here is stale now, passed over when next met
             if tries >= SWAP_COLD:
                 break
@@ -491,8 +600,8 @@ def improve(p: Placement, max_rounds: int = ROUNDS) -> int:
     return total
 
 
-def _options(p: Placement, k: tuple[str, int]) -> list[list[int]]:
-    r = p.reps[k]
+def _options(p: Placement, k: int) -> list[list[int]]:
+    r = p.rep[k]
     keep = [x for x in r if x not in p.placeable]  # a cordoned holder may keep its replica
     pool = sorted(p.placeable | set(keep))
     out = [list(r)]
@@ -506,28 +615,28 @@ def _options(p: Placement, k: tuple[str, int]) -> list[list[int]]:
 def exhaustive(p: Placement) -> bool:
     """The placement meeting the most goals (ties: fewest replicas moved), over every one, when
     there are at most ``EXHAUSTIVE_MAX``; False when there are more (nothing changed)."""
-    keys = sorted(p.reps)
+    keys = [p.number[k] for k in sorted(p.reps)]
     bound = 1
     for k in keys:  # an upper bound on the placements, before any is listed
-        bound *= math.perm(len(p.placeable | set(p.reps[k])), len(p.reps[k]))
+        bound *= math.perm(len(p.placeable | set(p.rep[k])), len(p.rep[k]))
         if bound > EXHAUSTIVE_MAX:
             return False
     options = [_options(p, k) for k in keys]
-    start = {k: list(p.reps[k]) for k in keys}
+    start = {k: list(p.rep[k]) for k in keys}
     best = None
     for combo in itertools.product(*options):
         for k, c in zip(keys, combo, strict=True):
-            if p.reps[k] != list(c):
-                p.assign(k, list(c))
-        if not all(p.fits(k, p.reps[k], start[k]) for k in keys):
+            if p.rep[k] != list(c):
+                p.move(k, list(c))
+        if not all(p.fits(k, p.rep[k], start[k]) for k in keys):
             continue
-        moved = sum(len(set(p.reps[k]) - set(start[k])) for k in keys)
-        led = sum(p.reps[k][0] != start[k][0] for k in keys)
+        moved = sum(len(set(p.rep[k]) - set(start[k])) for k in keys)
+        led = sum(p.rep[k][0] != start[k][0] for k in keys)
         key = (p.score(), not p.in_band(), moved, led)
         if best is None or key < best[0]:
             best = (key, [list(c) for c in combo])
     for i, k in enumerate(keys):
-        p.assign(k, best[1][i] if best is not None else start[k])
+        p.move(k, best[1][i] if best is not None else start[k])
     return True
 
 

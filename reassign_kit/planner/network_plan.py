@@ -13,12 +13,15 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from operator import itemgetter
+from operator import attrgetter, itemgetter
+
+import numpy as np
 
 from ..errors import UsageError
 from ..snapshot.snapshot import Snapshot
 from .finish import finish
-from .network import RESOURCES, Goals, broker_loads
+from .network import RESOURCES, Goals
+from .network_arrays import Flat, columns
 from .network_pass import Placement, solve
 from .network_report import HOTTEST, network_report
 from .params import PlanParams
@@ -27,6 +30,7 @@ from .rows import Changed
 
 SHOWN = 10
 KEY = itemgetter(0, 1)  # a row's (topic, partition)
+REPLICAS, LEADER = attrgetter("replicas"), attrgetter("leader")
 
 
 def require_loads(snap: Snapshot) -> None:
@@ -70,23 +74,14 @@ class Inputs:
         new_of = {(t, part): new for t, part, _old, new, _size in changed}
         load, size, was, movable = {}, {}, {}, {}
         background, bg_bytes, bg_count = [], {}, {}
-        before = broker_loads((), brokers)
-        nin, nout, lead = before["network_in"], before["network_out"], before["leader_load"]
         for p in snap.partitions:
             k = (p.topic, p.partition)
-            load[k] = lk = (produce, fetch) = (p.load.produce_bytes_s, p.load.fetch_bytes_s)
+            load[k] = lk = (p.load.produce_bytes_s, p.load.fetch_bytes_s)
             size[k] = n = p.size_bytes
-            now = p.replicas
-            if now:  # the loads now: the recorded leader leads (else the first listed)
-                h = p.leader if p.leader is not None and p.leader in now else now[0]
-                for b in now:
-                    nin[b] = nin.get(b, 0.0) + produce
-                nout[h] = nout.get(h, 0.0) + fetch + produce * (len(now) - 1)
-                lead[h] = lead.get(h, 0.0) + produce
             new = new_of.get(k)
             if new is not None:
-                was[k] = now
-            reps = list(now if new is None else new)
+                was[k] = p.replicas
+            reps = list(p.replicas if new is None else new)
             if p.topic not in excluded:
                 movable[k] = reps
                 continue
@@ -97,7 +92,23 @@ class Inputs:
         keys = list(movable)
         order = sorted(keys)  # a snapshot lists them in key order: then nothing to rebuild
         reps = movable if order == keys else {k: movable[k] for k in order}
+        parts = snap.partitions
+        before = before_loads(
+            list(map(REPLICAS, parts)), list(map(LEADER, parts)), list(load.values()), brokers
+        )
         return cls(load, size, was, reps, background, bg_bytes, bg_count, before)
+
+
+def before_loads(
+    now: Sequence[Sequence[int]],
+    leaders: Sequence[int | None],
+    lks: Sequence[tuple[float, float]],
+    brokers: Iterable[int],
+) -> dict[str, dict[int, float]]:
+    """Each broker's loads now: the recorded leader leads (else the first listed)."""
+    flat = Flat.of(now, brokers)
+    led = np.fromiter((-1 if x is None else x for x in leaders), dtype=np.int64, count=len(now))
+    return flat.loads(*columns(lks), flat.heads(led))
 
 
 @contextmanager
@@ -152,9 +163,7 @@ def _balanced(result: PlanResult, snap: Snapshot, params: PlanParams) -> PlanRes
             changed.append(Changed(*k, list(was), list(final[k]), got.size[k]))
     out = finish(changed, prep, None)
     out.leader_balance, out.excluded = result.leader_balance, result.excluded
-    after = broker_loads(  # afresh: the pass kept its totals by additions
-        itertools.chain(((r, load[k]) for k, r in final.items()), got.background), ctx.racks
-    )
+    after = placement.afresh()
     out.network = network_report(
         got.before, after, goals, goals.unmet(after), hottest(load), len(steps)
     )
