@@ -7,31 +7,19 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from network_placements import placement
 
 from reassign_kit.planner import network_pass
-from reassign_kit.planner.network import RESOURCES, Goals
-from reassign_kit.planner.network_pass import Placement, Scorer
+from reassign_kit.planner.network import RESOURCES
+from reassign_kit.planner.network_pass import Scorer
 
 
 def _scorer(reps, loads, n) -> Scorer:
-    brokers = list(range(1, n + 1))
-    keys = [("t", i) for i in range(len(reps))]
-    p = Placement(
-        reps={k: list(r) for k, r in zip(keys, reps, strict=True)},
-        load=dict(zip(keys, loads, strict=True)),
-        size=dict.fromkeys(keys, 1),
-        background=[],
-        background_bytes={},
-        background_count={},
-        racks=dict.fromkeys(brokers),
-        placeable=frozenset(brokers),
-        holders=frozenset(brokers),
-        goals=Goals.of(brokers, None, RESOURCES, 0.0),
-    )
+    p = placement(reps, loads, n, 0.0)
     p.band = (0, 1 << 30)  # counts free: only the filing is under test
     scorer = Scorer(p)
     for res in RESOURCES:
-        for b in brokers:
+        for b in range(1, n + 1):
             scorer.listed(res, b)
     return scorer
 

@@ -12,30 +12,14 @@ import sys
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from network_placements import placement
 
 from reassign_kit import api
-from reassign_kit.planner.network import Goals, broker_loads
-from reassign_kit.planner.network_pass import Placement, Scorer, contribution
+from reassign_kit.planner.network import broker_loads
+from reassign_kit.planner.network_pass import Scorer, contribution
 from reassign_kit.snapshot.entries import BrokerEntry, PartitionEntry, TopicEntry
 from reassign_kit.snapshot.load import LoadWindow, PartitionLoad
 from reassign_kit.snapshot.snapshot import Snapshot
-
-
-def _placement(reps, loads, n_brokers, tolerance=0.1) -> Placement:
-    brokers = list(range(1, n_brokers + 1))
-    keys = [("t", i) for i in range(len(reps))]
-    return Placement(
-        reps={k: list(r) for k, r in zip(keys, reps, strict=True)},
-        load=dict(zip(keys, loads, strict=True)),
-        size=dict.fromkeys(keys, 1),
-        background=[],
-        background_bytes={},
-        background_count={},
-        racks=dict.fromkeys(brokers),
-        placeable=frozenset(brokers),
-        holders=frozenset(brokers),
-        goals=Goals.of(brokers, None, ("network_in", "network_out", "leader_load"), tolerance),
-    )
 
 
 def _lex_less(a, b, eps=1e-6) -> bool:
@@ -68,7 +52,7 @@ def placements_and_changes(draw):
 @given(placements_and_changes())
 def test_a_change_scored_on_its_brokers_agrees_with_the_full_score(case):
     reps, loads, n, changes = case
-    p = _placement(reps, loads, n)
+    p = placement(reps, loads, n)
     scorer = Scorer(p)
     for i, new in changes:
         k = ("t", i)
@@ -90,7 +74,7 @@ def test_a_change_scored_on_its_brokers_agrees_with_the_full_score(case):
 @given(placements_and_changes())
 def test_the_ranked_lists_follow_the_partitions_on_each_broker(case):
     reps, loads, n, changes = case
-    p = _placement(reps, loads, n)
+    p = placement(reps, loads, n)
     scorer = Scorer(p)
     for res in ("network_in", "network_out", "leader_load"):
         for b in range(1, n + 1):
