@@ -53,8 +53,10 @@ from ..moves.table import MoveIndex
 from .ends import EndBytes, window_rates
 from .model import (
     QUOTA_REPLAY_S,
+    Ends,
     Flow,
     Forecast,
+    ends_of,
     flows_of,
     model_rate,
     simulate,
@@ -111,6 +113,7 @@ class RunEta:
         self._end_busy: dict[tuple[str, int], float] = {}
         self._stalled_before: set[int] = set()  # brokers stalled at the last sample
         self._sharing: dict[int, int] = {}  # (``sharing``)
+        self._ends: Ends | None = None  # this sample's flows' ends (``model.ends_of``)
         self.total_rate: float | None = None
         self.rates: dict[int, float] = {}
         self.low: float | None = None
@@ -183,7 +186,9 @@ class RunEta:
             e: t for e, t in self._end_busy.items() if ts - t < QUOTA_WINDOWS * QUOTA_WINDOW_S
         }
         streams = frozenset((f.tp, b) for f in flows if f.state == "moving" for b in f.left)
-        rate = model_rate(flows, capacity)
+        # the ends' capacities and loads, read by the rate and by both simulations of this state
+        self._ends = ends_of(flows, capacity)
+        rate = model_rate(flows, capacity, self._ends)
         unseen = moves is not None and self.meter.unseen(moves)
         self.ends.track(ts, received, flows)
         self.meter.measure(
@@ -299,6 +304,7 @@ class RunEta:
             burst=self.meter.burst,
             windows=self.ends.windows(ts) if cap and self.meter.replaying(ts) else None,
             now=ts,
+            ends=self._ends,
         )
         if not math.isfinite(fc.seconds):
             return None, "no bytes can move (a throttle of 0?)"
@@ -375,9 +381,10 @@ class RunEta:
 
         def work(state: PaceState) -> tuple[float, float]:
             _, fl, idl, elections, rest_leaders, rest = state
+            ends = self._ends if fl is flows else None  # this sample's: its ends are known
             fc = simulate(
                 fl, capacity, caps, tail, rest, self.poll_s, elections, rest_leaders,
-                idle=idl, burst=self.meter.burst, on_polls=False,
+                idle=idl, burst=self.meter.burst, on_polls=False, ends=ends,
             )  # fmt: skip
             return fc.seconds, fc.copy_s
 

@@ -117,12 +117,18 @@ def _steps_after(ms: MoveState, k: int) -> list[tuple[int, ...]]:
 
 
 def _moving(ms: MoveState, copied: Mapping[tuple[TopicPartition, int], int]) -> Flow:
-    now_new = _new(ms.step_target, ms.step_from)
     size = float(ms.item.size_bytes)
-    left = {b: max(0.0, size - min(float(copied.get((ms.tp, b), 0)), size)) for b in now_new}
-    later = _steps_after(ms, ms.step) if ms.steps else []
-    full = ms.steps[max(0, ms.step - 1) :] if ms.steps else [ms.step_target]
-    srcs = _leaders(ms.step_from, full)
+    tp = ms.tp
+    if not ms.steps:  # the whole move in one step (most of them): from the original
+        before, target = ms.original, ms.move.replicas
+        now_new = tuple(b for b in target if b not in before)
+        left = {b: max(0.0, size - min(float(copied.get((tp, b), 0)), size)) for b in now_new}
+        src = before[0] if before else None
+        return Flow(tp, ms.item, src, size, [now_new], "moving", left, srcs=[src])
+    now_new = _new(ms.step_target, ms.step_from)
+    left = {b: max(0.0, size - min(float(copied.get((tp, b), 0)), size)) for b in now_new}
+    later = _steps_after(ms, ms.step)
+    srcs = _leaders(ms.step_from, ms.steps[max(0, ms.step - 1) :])
     return Flow(ms.tp, ms.item, srcs[0], size, [now_new, *later], "moving", left, srcs=srcs)
 
 
@@ -228,12 +234,32 @@ def _caps_of(flows: Iterable[Flow], capacity: float) -> tuple[dict, dict]:
     return dict.fromkeys(brokers_out, capacity), dict.fromkeys(brokers_in, capacity)
 
 
-def model_rate(flows: Sequence[Flow], capacity: float) -> float:
-    """The model's rate (bytes/s) of the streams in flight now, at ``capacity`` per end."""
+@dataclass(frozen=True)
+class Ends:
+    """What a simulation reads of its flows' broker ends before it starts: each end's
+    capacity (sending, receiving) and the bytes it must still pass (``end_loads``). One
+    state's simulations share it (the ETA's and its pace's, ``ends_of``), not rebuilt."""
+
+    out_cap: dict
+    in_cap: dict
+    loads: dict
+
+
+def ends_of(flows: Sequence[Flow], capacity: float) -> Ends:
+    """``Ends`` of ``flows`` at ``capacity`` per end (the loads in the order a simulation
+    holds the flows: moving, ready, pending)."""
+    out_cap, in_cap = _caps_of(flows, capacity)
+    ordered = [f for st in ("moving", "ready", "pending") for f in flows if f.state == st]
+    return Ends(out_cap, in_cap, end_loads(ordered))
+
+
+def model_rate(flows: Sequence[Flow], capacity: float, ends: Ends | None = None) -> float:
+    """The model's rate (bytes/s) of the streams in flight now, at ``capacity`` per end
+    (``ends``: ``ends_of(flows, capacity)`` when the caller has it)."""
     streams = [(f.src, b) for f in flows if f.state == "moving" for b, n in f.left.items() if n > 0]
     if not streams:
         return 0.0
-    out_cap, in_cap = _caps_of(flows, capacity)
+    out_cap, in_cap = (ends.out_cap, ends.in_cap) if ends else _caps_of(flows, capacity)
     return float(sum(r for r in fair_share(streams, out_cap, in_cap) if math.isfinite(r)))
 
 
@@ -305,6 +331,7 @@ def simulate(
     windows: Mapping[tuple[str, int], Windows] | None = None,
     now: float = 0.0,
     on_polls: bool = True,
+    ends: Ends | None = None,
 ) -> Forecast:
     """Seconds until every flow completes, each broker end at ``capacity`` bytes/s, the
     queued flows admitted by ``schedule.decide`` under ``caps``, each step completing
@@ -336,8 +363,11 @@ def simulate(
     from now: the ETA of a run's end). False: at the wait for a poll expected, half a poll
     after it, whatever the polls' phase: the seconds left are then a smooth function of the
     run's state, as the run's pace needs (``eta_pace``: the difference of two simulations on
-    the grid moved by a whole poll at a time, the pace by 0.5 s / 22 s at once)."""
-    sim = _Simulation(flows, capacity, caps, lag, poll, on_polls)
+    the grid moved by a whole poll at a time, the pace by 0.5 s / 22 s at once).
+
+    ``ends``: ``ends_of(flows, capacity)`` when the caller has it (one state simulated
+    twice); it must be of these very flows at this capacity."""
+    sim = _Simulation(flows, capacity, caps, lag, poll, on_polls, ends)
     sim.quota(idle, burst, windows, now)
     sim.elections(elections)
     return sim.run(rest_bytes, rest_leaders)
@@ -355,17 +385,21 @@ class _Simulation:
         lag: float,
         poll: float,
         on_polls: bool,
+        ends: Ends | None = None,
     ) -> None:
-        self.out_cap, self.in_cap = _caps_of(flows, capacity)
         self.caps, self.poll, self.on_polls = caps, poll, on_polls
         # the lag beyond the wait for a poll; never none: the follower joining the ISR and the
         # controller ending the reassignment take a moment, so a copy ending right at a poll
         # is seen at the next one
         self.extra = max(0.0, lag - poll / 2) if poll > 0 else lag
-        copies = [_copy(f) for f in flows]
-        self.active = [f for f in copies if f.state == "moving"]
-        self.ready = [f for f in copies if f.state == "ready"]
-        self.pending = [f for f in copies if f.state == "pending"]
+        self.active: list[Flow] = []
+        self.ready: list[Flow] = []
+        self.pending: list[Flow] = []
+        lists = {"moving": self.active, "ready": self.ready, "pending": self.pending}
+        for f in flows:
+            into = lists.get(f.state)
+            if into is not None:
+                into.append(_copy(f))
         self.done_at: list[tuple[float, int, Flow]] = []  # bytes all in: completes at
         self.scheduled: set[int] = set()
         self.seq = 0
@@ -377,7 +411,11 @@ class _Simulation:
         for f in self.active:
             if not any(f.left.values()):
                 self.completes_at(self.seen(max(1e-6, self.extra - f.full_s)), f)
-        loads = end_loads(self.active + self.ready + self.pending)
+        if ends is None:  # the copies, unchanged so far, in the order ``ends_of`` takes
+            ends = Ends(
+                *_caps_of(flows, capacity), end_loads(self.active + self.ready + self.pending)
+            )
+        self.out_cap, self.in_cap, loads = ends.out_cap, ends.in_cap, ends.loads
         self.bottleneck = _bottleneck(loads)
         self.busiest = loads[self.bottleneck] if self.bottleneck else 0.0
         horizon = self.total_left / max(capacity, 1.0) + lag
@@ -454,9 +492,10 @@ class _Simulation:
         """What the run's scheduler starts now; a step copying nothing completes a lag after
         it starts."""
         t = self.t
-        _admit(self.active, self.ready, self.pending, self.caps, t)
-        for f in self.active:
-            if id(f) not in self.scheduled and not any(f.left.values()):  # a step copying nothing
+        # every flow active before is scheduled once its bytes are in (``__init__``,
+        # ``copy``): only one just admitted can be a step copying nothing
+        for f in _admit(self.active, self.ready, self.pending, self.caps, t):
+            if id(f) not in self.scheduled and not any(f.left.values()):
                 self.completes_at(self.seen(max(t, f.start_at) + max(self.extra, 1e-6)), f)
 
     def advance(self, copying: list[tuple[Flow, int]], starts: list[float]) -> float | None:
@@ -609,18 +648,10 @@ def _name(res: tuple[str, int] | None) -> str | None:
 
 
 def _copy(f: Flow) -> Flow:
-    return Flow(
-        f.tp,
-        f.item,
-        f.src,
-        f.size,
-        list(f.steps),
-        f.state,
-        dict(f.left),
-        f.full_s,
-        f.start_at,
-        list(f.srcs),
-    )
+    """The simulation's own flow: ``left`` changes in place; ``steps`` and ``srcs`` are only
+    ever replaced (``complete_due``), so the lists are shared."""
+    return Flow(f.tp, f.item, f.src, f.size, f.steps, f.state, dict(f.left), f.full_s,
+                f.start_at, f.srcs)  # fmt: skip
 
 
 def _admit(
@@ -629,11 +660,11 @@ def _admit(
     pending: list[Flow],
     caps: Caps,
     at: float,
-) -> None:
+) -> list[Flow]:
     """Start what ``schedule.decide`` lets start now: next steps, then queued moves; they
-    hold their slot and copy from ``at``."""
+    hold their slot and copy from ``at``. Returns them (appended to ``active``)."""
     if not ready and not pending:
-        return
+        return []
     by_tp = {f.tp: f for f in ready + pending}
     if caps.mode == "legacy":
         chosen: Iterable[TopicPartition] = list(by_tp)
@@ -646,6 +677,7 @@ def _admit(
             cluster_inflight=len(active) + len(ready),
         )
         chosen = d.submit
+    first = len(active)
     for tp in chosen:
         f = by_tp[tp]
         if f in ready:
@@ -658,3 +690,4 @@ def _admit(
         f.left = dict.fromkeys(f.steps[0], f.size)
         f.start_at = at
         active.append(f)
+    return active[first:]
