@@ -13,6 +13,7 @@ elections go out at the polls, so many per poll."""
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import math
@@ -253,14 +254,27 @@ def ends_of(flows: Sequence[Flow], capacity: float) -> Ends:
     return Ends(out_cap, in_cap, end_loads(ordered))
 
 
-def model_rate(flows: Sequence[Flow], capacity: float, ends: Ends | None = None) -> float:
-    """The model's rate (bytes/s) of the streams in flight now, at ``capacity`` per end
-    (``ends``: ``ends_of(flows, capacity)`` when the caller has it)."""
+def shares_at(streams: Sequence[tuple[int | None, int]], capacity: float) -> Sequence[float]:
+    """``fair_share`` of ``streams`` with every end at ``capacity`` (an unknown source
+    unbounded), remembered for the last few: a sample's rate, the first step of both its
+    simulations and the next sample's measure ask for the same streams (each a pass over
+    2,000 of them)."""
+    return _shares(tuple(streams), float(capacity))
+
+
+@functools.lru_cache(maxsize=8)
+def _shares(streams: tuple[tuple[int | None, int], ...], capacity: float) -> tuple[float, ...]:
+    out_cap = {s: capacity for s, _ in streams if s is not None}
+    in_cap = {b: capacity for _, b in streams}
+    return tuple(fair_share(streams, out_cap, in_cap))
+
+
+def model_rate(flows: Sequence[Flow], capacity: float) -> float:
+    """The model's rate (bytes/s) of the streams in flight now, at ``capacity`` per end."""
     streams = [(f.src, b) for f in flows if f.state == "moving" for b, n in f.left.items() if n > 0]
     if not streams:
         return 0.0
-    out_cap, in_cap = (ends.out_cap, ends.in_cap) if ends else _caps_of(flows, capacity)
-    return float(sum(r for r in fair_share(streams, out_cap, in_cap) if math.isfinite(r)))
+    return float(sum(r for r in shares_at(streams, capacity) if math.isfinite(r)))
 
 
 # the streams in flight: (source, target, bytes left, partition)
@@ -284,9 +298,7 @@ def new_rate(snap: Snapshot, old: frozenset, capacity: float) -> float:
     ends = [(s, b) for s, b, _, _ in snap]
     if not ends:
         return 0.0
-    out_cap = {s: capacity for s, _ in ends if s is not None}
-    in_cap = {b: capacity for _, b in ends}
-    rates = fair_share(ends, out_cap, in_cap)
+    rates = shares_at(ends, capacity)
     return sum(r for (_, b, _, tp), r in zip(snap, rates, strict=True) if (tp, b) not in old)
 
 
@@ -296,15 +308,13 @@ def model_bytes(snap: Snapshot, capacity: float, seconds: float) -> float:
     at most ``MAX_STEPS_MEASURE`` steps (streams ending within one step end together)."""
     left = [n for _, _, n, _ in snap]
     ends = [(s, b) for s, b, _, _ in snap]
-    out_cap = {s: capacity for s, _ in ends if s is not None}
-    in_cap = {b: capacity for _, b in ends}
     moved, t = 0.0, 0.0
     min_step = seconds / MAX_STEPS_MEASURE
     for _ in range(MAX_STEPS_MEASURE + 1):
         live = [k for k, n in enumerate(left) if n > 0]
         if not live or t >= seconds - 1e-9:
             break
-        rates = fair_share([ends[k] for k in live], out_cap, in_cap)
+        rates = shares_at([ends[k] for k in live], capacity)
         step = min([seconds - t] + [left[k] / r for k, r in zip(live, rates, strict=True) if r > 0])
         step = min(seconds - t, max(step, min_step))
         for k, r in zip(live, rates, strict=True):
@@ -415,7 +425,9 @@ class _Simulation:
             ends = Ends(
                 *_caps_of(flows, capacity), end_loads(self.active + self.ready + self.pending)
             )
+        # every end of every stream, at ``capacity`` (``_caps_of``: each flow's brokers)
         self.out_cap, self.in_cap, loads = ends.out_cap, ends.in_cap, ends.loads
+        self.capacity = capacity
         self.bottleneck = _bottleneck(loads)
         self.busiest = loads[self.bottleneck] if self.bottleneck else 0.0
         horizon = self.total_left / max(capacity, 1.0) + lag
@@ -516,12 +528,15 @@ class _Simulation:
                 self.wins, self.now + t, self.out_cap, self.in_cap, self.burst, self.held
             )
         dt = min(starts) - t if starts else math.inf
-        rates: list[float] = []
+        rates: Sequence[float] = []
         if copying:
-            rates = fair_share([(f.src, b) for f, b in copying], o_cap, i_cap)
-            for (f, b), r in zip(copying, rates, strict=True):
-                if r > 0:
-                    dt = min(dt, f.left[b] / r)
+            streams = [(f.src, b) for f, b in copying]
+            if o_cap is self.out_cap and i_cap is self.in_cap:  # every end at the capacity
+                rates = shares_at(streams, self.capacity)
+            else:  # the quota's windows replayed: each end its own
+                rates = fair_share(streams, o_cap, i_cap)
+            ends = [f.left[b] / r for (f, b), r in zip(copying, rates, strict=True) if r > 0]
+            dt = min(dt, min(ends, default=math.inf))
         if self.done_at:
             dt = min(dt, self.done_at[0][0] - t)
         if replay:
@@ -539,15 +554,23 @@ class _Simulation:
             self.copy(copying, rates, dt)
         return dt
 
-    def copy(self, copying: list[tuple[Flow, int]], rates: list[float], dt: float) -> None:
+    def copy(self, copying: list[tuple[Flow, int]], rates: Sequence[float], dt: float) -> None:
         """The bytes of ``dt`` at ``rates``; a step with every byte in completes a lag later."""
         t = self.t
         self.copy_s += dt
         for e in self.busy_before:
             self.last_busy[e] = t + dt
+        ended = []  # flows a stream of which has every byte now: the only ones that may be done
         for (f, b), r in zip(copying, rates, strict=True):
-            f.left[b] = f.left[b] - r * dt if f.left[b] - r * dt > 1e-6 else 0.0
-        for f, _ in copying:
+            n = f.left[b] - r * dt
+            if n > 1e-6:
+                f.left[b] = n
+            else:
+                f.left[b] = 0.0
+                ended.append(f)
+        # in the order of ``copying`` (a flow's streams are next to each other there): the
+        # completions' order breaks ties in their heap
+        for f in ended:
             if id(f) not in self.scheduled and not any(f.left.values()):
                 self.completes_at(self.seen(t + dt + self.extra), f)
 
