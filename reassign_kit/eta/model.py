@@ -237,21 +237,32 @@ def _caps_of(flows: Iterable[Flow], capacity: float) -> tuple[dict, dict]:
 
 @dataclass(frozen=True)
 class Ends:
-    """What a simulation reads of its flows' broker ends before it starts: each end's
-    capacity (sending, receiving) and the bytes it must still pass (``end_loads``). One
-    state's simulations share it (the ETA's and its pace's, ``ends_of``), not rebuilt."""
+    """What a simulation reads of its flows before it starts: each broker end's capacity
+    (sending, receiving) and the bytes it must still pass (``end_loads``), the bytes left in
+    all, the streams copying and the ends busy now. One state's simulations share it (the
+    ETA's and its pace's, ``ends_of``), not rebuilt."""
 
     out_cap: dict
     in_cap: dict
     loads: dict
+    total_left: float
+    n_streams: int
+    busy: frozenset
 
 
 def ends_of(flows: Sequence[Flow], capacity: float) -> Ends:
-    """``Ends`` of ``flows`` at ``capacity`` per end (the loads in the order a simulation
+    """``Ends`` of ``flows`` at ``capacity`` per end (summed in the order a simulation
     holds the flows: moving, ready, pending)."""
     out_cap, in_cap = _caps_of(flows, capacity)
-    ordered = [f for st in ("moving", "ready", "pending") for f in flows if f.state == st]
-    return Ends(out_cap, in_cap, end_loads(ordered))
+    active = [f for f in flows if f.state == "moving"]
+    queued = [f for st in ("ready", "pending") for f in flows if f.state == st]
+    total_left = sum(n for f in active for n in f.left.values())
+    total_left += sum(f.size * sum(len(s) for s in f.steps) for f in queued)
+    busy = {("i", b) for f in active for b, n in f.left.items() if n > 0}
+    busy |= {("o", f.src) for f in active if f.src is not None and any(f.left.values())}
+    n_streams = sum(len(f.left) for f in active) + 1
+    loads = end_loads(active + queued)
+    return Ends(out_cap, in_cap, loads, total_left, n_streams, frozenset(busy))
 
 
 def shares_at(streams: Sequence[tuple[int | None, int]], capacity: float) -> Sequence[float]:
@@ -414,17 +425,11 @@ class _Simulation:
         self.scheduled: set[int] = set()
         self.seq = 0
         self.t = self.copy_s = 0.0
-        self.total_left = sum(n for f in self.active for n in f.left.values())
-        self.total_left += sum(
-            f.size * sum(len(s) for s in f.steps) for f in self.ready + self.pending
-        )
         for f in self.active:
             if not any(f.left.values()):
                 self.completes_at(self.seen(max(1e-6, self.extra - f.full_s)), f)
-        if ends is None:  # the copies, unchanged so far, in the order ``ends_of`` takes
-            ends = Ends(
-                *_caps_of(flows, capacity), end_loads(self.active + self.ready + self.pending)
-            )
+        self.ends = ends = ends or ends_of(flows, capacity)
+        self.total_left = ends.total_left
         # every end of every stream, at ``capacity`` (``_caps_of``: each flow's brokers)
         self.out_cap, self.in_cap, loads = ends.out_cap, ends.in_cap, ends.loads
         self.capacity = capacity
@@ -432,8 +437,7 @@ class _Simulation:
         self.busiest = loads[self.bottleneck] if self.bottleneck else 0.0
         horizon = self.total_left / max(capacity, 1.0) + lag
         # at most MAX_EVENTS steps, fewer when many streams copy (the work of a step)
-        n_streams = sum(len(f.left) for f in self.active) + 1
-        self.min_dt = horizon / max(20, min(MAX_EVENTS, WORK_BUDGET // n_streams))
+        self.min_dt = horizon / max(20, min(MAX_EVENTS, WORK_BUDGET // ends.n_streams))
 
     def quota(
         self,
@@ -451,10 +455,8 @@ class _Simulation:
         self.last_busy: dict[tuple[str, int | None], float] = {
             e: -d for e, d in (idle or {}).items()
         }
-        busy = {("i", b) for f in self.active for b, n in f.left.items() if n > 0}
-        busy |= {("o", f.src) for f in self.active if f.src is not None and any(f.left.values())}
-        self.busy_before = busy
-        for e in busy:
+        self.busy_before = set(self.ends.busy)
+        for e in self.busy_before:
             self.last_busy[e] = 0.0
 
     def elections(self, elections: tuple[int, int] | None) -> None:
