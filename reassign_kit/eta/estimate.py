@@ -114,6 +114,7 @@ class RunEta:
         self._stalled_before: set[int] = set()  # brokers stalled at the last sample
         self._sharing: dict[int, int] = {}  # (``sharing``)
         self._ends: Ends | None = None  # this sample's flows' ends (``model.ends_of``)
+        self._known: dict[TopicPartition, tuple] = {}  # each move's steps (``flows_of``)
         self.total_rate: float | None = None
         self.rates: dict[int, float] = {}
         self.low: float | None = None
@@ -167,7 +168,9 @@ class RunEta:
         self._busy(ts, inflight)
         self.rates, self.total_rate = self._window_rates(ts, received)
         flows, rest_leaders, rest_bytes = (
-            flows_of(moves, copied or {}, r) if moves is not None else ([], 0, 0.0)
+            flows_of(moves, copied or {}, r, known=self._known)
+            if moves is not None
+            else ([], 0, 0.0)
         )
         for f in flows:
             if f.state == "moving" and not any(f.left.values()):

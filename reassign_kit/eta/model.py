@@ -83,13 +83,22 @@ def flows_of(
     copied: Mapping[tuple[TopicPartition, int], int],
     r: int | None,
     limit: int = SIM_PENDING,
+    known: dict[TopicPartition, tuple] | None = None,
 ) -> tuple[list[Flow], int, float]:
     """The run's work left as flows: moves in flight and between steps, then the first
     ``limit`` queued ones in run order; also, of the queued ones left out, how many move a
-    leader (an election each) and their bytes."""
+    leader (an election each) and their bytes. ``known``: what the last call made of each
+    move in flight or queued, kept by the caller between calls (a run's ETA): a move's steps
+    are worked out again only when they changed, not at every sample (its bytes are)."""
     out: list[Flow] = []
+    last = known if known is not None else {}
+    now: dict[TopicPartition, tuple] = {}
     for ms in index.iter(MoveStatus.MOVING):
-        out.append(_moving(ms, copied))
+        shape = last.get(ms.tp)
+        if shape is None or not _same(shape, ms, None):
+            shape = (ms.steps, ms.step, ms.original, ms.move, None, _moving_shape(ms))
+        now[ms.tp] = shape
+        out.append(_moving(ms, copied, *shape[-1]))
     for ms in index.iter(MoveStatus.READY):
         steps = _steps_after(ms, ms.step)
         if steps:
@@ -102,8 +111,29 @@ def flows_of(
     for ms in itertools.islice(index.iter(MoveStatus.PENDING), limit):
         rest -= ms.item.moves_leader
         rest_bytes -= copy_bytes(ms)
-        out.append(_pending(ms, r))
+        shape = last.get(ms.tp)
+        if shape is None or not _same(shape, ms, r):  # a queued move's flow: never changed
+            shape = (ms.steps, ms.step, ms.original, ms.move, r, _pending(ms, r))
+        now[ms.tp] = shape
+        out.append(shape[-1])
+    if known is not None:
+        known.clear()
+        known.update(now)
     return out, rest, float(rest_bytes)
+
+
+def _same(shape: tuple, ms: MoveState, r: int | None) -> bool:
+    """Whether ``shape`` (``flows_of``'s ``known``) was made of the move as it is now: its
+    steps, step, replicas before and move the same objects (a move's are replaced when they
+    change, never changed in place), at the same ``r``."""
+    steps, step, original, move, at_r = shape[:5]
+    return (
+        steps is ms.steps
+        and step == ms.step
+        and original is ms.original
+        and move is ms.move
+        and at_r == r
+    )
 
 
 def _steps_after(ms: MoveState, k: int) -> list[tuple[int, ...]]:
@@ -117,20 +147,35 @@ def _steps_after(ms: MoveState, k: int) -> list[tuple[int, ...]]:
     ]
 
 
-def _moving(ms: MoveState, copied: Mapping[tuple[TopicPartition, int], int]) -> Flow:
-    size = float(ms.item.size_bytes)
-    tp = ms.tp
-    if not ms.steps:  # the whole move in one step (most of them): from the original
-        before, target = ms.original, ms.move.replicas
-        now_new = tuple(b for b in target if b not in before)
-        left = {b: max(0.0, size - min(float(copied.get((tp, b), 0)), size)) for b in now_new}
+def _moving_shape(
+    ms: MoveState,
+) -> tuple[tuple[int, ...], list[tuple[int, ...]], list[int | None]]:
+    """A move in flight's steps: the new brokers of the step in flight, of it and each step
+    after it, and the leader each reads from."""
+    if not ms.steps:  # the whole move in one step: from the original
+        before = ms.original
+        now_new = _new(ms.move.replicas, before)
         src = before[0] if before else None
-        return Flow(tp, ms.item, src, size, [now_new], "moving", left, srcs=[src])
+        return now_new, [now_new], [src]
     now_new = _new(ms.step_target, ms.step_from)
-    left = {b: max(0.0, size - min(float(copied.get((tp, b), 0)), size)) for b in now_new}
     later = _steps_after(ms, ms.step)
     srcs = _leaders(ms.step_from, ms.steps[max(0, ms.step - 1) :])
-    return Flow(ms.tp, ms.item, srcs[0], size, [now_new, *later], "moving", left, srcs=srcs)
+    return now_new, [now_new, *later], srcs
+
+
+def _moving(
+    ms: MoveState,
+    copied: Mapping[tuple[TopicPartition, int], int],
+    now_new: tuple[int, ...],
+    steps: list[tuple[int, ...]],
+    srcs: list[int | None],
+) -> Flow:
+    """A move in flight (its steps ``_moving_shape``): the bytes each new replica of its
+    step in flight still needs. The lists are shared: a flow's are only ever replaced."""
+    size = float(ms.item.size_bytes)
+    tp = ms.tp
+    left = {b: max(0.0, size - min(float(copied.get((tp, b), 0)), size)) for b in now_new}
+    return Flow(tp, ms.item, srcs[0], size, steps, "moving", left, srcs=srcs)
 
 
 def _pending(ms: MoveState, r: int | None) -> Flow:
