@@ -9,7 +9,7 @@ import hashlib
 
 from reassign_kit.cluster.simulate import MB
 from reassign_kit.eta.estimate import RunEta
-from reassign_kit.eta.model import forecast, plan_index
+from reassign_kit.eta.model import flows_of, forecast, plan_index
 from reassign_kit.model import Move, PartitionState, Plan, TopicPartition
 from reassign_kit.moves.schedule import Caps
 from reassign_kit.moves.table import MoveStatus
@@ -91,3 +91,24 @@ def test_the_updates_figures_on_2000_moves_in_flight_are_the_models_before():
 
 
 EXPECTED = "55636fb5f9ea9e29fc01b8a8b90d2197a679f733a377becd705d491a2e179d60"
+
+
+def flow_fields(flows) -> list:
+    return [(f.tp, f.src, f.size, f.steps, f.state, f.left, f.srcs) for f in flows]
+
+
+def test_a_moves_steps_kept_between_samples_are_worked_out_again_when_they_change():
+    index = fixed_index()
+    known: dict = {}
+    copied = copied_at(index, 6.0)
+    flows_of(index, copied, 2, known=known)
+    moving = list(index.iter(MoveStatus.MOVING))
+    one, two = moving[0], moving[1]  # two steps (the first), one step
+    assert one.steps and not two.steps
+    one.complete_step(one.steps[0], 5.0)  # its second step goes next: its flow is "ready"
+    one.submit_step(5.5, 2, one.steps[1])
+    two.steps = [(*two.original, two.move.replicas[0]), tuple(two.move.replicas)]  # replanned
+    for r in (2, 3):  # and R changed: the queued moves' steps follow it
+        got = flows_of(index, copied, r, known=known)
+        assert flow_fields(got[0]) == flow_fields(flows_of(index, copied, r)[0])
+        assert got[1:] == flows_of(index, copied, r)[1:]
