@@ -36,8 +36,9 @@ MAX_STEPS_MEASURE = 50  # steps of the model's bytes over one interval
 QUOTA_REPLAY_S = 4 * QUOTA_WINDOWS * QUOTA_WINDOW_S
 
 
-@dataclass(eq=False)  # one per move: compared by identity (``in`` and ``remove`` on lists of
-# 2,000 were a field-by-field comparison per element)
+# one per move: compared by identity (``in`` and ``remove`` on lists of 2,000 were a
+# field-by-field comparison per element); slots: each simulation copies every flow
+@dataclass(eq=False, slots=True)
 class Flow:
     """One move not done, for the simulation: ``steps`` are the new brokers of each step
     left (the first in flight when ``state`` is moving), ``left`` the bytes each new replica
