@@ -469,6 +469,9 @@ class _Simulation:
                 into.append(_copy(f))
         self.done_at: list[tuple[float, int, Flow]] = []  # bytes all in: completes at
         self.scheduled: set[int] = set()
+        # whether the scheduler may start something: not after it started nothing, until a
+        # step completes (``schedule.decide`` reads only the flows active, ready and queued)
+        self.admit = True
         self.seq = 0
         self.t = self.copy_s = 0.0
         for f in self.active:
@@ -552,9 +555,13 @@ class _Simulation:
         """What the run's scheduler starts now; a step copying nothing completes a lag after
         it starts."""
         t = self.t
+        if not self.admit:  # what decides (active, ready, queued) is as it was: nothing starts
+            return
         # every flow active before is scheduled once its bytes are in (``__init__``,
         # ``copy``): only one just admitted can be a step copying nothing
-        for f in _admit(self.active, self.ready, self.pending, self.caps, t):
+        started = _admit(self.active, self.ready, self.pending, self.caps, t)
+        self.admit = bool(started)
+        for f in started:
             if id(f) not in self.scheduled and not any(f.left.values()):
                 self.completes_at(self.seen(max(t, f.start_at) + max(self.extra, 1e-6)), f)
 
@@ -610,17 +617,22 @@ class _Simulation:
             self.last_busy[e] = t + dt
         ended = []  # flows a stream of which has every byte now: the only ones that may be done
         for (f, b), r in zip(copying, rates, strict=True):
-            n = f.left[b] - r * dt
+            left = f.left
+            n = left[b] - r * dt
             if n > 1e-6:
-                f.left[b] = n
+                left[b] = n
             else:
-                f.left[b] = 0.0
+                left[b] = 0.0
                 ended.append(f)
+        if not ended:
+            return
         # in the order of ``copying`` (a flow's streams are next to each other there): the
         # completions' order breaks ties in their heap
+        at = self.seen(t + dt + self.extra)
+        scheduled = self.scheduled
         for f in ended:
-            if id(f) not in self.scheduled and not any(f.left.values()):
-                self.completes_at(self.seen(t + dt + self.extra), f)
+            if id(f) not in scheduled and not any(f.left.values()):
+                self.completes_at(at, f)
 
     def complete_due(self) -> None:
         """The steps completing by now: the next step of their move ready, or the move done
@@ -628,20 +640,24 @@ class _Simulation:
         t = self.t
         gone: set[int] = set()
         leaders = 0  # elections queued by the moves completing now (one count per poll)
-        while self.done_at and self.done_at[0][0] <= t + 1e-9:
-            _, _, f = heapq.heappop(self.done_at)
-            self.scheduled.discard(id(f))
-            gone.add(id(f))
+        done_at, due, pop = self.done_at, t + 1e-9, heapq.heappop
+        scheduled, ready = self.scheduled, self.ready
+        while done_at and done_at[0][0] <= due:
+            f = pop(done_at)[2]
+            key = id(f)
+            scheduled.discard(key)
+            gone.add(key)
             f.steps = f.steps[1:]
             if len(f.srcs) > 1:  # the leader the next step reads from
                 f.srcs = f.srcs[1:]
                 f.src = f.srcs[0]
             if f.steps:
                 f.state, f.left = "ready", {}
-                self.ready.append(f)
+                ready.append(f)
             elif self.electing and f.item.moves_leader:
                 leaders += 1
         if gone:  # one pass (a removal each scanned the list: quadratic on 2,000 moves)
+            self.admit = True
             self.active[:] = [f for f in self.active if id(f) not in gone]
         if leaders:
             self.elect_end = max(
@@ -678,14 +694,17 @@ def _bottleneck(load: dict[tuple[str, int], float]) -> tuple[str, int] | None:
 def end_loads(flows: Iterable[Flow]) -> dict[tuple[str, int], float]:
     """The bytes each broker end ("i" receiving, "o" sending) must still pass."""
     load: dict[tuple[str, int], float] = {}
+    get = load.get
     for f in flows:
+        srcs, size, left = f.srcs, f.size, f.left
+        moving = f.state == "moving"
         for i, st in enumerate(f.steps):
-            src = f.srcs[i] if i < len(f.srcs) else f.src
+            src = srcs[i] if i < len(srcs) else f.src
             for b in st:
-                n = f.left.get(b, f.size) if (i == 0 and f.state == "moving") else f.size
-                load[("i", b)] = load.get(("i", b), 0.0) + n
+                n = left.get(b, size) if (i == 0 and moving) else size
+                load[("i", b)] = get(("i", b), 0.0) + n
                 if src is not None:
-                    load[("o", src)] = load.get(("o", src), 0.0) + n
+                    load[("o", src)] = get(("o", src), 0.0) + n
     return load
 
 
