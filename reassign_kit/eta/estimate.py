@@ -189,7 +189,7 @@ class RunEta:
             e: t for e, t in self._end_busy.items() if ts - t < QUOTA_WINDOWS * QUOTA_WINDOW_S
         }
         streams = frozenset((f.tp, b) for f in flows if f.state == "moving" for b in f.left)
-        # the ends' capacities and loads, read by both simulations of this state
+        # what both simulations of this state read of it before they start (``model.Ends``)
         self._ends = ends_of(flows, capacity)
         rate = model_rate(flows, capacity)
         unseen = moves is not None and self.meter.unseen(moves)
