@@ -9,7 +9,8 @@ second, elections on (the run's defaults). Printed: polls, CPU per poll (mean, p
 max; the wall p99 beside), the p99 of the polls that took a sample (the run's heaviest kind)
 and of those that did not, each beside the previous figure (``PREVIOUS``), and what each part
 of the heaviest polls of each kind cost (the mean over the heaviest 2.5% of the polls, of those
-that sample and of the others: the turnovers). bench/RESULTS.md keeps the latest table.
+that sample and of the others: the turnovers), and the CPU of the ETA's update alone at
+the samples (``RunEta.update``). bench/RESULTS.md keeps the latest table.
 
     .venv/bin/python bench/bench_poll.py                   # 10,000 partitions, 3 rounds
     RK_BENCH_POLL_ROUNDS=1 .venv/bin/python bench/bench_poll.py
@@ -129,9 +130,28 @@ def one_round() -> dict:
             )
 
     run.parts.loop.poll = poll
-    res = run.run()
+    # the ETA's update alone (the heaviest part of a poll that samples), at each sample
+    from reassign_kit.eta.estimate import RunEta
+
+    eta_cpu: list[float] = []
+    real_update = RunEta.update
+
+    def update(self, *a, **k):
+        busy = len(k["moves"].of(track.MOVING)) >= IN_FLIGHT // 2 if k.get("moves") else False
+        c = time.process_time()
+        try:
+            return real_update(self, *a, **k)
+        finally:
+            if busy:
+                eta_cpu.append(time.process_time() - c)
+
+    RunEta.update = update
+    try:
+        res = run.run()
+    finally:
+        RunEta.update = real_update
     assert res.state == "done", res.state
-    return {"polls": polls}
+    return {"polls": polls, "eta": eta_cpu}
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -174,6 +194,13 @@ def main() -> int:
     print(f"{'wall p99':<34} {'':>9} {pct(wall, 0.99):>9.1f}")
     verdict = "met" if new["p99"] <= GOAL_MS else f"NOT met by {new['p99'] - GOAL_MS:.1f} ms"
     print(f"goal p99 <= {GOAL_MS:g} ms: {verdict}")
+    eta = [1000 * x for r in rounds for x in r["eta"]]
+    if eta:
+        print(
+            f"the ETA's update (RunEta.update) at {len(eta)} samples, CPU ms: mean "
+            f"{statistics.fmean(eta):.1f}, p50 {pct(eta, 0.5):.1f}, p90 {pct(eta, 0.9):.1f}, "
+            f"max {max(eta):.1f}"
+        )
     # each kind apart: a mean over both kinds read as one poll doing both (a turnover and
     # a sample), which no poll of this run does
     for label, kind in (("that sample", True), ("that do not", False)):

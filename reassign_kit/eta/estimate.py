@@ -53,8 +53,10 @@ from ..moves.table import MoveIndex
 from .ends import EndBytes, window_rates
 from .model import (
     QUOTA_REPLAY_S,
+    Ends,
     Flow,
     Forecast,
+    ends_of,
     flows_of,
     model_rate,
     simulate,
@@ -111,6 +113,8 @@ class RunEta:
         self._end_busy: dict[tuple[str, int], float] = {}
         self._stalled_before: set[int] = set()  # brokers stalled at the last sample
         self._sharing: dict[int, int] = {}  # (``sharing``)
+        self._ends: Ends | None = None  # this sample's flows' ends (``model.ends_of``)
+        self._known: dict[TopicPartition, tuple] = {}  # each move's steps (``flows_of``)
         self.total_rate: float | None = None
         self.rates: dict[int, float] = {}
         self.low: float | None = None
@@ -164,7 +168,9 @@ class RunEta:
         self._busy(ts, inflight)
         self.rates, self.total_rate = self._window_rates(ts, received)
         flows, rest_leaders, rest_bytes = (
-            flows_of(moves, copied or {}, r) if moves is not None else ([], 0, 0.0)
+            flows_of(moves, copied or {}, r, known=self._known)
+            if moves is not None
+            else ([], 0, 0.0)
         )
         for f in flows:
             if f.state == "moving" and not any(f.left.values()):
@@ -183,6 +189,8 @@ class RunEta:
             e: t for e, t in self._end_busy.items() if ts - t < QUOTA_WINDOWS * QUOTA_WINDOW_S
         }
         streams = frozenset((f.tp, b) for f in flows if f.state == "moving" for b in f.left)
+        # what both simulations of this state read of it before they start (``model.Ends``)
+        self._ends = ends_of(flows, capacity)
         rate = model_rate(flows, capacity)
         unseen = moves is not None and self.meter.unseen(moves)
         self.ends.track(ts, received, flows)
@@ -299,6 +307,7 @@ class RunEta:
             burst=self.meter.burst,
             windows=self.ends.windows(ts) if cap and self.meter.replaying(ts) else None,
             now=ts,
+            ends=self._ends,
         )
         if not math.isfinite(fc.seconds):
             return None, "no bytes can move (a throttle of 0?)"
@@ -375,9 +384,10 @@ class RunEta:
 
         def work(state: PaceState) -> tuple[float, float]:
             _, fl, idl, elections, rest_leaders, rest = state
+            ends = self._ends if fl is flows else None  # this sample's: its ends are known
             fc = simulate(
                 fl, capacity, caps, tail, rest, self.poll_s, elections, rest_leaders,
-                idle=idl, burst=self.meter.burst, on_polls=False,
+                idle=idl, burst=self.meter.burst, on_polls=False, ends=ends,
             )  # fmt: skip
             return fc.seconds, fc.copy_s
 

@@ -13,6 +13,7 @@ elections go out at the polls, so many per poll."""
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import math
@@ -35,8 +36,9 @@ MAX_STEPS_MEASURE = 50  # steps of the model's bytes over one interval
 QUOTA_REPLAY_S = 4 * QUOTA_WINDOWS * QUOTA_WINDOW_S
 
 
-@dataclass(eq=False)  # one per move: compared by identity (``in`` and ``remove`` on lists of
-# 2,000 were a field-by-field comparison per element)
+# one per move: compared by identity (``in`` and ``remove`` on lists of 2,000 were a
+# field-by-field comparison per element); slots: each simulation copies every flow
+@dataclass(eq=False, slots=True)
 class Flow:
     """One move not done, for the simulation: ``steps`` are the new brokers of each step
     left (the first in flight when ``state`` is moving), ``left`` the bytes each new replica
@@ -82,13 +84,22 @@ def flows_of(
     copied: Mapping[tuple[TopicPartition, int], int],
     r: int | None,
     limit: int = SIM_PENDING,
+    known: dict[TopicPartition, tuple] | None = None,
 ) -> tuple[list[Flow], int, float]:
     """The run's work left as flows: moves in flight and between steps, then the first
     ``limit`` queued ones in run order; also, of the queued ones left out, how many move a
-    leader (an election each) and their bytes."""
+    leader (an election each) and their bytes. ``known``: what the last call made of each
+    move in flight or queued, kept by the caller between calls (a run's ETA): a move's steps
+    are worked out again only when they changed, not at every sample (its bytes are)."""
     out: list[Flow] = []
+    last = known if known is not None else {}
+    now: dict[TopicPartition, tuple] = {}
     for ms in index.iter(MoveStatus.MOVING):
-        out.append(_moving(ms, copied))
+        shape = last.get(ms.tp)
+        if shape is None or not _same(shape, ms, None):
+            shape = (ms.steps, ms.step, ms.original, ms.move, None, _moving_shape(ms))
+        now[ms.tp] = shape
+        out.append(_moving(ms, copied, *shape[-1]))
     for ms in index.iter(MoveStatus.READY):
         steps = _steps_after(ms, ms.step)
         if steps:
@@ -101,8 +112,29 @@ def flows_of(
     for ms in itertools.islice(index.iter(MoveStatus.PENDING), limit):
         rest -= ms.item.moves_leader
         rest_bytes -= copy_bytes(ms)
-        out.append(_pending(ms, r))
+        shape = last.get(ms.tp)
+        if shape is None or not _same(shape, ms, r):  # a queued move's flow: never changed
+            shape = (ms.steps, ms.step, ms.original, ms.move, r, _pending(ms, r))
+        now[ms.tp] = shape
+        out.append(shape[-1])
+    if known is not None:
+        known.clear()
+        known.update(now)
     return out, rest, float(rest_bytes)
+
+
+def _same(shape: tuple, ms: MoveState, r: int | None) -> bool:
+    """Whether ``shape`` (``flows_of``'s ``known``) was made of the move as it is now: its
+    steps, step, replicas before and move the same objects (a move's are replaced when they
+    change, never changed in place), at the same ``r``."""
+    steps, step, original, move, at_r = shape[:5]
+    return (
+        steps is ms.steps
+        and step == ms.step
+        and original is ms.original
+        and move is ms.move
+        and at_r == r
+    )
 
 
 def _steps_after(ms: MoveState, k: int) -> list[tuple[int, ...]]:
@@ -116,14 +148,35 @@ def _steps_after(ms: MoveState, k: int) -> list[tuple[int, ...]]:
     ]
 
 
-def _moving(ms: MoveState, copied: Mapping[tuple[TopicPartition, int], int]) -> Flow:
+def _moving_shape(
+    ms: MoveState,
+) -> tuple[tuple[int, ...], list[tuple[int, ...]], list[int | None]]:
+    """A move in flight's steps: the new brokers of the step in flight, of it and each step
+    after it, and the leader each reads from."""
+    if not ms.steps:  # the whole move in one step: from the original
+        before = ms.original
+        now_new = _new(ms.move.replicas, before)
+        src = before[0] if before else None
+        return now_new, [now_new], [src]
     now_new = _new(ms.step_target, ms.step_from)
+    later = _steps_after(ms, ms.step)
+    srcs = _leaders(ms.step_from, ms.steps[max(0, ms.step - 1) :])
+    return now_new, [now_new, *later], srcs
+
+
+def _moving(
+    ms: MoveState,
+    copied: Mapping[tuple[TopicPartition, int], int],
+    now_new: tuple[int, ...],
+    steps: list[tuple[int, ...]],
+    srcs: list[int | None],
+) -> Flow:
+    """A move in flight (its steps ``_moving_shape``): the bytes each new replica of its
+    step in flight still needs. The lists are shared: a flow's are only ever replaced."""
     size = float(ms.item.size_bytes)
-    left = {b: max(0.0, size - min(float(copied.get((ms.tp, b), 0)), size)) for b in now_new}
-    later = _steps_after(ms, ms.step) if ms.steps else []
-    full = ms.steps[max(0, ms.step - 1) :] if ms.steps else [ms.step_target]
-    srcs = _leaders(ms.step_from, full)
-    return Flow(ms.tp, ms.item, srcs[0], size, [now_new, *later], "moving", left, srcs=srcs)
+    tp = ms.tp
+    left = {b: max(0.0, size - min(float(copied.get((tp, b), 0)), size)) for b in now_new}
+    return Flow(tp, ms.item, srcs[0], size, steps, "moving", left, srcs=srcs)
 
 
 def _pending(ms: MoveState, r: int | None) -> Flow:
@@ -228,13 +281,57 @@ def _caps_of(flows: Iterable[Flow], capacity: float) -> tuple[dict, dict]:
     return dict.fromkeys(brokers_out, capacity), dict.fromkeys(brokers_in, capacity)
 
 
+@dataclass(frozen=True)
+class Ends:
+    """What a simulation reads of its flows before it starts: each broker end's capacity
+    (sending, receiving) and the bytes it must still pass (``end_loads``), the bytes left in
+    all, the streams copying and the ends busy now. One state's simulations share it (the
+    ETA's and its pace's, ``ends_of``), not rebuilt."""
+
+    out_cap: dict
+    in_cap: dict
+    loads: dict
+    total_left: float
+    n_streams: int
+    busy: frozenset
+
+
+def ends_of(flows: Sequence[Flow], capacity: float) -> Ends:
+    """``Ends`` of ``flows`` at ``capacity`` per end (summed in the order a simulation
+    holds the flows: moving, ready, pending)."""
+    out_cap, in_cap = _caps_of(flows, capacity)
+    active = [f for f in flows if f.state == "moving"]
+    queued = [f for st in ("ready", "pending") for f in flows if f.state == st]
+    total_left = sum(n for f in active for n in f.left.values())
+    total_left += sum(f.size * sum(len(s) for s in f.steps) for f in queued)
+    busy = {("i", b) for f in active for b, n in f.left.items() if n > 0}
+    busy |= {("o", f.src) for f in active if f.src is not None and any(f.left.values())}
+    n_streams = sum(len(f.left) for f in active) + 1
+    loads = end_loads(active + queued)
+    return Ends(out_cap, in_cap, loads, total_left, n_streams, frozenset(busy))
+
+
+def shares_at(streams: Sequence[tuple[int | None, int]], capacity: float) -> Sequence[float]:
+    """``fair_share`` of ``streams`` with every end at ``capacity`` (an unknown source
+    unbounded), remembered for the last few: a sample's rate, the first step of both its
+    simulations and the next sample's measure ask for the same streams (each a pass over
+    2,000 of them)."""
+    return _shares(tuple(streams), float(capacity))
+
+
+@functools.lru_cache(maxsize=8)
+def _shares(streams: tuple[tuple[int | None, int], ...], capacity: float) -> tuple[float, ...]:
+    out_cap = {s: capacity for s, _ in streams if s is not None}
+    in_cap = {b: capacity for _, b in streams}
+    return tuple(fair_share(streams, out_cap, in_cap))
+
+
 def model_rate(flows: Sequence[Flow], capacity: float) -> float:
     """The model's rate (bytes/s) of the streams in flight now, at ``capacity`` per end."""
     streams = [(f.src, b) for f in flows if f.state == "moving" for b, n in f.left.items() if n > 0]
     if not streams:
         return 0.0
-    out_cap, in_cap = _caps_of(flows, capacity)
-    return float(sum(r for r in fair_share(streams, out_cap, in_cap) if math.isfinite(r)))
+    return float(sum(r for r in shares_at(streams, capacity) if math.isfinite(r)))
 
 
 # the streams in flight: (source, target, bytes left, partition)
@@ -258,9 +355,7 @@ def new_rate(snap: Snapshot, old: frozenset, capacity: float) -> float:
     ends = [(s, b) for s, b, _, _ in snap]
     if not ends:
         return 0.0
-    out_cap = {s: capacity for s, _ in ends if s is not None}
-    in_cap = {b: capacity for _, b in ends}
-    rates = fair_share(ends, out_cap, in_cap)
+    rates = shares_at(ends, capacity)
     return sum(r for (_, b, _, tp), r in zip(snap, rates, strict=True) if (tp, b) not in old)
 
 
@@ -270,15 +365,13 @@ def model_bytes(snap: Snapshot, capacity: float, seconds: float) -> float:
     at most ``MAX_STEPS_MEASURE`` steps (streams ending within one step end together)."""
     left = [n for _, _, n, _ in snap]
     ends = [(s, b) for s, b, _, _ in snap]
-    out_cap = {s: capacity for s, _ in ends if s is not None}
-    in_cap = {b: capacity for _, b in ends}
     moved, t = 0.0, 0.0
     min_step = seconds / MAX_STEPS_MEASURE
     for _ in range(MAX_STEPS_MEASURE + 1):
         live = [k for k, n in enumerate(left) if n > 0]
         if not live or t >= seconds - 1e-9:
             break
-        rates = fair_share([ends[k] for k in live], out_cap, in_cap)
+        rates = shares_at([ends[k] for k in live], capacity)
         step = min([seconds - t] + [left[k] / r for k, r in zip(live, rates, strict=True) if r > 0])
         step = min(seconds - t, max(step, min_step))
         for k, r in zip(live, rates, strict=True):
@@ -305,6 +398,7 @@ def simulate(
     windows: Mapping[tuple[str, int], Windows] | None = None,
     now: float = 0.0,
     on_polls: bool = True,
+    ends: Ends | None = None,
 ) -> Forecast:
     """Seconds until every flow completes, each broker end at ``capacity`` bytes/s, the
     queued flows admitted by ``schedule.decide`` under ``caps``, each step completing
@@ -336,8 +430,11 @@ def simulate(
     from now: the ETA of a run's end). False: at the wait for a poll expected, half a poll
     after it, whatever the polls' phase: the seconds left are then a smooth function of the
     run's state, as the run's pace needs (``eta_pace``: the difference of two simulations on
-    the grid moved by a whole poll at a time, the pace by 0.5 s / 22 s at once)."""
-    sim = _Simulation(flows, capacity, caps, lag, poll, on_polls)
+    the grid moved by a whole poll at a time, the pace by 0.5 s / 22 s at once).
+
+    ``ends``: ``ends_of(flows, capacity)`` when the caller has it (one state simulated
+    twice); it must be of these very flows at this capacity."""
+    sim = _Simulation(flows, capacity, caps, lag, poll, on_polls, ends)
     sim.quota(idle, burst, windows, now)
     sim.elections(elections)
     return sim.run(rest_bytes, rest_leaders)
@@ -355,35 +452,41 @@ class _Simulation:
         lag: float,
         poll: float,
         on_polls: bool,
+        ends: Ends | None = None,
     ) -> None:
-        self.out_cap, self.in_cap = _caps_of(flows, capacity)
         self.caps, self.poll, self.on_polls = caps, poll, on_polls
         # the lag beyond the wait for a poll; never none: the follower joining the ISR and the
         # controller ending the reassignment take a moment, so a copy ending right at a poll
         # is seen at the next one
         self.extra = max(0.0, lag - poll / 2) if poll > 0 else lag
-        copies = [_copy(f) for f in flows]
-        self.active = [f for f in copies if f.state == "moving"]
-        self.ready = [f for f in copies if f.state == "ready"]
-        self.pending = [f for f in copies if f.state == "pending"]
+        self.active: list[Flow] = []
+        self.ready: list[Flow] = []
+        self.pending: list[Flow] = []
+        lists = {"moving": self.active, "ready": self.ready, "pending": self.pending}
+        for f in flows:
+            into = lists.get(f.state)
+            if into is not None:
+                into.append(_copy(f))
         self.done_at: list[tuple[float, int, Flow]] = []  # bytes all in: completes at
         self.scheduled: set[int] = set()
+        # whether the scheduler may start something: not after it started nothing, until a
+        # step completes (``schedule.decide`` reads only the flows active, ready and queued)
+        self.admit = True
         self.seq = 0
         self.t = self.copy_s = 0.0
-        self.total_left = sum(n for f in self.active for n in f.left.values())
-        self.total_left += sum(
-            f.size * sum(len(s) for s in f.steps) for f in self.ready + self.pending
-        )
         for f in self.active:
             if not any(f.left.values()):
                 self.completes_at(self.seen(max(1e-6, self.extra - f.full_s)), f)
-        loads = end_loads(self.active + self.ready + self.pending)
+        self.ends = ends = ends or ends_of(flows, capacity)
+        self.total_left = ends.total_left
+        # every end of every stream, at ``capacity`` (``_caps_of``: each flow's brokers)
+        self.out_cap, self.in_cap, loads = ends.out_cap, ends.in_cap, ends.loads
+        self.capacity = capacity
         self.bottleneck = _bottleneck(loads)
         self.busiest = loads[self.bottleneck] if self.bottleneck else 0.0
         horizon = self.total_left / max(capacity, 1.0) + lag
         # at most MAX_EVENTS steps, fewer when many streams copy (the work of a step)
-        n_streams = sum(len(f.left) for f in self.active) + 1
-        self.min_dt = horizon / max(20, min(MAX_EVENTS, WORK_BUDGET // n_streams))
+        self.min_dt = horizon / max(20, min(MAX_EVENTS, WORK_BUDGET // ends.n_streams))
 
     def quota(
         self,
@@ -401,10 +504,8 @@ class _Simulation:
         self.last_busy: dict[tuple[str, int | None], float] = {
             e: -d for e, d in (idle or {}).items()
         }
-        busy = {("i", b) for f in self.active for b, n in f.left.items() if n > 0}
-        busy |= {("o", f.src) for f in self.active if f.src is not None and any(f.left.values())}
-        self.busy_before = busy
-        for e in busy:
+        self.busy_before = set(self.ends.busy)
+        for e in self.busy_before:
             self.last_busy[e] = 0.0
 
     def elections(self, elections: tuple[int, int] | None) -> None:
@@ -454,9 +555,14 @@ class _Simulation:
         """What the run's scheduler starts now; a step copying nothing completes a lag after
         it starts."""
         t = self.t
-        _admit(self.active, self.ready, self.pending, self.caps, t)
-        for f in self.active:
-            if id(f) not in self.scheduled and not any(f.left.values()):  # a step copying nothing
+        if not self.admit:  # what decides (active, ready, queued) is as it was: nothing starts
+            return
+        # every flow active before is scheduled once its bytes are in (``__init__``,
+        # ``copy``): only one just admitted can be a step copying nothing
+        started = _admit(self.active, self.ready, self.pending, self.caps, t)
+        self.admit = bool(started)
+        for f in started:
+            if id(f) not in self.scheduled and not any(f.left.values()):
                 self.completes_at(self.seen(max(t, f.start_at) + max(self.extra, 1e-6)), f)
 
     def advance(self, copying: list[tuple[Flow, int]], starts: list[float]) -> float | None:
@@ -477,12 +583,15 @@ class _Simulation:
                 self.wins, self.now + t, self.out_cap, self.in_cap, self.burst, self.held
             )
         dt = min(starts) - t if starts else math.inf
-        rates: list[float] = []
+        rates: Sequence[float] = []
         if copying:
-            rates = fair_share([(f.src, b) for f, b in copying], o_cap, i_cap)
-            for (f, b), r in zip(copying, rates, strict=True):
-                if r > 0:
-                    dt = min(dt, f.left[b] / r)
+            streams = [(f.src, b) for f, b in copying]
+            if o_cap is self.out_cap and i_cap is self.in_cap:  # every end at the capacity
+                rates = shares_at(streams, self.capacity)
+            else:  # the quota's windows replayed: each end its own
+                rates = fair_share(streams, o_cap, i_cap)
+            ends = [f.left[b] / r for (f, b), r in zip(copying, rates, strict=True) if r > 0]
+            dt = min(dt, min(ends, default=math.inf))
         if self.done_at:
             dt = min(dt, self.done_at[0][0] - t)
         if replay:
@@ -500,17 +609,30 @@ class _Simulation:
             self.copy(copying, rates, dt)
         return dt
 
-    def copy(self, copying: list[tuple[Flow, int]], rates: list[float], dt: float) -> None:
+    def copy(self, copying: list[tuple[Flow, int]], rates: Sequence[float], dt: float) -> None:
         """The bytes of ``dt`` at ``rates``; a step with every byte in completes a lag later."""
         t = self.t
         self.copy_s += dt
         for e in self.busy_before:
             self.last_busy[e] = t + dt
+        ended = []  # flows a stream of which has every byte now: the only ones that may be done
         for (f, b), r in zip(copying, rates, strict=True):
-            f.left[b] = f.left[b] - r * dt if f.left[b] - r * dt > 1e-6 else 0.0
-        for f, _ in copying:
-            if id(f) not in self.scheduled and not any(f.left.values()):
-                self.completes_at(self.seen(t + dt + self.extra), f)
+            left = f.left
+            n = left[b] - r * dt
+            if n > 1e-6:
+                left[b] = n
+            else:
+                left[b] = 0.0
+                ended.append(f)
+        if not ended:
+            return
+        # in the order of ``copying`` (a flow's streams are next to each other there): the
+        # completions' order breaks ties in their heap
+        at = self.seen(t + dt + self.extra)
+        scheduled = self.scheduled
+        for f in ended:
+            if id(f) not in scheduled and not any(f.left.values()):
+                self.completes_at(at, f)
 
     def complete_due(self) -> None:
         """The steps completing by now: the next step of their move ready, or the move done
@@ -518,20 +640,24 @@ class _Simulation:
         t = self.t
         gone: set[int] = set()
         leaders = 0  # elections queued by the moves completing now (one count per poll)
-        while self.done_at and self.done_at[0][0] <= t + 1e-9:
-            _, _, f = heapq.heappop(self.done_at)
-            self.scheduled.discard(id(f))
-            gone.add(id(f))
+        done_at, due, pop = self.done_at, t + 1e-9, heapq.heappop
+        scheduled, ready = self.scheduled, self.ready
+        while done_at and done_at[0][0] <= due:
+            f = pop(done_at)[2]
+            key = id(f)
+            scheduled.discard(key)
+            gone.add(key)
             f.steps = f.steps[1:]
             if len(f.srcs) > 1:  # the leader the next step reads from
                 f.srcs = f.srcs[1:]
                 f.src = f.srcs[0]
             if f.steps:
                 f.state, f.left = "ready", {}
-                self.ready.append(f)
+                ready.append(f)
             elif self.electing and f.item.moves_leader:
                 leaders += 1
         if gone:  # one pass (a removal each scanned the list: quadratic on 2,000 moves)
+            self.admit = True
             self.active[:] = [f for f in self.active if id(f) not in gone]
         if leaders:
             self.elect_end = max(
@@ -568,14 +694,17 @@ def _bottleneck(load: dict[tuple[str, int], float]) -> tuple[str, int] | None:
 def end_loads(flows: Iterable[Flow]) -> dict[tuple[str, int], float]:
     """The bytes each broker end ("i" receiving, "o" sending) must still pass."""
     load: dict[tuple[str, int], float] = {}
+    get = load.get
     for f in flows:
+        srcs, size, left = f.srcs, f.size, f.left
+        moving = f.state == "moving"
         for i, st in enumerate(f.steps):
-            src = f.srcs[i] if i < len(f.srcs) else f.src
+            src = srcs[i] if i < len(srcs) else f.src
             for b in st:
-                n = f.left.get(b, f.size) if (i == 0 and f.state == "moving") else f.size
-                load[("i", b)] = load.get(("i", b), 0.0) + n
+                n = left.get(b, size) if (i == 0 and moving) else size
+                load[("i", b)] = get(("i", b), 0.0) + n
                 if src is not None:
-                    load[("o", src)] = load.get(("o", src), 0.0) + n
+                    load[("o", src)] = get(("o", src), 0.0) + n
     return load
 
 
@@ -609,18 +738,10 @@ def _name(res: tuple[str, int] | None) -> str | None:
 
 
 def _copy(f: Flow) -> Flow:
-    return Flow(
-        f.tp,
-        f.item,
-        f.src,
-        f.size,
-        list(f.steps),
-        f.state,
-        dict(f.left),
-        f.full_s,
-        f.start_at,
-        list(f.srcs),
-    )
+    """The simulation's own flow: ``left`` changes in place; ``steps`` and ``srcs`` are only
+    ever replaced (``complete_due``), so the lists are shared."""
+    return Flow(f.tp, f.item, f.src, f.size, f.steps, f.state, dict(f.left), f.full_s,
+                f.start_at, f.srcs)  # fmt: skip
 
 
 def _admit(
@@ -629,11 +750,11 @@ def _admit(
     pending: list[Flow],
     caps: Caps,
     at: float,
-) -> None:
+) -> list[Flow]:
     """Start what ``schedule.decide`` lets start now: next steps, then queued moves; they
-    hold their slot and copy from ``at``."""
+    hold their slot and copy from ``at``. Returns them (appended to ``active``)."""
     if not ready and not pending:
-        return
+        return []
     by_tp = {f.tp: f for f in ready + pending}
     if caps.mode == "legacy":
         chosen: Iterable[TopicPartition] = list(by_tp)
@@ -646,6 +767,7 @@ def _admit(
             cluster_inflight=len(active) + len(ready),
         )
         chosen = d.submit
+    first = len(active)
     for tp in chosen:
         f = by_tp[tp]
         if f in ready:
@@ -658,3 +780,4 @@ def _admit(
         f.left = dict.fromkeys(f.steps[0], f.size)
         f.start_at = at
         active.append(f)
+    return active[first:]
