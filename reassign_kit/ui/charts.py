@@ -372,13 +372,15 @@ def write_html(
 
 
 def whatif_figure(rows: Sequence[Mapping[str, Any]], title: str = "") -> go.Figure:
-    """The what-if as horizontal bars: predicted makespan (minutes) per pacing policy, the
-    options given first (highlighted)."""
+    """The what-if as horizontal bars: predicted makespan per pacing policy, the options given
+    first (highlighted); in seconds while every bar is under two minutes (an axis of 0.02
+    minutes reads as nothing), else in minutes."""
     names = [str(r["policy"]) for r in rows]
-    minutes = [float(r["seconds"]) / 60 for r in rows]
+    seconds = [float(r["seconds"]) for r in rows]
+    unit, per = ("minutes", 60.0) if max(seconds, default=0.0) >= 120 else ("seconds", 1.0)
     fig = go.Figure(
         go.Bar(
-            x=minutes,
+            x=[s / per for s in seconds],
             y=names,
             orientation="h",
             marker_color=["#1f77b4" if i == 0 else "#9ecae1" for i in range(len(rows))],
@@ -388,7 +390,7 @@ def whatif_figure(rows: Sequence[Mapping[str, Any]], title: str = "") -> go.Figu
     )
     fig.update_layout(
         title=title or "What-if: predicted makespan per pacing policy",
-        xaxis_title="minutes (predicted)",
+        xaxis_title=f"{unit} (predicted)",
         yaxis={"autorange": "reversed"},
         height=120 + 40 * len(rows),
         margin={"l": 200},

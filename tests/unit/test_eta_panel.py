@@ -43,7 +43,7 @@ def test_the_panel_shows_the_dry_runs_what_if_table_and_chart_before_execute():
     (bars,) = panel.whatif_figure.data
     assert isinstance(bars, go.Bar)
     assert list(bars.y) == [r["policy"] for r in same.rows]
-    assert list(bars.x) == [r["seconds"] / 60 for r in same.rows]
+    assert list(bars.x) == [r["seconds"] for r in same.rows]  # under two minutes: seconds
     # above the buttons, in the panel's widget tree
     # above the buttons, in the panel's widget tree, in a collapsible (closed) section
     kids = list(panel.widget.children)
@@ -71,5 +71,7 @@ def test_the_what_if_chart_helper_draws_one_bar_per_policy():
     assert list(fig.data[0].x) == [2.0, 1.0] and fig.data[0].text == ("2m00s", "1m00s")
     short = charts.whatif_figure([{"policy": "as given", "seconds": 6.4}])
     assert short.data[0].text == ("0m06s",)  # not "0.1 min" for every short plan
+    assert fig.layout.xaxis.title.text == "minutes (predicted)"
+    assert short.layout.xaxis.title.text == "seconds (predicted)" and short.data[0].x == (6.4,)
     html = charts.whatif_table_html(rows, None)
     assert "2m00s" in html and "1m00s" in html and "none" in html
