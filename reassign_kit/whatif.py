@@ -37,8 +37,8 @@ from .run.run import Run
 from .snapshot.tier import copied_sizes, move_bytes_of
 
 DEFAULT_RATE_BPS = 100 * 1024 * 1024  # unthrottled, uncalibrated inbound replication per broker
-# without a calibration: the share of the throttle and the completion lag the held-out fit half
-# chose (bench_heldout_whatif; the sandbox's runs measured 0.83-0.90 and 0.5-1.2 s)
+# without a calibration: the share of the throttle and the completion lag chosen on the
+# held-out shapes' fit half, within what sandbox runs measured (bench/RESULTS.md)
 DEFAULT_SHARE = 0.9
 DEFAULT_LAG_S = 1.0
 CALIBRATION_VERSION = 2  # 1: per-broker rates and a per-move cost, no longer used

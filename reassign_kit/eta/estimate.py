@@ -29,9 +29,7 @@ an average over 11 one-second windows, so the pace is not steady: an end idle be
 copies catches up, an end that caught up (or whose throttle was lowered) stalls until its
 windows expire. The ETA replays each end's windows from the bytes it moved at the samples
 (``eta_ends.EndBytes``; ``eta_model.simulate``), and an interval in which a move came and went
-unseen is not a measure of the share. (An interval in which the windows held every receiving
-end was not counted either, and its stall made the catch-up burst whole: on held-out shapes
-that did not earn its keep, bench_heldout_ablation's ``held``.)
+unseen is not a measure of the share.
 
 Where the model's assumptions are shown wrong by the data, the measurement wins: the run's
 *pace* (``eta_pace.RunPace``), the model's work done per wall second, takes over its estimate.
