@@ -1,38 +1,18 @@
-"""A paced run's ETA: what is left, simulated at both ends of every copy.
+"""A paced run's ETA: what is left, simulated at both ends of every copy (``model``), at the
+throttle (a nominal ``PRIOR_BPS`` without one), each step completing the run's measured
+completion lag (``tail_s``) after its last byte.
 
-What is left is a set of *flows*, one per move not done: the step in flight (bytes each new
-replica still needs), the steps after it (KIP-435), then the moves queued behind batches and
-caps, admitted by the run's own ``schedule.decide``. Each new replica being filled is a
-stream from the partition's leader; a broker's leader-side throttle is shared by the streams
-reading from it and its follower-side throttle by those writing to it (``cluster.quota``,
-the simulator's and the what-if's model too): a drain of one broker is bound by that source,
-whichever target it feeds. A step completes a completion lag after its last byte (the
-follower joins the ISR, the controller ends it, a poll sees it: the run's measured
-``tail_s``), and only then does its slot go to the next move.
-
-The capacities are the throttle (a nominal ``PRIOR_BPS`` without one). The *share* of it the
-cluster achieves is measured (``share.ShareMeter``: over the window, the bytes really received
-against the bytes the model says the streams in flight would have moved) for the range, the
-journal's ``throttle_share`` and the what-if's calibration; the ETA itself no longer scales
-by it: on held-out shapes the ETA at the throttle did as well (bench_heldout_ablation), and
-the run's measured pace already counts what the cluster really does. The interval: the same
-simulation at the 10th and 90th percentiles of the share measured between samples, and
-every finish estimated in the last few seconds (``eta_pace.Finishes``). ``eta_bound_s`` is
-the physical bound beside it (``model.physical_bound``: the bytes through the busiest broker
-end over the throttle), the baseline each of the model's terms was kept for beating on
-held-out shapes (bench/RESULTS.md, bench_heldout_ablation).
-
-What the run spends between a completion and the next submission (its admin calls) is not
-modelled: on held-out shapes that term did not earn its keep (bench_heldout_ablation); the
-run's pace counts it. Kafka's quota is
-an average over 11 one-second windows, so the pace is not steady: an end idle between two
-copies catches up, an end that caught up (or whose throttle was lowered) stalls until its
-windows expire. The ETA replays each end's windows from the bytes it moved at the samples
-(``eta_ends.EndBytes``; ``eta_model.simulate``), and an interval in which a move came and went
-unseen is not a measure of the share.
-
-Where the model's assumptions are shown wrong by the data, the measurement wins: the run's
-*pace* (``eta_pace.RunPace``), the model's work done per wall second, takes over its estimate.
+The *share* of the throttle the cluster achieves is measured (``share.ShareMeter``) for the
+range, the journal's ``throttle_share`` and the what-if's calibration; the ETA itself does
+not scale by it (on held-out shapes the ETA at the throttle did as well, and the run's pace
+counts what the cluster really does). The range: the same simulation at the ends of the
+share measured between samples, holding every finish estimated in the last few seconds
+(``pace.Finishes``). ``eta_bound_s`` is the physical bound beside it (the bytes through the
+busiest broker end over the throttle), the baseline each term was kept for beating on
+held-out shapes (bench/RESULTS.md, bench_heldout_ablation). Kafka's quota averages 11
+one-second windows: the ETA replays each end's windows from the bytes it moved at the
+samples (``ends.EndBytes``). Where the model's assumptions are shown wrong by the data, the
+run's measured *pace* (``pace.RunPace``) takes over its estimate.
 
 ``RunEta.update`` once per sample (``Tracker.eta_fields``); ``fields()`` adds its figures to
 the ``sample`` event, from which ``progress`` on the journal, the paced CLI's line and the
@@ -86,9 +66,6 @@ def sharing(flows: list[Flow]) -> dict[int, int]:
     return got
 
 
-# ------------------------------------------------------------------------- the run's ETA
-
-
 class RunEta:
     """A run's ETA from its own counters and moves (no Admin call of its own). ``update``
     once per sample; see the module docstring."""
@@ -96,7 +73,7 @@ class RunEta:
     def __init__(self, window_s: float = ETA_WINDOW_S, poll_s: float = 0.0):
         self.window_s = window_s
         self.poll_s = poll_s  # the run sees completions at its polls
-        self.meter = ShareMeter(window_s)  # the share of the throttle achieved (``eta_share``)
+        self.meter = ShareMeter(window_s)  # the share of the throttle achieved
         self.history: list[tuple[float, dict[int, float], dict[int, float]]] = []
         self.busy: dict[int, float] = {}  # seconds each broker had a move in flight
         self._last: tuple[float, set[int]] | None = None
@@ -105,7 +82,7 @@ class RunEta:
         self.ends = EndBytes()  # each broker end's bytes, for Kafka's quota windows
         self._elections: tuple[int, int] | None = None
         self._rest_leaders = 0
-        self.paced = RunPace()  # the run's own pace (``eta_pace``)
+        self.paced = RunPace()  # the run's own pace
         self.finishes = Finishes()  # the finishes estimated lately: the range holds them
         # when each broker end last copied: ("i", receiving) / ("o", sending) -> ts
         self._end_busy: dict[tuple[str, int], float] = {}
@@ -123,8 +100,7 @@ class RunEta:
 
     def restart(self) -> None:
         """The throttle changed: the interval it falls in says nothing (the share of the old
-        throttle still says much about the new one, so the window stays); until an interval
-        after it is measured the reason says so."""
+        throttle still says much about the new one, so the window stays)."""
         changed = self._last[0] if self._last is not None else -math.inf
         self.meter.restart(changed)
         # the pace at the old throttle says nothing of the new one, nor does the stall or
@@ -163,8 +139,13 @@ class RunEta:
         none; ``tail_spread``: how much shorter than ``tail`` a completion lag was measured
         (the range's low end allows it)."""
         self.ts, self.tail_spread = ts, tail_spread
-        self._busy(ts, inflight)
-        self.rates, self.total_rate = self._window_rates(ts, received)
+        if self._last is not None:
+            for b in self._last[1]:
+                self.busy[b] = self.busy.get(b, 0.0) + (ts - self._last[0])
+        self._last = (ts, {b for b, n in inflight.items() if n > 0})
+        point = (ts, dict(received), dict(self.busy))
+        self.rates, self.total_rate = window_rates(self.history, point, self.window_s)
+        self.history = [h for h in [*self.history, point] if h[0] >= ts - 2 * self.window_s]
         flows, rest_leaders, rest_bytes = (
             flows_of(moves, copied or {}, r, known=self._known)
             if moves is not None
@@ -195,30 +176,12 @@ class RunEta:
         self.meter.measure(
             ts, float(sum(received.values())), rate, capacity, streams, snap, woke, unseen
         )
-        self._elections = elections
-        self._rest_leaders = rest_leaders
+        self._elections, self._rest_leaders = elections, rest_leaders
         eta, why = self._estimate(ts, received, left, inflight, cap, tail, flows, caps, rest_bytes)
         if eta is not None and self.low is not None and self.high is not None:
             self.low, self.high = self.finishes.widen(ts, eta, self.low, self.high)
         self.eta = eta
         return eta, why, dict(self.rates)
-
-    # ---- measurement ----------------------------------------------------------------------
-
-    def _busy(self, ts: float, inflight: Mapping[int, int]) -> None:
-        if self._last is not None:
-            for b in self._last[1]:
-                self.busy[b] = self.busy.get(b, 0.0) + (ts - self._last[0])
-        self._last = (ts, {b for b, n in inflight.items() if n > 0})
-
-    def _window_rates(
-        self, ts: float, received: Mapping[int, float]
-    ) -> tuple[dict[int, float], float | None]:
-        point = (ts, dict(received), dict(self.busy))
-        rates, total = window_rates(self.history, point, self.window_s)
-        self.history.append(point)
-        self.history = [h for h in self.history if h[0] >= ts - 2 * self.window_s]
-        return rates, total
 
     def _stalled(
         self,
@@ -244,8 +207,6 @@ class RunEta:
                 out.append(b)
         return out
 
-    # ---- the estimate ---------------------------------------------------------------------
-
     def _estimate(
         self,
         ts: float,
@@ -258,61 +219,38 @@ class RunEta:
         caps: Caps | None,
         rest_bytes: float,
     ) -> tuple[float | None, str | None]:
+        """What is left simulated at the throttle (the run's pace taking over); the range
+        set, the physical bound beside it; the brokers stalled named."""
         self.low = self.high = self.bound = None
-        bytes_left = float(sum(left.values()))
         stalled = self._stalled(ts, received, left, inflight, cap)
         if self._stalled_before - set(stalled):
             self._resumed(ts)
         self._stalled_before = set(stalled)
-        if bytes_left <= 0 and not any(inflight.values()):
-            self.low = self.high = 0.0
-            return 0.0, None
-        if bytes_left <= 0:
+        if sum(left.values()) <= 0:
+            if not any(inflight.values()):
+                self.low = self.high = 0.0
+                return 0.0, None
             return self._lag_left(tail), None
-        eta, why = self._modelled(ts, left, cap, tail, flows, caps, rest_bytes)
-        if stalled:  # a number still (a broker back from a restart resumes), the reason says
-            stall = "broker(s) " + ", ".join(map(str, stalled)) + " took in nothing in the window"
-            why = f"{stall}; if they resume: {why}" if eta is not None and why else stall
-        return eta, why
-
-    def _modelled(
-        self,
-        ts: float,
-        left: Mapping[int, float],
-        cap: float | None,
-        tail: float,
-        flows: list[Flow],
-        caps: Caps | None,
-        rest_bytes: float,
-    ) -> tuple[float | None, str | None]:
-        """What is left simulated at the throttle (the run's pace taking over); the range
-        set, the physical bound beside it."""
+        # a number still (a broker back from a restart resumes), the reason says
+        stall = ", ".join(map(str, stalled))
+        stall = f"broker(s) {stall} took in nothing in the window" if stalled else ""
         if not flows:
-            return None, "no moves to estimate"
+            return None, stall or "no moves to estimate"
         capacity = float(cap) if cap else float(PRIOR_BPS)
         caps = caps or Caps()
         idle = {e: ts - t for e, t in self._end_busy.items() if t < ts}
+        # at the throttle: the share measured did not earn its keep (ablation)
         fc = simulate(
-            flows,
-            capacity,  # the throttle: the share measured did not earn its keep (ablation)
-            caps,
-            tail,
-            rest_bytes,
-            self.poll_s,
-            self._elections,
-            self._rest_leaders,
-            idle=idle,
-            burst=self.meter.burst,
+            flows, capacity, caps, tail, rest_bytes, self.poll_s, self._elections,
+            self._rest_leaders, idle=idle, burst=self.meter.burst,
             windows=self.ends.windows(ts) if cap and self.meter.replaying(ts) else None,
-            now=ts,
-            ends=self._ends,
-        )
+            now=ts, ends=self._ends,
+        )  # fmt: skip
         if not math.isfinite(fc.seconds):
-            return None, "no bytes can move (a throttle of 0?)"
+            return None, stall or "no bytes can move (a throttle of 0?)"
+        state = (ts, flows, idle, self._elections, self._rest_leaders, rest_bytes)
         paced = (
-            self._pace(ts, flows, caps, tail, rest_bytes, capacity, idle, fc.seconds)
-            if cap and fc.seconds > 0
-            else None
+            self._pace(state, caps, tail, capacity, fc.seconds) if cap and fc.seconds > 0 else None
         )
         eta, low, high = self._range(fc, paced is not None)
         if paced is not None:  # the run's measured pace takes over the model's (``_pace``)
@@ -321,7 +259,8 @@ class RunEta:
         self.low, self.high = self._widened(eta, low, high, capacity)
         # the simulation's own count (``physical_bound``), before any of its terms
         self.bound = fc.busiest_bytes / cap if cap else None
-        return eta, self._why(fc, cap)
+        why = self._why(fc, cap)
+        return eta, f"{stall}; if they resume: {why}" if stall else why
 
     def _lag_left(self, tail: float) -> float:
         """Every byte in: the completion lag counts down (and the elections queued go out
@@ -366,30 +305,21 @@ class RunEta:
         return why
 
     def _pace(
-        self,
-        ts: float,
-        flows: list[Flow],
-        caps: Caps,
-        tail: float,
-        rest_bytes: float,
-        capacity: float,
-        idle: dict,
-        model: float,
+        self, state: PaceState, caps: Caps, tail: float, capacity: float, model: float
     ) -> float | None:
-        """The ETA at the run's own pace (``eta_pace.RunPace``), None before it is measured:
-        the model's seconds of work left at a state, at the throttle (share 1, no quota
-        replay), with the lags and bursts measured now."""
+        """The ETA at the run's own pace (``pace.RunPace``), None before it is measured: the
+        model's seconds of work left at a state, at the throttle (share 1, no quota replay),
+        with the lags and bursts measured now."""
 
-        def work(state: PaceState) -> tuple[float, float]:
-            _, fl, idl, elections, rest_leaders, rest = state
-            ends = self._ends if fl is flows else None  # this sample's: its ends are known
+        def work(st: PaceState) -> tuple[float, float]:
+            _, fl, idl, elections, rest_leaders, rest = st
+            ends = self._ends if fl is state[1] else None  # this sample's: its ends are known
             fc = simulate(
                 fl, capacity, caps, tail, rest, self.poll_s, elections, rest_leaders,
                 idle=idl, burst=self.meter.burst, on_polls=False, ends=ends,
             )  # fmt: skip
             return fc.seconds, fc.copy_s
 
-        state = (ts, flows, idle, self._elections, self._rest_leaders, rest_bytes)
         key = (capacity, caps, tail, self.poll_s, self.meter.burst)
         return self.paced.estimate(state, work, model, key)
 

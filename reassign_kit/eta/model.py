@@ -1,5 +1,5 @@
-"""What is left of a paced run, simulated at both ends of every copy: the model
-behind ``eta.estimate.RunEta`` and, for a whole plan not started, the what-if's makespan
+"""What is left of a paced run, simulated at both ends of every copy: the model behind
+``eta.estimate.RunEta`` and, for a whole plan not started, the what-if's makespan
 (``plan_index``, ``forecast``), pure.
 
 What is left is a set of *flows*, one per move not done: the step in flight (bytes each new
@@ -13,11 +13,12 @@ elections go out at the polls, so many per poll."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import heapq
 import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS, Windows, fair_share
@@ -34,6 +35,7 @@ WORK_BUDGET = 200_000  # streams x steps of one simulation
 MAX_STEPS_MEASURE = 50  # steps of the model's bytes over one interval
 # how long the simulation replays Kafka's quota windows from now, in steps of half a window
 QUOTA_REPLAY_S = 4 * QUOTA_WINDOWS * QUOTA_WINDOW_S
+Steps = list[tuple[int, ...]]
 
 
 # one per move: compared by identity (``in`` and ``remove`` on lists of 2,000 were a
@@ -41,20 +43,19 @@ QUOTA_REPLAY_S = 4 * QUOTA_WINDOWS * QUOTA_WINDOW_S
 @dataclass(eq=False, slots=True)
 class Flow:
     """One move not done, for the simulation: ``steps`` are the new brokers of each step
-    left (the first in flight when ``state`` is moving), ``left`` the bytes each new replica
-    of the step in flight still needs, ``full_s`` how long that step has had every byte."""
+    left (the first in flight when ``state`` is moving), ``srcs`` the leader each reads
+    from (``src`` the first), ``left`` the bytes each new replica of the step in flight
+    still needs, ``full_s`` how long that step has had every byte."""
 
     tp: TopicPartition
     item: Item
     src: int | None
     size: float
-    steps: list[tuple[int, ...]]
+    steps: Steps
     state: str  # moving | ready | pending
     left: dict[int, float] = field(default_factory=dict)
     full_s: float = 0.0
     start_at: float = 0.0  # model time its step starts copying (submitted a gap after)
-    # the leader each step reads from (``src`` is the first): a KIP-435 step that drops the
-    # leader moves it to the first of its replicas, the source of the steps after it
     srcs: list[int | None] = field(default_factory=list)
 
 
@@ -62,21 +63,20 @@ def _new(step: Sequence[int], before: Sequence[int]) -> tuple[int, ...]:
     return tuple(b for b in step if b not in before)
 
 
-def _source(before: Sequence[int]) -> int | None:
-    return before[0] if before else None
-
-
-def _leaders(start: Sequence[int], targets: Sequence[Sequence[int]]) -> list[int | None]:
-    """The leader while each of ``targets`` (the replicas of successive steps) copies, from
-    the replicas ``start``: the first of them, until a step leaves it out; the controller
-    then elects the first of that step's replicas."""
-    lead = _source(start)
-    out: list[int | None] = []
+def _chain(before: Sequence[int], targets: Sequence[Sequence[int]]) -> tuple[Steps, list]:
+    """The new brokers of each of ``targets`` (successive replicas from ``before``; a step
+    that only drops replicas copies nothing but still costs a completion) and the leader
+    each copies from: the first of ``before`` until a step leaves it out, then the first of
+    that step's replicas (the controller elects it)."""
+    lead = before[0] if before else None
+    steps, srcs, prev = [], [], before
     for tgt in targets:
-        out.append(lead)
+        steps.append(_new(tgt, prev))
+        srcs.append(lead)
         if tgt and lead not in tgt:
             lead = tgt[0]
-    return out
+        prev = tgt
+    return steps, srcs
 
 
 def flows_of(
@@ -89,90 +89,62 @@ def flows_of(
     """The run's work left as flows: moves in flight and between steps, then the first
     ``limit`` queued ones in run order; also, of the queued ones left out, how many move a
     leader (an election each) and their bytes. ``known``: what the last call made of each
-    move in flight or queued, kept by the caller between calls (a run's ETA): a move's steps
-    are worked out again only when they changed, not at every sample (its bytes are)."""
-    out: list[Flow] = []
+    move's steps, kept by the caller between calls (a run's ETA): worked out again only when
+    the move's steps, step, replicas or move objects were replaced (never changed in place)
+    or ``r`` changed, not at every sample (its bytes are)."""
     last = known if known is not None else {}
     now: dict[TopicPartition, tuple] = {}
-    for ms in index.iter(MoveStatus.MOVING):
-        shape = last.get(ms.tp)
-        if shape is None or not _same(shape, ms, None):
-            shape = (ms.steps, ms.step, ms.original, ms.move, None, _moving_shape(ms))
-        now[ms.tp] = shape
-        out.append(_moving(ms, copied, *shape[-1]))
+
+    def shape(ms: MoveState, at_r: int | None, make: Callable) -> tuple:
+        got = last.get(ms.tp)
+        if got is None or got[:4] != (ms.steps, ms.step, ms.original, ms.move) or got[4] != at_r:
+            got = (ms.steps, ms.step, ms.original, ms.move, at_r, make(ms, at_r))
+        now[ms.tp] = got
+        return got[5]
+
+    out = [
+        _moving(ms, copied, *shape(ms, None, _moving_steps)) for ms in index.iter(MoveStatus.MOVING)
+    ]
     for ms in index.iter(MoveStatus.READY):
-        steps = _steps_after(ms, ms.step)
-        if steps:
-            prev = ms.steps[ms.step - 1] if 1 <= ms.step <= len(ms.steps) else ms.original
-            srcs = _leaders(prev, ms.steps[ms.step :] if ms.steps else [ms.move.replicas])
-            out.append(Flow(ms.tp, ms.item, srcs[0], ms.item.size_bytes, steps, "ready", srcs=srcs))
+        k = ms.step
+        if ms.steps or k == 0:
+            prev = ms.steps[k - 1] if 1 <= k <= len(ms.steps) else ms.original
+            steps, srcs = _chain(prev, ms.steps[k:] if ms.steps else [ms.move.replicas])
+            if steps:
+                out.append(Flow(ms.tp, ms.item, srcs[0], ms.item.size_bytes, steps, "ready",
+                                srcs=srcs))  # fmt: skip
     # the queue beyond the first ``limit``: the index's tally of every pending move less those
     # simulated (integers: the same sums, exactly, as adding the rest one by one)
     rest, rest_bytes = index.pending_leaders, index.pending_copy
     for ms in itertools.islice(index.iter(MoveStatus.PENDING), limit):
         rest -= ms.item.moves_leader
         rest_bytes -= copy_bytes(ms)
-        shape = last.get(ms.tp)
-        if shape is None or not _same(shape, ms, r):  # a queued move's flow: never changed
-            shape = (ms.steps, ms.step, ms.original, ms.move, r, _pending(ms, r))
-        now[ms.tp] = shape
-        out.append(shape[-1])
+        out.append(shape(ms, r, _pending))
     if known is not None:
         known.clear()
         known.update(now)
     return out, rest, float(rest_bytes)
 
 
-def _same(shape: tuple, ms: MoveState, r: int | None) -> bool:
-    """Whether ``shape`` (``flows_of``'s ``known``) was made of the move as it is now: its
-    steps, step, replicas before and move the same objects (a move's are replaced when they
-    change, never changed in place), at the same ``r``."""
-    steps, step, original, move, at_r = shape[:5]
-    return (
-        steps is ms.steps
-        and step == ms.step
-        and original is ms.original
-        and move is ms.move
-        and at_r == r
-    )
-
-
-def _steps_after(ms: MoveState, k: int) -> list[tuple[int, ...]]:
-    """New brokers of each step after the ``k``-th (1-based; 0 = from the original)."""
-    if not ms.steps:
-        return [_new(ms.move.replicas, ms.original)] if k == 0 else []
-    # a step that only drops replicas copies nothing but still costs a completion
-    return [
-        _new(ms.steps[i], ms.steps[i - 1] if i >= 1 else ms.original)
-        for i in range(k, len(ms.steps))
-    ]
-
-
-def _moving_shape(
-    ms: MoveState,
-) -> tuple[tuple[int, ...], list[tuple[int, ...]], list[int | None]]:
-    """A move in flight's steps: the new brokers of the step in flight, of it and each step
+def _moving_steps(ms: MoveState, _r: int | None) -> tuple[tuple[int, ...], Steps, list]:
+    """A move in flight's steps: the new brokers of its step in flight, of it and each step
     after it, and the leader each reads from."""
     if not ms.steps:  # the whole move in one step: from the original
-        before = ms.original
-        now_new = _new(ms.move.replicas, before)
-        src = before[0] if before else None
-        return now_new, [now_new], [src]
-    now_new = _new(ms.step_target, ms.step_from)
-    later = _steps_after(ms, ms.step)
-    srcs = _leaders(ms.step_from, ms.steps[max(0, ms.step - 1) :])
-    return now_new, [now_new, *later], srcs
+        steps, srcs = _chain(ms.original, [ms.move.replicas])
+    else:
+        steps, srcs = _chain(ms.step_from, ms.steps[max(0, ms.step - 1) :])
+    return steps[0], steps, srcs
 
 
 def _moving(
     ms: MoveState,
     copied: Mapping[tuple[TopicPartition, int], int],
     now_new: tuple[int, ...],
-    steps: list[tuple[int, ...]],
+    steps: Steps,
     srcs: list[int | None],
 ) -> Flow:
-    """A move in flight (its steps ``_moving_shape``): the bytes each new replica of its
-    step in flight still needs. The lists are shared: a flow's are only ever replaced."""
+    """A move in flight: the bytes each new replica of its step in flight still needs. The
+    lists are shared: a flow's are only ever replaced."""
     size = float(ms.item.size_bytes)
     tp = ms.tp
     left = {b: max(0.0, size - min(float(copied.get((tp, b), 0)), size)) for b in now_new}
@@ -188,21 +160,15 @@ def _pending(ms: MoveState, r: int | None) -> Flow:
     removed = sorted(ms.item.brokers - set(target))
     kept = [b for b in target if b not in ms.item.brokers]
     current = tuple(ms.original) or tuple(removed + kept)  # known before the run (the what-if)
-    src = current[0] if current else None
-    added = tuple(b for b in target if b in ms.item.brokers)
-    planned: list[tuple[int, ...]] = [target]
-    if r is None or not current:
-        steps = [added] if added or removed else []
-    else:
-        try:
+    planned: Sequence[Sequence[int]] = [target]
+    if r is not None and current:
+        with contextlib.suppress(ReassignKitError):
             planned = plan_steps(current, target, r)
-        except ReassignKitError:
-            planned = [target]
-        steps, prev = [], current
-        for tr in planned:
-            steps.append(_new(tr, prev))
-            prev = tr
-    srcs = _leaders(current, planned) if current else [src]
+    steps, srcs = _chain(current, planned)
+    if r is None or not current:
+        added = tuple(b for b in target if b in ms.item.brokers)
+        steps = [added] if added or removed else []
+    src = current[0] if current else None
     return Flow(ms.tp, ms.item, src, float(ms.item.size_bytes), steps, "pending", srcs=srcs)
 
 
@@ -269,18 +235,6 @@ class Forecast:
     busiest_bytes: float = 0.0  # what the busiest end must still pass (``physical_bound``)
 
 
-def _caps_of(flows: Iterable[Flow], capacity: float) -> tuple[dict, dict]:
-    brokers_in: set[int] = set()
-    brokers_out: set[int] = set()
-    for f in flows:
-        for st in f.steps:
-            brokers_in.update(st)
-        brokers_out.add(f.src)
-        brokers_out.update(f.srcs)
-    brokers_out.discard(None)  # type: ignore[arg-type]  # a source unknown
-    return dict.fromkeys(brokers_out, capacity), dict.fromkeys(brokers_in, capacity)
-
-
 @dataclass(frozen=True)
 class Ends:
     """What a simulation reads of its flows before it starts: each broker end's capacity
@@ -299,7 +253,15 @@ class Ends:
 def ends_of(flows: Sequence[Flow], capacity: float) -> Ends:
     """``Ends`` of ``flows`` at ``capacity`` per end (summed in the order a simulation
     holds the flows: moving, ready, pending)."""
-    out_cap, in_cap = _caps_of(flows, capacity)
+    brokers_in: set[int] = set()
+    brokers_out: set[int | None] = set()
+    for f in flows:
+        for st in f.steps:
+            brokers_in.update(st)
+        brokers_out.add(f.src)
+        brokers_out.update(f.srcs)
+    brokers_out.discard(None)  # a source unknown
+    out_cap, in_cap = dict.fromkeys(brokers_out, capacity), dict.fromkeys(brokers_in, capacity)
     active = [f for f in flows if f.state == "moving"]
     queued = [f for st in ("ready", "pending") for f in flows if f.state == st]
     total_left = sum(n for f in active for n in f.left.values())
@@ -402,38 +364,25 @@ def simulate(
 ) -> Forecast:
     """Seconds until every flow completes, each broker end at ``capacity`` bytes/s, the
     queued flows admitted by ``schedule.decide`` under ``caps``, each step completing
-    ``lag`` after its last byte, as the run sees it: at one of its polls (every ``poll``
-    seconds from now; half a poll of the lag is that wait). Bounded: at most ``MAX_EVENTS``
-    steps (larger plans advance in coarser ones); ``rest_bytes`` (queued moves not
-    simulated) are added in proportion. ``elections``: (queued now, at most per poll): a
-    move that changes its preferred leader queues one when it completes, the run sends
-    them at its polls and ends once none is left. (The run's admin-call gaps between a
-    completion and the next submission are not played: on held-out shapes they did not earn
-    their keep, bench_heldout_ablation; the run's pace counts them.)
+    ``lag`` after its last byte as the run sees it: at one of its polls (every ``poll`` s
+    from now; half a poll of the lag is that wait) or, not ``on_polls``, half a poll after
+    it whatever the polls' phase (a smooth function of the state, as the run's pace needs).
+    At most ``MAX_EVENTS`` steps; ``rest_bytes`` (queued moves not simulated) are added in
+    proportion. ``elections``: (queued now, at most per poll): a move changing its preferred
+    leader queues one as it completes, sent at the polls. (The admin calls between a
+    completion and the next submission did not earn their keep on held-out shapes,
+    bench_heldout_ablation; the run's pace counts them.)
 
-    Kafka's quota is an average over ``QUOTA_WINDOWS`` one-second windows: a broker end idle
-    for a few seconds between two copies (a completion lag, the run's admin calls, a batch
-    boundary) catches up at once what it did not copy meanwhile (``quota.idle_credit``;
-    bench_eta's drain: the since-start rate stays at the throttle across batch gaps). The
-    simulation does so, bursting the credit of an end that copies again into its streams
-    (a stream bursts what both of its ends allow); ``idle``: the ends idle now, seconds
-    since each last copied (an end not in it and not copying now starts from nothing);
-    ``burst``: the share of that credit the cluster gives (measured by the run's ETA: 0 on
-    a plain rate cap). ``windows``: Kafka's quota windows of the ends that moved bytes lately
-    (``RunEta.end_windows``, at absolute time ``now``): for ``QUOTA_REPLAY_S`` the simulation
-    replays them (``quota.Windows``, each end's limit its capacity here), in steps of half a
-    window: an end whose windows hold more than the limit stalls until they expire (a
-    throttle lowered mid-run: the sandbox stalled 7 s), one whose windows hold less catches
-    up (at ``burst`` of the credit, all of it after a stall); the idle credit applies after.
-
-    ``on_polls``: a completion is seen at the first poll after it (the polls every ``poll``
-    from now: the ETA of a run's end). False: at the wait for a poll expected, half a poll
-    after it, whatever the polls' phase: the seconds left are then a smooth function of the
-    run's state, as the run's pace needs (``eta_pace``: the difference of two simulations on
-    the grid moved by a whole poll at a time, the pace by 0.5 s / 22 s at once).
-
-    ``ends``: ``ends_of(flows, capacity)`` when the caller has it (one state simulated
-    twice); it must be of these very flows at this capacity."""
+    Kafka's quota averages ``QUOTA_WINDOWS`` one-second windows: an end idle between two
+    copies catches up at once what it did not copy (``quota.idle_credit``). The simulation
+    bursts ``burst`` of that credit (measured by the run's ETA; 0 on a plain rate cap) into
+    the streams of an end copying again, a stream what both its ends allow (``idle``:
+    seconds since each idle end last copied). ``windows`` (``EndBytes.windows`` at absolute
+    time ``now``) are replayed for ``QUOTA_REPLAY_S`` in half-window steps: an end whose
+    windows hold more than its limit stalls until they expire (a throttle lowered mid-run:
+    the sandbox stalled 7 s), one whose windows hold less catches up (all of its credit
+    after a stall). ``ends``: ``ends_of(flows, capacity)`` when the caller has it (one
+    state simulated twice)."""
     sim = _Simulation(flows, capacity, caps, lag, poll, on_polls, ends)
     sim.quota(idle, burst, windows, now)
     sim.elections(elections)
@@ -498,9 +447,7 @@ class _Simulation:
         """Kafka's quota windows replayed at first, then the credit of ends idle."""
         self.burst, self.now = burst, now
         self.wins = {e: copy_windows(w) for e, w in (windows or {}).items()}
-        self.held: set[tuple[str, int]] = (
-            set()
-        )  # ends the replayed windows stalled (``replay_caps``)
+        self.held: set[tuple[str, int]] = set()  # ends the windows stalled (``replay_caps``)
         self.last_busy: dict[tuple[str, int | None], float] = {
             e: -d for e, d in (idle or {}).items()
         }
