@@ -55,7 +55,6 @@ class Flow:
     state: str  # moving | ready | pending
     left: dict[int, float] = field(default_factory=dict)
     full_s: float = 0.0
-    start_at: float = 0.0  # model time its step starts copying (submitted a gap after)
     srcs: list[int | None] = field(default_factory=list)
 
 
@@ -480,18 +479,10 @@ class _Simulation:
     def run(self, rest_bytes: float, rest_leaders: int) -> Forecast:
         for _ in range(MAX_EVENTS * 4):
             self.start_what_fits()
-            t = self.t
-            copying = [
-                (f, b)
-                for f in self.active
-                if f.start_at <= t + 1e-9
-                for b, n in f.left.items()
-                if n > 0
-            ]
-            starts = [f.start_at for f in self.active if f.start_at > t + 1e-9]
-            if not copying and not self.done_at and not starts:
+            copying = [(f, b) for f in self.active for b, n in f.left.items() if n > 0]
+            if not copying and not self.done_at:
                 break
-            dt = self.advance(copying, starts)
+            dt = self.advance(copying)
             if dt is None:
                 return Forecast(math.inf, math.inf, _name(self.bottleneck))
             self.t += dt
@@ -499,20 +490,39 @@ class _Simulation:
         return self.forecast(rest_bytes, rest_leaders)
 
     def start_what_fits(self) -> None:
-        """What the run's scheduler starts now; a step copying nothing completes a lag after
-        it starts."""
-        t = self.t
+        """What ``schedule.decide`` lets start now: next steps, then queued moves; they hold
+        their slot and copy from now, a step copying nothing completing a lag after."""
+        active, ready, pending = self.active, self.ready, self.pending
         if not self.admit:  # what decides (active, ready, queued) is as it was: nothing starts
             return
+        if not ready and not pending:
+            self.admit = False
+            return
+        by_tp = {f.tp: f for f in ready + pending}
+        chosen: Iterable[TopicPartition] = list(by_tp)
+        if self.caps.mode != "legacy":
+            chosen = decide(
+                (f.item for f in pending),
+                [f.item for f in active],
+                self.caps,
+                ready=[f.item for f in ready],
+                cluster_inflight=len(active) + len(ready),
+            ).submit
+        first = len(active)
+        for tp in chosen:
+            f = by_tp[tp]
+            (ready if f in ready else pending).remove(f)
+            if f.steps:
+                f.state, f.left = "moving", dict.fromkeys(f.steps[0], f.size)
+                active.append(f)
+        self.admit = len(active) > first
         # every flow active before is scheduled once its bytes are in (``__init__``,
         # ``copy``): only one just admitted can be a step copying nothing
-        started = _admit(self.active, self.ready, self.pending, self.caps, t)
-        self.admit = bool(started)
-        for f in started:
+        for f in active[first:]:
             if id(f) not in self.scheduled and not any(f.left.values()):
-                self.completes_at(self.seen(max(t, f.start_at) + max(self.extra, 1e-6)), f)
+                self.completes_at(self.seen(self.t + max(self.extra, 1e-6)), f)
 
-    def advance(self, copying: list[tuple[Flow, int]], starts: list[float]) -> float | None:
+    def advance(self, copying: list[tuple[Flow, int]]) -> float | None:
         """One step: the streams' fair shares up to the next event; its length, None when
         nothing would ever end."""
         t = self.t
@@ -529,7 +539,7 @@ class _Simulation:
             o_cap, i_cap = replay_caps(
                 self.wins, self.now + t, self.out_cap, self.in_cap, self.burst, self.held
             )
-        dt = min(starts) - t if starts else math.inf
+        dt = math.inf
         rates: Sequence[float] = []
         if copying:
             streams = [(f.src, b) for f, b in copying]
@@ -687,44 +697,4 @@ def _name(res: tuple[str, int] | None) -> str | None:
 def _copy(f: Flow) -> Flow:
     """The simulation's own flow: ``left`` changes in place; ``steps`` and ``srcs`` are only
     ever replaced (``complete_due``), so the lists are shared."""
-    return Flow(f.tp, f.item, f.src, f.size, f.steps, f.state, dict(f.left), f.full_s,
-                f.start_at, f.srcs)  # fmt: skip
-
-
-def _admit(
-    active: list[Flow],
-    ready: list[Flow],
-    pending: list[Flow],
-    caps: Caps,
-    at: float,
-) -> list[Flow]:
-    """Start what ``schedule.decide`` lets start now: next steps, then queued moves; they
-    hold their slot and copy from ``at``. Returns them (appended to ``active``)."""
-    if not ready and not pending:
-        return []
-    by_tp = {f.tp: f for f in ready + pending}
-    if caps.mode == "legacy":
-        chosen: Iterable[TopicPartition] = list(by_tp)
-    else:
-        d = decide(
-            (f.item for f in pending),
-            [f.item for f in active],
-            caps,
-            ready=[f.item for f in ready],
-            cluster_inflight=len(active) + len(ready),
-        )
-        chosen = d.submit
-    first = len(active)
-    for tp in chosen:
-        f = by_tp[tp]
-        if f in ready:
-            ready.remove(f)
-        else:
-            pending.remove(f)
-        if not f.steps:
-            continue
-        f.state = "moving"
-        f.left = dict.fromkeys(f.steps[0], f.size)
-        f.start_at = at
-        active.append(f)
-    return active[first:]
+    return Flow(f.tp, f.item, f.src, f.size, f.steps, f.state, dict(f.left), f.full_s, f.srcs)

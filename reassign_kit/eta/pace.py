@@ -1,21 +1,16 @@
-"""The run's pace (for ``eta.estimate.RunEta``): where the model's assumptions are
-shown wrong by the data, the measurement wins. Pure.
+"""The run's pace (for ``eta.estimate.RunEta``): where the model's assumptions are shown
+wrong by the data, the measurement wins. Pure.
 
 At each sample the model, at the throttle (share 1, no quota replay, each completion seen half
-a poll after it rather than at the next poll: ``simulate(on_polls=False)``, a smooth function
-of the bytes left) says how many seconds of work were left at a sample up to ``PACE_WINDOW_S``
-ago and how many are left now, both with the lags, gaps and bursts measured now, and of them
-how many copy bytes: the copying done since, over the wall time the model did not spend
-waiting, is the run's pace. What is left to copy now, at that pace, plus what is left to
-wait (measured wall time: completion lags, the run's calls), is the measured ETA; it takes
-over the model's (at the share measured between samples) as the span grows: a prior that
-the measurement takes over, not an average of two guesses. The run's first sample is not a
-state to measure from (Kafka's quota bursts before it and holds back after it).
-
-Why: a model of the share between samples misses what the cluster does (a stream's first
-fetch waits, a source bursts the quota credit of every batch gap: bench/RESULTS.md, bench_eta).
-The pace counts what the cluster does, whatever the model leaves out, and still follows the
-plan's shape (which end binds, what is queued), which since-start's aggregate rate does not."""
+a poll after it: ``simulate(on_polls=False)``, a smooth function of the bytes left) says how
+many seconds of work were left at a sample up to ``PACE_WINDOW_S`` ago and are left now, and
+of them how many copy bytes: the copying done since, over the wall time the model did not
+spend waiting, is the run's pace. What is left to copy at that pace, plus what is left to
+wait, is the measured ETA; it takes over the model's as the span grows (a prior the
+measurement takes over, not an average of two guesses). Why: a model of the share between
+samples misses what the cluster does (a stream's first fetch waits, a source bursts the
+quota credit of every batch gap: bench/RESULTS.md, bench_eta); the pace counts it and still
+follows the plan's shape, which since-start's aggregate rate does not."""
 
 from __future__ import annotations
 
@@ -54,15 +49,13 @@ class RunPace:
     def __init__(self) -> None:
         self.past: list[PaceState] = []
         self.start = -math.inf  # no pace measured before (a throttle change)
-        # the run's first sample is left out of the pace: Kafka's quota, empty as a run
-        # starts, lets the fetchers take a burst before it and holds them back after it
-        # (Rate spans at least 10 of its 11 windows), so a pace measured from it reads the
-        # hold as the run's
+        # the run's first sample is not a state to measure from: Kafka's quota, empty as a
+        # run starts, lets the fetchers burst before it and holds them back after it
         self.first_seen = False
         self.value: float | None = None
         # the work left at a state of ``past`` (by its id) and the parameters it was
-        # simulated with: simulated again only when they changed, not at every sample (a
-        # simulation is the heaviest part of a poll that samples)
+        # simulated with: simulated again only when they changed (a simulation is the
+        # heaviest part of a poll that samples)
         self._work: dict[int, tuple[Any, tuple[float, float]]] = {}
 
     def restart(self, start: float) -> None:
@@ -81,12 +74,9 @@ class RunPace:
         """The ETA at the run's pace from ``state`` (now), ``work`` (the model's seconds left
         at a state, and how many of them copy bytes) and ``model`` (the model's own ETA now);
         None before the pace is measured over ``PACE_MIN_S``. ``key``: the parameters
-        ``work`` simulates with, compared to reuse a state's work (None: never reused).
-
-        The pace is the copying's: the seconds in which nothing copies (a completion lag, the
-        run's admin calls, elections at the polls) are measured wall time and pass at the
-        wall's pace, so the span's share of them is taken out of it and what is left of them
-        is added, not divided by the pace (a lag divided by it reads long at every sample)."""
+        ``work`` simulates with, to reuse a state's work (None: never reused). The seconds in
+        which nothing copies (lags, admin calls, elections) pass at the wall's pace: taken
+        out of the span and added, not divided by the pace (a lag divided by it reads long)."""
         ts = state[0]
         if ts < self.start:
             return None
