@@ -1,9 +1,8 @@
-"""Each broker end's bytes over the last quota windows (for ``eta.estimate.RunEta``):
-Kafka's replication quota is an average over ``QUOTA_WINDOWS`` one-second windows, so what an
-end may move next depends on what it moved in the last ones. Received bytes per broker are the
-run's counters; sent bytes per leader are what its streams copied. ``windows`` rebuilds each
-end's ``quota.Windows`` from them for the simulation to replay; ``window_rates``, each
-broker's rate over the window (for display). Pure."""
+"""Each broker end's bytes over the last quota windows (for ``eta.estimate.RunEta``): what an
+end may move next depends on what it moved in the last ones (Kafka's quota averages
+``QUOTA_WINDOWS`` one-second windows). Received bytes per broker are the run's counters, sent
+bytes per leader what its streams copied; ``EndBytes.windows`` rebuilds each end's windows
+for the simulation to replay; ``window_rates``, each broker's rate (for display). Pure."""
 
 from __future__ import annotations
 
@@ -53,21 +52,17 @@ class EndBytes:
         self.moved.append((ts, point))
         self.moved = [x for x in self.moved if x[0] >= ts - QUOTA_SPAN_S - 3 * QUOTA_WINDOW_S]
 
-    def curve(self, end: End) -> list[tuple[float, float]]:
-        """(ts, bytes moved so far) of one end, from the sample before it first moved."""
-        pts = [(t, p.get(end, 0.0)) for t, p in self.moved]
-        first = next((k for k in range(1, len(pts)) if pts[k][1] > pts[k - 1][1]), None)
-        return [] if first is None else pts[first - 1 :]
-
     def windows(self, ts: float) -> dict[End, Windows]:
         """Kafka's quota windows at ``ts`` of each end that moved bytes in the last ones, as
         the samples tell them (the bytes between two samples spread evenly over the time;
         none before the end first moved: a broker starting from idle gets no burst)."""
         out = {}
         for end in self.moved[-1][1] if self.moved else {}:
-            pts = self.curve(end)
-            if len(pts) < 2:
+            pts = [(t, p.get(end, 0.0)) for t, p in self.moved]  # from before it first moved
+            first = next((k for k in range(1, len(pts)) if pts[k][1] > pts[k - 1][1]), None)
+            if first is None:
                 continue
+            pts = pts[first - 1 :]
             w = Windows()
             first = math.floor(max(pts[0][0], ts - QUOTA_SPAN_S) / QUOTA_WINDOW_S)
             for k in range(first, math.floor(ts / QUOTA_WINDOW_S) + 1):

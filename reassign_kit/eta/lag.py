@@ -1,15 +1,12 @@
-"""The completion lag, measured (for ``run.track``): from a step's last byte to
-its completion seen by the run (the follower joins the ISR, the controller ends the
-reassignment, a poll sees it). The ETA adds one after every step left. Pure.
+"""The completion lag, measured (for ``run.track``): from a step's last byte to its completion
+seen by the run (the follower joins the ISR, the controller ends the reassignment, a poll sees
+it). The ETA adds one after every step left. Pure.
 
-A step's last byte falls between two samples. Counted only for the steps a sample saw full
-before they completed, the lag was biased long: a step whose lag is short completes before
-the next sample and was never counted, one whose lag is long was, and the ETA carried the
-excess after every batch and at the end. Every step counts: its last byte is placed from
-its bytes left at the last sample that saw it copying and its rate between that sample and
-the one before, or, seen full, halfway since the sample before (``full_since``), whichever is
-later (a sample reads a follower's log a fetch behind at most: bytes do not place a last byte
-much too late; halfway places it up to half an interval too early)."""
+Every step counts, not only those a sample saw full (those biased the lag long: a step whose
+lag is short completes before the next sample). Its last byte is placed from its bytes left
+at the last sample that saw it copying and its rate before, or, seen full, halfway since the
+sample before (``full_since``), whichever is later (a sample reads a follower's log a fetch
+behind at most; halfway places it up to half an interval early)."""
 
 from __future__ import annotations
 
@@ -27,11 +24,9 @@ MIN_LAGS = 3
 
 def full_since(now: float, prev: float, submitted: float | None) -> float:
     """When a replica seen full at the sample ``now`` got its last byte: halfway since the
-    sample before (``prev``) or since its step was submitted, whichever is later (the
-    completion lag counts from there). Not halfway since ``prev`` alone: a small move submitted
-    between two samples and seen full at the next one got its bytes after its submission
-    (halfway since ``prev`` read such a lag long, and the model counted the excess at each of
-    the batches left)."""
+    sample before (``prev``) or since its step was submitted, whichever is later (a move
+    submitted between two samples got its bytes after its submission: halfway since ``prev``
+    read its lag long, and the model counted the excess at each batch left)."""
     since = prev if submitted is None else max(prev, min(submitted, now))
     return now - max(0.0, now - since) / 2
 

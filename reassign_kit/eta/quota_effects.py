@@ -1,8 +1,7 @@
-"""What Kafka's replication quota does to the streams ``eta_model.simulate`` plays:
-the windows replayed after a throttle change (``replay_caps``), the credit an end idle within
-them bursts (``burst_idle``). Pure; split from ``eta_model`` by job. (The fetch a receiving
-end loses when one of its streams ends among others, ``quota.end_loss``, is the simulator's:
-in the ETA it did not earn its keep on held-out shapes, bench_heldout_ablation.)"""
+"""What Kafka's replication quota does to the streams ``model.simulate`` plays: the windows
+replayed after a throttle change (``replay_caps``), the credit an end idle within them bursts
+(``burst_idle``). Pure. (The fetch a receiving end loses when one of its streams ends among
+others is the simulator's: in the ETA it did not earn its keep, bench_heldout_ablation.)"""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ from typing import Any
 
 from ..cluster.quota import QUOTA_WINDOW_S, Windows, idle_credit
 
-Flow = Any  # ``eta_model.Flow`` (its ``src`` and ``left``), not imported: eta_model imports this
+Flow = Any  # ``model.Flow`` (its ``src`` and ``left``), not imported: ``model`` imports this
 
 REPLAY_STEP_S = QUOTA_WINDOW_S / 2  # the replay's step: half a window
 

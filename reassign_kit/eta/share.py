@@ -1,9 +1,6 @@
-"""The share of the throttle a run's brokers achieve, measured (for
-``eta.estimate.RunEta``): at each sample the model's rate for the streams then in flight, and
-over the window the bytes really received against the bytes the model says those streams
-would have moved (a trapezoid between samples); the share of an idle end's quota credit the
-cluster gave back (``burst``); the intervals that say nothing of either (Kafka's quota
-holding the ends back or replaying a throttle change, a move that came and went unseen).
+"""The share of the throttle a run's brokers achieve, measured (for ``eta.estimate.RunEta``):
+over the window, the bytes received against the bytes the model says the streams in flight
+would have moved; the share of an idle end's quota credit the cluster gave back (``burst``).
 Before ``MIN_WINDOW_S`` and ``MIN_WINDOW_BYTES`` of measurement the share is 1 (the prior);
 after, the measurement plus ``PRIOR_S`` seconds' worth of the prior. Pure."""
 
@@ -40,11 +37,10 @@ class ShareMeter:
         # the latest sample: (ts, bytes received in all, the model's rate then, capacity
         # then, the streams in flight then, what they had left)
         self.points: list[tuple] = []
-        self._first: tuple[float, float] | None = None
         # per interval between two samples: (end ts, bytes received, the model's, seconds,
         # clean: no stream started or ended in it)
         self.intervals: list[tuple[float, float, float, float, bool]] = []
-        # the quota's catch-up (``eta_model.simulate``): per interval in which ends copied
+        # the quota's catch-up (``model.simulate``): per interval in which ends copied
         # again after an idle spell, (end ts, bytes beyond the model's, the credit expected);
         # ``burst``: the share of that credit the cluster gave (none until measured: a
         # plain rate cap gives none, Kafka's windowed quota all of it)
@@ -71,11 +67,10 @@ class ShareMeter:
         self.share, self.share_range, self.measured = 1.0, PRIOR_RANGE, False
 
     def replaying(self, ts: float) -> bool:
-        """Whether the simulation replays the ends' quota windows: while they still hold
-        bytes moved at a throttle changed since (Kafka stalls an end whose throttle was
-        lowered until they expire). Elsewhere the windows hold what the measured share
-        already tells, and a replay from samples a second or more apart only adds their
-        rounding (a run of a few seconds read 0.5 s long)."""
+        """Whether the simulation replays the ends' quota windows: while they hold bytes moved
+        at a throttle changed since. Elsewhere they hold what the share already tells, and a
+        replay from samples a second apart only adds their rounding (a short run read 0.5 s
+        long)."""
         return ts - self.changed_ts < QUOTA_REPLAY_S
 
     def unseen(self, moves: MoveIndex) -> bool:
@@ -128,16 +123,12 @@ class ShareMeter:
         woke: float = 0.0,
         unseen: bool = False,
     ) -> None:
-        """The share of the throttle achieved over the window: bytes received against the
-        model's bytes at the throttle for the streams in flight (those of an interval's
-        start played for it, plus those that started in it for half of it at their rate at
-        its end). Intervals in which no stream started or ended count alone when they cover
-        ``MIN_WINDOW_S``; else every interval does. An interval in which a move (or step)
-        started and completed unseen by the samples (``unseen``) says nothing: its bytes
-        are in the count, not in the model's (bench_eta's spread: a move taking a 10 MiB
-        burst in 0.8 s read as a share of 1.19 for a minute)."""
-        if self._first is None:
-            self._first = (ts, got)
+        """The share over the window: bytes received against the model's at the throttle for
+        the streams of an interval's start, plus those that started in it for half of it.
+        Intervals in which no stream started or ended count alone when they cover
+        ``MIN_WINDOW_S``. An interval in which a move came and went ``unseen`` says nothing:
+        its bytes are in the count, not in the model's (bench_eta's spread: a 10 MiB burst
+        in 0.8 s read as a share of 1.19 for a minute)."""
         ok = not self._straddles  # the interval ending now holds a throttle change
         self._straddles = False
         if self.points and ok:
@@ -146,11 +137,10 @@ class ShareMeter:
             if dt > 0 and self.changed and t0 > self.changed_ts:
                 self.changed = False  # an interval wholly after the change
             m = model_bytes(snap0, c0, dt) if dt > 0 else 0.0
+            # while its windows hold the old throttle's bytes, Kafka's quota stalled or let a
+            # catch-up through (the replay plays both): not the share
             quota = self.replaying(t0) and not m / REPLAY_BURST <= got - g0 <= REPLAY_BURST * m
-            if dt > 0 and quota:
-                pass  # while its windows hold the old throttle's bytes, Kafka's quota stalled
-                # or let a catch-up through (the replay plays both): not the share
-            elif dt > 0 and not unseen:
+            if dt > 0 and not quota and not unseen:
                 if s0 != streams:
                     m += new_rate(snap, s0, capacity) * dt / 2
                 if woke > 0:  # the quota's catch-up expected: how much of it came
@@ -181,16 +171,5 @@ class ShareMeter:
         # and no narrower than what a few intervals can tell (half the share over the root of
         # their count: +-25% on 4, +-10% on 25)
         wide = max(SPREAD_FLOOR, 0.5 / math.sqrt(len(use)))
-        self.share_range = (
-            min(p10, self.share * (1 - wide)),
-            max(p90, self.share * (1 + wide)),
-        )
+        self.share_range = (min(p10, self.share * (1 - wide)), max(p90, self.share * (1 + wide)))
         self.measured = True
-
-    def since_start(self) -> float | None:
-        """Bytes per second since the first sample (the bound without a throttle)."""
-        if self._first is None or not self.points:
-            return None
-        t0, g0 = self._first
-        ts, got = self.points[-1][0], self.points[-1][1]
-        return (got - g0) / (ts - t0) if ts > t0 and got > g0 else None
