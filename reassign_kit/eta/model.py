@@ -384,7 +384,7 @@ def simulate(
     state simulated twice)."""
     sim = _Simulation(flows, capacity, caps, lag, poll, on_polls, ends)
     sim.quota(idle, burst, windows, now)
-    sim.elections(elections)
+    sim.elect = _Elections(elections, poll, on_polls)
     return sim.run(rest_bytes, rest_leaders)
 
 
@@ -453,15 +453,6 @@ class _Simulation:
         self.busy_before = set(self.ends.busy)
         for e in self.busy_before:
             self.last_busy[e] = 0.0
-
-    def elections(self, elections: tuple[int, int] | None) -> None:
-        """The preferred leader elections queued now and sent at the polls."""
-        self.electing = elections is not None
-        queued, self.per_poll = elections if elections is not None else (0, 0)
-        self.elect = [queued, -1, 0]  # (_elect)
-        self.elect_end = (
-            _elect(self.elect, self.per_poll, 0.0, self.poll, 0, self.on_polls) if queued else 0.0
-        )
 
     def seen(self, x: float) -> float:
         """When the run sees a completion at model time ``x``: at its polls."""
@@ -611,26 +602,23 @@ class _Simulation:
             if f.steps:
                 f.state, f.left = "ready", {}
                 ready.append(f)
-            elif self.electing and f.item.moves_leader:
+            elif self.elect.on and f.item.moves_leader:
                 leaders += 1
         if gone:  # one pass (a removal each scanned the list: quadratic on 2,000 moves)
             self.admit = True
             self.active[:] = [f for f in self.active if id(f) not in gone]
         if leaders:
-            self.elect_end = max(
-                self.elect_end,
-                _elect(self.elect, self.per_poll, t, self.poll, leaders, self.on_polls),
-            )
+            self.elect.queue(t, leaders)
 
     def forecast(self, rest_bytes: float, rest_leaders: int) -> Forecast:
         """The end: the queued moves not simulated added in proportion, the elections sent."""
-        t, copy_s, elect_end = self.t, self.copy_s, self.elect_end
+        el = self.elect
+        t, copy_s, elect_end = self.t, self.copy_s, el.end
         if rest_bytes > 0 and self.total_left > 0:
             extra_s = copy_s * rest_bytes / self.total_left
             copy_s += extra_s
-            if self.electing and rest_leaders:  # their elections go out meanwhile
-                per, step = max(1, self.per_poll), self.poll if self.poll > 0 else 1.0
-                drain = math.ceil((self.elect[0] + rest_leaders) / per) * step
+            if el.on and rest_leaders:  # their elections go out meanwhile
+                drain = math.ceil((el.queued + rest_leaders) / el.per) * el.step
                 elect_end = max(elect_end, t + drain)
             t += extra_s
         t = max(t, elect_end)
@@ -665,27 +653,34 @@ def end_loads(flows: Iterable[Flow]) -> dict[tuple[str, int], float]:
     return load
 
 
-def _elect(
-    state: list, per_poll: int, t: float, poll: float, more: int, on_polls: bool = True
-) -> float:
-    """``more`` elections queued at the run's poll at ``t`` (model time; a poll every
-    ``poll`` s from 0): each poll sends up to ``per_poll``, those queued at it included.
-    ``state`` = [queued, index of the last poll counted, what it may still send], kept
-    between calls. Returns when the last one queued so far is sent (off the polls' grid
-    when not ``on_polls``: ``t`` is then a completion already seen, see ``simulate``)."""
-    step = poll if poll > 0 else 1.0
-    per = max(1, per_poll)
-    k = math.floor(t / step + 1e-6)
-    queued, last, room = state
-    if k > last:  # the polls in between sent per_poll each; this one may send per_poll
-        queued = max(0, queued - max(0, k - last - 1) * per)
-        last, room = k, per
-    queued += more
-    sent = min(queued, room)
-    state[:] = [queued - sent, last, room - sent]
-    if not on_polls:
-        return t + math.ceil(state[0] / per) * step
-    return (k + math.ceil(state[0] / per)) * step
+class _Elections:
+    """The preferred leader elections a run sends at its polls (a poll every ``step`` s of
+    model time from 0, each sending up to ``per``, those queued at it included): ``end``,
+    when the last one queued so far is sent (off the polls' grid when not ``on_polls``: the
+    time queued at is then a completion already seen, see ``simulate``)."""
+
+    def __init__(self, elections: tuple[int, int] | None, poll: float, on_polls: bool) -> None:
+        self.on = elections is not None  # the run elects at all
+        self.queued, per_poll = elections if elections is not None else (0, 0)
+        self.per, self.step = max(1, per_poll), poll if poll > 0 else 1.0
+        self.on_polls = on_polls
+        self.last, self.room = -1, 0  # the last poll counted, what it may still send
+        self.end = 0.0
+        if self.queued:
+            self.queue(0.0, 0)
+
+    def queue(self, t: float, more: int) -> None:
+        """``more`` elections queued at the run's poll at ``t``."""
+        k = math.floor(t / self.step + 1e-6)
+        if k > self.last:  # the polls in between sent ``per`` each; this one may send ``per``
+            self.queued = max(0, self.queued - max(0, k - self.last - 1) * self.per)
+            self.last, self.room = k, self.per
+        self.queued += more
+        sent = min(self.queued, self.room)
+        self.queued, self.room = self.queued - sent, self.room - sent
+        polls = math.ceil(self.queued / self.per)
+        end = t + polls * self.step if not self.on_polls else (k + polls) * self.step
+        self.end = max(self.end, end)
 
 
 def _name(res: tuple[str, int] | None) -> str | None:
