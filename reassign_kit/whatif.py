@@ -1,18 +1,15 @@
 """What-if before running: a plan's makespan under each pacing policy from the run's own
-ETA model (``eta.model.forecast``: the whole plan as work left, in the run's order, batches
-and caps, each broker end at the throttle times the share of it the cluster gives, each step
-a completion lag after its last byte): the ETA of a run not started. Nothing is sent.
+ETA model (``eta.model.forecast`` of the whole plan, each broker end at the throttle times
+the share of it the cluster gives): the ETA of a run not started. Nothing is sent.
 
 ``calibrate(journals)``: the share of the throttle (``throttle_share``) and the completion
-lag (``tail_s``) earlier runs of the same cluster measured with their ETA, the two terms that
-earned their keep on the held-out shapes (bench/RESULTS.md); without one, ``DEFAULT_SHARE``
-and ``DEFAULT_LAG_S`` (``DEFAULT_RATE_BPS`` where there is no throttle).
+lag (``tail_s``) earlier runs of the same cluster measured, the two terms that earned their
+keep on the held-out shapes (bench/RESULTS.md); without one, ``DEFAULT_SHARE`` and
+``DEFAULT_LAG_S`` (``DEFAULT_RATE_BPS`` where there is no throttle).
 
 Disks (``DiskLayout``, where the cluster reports its log dirs' sizes): the options given are
-also played by the executor against the simulator (``cluster.simulate_disks``: the log dirs on
-their filesystems, the replicas in their dirs, the other bytes, the partitions' growth, a
-moved-out replica kept ``file.delete.delay.ms``); the disk ceiling's order and gate are the
-run's. Each filesystem's usage over time and its peak (``WhatIf.disk_peaks``, ``ui.charts``)."""
+also played by the executor against the simulator (``cluster.simulate_disks``), whose disk
+ceiling's order and gate are the run's: each filesystem's usage over time and its peak."""
 
 from __future__ import annotations
 
@@ -28,6 +25,7 @@ from typing import Any
 from .cluster.quota import END_LOSS_BYTES, QUOTA_WINDOWS
 from .cluster.simulate_disks import DELETE_DELAY_KEY, DELETE_DELAY_S, DiskSim
 from .errors import UsageError
+from .eta.estimate import PRIOR_BPS as DEFAULT_RATE_BPS  # unthrottled inbound per broker
 from .eta.model import forecast, plan_index
 from .model import PartitionState, Plan, TopicPartition
 from .moves.journal import read_events
@@ -36,7 +34,6 @@ from .run.options import ExecuteOptions
 from .run.run import Run
 from .snapshot.tier import copied_sizes, move_bytes_of
 
-DEFAULT_RATE_BPS = 100 * 1024 * 1024  # unthrottled, uncalibrated inbound replication per broker
 # without a calibration: the share of the throttle and the completion lag chosen on the
 # held-out shapes' fit half, within what sandbox runs measured (bench/RESULTS.md)
 DEFAULT_SHARE = 0.9
@@ -148,7 +145,7 @@ def policies(given: ExecuteOptions, moves: int) -> list[Policy]:
     """The options given, then the usual alternatives at the same caps."""
     n = given.batch_size or 10
     base = replace(given, wait=True, incremental=False, batch_size=None)
-    out = [
+    return [
         Policy("as given", replace(given, wait=True)),
         Policy("legacy (one request)", replace(base, batch_size=max(1, moves))),
         Policy(f"batch {n}", replace(base, batch_size=n)),
@@ -158,7 +155,6 @@ def policies(given: ExecuteOptions, moves: int) -> list[Policy]:
             replace(base, batch_size=n, incremental=True, parallel_replica_count=1),
         ),
     ]
-    return out
 
 
 DirKey = tuple[int, str]  # (broker, log dir)
