@@ -311,15 +311,6 @@ def snapshot_of(flows: Sequence[Flow]) -> Snapshot:
     ]
 
 
-def new_rate(snap: Snapshot, old: frozenset, capacity: float) -> float:
-    """The model's rate, in ``snap``, of the streams not in ``old`` (started since)."""
-    ends = [(s, b) for s, b, _, _ in snap]
-    if not ends:
-        return 0.0
-    rates = shares_at(ends, capacity)
-    return sum(r for (_, b, _, tp), r in zip(snap, rates, strict=True) if (tp, b) not in old)
-
-
 def model_bytes(snap: Snapshot, capacity: float, seconds: float) -> float:
     """The bytes the model moves in ``seconds`` from the streams ``snap``, none starting:
     a stream that ends leaves its share to the others (at ``capacity`` per end). Bounded:
@@ -427,10 +418,11 @@ class _Simulation:
                 self.completes_at(self.seen(max(1e-6, self.extra - f.full_s)), f)
         self.ends = ends = ends or ends_of(flows, capacity)
         self.total_left = ends.total_left
-        # every end of every stream, at ``capacity`` (``_caps_of``: each flow's brokers)
+        # every end of every stream, at ``capacity`` (``ends_of``: each flow's brokers)
         self.out_cap, self.in_cap, loads = ends.out_cap, ends.in_cap, ends.loads
         self.capacity = capacity
-        self.bottleneck = _bottleneck(loads)
+        # the end with the most bytes to pass (a receiving end first on a tie)
+        self.bottleneck = max(loads, key=lambda k: (loads[k], k[0] == "i")) if loads else None
         self.busiest = loads[self.bottleneck] if self.bottleneck else 0.0
         horizon = self.total_left / max(capacity, 1.0) + lag
         # at most MAX_EVENTS steps, fewer when many streams copy (the work of a step)
@@ -629,11 +621,6 @@ def physical_bound(flows: Iterable[Flow], capacity: float) -> float:
     """The physical bound: the bytes each broker end must still send or receive, over
     ``capacity``, through the busiest end (the baseline every other term of the ETA beats)."""
     return max(end_loads(flows).values(), default=0.0) / max(capacity, 1.0)
-
-
-def _bottleneck(load: dict[tuple[str, int], float]) -> tuple[str, int] | None:
-    """The end with the most bytes to pass (a receiving end first on a tie)."""
-    return max(load, key=lambda k: (load[k], k[0] == "i")) if load else None
 
 
 def end_loads(flows: Iterable[Flow]) -> dict[tuple[str, int], float]:

@@ -14,7 +14,7 @@ from typing import Any
 from ..cluster.quota import idle_credit
 from ..moves.table import MoveIndex, MoveStatus
 from .ends import MIN_WINDOW_S, End, weighted_pct
-from .model import QUOTA_REPLAY_S, Snapshot, model_bytes, new_rate
+from .model import QUOTA_REPLAY_S, Snapshot, model_bytes, shares_at
 
 MIN_WINDOW_BYTES = 1 << 20  # and bytes (a follower fetches up to 1 MiB per partition)
 PRIOR_S = 2.0  # the prior's weight: this many seconds at the model's rate
@@ -141,8 +141,10 @@ class ShareMeter:
             # catch-up through (the replay plays both): not the share
             quota = self.replaying(t0) and not m / REPLAY_BURST <= got - g0 <= REPLAY_BURST * m
             if dt > 0 and not quota and not unseen:
-                if s0 != streams:
-                    m += new_rate(snap, s0, capacity) * dt / 2
+                if s0 != streams and snap:  # the streams started since, at their rate now
+                    rates = shares_at([(src, b) for src, b, _, _ in snap], capacity)
+                    new = zip(snap, rates, strict=True)
+                    m += sum(r for (_, b, _, tp), r in new if (tp, b) not in s0) * dt / 2
                 if woke > 0:  # the quota's catch-up expected: how much of it came
                     self.bursts.append((ts, got - g0 - self.share * m, woke))
                 if m > 0:
