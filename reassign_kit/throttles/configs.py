@@ -243,7 +243,14 @@ def clear_changes(
 def entry_set(value: str | None) -> frozenset[str]:
     """A throttled-replica list as a set of ``partition:broker`` entries (order-insensitive:
     another writer may have written the same list in another order)."""
-    return frozenset(e.strip() for e in (value or "").split(",") if e.strip())
+    if not value:
+        return frozenset()
+    if " " not in value and value.isprintable():
+        # no whitespace to strip (what str.strip takes is a space or unprintable): split
+        # alone, in C (a wave's sync read ~24,000 entries one strip at a time, twice)
+        entries = frozenset(value.split(","))
+        return entries - {""} if "" in entries else entries
+    return frozenset(e.strip() for e in value.split(",") if e.strip())
 
 
 def merge_lists(required: str | None, operator: str | None) -> str | None:
