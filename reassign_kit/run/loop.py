@@ -349,16 +349,31 @@ class Loop:
             return
         # a thread that finds another delivering leaves its events to it: that one looks
         # at the outbox again after letting go, so nothing queued is left behind
+        # on the loop's thread, what a listener emits meanwhile (an election queued for a
+        # completed move) is left to this drain, not offered to a delivery of its own
+        mine = owner is not None
         while self._outbox and self._delivering.acquire(blocking=False):
+            self._held += mine
             try:
+                # each (listener, the kinds of event it hears or None: all); only ever appended
+                # to, so a copy is taken again only when it grew (one added while delivering
+                # hears the events after it), not once per event
+                subs = self.shared.subscribers
+                heard = list(subs)
                 while self._outbox:
                     rec = self._outbox.popleft()
-                    for fn in list(self.shared.subscribers):
+                    if len(heard) != len(subs):
+                        heard = list(subs)
+                    kind = rec.get("event")
+                    for fn, kinds in heard:
+                        if kinds is not None and kind not in kinds:
+                            continue
                         try:
                             fn(rec)
                         except Exception as e:  # noqa: BLE001 - a broken subscriber must not stop the run
-                            self._listener_failed(fn, str(rec.get("event")), e)
+                            self._listener_failed(fn, str(kind), e)
             finally:
+                self._held -= mine
                 self._delivering.release()
 
     def _listener_failed(self, fn: Any, event: str, error: Exception) -> None:

@@ -179,8 +179,9 @@ class Submitter:
                     ms.reject(err, tgt, steps_info[tp])
                     continue
                 if ms.submitted_at is None:
-                    ms.submit(now, batch)
-                ms.submit_step(now, steps_info[tp], tgt)
+                    ms.submit_first(now, batch, steps_info[tp], tgt)
+                else:
+                    ms.submit_step(now, steps_info[tp], tgt)
         self.shared.dirs.register(now)  # so that the run cannot return before they begin
         # every move accepted, nothing else changed in this poll: the throttles just set are
         # those of the cluster's listing at this poll's start plus what was sent
