@@ -21,7 +21,7 @@ from reassign_kit.moves.table import MoveIndex, MoveState, MoveStatus
 from reassign_kit.run.elections import Elections
 from reassign_kit.run.options import ExecuteOptions
 from reassign_kit.run.run import Run
-from reassign_kit.throttles.configs import entry_set
+from reassign_kit.throttles.configs import PartitionMove, entry_set, throttles_for
 
 BROKERS, WAVE = 10, 40
 
@@ -165,3 +165,26 @@ def stripped(value: str | None) -> frozenset[str]:
 )
 def test_a_list_read_by_a_split_is_the_list_read_entry_by_entry(value):
     assert entry_set(value) == stripped(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.tuples(st.sampled_from(["b", "a", "c.x"]), st.integers(0, 40)),
+        st.tuples(*[st.frozensets(st.integers(0, 12), max_size=4)] * 2),
+        max_size=30,
+    )
+)
+def test_a_waves_throttled_lists_are_each_topics_sorted_entries(moves):
+    """One walk over a wave's moves gives each topic's entries as the official tool writes
+    them (sorted as strings, once each), topics in the order they first come, those with no
+    entry left out, and every broker of a move."""
+    tpm = {TopicPartition(t, p): PartitionMove(s, d) for (t, p), (s, d) in moves.items()}
+    got = throttles_for(tpm)
+    for lists, side in ((got.leader, 0), (got.follower, 1)):
+        want = {}
+        for (t, p), m in moves.items():
+            want.setdefault(t, set()).update(f"{p}:{b}" for b in m[side])
+        assert lists == {t: ",".join(sorted(es)) for t, es in want.items() if es}
+        assert list(lists) == [t for t in want if want[t]]
+    assert got.brokers == frozenset(b for s, d in moves.values() for b in s | d)
