@@ -323,10 +323,11 @@ class Loop:
     @contextmanager
     def holding_deliveries(self) -> Iterator[None]:
         """The events emitted inside reach the subscribers together when it ends, in order, as
-        those emitted under the run's lock do: for the loop's runs of one kind of event (a
-        wave's 2,000 intents), to which no subscriber answers with an event of its own, so the
-        journal's order is the same; a delivery per event was a tenth of a wave's poll. Only
-        the loop's thread holds them (another thread's events wait for it anyway)."""
+        those emitted under the run's lock do: for the loop's runs of events to which no
+        subscriber answers with an event of its own (a wave's 2,000 intents, its
+        submissions), so the journal's order is the same, and for those emitted under the
+        lock anyway (the tracker's update); a delivery per event was a tenth of a wave's poll.
+        Only the loop's thread holds them (another thread's events wait for it anyway)."""
         if self.shared.loop_thread is not threading.current_thread():
             yield
             return

@@ -46,6 +46,12 @@ class Tracker:
         return self.shared.dirs.complete(tp, is_complete(self.shared.moves[tp].move.replicas, st))
 
     def update(self, states: Mapping[TopicPartition, PartitionState], now: float) -> None:
+        """Each move watched against its state now (called under the run's lock: what it
+        emits is heard at the lock's release, so its events are held as they come)."""
+        with self.parts.loop.holding_deliveries():
+            self.turned = self._update(states, now)
+
+    def _update(self, states: Mapping[TopicPartition, PartitionState], now: float) -> int:
         turned = 0
         for ms in self.shared.index.of(MOVING, READY, ROLLING_BACK):
             tp = ms.tp
@@ -81,7 +87,7 @@ class Tracker:
                     )
             else:
                 ms.lost_polls, ms.lost_since = 0, None
-        self.turned = turned
+        return turned
 
     def _landed(self, ms: MoveState, target: tuple[int, ...], now: float) -> None:
         """The step in flight of ``ms`` (to ``target``) completed: its new replicas hold the
