@@ -24,6 +24,7 @@ is read back from its journal and the cluster, and the journal already holds its
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
@@ -109,6 +110,7 @@ class MoveIndex:
         # is a str, so the enum member finds its value's key)
         self._counts: dict[str, int] = self.counts()
         self.snapshot: Mapping[str, int] = MappingProxyType(self._counts)
+        self._held = 0  # inside ``holding``: the counts published once, at its end
 
     def add(self, ms: MoveState) -> None:
         ms.index = self
@@ -135,7 +137,23 @@ class MoveIndex:
             self._tally(ms, -1)
         if ms.status is P:
             self._tally(ms, 1)
-        self._publish(before, ms.status)
+        if not self._held:
+            self._publish(before, ms.status)
+
+    @contextmanager
+    def holding(self) -> Iterator[None]:
+        """The transitions inside publish the counts once, when it ends (counted then): a
+        reader meanwhile sees those from before it, whole. For one thread's run of
+        transitions (a wave's 2,000 submissions, its completions), which no reader waits on;
+        the caller makes sure no other thread holds it at the same time."""
+        self._held += 1
+        try:
+            yield
+        finally:
+            self._held -= 1
+            if not self._held:
+                self._counts = self.counts()
+                self.snapshot = MappingProxyType(self._counts)
 
     def _publish(self, before: MoveStatus | None, after: MoveStatus) -> None:
         """The counts after one move left ``before`` (None: added) for ``after``, published

@@ -327,13 +327,16 @@ class Loop:
         subscriber answers with an event of its own (a wave's 2,000 intents, its
         submissions), so the journal's order is the same, and for those emitted under the
         lock anyway (the tracker's update); a delivery per event was a tenth of a wave's poll.
-        Only the loop's thread holds them (another thread's events wait for it anyway)."""
+        The index's counts are published once too (``MoveIndex.holding``), before the
+        delivery. Only the loop's thread holds them (another thread's events wait for it
+        anyway; and so no two threads hold the index)."""
         if self.shared.loop_thread is not threading.current_thread():
             yield
             return
         self._held += 1
         try:
-            yield
+            with self.shared.index.holding():  # the counts a listener reads: published first
+                yield
         finally:
             self._held -= 1
             if not self._held:

@@ -188,3 +188,24 @@ def test_a_waves_throttled_lists_are_each_topics_sorted_entries(moves):
         assert lists == {t: ",".join(sorted(es)) for t, es in want.items() if es}
         assert list(lists) == [t for t in want if want[t]]
     assert got.brokers == frozenset(b for s, d in moves.values() for b in s | d)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 7), st.sampled_from(list(MoveStatus))), max_size=40))
+def test_a_held_run_of_transitions_publishes_the_counts_once_at_its_end(changes):
+    """Inside ``MoveIndex.holding`` a reader sees the counts from before it (the same
+    mapping, whole); at its end, the counts of the moves; nested, at the outer end."""
+    idx = MoveIndex()
+    moves = [pending_move(i, []) for i in range(8)]
+    for ms in moves:
+        idx.add(ms)
+    before = idx.snapshot
+    with idx.holding():
+        with idx.holding():
+            for i, status in changes:
+                moves[i].restore(status)
+        assert idx.snapshot is before
+    truth = Counter(m.status.value for m in moves)
+    assert dict(idx.snapshot) == {s.value: truth.get(s.value, 0) for s in MoveStatus}
+    moves[0].restore(MoveStatus.FAILED)  # one by one again after it
+    assert idx.snapshot["failed"] == sum(m.status is MoveStatus.FAILED for m in moves)
