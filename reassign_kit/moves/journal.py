@@ -228,11 +228,15 @@ class Journal:
         """Append one event (handed to the OS at once, or at the end of the ``batch`` it is
         written in); returns the (redacted) dict written. Raises JournalError when the write
         fails, and on every write after that."""
+        return self.record(event, fields)
+
+    def record(self, event: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+        """``write(event, **fields)`` for a caller that holds the fields as a dict already (the
+        run's ``emit``): not copied into keyword arguments once more."""
         now = self._clock()
         if now != self._now:  # round() is a fifth of a write: once per reading of the clock
             self._now, self._ts = now, round(now, 6)
-        rec = {"ts": self._ts, "event": event, "run_id": self.run_id}
-        rec.update(fields)
+        rec = {"ts": self._ts, "event": event, "run_id": self.run_id, **fields}
         line = _encode(rec)
         keys = tuple(rec)
         plain_keys = self._plain_keys.get(keys)

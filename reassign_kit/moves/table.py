@@ -24,6 +24,7 @@ is read back from its journal and the cluster, and the journal already holds its
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
@@ -109,6 +110,7 @@ class MoveIndex:
         # is a str, so the enum member finds its value's key)
         self._counts: dict[str, int] = self.counts()
         self.snapshot: Mapping[str, int] = MappingProxyType(self._counts)
+        self._held = 0  # inside ``holding``: the counts published once, at its end
 
     def add(self, ms: MoveState) -> None:
         ms.index = self
@@ -135,7 +137,23 @@ class MoveIndex:
             self._tally(ms, -1)
         if ms.status is P:
             self._tally(ms, 1)
-        self._publish(before, ms.status)
+        if not self._held:
+            self._publish(before, ms.status)
+
+    @contextmanager
+    def holding(self) -> Iterator[None]:
+        """The transitions inside publish the counts once, when it ends (counted then): a
+        reader meanwhile sees those from before it, whole. For one thread's run of
+        transitions (a wave's 2,000 submissions, its completions), which no reader waits on;
+        the caller makes sure no other thread holds it at the same time."""
+        self._held += 1
+        try:
+            yield
+        finally:
+            self._held -= 1
+            if not self._held:
+                self._counts = self.counts()
+                self.snapshot = MappingProxyType(self._counts)
 
     def _publish(self, before: MoveStatus | None, after: MoveStatus) -> None:
         """The counts after one move left ``before`` (None: added) for ``after``, published
@@ -273,12 +291,50 @@ class MoveState:
 
     def submit_step(self, now: float, step: int, target: tuple[int, ...]) -> None:
         """Step ``step`` (1-based) of ``self.steps`` was accepted; it is in flight now."""
+        self._step_started(now, step)
+        self._go("submit_step", step=step, steps=len(self.steps), target=list(target))
+
+    def _step_started(self, now: float, step: int) -> None:
         self.step = step
         self.step_submitted_at = now
         self.progress_at = now
         self.bytes_copied = None
         self.stuck_reported = False
-        self._go("submit_step", step=step, steps=len(self.steps), target=list(target))
+
+    def submit_first(
+        self, now: float, batch: int | None, step: int, target: tuple[int, ...]
+    ) -> None:
+        """``submit`` then ``submit_step``: its first step accepted, the move under way and
+        that step in flight. The same two events in the same order; the index moves it once
+        (a wave's poll submits 2,000: each moved twice was a tenth of their transitions)."""
+        first, then = TRANSITIONS["submit"], TRANSITIONS["submit_step"]
+        if self.status not in first.sources:
+            raise IllegalTransition(f"{self.tp}: cannot submit a move that is {self.status}")
+        self.submitted_at = now
+        self._step_started(now, step)
+        before, self.status = self.status, then.target  # READY (first.target) between the two
+        if self.index is not None:
+            self.index.moved(self, before)
+        tp, item = self.tp, self.item
+        self.emit(
+            first.event,
+            topic=tp.topic,
+            partition=tp.partition,
+            target=list(self.move.replicas),
+            current=list(self.original),
+            batch=batch,
+            size_bytes=item.size_bytes,
+            moves_leader=item.moves_leader,
+            brokers=sorted(item.brokers),
+        )
+        self.emit(
+            then.event,
+            topic=tp.topic,
+            partition=tp.partition,
+            step=step,
+            steps=len(self.steps),
+            target=list(target),
+        )
 
     def complete_step(self, replicas: Iterable[int], now: float | None = None) -> None:
         """Step ``self.step`` is at its target (seen at ``now``): the next step may go. The

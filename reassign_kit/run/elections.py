@@ -246,6 +246,8 @@ class Elections:
     gateway; ``emit``: the run's journal; ``original_of(tp)``: the replicas a move started
     from (() when unknown); ``target_of(tp)``: its target."""
 
+    HEARS = frozenset({"completed"})  # the run's events ``on_event`` is handed (a subscriber)
+
     def __init__(
         self,
         gw: Any,
@@ -288,7 +290,8 @@ class Elections:
         self.queue[tp] = _Queued(target[0])
         self._emit(
             "election_queued",
-            **_tpf(tp),
+            topic=tp.topic,
+            partition=tp.partition,
             preferred=target[0],
             previous_preferred=original[0] if original else None,
         )

@@ -8,8 +8,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Mapping
-from contextlib import nullcontext
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from ..errors import JournalError, KafkaOperationError, ReassignKitError, RunError
@@ -39,6 +39,7 @@ class Loop:
         # events emitted, not yet handed to the subscribers (``deliver``), in order
         self._outbox: deque[dict[str, Any]] = deque()
         self._delivering = threading.Lock()  # held by the one thread handing them out
+        self._held = 0  # inside ``holding_deliveries`` (the loop's thread): queued until its end
 
     def drive(self) -> RunResult:
         """``Run.run()``: the loop (``_drive``) on this thread, which hands the run's events to
@@ -296,9 +297,10 @@ class Loop:
         it for the subscribers, who hear it at once unless the run's lock is held (then when
         it is released: ``deliver``)."""
         rec: dict[str, Any] | None = None
-        if self.shared.journal is not None and self.shared.journal_error is None:
+        journal = self.shared.journal
+        if journal is not None and self.shared.journal_error is None:
             try:
-                rec = self.shared.journal.write(event, **fields_)
+                rec = journal.record(event, fields_)
             except JournalError as e:  # raised in the loop at its next commit; never lost
                 self.shared.journal_error = e
         if rec is None:
@@ -314,8 +316,31 @@ class Loop:
                 self.shared.secrets,
             )
         self._outbox.append(rec)
-        self.deliver()
+        if not self._held:
+            self.deliver()
         return rec
+
+    @contextmanager
+    def holding_deliveries(self) -> Iterator[None]:
+        """The events emitted inside reach the subscribers together when it ends, in order, as
+        those emitted under the run's lock do: for the loop's runs of events to which no
+        subscriber answers with an event of its own (a wave's 2,000 intents, its
+        submissions), so the journal's order is the same, and for those emitted under the
+        lock anyway (the tracker's update); a delivery per event was a tenth of a wave's poll.
+        The index's counts are published once too (``MoveIndex.holding``), before the
+        delivery. Only the loop's thread holds them (another thread's events wait for it
+        anyway; and so no two threads hold the index)."""
+        if self.shared.loop_thread is not threading.current_thread():
+            yield
+            return
+        self._held += 1
+        try:
+            with self.shared.index.holding():  # the counts a listener reads: published first
+                yield
+        finally:
+            self._held -= 1
+            if not self._held:
+                self.deliver()
 
     def deliver(self) -> None:
         """The queued events to the subscribers, in order. Never under the run's lock (a
@@ -328,16 +353,31 @@ class Loop:
             return
         # a thread that finds another delivering leaves its events to it: that one looks
         # at the outbox again after letting go, so nothing queued is left behind
+        # on the loop's thread, what a listener emits meanwhile (an election queued for a
+        # completed move) is left to this drain, not offered to a delivery of its own
+        mine = owner is not None
         while self._outbox and self._delivering.acquire(blocking=False):
+            self._held += mine
             try:
+                # each (listener, the kinds of event it hears or None: all); only ever appended
+                # to, so a copy is taken again only when it grew (one added while delivering
+                # hears the events after it), not once per event
+                subs = self.shared.subscribers
+                heard = list(subs)
                 while self._outbox:
                     rec = self._outbox.popleft()
-                    for fn in list(self.shared.subscribers):
+                    if len(heard) != len(subs):
+                        heard = list(subs)
+                    kind = rec.get("event")
+                    for fn, kinds in heard:
+                        if kinds is not None and kind not in kinds:
+                            continue
                         try:
                             fn(rec)
                         except Exception as e:  # noqa: BLE001 - a broken subscriber must not stop the run
-                            self._listener_failed(fn, str(rec.get("event")), e)
+                            self._listener_failed(fn, str(kind), e)
             finally:
+                self._held -= mine
                 self._delivering.release()
 
     def _listener_failed(self, fn: Any, event: str, error: Exception) -> None:

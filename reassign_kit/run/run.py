@@ -159,7 +159,10 @@ class Run:
         self.shared.abandon = threading.Event()  # a second stop/cancel: stop waiting for rollbacks
         self.shared.cancel_on_stop = self.shared.options.cancel_on_stop
         self.shared.paused = False
-        self.shared.subscribers: list[Callable[[dict[str, Any]], None]] = []
+        # (listener, the kinds of event it hears, None: every one), in the order they came
+        self.shared.subscribers: list[
+            tuple[Callable[[dict[str, Any]], None], frozenset[str] | None]
+        ] = []
         self.shared.thread: threading.Thread | None = None
         self.shared.done = threading.Event()
         self.shared.result: RunResult | None = None
@@ -233,7 +236,7 @@ class Run:
             enabled=self.shared.options.elect_leaders,
             per_poll=self.shared.options.max_elections_per_poll,
         )
-        self.shared.subscribers.append(self.shared.elections.on_event)
+        self.shared.subscribers.append((self.shared.elections.on_event, Elections.HEARS))
 
     # ---- what callers read of the run ------------------------------------------------------
 
@@ -416,7 +419,7 @@ class Run:
         """``fn(event)`` for every journal event, in order, never under the run's lock: from
         the loop's thread while it runs (before or after it, from the thread that emitted)."""
         with self.shared.lock:
-            self.shared.subscribers.append(fn)
+            self.shared.subscribers.append((fn, None))
 
     def status(self) -> RunStatus:
         """Counts and one row per move, now (safe from any thread). Lock-free: the counts are

@@ -140,21 +140,7 @@ class Submitter:
             steps_info[tp] = nxt_i
         if not targets:
             return
-        # write-ahead: each move's intent and what undoes it — its original
-        # replica list, in order — is in the journal, fsynced (the gateway commits it before
-        # any change), before the throttles and the Alter are sent; a SIGKILL right after the
-        # Alter leaves the original on disk for the resume and the cancel
-        for tp, tgt in targets.items():
-            ms = self.shared.moves[tp]
-            self.parts.loop.emit(
-                "intent",
-                **_tpf(tp),
-                action="alter",
-                original=list(ms.original),
-                target=list(tgt),
-                step=steps_info[tp],
-                order_known=tp not in self.shared.order_unknown,
-            )
+        self._write_ahead(targets, steps_info)
         # throttles first: the moves about to start must never run unthrottled
         changed_before = self.shared.dirty  # a change of this poll the listing does not show yet
         self.parts.loop.sync_throttles(
@@ -168,16 +154,18 @@ class Submitter:
         self.shared.dirty = True
         now = self.shared.clock()
         errors: dict[TopicPartition, str] = {}
-        for tp, tgt in targets.items():
-            ms = self.shared.moves[tp]
-            err = results.get(tp, "no answer from the controller")
-            if err:
-                errors[tp] = err
-                ms.reject(err, tgt, steps_info[tp])
-                continue
-            if ms.submitted_at is None:
-                ms.submit(now, batch)
-            ms.submit_step(now, steps_info[tp], tgt)
+        with self.parts.loop.holding_deliveries():
+            for tp, tgt in targets.items():
+                ms = self.shared.moves[tp]
+                err = results.get(tp, "no answer from the controller")
+                if err:
+                    errors[tp] = err
+                    ms.reject(err, tgt, steps_info[tp])
+                    continue
+                if ms.submitted_at is None:
+                    ms.submit_first(now, batch, steps_info[tp], tgt)
+                else:
+                    ms.submit_step(now, steps_info[tp], tgt)
         self.shared.dirs.register(now)  # so that the run cannot return before they begin
         # every move accepted, nothing else changed in this poll: the throttles just set are
         # those of the cluster's listing at this poll's start plus what was sent
@@ -189,6 +177,27 @@ class Submitter:
                 f"{len(errors)} submission(s) rejected, e.g. {tp0}: {e0}; the run stopped "
                 f"after submitting {submitted} move(s) (see the journal)"
             )
+
+    def _write_ahead(
+        self, targets: Mapping[TopicPartition, tuple[int, ...]], steps: Mapping[TopicPartition, int]
+    ) -> None:
+        """Each move's intent and what undoes it — its original replica list, in order — in
+        the journal, fsynced (the gateway commits it before any change), before the
+        throttles and the Alter are sent: a SIGKILL right after the Alter leaves the original
+        on disk for the resume and the cancel. Heard by the subscribers together, at the end."""
+        emit = self.parts.loop.emit
+        with self.parts.loop.holding_deliveries():
+            for tp, tgt in targets.items():
+                emit(
+                    "intent",
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    action="alter",
+                    original=list(self.shared.moves[tp].original),
+                    target=list(tgt),
+                    step=steps[tp],
+                    order_known=tp not in self.shared.order_unknown,
+                )
 
     def _original_at_submit(self, ms: MoveState, st: PartitionState) -> tuple[int, ...] | None:
         """The replicas a move starts from: the cluster's list when nothing is reassigning

@@ -46,6 +46,12 @@ class Tracker:
         return self.shared.dirs.complete(tp, is_complete(self.shared.moves[tp].move.replicas, st))
 
     def update(self, states: Mapping[TopicPartition, PartitionState], now: float) -> None:
+        """Each move watched against its state now (called under the run's lock: what it
+        emits is heard at the lock's release, so its events are held as they come)."""
+        with self.parts.loop.holding_deliveries():
+            self.turned = self._update(states, now)
+
+    def _update(self, states: Mapping[TopicPartition, PartitionState], now: float) -> int:
         turned = 0
         for ms in self.shared.index.of(MOVING, READY, ROLLING_BACK):
             tp = ms.tp
@@ -58,12 +64,16 @@ class Tracker:
             if ms.status is ROLLING_BACK:
                 self.parts.rollback.update_rollback(ms, st, now)
                 continue
-            if is_complete(ms.step_target, st):
+            target = ms.step_target
+            if is_complete(target, st):
                 ms.lost_polls, ms.lost_since = 0, None
-                final = ms.step >= len(ms.steps) or tuple(st.replicas) == tuple(ms.move.replicas)
-                if final and not self.complete(tp, st):
+                # at its step's target, so at the move's exactly when its replicas are the
+                # move's: ``is_complete`` of the move, not asked of the same state again
+                at_move = tuple(st.replicas) == tuple(ms.move.replicas)
+                final = ms.step >= len(ms.steps) or at_move
+                if final and not self.shared.dirs.complete(tp, at_move):
                     continue  # replicas in place, still moving between log dirs
-                self._landed(ms, now)
+                self._landed(ms, target, now)
                 turned += 1
                 if final:
                     ms.complete(now, st.replicas)
@@ -77,17 +87,17 @@ class Tracker:
                     )
             else:
                 ms.lost_polls, ms.lost_since = 0, None
-        self.turned = turned
+        return turned
 
-    def _landed(self, ms: MoveState, now: float) -> None:
-        """The step in flight of ``ms`` completed: its new replicas hold the partition (and
-        the time since a sample saw its last byte in is one more completion lag)."""
+    def _landed(self, ms: MoveState, target: tuple[int, ...], now: float) -> None:
+        """The step in flight of ``ms`` (to ``target``) completed: its new replicas hold the
+        partition (and the time since a sample saw its last byte in is one more completion
+        lag)."""
         self.shared.lag.landed(ms.tp, now)
-        for b in ms.step_target:
-            if b not in ms.step_from:
-                self.shared.inbound_landed[b] = (
-                    self.shared.inbound_landed.get(b, 0) + ms.item.size_bytes
-                )
+        landed, start, size = self.shared.inbound_landed, ms.step_from, ms.item.size_bytes
+        for b in target:
+            if b not in start:
+                landed[b] = landed.get(b, 0) + size
 
     @staticmethod
     def seen_lost(ms: MoveState, now: float) -> bool:

@@ -125,23 +125,27 @@ def move_map(
     return out
 
 
-def _entries(parts: Iterable[tuple[int, Iterable[int]]]) -> str:
-    # Sorted as strings, like the official tool's TreeSet, so both write the same bytes.
-    return ",".join(sorted({f"{p}:{b}" for p, bs in parts for b in bs}))
-
-
 def throttles_for(moves: Mapping[TopicPartition, PartitionMove]) -> Throttles:
-    by_topic: dict[str, list[tuple[TopicPartition, PartitionMove]]] = {}
+    """Each topic's leader (sources) and follower (destinations) lists, in the order its
+    topics first come in ``moves``, and the brokers of every move. One walk over the moves
+    (a wave's sync works out 2,000 at once)."""
+    leader: dict[str, set[str]] = {}
+    follower: dict[str, set[str]] = {}
+    brokers: set[int] = set()
     for tp, m in moves.items():
-        by_topic.setdefault(tp.topic, []).append((tp, m))
-    leader = {t: _entries((tp.partition, m.sources) for tp, m in ms) for t, ms in by_topic.items()}
-    follower = {
-        t: _entries((tp.partition, m.destinations) for tp, m in ms) for t, ms in by_topic.items()
-    }
-    brokers = frozenset(b for m in moves.values() for b in (*m.sources, *m.destinations))
-    return Throttles(
-        {t: v for t, v in leader.items() if v}, {t: v for t, v in follower.items() if v}, brokers
-    )
+        t, p = tp.topic, tp.partition
+        if t not in leader:
+            leader[t], follower[t] = set(), set()
+        leader[t].update([f"{p}:{b}" for b in m.sources])
+        follower[t].update([f"{p}:{b}" for b in m.destinations])
+        brokers.update(m.sources)
+        brokers.update(m.destinations)
+    return Throttles(_lists(leader), _lists(follower), frozenset(brokers))
+
+
+def _lists(entries: Mapping[str, set[str]]) -> dict[str, str]:
+    # Sorted as strings, like the official tool's TreeSet, so both write the same bytes.
+    return {t: ",".join(sorted(es)) for t, es in entries.items() if es}
 
 
 def required_throttles(
@@ -243,7 +247,14 @@ def clear_changes(
 def entry_set(value: str | None) -> frozenset[str]:
     """A throttled-replica list as a set of ``partition:broker`` entries (order-insensitive:
     another writer may have written the same list in another order)."""
-    return frozenset(e.strip() for e in (value or "").split(",") if e.strip())
+    if not value:
+        return frozenset()
+    if " " not in value and value.isprintable():
+        # no whitespace to strip (what str.strip takes is a space or unprintable): split
+        # alone, in C (a wave's sync read ~24,000 entries one strip at a time, twice)
+        entries = frozenset(value.split(","))
+        return entries - {""} if "" in entries else entries
+    return frozenset(e.strip() for e in value.split(",") if e.strip())
 
 
 def merge_lists(required: str | None, operator: str | None) -> str | None:
