@@ -66,8 +66,8 @@ if os.environ.get("RK_BENCH_3M") == "1":
 TOLERANCE = 0.05
 # the previous figures of the headline rows (bench/RESULTS.md), printed beside the new ones
 PREVIOUS = {
-    ("decommission-120", "local"): "plan 42 s + validate 4.5 s at load 7.8, 30 s CPU, "
-    "moved 163,962 / lower bound 163,962, digest b6202b62",
+    ("decommission-120", "local"): "plan + validate 27.4 s at load 3.1, 29.5 s CPU, "
+    "moved 163,962 / lower bound 163,962, digest 0622bb98",
     ("decommission-120", "spark"): "828 s at load 33 (+108 s start), 117 s CPU",
     ("decommission-250", "spark"): "320 s at load 5.4 (plan 273 + validate 17), 232 s CPU, "
     "moved 455,935 / lower bound 455,505, 0 rack violations, in-rack spread 1",

@@ -14,6 +14,7 @@ cheaper replica j)."""
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -37,6 +38,11 @@ class Exchanges:
         self.chunk, self.new, self.size, self.rack_ok = chunk, chunk.new, chunk.size, rack_ok
         self.moved: set[tuple[int, int]] = set()
         self.cands: dict[int, list[tuple[int, int, int]]] = {}
+        # per broker: the indexes into cands[b] of the replicas that may still be on b and
+        # not moved, in order (a replica found moved away is dropped, one put back returns):
+        # a scan skips the departures already taken, which are the cheapest of their broker
+        self.live: dict[int, list[int]] = {}
+        self.at: dict[int, dict[tuple[int, int], int]] = {}
 
     def run(self, departures: list[Departure]) -> list[tuple[Departure, Departure]]:
         """Improves ``departures`` in place (and the chunk's replica lists); returns the
@@ -62,6 +68,10 @@ class Exchanges:
         for i, pos, b, _d in departures:  # the departed: candidates once an exchange undoes them
             by_src[b].append((self.size[i], i, pos))
         self.cands = {b: sorted(c) for b, c in by_src.items()}
+        self.live = {b: list(range(len(c))) for b, c in self.cands.items()}
+        self.at = {
+            b: {(j, pj): n for n, (_s, j, pj) in enumerate(c)} for b, c in self.cands.items()
+        }
         made: list[tuple[Departure, Departure]] = []
         for _ in range(MAX_ROUNDS):
             n = len(made)
@@ -95,6 +105,8 @@ class Exchanges:
         if all(len(set(self.new[i])) == len(self.new[i]) for i in parts) and (
             sum(self.short(i) for i in parts) <= was_short
         ):
+            for i, pos, b in changes:
+                self._back(b, i, pos)
             return True
         for i, pos, b in reversed(undo):
             self.new[i][pos] = b
@@ -103,16 +115,32 @@ class Exchanges:
     def _cheaper(self, b: int, d: int, than: int, skip: int) -> Iterator[tuple[int, int]]:
         """The replicas on ``b`` not moved, below ``than`` bytes, that may go to ``d``,
         cheapest first (lazily: the first that fits is usually taken)."""
-        tried = 0
-        for s, j, pj in self.cands.get(b, ()):
+        cands, live = self.cands.get(b, []), self.live.get(b, [])
+        tried = at = 0
+        while at < len(live):
+            s, j, pj = cands[live[at]]
             if s >= than or tried >= SCAN:
                 return
             reps = self.new[j]
-            if j == skip or (j, pj) in self.moved or reps[pj] != b or d in reps:
+            if (j, pj) in self.moved or reps[pj] != b:
+                del live[at]  # gone from b until an exchange puts it back (_back)
+                continue
+            at += 1
+            if j == skip or d in reps:
                 continue
             tried += 1
             if self.rack_ok(reps, pj, d):
                 yield j, pj
+
+    def _back(self, b: int, i: int, pos: int) -> None:
+        """Replica ``(i, pos)`` now on ``b``: a candidate of ``b`` again if it is one."""
+        n = self.at.get(b, {}).get((i, pos))
+        if n is None:
+            return
+        live = self.live[b]
+        at = bisect_left(live, n)
+        if at == len(live) or live[at] != n:
+            insort(live, n, lo=at)
 
     def _record(self, m: Departure, i: int, pos: int, b: int, d: int) -> None:
         self.moved.discard((m[0], m[1]))
