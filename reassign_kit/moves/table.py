@@ -279,20 +279,28 @@ class MoveState:
     def submit(self, now: float, batch: int | None) -> None:
         """Its first step was accepted by the controller: the move is under way."""
         self.submitted_at = now
-        self._go(
-            "submit",
-            target=list(self.move.replicas),
-            current=list(self.original),
-            batch=batch,
-            size_bytes=self.item.size_bytes,
-            moves_leader=self.item.moves_leader,
-            brokers=sorted(self.item.brokers),
-        )
+        self._go("submit", **self._submitted(batch))
 
     def submit_step(self, now: float, step: int, target: tuple[int, ...]) -> None:
         """Step ``step`` (1-based) of ``self.steps`` was accepted; it is in flight now."""
         self._step_started(now, step)
-        self._go("submit_step", step=step, steps=len(self.steps), target=list(target))
+        self._go("submit_step", **self._stepped(step, target))
+
+    def _submitted(self, batch: int | None) -> dict[str, Any]:
+        """The ``submitted`` event's fields (``submit`` and ``submit_first`` write the same)."""
+        item = self.item
+        return {
+            "target": list(self.move.replicas),
+            "current": list(self.original),
+            "batch": batch,
+            "size_bytes": item.size_bytes,
+            "moves_leader": item.moves_leader,
+            "brokers": sorted(item.brokers),
+        }
+
+    def _stepped(self, step: int, target: tuple[int, ...]) -> dict[str, Any]:
+        """The ``step_submitted`` event's fields."""
+        return {"step": step, "steps": len(self.steps), "target": list(target)}
 
     def _step_started(self, now: float, step: int) -> None:
         self.step = step
@@ -315,26 +323,9 @@ class MoveState:
         before, self.status = self.status, then.target  # READY (first.target) between the two
         if self.index is not None:
             self.index.moved(self, before)
-        tp, item = self.tp, self.item
-        self.emit(
-            first.event,
-            topic=tp.topic,
-            partition=tp.partition,
-            target=list(self.move.replicas),
-            current=list(self.original),
-            batch=batch,
-            size_bytes=item.size_bytes,
-            moves_leader=item.moves_leader,
-            brokers=sorted(item.brokers),
-        )
-        self.emit(
-            then.event,
-            topic=tp.topic,
-            partition=tp.partition,
-            step=step,
-            steps=len(self.steps),
-            target=list(target),
-        )
+        tp = self.tp
+        self.emit(first.event, topic=tp.topic, partition=tp.partition, **self._submitted(batch))
+        self.emit(then.event, topic=tp.topic, partition=tp.partition, **self._stepped(step, target))
 
     def complete_step(self, replicas: Iterable[int], now: float | None = None) -> None:
         """Step ``self.step`` is at its target (seen at ``now``): the next step may go. The
