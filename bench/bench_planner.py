@@ -476,14 +476,6 @@ def main() -> None:
 
 
 # -- fleet scale: several clusters' snapshots in one Spark application on a standalone cluster --
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _wait_log(path: str, text: str, proc: subprocess.Popen, timeout: float = 300) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -499,6 +491,8 @@ def start_standalone(work: str, worker_memory: str) -> tuple[str, list[subproces
     """A master and 2 workers (1 core each) on loopback, from pyspark's spark-class."""
     import pyspark
 
+    from reassign_kit.sandbox.ports import LoopbackPorts
+
     home = os.path.dirname(pyspark.__file__)
     spark_class = os.path.join(home, "bin", "spark-class")
     env = dict(
@@ -509,13 +503,14 @@ def start_standalone(work: str, worker_memory: str) -> tuple[str, list[subproces
         SPARK_LOG_DIR=work,
         SPARK_WORKER_DIR=os.path.join(work, "work"),
     )
-    port = _free_port()
+    with LoopbackPorts() as free:  # all distinct: none is bound until its process starts
+        port, master_ui, *worker_ui = (free.take() for _ in range(4))
     url = f"spark://127.0.0.1:{port}"
     procs: list[subprocess.Popen] = []
     mlog = os.path.join(work, "master.log")
     master = subprocess.Popen(
         [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
-        + ["--port", str(port), "--webui-port", str(_free_port())],
+        + ["--port", str(port), "--webui-port", str(master_ui)],
         stdout=open(mlog, "w"),
         stderr=subprocess.STDOUT,
         env=env,
@@ -526,7 +521,7 @@ def start_standalone(work: str, worker_memory: str) -> tuple[str, list[subproces
         wlog = os.path.join(work, f"worker{i}.log")
         w = subprocess.Popen(
             [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1"]
-            + ["--cores", "1", "--memory", worker_memory, "--webui-port", str(_free_port())]
+            + ["--cores", "1", "--memory", worker_memory, "--webui-port", str(worker_ui[i])]
             + ["--work-dir", os.path.join(work, f"w{i}"), url],
             stdout=open(wlog, "w"),
             stderr=subprocess.STDOUT,

@@ -12,7 +12,8 @@ import base64
 import uuid
 from pathlib import Path
 
-from .processes import Node, free_port
+from .ports import LoopbackPorts
+from .processes import Node
 from .security import Security, private_write
 
 CONTROLLER_ID = 1000
@@ -36,8 +37,8 @@ def random_cluster_id() -> str:
             return cid
 
 
-def zookeeper_node(d: Path) -> Node:
-    port = free_port()
+def zookeeper_node(d: Path, free: LoopbackPorts) -> Node:
+    port = free.take()
     zk = Node(
         id=ZOOKEEPER_ID,
         role="zookeeper",
@@ -142,13 +143,15 @@ def broker_nodes(
     sec: Security | None,
     zk_mode: bool,
     configs: dict[str, str] | None,
+    free: LoopbackPorts,
 ) -> dict[int, Node]:
     """Brokers 1..``brokers``, each with two log dirs (intra-broker moves can be tested) and
-    racks round-robin; their files written, ``configs`` over the defaults."""
+    racks round-robin, their ports from ``free``; their files written, ``configs`` over the
+    defaults."""
     rf = min(3, brokers)
     nodes = {}
     for i in range(1, brokers + 1):
-        port = free_port()
+        port = free.take()
         rack = f"rack-{(i - 1) % racks}" if racks else None
         bdir = d / f"broker-{i}"
         node = Node(

@@ -25,7 +25,8 @@ from .kafka import (
     default_version,
     run_kafka_class,
 )
-from .processes import Node, free_port
+from .ports import LoopbackPorts
+from .processes import Node
 from .security import SECURITY_MODES, Security
 from .tiered import CONTROLLER_KEYS
 
@@ -79,16 +80,17 @@ def write_cluster(
     sec = Security.make(d, security) if security != "plain" else None
     listener = sec.protocol if sec else "PLAINTEXT"
     cluster_id = random_cluster_id()
-    cports = {} if zk_mode else {CONTROLLER_ID + i: free_port() for i in range(controllers)}
-    voters = ",".join(f"{cid}@127.0.0.1:{port}" for cid, port in cports.items())
-    zk = zookeeper_node(d) if zk_mode else None
-    common = common_props(zk, voters, listener, sec)
-    # the KRaft controller validates new topics' configs: it refuses remote.storage.enable
-    # unless it has the brokers' tiered-storage switch too
-    shared = {k: v for k, v in (configs or {}).items() if k in CONTROLLER_KEYS}
-    ctrl_nodes = controller_nodes(d, cports, {**common, **shared})
-    nodes = broker_nodes(d, brokers, racks, common, listener, sec, zk_mode, configs)
-    sandbox_metrics.assign_ports(d, list(nodes))  # each broker's JMX exporter
+    with LoopbackPorts() as free:
+        cports = {} if zk_mode else {CONTROLLER_ID + i: free.take() for i in range(controllers)}
+        voters = ",".join(f"{cid}@127.0.0.1:{port}" for cid, port in cports.items())
+        zk = zookeeper_node(d, free) if zk_mode else None
+        common = common_props(zk, voters, listener, sec)
+        # the KRaft controller validates new topics' configs: it refuses remote.storage.enable
+        # unless it has the brokers' tiered-storage switch too
+        shared = {k: v for k, v in (configs or {}).items() if k in CONTROLLER_KEYS}
+        ctrl_nodes = controller_nodes(d, cports, {**common, **shared})
+        nodes = broker_nodes(d, brokers, racks, common, listener, sec, zk_mode, configs, free)
+        sandbox_metrics.assign_ports(d, list(nodes), free)  # each broker's JMX exporter
     if not zk_mode:  # ZooKeeper mode formats nothing: the brokers register in ZooKeeper
         _format_storage([*ctrl_nodes, *nodes.values()], cluster_id, sec, version)
     state.write_new(

@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from ..errors import SandboxError
+from .ports import LoopbackPorts
 
 JMX_EXPORTER_VERSION = "1.0.1"
 ARTIFACT = "io.prometheus.jmx:jmx_prometheus_javaagent"
@@ -67,10 +67,11 @@ def fetch_agent(version: str = JMX_EXPORTER_VERSION, quiet: bool = True) -> Path
     return jar
 
 
-def assign_ports(d: Path, broker_ids: list[int]) -> dict[int, int]:
-    """A free loopback port per broker, written to ``<d>/metrics.json`` (none when the agent is
-    off: the file then says so)."""
-    ports = {b: _free_port() for b in broker_ids} if enabled() else {}
+def assign_ports(d: Path, broker_ids: list[int], free: LoopbackPorts) -> dict[int, int]:
+    """A free loopback port per broker from ``free`` (the cluster's other ports are taken from
+    it too), written to ``<d>/metrics.json`` (none when the agent is off: the file then says
+    so)."""
+    ports = {b: free.take() for b in broker_ids} if enabled() else {}
     data = {
         "jmx_exporter": JMX_EXPORTER_VERSION if ports else None,
         "ports": {str(b): p for b, p in ports.items()},
@@ -109,9 +110,3 @@ def endpoints(d: Path) -> dict[str, str]:
 
 def status_fields(d: Path) -> dict[str, Any]:
     return {"metrics_endpoints": endpoints(d)}
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

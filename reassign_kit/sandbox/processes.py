@@ -21,12 +21,6 @@ ZK_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 _MAINS = ("kafka.Kafka", ZK_MAIN)  # the only processes the sandbox ever signals
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def port_open(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(1)

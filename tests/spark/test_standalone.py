@@ -5,7 +5,6 @@ computes is the one the in-process planner computes."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,14 +16,9 @@ from spark_snapshots import random_snapshot
 from reassign_kit.model import Plan
 from reassign_kit.planner.in_process import plan_in_process
 from reassign_kit.planner.params import PlanParams
+from reassign_kit.sandbox.ports import LoopbackPorts
 
 pytestmark = pytest.mark.spark
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_for(path: Path, text: str, proc: subprocess.Popen, timeout: float = 120) -> None:
@@ -57,7 +51,8 @@ def standalone(tmp_path_factory):
         SPARK_LOG_DIR=str(work),
         SPARK_WORKER_DIR=str(work / "work"),
     )
-    port = _free_port()
+    with LoopbackPorts() as free:  # all distinct: none is bound until its process starts
+        port, master_ui, *worker_ui = (free.take() for _ in range(4))
     url = f"spark://127.0.0.1:{port}"
     procs: list[subprocess.Popen] = []
     try:
@@ -71,7 +66,7 @@ def standalone(tmp_path_factory):
                 "--port",
                 str(port),
                 "--webui-port",
-                str(_free_port()),
+                str(master_ui),
             ],
             stdout=mlog.open("w"),
             stderr=subprocess.STDOUT,
@@ -92,7 +87,7 @@ def standalone(tmp_path_factory):
                     "--memory",
                     "1g",
                     "--webui-port",
-                    str(_free_port()),
+                    str(worker_ui[i]),
                     "--work-dir",
                     str(work / f"w{i}"),
                     url,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from reassign_kit.sandbox import metrics as sm
+from reassign_kit.sandbox.ports import LoopbackPorts
 
 
 @pytest.fixture
@@ -23,7 +24,8 @@ def test_ports_kept_and_the_agent_only_on_brokers(tmp_path, cached_jar, monkeypa
     monkeypatch.delenv(sm.ENV_SWITCH, raising=False)
     d = tmp_path / "sb"
     d.mkdir()
-    ports = sm.assign_ports(d, [1, 2, 3])
+    with LoopbackPorts() as free:
+        ports = sm.assign_ports(d, [1, 2, 3], free)
     assert sorted(ports) == [1, 2, 3] and len(set(ports.values())) == 3
     assert sm.ports(d) == ports  # read back by a later process (start-broker, status)
     args = sm.agent_args(d, 2, "broker")
@@ -40,7 +42,8 @@ def test_switched_off_and_a_sandbox_made_before(tmp_path, cached_jar, monkeypatc
     monkeypatch.setenv(sm.ENV_SWITCH, "0")
     d = tmp_path / "off"
     d.mkdir()
-    assert sm.assign_ports(d, [1, 2]) == {}
+    with LoopbackPorts() as free:
+        assert sm.assign_ports(d, [1, 2], free) == {}
     assert sm.agent_args(d, 1, "broker") == [] and sm.endpoints(d) == {}
     old = tmp_path / "old"  # no metrics.json at all
     old.mkdir()

@@ -15,6 +15,7 @@ from reassign_kit.sandbox import config_files, zookeeper
 from reassign_kit.sandbox import kafka as kafka_mod
 from reassign_kit.sandbox import sandbox as sbx
 from reassign_kit.sandbox import state as sandbox_state
+from reassign_kit.sandbox.ports import LoopbackPorts
 
 
 def props(path: str) -> dict[str, str]:
@@ -134,6 +135,7 @@ def test_zk_dump_ephemerals_lists_the_registrations_zookeeper_holds():
 
 
 def test_zookeeper_whitelists_dump(tmp_path):
-    config_files.zookeeper_node(tmp_path)
+    with LoopbackPorts() as free:
+        config_files.zookeeper_node(tmp_path, free)
     props = (tmp_path / "zookeeper.properties").read_text()
     assert "4lw.commands.whitelist=ruok,srvr,dump" in props
