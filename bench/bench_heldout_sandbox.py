@@ -40,6 +40,9 @@ from reassign_kit.run.run import Run  # noqa: E402
 from reassign_kit.sandbox.sandbox import Sandbox  # noqa: E402
 
 FROM_SHARE = 0.25
+# a shape scored on fewer samples than this is marked: its median is one or two seconds of
+# the run's end (a change or a restart late in a short run), not its ETA over the run
+FEW_SAMPLES = 5
 
 
 def sandbox_seeds(count: int) -> list[int]:
@@ -241,18 +244,22 @@ def table(rows: list[dict]) -> str:
             else abs(r["whatif_cal"] - r["makespan"]) / r["makespan"]
         )
         h = r["held_n"]
+        few = "!" if 0 < r["n"] < FEW_SAMPLES else " "
         lines.append(
             f"{r['seed']:>4} {r['shape'][:44]:<44} {r['mb']:>4.0f} {r['end_s']:>5.0f}s "
-            f"{r['n']:>3} | {pct(r['ours']):>5} {pct(r['bound']):>5} {pct(r['since']):>5} "
+            f"{r['n']:>3}{few}| {pct(r['ours']):>5} {pct(r['bound']):>5} {pct(r['since']):>5} "
             f"{h[0]:>3}/{h[1]:<3} | {pct(wi):>5} {pct(wc):>6}"
         )
     ok = [r for r in rows if r["ours"] is not None]
+    few_rows = [f"{r['seed']} ({r['n']})" for r in ok if r["n"] < FEW_SAMPLES]
     lines.append(
         f"ours <= 10%: {sum(r['ours'] <= 0.10 for r in ok)}/{len(ok)}; no worse than the better "
         f"baseline: {sum(r['ours'] <= min(r['bound'], r['since']) + 1e-9 for r in ok)}/{len(ok)}; "
         f"held {sum(r['held_n'][0] for r in rows)}/{sum(r['held_n'][1] for r in rows)} samples; "
         f"unknown at {sum(r['unknown'] for r in rows)} samples"
     )
+    if few_rows:  # counted as the others are, but said: a median of one or two samples
+        lines.append(f"! scored on fewer than {FEW_SAMPLES} samples: seed {', '.join(few_rows)}")
     return "\n".join(lines)
 
 
