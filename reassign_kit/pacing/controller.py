@@ -120,7 +120,9 @@ def cap_start(cap_max: int) -> int:
     """Each broker's first cap on moves: the middle of one and ``cap_max`` (rounded up), as
     the rate starts in the middle of its bounds. From one, a plan whose moves share a broker
     ran one move at a time until the first raise, which needs a window that saw the load
-    (``settle_s``): a toll no rule of growth takes back (bench/RESULTS.md, the pace ladder)."""
+    (``settle_s``): a toll no rule of growth takes back (bench/RESULTS.md, the pace ladder).
+    Where the disks, not the throttle, bound the copy, the moves at once are the bytes and
+    this start costs seconds over the objective until a decrease (bench-pacing, same file)."""
     return max(1, (cap_max + 2) // 2)
 
 
