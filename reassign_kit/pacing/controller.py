@@ -40,18 +40,18 @@ every few minutes):
 
 With ``cap_max`` (``--max-moves-per-broker``: "the caps as maxima"), each broker also has a
 cap on the moves through it (``caps``, the scheduler's ``Caps.broker_caps``), from one to
-``cap_max``: it starts in the middle (``cap_start``), as the rate does, and grows on the
-rate's evidence and in the same decision, not only at the ceiling: by the room as the rate
-(limit / worst p99, 2 to ``MAX_JUMP``), doubled in slow start, by one after a first decrease,
-and near the limit no further than ``AIM`` of it by the same linear reading (to the nearest
-move). The rate bounds the bytes through the broker; at a given rate more moves only share
-them, so raised by the same factor the two read at most what the rate alone would. A
-decrease cuts the rate first (it bounds the bytes from the next second, where a smaller cap
-only holds back new moves while those in flight go on: halving the cap first let a breach
-persist a cycle of the quota and ended at one move), and the cap once the rate is at the
-floor — Cruise Control's concurrency adjuster, per broker and at poll speed. On
-bench-pacing's sandbox and load at 256 MiB/s (a rate the throttle does not bind), one move per
-broker at a time had 2-6 s over the objective, four 10-13 s, in makespans 10% longer
+``cap_max``: it starts at two (``cap_start``), grows in the same decision as the rate and on
+its evidence, not only at the ceiling: doubled with each raise in slow start while the
+readings it rests on are under ``AIM`` of the limit, after a first decrease by the room as the
+rate (limit / worst p99, 2 to ``MAX_JUMP``; by one without room) and near the limit no further
+than ``AIM`` of it by the same linear reading (to the nearest move). The rate bounds the bytes
+through the broker; at a given rate more moves only share them. A decrease cuts the rate first
+(it bounds the bytes from the next second, where a smaller cap only holds back new moves while
+those in flight go on: halving the cap first let a breach persist a cycle of the quota and
+ended at one move), and the cap once the rate is at the floor — Cruise Control's concurrency
+adjuster, per broker and at poll speed. On bench-pacing's sandbox and load at 256 MiB/s (a
+rate the throttle does not bind: the disks do, so the moves at once are the bytes), one move
+per broker at a time had 2-6 s over the objective, four 10-13 s, in makespans 10% longer
 (bench/RESULTS.md).
 
 A **pause** of new submissions (moves in flight go on; nothing is cancelled) holds while any
@@ -117,13 +117,14 @@ AIM = 0.9
 
 
 def cap_start(cap_max: int) -> int:
-    """Each broker's first cap on moves: the middle of one and ``cap_max`` (rounded up), as
-    the rate starts in the middle of its bounds. From one, a plan whose moves share a broker
-    ran one move at a time until the first raise, which needs a window that saw the load
-    (``settle_s``): a toll no rule of growth takes back (bench/RESULTS.md, the pace ladder).
-    Where the disks, not the throttle, bound the copy, the moves at once are the bytes and
-    this start costs seconds over the objective until a decrease (bench-pacing, same file)."""
-    return max(1, (cap_max + 2) // 2)
+    """Each broker's first cap on moves: two (one where the maximum is one), a slow start's
+    doubling from one move at a time, whatever the maximum. From one, a plan whose every move
+    shares its brokers runs one move in the whole cluster until the first raise, which needs a
+    window that saw the load (``settle_s``): a toll no rule of growth takes back. From the
+    middle of a larger maximum, a copy bound by the disks, not the throttle, puts that many
+    times the bytes on them from the first second (bench/RESULTS.md, the pace ladder and
+    bench-pacing)."""
+    return min(2, cap_max)
 
 
 _SLO = re.compile(r"^\s*(\+)?\s*(\d+(?:\.\d+)?)\s*(ms|s)?\s*$", re.IGNORECASE)
@@ -261,7 +262,7 @@ class Controller:
         if aim is not None and not 0 < aim <= 1:
             raise UsageError(f"the pace's aim must be in (0, 1] of the limit, got {aim}")
         self.aim = aim  # None: a raise may go past what the latency measured allows
-        # per-broker caps on moves (--max-moves-per-broker the most): from the middle, raised
+        # per-broker caps on moves (--max-moves-per-broker the most): from two, raised
         # with the rate, halved at the floor; none without the option
         self.cap_max = cap_max
         self.caps: dict[int, int] = {}
@@ -564,12 +565,20 @@ class Controller:
         return new, how
 
     def _cap_raise(self, cap: int | None, room: float, near: float, slow_start: bool) -> int | None:
-        """A broker's raised cap on moves, on the evidence of the rate's raise and in the same
-        decision (not only at the ceiling): by the room as the rate, doubled in slow start,
-        by one after a first decrease, near the limit no further than ``aim`` of it."""
+        """A broker's raised cap on moves, in the same decision as its rate's raise: doubled
+        in slow start while the readings the raise rests on are under ``aim`` of the limit;
+        after a first decrease by the room as the rate (by one without it), near the limit
+        no further than ``aim`` of it."""
         if cap is None or self.cap_max is None or cap >= self.cap_max:
             return cap
-        factor = self._jump(room) if slow_start or room <= ROOM else (cap + 1) / cap
+        if slow_start:
+            # not by the aim's linear reading: where the rate binds, a move more adds no bytes
+            # through a broker and the aim held a tight broker's cap where it started, each
+            # move held back starting later into the quota's credit (bench/RESULTS.md)
+            if self.aim is not None and near >= self.aim:
+                return cap
+            return min(self.cap_max, 2 * cap)
+        factor = self._jump(room) if room <= ROOM else (cap + 1) / cap
         if self.aim is not None and near > ROOM:
             factor = min(factor, self.aim / near)
         # to the nearest whole move: rounded down, a cap of 3 stayed 3 at any reading over
