@@ -127,6 +127,39 @@ def cap_start(cap_max: int) -> int:
     return min(2, cap_max)
 
 
+def jump(room: float) -> float:
+    """Slow start's factor for a rate: limit / worst (latency linear in the load reads at most
+    the limit after it), 2 at least, ``MAX_JUMP`` at most."""
+    return min(MAX_JUMP, max(2.0, 1 / room)) if room > 0 else MAX_JUMP
+
+
+def raised_cap(
+    cap: int | None,
+    cap_max: int | None,
+    room: float,
+    near: float,
+    slow_start: bool,
+    aim: float | None = AIM,
+) -> int | None:
+    """A broker's cap on moves in the decision that raises its rate: doubled in slow start
+    while the readings the raise rests on (``near``, of the limit) are under ``aim``; after a
+    first decrease by the room as the rate (by one without it), near the limit no further
+    than ``aim`` of it."""
+    if cap is None or cap_max is None or cap >= cap_max:
+        return cap
+    if slow_start:
+        # not by the aim's linear reading: where the rate binds, a move more adds no bytes
+        # through a broker, and the aim held a tight broker's cap where it started, each
+        # move held back starting later into the quota's credit (bench/RESULTS.md)
+        return cap if aim is not None and near >= aim else min(cap_max, 2 * cap)
+    factor = jump(room) if room <= ROOM else (cap + 1) / cap
+    if aim is not None and near > ROOM:
+        factor = min(factor, aim / near)
+    # to the nearest whole move: rounded down, a cap of 3 stayed 3 at any reading over 0.68
+    # of the limit, and a move held back started later into the quota's credit
+    return min(cap_max, max(cap, math.floor(cap * factor + 0.5)))
+
+
 _SLO = re.compile(r"^\s*(\+)?\s*(\d+(?:\.\d+)?)\s*(ms|s)?\s*$", re.IGNORECASE)
 
 
@@ -495,7 +528,7 @@ class Controller:
         """Broker ``b`` within the objective: a raise once a fresh sample, taken with the
         run's load on it, has held it for ``raise_persist_s`` since its last change settled;
         its rate (by the room, doubled until a first decrease) and its moves at once by the
-        same evidence (``_rate_raise``, ``_cap_raise``)."""
+        same evidence (``_rate_raise``, ``raised_cap``)."""
         old = self.rates[b]
         since = sample.ts - self.changed_at.get(b, -1e18)
         cap = self.caps.get(b)
@@ -516,7 +549,7 @@ class Controller:
         slow_start = b not in self.last_decrease
         near = self.held_worst[b] / limit  # the readings this raise rests on, of the limit
         new, how = self._rate_raise(b, old, room, near, slow_start)
-        new_cap = self._cap_raise(cap, room, near, slow_start)
+        new_cap = raised_cap(cap, self.cap_max, room, near, slow_start, self.aim)
         if new <= old and new_cap == cap:
             return None
         if new_cap != cap:
@@ -549,7 +582,7 @@ class Controller:
         ``aim`` of it by the readings the raise rests on."""
         if old >= self.bounds.ceiling:
             return old, ""
-        want = old * self._jump(room) if slow_start else old + self.step_bps
+        want = old * jump(room) if slow_start else old + self.step_bps
         # near the limit, no further than the readings this raise rests on allow (not the
         # worst since the last change: one burst that did not last would bar every raise
         # until the next change)
@@ -563,33 +596,6 @@ class Controller:
         if room < ROOM:
             how += f", worst p99 {_ms(self.worst.get(b))} since the last change"
         return new, how
-
-    def _cap_raise(self, cap: int | None, room: float, near: float, slow_start: bool) -> int | None:
-        """A broker's raised cap on moves, in the same decision as its rate's raise: doubled
-        in slow start while the readings the raise rests on are under ``aim`` of the limit;
-        after a first decrease by the room as the rate (by one without it), near the limit
-        no further than ``aim`` of it."""
-        if cap is None or self.cap_max is None or cap >= self.cap_max:
-            return cap
-        if slow_start:
-            # not by the aim's linear reading: where the rate binds, a move more adds no bytes
-            # through a broker and the aim held a tight broker's cap where it started, each
-            # move held back starting later into the quota's credit (bench/RESULTS.md)
-            if self.aim is not None and near >= self.aim:
-                return cap
-            return min(self.cap_max, 2 * cap)
-        factor = self._jump(room) if room <= ROOM else (cap + 1) / cap
-        if self.aim is not None and near > ROOM:
-            factor = min(factor, self.aim / near)
-        # to the nearest whole move: rounded down, a cap of 3 stayed 3 at any reading over
-        # 0.68 of the limit, and a move held back started later into the quota's credit
-        return min(self.cap_max, max(cap, math.floor(cap * factor + 0.5)))
-
-    @staticmethod
-    def _jump(room: float) -> float:
-        """Slow start's factor: limit / worst (latency linear in the load reads at most the
-        limit after it), 2 at least, ``MAX_JUMP`` at most."""
-        return min(MAX_JUMP, max(2.0, 1 / room)) if room > 0 else MAX_JUMP
 
     def _unheld(self, b: int) -> None:
         self.within_since.pop(b, None)
