@@ -40,12 +40,19 @@ every few minutes):
 
 With ``cap_max`` (``--max-moves-per-broker``: "the caps as maxima"), each broker also has a
 cap on the moves through it (``caps``, the scheduler's ``Caps.broker_caps``), from one to
-``cap_max``: it starts at one, is raised by one only once the broker's rate is at the ceiling,
-and a decrease halves it before the rate (halved once the cap is one) — Cruise Control's
-concurrency adjuster, per broker and at poll speed. At a given rate the moves copying at once
-(the partitions in each follower fetch) are what the load feels, and they buy little while the
-throttle binds: on bench-pacing's sandbox and load at 256 MiB/s, one move per broker at a time
-had 2-6 s over the objective, four 10-13 s, in makespans 10% longer (bench/RESULTS.md).
+``cap_max``: it starts at two (``cap_start``), grows in the same decision as the rate and on
+its evidence, not only at the ceiling: doubled with each raise in slow start while the
+readings it rests on are under ``AIM`` of the limit, after a first decrease by the room as the
+rate (limit / worst p99, 2 to ``MAX_JUMP``; by one without room) and near the limit no further
+than ``AIM`` of it by the same linear reading (to the nearest move). The rate bounds the bytes
+through the broker; at a given rate more moves only share them. A decrease cuts the rate first
+(it bounds the bytes from the next second, where a smaller cap only holds back new moves while
+those in flight go on: halving the cap first let a breach persist a cycle of the quota and
+ended at one move), and the cap once the rate is at the floor — Cruise Control's concurrency
+adjuster, per broker and at poll speed. On bench-pacing's sandbox and load at 256 MiB/s (a
+rate the throttle does not bind: the disks do, so the moves at once are the bytes), one move
+per broker at a time had 2-6 s over the objective, four 10-13 s, in makespans 10% longer
+(bench/RESULTS.md).
 
 A **pause** of new submissions (moves in flight go on; nothing is cancelled) holds while any
 partition outside the plan is under min ISR: the cluster is short of redundancy for someone
@@ -107,6 +114,51 @@ MAX_JUMP = 4.0
 # rhythm at any lower rate, so the pace must not overshoot in the first place: a faster
 # decrease only adds time over.
 AIM = 0.9
+
+
+def cap_start(cap_max: int) -> int:
+    """Each broker's first cap on moves: two (one where the maximum is one), a slow start's
+    doubling from one move at a time, whatever the maximum. From one, a plan whose every move
+    shares its brokers runs one move in the whole cluster until the first raise, which needs a
+    window that saw the load (``settle_s``): a toll no rule of growth takes back. From the
+    middle of a larger maximum, a copy bound by the disks, not the throttle, puts that many
+    times the bytes on them from the first second (bench/RESULTS.md, the pace ladder and
+    bench-pacing)."""
+    return min(2, cap_max)
+
+
+def jump(room: float) -> float:
+    """Slow start's factor for a rate: limit / worst (latency linear in the load reads at most
+    the limit after it), 2 at least, ``MAX_JUMP`` at most."""
+    return min(MAX_JUMP, max(2.0, 1 / room)) if room > 0 else MAX_JUMP
+
+
+def raised_cap(
+    cap: int | None,
+    cap_max: int | None,
+    room: float,
+    near: float,
+    slow_start: bool,
+    aim: float | None = AIM,
+) -> int | None:
+    """A broker's cap on moves in the decision that raises its rate: doubled in slow start
+    while the readings the raise rests on (``near``, of the limit) are under ``aim``; after a
+    first decrease by the room as the rate (by one without it), near the limit no further
+    than ``aim`` of it."""
+    if cap is None or cap_max is None or cap >= cap_max:
+        return cap
+    if slow_start:
+        # not by the aim's linear reading: where the rate binds, a move more adds no bytes
+        # through a broker, and the aim held a tight broker's cap where it started, each
+        # move held back starting later into the quota's credit (bench/RESULTS.md)
+        return cap if aim is not None and near >= aim else min(cap_max, 2 * cap)
+    factor = jump(room) if room <= ROOM else (cap + 1) / cap
+    if aim is not None and near > ROOM:
+        factor = min(factor, aim / near)
+    # to the nearest whole move: rounded down, a cap of 3 stayed 3 at any reading over 0.68
+    # of the limit, and a move held back started later into the quota's credit
+    return min(cap_max, max(cap, math.floor(cap * factor + 0.5)))
+
 
 _SLO = re.compile(r"^\s*(\+)?\s*(\d+(?:\.\d+)?)\s*(ms|s)?\s*$", re.IGNORECASE)
 
@@ -243,8 +295,8 @@ class Controller:
         if aim is not None and not 0 < aim <= 1:
             raise UsageError(f"the pace's aim must be in (0, 1] of the limit, got {aim}")
         self.aim = aim  # None: a raise may go past what the latency measured allows
-        # per-broker caps on moves (--max-moves-per-broker the most): from one, raised at the
-        # ceiling, halved before the rate; none without the option
+        # per-broker caps on moves (--max-moves-per-broker the most): from two, raised
+        # with the rate, halved at the floor; none without the option
         self.cap_max = cap_max
         self.caps: dict[int, int] = {}
         self.over_since: dict[int, float] = {}  # broker -> first sample of its run over
@@ -254,7 +306,7 @@ class Controller:
         first = bounds.clamp(start if start is not None else (bounds.floor + bounds.ceiling) / 2)
         self.rates: dict[int, int] = {b: first for b in sorted(set(brokers))}
         if cap_max:
-            self.caps = dict.fromkeys(self.rates, 1)  # one move each to start (the docstring)
+            self.caps = dict.fromkeys(self.rates, cap_start(cap_max))
         self.plan_partitions = frozenset(plan_partitions)
         self.changed_at: dict[int, float] = {}  # broker -> time of its last rate change
         # broker -> when the run's moves first loaded it at the start rate (a raise needs a
@@ -428,7 +480,7 @@ class Controller:
         limit: float,
     ) -> Decision | None:
         """Broker ``b`` over the objective: once it has been for ``persist_s`` and the last
-        decrease has settled, its moves at once cut by ``beta`` first, else its rate."""
+        decrease has settled, its rate cut by ``beta``; at the floor, its moves at once."""
         old = self.rates[b]
         first = self.over_since.setdefault(b, sample.ts)
         if sample.ts - first < self.persist_s:
@@ -438,11 +490,12 @@ class Controller:
             return None
         if sample.ts - self.last_decrease.get(b, -1e18) < self.settle_s:
             return None  # the last decrease has not reached the window yet
-        if cap is not None and cap > 1:  # the moves at once first, the rate kept
-            new, new_cap = old, max(1, int(cap * self.beta))
-            how = f": its moves at once {cap} -> {new_cap}, its rate kept"
-        else:
+        if old > self.bounds.floor:  # the rate first: it bounds the bytes from the next second
             new, new_cap, how = self.bounds.clamp(old * self.beta), cap, ""
+        else:  # at the floor: the moves at once
+            assert cap is not None
+            new, new_cap = old, max(1, int(cap * self.beta))
+            how = f": its moves at once {cap} -> {new_cap}, its rate at the floor"
         self.rates[b] = new
         if new_cap is not None:
             self.caps[b] = new_cap
@@ -474,7 +527,8 @@ class Controller:
     ) -> Decision | None:
         """Broker ``b`` within the objective: a raise once a fresh sample, taken with the
         run's load on it, has held it for ``raise_persist_s`` since its last change settled;
-        its rate first (doubled until a first decrease), its moves at once at the ceiling."""
+        its rate (by the room, doubled until a first decrease) and its moves at once by the
+        same evidence (``_rate_raise``, ``raised_cap``)."""
         old = self.rates[b]
         since = sample.ts - self.changed_at.get(b, -1e18)
         cap = self.caps.get(b)
@@ -493,29 +547,15 @@ class Controller:
         if not loaded:
             return None
         slow_start = b not in self.last_decrease
-        if old < self.bounds.ceiling:  # the rate first, the moves at once at the ceiling
-            jump = min(MAX_JUMP, max(2.0, 1 / room)) if room > 0 else MAX_JUMP
-            want = old * jump if slow_start else old + self.step_bps
-            # near the limit, no further than the readings this raise rests on allow (not
-            # the worst since the last change: one burst that did not last would bar every
-            # raise until the next change)
-            near = self.held_worst[b] / limit
-            if self.aim is not None and near > ROOM:
-                want = min(want, old * self.aim / near)
-            if self.bounds.clamp(want) <= old:
-                return None
-            new, new_cap = self.bounds.clamp(want), cap
-            how = f" (slow start: x{new / old:.3g} until a first decrease)" if slow_start else ""
-            self.ramp_steps[b] = max(2, min(RAMP_STEPS, math.ceil(RAMP_STEPS * room)))
-            if room < ROOM:
-                how += f", worst p99 {_ms(room * limit)} since the last change"
-        else:
-            assert cap is not None  # cap_room
-            # by one: grown by the room, it gained nothing (bench/RESULTS.md, the pace ladder)
-            new, new_cap = old, cap + 1
-            how = f": its moves at once {cap} -> {new_cap} (its rate at the ceiling)"
-        if new_cap is not None:
+        near = self.held_worst[b] / limit  # the readings this raise rests on, of the limit
+        new, how = self._rate_raise(b, old, room, near, slow_start)
+        new_cap = raised_cap(cap, self.cap_max, room, near, slow_start, self.aim)
+        if new <= old and new_cap == cap:
+            return None
+        if new_cap != cap:
+            assert new_cap is not None
             self.caps[b] = new_cap
+            how += f": its moves at once {cap} -> {new_cap}"
         after = f" {since:.0f} s after the last change" if b in self.changed_at else ""
         self.rates[b] = new
         self.changed_at[b] = max(now, sample.ts)
@@ -533,6 +573,29 @@ class Controller:
             new_cap=new_cap,
             ramp_steps=self.ramp_steps.get(b) if new > old else None,
         )
+
+    def _rate_raise(
+        self, b: int, old: int, room: float, near: float, slow_start: bool
+    ) -> tuple[int, str]:
+        """Broker ``b``'s raised rate (``old`` where none) and the words for it: by the room
+        (doubled at least in slow start, ``+ step`` after), near the limit no further than
+        ``aim`` of it by the readings the raise rests on."""
+        if old >= self.bounds.ceiling:
+            return old, ""
+        want = old * jump(room) if slow_start else old + self.step_bps
+        # near the limit, no further than the readings this raise rests on allow (not the
+        # worst since the last change: one burst that did not last would bar every raise
+        # until the next change)
+        if self.aim is not None and near > ROOM:
+            want = min(want, old * self.aim / near)
+        new = self.bounds.clamp(want)
+        if new <= old:
+            return old, ""
+        how = f" (slow start: x{new / old:.3g} until a first decrease)" if slow_start else ""
+        self.ramp_steps[b] = max(2, min(RAMP_STEPS, math.ceil(RAMP_STEPS * room)))
+        if room < ROOM:
+            how += f", worst p99 {_ms(self.worst.get(b))} since the last change"
+        return new, how
 
     def _unheld(self, b: int) -> None:
         self.within_since.pop(b, None)
