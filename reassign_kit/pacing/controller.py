@@ -40,19 +40,18 @@ every few minutes):
 
 With ``cap_max`` (``--max-moves-per-broker``: "the caps as maxima"), each broker also has a
 cap on the moves through it (``caps``, the scheduler's ``Caps.broker_caps``), from one to
-``cap_max``: it starts at two (``cap_start``), grows in the same decision as the rate and on
-its evidence, not only at the ceiling: doubled with each raise in slow start while the
-readings it rests on are under ``AIM`` of the limit, after a first decrease by the room as the
-rate (limit / worst p99, 2 to ``MAX_JUMP``; by one without room) and near the limit no further
-than ``AIM`` of it by the same linear reading (to the nearest move). The rate bounds the bytes
-through the broker; at a given rate more moves only share them. A decrease cuts the rate first
-(it bounds the bytes from the next second, where a smaller cap only holds back new moves while
-those in flight go on: halving the cap first let a breach persist a cycle of the quota and
-ended at one move), and the cap once the rate is at the floor — Cruise Control's concurrency
-adjuster, per broker and at poll speed. On bench-pacing's sandbox and load at 256 MiB/s (a
-rate the throttle does not bind: the disks do, so the moves at once are the bytes), one move
-per broker at a time had 2-6 s over the objective, four 10-13 s, in makespans 10% longer
-(bench/RESULTS.md).
+``cap_max``: it starts at one (``cap_start``) and grows in the same decision as the rate, on
+its evidence, only while the moves through the broker copy at the rate they were given
+(``bound``: the bytes the run's progress samples read, ``pacing/copying``): doubled with each
+raise in slow start while the readings it rests on are under ``AIM`` of the limit, after a
+first decrease by the room as the rate (limit / worst p99, 2 to ``MAX_JUMP``; by one without
+room) and near the limit no further than ``AIM`` of it (to the nearest move). Where the copy
+moves well short of its rates (bound by the disks: bench-pacing's sandbox) another move only
+shares the bytes and puts its own on the same disks: the cap holds. A decrease cuts the rate
+first (it bounds the bytes from the next second, where a smaller cap only holds back new moves
+while those in flight go on), and the cap once the rate is at the floor — Cruise Control's
+concurrency adjuster, per broker and at poll speed (bench/RESULTS.md: the pace ladder,
+bench-pacing).
 
 A **pause** of new submissions (moves in flight go on; nothing is cancelled) holds while any
 partition outside the plan is under min ISR: the cluster is short of redundancy for someone
@@ -117,14 +116,11 @@ AIM = 0.9
 
 
 def cap_start(cap_max: int) -> int:
-    """Each broker's first cap on moves: two (one where the maximum is one), a slow start's
-    doubling from one move at a time, whatever the maximum. From one, a plan whose every move
-    shares its brokers runs one move in the whole cluster until the first raise, which needs a
-    window that saw the load (``settle_s``): a toll no rule of growth takes back. From the
-    middle of a larger maximum, a copy bound by the disks, not the throttle, puts that many
-    times the bytes on them from the first second (bench/RESULTS.md, the pace ladder and
-    bench-pacing)."""
-    return min(2, cap_max)
+    """Each broker's first cap on moves: one, the bytes of a run without caps' first seconds.
+    A start of two put twice those bytes on the disks where they, not the throttle, bound the
+    copy (bench-pacing: ~5 s more over the objective per run); the cap grows once the bytes
+    show the rate binds (``bound``)."""
+    return min(1, cap_max)
 
 
 def jump(room: float) -> float:
@@ -151,7 +147,10 @@ def raised_cap(
         # not by the aim's linear reading: where the rate binds, a move more adds no bytes
         # through a broker, and the aim held a tight broker's cap where it started, each
         # move held back starting later into the quota's credit (bench/RESULTS.md)
-        return cap if aim is not None and near >= aim else min(cap_max, 2 * cap)
+        # by the room as the rate (x2 at least): where nothing objects, a cap doubled twice
+        # left a third of a short run to one move in the whole cluster
+        factor = jump(room) if room <= ROOM else 2.0
+        return cap if aim is not None and near >= aim else min(cap_max, math.floor(cap * factor))
     factor = jump(room) if room <= ROOM else (cap + 1) / cap
     if aim is not None and near > ROOM:
         factor = min(factor, aim / near)
@@ -295,10 +294,11 @@ class Controller:
         if aim is not None and not 0 < aim <= 1:
             raise UsageError(f"the pace's aim must be in (0, 1] of the limit, got {aim}")
         self.aim = aim  # None: a raise may go past what the latency measured allows
-        # per-broker caps on moves (--max-moves-per-broker the most): from two, raised
-        # with the rate, halved at the floor; none without the option
+        # per-broker caps on moves (--max-moves-per-broker the most): from one, raised with
+        # the rate where the copy is bound by it, halved at the floor; none without the option
         self.cap_max = cap_max
         self.caps: dict[int, int] = {}
+        self.bound: frozenset[int] = frozenset()  # the last step's: whose caps may rise
         self.over_since: dict[int, float] = {}  # broker -> first sample of its run over
         self.objective, self.bounds = objective, bounds
         self.beta, self.settle_s, self.stale_s = beta, float(settle_s), float(stale_s)
@@ -402,13 +402,19 @@ class Controller:
         )
 
     def step(
-        self, sample: HealthSample | None, now: float, busy: Iterable[int] | None = None
+        self,
+        sample: HealthSample | None,
+        now: float,
+        busy: Iterable[int] | None = None,
+        bound: Iterable[int] = (),
     ) -> list[Decision]:
         """The decisions this sample (None: the source gave nothing) calls for, applied to
         ``rates`` / ``paused``. ``busy``: the brokers the run's moves in flight copy through
         now (None: all); only those are raised — a latency measured without the run's load
-        on a broker says nothing about a faster rate there."""
+        on a broker says nothing about a faster rate there. ``bound``: the brokers whose moves
+        copy at their rate (``copying.CopyRates``); only their caps on moves rise."""
         out: list[Decision] = []
+        self.bound = frozenset(bound)
         if sample is None:
             return out
         out += self._pause(sample, now)
@@ -535,6 +541,8 @@ class Controller:
         cap_room = cap is not None and self.cap_max is not None and cap < self.cap_max
         if stale or sample.degraded or since < self.settle_s:
             return None
+        if not loaded:
+            return self._cap_raise(b, sample, now, p99, limit)
         if sample.ts - self.loaded_since.get(b, sample.ts) < self.settle_s:
             return None  # its window holds latency from before the run's load reached it
         held = self.within_since.setdefault(b, sample.ts)
@@ -549,7 +557,11 @@ class Controller:
         slow_start = b not in self.last_decrease
         near = self.held_worst[b] / limit  # the readings this raise rests on, of the limit
         new, how = self._rate_raise(b, old, room, near, slow_start)
-        new_cap = raised_cap(cap, self.cap_max, room, near, slow_start, self.aim)
+        # more moves at once only where the bytes show the rate binds: elsewhere they share
+        # what the copy moves and put their own bytes on the same disks
+        new_cap = cap
+        if b in self.bound:
+            new_cap = raised_cap(cap, self.cap_max, room, near, slow_start, self.aim)
         if new <= old and new_cap == cap:
             return None
         if new_cap != cap:
@@ -572,6 +584,38 @@ class Controller:
             old_cap=cap,
             new_cap=new_cap,
             ramp_steps=self.ramp_steps.get(b) if new > old else None,
+        )
+
+    def _cap_raise(
+        self, b: int, sample: HealthSample, now: float, p99: float, limit: float
+    ) -> Decision | None:
+        """Broker ``b`` within the objective and carrying none of the run's bytes (a replica
+        the moves through it remove): its rate holds (its reading says nothing of the run's
+        load), but where those moves copy at another end's rate its cap may rise as the rate's
+        would, else it keeps every later move through it waiting (a plan whose moves all share
+        it runs one at a time)."""
+        cap = self.caps.get(b)
+        if cap is None or b not in self.bound:
+            return None
+        near = p99 / limit
+        slow_start = b not in self.last_decrease
+        new_cap = raised_cap(cap, self.cap_max, near, near, slow_start, self.aim)
+        if new_cap is None or new_cap <= cap:
+            return None
+        self.caps[b] = new_cap
+        self.changed_at[b] = max(now, sample.ts)
+        rate = self.rates[b]
+        return Decision(
+            now,
+            "increase",
+            f"produce p99 {_ms(p99)} within the objective {_ms(limit)}, its moves copying at "
+            f"their rate elsewhere: its moves at once {cap} -> {new_cap}, its rate kept",
+            b,
+            rate,
+            rate,
+            self._signals(b, sample),
+            old_cap=cap,
+            new_cap=new_cap,
         )
 
     def _rate_raise(

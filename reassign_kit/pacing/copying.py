@@ -1,0 +1,86 @@
+"""Whether the moves through a broker copy at the rate they were given: the adaptive pace's
+evidence for more moves at once (``Controller.step``'s ``bound``). Pure: the run hands in the
+bytes its own progress samples already read (``MoveState.bytes_copied``, one DescribeLogDirs
+per ``--sample-interval``), no broker call of its own.
+
+A move's copy is bound by a rate when one of its ends moved at least ``RATE_BOUND`` of the
+rate written to it over the last interval between two readings: its leader (which every new
+replica fetches from: the bytes of all its moves in flight) or a new replica (its share of
+each move). Then another move through its brokers adds bytes where the rate allows them. A
+copy bound by something else — the disks, the network — moves well short of every rate it
+has, and more moves at once only share what it already moves while each puts its bytes on the
+same disks (bench/RESULTS.md: on the sandbox, where the disks bound the copy, two moves at once
+from the first second cost ~5 s over the objective per run; on the simulator, where the
+throttle binds, one move at a time cost a third of the makespan)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from ..model import TopicPartition
+
+# of the rate written: the bytes moved at or above it are the rate's (the quota's average over
+# its windows lets a second run faster, another slower: an interval of the probe's 5 s reads
+# the rate within a fifth either way)
+RATE_BOUND = 0.8
+
+
+@dataclass(frozen=True)
+class Copying:
+    """One move in flight as the progress samples see it: its partition, the broker its new
+    replicas fetch from (``leader``: None when not known), the new replicas, every broker it
+    goes through, and the bytes its new replicas hold (None: not read yet)."""
+
+    tp: TopicPartition
+    leader: int | None
+    adding: tuple[int, ...]
+    brokers: tuple[int, ...]
+    copied: int | None
+
+
+@dataclass
+class CopyRates:
+    """The bytes of the moves in flight between two progress readings, and the brokers whose
+    moves copy at their rate (``bound``). ``read`` at every poll; a new reading is one whose
+    time (the run's last progress sample) changed."""
+
+    bound: frozenset[int] = frozenset()
+    flows: dict[int, float] = field(default_factory=dict)  # broker -> bytes/s, last interval
+    _last: tuple[float, dict[TopicPartition, int], dict[int, int]] | None = None
+
+    def read(
+        self, moves: Iterable[Copying], read_at: float, rates: Mapping[int, int]
+    ) -> frozenset[int]:
+        """The brokers of the moves bound by a rate over the last interval (kept until the
+        next reading). ``read_at``: when the bytes were read; ``rates``: the rates written
+        now (those of the next interval)."""
+        moves = [m for m in moves if m.copied is not None]
+        if not moves or (self._last is not None and read_at <= self._last[0]):
+            return self.bound  # no new reading: the last evidence holds
+        copied = {m.tp: int(m.copied or 0) for m in moves}
+        last, self._last = self._last, (read_at, copied, dict(rates))
+        if last is None:
+            return self.bound
+        t0, before, given = last
+        dt = read_at - t0
+        flows: dict[int, float] = {}
+        per_move: list[tuple[Copying, float]] = []
+        for m in moves:
+            if m.tp not in before or not m.adding:
+                continue  # a move that started in the interval has no rate of its own yet
+            moved = max(0, copied[m.tp] - before[m.tp]) / dt
+            per_move.append((m, moved))
+            if m.leader is not None:
+                flows[m.leader] = flows.get(m.leader, 0.0) + moved
+            for b in m.adding:
+                flows[b] = flows.get(b, 0.0) + moved / len(m.adding)
+        at_rate = {b for b, f in flows.items() if given.get(b) and f >= RATE_BOUND * given[b]}
+        self.flows = flows
+        self.bound = frozenset(
+            b
+            for m, _ in per_move
+            if at_rate & {*m.adding, *((m.leader,) if m.leader is not None else ())}
+            for b in m.brokers
+        )
+        return self.bound
