@@ -541,10 +541,10 @@ class Controller:
         cap_room = cap is not None and self.cap_max is not None and cap < self.cap_max
         if stale or sample.degraded or since < self.settle_s:
             return None
-        if not loaded:
-            return self._cap_raise(b, sample, now, p99, limit)
         if sample.ts - self.loaded_since.get(b, sample.ts) < self.settle_s:
-            return None  # its window holds latency from before the run's load reached it
+            # its window holds latency from before the run's load reached it (none at all:
+            # the moves through it only remove it)
+            return None if loaded else self._cap_raise(b, sample, now, p99, limit)
         held = self.within_since.setdefault(b, sample.ts)
         self.held_worst[b] = max(self.held_worst.get(b, 0.0), p99)
         room = self.worst.get(b, limit) / limit  # the worst since its last change, of the limit
@@ -553,7 +553,7 @@ class Controller:
         if old >= self.bounds.ceiling and not cap_room:
             return None
         if not loaded:
-            return None
+            return self._cap_raise(b, sample, now, p99, limit)
         slow_start = b not in self.last_decrease
         near = self.held_worst[b] / limit  # the readings this raise rests on, of the limit
         new, how = self._rate_raise(b, old, room, near, slow_start)

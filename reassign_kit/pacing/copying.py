@@ -15,7 +15,7 @@ throttle binds, one move at a time cost a third of the makespan)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..model import TopicPartition
@@ -28,58 +28,72 @@ RATE_BOUND = 0.8
 
 @dataclass(frozen=True)
 class Copying:
-    """One move in flight as the progress samples see it: its partition, the broker its new
-    replicas fetch from (``leader``: None when not known), the new replicas, every broker it
-    goes through, and the bytes its new replicas hold (None: not read yet)."""
+    """One move's step in flight as the progress samples see it: its partition, the broker its
+    new replicas fetch from (``leader``: None when not known), the new replicas, every broker
+    it goes through, the bytes its new replicas hold (None: not read yet), all they will
+    (``total``) and when the step was submitted (``since``: its bytes then were none)."""
 
     tp: TopicPartition
     leader: int | None
     adding: tuple[int, ...]
     brokers: tuple[int, ...]
     copied: int | None
+    total: int = 0
+    since: float | None = None
 
 
 @dataclass
 class CopyRates:
-    """The bytes of the moves in flight between two progress readings, and the brokers whose
-    moves copy at their rate (``bound``). ``read`` at every poll; a new reading is one whose
-    time (the run's last progress sample) changed."""
+    """The bytes the moves moved between two progress readings, per broker, and the brokers
+    whose moves copy at their rate (``bound``). ``read`` at every poll; a new reading is one
+    whose time (the run's last progress sample) changed. A move in both readings counts its
+    difference, one submitted since the last its bytes, one of the last reading now done
+    (``done``) what it still had to copy; one that began and ended between two readings is
+    not seen (the evidence only ever falls short: a cap held, never one raised by it)."""
 
     bound: frozenset[int] = frozenset()
     flows: dict[int, float] = field(default_factory=dict)  # broker -> bytes/s, last interval
-    _last: tuple[float, dict[TopicPartition, int], dict[int, int]] | None = None
+    _last: tuple[float, dict[TopicPartition, Copying], dict[int, int]] | None = None
 
     def read(
-        self, moves: Iterable[Copying], read_at: float, rates: Mapping[int, int]
+        self,
+        moves: Iterable[Copying],
+        read_at: float,
+        rates: Mapping[int, int],
+        done: Callable[[TopicPartition], bool] = lambda tp: False,
     ) -> frozenset[int]:
         """The brokers of the moves bound by a rate over the last interval (kept until the
         next reading). ``read_at``: when the bytes were read; ``rates``: the rates written
-        now (those of the next interval)."""
-        moves = [m for m in moves if m.copied is not None]
-        if not moves or (self._last is not None and read_at <= self._last[0]):
+        now (those of the next interval); ``done``: whether a move of the last reading ended
+        at its target since."""
+        now = {m.tp: m for m in moves if m.copied is not None}
+        if not now or (self._last is not None and read_at <= self._last[0]):
             return self.bound  # no new reading: the last evidence holds
-        copied = {m.tp: int(m.copied or 0) for m in moves}
-        last, self._last = self._last, (read_at, copied, dict(rates))
+        last, self._last = self._last, (read_at, now, dict(rates))
         if last is None:
             return self.bound
         t0, before, given = last
         dt = read_at - t0
+        moved: list[tuple[Copying, float]] = []
+        for m in now.values():
+            if m.tp in before:
+                moved.append((m, max(0, int(m.copied or 0) - int(before[m.tp].copied or 0))))
+            elif m.since is not None and m.since >= t0:
+                moved.append((m, int(m.copied or 0)))  # from none at its submission
+        for tp, m in before.items():
+            if tp not in now and done(tp):
+                moved.append((m, max(0, m.total - int(m.copied or 0))))
         flows: dict[int, float] = {}
-        per_move: list[tuple[Copying, float]] = []
-        for m in moves:
-            if m.tp not in before or not m.adding:
-                continue  # a move that started in the interval has no rate of its own yet
-            moved = max(0, copied[m.tp] - before[m.tp]) / dt
-            per_move.append((m, moved))
+        for m, n in moved:
             if m.leader is not None:
-                flows[m.leader] = flows.get(m.leader, 0.0) + moved
+                flows[m.leader] = flows.get(m.leader, 0.0) + n / dt
             for b in m.adding:
-                flows[b] = flows.get(b, 0.0) + moved / len(m.adding)
+                flows[b] = flows.get(b, 0.0) + n / dt / max(1, len(m.adding))
         at_rate = {b for b, f in flows.items() if given.get(b) and f >= RATE_BOUND * given[b]}
         self.flows = flows
         self.bound = frozenset(
             b
-            for m, _ in per_move
+            for m, _ in moved
             if at_rate & {*m.adding, *((m.leader,) if m.leader is not None else ())}
             for b in m.brokers
         )

@@ -36,7 +36,7 @@ from ..pacing.ramp import Ramp
 if TYPE_CHECKING:
     from .shared import RunParts, RunState
 
-MOVING, READY = MoveStatus.MOVING, MoveStatus.READY
+MOVING, READY, DONE = MoveStatus.MOVING, MoveStatus.READY, MoveStatus.DONE
 
 log = logging.getLogger("reassign_kit.run.run")
 
@@ -275,14 +275,20 @@ class Pace:
             Copying(
                 ms.tp,
                 ms.original[0] if ms.original else None,  # the leader its fetchers copy from
-                tuple(b for b in ms.step_target if b not in ms.step_from),
+                adding := tuple(b for b in ms.step_target if b not in ms.step_from),
                 (*ms.original, *ms.move.replicas),
                 ms.bytes_copied,
+                ms.item.size_bytes * len(adding),
+                ms.step_submitted_at,
             )
             for ms in self.shared.index.of(MOVING)
         )
+        moves_of = self.shared.moves
         return self._copy_rates.read(
-            moves, self.shared.last_sample, self.shared.throttles.broker_rates
+            moves,
+            self.shared.last_sample,
+            self.shared.throttles.broker_rates,
+            lambda tp: tp in moves_of and moves_of[tp].status in (READY, DONE),
         )
 
     def _pace_write(self, now: float) -> None:
