@@ -430,29 +430,6 @@ class Controller:
                 out.append(d)
         return out
 
-    def _signals(self, b: int, sample: HealthSample) -> dict[str, Any]:
-        h = sample.brokers.get(b)
-        sig: dict[str, Any] = {"ts": sample.ts, "source": sample.source}
-        if h is not None:
-            sig.update(
-                {
-                    k: v
-                    for k, v in (
-                        ("produce_p99_ms", h.produce_p99_ms),
-                        ("produce_p99_low_ms", h.produce_p99_low_ms),
-                        ("produce_p50_ms", h.produce_p50_ms),
-                        ("fetch_follower_p99_ms", h.fetch_follower_p99_ms),
-                        ("request_handler_idle", h.request_handler_idle),
-                        ("under_min_isr", h.under_min_isr),
-                    )
-                    if v is not None
-                }
-            )
-        sig["limit_ms"] = self.limit_of(b)
-        if sample.degraded:
-            sig["degraded"] = sample.degraded
-        return sig
-
     def _broker(
         self, b: int, sample: HealthSample, now: float, stale: bool, loaded: bool
     ) -> Decision | None:
@@ -516,7 +493,7 @@ class Controller:
             b,
             old,
             new,
-            self._signals(b, sample),
+            decision_signals(b, sample, self.limit_of(b)),
             old_cap=cap,
             new_cap=new_cap,
         )
@@ -580,7 +557,7 @@ class Controller:
             b,
             old,
             new,
-            self._signals(b, sample),
+            decision_signals(b, sample, self.limit_of(b)),
             old_cap=cap,
             new_cap=new_cap,
             ramp_steps=self.ramp_steps.get(b) if new > old else None,
@@ -589,11 +566,9 @@ class Controller:
     def _cap_raise(
         self, b: int, sample: HealthSample, now: float, p99: float, limit: float
     ) -> Decision | None:
-        """Broker ``b`` within the objective and carrying none of the run's bytes (a replica
-        the moves through it remove): its rate holds (its reading says nothing of the run's
-        load), but where those moves copy at another end's rate its cap may rise as the rate's
-        would, else it keeps every later move through it waiting (a plan whose moves all share
-        it runs one at a time)."""
+        """Broker ``b`` within the objective, none of the run's bytes on it (the moves only
+        remove it): its rate holds (its reading says nothing of the load); its cap rises where
+        its moves copy at another end's rate, else it holds every later move through it."""
         cap = self.caps.get(b)
         if cap is None or b not in self.bound:
             return None
@@ -613,7 +588,7 @@ class Controller:
             b,
             rate,
             rate,
-            self._signals(b, sample),
+            decision_signals(b, sample, self.limit_of(b)),
             old_cap=cap,
             new_cap=new_cap,
         )
@@ -672,6 +647,31 @@ class Controller:
                 Decision(now, "resume", "no partition outside the plan under min ISR", signals=sig)
             ]
         return []
+
+
+def decision_signals(b: int, sample: HealthSample, limit_ms: float | None) -> dict[str, Any]:
+    """What a decision on broker ``b`` rests on: the sample's readings of it and its limit."""
+    h = sample.brokers.get(b)
+    sig: dict[str, Any] = {"ts": sample.ts, "source": sample.source}
+    if h is not None:
+        sig.update(
+            {
+                k: v
+                for k, v in (
+                    ("produce_p99_ms", h.produce_p99_ms),
+                    ("produce_p99_low_ms", h.produce_p99_low_ms),
+                    ("produce_p50_ms", h.produce_p50_ms),
+                    ("fetch_follower_p99_ms", h.fetch_follower_p99_ms),
+                    ("request_handler_idle", h.request_handler_idle),
+                    ("under_min_isr", h.under_min_isr),
+                )
+                if v is not None
+            }
+        )
+    sig["limit_ms"] = limit_ms
+    if sample.degraded:
+        sig["degraded"] = sample.degraded
+    return sig
 
 
 SHOWN = 20  # partitions named in one journaled decision (the counts are whole)

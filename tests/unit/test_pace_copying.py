@@ -60,7 +60,7 @@ def test_bound_only_where_an_end_moved_its_share_of_the_rate(moves):
     c.read(ms, 0.0, RATES)
     later = [
         Copying(m.tp, m.leader, m.adding, m.brokers, int(mbps * MB * 5))
-        for m, (_, mbps) in zip(ms, moves)
+        for m, (_, mbps) in zip(ms, moves, strict=True)
     ]
     bound = c.read(later, 5.0, RATES)
     out: dict[int, float] = {}

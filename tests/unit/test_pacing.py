@@ -396,7 +396,9 @@ def test_the_caps_promises_hold_over_any_health_history(history, cap_max, bounds
     c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, PLAN, cap_max=cap_max)
     assert set(c.caps.values()) == {cap_start(cap_max)} == {1}
     now = 1000.0
-    for (dt, age, p99s, degraded, under, missing, busy), bound in zip(history, bounds):
+    for (dt, age, p99s, degraded, under, missing, busy), bound in zip(
+        history, bounds, strict=False
+    ):
         now += dt
         s = None if missing else sample(now - age, p99s, "sick" if degraded else None, under)
         before, held_before = dict(c.caps), dict(c.held_worst)
