@@ -344,7 +344,7 @@ def bench(sb, a) -> int:
                 "throttle_floor": MB // 2,
                 "pace": "adaptive",
                 "slo_produce_p99": f"{slo:g}ms",
-                # the pace's second lever, the moves at once per broker (from two up to this)
+                # the pace's second lever, the moves at once per broker (from one up to this)
                 "max_moves_per_broker": a.parts,
             }
             top = f"{ladder[-1] / MB:g}"
