@@ -66,6 +66,10 @@ class CopyRates:
         next reading). ``read_at``: when the bytes were read; ``rates``: the rates written
         now (those of the next interval); ``done``: whether a move of the last reading ended
         at its target since."""
+        moves = list(moves)
+        if not moves:  # nothing in flight: the evidence was of moves gone, none for the next
+            self.bound = frozenset()
+            return self.bound
         now = {m.tp: m for m in moves if m.copied is not None}
         if not now or (self._last is not None and read_at <= self._last[0]):
             return self.bound  # no new reading: the last evidence holds

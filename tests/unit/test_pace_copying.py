@@ -46,6 +46,16 @@ def test_the_evidence_holds_between_readings_and_a_new_move_has_no_rate_yet():
     assert c.read([move(2, 80 * MB, leader=1), move(1, 5 * MB)], 11.0, RATES) == frozenset()
 
 
+def test_no_move_in_flight_leaves_no_evidence_for_the_next():
+    """Once no move is in flight (the run paused, or between waves) the evidence of the moves
+    gone is dropped: the next moves' caps rise on their own bytes, not on those."""
+    c = CopyRates()
+    c.read([move(0, 0)], 1.0, RATES)
+    assert c.read([move(0, 40 * MB)], 6.0, RATES) == {0, 1, 2, 3}
+    assert c.read([], 6.0, RATES) == frozenset()
+    assert c.read([move(1, None)], 6.0, RATES) == frozenset()
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3), st.floats(0, 20)), min_size=1, max_size=6))
 def test_bound_only_where_an_end_moved_its_share_of_the_rate(moves):
