@@ -9,9 +9,7 @@ replica fetches from: the bytes of all its moves in flight) or a new replica (it
 each move). Then another move through its brokers adds bytes where the rate allows them. A
 copy bound by something else — the disks, the network — moves well short of every rate it
 has, and more moves at once only share what it already moves while each puts its bytes on the
-same disks (bench/RESULTS.md: on the sandbox, where the disks bound the copy, two moves at once
-from the first second cost ~5 s over the objective per run; on the simulator, where the
-throttle binds, one move at a time cost a third of the makespan)."""
+same disks, where producers feel them (bench/RESULTS.md, bench-pacing and the pace ladder)."""
 
 from __future__ import annotations
 
@@ -21,8 +19,8 @@ from dataclasses import dataclass, field
 from ..model import TopicPartition
 
 # of the rate written: the bytes moved at or above it are the rate's (the quota's average over
-# its windows lets a second run faster, another slower: an interval of the probe's 5 s reads
-# the rate within a fifth either way)
+# its windows lets a second run faster, another slower: one interval between progress samples,
+# 5 s, reads the rate within a fifth either way)
 RATE_BOUND = 0.8
 
 
