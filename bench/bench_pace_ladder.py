@@ -17,9 +17,11 @@ five. Two loads:
   fast): the pace must come down and stay under it.
 
 Per row: makespan (model seconds), seconds over the objective (the time between samples
-whose p99 read over on any broker, sampled at every poll), the time until every broker's written rate reached the ceiling
-(adaptive), and makespan / the fastest static rate that kept the objective (<= 2 s over; a
-quota burst at the start may read over for a second or two at any rate).
+whose p99 read over on any broker, sampled at every poll), the time from the first move until
+every broker's written rate reached the ceiling (adaptive) and every broker's cap on moves
+its maximum (adaptive+caps: ``--max-moves-per-broker`` 4), and makespan / the fastest static
+rate that kept the objective (<= 2 s over; a quota burst at the start may read over for a
+second or two at any rate).
 
 Usage: nice -n 10 .venv/bin/python bench/bench_pace_ladder.py [--lengths 15,30,60,150,600]
 """
@@ -35,6 +37,7 @@ from reassign_kit.cluster.quota import QUOTA_WINDOWS
 from reassign_kit.cluster.simulate import SimCluster
 from reassign_kit.health.signals import BrokerHealth, HealthSample
 from reassign_kit.model import Move, Plan, TopicPartition
+from reassign_kit.pacing.controller import cap_start
 
 MB = 1_000_000
 CEILING = 32 * MB
@@ -134,7 +137,18 @@ def one(length_s: float, load: str, rate: int | None, caps: bool = False) -> dic
         if sim.now() > 20 * length_s:
             run.stop()  # a bound: the row then says it did not finish
 
+    caps_at: list[float] = []  # when every broker's cap on moves was the maximum
+    cap_of = dict.fromkeys(sim.broker_ids, cap_start(PARTS))
+
+    def on_cap(e: dict[str, Any]) -> None:
+        if e["event"] == "pace_decision" and e.get("new_cap") is not None:
+            cap_of[int(e["broker"])] = int(e["new_cap"])
+            if first_move and not caps_at and all(c >= PARTS for c in cap_of.values()):
+                caps_at.append(float(e["ts"]) - first_move[0])
+
     run.subscribe(on)
+    if caps:
+        run.subscribe(on_cap)
     res = run.run()
     # the first write at which every broker's rate was the ceiling (the simulator's record)
     at_ceiling = [
@@ -149,7 +163,12 @@ def one(length_s: float, load: str, rate: int | None, caps: bool = False) -> dic
         "makespan": sim.now(),
         "over_s": health.over_s,
         "ceiling_s": at_ceiling[0] if at_ceiling else None,
+        "caps_s": (caps_at[0] if caps_at else None) if rate is None and caps else None,
     }
+
+
+def _s(v: float | None, shown: bool) -> str:
+    return "-" if v is None or not shown else f"{v:.1f}s"
 
 
 def main() -> None:
@@ -161,7 +180,10 @@ def main() -> None:
     t0 = time.time()
     cmd = "nice -n 10 .venv/bin/python bench/bench_pace_ladder.py " + " ".join(sys.argv[1:])
     lines = [f"`{cmd.strip()}` {args.label}", "", "```text"]
-    head = f"{'load':<9} {'length':>6} {'row':<12} {'makespan':>9} {'over':>6} {'ceiling':>8}"
+    head = (
+        f"{'load':<9} {'length':>6} {'row':<13} {'makespan':>9} {'over':>6} {'ceiling':>8} "
+        f"{'caps max':>8} {'ratio':>6}"
+    )
     lines += [head, "-" * (len(head) + 22)]
     for load in args.loads.split(","):
         for length in (float(x) for x in args.lengths.split(",")):
@@ -169,20 +191,19 @@ def main() -> None:
             rows["static 8"] = one(length, load, CEILING // 4)
             rows["adaptive"] = one(length, load, None)
             rows["adaptive+caps"] = one(length, load, None, caps=True)
-            kept = [
+            kept = [  # the fastest static rate within the objective
                 r["makespan"]
                 for k, r in rows.items()
-                if k != "adaptive" and r["over_s"] <= KEEPS_S and r["state"] == "done"
+                if k.startswith("static") and r["over_s"] <= KEEPS_S and r["state"] == "done"
             ]
             best = min(kept) if kept else None
             for k, r in rows.items():
-                ratio = "" if best is None or k != "adaptive" else f"  {r['makespan'] / best:.2f}x"
-                ceil = (
-                    "-" if r["ceiling_s"] is None or k != "adaptive" else f"{r['ceiling_s']:.1f}s"
-                )
+                adaptive = not k.startswith("static")
+                ratio = f"{r['makespan'] / best:.2f}x" if adaptive and best else ""
                 lines.append(
-                    f"{load:<9} {length:>5.0f}s {k:<12} {r['makespan']:>8.1f}s "
-                    f"{r['over_s']:>5.1f}s {ceil:>8}{ratio}"
+                    f"{load:<9} {length:>5.0f}s {k:<13} {r['makespan']:>8.1f}s "
+                    f"{r['over_s']:>5.1f}s {_s(r['ceiling_s'], adaptive):>8} "
+                    f"{_s(r['caps_s'], adaptive and 'caps' in k):>8} {ratio:>6}"
                     + ("" if r["state"] == "done" else f"  ({r['state']})")
                 )
             print("\n".join(lines[-len(rows) :]), flush=True)

@@ -33,8 +33,8 @@ class Caps:
     cluster_max_reassignments: int | None = None
     # KIP-435 "collecting a batch": leadership-moving steps first, up to the leader cap
     prefer_leader_moves: bool = False
-    # per broker, below max_moves_per_broker: the adaptive pace's (pacing/controller.py), halved
-    # with a broker's rate and raised by one with it; (broker, cap) pairs, hashable
+    # per broker, below max_moves_per_broker: the adaptive pace's (pacing/controller.py),
+    # raised with a broker's rate and halved at its floor; (broker, cap) pairs, hashable
     broker_caps: tuple[tuple[int, int], ...] = ()
 
     def cap_of(self, broker: int) -> int | None:

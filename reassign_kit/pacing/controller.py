@@ -40,12 +40,18 @@ every few minutes):
 
 With ``cap_max`` (``--max-moves-per-broker``: "the caps as maxima"), each broker also has a
 cap on the moves through it (``caps``, the scheduler's ``Caps.broker_caps``), from one to
-``cap_max``: it starts at one, is raised by one only once the broker's rate is at the ceiling,
-and a decrease halves it before the rate (halved once the cap is one) — Cruise Control's
-concurrency adjuster, per broker and at poll speed. At a given rate the moves copying at once
-(the partitions in each follower fetch) are what the load feels, and they buy little while the
-throttle binds: on bench-pacing's sandbox and load at 256 MiB/s, one move per broker at a time
-had 2-6 s over the objective, four 10-13 s, in makespans 10% longer (bench/RESULTS.md).
+``cap_max``: it starts at one (``cap_start``) and grows in the same decision as the rate, on
+its evidence, only while the moves through the broker copy at the rate they were given
+(``bound``: the bytes the run's progress samples read, ``pacing/copying``): doubled with each
+raise in slow start while the readings it rests on are under ``AIM`` of the limit, after a
+first decrease by the room as the rate (limit / worst p99, 2 to ``MAX_JUMP``; by one without
+room) and near the limit no further than ``AIM`` of it (to the nearest move). Where the copy
+moves well short of its rates (bound by the disks: bench-pacing's sandbox) another move only
+shares the bytes and puts its own on the same disks: the cap holds. A decrease cuts the rate
+first (it bounds the bytes from the next second, where a smaller cap only holds back new moves
+while those in flight go on), and the cap once the rate is at the floor — Cruise Control's
+concurrency adjuster, per broker and at poll speed (bench/RESULTS.md: the pace ladder,
+bench-pacing).
 
 A **pause** of new submissions (moves in flight go on; nothing is cancelled) holds while any
 partition outside the plan is under min ISR: the cluster is short of redundancy for someone
@@ -107,6 +113,51 @@ MAX_JUMP = 4.0
 # rhythm at any lower rate, so the pace must not overshoot in the first place: a faster
 # decrease only adds time over.
 AIM = 0.9
+
+
+def cap_start(cap_max: int) -> int:
+    """Each broker's first cap on moves: one, the bytes of a run without caps' first seconds.
+    A start of two put twice those bytes on the disks where they, not the throttle, bound the
+    copy (bench-pacing: ~5 s more over the objective per run); the cap grows once the bytes
+    show the rate binds (``bound``)."""
+    return min(1, cap_max)
+
+
+def jump(room: float) -> float:
+    """Slow start's factor for a rate: limit / worst (latency linear in the load reads at most
+    the limit after it), 2 at least, ``MAX_JUMP`` at most."""
+    return min(MAX_JUMP, max(2.0, 1 / room)) if room > 0 else MAX_JUMP
+
+
+def raised_cap(
+    cap: int | None,
+    cap_max: int | None,
+    room: float,
+    near: float,
+    slow_start: bool,
+    aim: float | None = AIM,
+) -> int | None:
+    """A broker's cap on moves in the decision that raises its rate: doubled in slow start
+    while the readings the raise rests on (``near``, of the limit) are under ``aim``; after a
+    first decrease by the room as the rate (by one without it), near the limit no further
+    than ``aim`` of it."""
+    if cap is None or cap_max is None or cap >= cap_max:
+        return cap
+    if slow_start:
+        # not by the aim's linear reading: where the rate binds, a move more adds no bytes
+        # through a broker, and the aim held a tight broker's cap where it started, each
+        # move held back starting later into the quota's credit (bench/RESULTS.md)
+        # by the room as the rate (x2 at least): where nothing objects, a cap doubled twice
+        # left a third of a short run to one move in the whole cluster
+        factor = jump(room) if room <= ROOM else 2.0
+        return cap if aim is not None and near >= aim else min(cap_max, math.floor(cap * factor))
+    factor = jump(room) if room <= ROOM else (cap + 1) / cap
+    if aim is not None and near > ROOM:
+        factor = min(factor, aim / near)
+    # to the nearest whole move: rounded down, a cap of 3 stayed 3 at any reading over 0.68
+    # of the limit, and a move held back started later into the quota's credit
+    return min(cap_max, max(cap, math.floor(cap * factor + 0.5)))
+
 
 _SLO = re.compile(r"^\s*(\+)?\s*(\d+(?:\.\d+)?)\s*(ms|s)?\s*$", re.IGNORECASE)
 
@@ -243,10 +294,11 @@ class Controller:
         if aim is not None and not 0 < aim <= 1:
             raise UsageError(f"the pace's aim must be in (0, 1] of the limit, got {aim}")
         self.aim = aim  # None: a raise may go past what the latency measured allows
-        # per-broker caps on moves (--max-moves-per-broker the most): from one, raised at the
-        # ceiling, halved before the rate; none without the option
+        # per-broker caps on moves (--max-moves-per-broker the most): from one, raised with
+        # the rate where the copy is bound by it, halved at the floor; none without the option
         self.cap_max = cap_max
         self.caps: dict[int, int] = {}
+        self.bound: frozenset[int] = frozenset()  # the last step's: whose caps may rise
         self.over_since: dict[int, float] = {}  # broker -> first sample of its run over
         self.objective, self.bounds = objective, bounds
         self.beta, self.settle_s, self.stale_s = beta, float(settle_s), float(stale_s)
@@ -254,7 +306,7 @@ class Controller:
         first = bounds.clamp(start if start is not None else (bounds.floor + bounds.ceiling) / 2)
         self.rates: dict[int, int] = {b: first for b in sorted(set(brokers))}
         if cap_max:
-            self.caps = dict.fromkeys(self.rates, 1)  # one move each to start (the docstring)
+            self.caps = dict.fromkeys(self.rates, cap_start(cap_max))
         self.plan_partitions = frozenset(plan_partitions)
         self.changed_at: dict[int, float] = {}  # broker -> time of its last rate change
         # broker -> when the run's moves first loaded it at the start rate (a raise needs a
@@ -350,13 +402,19 @@ class Controller:
         )
 
     def step(
-        self, sample: HealthSample | None, now: float, busy: Iterable[int] | None = None
+        self,
+        sample: HealthSample | None,
+        now: float,
+        busy: Iterable[int] | None = None,
+        bound: Iterable[int] = (),
     ) -> list[Decision]:
         """The decisions this sample (None: the source gave nothing) calls for, applied to
         ``rates`` / ``paused``. ``busy``: the brokers the run's moves in flight copy through
         now (None: all); only those are raised — a latency measured without the run's load
-        on a broker says nothing about a faster rate there."""
+        on a broker says nothing about a faster rate there. ``bound``: the brokers whose moves
+        copy at their rate (``copying.CopyRates``); only their caps on moves rise."""
         out: list[Decision] = []
+        self.bound = frozenset(bound)
         if sample is None:
             return out
         out += self._pause(sample, now)
@@ -371,29 +429,6 @@ class Controller:
             if d is not None:
                 out.append(d)
         return out
-
-    def _signals(self, b: int, sample: HealthSample) -> dict[str, Any]:
-        h = sample.brokers.get(b)
-        sig: dict[str, Any] = {"ts": sample.ts, "source": sample.source}
-        if h is not None:
-            sig.update(
-                {
-                    k: v
-                    for k, v in (
-                        ("produce_p99_ms", h.produce_p99_ms),
-                        ("produce_p99_low_ms", h.produce_p99_low_ms),
-                        ("produce_p50_ms", h.produce_p50_ms),
-                        ("fetch_follower_p99_ms", h.fetch_follower_p99_ms),
-                        ("request_handler_idle", h.request_handler_idle),
-                        ("under_min_isr", h.under_min_isr),
-                    )
-                    if v is not None
-                }
-            )
-        sig["limit_ms"] = self.limit_of(b)
-        if sample.degraded:
-            sig["degraded"] = sample.degraded
-        return sig
 
     def _broker(
         self, b: int, sample: HealthSample, now: float, stale: bool, loaded: bool
@@ -428,7 +463,7 @@ class Controller:
         limit: float,
     ) -> Decision | None:
         """Broker ``b`` over the objective: once it has been for ``persist_s`` and the last
-        decrease has settled, its moves at once cut by ``beta`` first, else its rate."""
+        decrease has settled, its rate cut by ``beta``; at the floor, its moves at once."""
         old = self.rates[b]
         first = self.over_since.setdefault(b, sample.ts)
         if sample.ts - first < self.persist_s:
@@ -438,11 +473,12 @@ class Controller:
             return None
         if sample.ts - self.last_decrease.get(b, -1e18) < self.settle_s:
             return None  # the last decrease has not reached the window yet
-        if cap is not None and cap > 1:  # the moves at once first, the rate kept
-            new, new_cap = old, max(1, int(cap * self.beta))
-            how = f": its moves at once {cap} -> {new_cap}, its rate kept"
-        else:
+        if old > self.bounds.floor:  # the rate first: it bounds the bytes from the next second
             new, new_cap, how = self.bounds.clamp(old * self.beta), cap, ""
+        else:  # at the floor: the moves at once
+            assert cap is not None
+            new, new_cap = old, max(1, int(cap * self.beta))
+            how = f": its moves at once {cap} -> {new_cap}, its rate at the floor"
         self.rates[b] = new
         if new_cap is not None:
             self.caps[b] = new_cap
@@ -457,7 +493,7 @@ class Controller:
             b,
             old,
             new,
-            self._signals(b, sample),
+            decision_signals(b, sample, self.limit_of(b)),
             old_cap=cap,
             new_cap=new_cap,
         )
@@ -474,7 +510,8 @@ class Controller:
     ) -> Decision | None:
         """Broker ``b`` within the objective: a raise once a fresh sample, taken with the
         run's load on it, has held it for ``raise_persist_s`` since its last change settled;
-        its rate first (doubled until a first decrease), its moves at once at the ceiling."""
+        its rate (by the room, doubled until a first decrease) and its moves at once by the
+        same evidence (``_rate_raise``, ``raised_cap``)."""
         old = self.rates[b]
         since = sample.ts - self.changed_at.get(b, -1e18)
         cap = self.caps.get(b)
@@ -482,7 +519,9 @@ class Controller:
         if stale or sample.degraded or since < self.settle_s:
             return None
         if sample.ts - self.loaded_since.get(b, sample.ts) < self.settle_s:
-            return None  # its window holds latency from before the run's load reached it
+            # its window holds latency from before the run's load reached it (none at all:
+            # the moves through it only remove it)
+            return None if loaded else self._cap_raise(b, sample, now, p99, limit)
         held = self.within_since.setdefault(b, sample.ts)
         self.held_worst[b] = max(self.held_worst.get(b, 0.0), p99)
         room = self.worst.get(b, limit) / limit  # the worst since its last change, of the limit
@@ -491,31 +530,21 @@ class Controller:
         if old >= self.bounds.ceiling and not cap_room:
             return None
         if not loaded:
-            return None
+            return self._cap_raise(b, sample, now, p99, limit)
         slow_start = b not in self.last_decrease
-        if old < self.bounds.ceiling:  # the rate first, the moves at once at the ceiling
-            jump = min(MAX_JUMP, max(2.0, 1 / room)) if room > 0 else MAX_JUMP
-            want = old * jump if slow_start else old + self.step_bps
-            # near the limit, no further than the readings this raise rests on allow (not
-            # the worst since the last change: one burst that did not last would bar every
-            # raise until the next change)
-            near = self.held_worst[b] / limit
-            if self.aim is not None and near > ROOM:
-                want = min(want, old * self.aim / near)
-            if self.bounds.clamp(want) <= old:
-                return None
-            new, new_cap = self.bounds.clamp(want), cap
-            how = f" (slow start: x{new / old:.3g} until a first decrease)" if slow_start else ""
-            self.ramp_steps[b] = max(2, min(RAMP_STEPS, math.ceil(RAMP_STEPS * room)))
-            if room < ROOM:
-                how += f", worst p99 {_ms(room * limit)} since the last change"
-        else:
-            assert cap is not None  # cap_room
-            # by one: grown by the room, it gained nothing (bench/RESULTS.md, the pace ladder)
-            new, new_cap = old, cap + 1
-            how = f": its moves at once {cap} -> {new_cap} (its rate at the ceiling)"
-        if new_cap is not None:
+        near = self.held_worst[b] / limit  # the readings this raise rests on, of the limit
+        new, how = self._rate_raise(b, old, room, near, slow_start)
+        # more moves at once only where the bytes show the rate binds: elsewhere they share
+        # what the copy moves and put their own bytes on the same disks
+        new_cap = cap
+        if b in self.bound:
+            new_cap = raised_cap(cap, self.cap_max, room, near, slow_start, self.aim)
+        if new <= old and new_cap == cap:
+            return None
+        if new_cap != cap:
+            assert new_cap is not None
             self.caps[b] = new_cap
+            how += f": its moves at once {cap} -> {new_cap}"
         after = f" {since:.0f} s after the last change" if b in self.changed_at else ""
         self.rates[b] = new
         self.changed_at[b] = max(now, sample.ts)
@@ -528,11 +557,64 @@ class Controller:
             b,
             old,
             new,
-            self._signals(b, sample),
+            decision_signals(b, sample, self.limit_of(b)),
             old_cap=cap,
             new_cap=new_cap,
             ramp_steps=self.ramp_steps.get(b) if new > old else None,
         )
+
+    def _cap_raise(
+        self, b: int, sample: HealthSample, now: float, p99: float, limit: float
+    ) -> Decision | None:
+        """Broker ``b`` within the objective, none of the run's bytes on it (the moves only
+        remove it): its rate holds (its reading says nothing of the load); its cap rises where
+        its moves copy at another end's rate, else it holds every later move through it."""
+        cap = self.caps.get(b)
+        if cap is None or b not in self.bound:
+            return None
+        near = p99 / limit
+        slow_start = b not in self.last_decrease
+        new_cap = raised_cap(cap, self.cap_max, near, near, slow_start, self.aim)
+        if new_cap is None or new_cap <= cap:
+            return None
+        self.caps[b] = new_cap
+        self.changed_at[b] = max(now, sample.ts)
+        rate = self.rates[b]
+        return Decision(
+            now,
+            "increase",
+            f"produce p99 {_ms(p99)} within the objective {_ms(limit)}, its moves copying at "
+            f"their rate elsewhere: its moves at once {cap} -> {new_cap}, its rate kept",
+            b,
+            rate,
+            rate,
+            decision_signals(b, sample, self.limit_of(b)),
+            old_cap=cap,
+            new_cap=new_cap,
+        )
+
+    def _rate_raise(
+        self, b: int, old: int, room: float, near: float, slow_start: bool
+    ) -> tuple[int, str]:
+        """Broker ``b``'s raised rate (``old`` where none) and the words for it: by the room
+        (doubled at least in slow start, ``+ step`` after), near the limit no further than
+        ``aim`` of it by the readings the raise rests on."""
+        if old >= self.bounds.ceiling:
+            return old, ""
+        want = old * jump(room) if slow_start else old + self.step_bps
+        # near the limit, no further than the readings this raise rests on allow (not the
+        # worst since the last change: one burst that did not last would bar every raise
+        # until the next change)
+        if self.aim is not None and near > ROOM:
+            want = min(want, old * self.aim / near)
+        new = self.bounds.clamp(want)
+        if new <= old:
+            return old, ""
+        how = f" (slow start: x{new / old:.3g} until a first decrease)" if slow_start else ""
+        self.ramp_steps[b] = max(2, min(RAMP_STEPS, math.ceil(RAMP_STEPS * room)))
+        if room < ROOM:
+            how += f", worst p99 {_ms(self.worst.get(b))} since the last change"
+        return new, how
 
     def _unheld(self, b: int) -> None:
         self.within_since.pop(b, None)
@@ -565,6 +647,31 @@ class Controller:
                 Decision(now, "resume", "no partition outside the plan under min ISR", signals=sig)
             ]
         return []
+
+
+def decision_signals(b: int, sample: HealthSample, limit_ms: float | None) -> dict[str, Any]:
+    """What a decision on broker ``b`` rests on: the sample's readings of it and its limit."""
+    h = sample.brokers.get(b)
+    sig: dict[str, Any] = {"ts": sample.ts, "source": sample.source}
+    if h is not None:
+        sig.update(
+            {
+                k: v
+                for k, v in (
+                    ("produce_p99_ms", h.produce_p99_ms),
+                    ("produce_p99_low_ms", h.produce_p99_low_ms),
+                    ("produce_p50_ms", h.produce_p50_ms),
+                    ("fetch_follower_p99_ms", h.fetch_follower_p99_ms),
+                    ("request_handler_idle", h.request_handler_idle),
+                    ("under_min_isr", h.under_min_isr),
+                )
+                if v is not None
+            }
+        )
+    sig["limit_ms"] = limit_ms
+    if sample.degraded:
+        sig["degraded"] = sample.degraded
+    return sig
 
 
 SHOWN = 20  # partitions named in one journaled decision (the counts are whole)

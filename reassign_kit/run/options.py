@@ -89,8 +89,8 @@ class ExecuteOptions(DiskOptions, ValidatedOptions, DerivedOptions):
         None,
         Option(
             "At most K moves adding to or removing from any one broker at once (with --pace "
-            "adaptive, each broker's maximum: its cap starts at one move and rises once its "
-            "rate is at the ceiling).",
+            "adaptive, each broker's maximum: its cap starts at one and grows with its "
+            "rate's raises only while its moves copy at their rate).",
             flag="--max-moves-per-broker",
             type=int_arg("--max-moves-per-broker", 1),
             metavar="K",

@@ -29,13 +29,14 @@ from ..health.signals import HealthSample, HealthSource
 from ..moves.schedule import Caps
 from ..moves.table import MoveStatus
 from ..pacing.controller import Bounds, Controller, Decision, Objective, elr_signals
+from ..pacing.copying import Copying, CopyRates
 from ..pacing.memory import PaceMemory, pace_memory, take_over
 from ..pacing.ramp import Ramp
 
 if TYPE_CHECKING:
     from .shared import RunParts, RunState
 
-MOVING, READY = MoveStatus.MOVING, MoveStatus.READY
+MOVING, READY, DONE = MoveStatus.MOVING, MoveStatus.READY, MoveStatus.DONE
 
 log = logging.getLogger("reassign_kit.run.run")
 
@@ -62,6 +63,7 @@ class Pace:
     _pace_memory: PaceMemory | None = None  # on resume, the journaled run's pace
     _ramp_started = False  # the start rate's ramp began (with the first submission)
     _health_closed = False
+    _copy_rates: CopyRates | None = None  # whose moves copy at their rate (the caps' evidence)
 
     @property
     def adaptive(self) -> bool:
@@ -229,12 +231,18 @@ class Pace:
             assert self._pace_began is not None
             if pacer.baseline_ready() or now - self._pace_began >= BASELINE_TIMEOUT_S:
                 decisions.append(pacer.fix_baseline(now))
+        # the brokers the moves in flight put bytes on: their leaders (the first of the
+        # replicas they started from) and new replicas; one they only remove carries none,
+        # and a raise on its reading met the load only once it led the next move
         busy = {
             b
             for ms in self.shared.index.of(MOVING, READY)
-            for b in (*(ms.original or ()), *ms.move.replicas)
+            for b in (
+                *ms.original[:1],
+                *(r for r in ms.move.replicas if r not in ms.original),
+            )
         }
-        decisions += pacer.step(sample, now, busy)
+        decisions += pacer.step(sample, now, busy, self._bound())
         self._pace_write(now)
         broker_caps = tuple(sorted(pacer.caps.items()))
         if broker_caps != self.shared.caps.broker_caps:  # the scheduler's next decision reads them
@@ -257,6 +265,31 @@ class Pace:
         ):
             self._pace_last_sample = now
             self.parts.loop.emit("pace_sample", **self._pace_fields(sample))
+
+    def _bound(self) -> frozenset[int]:
+        """The brokers whose moves copy at their rate, from the bytes the run's progress
+        samples read (no call of its own); the rates written are the next interval's."""
+        if self._copy_rates is None:
+            self._copy_rates = CopyRates()
+        moves = (
+            Copying(
+                ms.tp,
+                ms.original[0] if ms.original else None,  # the leader its fetchers copy from
+                adding := tuple(b for b in ms.step_target if b not in ms.step_from),
+                (*ms.original, *ms.move.replicas),
+                ms.bytes_copied,
+                ms.item.size_bytes * len(adding),
+                ms.step_submitted_at,
+            )
+            for ms in self.shared.index.of(MOVING)
+        )
+        moves_of = self.shared.moves
+        return self._copy_rates.read(
+            moves,
+            self.shared.last_sample,
+            self.shared.throttles.broker_rates,
+            lambda tp: tp in moves_of and moves_of[tp].status in (READY, DONE),
+        )
 
     def _pace_write(self, now: float) -> None:
         """The controller's rates, through the ramp, to the keeper (written at the next sync

@@ -288,11 +288,12 @@ def sigstop_bursts(broker: int, bursts: int = 6, stop_s: float = 4.0, cont_s: fl
 
 
 @pytest.mark.chaos
-def test_a_stalled_broker_is_backed_off_alone(quorum, work):
+@pytest.mark.parametrize("caps", [(), ("--max-moves-per-broker", "4")], ids=["rate", "caps"])
+def test_a_stalled_broker_is_backed_off_alone(quorum, work, caps):
     """--pace adaptive with broker 3 (a target of every move) stalled by SIGSTOP
     bursts: its rate drops within 30 s of the first stall and the other brokers' do not (each
     stands as high or higher 30 s later, above broker 3), nothing acknowledged is lost, the run
-    finishes with no throttle left."""
+    finishes with no throttle left. With caps on moves too: a breach cuts the rate first."""
     from reassign_kit.moves.journal import read_events
 
     fault = sigstop_bursts(3)
@@ -303,7 +304,7 @@ def test_a_stalled_broker_is_backed_off_alone(quorum, work):
         fault,
         mb=8,
         throttle=4 * MB,
-        extra=ADAPTIVE,
+        extra=ADAPTIVE + caps,
     )
     check(row)
     ev = read_events(work / "journal.jsonl")

@@ -533,10 +533,13 @@ def test_the_start_rate_is_written_before_the_first_move_and_copied_at_from_its_
         assert (n1 - n0) / (t1 - t0) <= start * 1.01, (t0, t1, (n1 - n0) / MB, start / MB)
 
 
-def _caps_run(tmp_path, sick: int | None, slo: str):
-    """A run of 12 moves through every broker (0,1 -> 2,3) with --max-moves-per-broker 4 and
-    --pace adaptive; its journal's events and the moves in flight after each sleep."""
+def _caps_run(tmp_path, sick: int | None, slo: str, disk: float = 50 * MB):
+    """A run of 12 moves through every broker (0,1 -> 2,3: each new replica fetches from
+    broker 0) with --max-moves-per-broker 4 and --pace adaptive up to 8 MB/s, the new replicas
+    taking in at most ``disk`` bytes/s each; its journal's events and the moves in flight
+    after each sleep."""
     sim, plan = cluster(12, 8 * MB)
+    sim.bandwidth = float(disk)
     health = SimLatency(sim)
     if sick is not None:
         health.extra_ms[sick] = 100.0  # slow throughout
@@ -562,30 +565,136 @@ def _caps_run(tmp_path, sick: int | None, slo: str):
     return read_events(j), inflight
 
 
-def test_a_sick_broker_keeps_one_move_at_a_time_and_its_rate_comes_down(tmp_path):
+def test_a_sick_broker_comes_down_by_its_rate_and_then_its_moves_at_once(tmp_path):
     """--pace adaptive with --max-moves-per-broker 4 (the maximum): each broker starts at one
-    move at a time (pacing/controller.py: at a given rate the moves at once are what the load
-    feels); broker 3, over the objective throughout, is never raised: its rate is halved,
-    its cap stays one, and as every move goes through it no more than one is in flight."""
+    move at a time; broker 3, over the objective throughout, is never raised: its rate is
+    halved at every decrease, its cap kept at one (nothing left to cut there). As every move
+    goes through it, one move is in flight at a time."""
     ev, inflight = _caps_run(tmp_path, sick=3, slo="30ms")
     cuts = [e for e in ev if e["event"] == "pace_decision" and e.get("broker") == 3]
     assert len(cuts) >= 2 and all(e["action"] == "decrease" for e in cuts)
-    assert all((e["old_cap"], e["new_cap"]) == (1, 1) for e in cuts)
-    assert all(e["new_rate"] < e["old_rate"] for e in cuts)
+    assert all(e["new_rate"] < e["old_rate"] and e["new_cap"] == e["old_cap"] == 1 for e in cuts)
     assert max(n for _, n in inflight) == 1
 
 
-def test_the_caps_on_moves_rise_only_once_the_rate_is_at_the_ceiling(tmp_path):
-    """The same run on a healthy cluster: each broker's rate rises first; its cap by one at a
-    time only once the rate is at the ceiling (--throttle), up to the maximum, and the run
-    then has more than one move in flight."""
+def test_the_caps_on_moves_rise_where_the_copy_is_bound_by_its_rate(tmp_path):
+    """The same run on a healthy cluster whose disks take more than the rate (50 MB/s per new
+    replica, the rate 8 MB/s): the first move's leader sends its whole rate, so each broker's
+    first raise lifts its cap from one with its rate (by the room), every broker's within two
+    polls of the first window that saw the run's load (settle_s), and the run then has more
+    than one move in flight."""
     ev, inflight = _caps_run(tmp_path, sick=None, slo="100ms")
+    first_move = min(e["ts"] for e in ev if e["event"] == "submitted")
     ups = [e for e in ev if e["event"] == "pace_decision" and e["action"] == "increase"]
-    cap_ups = [e for e in ups if e["new_cap"] > e["old_cap"]]
-    assert cap_ups, ups
-    for e in cap_ups:
-        assert e["old_rate"] == e["new_rate"] == 8 * MB and e["new_cap"] == e["old_cap"] + 1
-        first = next(u for u in ups if u["broker"] == e["broker"])
-        assert first["new_cap"] == first["old_cap"] == 1 and first["new_rate"] > first["old_rate"]
-    assert not any(e["new_rate"] > e["old_rate"] and e["new_cap"] > e["old_cap"] for e in ups)
+    firsts = {e["broker"]: e for e in reversed(ups)}
+    assert sorted(firsts) == [0, 1, 2, 3], ups
+    for e in firsts.values():
+        assert e["old_cap"] == 1 and e["new_cap"] > 1, e
+        assert e["ts"] - first_move <= 5.0 + 2 * 1.0  # settle_s and two polls of 1 s
     assert max(n for _, n in inflight) > 1
+
+
+def test_the_caps_on_moves_hold_where_the_disks_bound_the_copy(tmp_path):
+    """The same healthy run where the disks take 1 MB/s per new replica, under the rate
+    (the start's 4 MB/s, then 8): more moves would only share those bytes and put their own
+    on the same disks, so no cap rises from its one move while the rates do (the latency has
+    room); one move is in flight at a time, as a run without caps' first seconds."""
+    ev, inflight = _caps_run(tmp_path, sick=None, slo="100ms", disk=1 * MB)
+    ups = [e for e in ev if e["event"] == "pace_decision" and e["action"] == "increase"]
+    assert any(e["new_rate"] > e["old_rate"] for e in ups), ups
+    assert all(e["new_cap"] == e["old_cap"] == 1 for e in ups), ups
+    assert max(n for _, n in inflight) == 1
+
+
+class FlowLatency(SimLatency):
+    """Produce p99 per broker = ``base_ms`` + ``ms_per_mb`` x the most bytes per second it
+    carried (sent as a leader or taken in as a new replica) in any second of the last five,
+    read from the bytes the simulator copied: the quota's bursts count, not only the rate."""
+
+    def __init__(self, sim: SimCluster, base_ms: float, ms_per_mb: float):
+        super().__init__(sim, base_ms, ms_per_mb)
+        self.seen: dict[tuple[TopicPartition, int], float] = {}
+        self.flows: list[tuple[float, dict[int, float]]] = []
+        self.last_t = 0.0
+        self.over_s = 0.0
+
+    def sample(self) -> HealthSample:
+        t, moved = self.sim.now(), {}
+        for sp in self.sim.partitions.values():
+            for b in sp.target or ():
+                if b not in (sp.original or ()):
+                    now = sp.copied.get(b, float(sp.size_bytes) if b in sp.isr else 0.0)
+                    d = max(0.0, now - self.seen.get((sp.tp, b), 0.0))
+                    self.seen[(sp.tp, b)] = now
+                    for end in (b, sp.leader):
+                        moved[end] = moved.get(end, 0.0) + d
+        dt = max(t - self.last_t, 1e-9)
+        self.flows = [(ts, f) for ts, f in self.flows if ts > t - 5.0]
+        self.flows.append((t, {b: n / dt for b, n in moved.items()}))
+        brokers = {
+            b: BrokerHealth(
+                b,
+                produce_p99_ms=self.base_ms
+                + self.ms_per_mb * max(f.get(b, 0.0) for _, f in self.flows) / MB,
+            )
+            for b in self.sim.broker_ids
+        }
+        if any(h.produce_p99_ms > 50.0 for h in brokers.values()):
+            self.over_s += dt
+        self.last_t = t
+        return HealthSample(t, self.name, brokers, under_min_isr=frozenset())
+
+
+def _ladder_rung(tmp_path, length_s: float, ms_per_mbps: float) -> tuple[float, float]:
+    """bench_pace_ladder's plan (4 partitions, RF 2, brokers 1, 2 -> 3, 4; Kafka's 11-window
+    quota; 200 MB/s disks) sized so that static 32 MB/s takes ``length_s``, run with --pace
+    adaptive up to 32 MB/s and --max-moves-per-broker 4 under p99 10 ms + ``ms_per_mbps`` per
+    MB/s; its makespan and seconds over the 50 ms objective."""
+    from reassign_kit.cluster.quota import QUOTA_WINDOWS
+
+    sim = SimCluster([1, 2, 3, 4], bandwidth=200 * 1_000_000, tick=0.25)
+    sim.quota_windows = QUOTA_WINDOWS
+    ceiling = 32 * 1_000_000
+    sim.add_topic(
+        "ladder", [[1 + p % 2, 2 - p % 2] for p in range(4)], int(length_s) * ceiling // 4
+    )
+    plan = Plan.of(Move(TP("ladder", p), (3, 4)) for p in range(4))
+    health = FlowLatency(sim, 10.0, ms_per_mbps * MB / 1_000_000)
+    opts = ExecuteOptions(
+        batch_size=4,
+        additional=True,
+        throttle=ceiling,
+        pace="adaptive",
+        slo_produce_p99="50ms",
+        max_moves_per_broker=4,
+        wait=True,
+    )
+    run = Run(
+        sim, plan, opts, str(tmp_path / "j.jsonl"), clock=sim.now, sleep=sim.sleep, health=health
+    )
+    assert run.run().state == "done"
+    return sim.now(), health.over_s
+
+
+def test_caps_on_moves_keep_a_tight_objective_as_the_rate_alone_does(tmp_path):
+    """bench_pace_ladder's tight load (p99 10 ms + 1.5 ms per MB/s: 26 MB/s is the 50 ms
+    objective, the ceiling 32 MB/s too fast) on its 30-s rung, with --max-moves-per-broker 4:
+    no second over the objective, as fast as the fastest static rate that keeps it (16 MB/s:
+    62 s). A cap that grew only at the ceiling kept every move through broker 1 one at a time
+    (80 s, 35 s over); from one with broker 2 (the first move only removes it) counted as
+    loaded, its reading of no load raised its rate x1.9 and it read 58 ms once it led the
+    next move (62 s, 49 s over)."""
+    makespan, over = _ladder_rung(tmp_path, 30.0, 1.5)
+    assert over <= 2.0, over
+    assert makespan <= 1.15 * 62.0, makespan
+
+
+def test_caps_on_moves_pay_little_toll_where_nothing_objects(tmp_path):
+    """The ladder's 60-s rung with headroom (p99 10 ms + 0.15 ms per MB/s: nothing objects at
+    any rate): adaptive with --max-moves-per-broker 4 within 1.15x of static 32 MB/s (62 s),
+    nothing over. Every move goes through all four brokers, so a cap of one is one move in the
+    cluster until the first raise that the bytes allow (the first window that saw the load:
+    5 s); a cap that grew only at the ceiling, by one, took 73 s."""
+    makespan, over = _ladder_rung(tmp_path, 60.0, 0.15)
+    assert over == 0.0, over
+    assert makespan <= 1.15 * 62.0, makespan

@@ -21,6 +21,7 @@ from reassign_kit.pacing.controller import (
     Bounds,
     Controller,
     Objective,
+    cap_start,
     pace_line,
 )
 from reassign_kit.pacing.ramp import RAMP_STEPS
@@ -384,36 +385,90 @@ def test_a_loud_phase_of_the_quotas_rhythm_slows_nobody():
     assert (d.action, d.new_rate, d.ts) == ("decrease", 20_000, 36.0)
 
 
-def test_caps_start_at_one_rise_at_the_ceiling_and_fall_before_the_rate():
+@settings(max_examples=150, deadline=None)
+@given(steps, st.integers(1, 12), st.lists(st.sets(st.sampled_from(BROKERS)), min_size=60))
+def test_the_caps_promises_hold_over_any_health_history(history, cap_max, bounds):
+    """With caps on moves: each starts at one and stays within [1, cap_max]; a cap rises only
+    in a raise and only where the bytes showed the moves through its broker copy at their rate
+    (``bound``): in slow start by at most ``MAX_JUMP`` and only on readings under ``AIM`` of
+    the limit, after a first decrease never past ``AIM`` of the limit by the readings it rests
+    on by more than half a move; a decrease cuts the rate or, at the floor, the cap."""
+    c = Controller(Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, PLAN, cap_max=cap_max)
+    assert set(c.caps.values()) == {cap_start(cap_max)} == {1}
+    now = 1000.0
+    for (dt, age, p99s, degraded, under, missing, busy), bound in zip(
+        history, bounds, strict=False
+    ):
+        now += dt
+        s = None if missing else sample(now - age, p99s, "sick" if degraded else None, under)
+        before, held_before = dict(c.caps), dict(c.held_worst)
+        decreased = set(c.last_decrease)
+        for d in c.step(s, now, busy, bound):
+            assert all(1 <= v <= cap_max for v in c.caps.values())
+            if d.broker is None:
+                continue
+            assert (d.old_cap, d.new_cap) == (before[d.broker], c.caps[d.broker])
+            if d.action == "increase":
+                assert s is not None
+                near = max(held_before.get(d.broker, 0.0), s.brokers[d.broker].produce_p99_ms)
+                if d.new_cap > d.old_cap:
+                    assert d.broker in bound
+                if d.new_cap > d.old_cap and d.broker not in decreased:
+                    assert d.new_cap <= MAX_JUMP * d.old_cap and near / 50.0 < AIM
+                elif d.new_cap > d.old_cap:
+                    assert d.new_cap <= int(d.old_cap * MAX_JUMP)
+                    if near / 50.0 > ROOM:
+                        assert d.new_cap <= d.old_cap * AIM / (near / 50.0) + 0.5
+            else:
+                assert d.action == "decrease" and d.new_cap <= d.old_cap
+                if d.new_cap < d.old_cap:
+                    assert d.old_rate == d.new_rate == FLOOR
+                else:
+                    assert d.new_rate < d.old_rate
+
+
+def test_caps_start_at_one_and_rise_only_where_the_rate_binds():
     """--max-moves-per-broker with --pace adaptive: the maximum of each broker's cap (issue
-    22: "the caps as maxima"). Each starts at one move; a raise lifts the rate first and the
-    cap by one only once the rate is at the ceiling; a decrease halves the cap first, the
-    rate kept, and the rate once the cap is one (at a given rate the moves at once are what
-    the load feels: bench-pacing's A/B); the operator's new maximum brings caps down."""
-    c = Controller(  # the readings sit at the limit: the aim off
+    22: "the caps as maxima"). Each starts at one move (a run without caps' first seconds); a
+    raise lifts a broker's cap with its rate only where its moves copied at their rate (the
+    bytes, ``bound``): by the room in slow start (x4 at a fifth of the limit), doubled near it
+    while under the aim. A broker whose moves moved short of their rates (the disks bound
+    them) keeps its cap while its rate rises; one the moves only remove (not loaded) keeps its
+    rate, its cap raised where its moves copy at another end's rate. A decrease cuts the rate
+    first, the cap once the rate is at the floor; the operator's new maximum brings caps
+    down."""
+    assert [cap_start(m) for m in range(1, 9)] == [1] * 8
+    c = Controller(
         Objective(50.0), Bounds(FLOOR, CEILING), BROKERS, start=CEILING // 4, persist_s=0,
-        cap_max=4, aim=None,
+        cap_max=8,
     )  # fmt: skip
     assert c.caps == {0: 1, 1: 1, 2: 1}
-    ups = [d for t in (10.0, 16.0, 22.0, 28.0) for d in c.step(sample(t, {0: 50.0}), t)]
-    assert [(d.new_rate, d.new_cap) for d in ups] == [(CEILING // 2, 1), (CEILING, 1), (CEILING, 2)]
-    assert "its moves at once 1 -> 2 (its rate at the ceiling)" in ups[-1].reason
-    for t in (34.0, 40.0):
-        c.step(sample(t, {0: 50.0}), t)
-    assert (c.rates[0], c.caps[0]) == (CEILING, 4)  # never above the maximum
-    assert not c.step(sample(46.0, {0: 50.0}), 46.0)  # nothing left to raise
-    c.set_cap_max(3)  # the operator's new maximum brings caps down
-    assert c.caps == {0: 3, 1: 1, 2: 1}
-    (d,) = c.step(sample(52.0, {0: 90.0}), 52.0)  # over: the moves at once first
-    assert (d.action, d.old_rate, d.new_rate, d.old_cap, d.new_cap) == (
-        "decrease", CEILING, CEILING, 3, 1,
-    )  # fmt: skip
-    assert "its moves at once 3 -> 1, its rate kept" in d.reason
-    assert "cap 3 -> 1 moves" in pace_line({"event": "pace_decision", **d.to_event()})
-    (d,) = c.step(sample(58.0, {0: 90.0}), 58.0)  # at one move: the rate
-    assert (d.new_rate, d.new_cap) == (CEILING // 2, 1)
+    load = {0: 10.0, 1: 10.0, 2: 30.0}
+    assert not c.step(sample(10.0, load), 10.0, busy={0, 1, 2}, bound={0, 2})
+    ups = {d.broker: d for d in c.step(sample(16.0, load), 16.0, busy={0, 1, 2}, bound={0, 2})}
+    # broker 0 at its rate with room (10 of 50 ms): the rate x4 (the ceiling), the cap too
+    assert (ups[0].new_rate, ups[0].old_cap, ups[0].new_cap) == (CEILING, 1, 4)
+    assert "its moves at once 1 -> 4" in ups[0].reason
+    # broker 1 as healthy but its moves short of their rate: the rate rises, the cap holds
+    assert (ups[1].new_rate, ups[1].old_cap, ups[1].new_cap) == (CEILING, 1, 1)
+    assert "moves at once" not in ups[1].reason
+    # broker 2 at 30 of 50 ms (over the room, under the aim): the cap doubled
+    assert (ups[2].old_cap, ups[2].new_cap) == (1, 2)
+    (d,) = c.step(sample(22.0, {0: 90.0}), 22.0, busy={0}, bound={0})  # over: the rate first
+    assert (d.action, d.new_rate, d.old_cap, d.new_cap) == ("decrease", CEILING // 2, 4, 4)
+    assert "moves at once" not in d.reason
     c.rates[0] = FLOOR
-    assert not c.step(sample(64.0, {0: 90.0}), 64.0)  # floor and one move: nothing left to cut
+    (d,) = c.step(sample(28.0, {0: 90.0}), 28.0, busy={0})  # at the floor: the moves at once
+    assert (d.old_rate, d.new_rate, d.old_cap, d.new_cap) == (FLOOR, FLOOR, 4, 2)
+    assert "its moves at once 4 -> 2, its rate at the floor" in d.reason
+    assert "cap 4 -> 2 moves" in pace_line({"event": "pace_decision", **d.to_event()})
+    # broker 1 no longer loaded (its moves only remove it): where they copy at another end's
+    # rate its cap rises (its rate kept: its reading says nothing of the run's load)
+    (d,) = c.step(sample(34.0, {1: 10.0}), 34.0, busy={0}, bound={1})
+    assert (d.broker, d.old_rate, d.new_rate, d.old_cap, d.new_cap) == (1, CEILING, CEILING, 1, 4)
+    assert not c.step(sample(40.0, {1: 10.0}), 40.0, busy={0}, bound=())  # no evidence: holds
+    c.set_cap_max(3)  # the operator's new maximum brings caps down
+    assert c.caps == {0: 2, 1: 3, 2: 2}
     c.set_cap_max(None)
     assert c.caps == {}
 
