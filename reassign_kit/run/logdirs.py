@@ -81,8 +81,9 @@ class LogDirMoves:
     queued once its final replica set is in flight, started as the official tool does (retried
     while the new replica does not exist, up to ``timeout_s``: its --timeout), and the
     partition counts as complete only once every replica sits in its dir, no future log left.
-    A started move the broker no longer has (dropped, or moved back by another tool) is sent
-    again, up to ``MAX_RESENDS`` times: without that the run waited for it forever.
+    A started move the broker no longer has (dropped, or moved back by another tool) in two
+    rounds running is sent again, up to ``MAX_RESENDS`` times: without that the run waited for
+    it forever.
 
     ``moves`` is the run's ``tp -> MoveState``; a log-dir move that cannot start fails its
     partition's move (``MoveState.fail``); ``emit`` journals ``log_dir_started`` and
@@ -108,6 +109,9 @@ class LogDirMoves:
         self.started: set[tuple[TopicPartition, int]] = set()
         self.placed: set[TopicPartition] = set()
         self.resent: dict[tuple[TopicPartition, int], int] = {}
+        # seen dropped in the last round: sent again only if the next round agrees (a read
+        # while the broker swaps the finished future log in can show neither)
+        self.suspect: set[tuple[TopicPartition, int]] = set()
 
     def complete(self, tp: TopicPartition, replicas_complete: bool) -> bool:
         """``replicas_complete`` (``model.is_complete``) and, with log dirs, placed in them."""
@@ -212,7 +216,9 @@ class LogDirMoves:
             if self.moves[tp].status == "moving"
             and all((tp, b) in self.started for b in self.targets[tp])
         ]
-        self._resend(self.check_placed(waiting), now)
+        dropped = self.check_placed(waiting)
+        self._resend({k: d for k, d in dropped.items() if k in self.suspect}, now)
+        self.suspect = {k for k in dropped if k not in self.suspect}
 
     def brokers(self, submitting: Mapping[TopicPartition, Any]) -> set[int]:
         """Brokers that move (or are about to move: ``submitting``, tp -> (target, state)) a
