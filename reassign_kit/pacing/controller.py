@@ -717,7 +717,6 @@ def pace_line(e: Mapping[str, Any]) -> str:
     cap = ""
     if e.get("new_cap") is not None and e.get("new_cap") != e.get("old_cap"):
         cap = f", cap {e.get('old_cap')} -> {e['new_cap']} moves"
-    return (
-        f"pace broker {e['broker']}: {e.get('old_rate')} -> {e.get('new_rate')} B/s{cap} "
-        f"({e.get('action')}): {e.get('reason')}{seen}"
-    )
+    old, new = e.get("old_rate"), e.get("new_rate")
+    rate = f"{new} B/s kept" if old == new and cap else f"{old} -> {new} B/s"
+    return f"pace broker {e['broker']}: {rate}{cap} ({e.get('action')}): {e.get('reason')}{seen}"

@@ -461,7 +461,8 @@ def test_caps_start_at_one_and_rise_only_where_the_rate_binds():
     (d,) = c.step(sample(28.0, {0: 90.0}), 28.0, busy={0})  # at the floor: the moves at once
     assert (d.old_rate, d.new_rate, d.old_cap, d.new_cap) == (FLOOR, FLOOR, 4, 2)
     assert "its moves at once 4 -> 2, its rate at the floor" in d.reason
-    assert "cap 4 -> 2 moves" in pace_line({"event": "pace_decision", **d.to_event()})
+    line = pace_line({"event": "pace_decision", **d.to_event()})
+    assert f"pace broker 0: {FLOOR} B/s kept, cap 4 -> 2 moves (decrease)" in line
     # broker 1 no longer loaded (its moves only remove it): where they copy at another end's
     # rate its cap rises (its rate kept: its reading says nothing of the run's load)
     (d,) = c.step(sample(34.0, {1: 10.0}), 34.0, busy={0}, bound={1})
