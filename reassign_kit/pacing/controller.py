@@ -144,11 +144,9 @@ def raised_cap(
     if cap is None or cap_max is None or cap >= cap_max:
         return cap
     if slow_start:
-        # not by the aim's linear reading: where the rate binds, a move more adds no bytes
-        # through a broker, and the aim held a tight broker's cap where it started, each
-        # move held back starting later into the quota's credit (bench/RESULTS.md)
-        # by the room as the rate (x2 at least): where nothing objects, a cap doubled twice
-        # left a third of a short run to one move in the whole cluster
+        # by the room as the rate (x2 at least), not by the aim's linear reading: the aim held
+        # a tight broker's cap where it started, and a cap only doubled left a third of a short
+        # run to one move in the whole cluster (bench/RESULTS.md)
         factor = jump(room) if room <= ROOM else 2.0
         return cap if aim is not None and near >= aim else min(cap_max, math.floor(cap * factor))
     factor = jump(room) if room <= ROOM else (cap + 1) / cap

@@ -8,6 +8,7 @@ simulator carries (not a broker mock: the cluster is the simulator, the gateway 
 
 from __future__ import annotations
 
+import ladder_model
 import pytest
 
 from reassign_kit.cluster.config import FOLLOWER_RATE, LEADER_RATE
@@ -606,64 +607,17 @@ def test_the_caps_on_moves_hold_where_the_disks_bound_the_copy(tmp_path):
     assert max(n for _, n in inflight) == 1
 
 
-class FlowLatency(SimLatency):
-    """Produce p99 per broker = ``base_ms`` + ``ms_per_mb`` x the most bytes per second it
-    carried (sent as a leader or taken in as a new replica) in any second of the last five,
-    read from the bytes the simulator copied: the quota's bursts count, not only the rate."""
-
-    def __init__(self, sim: SimCluster, base_ms: float, ms_per_mb: float):
-        super().__init__(sim, base_ms, ms_per_mb)
-        self.seen: dict[tuple[TopicPartition, int], float] = {}
-        self.flows: list[tuple[float, dict[int, float]]] = []
-        self.last_t = 0.0
-        self.over_s = 0.0
-
-    def sample(self) -> HealthSample:
-        t, moved = self.sim.now(), {}
-        for sp in self.sim.partitions.values():
-            for b in sp.target or ():
-                if b not in (sp.original or ()):
-                    now = sp.copied.get(b, float(sp.size_bytes) if b in sp.isr else 0.0)
-                    d = max(0.0, now - self.seen.get((sp.tp, b), 0.0))
-                    self.seen[(sp.tp, b)] = now
-                    for end in (b, sp.leader):
-                        moved[end] = moved.get(end, 0.0) + d
-        dt = max(t - self.last_t, 1e-9)
-        self.flows = [(ts, f) for ts, f in self.flows if ts > t - 5.0]
-        self.flows.append((t, {b: n / dt for b, n in moved.items()}))
-        brokers = {
-            b: BrokerHealth(
-                b,
-                produce_p99_ms=self.base_ms
-                + self.ms_per_mb * max(f.get(b, 0.0) for _, f in self.flows) / MB,
-            )
-            for b in self.sim.broker_ids
-        }
-        if any(h.produce_p99_ms > 50.0 for h in brokers.values()):
-            self.over_s += dt
-        self.last_t = t
-        return HealthSample(t, self.name, brokers, under_min_isr=frozenset())
-
-
 def _ladder_rung(tmp_path, length_s: float, ms_per_mbps: float) -> tuple[float, float]:
     """bench_pace_ladder's plan (4 partitions, RF 2, brokers 1, 2 -> 3, 4; Kafka's 11-window
     quota; 200 MB/s disks) sized so that static 32 MB/s takes ``length_s``, run with --pace
     adaptive up to 32 MB/s and --max-moves-per-broker 4 under p99 10 ms + ``ms_per_mbps`` per
     MB/s; its makespan and seconds over the 50 ms objective."""
-    from reassign_kit.cluster.quota import QUOTA_WINDOWS
-
-    sim = SimCluster([1, 2, 3, 4], bandwidth=200 * 1_000_000, tick=0.25)
-    sim.quota_windows = QUOTA_WINDOWS
-    ceiling = 32 * 1_000_000
-    sim.add_topic(
-        "ladder", [[1 + p % 2, 2 - p % 2] for p in range(4)], int(length_s) * ceiling // 4
-    )
-    plan = Plan.of(Move(TP("ladder", p), (3, 4)) for p in range(4))
-    health = FlowLatency(sim, 10.0, ms_per_mbps * MB / 1_000_000)
+    sim, plan = ladder_model.cluster(length_s)
+    health = ladder_model.FlowLatency(sim, 10.0, ms_per_mbps)
     opts = ExecuteOptions(
         batch_size=4,
         additional=True,
-        throttle=ceiling,
+        throttle=ladder_model.CEILING,
         pace="adaptive",
         slo_produce_p99="50ms",
         max_moves_per_broker=4,
