@@ -40,6 +40,9 @@ DETERMINISTIC_TIME = 120.0  # CP-SAT's deterministic time units (reproducible, ~
 # the bytes goal is soft (unmet: the plan is written, exit 15): a search for it gets a short
 # budget; a random 3-rack snapshot spent ~100 CPU s on it at 120 units, every plan
 GOAL_DETERMINISTIC_TIME = 10.0
+# the least excess only words a refusal already decided: a short budget (an exhausted one says
+# the amount was not computed); at 120 units a hard refusal searched twice for many minutes
+EXPLAIN_DETERMINISTIC_TIME = 10.0
 
 Changed = tuple  # (topic, partition, old, new, size): planner.rows.Changed
 
@@ -210,7 +213,7 @@ def _explain(
             over_r.append(v)
     m.clear_hints()
     m.minimize(sum(over_b) if over_b else 0)
-    solver, status = mdl.solve(assumptions=False)
+    solver, status = mdl.solve(assumptions=False, budget=EXPLAIN_DETERMINISTIC_TIME)
     if status != mdl.cp.OPTIMAL:
         return "no placement keeps them within their limits (over by an amount not computed)"
     least_bytes = round(solver.objective_value)
