@@ -141,13 +141,29 @@ def _start(args: argparse.Namespace, gateway: Any, plan: Plan, opts: ExecuteOpti
         )
     if opts.parallel_replica_count and not args.resume:
         _print_steps(prepared, opts.parallel_replica_count)
-    caps = opts.caps()
-    print(
-        f"Paced execution: {caps.mode}"
-        + (f", N={caps.batch_size}" if caps.batch_size else "")
-        + f", order {opts.order}; journal {journal}"
-    )
+    print(f"{paced_header(opts)}; journal {journal}")
     return started
+
+
+def paced_header(opts: ExecuteOptions) -> str:
+    """What bounds the run, in one line: the mode, the order, the pace and every cap set."""
+    caps = opts.caps()
+    parts = [
+        f"Paced execution: {caps.mode}" + (f", N={caps.batch_size}" if caps.batch_size else "")
+    ]
+    parts.append(f"order {opts.order}")
+    if opts.pace == "adaptive":
+        slo = str(opts.slo_produce_p99)
+        slo = f"the baseline {slo}" if slo.startswith("+") else slo
+        parts.append(f"pace adaptive (produce p99 objective {slo})")
+    if caps.max_moves_per_broker is not None:
+        grown = ", each from 1 as its moves copy at their rate" if opts.pace == "adaptive" else ""
+        parts.append(f"at most {caps.max_moves_per_broker} moves per broker{grown}")
+    if caps.max_leader_moves is not None:
+        parts.append(f"at most {caps.max_leader_moves} leader moves")
+    if caps.cluster_max_reassignments is not None:
+        parts.append(f"at most {caps.cluster_max_reassignments} reassignments in the cluster")
+    return ", ".join(parts)
 
 
 def _run_watched(

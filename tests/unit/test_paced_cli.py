@@ -83,6 +83,29 @@ def test_parallel_replica_count_alone_is_a_paced_run_with_every_option():
     assert opts.timeout_s == 2.5 and opts.throttle == 1000 and opts.cancel_on_stop
 
 
+def test_the_paced_header_names_the_pace_and_every_cap():
+    """The run's first line says what bounds it: a run with caps under the adaptive pace
+    printed only 'legacy, order topic-partition'."""
+    from reassign_kit.cli import paced as paced_cli
+
+    p = reassign_cli.build_parser()
+    argv = ["--execute", "--throttle", "8000000", "--pace", "adaptive", "--slo-produce-p99",
+            "200ms", "--max-moves-per-broker", "3", "--max-leader-moves", "2",
+            "--cluster-max-reassignments", "5"]  # fmt: skip
+    header = paced_cli.paced_header(paced_cli.options_from_args(p.parse_args(BASE + argv)))
+    assert header == (
+        "Paced execution: legacy, order topic-partition, pace adaptive (produce p99 objective "
+        "200ms), at most 3 moves per broker, each from 1 as its moves copy at their rate, "
+        "at most 2 leader moves, at most 5 reassignments in the cluster"
+    )
+    plain = ["--execute", "--reassignment-batch-size", "2", "--incremental"]
+    header = paced_cli.paced_header(paced_cli.options_from_args(p.parse_args(BASE + plain)))
+    assert header == "Paced execution: incremental, N=2, order topic-partition"
+    relative = argv[:6] + ["+20ms"]
+    header = paced_cli.paced_header(paced_cli.options_from_args(p.parse_args(BASE + relative)))
+    assert header.endswith("pace adaptive (produce p99 objective the baseline +20ms)")
+
+
 def test_the_cli_is_static_no_module_registers_itself():
     """Which handler runs does not depend on import order: the tables are literal."""
     import importlib
