@@ -84,6 +84,15 @@ def _all_at_once() -> list[Callable[[], None]]:
     return [_patch(model, "decide", decide)]
 
 
+def _no_raise() -> list[Callable[[], None]]:
+    replay_caps = model.replay_caps
+
+    def without(wins, at, out_cap, in_cap, burst, held, raised=None):  # noqa: ANN001, ANN202
+        return replay_caps(wins, at, out_cap, in_cap, burst, held)
+
+    return [_patch(model, "replay_caps", without)]
+
+
 # each term and how it is removed (in-process patches of the ETA's own modules)
 TERMS: dict[str, Callable[[], list[Callable[[], None]]]] = {
     "full": list,
@@ -106,6 +115,8 @@ TERMS: dict[str, Callable[[], list[Callable[[], None]]]] = {
     "woke": lambda: [_patch(share.ShareMeter, "woke", lambda self, *a: 0.0)],
     # the queued moves admitted by the run's scheduler (batches, caps, incremental)
     "schedule": _all_at_once,
+    # the room a throttle raise leaves in the quota's windows, given whole in the replay
+    "raise": _no_raise,
 }
 
 
@@ -117,6 +128,17 @@ def _burst_prior() -> list[Callable[[], None]]:
         self.burst = 1.0
 
     return [_patch(share.ShareMeter, "__init__", with_prior)]
+
+
+def _pace_burst() -> list[Callable[[], None]]:
+    simulate = estimate.simulate
+
+    def with_credit(*a, **k):  # noqa: ANN002, ANN003, ANN202
+        if k.get("on_polls") is False:  # the pace's model: the idle credit whole
+            k["burst"] = 1.0
+        return simulate(*a, **k)
+
+    return [_patch(estimate, "simulate", with_credit)]
 
 
 # changes tried against the sandbox's misses (bench/RESULTS.md, "Why the sandbox shapes
@@ -138,6 +160,8 @@ VARIANTS: dict[str, Callable[[], list[Callable[[], None]]]] = {
     # the pace measured again 11 / 22 s after a throttle change, not 44 s
     "+hold11": lambda: [_patch(estimate, "QUOTA_REPLAY_S", 11.0)],
     "+hold22": lambda: [_patch(estimate, "QUOTA_REPLAY_S", 22.0)],
+    # the pace's model with Kafka's whole idle credit (a burst it gave is not pace)
+    "+paceburst": _pace_burst,
 }
 
 
