@@ -84,15 +84,6 @@ def _all_at_once() -> list[Callable[[], None]]:
     return [_patch(model, "decide", decide)]
 
 
-def _no_raise() -> list[Callable[[], None]]:
-    replay_caps = model.replay_caps
-
-    def without(wins, at, out_cap, in_cap, burst, held, raised=None):  # noqa: ANN001, ANN202
-        return replay_caps(wins, at, out_cap, in_cap, burst, held)
-
-    return [_patch(model, "replay_caps", without)]
-
-
 # each term and how it is removed (in-process patches of the ETA's own modules)
 TERMS: dict[str, Callable[[], list[Callable[[], None]]]] = {
     "full": list,
@@ -115,8 +106,6 @@ TERMS: dict[str, Callable[[], list[Callable[[], None]]]] = {
     "woke": lambda: [_patch(share.ShareMeter, "woke", lambda self, *a: 0.0)],
     # the queued moves admitted by the run's scheduler (batches, caps, incremental)
     "schedule": _all_at_once,
-    # the room a throttle raise leaves in the quota's windows, given whole in the replay
-    "raise": _no_raise,
 }
 
 

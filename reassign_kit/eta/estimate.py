@@ -90,9 +90,6 @@ class RunEta:
         self._sharing: dict[int, int] = {}  # (``sharing``)
         self._ends: Ends | None = None  # this sample's flows' ends (``model.ends_of``)
         self._known: dict[TopicPartition, tuple] = {}  # each move's steps (``flows_of``)
-        self._cap: float | None = None  # the throttle at the last sample
-        # (the last sample before it, the throttle before) while a raise's room may be left
-        self._raised: tuple[float, float] | None = None
         self.total_rate: float | None = None
         self.rates: dict[int, float] = {}
         self.low: float | None = None
@@ -142,9 +139,6 @@ class RunEta:
         none; ``tail_spread``: how much shorter than ``tail`` a completion lag was measured
         (the range's low end allows it)."""
         self.ts, self.tail_spread = ts, tail_spread
-        if cap and self._cap and cap != self._cap:  # the throttle changed since the last sample
-            self._raised = (self.meter.changed_ts, self._cap) if cap > self._cap else None
-        self._cap = float(cap) if cap else None
         if self._last is not None:
             for b in self._last[1]:
                 self.busy[b] = self.busy.get(b, 0.0) + (ts - self._last[0])
@@ -250,7 +244,7 @@ class RunEta:
             flows, capacity, caps, tail, rest_bytes, self.poll_s, self._elections,
             self._rest_leaders, idle=idle, burst=self.meter.burst,
             windows=self.ends.windows(ts) if cap and self.meter.replaying(ts) else None,
-            now=ts, ends=self._ends, raised=self._raised,
+            now=ts, ends=self._ends,
         )  # fmt: skip
         if not math.isfinite(fc.seconds):
             return None, stall or "no bytes can move (a throttle of 0?)"

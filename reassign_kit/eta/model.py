@@ -351,7 +351,6 @@ def simulate(
     now: float = 0.0,
     on_polls: bool = True,
     ends: Ends | None = None,
-    raised: tuple[float, float] | None = None,
 ) -> Forecast:
     """Seconds until every flow completes, each broker end at ``capacity`` bytes/s, the
     queued flows admitted by ``schedule.decide`` under ``caps``, each step completing
@@ -372,11 +371,10 @@ def simulate(
     time ``now``) are replayed for ``QUOTA_REPLAY_S`` in half-window steps: an end whose
     windows hold more than its limit stalls until they expire (a throttle lowered mid-run:
     the sandbox stalled 7 s), one whose windows hold less catches up (all of its credit
-    after a stall; the room a throttle raised at ``raised[0]`` from ``raised[1]`` left in
-    them, whole). ``ends``: ``ends_of(flows, capacity)`` when the caller has it (one
+    after a stall). ``ends``: ``ends_of(flows, capacity)`` when the caller has it (one
     state simulated twice)."""
     sim = _Simulation(flows, capacity, caps, lag, poll, on_polls, ends)
-    sim.quota(idle, burst, windows, now, raised)
+    sim.quota(idle, burst, windows, now)
     sim.elect = _Elections(elections, poll, on_polls)
     return sim.run(rest_bytes, rest_leaders)
 
@@ -436,10 +434,9 @@ class _Simulation:
         burst: float,
         windows: Mapping[tuple[str, int], Windows] | None,
         now: float,
-        raised: tuple[float, float] | None = None,
     ) -> None:
         """Kafka's quota windows replayed at first, then the credit of ends idle."""
-        self.burst, self.now, self.raised = burst, now, raised
+        self.burst, self.now = burst, now
         self.wins = {e: copy_windows(w) for e, w in (windows or {}).items()}
         self.held: set[tuple[str, int]] = set()  # ends the windows stalled (``replay_caps``)
         self.last_busy: dict[tuple[str, int | None], float] = {
@@ -523,9 +520,8 @@ class _Simulation:
         o_cap, i_cap = self.out_cap, self.in_cap
         if replay and copying:
             o_cap, i_cap = replay_caps(
-                self.wins, self.now + t, self.out_cap, self.in_cap, self.burst, self.held,
-                self.raised,
-            )  # fmt: skip
+                self.wins, self.now + t, self.out_cap, self.in_cap, self.burst, self.held
+            )
         dt = math.inf
         rates: Sequence[float] = []
         if copying:

@@ -8,12 +8,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..cluster.quota import QUOTA_WINDOW_S, QUOTA_WINDOWS, Windows, idle_credit
+from ..cluster.quota import QUOTA_WINDOW_S, Windows, idle_credit
 
 Flow = Any  # ``model.Flow`` (its ``src`` and ``left``), not imported: ``model`` imports this
 
 REPLAY_STEP_S = QUOTA_WINDOW_S / 2  # the replay's step: half a window
-QUOTA_SPAN_S = QUOTA_WINDOWS * QUOTA_WINDOW_S
 
 
 def copy_windows(w: Windows) -> Windows:
@@ -30,16 +29,13 @@ def replay_caps(
     in_cap: Mapping[int, float],
     burst: float,
     held: set[tuple[str, int]],
-    raised: tuple[float, float] | None = None,
 ) -> tuple[dict, dict]:
     """Each end's capacity over the next replay step as its quota windows allow: below its
     capacity when they are full (a stall), above it by ``burst`` of the credit beyond; by all
     of it once they stalled the end (added to ``held``): a stall and its catch-up are one
     mechanism, Kafka's windows (bench_eta's throttle x2 then x1: the quota stalled every end
     9.5 s, let 19 MiB through in a second, stalled again; replayed with the catch-up at the
-    burst measured, 0 on a plan whose ends never idled, the stall ran 5-6 s long).
-    ``raised`` = (when, the limit before): the throttle was raised then, and the windows'
-    seconds before it hold the old limit's bytes: that room goes through whole, idle or not."""
+    burst measured, 0 on a plan whose ends never idled, the stall ran 5-6 s long)."""
     o_cap, i_cap = dict(out_cap), dict(in_cap)
     for (kind, b), w in wins.items():
         caps = o_cap if kind == "o" else i_cap
@@ -50,11 +46,7 @@ def replay_caps(
         if allow < base:
             held.add((kind, b))
         share = 1.0 if (kind, b) in held else burst
-        room = 0.0  # the raise's: (new - old limit) over the windows' seconds before it
-        if raised is not None and allow > base:
-            before = raised[0] - (at + REPLAY_STEP_S - QUOTA_SPAN_S)
-            room = min(allow - base, max(0.0, base - raised[1]) * max(0.0, before) / REPLAY_STEP_S)
-        caps[b] = allow if allow < base else base + room + share * (allow - base - room)
+        caps[b] = allow if allow < base else base + share * (allow - base)
     return o_cap, i_cap
 
 
