@@ -106,6 +106,8 @@ TERMS: dict[str, Callable[[], list[Callable[[], None]]]] = {
     "woke": lambda: [_patch(share.ShareMeter, "woke", lambda self, *a: 0.0)],
     # the queued moves admitted by the run's scheduler (batches, caps, incremental)
     "schedule": _all_at_once,
+    # the pace measured again one quota span after a throttle raise (not QUOTA_REPLAY_S)
+    "raisedhold": lambda: [_patch(estimate, "RAISED_HOLD_S", estimate.QUOTA_REPLAY_S)],
 }
 
 
