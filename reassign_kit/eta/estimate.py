@@ -108,7 +108,7 @@ class RunEta:
         changed = self._last[0] if self._last is not None else -math.inf
         self.meter.restart(changed)
         # the pace at the old throttle says nothing of the new one, nor does the stall or
-        # catch-up while the quota's windows hold bytes of the old one (``replaying``)
+        # catch-up while the quota's windows hold the old one's bytes (a raise: ``update``)
         self.paced.restart(changed + QUOTA_REPLAY_S)
         self.finishes.restart(changed)
 
