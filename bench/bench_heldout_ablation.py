@@ -106,6 +106,8 @@ TERMS: dict[str, Callable[[], list[Callable[[], None]]]] = {
     "woke": lambda: [_patch(share.ShareMeter, "woke", lambda self, *a: 0.0)],
     # the queued moves admitted by the run's scheduler (batches, caps, incremental)
     "schedule": _all_at_once,
+    # the pace measured again one quota span after a throttle raise (not QUOTA_REPLAY_S)
+    "raisedhold": lambda: [_patch(estimate, "RAISED_HOLD_S", estimate.QUOTA_REPLAY_S)],
 }
 
 
@@ -117,6 +119,17 @@ def _burst_prior() -> list[Callable[[], None]]:
         self.burst = 1.0
 
     return [_patch(share.ShareMeter, "__init__", with_prior)]
+
+
+def _pace_burst() -> list[Callable[[], None]]:
+    simulate = estimate.simulate
+
+    def with_credit(*a, **k):  # noqa: ANN002, ANN003, ANN202
+        if k.get("on_polls") is False:  # the pace's model: the idle credit whole
+            k["burst"] = 1.0
+        return simulate(*a, **k)
+
+    return [_patch(estimate, "simulate", with_credit)]
 
 
 # changes tried against the sandbox's misses (bench/RESULTS.md, "Why the sandbox shapes
@@ -138,6 +151,8 @@ VARIANTS: dict[str, Callable[[], list[Callable[[], None]]]] = {
     # the pace measured again 11 / 22 s after a throttle change, not 44 s
     "+hold11": lambda: [_patch(estimate, "QUOTA_REPLAY_S", 11.0)],
     "+hold22": lambda: [_patch(estimate, "QUOTA_REPLAY_S", 22.0)],
+    # the pace's model with Kafka's whole idle credit (a burst it gave is not pace)
+    "+paceburst": _pace_burst,
 }
 
 

@@ -10,6 +10,8 @@ or send, from the moves not complete, over the throttle; the busiest) and since-
 the run before it on the same sandbox.
 
 Usage: nice -n 10 .venv/bin/python bench/bench_heldout_sandbox.py [--count 12] [--dir DIR]
+  [--seeds 70,80]  (these seeds instead of the first --count: a half's other shapes, e.g. the
+  fit half's throttle raises; each must be a 4-broker one)
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_eta import produce  # noqa: E402
+from bench_heldout import parse_seeds  # noqa: E402
 from heldout_shapes import MB, Shape, bound_seconds, shape_of  # noqa: E402
 
 from reassign_kit import whatif  # noqa: E402
@@ -191,12 +194,17 @@ def pct(v: float | None) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=12)
+    ap.add_argument("--seeds", help="these 4-broker seeds instead of the first --count, e.g. 70,80")
     ap.add_argument("--bound-s", type=float, default=30.0)
     ap.add_argument("--dir", help="a running 4-broker, 2-rack sandbox to reuse")
     ap.add_argument("--out", help="keep the journals and rows.json here (bench_heldout_ablation)")
     args = ap.parse_args()
     # a TERM stops the sandbox too (the ``finally``): a bench left in the background ignores INT
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    seeds = parse_seeds(args.seeds) if args.seeds else sandbox_seeds(args.count)
+    wrong = [s for s in seeds if shape_of(s).cluster.brokers != 4]
+    if wrong:
+        sys.exit(f"--seeds: not 4-broker shapes (the sandbox has 4): {wrong}")
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="heldout-sb-"))
     out.mkdir(parents=True, exist_ok=True)
     own = None
@@ -207,7 +215,7 @@ def main() -> None:
     rows: list[dict] = []
     prev = None
     try:
-        for seed in sandbox_seeds(args.count):
+        for seed in seeds:
             shape = shape_of(seed)
             print(f"seed {seed} {shape.describe()} ...", flush=True)
             try:

@@ -47,6 +47,9 @@ ETA_WINDOW_S = 60.0
 # a broker with bytes in flight to it that took in nothing for this long is stalled (before:
 # no rate yet — a follower's first fetch may wait a quota window)
 STALLED_AFTER_S = 10.0
+# after a throttle raise the pace is measured again once one quota span has passed: the
+# windows then hold only bytes moved under the new limit (a lowering waits out its stall too)
+RAISED_HOLD_S = QUOTA_WINDOWS * QUOTA_WINDOW_S
 PRIOR_BPS = 100 * 1024 * 1024  # nominal capacity of a broker end without a throttle
 FETCH_BYTES = 1 << 20  # what a follower fetches of a partition at a time
 
@@ -90,6 +93,7 @@ class RunEta:
         self._sharing: dict[int, int] = {}  # (``sharing``)
         self._ends: Ends | None = None  # this sample's flows' ends (``model.ends_of``)
         self._known: dict[TopicPartition, tuple] = {}  # each move's steps (``flows_of``)
+        self._cap: float | None = None  # the throttle at the last sample
         self.total_rate: float | None = None
         self.rates: dict[int, float] = {}
         self.low: float | None = None
@@ -104,7 +108,7 @@ class RunEta:
         changed = self._last[0] if self._last is not None else -math.inf
         self.meter.restart(changed)
         # the pace at the old throttle says nothing of the new one, nor does the stall or
-        # catch-up while the quota's windows hold bytes of the old one (``replaying``)
+        # catch-up while the quota's windows hold the old one's bytes (a raise: ``update``)
         self.paced.restart(changed + QUOTA_REPLAY_S)
         self.finishes.restart(changed)
 
@@ -139,6 +143,9 @@ class RunEta:
         none; ``tail_spread``: how much shorter than ``tail`` a completion lag was measured
         (the range's low end allows it)."""
         self.ts, self.tail_spread = ts, tail_spread
+        if cap and self._cap and cap > self._cap and self.meter.changed:  # raised since
+            self.paced.restart(self.meter.changed_ts + RAISED_HOLD_S)
+        self._cap = float(cap) if cap else None
         if self._last is not None:
             for b in self._last[1]:
                 self.busy[b] = self.busy.get(b, 0.0) + (ts - self._last[0])
