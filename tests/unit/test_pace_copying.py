@@ -34,6 +34,26 @@ def test_a_copy_at_its_rate_is_bound_and_one_short_of_it_is_not():
     assert slow.read([move(0, 10 * MB)], 6.0, RATES) == frozenset()
 
 
+def test_the_first_reading_counts_from_the_moves_submissions():
+    """The run's first progress sample comes a poll after its first moves (1 s), the second
+    an interval later (6 s): read against their submissions (bytes then none) the first is
+    evidence, 5 s sooner. A move submitted within an interval counts its bytes over its own
+    time since, not the whole interval (a second's bytes over 5 s read a fifth of its rate).
+    A move with no submission time counts for nothing until a second reading."""
+    c = CopyRates()
+    at = Copying(TP("t", 0), 0, (2, 3), (0, 1, 2, 3), 8 * MB, since=0.0)
+    assert c.read([at], 1.0, RATES) == {0, 1, 2, 3}
+    assert c.flows[0] == 8 * MB
+    short = CopyRates()
+    half = Copying(TP("t", 0), 0, (2, 3), (0, 1, 2, 3), 4 * MB, since=0.0)
+    assert short.read([half], 1.0, RATES) == frozenset()  # the disks bound it: half its rate
+    late = Copying(TP("t", 1), 1, (2, 3), (1, 0, 2, 3), 8 * MB, since=5.0)
+    assert short.read([half, late], 6.0, RATES) == {1, 0, 2, 3}  # 8 MB in its 1 s
+    assert short.flows[1] == 8 * MB
+    unknown = CopyRates()
+    assert unknown.read([move(0, 8 * MB)], 1.0, RATES) == frozenset()
+
+
 def test_the_evidence_holds_between_readings_and_a_new_move_has_no_rate_yet():
     """A poll without a new reading (the same time) keeps the last evidence; a move first
     read in this interval counts for nothing (its bytes may predate the interval); a move not
