@@ -4,7 +4,8 @@ bytes its own progress samples already read (``MoveState.bytes_copied``, one Des
 per ``--sample-interval``), no broker call of its own.
 
 A move's copy is bound by a rate when one of its ends moved at least ``RATE_BOUND`` of the
-rate written to it over the last interval between two readings: its leader (which every new
+rate written to it (and none past ``OVER_BOUND`` of its own: then the quota's credit or the
+page cache moved it, not the rate) over the last interval between two readings: its leader (which every new
 replica fetches from: the bytes of all its moves in flight) or a new replica (its share of
 each move). Then another move through its brokers adds bytes where the rate allows them. A
 copy bound by something else — the disks, the network — moves well short of every rate it
@@ -23,6 +24,11 @@ from ..model import TopicPartition
 # its windows lets a second run faster, another slower: one interval between progress samples,
 # 5 s, reads the rate within a fifth either way)
 RATE_BOUND = 0.8
+# and at most this much of it: more is the quota's credit (an end idle over its 11 windows may
+# take many seconds' allowance at once) or the page cache, not the rate binding. The sandbox's
+# first reading, half a second after a move's submission, read 1.0-3.7x its rate in two thirds
+# of bench-pacing's adaptive rows and 5 s later 0.0-0.3x (the disks bound it)
+OVER_BOUND = 1 / RATE_BOUND
 
 
 @dataclass(frozen=True)
@@ -96,12 +102,15 @@ class CopyRates:
                 flows[m.leader] = flows.get(m.leader, 0.0) + f
             for b in m.adding:
                 flows[b] = flows.get(b, 0.0) + f / max(1, len(m.adding))
-        at_rate = {b for b, f in flows.items() if given.get(b) and f >= RATE_BOUND * given[b]}
+        share = {b: f / given[b] for b, f in flows.items() if given.get(b)}
+        at_rate = {b for b, x in share.items() if x >= RATE_BOUND}
+        past = {b for b, x in share.items() if x > OVER_BOUND}  # its other ends' too
         self.flows = flows
         self.bound = frozenset(
             b
             for m, _ in moved
-            if at_rate & {*m.adding, *((m.leader,) if m.leader is not None else ())}
+            if (ends := {*m.adding, *((m.leader,) if m.leader is not None else ())}) & at_rate
+            and not ends & past
             for b in m.brokers
         )
         return self.bound
