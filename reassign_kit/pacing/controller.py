@@ -574,10 +574,10 @@ class Controller:
         its cap rises where its moves copy at a rate (loaded: doubled, no room claimed; the
         moves it adds take at most the rates written, the bytes of a run without caps)."""
         cap = self.caps.get(b)
-        if cap is None or b not in self.bound:
-            return None
-        near = p99 / limit
         slow_start = b not in self.last_decrease
+        if cap is None or b not in self.bound or (loaded and not slow_start):
+            return None
+        near = max(self.held_worst.get(b, 0.0), p99) / limit  # as a raise's readings
         room = 1.0 if loaded else near
         new_cap = raised_cap(cap, self.cap_max, room, near, slow_start, self.aim)
         if new_cap is None or new_cap <= cap:

@@ -504,6 +504,15 @@ def test_a_cap_doubles_on_the_bytes_before_a_window_that_saw_the_load():
     deg = Controller(Objective(50.0), Bounds(FLOOR, CEILING), (0,), start=CEILING // 4, cap_max=8)
     assert not deg.step(sample(1.0, {0: 10.0}, degraded="probe lost"), 1.0, busy={0}, bound={0})
     assert deg.caps == {0: 1}
+    # only in slow start: a broker cut before the run's bytes reached it (over on its own)
+    # waits for a window that saw them (the caps' property found it doubled after the cut)
+    cut = Controller(
+        Objective(50.0), Bounds(FLOOR, CEILING), (0,), start=CEILING // 4, persist_s=0,
+        cap_max=8,
+    )  # fmt: skip
+    assert [d.action for d in cut.step(sample(1.0, {0: 60.0}), 1.0, busy=set())] == ["decrease"]
+    assert not cut.step(sample(7.0, {0: 10.0}), 7.0, busy={0}, bound={0})
+    assert cut.caps == {0: 1}
 
 
 def test_persist_s_keeps_the_reaction_bound():
