@@ -45,7 +45,11 @@ its evidence, only while the moves through the broker copy at the rate they were
 (``bound``: the bytes the run's progress samples read, ``pacing/copying``): doubled with each
 raise in slow start while the readings it rests on are under ``AIM`` of the limit, after a
 first decrease by the room as the rate (limit / worst p99, 2 to ``MAX_JUMP``; by one without
-room) and near the limit no further than ``AIM`` of it (to the nearest move). Where the copy
+room) and near the limit no further than ``AIM`` of it (to the nearest move). Before a window
+that saw the run's load (the first ``settle_s`` after its moves reached the broker) the cap of
+a broker within the objective doubles on the bytes alone, its rate kept: the moves it adds
+take no more than the rates written, which bind the copy (the bytes a run without caps starts
+with), where waiting for that window held one move in the cluster. Where the copy
 moves well short of its rates (bound by the disks: bench-pacing's sandbox) another move only
 shares the bytes and puts its own on the same disks: the cap holds. A decrease cuts the rate
 first (it bounds the bytes from the next second, where a smaller cap only holds back new moves
@@ -518,8 +522,9 @@ class Controller:
             return None
         if sample.ts - self.loaded_since.get(b, sample.ts) < self.settle_s:
             # its window holds latency from before the run's load reached it (none at all:
-            # the moves through it only remove it)
-            return None if loaded else self._cap_raise(b, sample, now, p99, limit)
+            # the moves through it only remove it): its rate holds, its cap may rise on the
+            # bytes alone
+            return self._cap_raise(b, sample, now, p99, limit, loaded)
         held = self.within_since.setdefault(b, sample.ts)
         self.held_worst[b] = max(self.held_worst.get(b, 0.0), p99)
         room = self.worst.get(b, limit) / limit  # the worst since its last change, of the limit
@@ -528,7 +533,7 @@ class Controller:
         if old >= self.bounds.ceiling and not cap_room:
             return None
         if not loaded:
-            return self._cap_raise(b, sample, now, p99, limit)
+            return self._cap_raise(b, sample, now, p99, limit, loaded)
         slow_start = b not in self.last_decrease
         near = self.held_worst[b] / limit  # the readings this raise rests on, of the limit
         new, how = self._rate_raise(b, old, room, near, slow_start)
@@ -562,30 +567,32 @@ class Controller:
         )
 
     def _cap_raise(
-        self, b: int, sample: HealthSample, now: float, p99: float, limit: float
+        self, b: int, sample: HealthSample, now: float, p99: float, limit: float, loaded: bool
     ) -> Decision | None:
-        """Broker ``b`` within the objective, none of the run's bytes on it (the moves only
-        remove it): its rate holds (its reading says nothing of the load); its cap rises where
-        its moves copy at another end's rate, else it holds every later move through it."""
+        """Broker ``b`` within the objective on a reading that says nothing of the run's load
+        (the moves only remove it, or ``loaded`` before a window saw them): its rate holds,
+        its cap rises where its moves copy at a rate (loaded: doubled, no room claimed; the
+        moves it adds take at most the rates written, the bytes of a run without caps)."""
         cap = self.caps.get(b)
-        if cap is None or b not in self.bound:
-            return None
-        near = p99 / limit
         slow_start = b not in self.last_decrease
-        new_cap = raised_cap(cap, self.cap_max, near, near, slow_start, self.aim)
+        if cap is None or b not in self.bound or (loaded and not slow_start):
+            return None
+        near = max(self.held_worst.get(b, 0.0), p99) / limit  # as a raise's readings
+        room = 1.0 if loaded else near
+        new_cap = raised_cap(cap, self.cap_max, room, near, slow_start, self.aim)
         if new_cap is None or new_cap <= cap:
             return None
         self.caps[b] = new_cap
         self.changed_at[b] = max(now, sample.ts)
-        rate = self.rates[b]
+        where = "before a window that saw their load" if loaded else "elsewhere"
         return Decision(
             now,
             "increase",
             f"produce p99 {_ms(p99)} within the objective {_ms(limit)}, its moves copying at "
-            f"their rate elsewhere: its moves at once {cap} -> {new_cap}, its rate kept",
+            f"their rate {where}: its moves at once {cap} -> {new_cap}, its rate kept",
             b,
-            rate,
-            rate,
+            self.rates[b],
+            self.rates[b],
             decision_signals(b, sample, self.limit_of(b)),
             old_cap=cap,
             new_cap=new_cap,

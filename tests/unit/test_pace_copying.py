@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reassign_kit.model import TopicPartition
-from reassign_kit.pacing.copying import RATE_BOUND, Copying, CopyRates
+from reassign_kit.pacing.copying import OVER_BOUND, RATE_BOUND, Copying, CopyRates
 
 TP = TopicPartition
 MB = 1_000_000
@@ -32,6 +32,41 @@ def test_a_copy_at_its_rate_is_bound_and_one_short_of_it_is_not():
     slow = CopyRates()
     slow.read([move(0, 0)], 1.0, RATES)
     assert slow.read([move(0, 10 * MB)], 6.0, RATES) == frozenset()
+
+
+def test_the_first_reading_counts_from_the_moves_submissions():
+    """The run's first progress sample comes a poll after its first moves (1 s), the second
+    an interval later (6 s): read against their submissions (bytes then none) the first is
+    evidence, 5 s sooner. A move submitted within an interval counts its bytes over its own
+    time since, not the whole interval (a second's bytes over 5 s read a fifth of its rate).
+    A move with no submission time counts for nothing until a second reading."""
+    c = CopyRates()
+    at = Copying(TP("t", 0), 0, (2, 3), (0, 1, 2, 3), 8 * MB, since=0.0)
+    assert c.read([at], 1.0, RATES) == {0, 1, 2, 3}
+    assert c.flows[0] == 8 * MB
+    short = CopyRates()
+    half = Copying(TP("t", 0), 0, (2, 3), (0, 1, 2, 3), 4 * MB, since=0.0)
+    assert short.read([half], 1.0, RATES) == frozenset()  # the disks bound it: half its rate
+    late = Copying(TP("t", 1), 1, (2, 3), (1, 0, 2, 3), 8 * MB, since=5.0)
+    assert short.read([half, late], 6.0, RATES) == {1, 0, 2, 3}  # 8 MB in its 1 s
+    assert short.flows[1] == 8 * MB
+    unknown = CopyRates()
+    assert unknown.read([move(0, 8 * MB)], 1.0, RATES) == frozenset()
+
+
+def test_bytes_past_the_rate_are_the_quotas_credit_not_the_rate_binding():
+    """A move that moved well past its rate (the sandbox's first reading, half a second after
+    the submission: 1.0-3.7x the rate, 0.0-0.3x over the next 5 s where the disks bound the
+    copy) was let through by its quota's credit or the page cache: no evidence that the rate
+    binds, so no cap rises on it, though its new replicas took a share within their rates.
+    Within a fifth over the rate it still counts."""
+    c = CopyRates()
+    burst = Copying(TP("t", 0), 0, (2, 3), (0, 1, 2, 3), 13 * MB // 2, since=0.0)
+    assert c.read([burst], 0.5, RATES) == frozenset()  # 13 MB/s at a rate of 8: 1.6x
+    assert c.flows[0] == 13 * MB
+    near = CopyRates()
+    over = Copying(TP("t", 0), 0, (2, 3), (0, 1, 2, 3), 9 * MB, since=0.0)
+    assert near.read([over], 1.0, RATES) == {0, 1, 2, 3}  # 1.125x
 
 
 def test_the_evidence_holds_between_readings_and_a_new_move_has_no_rate_yet():
@@ -61,7 +96,8 @@ def test_no_move_in_flight_leaves_no_evidence_for_the_next():
 def test_bound_only_where_an_end_moved_its_share_of_the_rate(moves):
     """Over any moves (leader, bytes/s per new replica): a broker is bound exactly when a move
     through it has an end (its leader: the sum of its moves' bytes; a new replica: its share)
-    that moved at least ``RATE_BOUND`` of its rate."""
+    that moved at least ``RATE_BOUND`` of its rate, and none of its ends past ``OVER_BOUND``
+    of its own."""
     c = CopyRates()
     ms = [
         Copying(TP("t", i), ld, ((ld + 2) % 4,), (ld, (ld + 2) % 4), 0)
@@ -79,4 +115,10 @@ def test_bound_only_where_an_end_moved_its_share_of_the_rate(moves):
         for b in (m.leader, *m.adding):
             out[b] = out.get(b, 0.0) + m.copied / 5.0
     hot = {b for b, f in out.items() if f >= RATE_BOUND * RATES[b]}
-    assert bound == {b for m in later if hot & {m.leader, *m.adding} for b in m.brokers}
+    past = {b for b, f in out.items() if f > OVER_BOUND * RATES[b]}
+    assert bound == {
+        b
+        for m in later
+        if hot & {m.leader, *m.adding} and not past & {m.leader, *m.adding}
+        for b in m.brokers
+    }

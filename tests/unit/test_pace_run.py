@@ -652,3 +652,23 @@ def test_caps_on_moves_pay_little_toll_where_nothing_objects(tmp_path):
     makespan, over = _ladder_rung(tmp_path, 60.0, 0.15)
     assert over == 0.0, over
     assert makespan <= 1.15 * 62.0, makespan
+
+
+def test_caps_on_moves_keep_the_tight_objective_on_the_shortest_rung(tmp_path):
+    """The ladder's 15-s rung under tight load, with --max-moves-per-broker 4: at most 2 s over
+    the objective, within 1.15x of the fastest static rate that keeps it (16 MB/s: 31 s). A
+    cap that rose only on a second reading of the bytes (6 s in) grew to two, so each leader's
+    second move started after its first ended, into the quota's credit of the second between
+    them (42.9 MB/s for a second at a rate of 21.5: 74 ms), 10 s over in all."""
+    makespan, over = _ladder_rung(tmp_path, 15.0, 1.5)
+    assert over <= 2.0, over
+    assert makespan <= 1.15 * 31.0, makespan
+
+
+def test_caps_on_moves_pay_little_toll_on_a_short_rung(tmp_path):
+    """The ladder's 30-s rung with headroom: within 1.15x of static 32 MB/s (31 s). The caps
+    rise a poll after the first move, on its bytes read against its submission, where they
+    waited for a second reading (6 s of one move in the cluster: 37 s, 1.19x)."""
+    makespan, over = _ladder_rung(tmp_path, 30.0, 0.15)
+    assert over == 0.0, over
+    assert makespan <= 1.15 * 31.0, makespan

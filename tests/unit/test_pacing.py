@@ -444,7 +444,7 @@ def test_caps_start_at_one_and_rise_only_where_the_rate_binds():
     )  # fmt: skip
     assert c.caps == {0: 1, 1: 1, 2: 1}
     load = {0: 10.0, 1: 10.0, 2: 30.0}
-    assert not c.step(sample(10.0, load), 10.0, busy={0, 1, 2}, bound={0, 2})
+    assert not c.step(sample(10.0, load), 10.0, busy={0, 1, 2})  # no bytes read yet
     ups = {d.broker: d for d in c.step(sample(16.0, load), 16.0, busy={0, 1, 2}, bound={0, 2})}
     # broker 0 at its rate with room (10 of 50 ms): the rate x4 (the ceiling), the cap too
     assert (ups[0].new_rate, ups[0].old_cap, ups[0].new_cap) == (CEILING, 1, 4)
@@ -472,6 +472,47 @@ def test_caps_start_at_one_and_rise_only_where_the_rate_binds():
     assert c.caps == {0: 2, 1: 3, 2: 2}
     c.set_cap_max(None)
     assert c.caps == {}
+
+
+def test_a_cap_doubles_on_the_bytes_before_a_window_that_saw_the_load():
+    """Before a window that saw the run's load (settle_s after it reached the broker), a
+    loaded broker whose moves copy at their rate (``bound``) and that reads within the
+    objective has its cap doubled, its rate kept: the moves it adds take no more than the
+    rates written, which bind the copy. No room is claimed on such a reading (x2, not by the
+    room: 10 of 50 ms would be x4), none above the aim, none over the objective, none without
+    the bytes' evidence, and once: the next rise waits for a fresh window after it. The cap
+    that waited for that window held one move in the cluster for its first 6 s
+    (bench_pace_ladder: 1.50x on the 15-s rung with headroom)."""
+    c = Controller(
+        Objective(50.0), Bounds(FLOOR, CEILING), (0, 1, 2, 3), start=CEILING // 4,
+        persist_s=0, cap_max=8,
+    )  # fmt: skip
+    load = {0: 10.0, 1: 46.0, 2: 60.0, 3: 10.0}  # 1: over the aim (0.9 x 50); 2: over
+    ups = {d.broker: d for d in c.step(sample(1.0, load), 1.0, busy={0, 1, 2, 3}, bound={0, 1, 2})}
+    assert {b: d.action for b, d in ups.items()} == {0: "increase", 2: "decrease"}
+    d = ups[0]
+    assert (d.action, d.old_rate, d.new_rate, d.old_cap, d.new_cap) == (
+        "increase", CEILING // 4, CEILING // 4, 1, 2,
+    )  # fmt: skip
+    assert "before a window that saw their load: its moves at once 1 -> 2, its rate kept" in (
+        d.reason
+    )
+    assert c.caps == {0: 2, 1: 1, 2: 1, 3: 1}
+    # the next reading before the window: held (the rise waits for a window after it)
+    assert not c.step(sample(3.0, {0: 10.0}), 3.0, busy={0, 1, 2, 3}, bound={0})
+    # a degraded source never makes the pace faster, the bytes alone neither
+    deg = Controller(Objective(50.0), Bounds(FLOOR, CEILING), (0,), start=CEILING // 4, cap_max=8)
+    assert not deg.step(sample(1.0, {0: 10.0}, degraded="probe lost"), 1.0, busy={0}, bound={0})
+    assert deg.caps == {0: 1}
+    # only in slow start: a broker cut before the run's bytes reached it (over on its own)
+    # waits for a window that saw them (the caps' property found it doubled after the cut)
+    cut = Controller(
+        Objective(50.0), Bounds(FLOOR, CEILING), (0,), start=CEILING // 4, persist_s=0,
+        cap_max=8,
+    )  # fmt: skip
+    assert [d.action for d in cut.step(sample(1.0, {0: 60.0}), 1.0, busy=set())] == ["decrease"]
+    assert not cut.step(sample(7.0, {0: 10.0}), 7.0, busy={0}, bound={0})
+    assert cut.caps == {0: 1}
 
 
 def test_persist_s_keeps_the_reaction_bound():
