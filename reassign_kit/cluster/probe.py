@@ -64,9 +64,10 @@ def per_broker(
     cause, and the broker reads as the best of the partitions it replicates. A stalled
     broker so slows only itself (each other broker is also in a partition without it), and a
     broker whose followers' fetchers from it are full of a move's bytes reads slow: the
-    best-of rule alone read 45-74 ms on bench-pacing run 17's sources while the load's
-    acks=all producers waited 0.8-2.1 s (every broker also replicates a partition whose
-    followers fetch from brokers the move does not read)."""
+    best-of rule alone read a move's sources as fast while the load's acks=all producers
+    waited seconds (every broker also replicates a partition whose followers fetch from
+    brokers the move does not read; figures: bench/RESULTS.md, "Figures behind comments in
+    the code")."""
     brokers = sorted({b for reps in replicas.values() for b in reps})
     best: dict[int, tuple[float, float, float]] = {}
     for b in brokers:

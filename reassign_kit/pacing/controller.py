@@ -8,33 +8,30 @@ every few minutes):
 - **decrease** (multiplicative, ``× beta``, never below the floor) when a sample shows that
   broker's produce p99 over the objective — its lower confidence bound where the source
   gives one (the probe: a p99 read on ~50 messages, their worst, is over an objective the
-  broker holds in 40% of its windows; bench-pacing run 8: one such reading, 59.5 ms against 50, halved a
-  target's rate, and the run took 18 s where a static ceiling took 5) — once it has read over
+  broker holds in 40% of its windows: one such reading must not halve a target's rate;
+  figures in bench/RESULTS.md, "Figures behind comments in the code") — once it has read over
   in every sample for ``persist_s`` (one cycle of Kafka's replication quota, 11 s: the
   load's latency is loud and quiet in that rhythm at every throttle, ``PERSIST_S``; and
   longer than the probe's 5-s window, in which a burst of latency sits for its whole
   length), and again at most once per ``settle_s``
   (the health window must first see the lower rate; without it one slow spell would halve the
   rate to the floor before it took effect);
-- **increase** (never above the ceiling) only on a *fresh* sample — taken at least
-  ``settle_s`` after that broker's last change and after the run's moves first loaded it
-  (the start rate is a change too: bench-pacing run 15 doubled every broker 1.2 s in, on a
-  probe window of messages sent before the moves' fetchers ran, and the load's p99 went to
-  4.8 s while the probe's 95% bound stayed under the objective), not degraded, with a
-  p99 within the objective at every measured fresh sample for ``raise_persist_s`` (6 s:
-  run 16, same fix, raised on one window that read 7.5 ms between windows of 83-144 ms;
-  the probe's p99 of ~50 messages is their worst, one spike or none): doubled until that
-  broker's first decrease (TCP's slow start: a move of a few seconds is over before an
-  additive ramp from mid-range reaches a ceiling the cluster can take), additive (``+ step``)
-  after it. With *room* — every p99 read under the run's load since that broker's last
-  change at most ``ROOM`` of its limit — the persistence scales down to nothing (the fresh
-  windows are the evidence), slow start multiplies by limit / worst p99 (2 to ``MAX_JUMP``)
-  and the ramp writes it in that share of its ten steps: the pace pays no fixed toll where
-  nothing objects. Without room, a raise goes no further than ``AIM`` of the limit by the
-  same linear reading of the samples it rests on (their worst x new / old): doubling from
-  over half the limit is a breach foretold, and a breach is not undone by a decrease (Kafka's
-  quota keeps its loud second in its 11-s rhythm at any lower rate); from ``AIM`` of the limit
-  up, no raise;
+- **increase** (never above the ceiling) only on a *fresh* sample — taken at least ``settle_s``
+  after that broker's last change and after the run's moves first loaded it (the start rate is
+  a change too: a probe window of messages sent before the moves' fetchers ran says nothing of
+  their load), not degraded, with a p99 within the objective at every measured fresh sample for
+  ``raise_persist_s`` (6 s: one quiet window between loud ones is not a pace to raise; the
+  probe's p99 of ~50 messages is their worst, one spike or none): doubled until that broker's
+  first decrease (TCP's slow start: a move of a few seconds is over before an additive ramp
+  from mid-range reaches a ceiling the cluster can take), additive (``+ step``) after it. With
+  *room* — every p99 read under the run's load since that broker's last change at most ``ROOM``
+  of its limit — the persistence scales down to nothing (the fresh windows are the evidence),
+  slow start multiplies by limit / worst p99 (2 to ``MAX_JUMP``) and the ramp writes it in that
+  share of its ten steps: the pace pays no fixed toll where nothing objects. Without room, a
+  raise goes no further than ``AIM`` of the limit by the same linear reading of the samples it
+  rests on (their worst x new / old): doubling from over half the limit is a breach foretold,
+  and a breach is not undone by a decrease (Kafka's quota keeps its loud second in its 11-s
+  rhythm at any lower rate); from ``AIM`` of the limit up, no raise;
 - **hold** otherwise: a value not measured (None) or a degraded source never makes the pace
   faster (a lost signal is not a good signal).
 
@@ -94,13 +91,9 @@ REACTION_S = 30.0  # the issue's bound: a signal over the objective is acted on 
 RAISE_PERSIST_S = 6.0
 # over this long before a decrease: one cycle of Kafka's replication quota, an average over
 # 11 one-second windows that lets the fetchers copy at full speed until the average reaches
-# the throttle, then not at all. The load's latency follows that rhythm at every throttle
-# (bench-pacing run 20: static 32 MiB/s moved 47-51 MiB/s in some 5-s intervals, the load's
-# worst 67-305 ms, and 6-9 MiB/s in others, 22-32 ms; every row loud and quiet in the same
-# ~11-s rhythm), so a loud phase is not a pace to slow: it comes back at any lower rate. Over
-# for a whole cycle is. With 6 s (the probe's 5-s window plus a second), a loud phase of 2 s
-# read over for 7 s: run 20's first row halved every broker 8 s in, and its source again 36
-# s in, and took 67.6 s where static 128 took 34.8 s.
+# the throttle, then not at all. The load's latency follows that rhythm at every throttle, so
+# a loud phase is not a pace to slow: it comes back at any lower rate. Over for a whole cycle
+# is (figures: bench/RESULTS.md, "Figures behind comments in the code").
 PERSIST_S = float(QUOTA_WINDOWS * QUOTA_WINDOW_S)
 # Room: a broker whose worst p99 since its last change is at most this share of its limit
 # needs no persistence beyond its fresh windows before a raise (above it, raise_persist_s

@@ -3,14 +3,14 @@ evidence for more moves at once (``Controller.step``'s ``bound``). Pure: the run
 bytes its own progress samples already read (``MoveState.bytes_copied``, one DescribeLogDirs
 per ``--sample-interval``), no broker call of its own.
 
-A move's copy is bound by a rate when one of its ends moved at least ``RATE_BOUND`` of the
-rate written to it (and none past ``OVER_BOUND`` of its own: then the quota's credit or the
-page cache moved it, not the rate) over the last interval between two readings: its leader (which every new
-replica fetches from: the bytes of all its moves in flight) or a new replica (its share of
-each move). Then another move through its brokers adds bytes where the rate allows them. A
-copy bound by something else — the disks, the network — moves well short of every rate it
-has, and more moves at once only share what it already moves while each puts its bytes on the
-same disks, where producers feel them (bench/RESULTS.md, bench-pacing and the pace ladder)."""
+A move's copy is bound by a rate when one of its ends moved at least ``RATE_BOUND`` of the rate
+written to it (and none past ``OVER_BOUND`` of its own: then the quota's credit or the page
+cache moved it, not the rate) over the last interval between two readings: its leader (which
+every new replica fetches from: the bytes of all its moves in flight) or a new replica (its
+share of each move). Then another move through its brokers adds bytes where the rate allows
+them. A copy bound by something else — the disks, the network — moves well short of every rate
+it has, and more moves at once only share what it already moves while each puts its bytes on
+the same disks, where producers feel them (bench/RESULTS.md, bench-pacing and the pace ladder)."""
 
 from __future__ import annotations
 
@@ -25,9 +25,8 @@ from ..model import TopicPartition
 # 5 s, reads the rate within a fifth either way)
 RATE_BOUND = 0.8
 # and at most this much of it: more is the quota's credit (an end idle over its 11 windows may
-# take seconds of allowance at once) or the page cache, not the rate binding. The sandbox's
-# first reading, half a second after a move's submission, read its leader past 1.25x its rate
-# in 50 of 86 bench-pacing adaptive rows (up to 3.7x; many of those moves done within 5 s)
+# take seconds of allowance at once) or the page cache, not the rate binding (figures:
+# bench/RESULTS.md, "Figures behind comments in the code")
 OVER_BOUND = 1 / RATE_BOUND
 
 
