@@ -56,10 +56,10 @@ def test_the_first_reading_counts_from_the_moves_submissions():
 
 def test_bytes_past_the_rate_are_the_quotas_credit_not_the_rate_binding():
     """A move that moved well past its rate (the sandbox's first reading, half a second after
-    the submission: 1.0-3.7x the rate, 0.0-0.3x over the next 5 s where the disks bound the
-    copy) was let through by its quota's credit or the page cache: no evidence that the rate
-    binds, so no cap rises on it, though its new replicas took a share within their rates.
-    Within a fifth over the rate it still counts."""
+    the submission, read leaders at up to 3.7x the rate) was let through by its quota's
+    credit or the page cache: no evidence that the rate binds, so no cap rises on it, though
+    its new replicas took a share within their rates. Within a fifth over the rate it still
+    counts."""
     c = CopyRates()
     burst = Copying(TP("t", 0), 0, (2, 3), (0, 1, 2, 3), 13 * MB // 2, since=0.0)
     assert c.read([burst], 0.5, RATES) == frozenset()  # 13 MB/s at a rate of 8: 1.6x
